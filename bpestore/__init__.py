@@ -1,0 +1,69 @@
+"""bpestore: a byte-pair-encoding tokenizer whose state lives in a database.
+
+>>> import bpestore
+>>> store = bpestore.open("bpestore.db")                      # doctest: +SKIP
+>>> store.ingest("books", ["a.txt"])                           # doctest: +SKIP
+>>> store.train("en", corpus="books", vocab_size=32000)        # doctest: +SKIP
+>>> tok = store.tokenizer("en@1")                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .encoder import DisallowedSpecialError, Tokenizer
+from .errors import BpestoreError
+from .spec import TokenizerSpec
+from .store import CorpusInfo, IngestResult, Store, TrainProgress, VersionInfo
+from .text import TextPipeline
+from .trainer import BpeTrainer, Merge, train_word_counts
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BpeTrainer", "BpestoreError", "CorpusInfo", "DisallowedSpecialError", "IngestResult", "Merge",
+    "Store", "Tokenizer", "TokenizerSpec", "TrainProgress", "VersionInfo", "open", "train_bpe",
+]
+
+
+def open(db: str | Path | None = None) -> Store:  # noqa: A001 - the documented name
+    """Open (creating or upgrading) a store: a SQLite path or a SQLAlchemy URL.
+
+    Without ``db``: ``$BPESTORE_DB``, else ``./bpestore.db``.
+    """
+    return Store(db)
+
+
+def train_bpe(
+    input_path: str | Path | Iterable[str | Path],
+    vocab_size: int,
+    special_tokens: Sequence[str] = (),
+    *,
+    pretokenizer: str = "gpt2",
+    normalizer: str = "none",
+    tie_break: str = "lexicographic",
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+    errors: str = "strict",
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Train byte-level BPE on text files, without a database.
+
+    Returns ``(vocab, merges)``: ids 0..255 are the bytes, then the special
+    tokens, then one id per new token in merge order.
+
+    >>> vocab, merges = train_bpe("corpus.txt", 500, ["<|endoftext|>"])  # doctest: +SKIP
+    """
+    from .ingest import count_source
+
+    paths = [input_path] if isinstance(input_path, (str, Path)) else list(input_path)
+    spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
+                         special_tokens=tuple(special_tokens), tie_break=tie_break)
+    pipeline = TextPipeline(spec)
+    counts: Counter = Counter()
+    for path in paths:
+        counts.update(count_source(path, pipeline, errors=errors).counts)
+    return train_word_counts(counts, vocab_size=vocab_size, special_tokens=special_tokens,
+                             tie_break=tie_break, min_frequency=min_frequency,
+                             max_token_length=max_token_length)

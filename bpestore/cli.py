@@ -1,0 +1,379 @@
+"""The ``bpestore`` command line: each command is a thin call into the Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from sqlalchemy.exc import SQLAlchemyError
+
+from . import __version__
+from .errors import BpestoreError
+from .spec import PRETOKENIZERS, TIE_BREAKS
+from .store import Store, TrainProgress, VersionInfo
+
+
+class Context:
+    """What every command shares: the database option and the lazily opened store."""
+
+    def __init__(self, db: str | None, debug: bool) -> None:
+        self.db = db
+        self.debug = debug
+        self._store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.db)
+        return self._store
+
+
+class BpestoreGroup(click.Group):
+    """Turns a user mistake into one ``Error:`` line and exit status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (BpestoreError, SQLAlchemyError, OSError) as exc:
+            if ctx.obj is not None and ctx.obj.debug:
+                raise
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, SQLAlchemyError):
+                message = f"database error: {message}"
+            raise click.ClickException(message) from None
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def show_token(data: bytes) -> str:
+    """A token's bytes as readable text: valid UTF-8 as is, other bytes as \\xNN."""
+    text = data.decode("utf-8", "backslashreplace")
+    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+special_option = click.option("--special-token", "special_tokens", multiple=True, metavar="TOK",
+                              help="A special token (repeat for several).")
+
+
+@click.group(cls=BpestoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="BPESTORE_DB", metavar="PATH_OR_URL",
+              help="SQLite path or SQLAlchemy URL [env: BPESTORE_DB; default: ./bpestore.db]")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(__version__, prog_name="bpestore")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, debug: bool) -> None:
+    """Byte-pair-encoding tokenizers whose state lives in a database."""
+    ctx.obj = Context(db, debug)
+
+
+@cli.command()
+@click.pass_obj
+def init(obj: Context) -> None:
+    """Create the database, or upgrade its schema to this bpestore's."""
+    from .store.db import schema_revision
+
+    store = obj.store
+    click.echo(f"{store.url}: schema revision {schema_revision(store.engine)}")
+
+
+# ---------------------------------------------------------------------------
+# ingest
+# ---------------------------------------------------------------------------
+@cli.command()
+@click.argument("corpus")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--pretokenizer", type=click.Choice(PRETOKENIZERS),
+              help="How text is split into words [default: gpt2; fixed by a corpus' first ingest]")
+@click.option("--pattern", metavar="REGEX", help="A custom pre-tokenizer regex (implies --pretokenizer regex).")
+@click.option("--normalizer", metavar="STEPS", help="e.g. nfkc or nfkc,lowercase [default: none]")
+@special_option
+@click.option("--workers", type=click.IntRange(min=1), help="Counting processes.")
+@click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
+@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+              show_default=True, help="What to do with invalid UTF-8.")
+@json_option
+@quiet_option
+@click.pass_obj
+def ingest(obj: Context, corpus: str, paths: tuple[str, ...], pretokenizer: str | None,
+           pattern: str | None, normalizer: str | None, special_tokens: tuple[str, ...],
+           workers: int | None, force: bool, errors: str, as_json: bool, quiet: bool) -> None:
+    """Count the words of PATH... (files or - for stdin) into CORPUS."""
+    started = time.monotonic()
+
+    def report(result) -> None:
+        if as_json or quiet:
+            return
+        if result.skipped:
+            click.echo(f"skipped {result.source}: already in {corpus} (use --force to count it again)")
+        else:
+            click.echo(f"{result.source}: {result.size_bytes:,} bytes, {result.n_words:,} words, "
+                       f"{result.n_distinct:,} distinct")
+
+    results = obj.store.ingest(
+        corpus, paths, special_tokens=special_tokens or None, pretokenizer=pretokenizer,
+        pattern=pattern, normalizer=normalizer, force=force, errors=errors, workers=workers,
+        on_source=report)
+    if as_json:
+        emit_json([r.to_dict() for r in results])
+    elif not quiet:
+        counted = [r for r in results if not r.skipped]
+        click.echo(f"{corpus}: {len(counted)} source(s) counted, {len(results) - len(counted)} skipped, "
+                   f"{sum(r.size_bytes for r in counted):,} bytes, "
+                   f"{sum(r.n_words for r in counted):,} words in {time.monotonic() - started:.1f}s")
+
+
+@cli.command("corpora")
+@json_option
+@click.pass_obj
+def corpora_command(obj: Context, as_json: bool) -> None:
+    """List corpora with their sources and word totals."""
+    infos = obj.store.corpora()
+    if as_json:
+        emit_json([c.to_dict() for c in infos])
+        return
+    for c in infos:
+        click.echo(f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t{c.n_words:,} words\t"
+                   f"{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
+
+
+# ---------------------------------------------------------------------------
+# train
+# ---------------------------------------------------------------------------
+class ProgressPrinter:
+    """A progress bar for merges on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bar = None
+        self.last = 0
+
+    def __call__(self, state: TrainProgress) -> None:
+        if not self.enabled or state.target is None:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(length=state.target, label=f"training {state.version}",
+                                         file=sys.stderr, show_pos=True, show_eta=True,
+                                         item_show_func=lambda s: s)
+            self.bar.__enter__()
+            self.last = state.done - 1
+        self.bar.update(state.done - self.last, f"{show_token(state.token)!r} x{state.merge.count:,}")
+        self.last = state.done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--corpus", help="The corpus whose word counts to train on.")
+@click.option("--vocab-size", type=click.IntRange(min=1), help="Target tokens: 256 bytes + specials + merges.")
+@click.option("--merges", type=click.IntRange(min=0), help="Target number of merges (instead of --vocab-size).")
+@click.option("--min-frequency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Stop when no pair occurs this often.")
+@click.option("--tie-break", type=click.Choice(TIE_BREAKS), help="Rule among equal counts [default: lexicographic].")
+@special_option
+@click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid).")
+@click.option("--max-token-length", type=click.IntRange(min=2), help="Longest token, in bytes.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Write merges to the database every K merges.")
+@click.option("--resume", "resume_ref", metavar="NAME@N", help="Continue an unfinished version.")
+@json_option
+@quiet_option
+@click.pass_obj
+def train(obj: Context, name: str | None, corpus: str | None, vocab_size: int | None,
+          merges: int | None, min_frequency: int, tie_break: str | None,
+          special_tokens: tuple[str, ...], parent: str | None, max_token_length: int | None,
+          checkpoint_every: int, resume_ref: str | None, as_json: bool, quiet: bool) -> None:
+    """Train NAME@N from a corpus, or continue one with --resume NAME@N."""
+    progress = ProgressPrinter(not quiet and not as_json)
+    started = time.monotonic()
+    try:
+        if resume_ref:
+            if name or corpus or vocab_size or merges:
+                raise click.UsageError("--resume takes only the version: bpestore train --resume NAME@N")
+            info = obj.store.resume(resume_ref, checkpoint_every=checkpoint_every, progress=progress)
+        else:
+            if not name or not corpus:
+                raise click.UsageError("give NAME and --corpus (or --resume NAME@N)")
+            info = obj.store.train(
+                name, corpus=corpus, vocab_size=vocab_size, merges=merges,
+                min_frequency=min_frequency, tie_break=tie_break,
+                special_tokens=special_tokens or None, parent=parent,
+                max_token_length=max_token_length, checkpoint_every=checkpoint_every,
+                progress=progress)
+    finally:
+        progress.close()
+    if as_json:
+        emit_json(info.to_dict())
+    elif not quiet:
+        click.echo(f"{info.ref}: {info.status}, {info.vocab_size:,} tokens, {info.n_merges:,} merges "
+                   f"in {time.monotonic() - started:.1f}s")
+
+
+# ---------------------------------------------------------------------------
+# encode / decode
+# ---------------------------------------------------------------------------
+@cli.command()
+@click.argument("ref")
+@click.argument("text", required=False)
+@click.option("--file", "path", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Encode this file (- for stdin) instead of TEXT.")
+@click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
+@click.option("--no-special", is_flag=True, help="Encode special tokens as ordinary text.")
+@json_option
+@click.pass_obj
+def encode(obj: Context, ref: str, text: str | None, path: str | None, show_tokens: bool,
+           no_special: bool, as_json: bool) -> None:
+    """Encode TEXT (or --file) with version REF; prints the ids."""
+    if (text is None) == (path is None):
+        raise click.UsageError("give TEXT or --file PATH (not both)")
+    tok = obj.store.tokenizer(ref)
+    options: dict[str, Any] = ({"allowed_special": set(), "disallowed_special": ()} if no_special
+                               else {"allowed_special": "all"})
+    if path is not None:
+        stream = click.open_file(path, encoding="utf-8", errors="strict")
+        try:
+            ids = list(tok.encode_iterable(stream, **options))
+        except UnicodeDecodeError as exc:
+            raise BpestoreError(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start} "
+                                "of a chunk)") from None
+        finally:
+            stream.close()
+    else:
+        ids = tok.encode(text, **options)
+    if show_tokens:
+        pairs = [(i, tok.decode_single_token_bytes(i)) for i in ids]
+        if as_json:
+            emit_json([{"id": i, "token": show_token(b)} for i, b in pairs])
+        else:
+            for i, b in pairs:
+                click.echo(f"{i}\t{show_token(b)!r}")
+    elif as_json:
+        click.echo(json.dumps(ids))
+    else:
+        click.echo(" ".join(map(str, ids)))
+
+
+@cli.command()
+@click.argument("ref")
+@click.argument("ids", nargs=-1, type=int)
+@json_option
+@click.pass_obj
+def decode(obj: Context, ref: str, ids: tuple[int, ...], as_json: bool) -> None:
+    """Decode token IDS with version REF."""
+    tok = obj.store.tokenizer(ref)
+    text = tok.decode(ids)
+    if as_json:
+        emit_json({"text": text, "ids": list(ids)})
+    else:
+        click.echo(text)
+
+
+# ---------------------------------------------------------------------------
+# versions
+# ---------------------------------------------------------------------------
+def version_line(v: VersionInfo) -> str:
+    target = v.target_vocab_size if v.target_vocab_size is not None else f"{v.target_merges} merges"
+    parts = [v.ref, v.status, f"{v.vocab_size:,}/{target} tokens" if v.status != "complete"
+             else f"{v.vocab_size:,} tokens", f"corpus={v.corpus or '-'}",
+             f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
+             v.created_at.strftime("%Y-%m-%d %H:%M")]
+    if v.aliases:
+        parts.append("aliases=" + ",".join(v.aliases))
+    if v.source != "trained":
+        parts.append(f"imported ({v.source})")
+    return "  ".join(parts)
+
+
+@cli.command()
+@click.argument("name", required=False)
+@json_option
+@click.pass_obj
+def versions(obj: Context, name: str | None, as_json: bool) -> None:
+    """List versions (of NAME) with status, size, corpus, parent and creation time."""
+    infos = obj.store.versions(name)
+    if as_json:
+        emit_json([v.to_dict() for v in infos])
+        return
+    if not infos:
+        click.echo("no versions yet: bpestore train NAME --corpus C --vocab-size N")
+    for v in infos:
+        click.echo(version_line(v))
+
+
+@cli.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def show(obj: Context, ref: str, as_json: bool) -> None:
+    """Everything about one version: spec, targets, digests, fingerprint."""
+    v = obj.store.version(ref)
+    if as_json:
+        emit_json(v.to_dict())
+        return
+    click.echo(version_line(v))
+    click.echo(f"merges: {v.n_merges:,}   min frequency: {v.min_frequency}   "
+               f"max token length: {v.max_token_length or '-'}")
+    click.echo(f"spec: {v.spec.to_json()}")
+    click.echo(f"corpus digest: {v.corpus_digest or '-'}")
+    click.echo(f"fingerprint: {v.fingerprint or '- (not complete)'}")
+
+
+@cli.command()
+@click.argument("ref")
+@click.argument("alias")
+@click.pass_obj
+def alias(obj: Context, ref: str, alias: str) -> None:
+    """Point NAME@ALIAS at version REF (e.g. bpestore alias en@3 prod)."""
+    v = obj.store.set_alias(ref, alias)
+    click.echo(f"{v.name}@{alias} -> {v.ref}")
+
+
+# ---------------------------------------------------------------------------
+# import / export
+# ---------------------------------------------------------------------------
+@cli.group("import")
+def import_group() -> None:
+    """Import a tokenizer made elsewhere as a new version."""
+
+
+@import_group.command("gpt2")
+@click.argument("name")
+@click.option("--vocab", required=True, type=click.Path(dir_okay=False), help="vocab.json")
+@click.option("--merges", required=True, type=click.Path(dir_okay=False), help="merges.txt")
+@json_option
+@click.pass_obj
+def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool) -> None:
+    """Import GPT-2 style vocab.json + merges.txt as NAME@N."""
+    info = obj.store.import_gpt2(name, vocab=vocab, merges=merges)
+    if as_json:
+        emit_json(info.to_dict())
+    else:
+        click.echo(f"{info.ref}: imported {info.vocab_size:,} tokens, {info.n_merges:,} merges")
+
+
+@cli.command()
+@click.argument("ref")
+@click.option("--format", "fmt", type=click.Choice(["gpt2", "hf", "tiktoken"]), required=True)
+@click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
+@click.pass_obj
+def export(obj: Context, ref: str, fmt: str, out: str) -> None:
+    """Write version REF in another tokenizer's file format."""
+    from .formats import export_tokenizer
+
+    written = export_tokenizer(obj.store.tokenizer(ref), fmt, Path(out))
+    for path in written:
+        click.echo(f"wrote {path}")
+
+
+def main() -> None:
+    cli(prog_name="bpestore")

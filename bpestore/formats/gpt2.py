@@ -1,0 +1,109 @@
+"""GPT-2's ``vocab.json`` + ``merges.txt`` and its byte-to-unicode alphabet."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import BpestoreError
+
+
+@lru_cache(maxsize=1)
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable stand-in character for every byte value.
+
+    Printable Latin-1 bytes stand for themselves; the others (controls, space,
+    0x7F-0xA0, 0xAD) are shifted to code points 256 and up, in byte order.
+    """
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    chars = {}
+    shifted = 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + shifted)
+            shifted += 1
+    return chars
+
+
+@lru_cache(maxsize=1)
+def unicode_to_bytes() -> dict[str, int]:
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def token_to_str(data: bytes) -> str:
+    """Bytes written in GPT-2's alphabet (``b" the"`` -> ``"Ġthe"``)."""
+    chars = bytes_to_unicode()
+    return "".join(chars[b] for b in data)
+
+
+def str_to_token(text: str) -> bytes:
+    """Inverse of ``token_to_str``; raises BpestoreError on a foreign character."""
+    table = unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in text)
+    except KeyError as exc:
+        raise BpestoreError(f"{text!r} is not written in GPT-2's byte alphabet "
+                            f"(character {exc.args[0]!r})") from None
+
+
+def read_gpt2(vocab_path: str | Path, merges_path: str | Path
+              ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], list[str]]:
+    """Read GPT-2 files; returns (vocab, merges, special_tokens).
+
+    Special tokens are the entries that are neither single bytes nor made by a
+    merge (``<|endoftext|>`` for GPT-2); they are returned as text.
+    """
+    try:
+        with open(vocab_path, encoding="utf-8") as f:
+            encoder = json.load(f)
+    except FileNotFoundError:
+        raise BpestoreError(f"vocabulary file not found: {vocab_path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BpestoreError(f"{vocab_path} is not a JSON vocabulary: {exc}") from None
+    if not isinstance(encoder, dict):
+        raise BpestoreError(f"{vocab_path} must map token strings to ids")
+    merges: list[tuple[bytes, bytes]] = []
+    try:
+        with open(merges_path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                line = line.rstrip("\r\n")
+                if not line or (number == 1 and line.startswith("#version")):
+                    continue
+                parts = line.split(" ")
+                if len(parts) != 2:
+                    raise BpestoreError(f"{merges_path}:{number}: a merge is two tokens "
+                                        f"separated by one space, got {line!r}")
+                merges.append((str_to_token(parts[0]), str_to_token(parts[1])))
+    except FileNotFoundError:
+        raise BpestoreError(f"merges file not found: {merges_path}") from None
+    merged = {a + b for a, b in merges}
+    vocab: dict[int, bytes] = {}
+    specials: list[str] = []
+    for text, token_id in encoder.items():
+        if not isinstance(token_id, int):
+            raise BpestoreError(f"{vocab_path}: id of {text!r} is not an integer")
+        data = str_to_token(text) if all(c in unicode_to_bytes() for c in text) else None
+        if data is None or (len(data) > 1 and data not in merged):
+            specials.append(text)
+            data = text.encode("utf-8")
+        vocab[token_id] = data
+    return vocab, merges, specials
+
+
+def write_gpt2(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str],
+               vocab_path: str | Path, merges_path: str | Path) -> None:
+    """Write GPT-2 style files (merges.txt with the ``#version: 0.2`` header)."""
+    special_bytes = {t.encode("utf-8"): t for t in special_tokens}
+    encoder = {}
+    for token_id, data in sorted(vocab.items()):
+        encoder[special_bytes.get(data) or token_to_str(data)] = token_id
+    with open(vocab_path, "w", encoding="utf-8") as f:
+        json.dump(encoder, f, ensure_ascii=False)
+    with open(merges_path, "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n")
+        for left, right in merges:
+            f.write(f"{token_to_str(left)} {token_to_str(right)}\n")

@@ -1,0 +1,122 @@
+"""TokenizerSpec: everything that decides how text becomes tokens, as data.
+
+A spec is stored (as JSON) with every corpus and every version, so a stored
+version says exactly how it tokenizes. Two specs with the same JSON tokenize
+identically.
+
+>>> spec = TokenizerSpec(normalizer="nfkc,lowercase", special_tokens=("<|endoftext|>",))
+>>> TokenizerSpec.from_json(spec.to_json()) == spec
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BpestoreError
+
+NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
+PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex")
+ALPHABETS = ("bytes", "chars")
+TIE_BREAKS = ("lexicographic", "hf")
+
+# The fields that decide which words a corpus holds: words counted under
+# different values of these must never be mixed in one corpus.
+CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens")
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """Normalization, pre-tokenization, alphabet, markers, specials, tie-break."""
+
+    normalizer: str = "none"
+    pretokenizer: str = "gpt2"
+    pattern: str | None = None
+    alphabet: str = "bytes"
+    end_of_word: str | None = None
+    start_of_word: str | None = None
+    special_tokens: tuple[str, ...] = ()
+    unk_token: str | None = None
+    byte_fallback: bool = False
+    tie_break: str = "lexicographic"
+    extra: dict[str, Any] = field(default_factory=dict, compare=True, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        if self.pattern is not None and self.pretokenizer not in ("regex", "gpt2"):
+            raise BpestoreError("a custom --pattern goes with --pretokenizer regex, not "
+                                f"{self.pretokenizer!r}")
+        if self.pattern is not None:
+            object.__setattr__(self, "pretokenizer", "regex")
+        if self.pretokenizer == "regex" and not self.pattern:
+            raise BpestoreError("--pretokenizer regex needs --pattern REGEX")
+        if self.pretokenizer not in PRETOKENIZERS:
+            raise BpestoreError(f"unknown pre-tokenizer {self.pretokenizer!r}; "
+                                f"choose one of {', '.join(PRETOKENIZERS)}")
+        for name in self.normalizer_steps:
+            if name not in NORMALIZERS:
+                raise BpestoreError(f"unknown normalizer {name!r}; "
+                                    f"choose from {', '.join(NORMALIZERS)} (comma-separated)")
+        if self.alphabet not in ALPHABETS:
+            raise BpestoreError(f"unknown alphabet {self.alphabet!r}; choose bytes or chars")
+        if self.tie_break not in TIE_BREAKS:
+            raise BpestoreError(f"unknown tie-break {self.tie_break!r}; "
+                                "choose lexicographic or hf")
+        if len(set(self.special_tokens)) != len(self.special_tokens):
+            raise BpestoreError("a special token is given twice")
+        if any(not tok for tok in self.special_tokens):
+            raise BpestoreError("a special token cannot be empty")
+
+    @property
+    def normalizer_steps(self) -> tuple[str, ...]:
+        """The normalizer as a sequence of steps, e.g. ('nfkc', 'lowercase')."""
+        steps = tuple(s.strip() for s in self.normalizer.split(",") if s.strip())
+        return tuple(s for s in steps if s != "none")
+
+    @property
+    def byte_level(self) -> bool:
+        return self.alphabet == "bytes"
+
+    def corpus_key(self) -> dict[str, Any]:
+        """The part of the spec that decides a corpus' words."""
+        d = self.to_dict()
+        return {k: d[k] for k in CORPUS_FIELDS}
+
+    def replace(self, **changes: Any) -> "TokenizerSpec":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["special_tokens"] = list(self.special_tokens)
+        if not d["extra"]:
+            del d["extra"]
+        return d
+
+    def to_json(self) -> str:
+        """Canonical JSON: sorted keys, no spaces; equal specs give equal strings."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TokenizerSpec":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise BpestoreError(f"unknown spec field(s): {', '.join(sorted(unknown))}")
+        data = dict(data)
+        if "special_tokens" in data:
+            data["special_tokens"] = tuple(data["special_tokens"])
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TokenizerSpec":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BpestoreError(f"a tokenizer spec is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BpestoreError("a tokenizer spec must be a JSON object")
+        return cls.from_dict(data)

@@ -1,0 +1,5 @@
+"""Persistence: the database schema, its migrations, and the Store class."""
+
+from .store import CorpusInfo, IngestResult, Store, TrainProgress, VersionInfo
+
+__all__ = ["CorpusInfo", "IngestResult", "Store", "TrainProgress", "VersionInfo"]

@@ -1,0 +1,108 @@
+"""Engines and schema upgrades: the connection set-up shared by every store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError
+
+from ..errors import BpestoreError
+
+DEFAULT_DB = "bpestore.db"
+
+
+def resolve_url(db: str | os.PathLike | None = None) -> str:
+    """``--db`` value, else $BPESTORE_DB, else ./bpestore.db; a plain path is SQLite."""
+    db = os.fspath(db) if db is not None else os.environ.get("BPESTORE_DB") or DEFAULT_DB
+    if "://" in db:
+        try:
+            make_url(db)
+        except ArgumentError as exc:
+            raise BpestoreError(f"not a database URL: {db} ({exc})") from None
+        return db
+    path = Path(db).expanduser()
+    if path.parent and not path.parent.exists():
+        raise BpestoreError(f"folder {path.parent} does not exist (database {db})")
+    return f"sqlite:///{path.resolve()}"
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # Let SQLAlchemy, not the driver, decide where transactions begin (see below).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def _sqlite_begin(conn) -> None:
+    # An explicit BEGIN so every transaction, reads included, is one unit.
+    conn.exec_driver_sql("BEGIN")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for url; SQLite gets foreign keys, WAL and a busy timeout."""
+    try:
+        engine = create_engine(url)
+    except Exception as exc:  # unknown dialect, missing driver
+        raise BpestoreError(f"cannot open database {url}: {exc}") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic revisions are: inside the installed package, or the source tree."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parent.parent / "migrations", here.parents[2] / "migrations"):
+        if (candidate / "env.py").exists():
+            return candidate
+    raise BpestoreError("bpestore's migrations are missing from this installation; reinstall bpestore")
+
+
+def alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    return config
+
+
+def upgrade_schema(engine: Engine) -> str:
+    """Create or upgrade the schema to the newest revision; returns it.
+
+    A database stamped with a revision this bpestore does not know was written
+    by a newer bpestore, and is refused rather than touched.
+    """
+    config = alembic_config()
+    script = ScriptDirectory.from_config(config)
+    head = script.get_current_head()
+    with engine.begin() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+        if current == head:
+            return head
+        if current is not None:
+            try:
+                script.get_revision(current)
+            except (CommandError, KeyError):
+                raise BpestoreError(
+                    f"this database has schema revision {current}, which this bpestore "
+                    f"(schema {head}) does not know: it was written by a newer bpestore. "
+                    "Upgrade bpestore (pip install -U bpestore) to open it.") from None
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")
+    return head
+
+
+def schema_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()

@@ -1,0 +1,730 @@
+"""Store: corpora, word counts, versions, merges and tokens in one database.
+
+The only module that speaks SQL. Every write that belongs together is one
+transaction: an ingested source (its ingest row and all its counts), a version's
+creation (its row, its initial tokens and any inherited merges), a checkpoint
+batch of merges (with their tokens).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ..encoder import Tokenizer
+from ..errors import BpestoreError
+from ..ingest import SourceCounts, count_source, file_sha256
+from ..spec import TokenizerSpec
+from ..text import TextPipeline
+from ..trainer import BpeTrainer, Merge, byte_alphabet, hf_byte_level_order
+from .db import make_engine, resolve_url, upgrade_schema
+from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
+
+UPSERT_BATCH = 20_000
+DEFAULT_CHECKPOINT_EVERY = 1000
+DEFAULT_CHECKPOINT_SECONDS = 10.0
+
+# Tokenizers loaded in this process, by (database, version id, fingerprint).
+_TOKENIZER_CACHE: dict[tuple[str, int, str], Tokenizer] = {}
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """One source: counted, or skipped because its content was already in the corpus."""
+
+    corpus: str
+    source: str
+    sha256: str
+    size_bytes: int
+    n_words: int
+    n_distinct: int
+    skipped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    name: str
+    spec: TokenizerSpec
+    n_sources: int
+    size_bytes: int
+    n_words: int
+    n_distinct: int
+    created_at: datetime
+    digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["spec"] = self.spec.to_dict()
+        d["created_at"] = self.created_at.isoformat()
+        return d
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """A version as listed by ``versions``: where it came from and how far it got."""
+
+    id: int
+    name: str
+    number: int
+    status: str
+    source: str
+    vocab_size: int
+    n_merges: int
+    target_vocab_size: int | None
+    target_merges: int | None
+    corpus: str | None
+    parent: str | None
+    spec: TokenizerSpec
+    min_frequency: int
+    max_token_length: int | None
+    corpus_digest: str | None
+    fingerprint: str | None
+    created_at: datetime
+    updated_at: datetime
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.number}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "id"}
+        d["ref"] = self.ref
+        d["spec"] = self.spec.to_dict()
+        d["aliases"] = list(self.aliases)
+        d["created_at"] = self.created_at.isoformat()
+        d["updated_at"] = self.updated_at.isoformat()
+        return d
+
+
+@dataclass
+class TrainProgress:
+    """Handed to a ``progress`` callback after every merge."""
+
+    version: str
+    merge: Merge
+    token: bytes
+    done: int
+    target: int | None
+    started: float = field(default_factory=time.monotonic)
+
+
+class Store:
+    """A bpestore database (SQLite path or SQLAlchemy URL).
+
+    >>> store = Store(":memory:")  # doctest: +SKIP
+    """
+
+    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True) -> None:
+        self.url = resolve_url(db)
+        self.engine = make_engine(self.url)
+        if upgrade:
+            try:
+                upgrade_schema(self.engine)
+            except BpestoreError:
+                self.engine.dispose()
+                raise
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Store {self.engine.url.render_as_string(hide_password=True)}>"
+
+    # ------------------------------------------------------------------
+    # corpora and ingestion
+    # ------------------------------------------------------------------
+    def ingest(
+        self,
+        corpus: str,
+        paths: Iterable[str | Path],
+        *,
+        special_tokens: Sequence[str] | None = None,
+        pretokenizer: str | None = None,
+        pattern: str | None = None,
+        normalizer: str | None = None,
+        force: bool = False,
+        errors: str = "strict",
+        workers: int | None = None,
+        on_source: Callable[[IngestResult], None] | None = None,
+    ) -> list[IngestResult]:
+        """Count the words of each source into ``corpus`` (created if new).
+
+        The corpus' spec (special tokens, pre-tokenizer, pattern, normalizer)
+        is set by its first ingest; later ones must agree or leave them out. A
+        source whose bytes are already in the corpus is skipped unless ``force``.
+        Each source is one transaction. ``workers`` is accepted for the CLI
+        contract; counting is single-process for now.
+        """
+        paths = [str(p) for p in paths]
+        if not paths:
+            raise BpestoreError("give at least one file to ingest")
+        spec = self._corpus_spec(corpus, special_tokens=special_tokens, pretokenizer=pretokenizer,
+                                 pattern=pattern, normalizer=normalizer)
+        pipeline = TextPipeline(spec)
+        results = []
+        for path in paths:
+            if path != "-" and not force:
+                digest = file_sha256(path)
+                if self._has_source(corpus, digest):
+                    result = IngestResult(corpus, path, digest, 0, 0, 0, skipped=True)
+                    results.append(result)
+                    if on_source:
+                        on_source(result)
+                    continue
+            counted = count_source(path, pipeline, errors=errors)
+            result = self._add_counts(corpus, spec, counted, force=force)
+            results.append(result)
+            if on_source:
+                on_source(result)
+        return results
+
+    def _corpus_spec(self, corpus: str, **given: Any) -> TokenizerSpec:
+        """The spec of an existing corpus (checked against what is given), or a new one."""
+        given = {k: v for k, v in given.items() if v is not None}
+        if "special_tokens" in given:
+            given["special_tokens"] = tuple(given["special_tokens"])
+        with self.engine.connect() as conn:
+            row = conn.execute(select(corpora.c.spec).where(corpora.c.name == corpus)).first()
+        if row is None:
+            return TokenizerSpec(**given)
+        spec = TokenizerSpec.from_json(row.spec)
+        asked = spec.replace(**given)
+        if asked.corpus_key() != spec.corpus_key():
+            diff = [k for k in spec.corpus_key() if spec.corpus_key()[k] != asked.corpus_key()[k]]
+            raise BpestoreError(
+                f"corpus {corpus!r} was ingested with another {', '.join(diff)} "
+                f"({', '.join(f'{k}={spec.corpus_key()[k]!r}' for k in diff)}); words from "
+                "different specs never mix: ingest into a new corpus")
+        return spec
+
+    def _has_source(self, corpus: str, digest: str) -> bool:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(ingests.c.id).join(corpora, corpora.c.id == ingests.c.corpus_id)
+                .where(corpora.c.name == corpus, ingests.c.sha256 == digest).limit(1)
+            ).first() is not None
+
+    def _add_counts(self, corpus: str, spec: TokenizerSpec, counted: SourceCounts, *,
+                    force: bool) -> IngestResult:
+        """One transaction: the corpus (if new), the ingest row, the counts."""
+        with self.engine.begin() as conn:
+            corpus_id = conn.execute(select(corpora.c.id).where(corpora.c.name == corpus)).scalar()
+            if corpus_id is None:
+                corpus_id = conn.execute(insert(corpora).values(
+                    name=corpus, spec=spec.to_json(), created_at=_now())).inserted_primary_key[0]
+            elif not force and conn.execute(
+                    select(ingests.c.id).where(ingests.c.corpus_id == corpus_id,
+                                               ingests.c.sha256 == counted.sha256).limit(1)).first():
+                return IngestResult(corpus, counted.source, counted.sha256, counted.size, 0, 0,
+                                    skipped=True)
+            conn.execute(insert(ingests).values(
+                corpus_id=corpus_id, source=counted.source, sha256=counted.sha256,
+                size_bytes=counted.size, n_words=counted.n_words,
+                n_distinct=len(counted.counts), created_at=_now()))
+            self._upsert_counts(conn, corpus_id, counted.counts)
+        return IngestResult(corpus, counted.source, counted.sha256, counted.size,
+                            counted.n_words, len(counted.counts))
+
+    @staticmethod
+    def _upsert_counts(conn: Connection, corpus_id: int, counts: Counter) -> None:
+        """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches."""
+        dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(conn.dialect.name)
+        if dialect is None:
+            raise BpestoreError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}")
+        stmt = dialect.insert(word_counts)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[word_counts.c.corpus_id, word_counts.c.word],
+            set_={"count": word_counts.c.count + stmt.excluded["count"]})
+        batch = []
+        for word, count in counts.items():
+            batch.append({"corpus_id": corpus_id, "word": word, "count": count})
+            if len(batch) >= UPSERT_BATCH:
+                conn.execute(stmt, batch)
+                batch = []
+        if batch:
+            conn.execute(stmt, batch)
+
+    def corpora(self) -> list[CorpusInfo]:
+        """Every corpus with its totals."""
+        with self.engine.connect() as conn:
+            names = conn.execute(select(corpora.c.name).order_by(corpora.c.name)).scalars().all()
+            return [self._corpus_info(conn, name) for name in names]
+
+    def corpus(self, name: str) -> CorpusInfo:
+        with self.engine.connect() as conn:
+            return self._corpus_info(conn, name)
+
+    def _corpus_info(self, conn: Connection, name: str) -> CorpusInfo:
+        row = conn.execute(select(corpora).where(corpora.c.name == name)).first()
+        if row is None:
+            known = conn.execute(select(corpora.c.name)).scalars().all()
+            hint = f" (corpora: {', '.join(sorted(known))})" if known else " (no corpus yet: `bpestore ingest`)"
+            raise BpestoreError(f"no corpus named {name!r}{hint}")
+        totals = conn.execute(select(func.count(), func.coalesce(func.sum(ingests.c.size_bytes), 0),
+                                     func.coalesce(func.sum(ingests.c.n_words), 0))
+                              .where(ingests.c.corpus_id == row.id)).one()
+        n_distinct = conn.execute(select(func.count()).select_from(word_counts)
+                                  .where(word_counts.c.corpus_id == row.id)).scalar()
+        return CorpusInfo(name=row.name, spec=TokenizerSpec.from_json(row.spec),
+                          n_sources=totals[0], size_bytes=int(totals[1]), n_words=int(totals[2]),
+                          n_distinct=n_distinct, created_at=row.created_at,
+                          digest=self._corpus_digest(conn, row.id))
+
+    @staticmethod
+    def _corpus_digest(conn: Connection, corpus_id: int) -> str:
+        """A digest of what the counts were made from: the spec and every source's sha256."""
+        spec = conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar()
+        shas = sorted(conn.execute(select(ingests.c.sha256).where(ingests.c.corpus_id == corpus_id)).scalars())
+        h = hashlib.sha256(spec.encode())
+        for sha in shas:
+            h.update(sha.encode())
+        return h.hexdigest()
+
+    def word_counts(self, corpus: str) -> dict[bytes, int]:
+        """All word counts of a corpus."""
+        with self.engine.connect() as conn:
+            corpus_id = self._corpus_id(conn, corpus)
+            return self._load_counts(conn, corpus_id)
+
+    @staticmethod
+    def _load_counts(conn: Connection, corpus_id: int) -> dict[bytes, int]:
+        result = conn.execute(select(word_counts.c.word, word_counts.c.count)
+                              .where(word_counts.c.corpus_id == corpus_id))
+        return {bytes(word): count for word, count in result}
+
+    def _corpus_id(self, conn: Connection, name: str) -> int:
+        corpus_id = conn.execute(select(corpora.c.id).where(corpora.c.name == name)).scalar()
+        if corpus_id is None:
+            self._corpus_info(conn, name)  # raises the helpful error
+        return corpus_id
+
+    # ------------------------------------------------------------------
+    # versions
+    # ------------------------------------------------------------------
+    def versions(self, name: str | None = None) -> list[VersionInfo]:
+        """Every version (of one tokenizer, if named), oldest first."""
+        with self.engine.connect() as conn:
+            query = select(versions.c.id).join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+            if name is not None:
+                if conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).first() is None:
+                    raise BpestoreError(self._unknown_tokenizer(conn, name))
+                query = query.where(tokenizers.c.name == name)
+            ids = conn.execute(query.order_by(tokenizers.c.name, versions.c.number)).scalars().all()
+            return [self._version_info(conn, vid) for vid in ids]
+
+    def version(self, ref: str) -> VersionInfo:
+        """Resolve ``NAME``, ``NAME@N`` or ``NAME@ALIAS``."""
+        with self.engine.connect() as conn:
+            return self._version_info(conn, self._resolve(conn, ref))
+
+    def set_alias(self, ref: str, alias: str) -> VersionInfo:
+        """Point ``NAME@ALIAS`` at a version (moving the alias if it exists)."""
+        if not alias or alias.isdigit() or "@" in alias:
+            raise BpestoreError(f"an alias is a name that is not a number, not {alias!r}")
+        with self.engine.begin() as conn:
+            version_id = self._resolve(conn, ref)
+            tokenizer_id = conn.execute(select(versions.c.tokenizer_id)
+                                        .where(versions.c.id == version_id)).scalar()
+            conn.execute(delete(aliases).where(aliases.c.tokenizer_id == tokenizer_id,
+                                               aliases.c.name == alias))
+            conn.execute(insert(aliases).values(tokenizer_id=tokenizer_id, name=alias,
+                                                version_id=version_id))
+            return self._version_info(conn, version_id)
+
+    @staticmethod
+    def _unknown_tokenizer(conn: Connection, name: str) -> str:
+        known = conn.execute(select(tokenizers.c.name).order_by(tokenizers.c.name)).scalars().all()
+        hint = f"known: {', '.join(known)}" if known else "none yet: `bpestore train` or `bpestore import`"
+        return f"no tokenizer named {name!r} ({hint})"
+
+    def _resolve(self, conn: Connection, ref: str) -> int:
+        """The version id of a reference, or a BpestoreError saying what exists."""
+        name, _, tag = ref.partition("@")
+        tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
+        if tokenizer_id is None:
+            raise BpestoreError(self._unknown_tokenizer(conn, name))
+        rows = conn.execute(select(versions.c.id, versions.c.number, versions.c.status)
+                            .where(versions.c.tokenizer_id == tokenizer_id)
+                            .order_by(versions.c.number)).all()
+        numbers = ", ".join(f"{name}@{r.number}" for r in rows)
+        if not tag:
+            complete = [r for r in rows if r.status == "complete"]
+            if not complete:
+                raise BpestoreError(f"{name} has no complete version yet ({numbers}); name one, "
+                                    f"or finish it with `bpestore train --resume {name}@N`")
+            return complete[-1].id
+        if tag.isdigit():
+            for r in rows:
+                if r.number == int(tag):
+                    return r.id
+            raise BpestoreError(f"{name} has no version {tag} (versions: {numbers})")
+        version_id = conn.execute(select(aliases.c.version_id).where(
+            aliases.c.tokenizer_id == tokenizer_id, aliases.c.name == tag)).scalar()
+        if version_id is None:
+            raise BpestoreError(f"{name} has no version or alias {tag!r} (versions: {numbers})")
+        return version_id
+
+    def _newest_number(self, conn: Connection, name: str) -> int:
+        number = conn.execute(select(func.max(versions.c.number))
+                              .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+                              .where(tokenizers.c.name == name)).scalar()
+        if number is None:
+            raise BpestoreError(self._unknown_tokenizer(conn, name))
+        return number
+
+    def _version_info(self, conn: Connection, version_id: int) -> VersionInfo:
+        v = conn.execute(select(versions, tokenizers.c.name.label("tokenizer_name"))
+                         .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+                         .where(versions.c.id == version_id)).one()
+        n_tokens = conn.execute(select(func.count()).select_from(tokens)
+                                .where(tokens.c.version_id == version_id)).scalar()
+        n_merges = conn.execute(select(func.count()).select_from(merges)
+                                .where(merges.c.version_id == version_id)).scalar()
+        corpus = (conn.execute(select(corpora.c.name).where(corpora.c.id == v.corpus_id)).scalar()
+                  if v.corpus_id is not None else None)
+        parent = None
+        if v.parent_id is not None:
+            p = conn.execute(select(tokenizers.c.name, versions.c.number)
+                             .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+                             .where(versions.c.id == v.parent_id)).one()
+            parent = f"{p.name}@{p.number}"
+        alias_names = conn.execute(select(aliases.c.name).where(aliases.c.version_id == version_id)
+                                   .order_by(aliases.c.name)).scalars().all()
+        return VersionInfo(
+            id=v.id, name=v.tokenizer_name, number=v.number, status=v.status, source=v.source,
+            vocab_size=n_tokens, n_merges=n_merges, target_vocab_size=v.target_vocab_size,
+            target_merges=v.target_merges, corpus=corpus, parent=parent,
+            spec=TokenizerSpec.from_json(v.spec), min_frequency=v.min_frequency,
+            max_token_length=v.max_token_length, corpus_digest=v.corpus_digest,
+            fingerprint=v.fingerprint, created_at=v.created_at, updated_at=v.updated_at,
+            aliases=tuple(alias_names))
+
+    def _new_version(self, conn: Connection, name: str, **values: Any) -> int:
+        """Insert the next version row of tokenizer ``name`` (created if new)."""
+        if not name or "@" in name:
+            raise BpestoreError(f"a tokenizer name cannot be empty or contain '@': {name!r}")
+        tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
+        if tokenizer_id is None:
+            tokenizer_id = conn.execute(insert(tokenizers).values(
+                name=name, created_at=_now())).inserted_primary_key[0]
+        number = (conn.execute(select(func.max(versions.c.number))
+                               .where(versions.c.tokenizer_id == tokenizer_id)).scalar() or 0) + 1
+        now = _now()
+        values.setdefault("min_frequency", 1)
+        return conn.execute(insert(versions).values(
+            tokenizer_id=tokenizer_id, number=number, created_at=now, updated_at=now,
+            **values)).inserted_primary_key[0]
+
+    # ------------------------------------------------------------------
+    # training
+    # ------------------------------------------------------------------
+    def train(
+        self,
+        name: str,
+        *,
+        corpus: str,
+        vocab_size: int | None = None,
+        merges: int | None = None,
+        min_frequency: int = 1,
+        tie_break: str | None = None,
+        special_tokens: Sequence[str] | None = None,
+        parent: str | None = None,
+        max_token_length: int | None = None,
+        checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+        checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+        progress: Callable[[TrainProgress], None] | None = None,
+    ) -> VersionInfo:
+        """Train a new version ``NAME@N`` from the word counts of ``corpus``.
+
+        Give ``vocab_size`` (bytes + specials + merges) or ``merges``. With
+        ``parent="NAME@K"`` the new version extends that one: it starts with all
+        its tokens and merges (ids unchanged) and continues on ``corpus``.
+        Merges are written as they are made, every ``checkpoint_every`` merges
+        or ``checkpoint_seconds``; a stopped run continues with ``resume``.
+
+        >>> store.train("en", corpus="books", vocab_size=1000)  # doctest: +SKIP
+        <VersionInfo en@1 complete ...>
+        """
+        if (vocab_size is None) == (merges is None):
+            raise BpestoreError("give either vocab_size (--vocab-size) or merges (--merges)")
+        target = vocab_size if vocab_size is not None else merges
+        if target is None or target < 0:
+            raise BpestoreError("the vocabulary size / merge count must be a positive number")
+        if checkpoint_every < 1:
+            raise BpestoreError("--checkpoint-every must be at least 1")
+        with self.engine.begin() as conn:
+            corpus_id = self._corpus_id(conn, corpus)
+            corpus_spec = TokenizerSpec.from_json(
+                conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar())
+            if conn.execute(select(word_counts.c.word).where(word_counts.c.corpus_id == corpus_id)
+                            .limit(1)).first() is None:
+                raise BpestoreError(f"corpus {corpus!r} has no words yet; ingest text first")
+            values: dict[str, Any] = dict(
+                corpus_id=corpus_id, target_vocab_size=vocab_size, target_merges=merges,
+                min_frequency=min_frequency, max_token_length=max_token_length,
+                status="training", source="trained",
+                corpus_digest=self._corpus_digest(conn, corpus_id))
+            if parent is None:
+                specials = tuple(special_tokens) if special_tokens is not None else corpus_spec.special_tokens
+                spec = corpus_spec.replace(special_tokens=specials,
+                                           tie_break=tie_break or corpus_spec.tie_break)
+                if not spec.byte_level:
+                    raise BpestoreError("only byte-level training (alphabet 'bytes') is supported so far")
+                if vocab_size is not None and vocab_size < 256 + len(specials):
+                    raise BpestoreError(f"--vocab-size must be at least {256 + len(specials)} "
+                                        f"(256 bytes + {len(specials)} special tokens)")
+                version_id = self._new_version(conn, name, spec=spec.to_json(), **values)
+                conn.execute(insert(tokens), [
+                    {"version_id": version_id, "id": i, "bytes": data,
+                     "kind": "byte" if i < 256 else "special"}
+                    for i, data in enumerate(byte_alphabet(specials))])
+            else:
+                version_id = self._extend(conn, name, parent, corpus_spec, special_tokens,
+                                          tie_break, vocab_size, merges, values)
+        return self._run_training(version_id, checkpoint_every, checkpoint_seconds, progress)
+
+    def _extend(self, conn: Connection, name: str, parent: str, corpus_spec: TokenizerSpec,
+                special_tokens: Sequence[str] | None, tie_break: str | None,
+                vocab_size: int | None, n_merges: int | None, values: dict[str, Any]) -> int:
+        """Create a child of ``parent`` holding copies of its tokens and merges."""
+        parent_id = self._resolve(conn, parent)
+        p = self._version_info(conn, parent_id)
+        if p.status != "complete":
+            raise BpestoreError(f"{p.ref} is still training; finish it first "
+                                f"(`bpestore train --resume {p.ref}`)")
+        if p.source != "trained" and p.spec.pretokenizer != corpus_spec.pretokenizer:
+            raise BpestoreError(f"{p.ref} pre-tokenizes with {p.spec.pretokenizer}, the corpus "
+                                f"with {corpus_spec.pretokenizer}")
+        if p.corpus_digest is not None and p.spec.corpus_key() != corpus_spec.corpus_key():
+            raise BpestoreError(f"the corpus was ingested with another spec than {p.ref}'s; "
+                                "an extension continues on words made the same way")
+        if special_tokens is not None and tuple(special_tokens) != p.spec.special_tokens:
+            raise BpestoreError(f"an extension keeps the special tokens of {p.ref} "
+                                f"({', '.join(p.spec.special_tokens) or 'none'})")
+        if vocab_size is not None and vocab_size < p.vocab_size:
+            raise BpestoreError(f"{p.ref} already has {p.vocab_size} tokens; an extension "
+                                f"needs --vocab-size above that")
+        if n_merges is not None and n_merges < p.n_merges:
+            raise BpestoreError(f"{p.ref} already has {p.n_merges} merges; ask for more")
+        spec = p.spec.replace(tie_break=tie_break or p.spec.tie_break)
+        version_id = self._new_version(conn, name, spec=spec.to_json(), parent_id=parent_id, **values)
+        conn.execute(insert(tokens).from_select(
+            ["version_id", "id", "bytes", "kind"],
+            select(version_id, tokens.c.id, tokens.c.bytes, tokens.c.kind)
+            .where(tokens.c.version_id == parent_id)))
+        conn.execute(insert(merges).from_select(
+            ["version_id", "rank", "left_id", "right_id", "token_id", "count"],
+            select(version_id, merges.c.rank, merges.c.left_id, merges.c.right_id,
+                   merges.c.token_id, merges.c["count"])
+            .where(merges.c.version_id == parent_id)))
+        return version_id
+
+    def resume(self, ref: str, *, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+               checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+               progress: Callable[[TrainProgress], None] | None = None) -> VersionInfo:
+        """Continue a version that stopped before its target (``train --resume``)."""
+        with self.engine.connect() as conn:
+            if "@" in ref:
+                version_id = self._resolve(conn, ref)
+            else:  # NAME alone: its newest version
+                version_id = self._resolve(conn, f"{ref}@{self._newest_number(conn, ref)}")
+            v = self._version_info(conn, version_id)
+            if v.status == "complete":
+                raise BpestoreError(f"{v.ref} is complete; nothing to resume")
+            current = self._corpus_digest(conn, conn.execute(
+                select(versions.c.corpus_id).where(versions.c.id == version_id)).scalar())
+            if current != v.corpus_digest:
+                raise BpestoreError(
+                    f"corpus {v.corpus!r} has changed since {v.ref} started (new sources were "
+                    f"ingested), so resuming would not give the run it began. Extend it instead: "
+                    f"bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...")
+        return self._run_training(version_id, checkpoint_every, checkpoint_seconds, progress)
+
+    def _run_training(self, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
+                      progress: Callable[[TrainProgress], None] | None) -> VersionInfo:
+        """Replay the version's stored merges, then merge on, writing checkpoints."""
+        with self.engine.connect() as conn:
+            v = self._version_info(conn, version_id)
+            corpus_id = conn.execute(select(versions.c.corpus_id)
+                                     .where(versions.c.id == version_id)).scalar()
+            counts = self._load_counts(conn, corpus_id)
+            token_rows = conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
+                                      .where(tokens.c.version_id == version_id)
+                                      .order_by(tokens.c.id)).all()
+            stored = conn.execute(select(merges.c.left_id, merges.c.right_id, merges.c.token_id,
+                                         merges.c["count"])
+                                  .where(merges.c.version_id == version_id)
+                                  .order_by(merges.c.rank)).all()
+        spec = v.spec
+        initial = [bytes(r.bytes) for r in token_rows if r.kind in ("byte", "special")]
+        special_ids = [r.id for r in token_rows if r.kind == "special"]
+        trainer = BpeTrainer(
+            ((list(word), n) for word, n in counts.items()),
+            initial,
+            tie_break=spec.tie_break,
+            hf_order=hf_byte_level_order(spec.special_tokens) if spec.tie_break == "hf" else None,
+            min_frequency=v.min_frequency,
+            max_token_length=v.max_token_length,
+            special_ids=special_ids,
+        )
+        trainer.replay([(m.left_id, m.right_id) for m in stored], [m.count for m in stored])
+        if [m.token for m in trainer.merges] != [m.token_id for m in stored]:
+            raise BpestoreError(f"{v.ref}'s stored merges do not replay to their stored ids; "
+                                "the version is damaged")
+        known_tokens = len(token_rows)
+        pending: list[Merge] = []
+        last_write = time.monotonic()
+        target = v.target_merges if v.target_merges is not None else v.target_vocab_size
+
+        def write(batch: list[Merge], complete: bool) -> None:
+            nonlocal known_tokens
+            with self.engine.begin() as conn:
+                if batch:
+                    conn.execute(insert(merges), [
+                        {"version_id": version_id, "rank": m.rank, "left_id": m.left,
+                         "right_id": m.right, "token_id": m.token, "count": m.count} for m in batch])
+                    new_tokens = [m.token for m in batch if m.token >= known_tokens]
+                    if new_tokens:
+                        conn.execute(insert(tokens), [
+                            {"version_id": version_id, "id": t, "bytes": trainer.token_bytes[t],
+                             "kind": "merge"} for t in new_tokens])
+                        known_tokens = max(new_tokens) + 1
+                values: dict[str, Any] = {"updated_at": _now()}
+                if complete:
+                    values.update(status="complete", fingerprint=_fingerprint(spec, v.corpus_digest, trainer.merges))
+                conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
+
+        state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target)
+        try:
+            for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
+                pending.append(merge)
+                if progress is not None:
+                    state.merge, state.token, state.done = merge, trainer.token_bytes[merge.token], merge.rank + 1
+                    progress(state)
+                if len(pending) >= checkpoint_every or time.monotonic() - last_write >= checkpoint_seconds:
+                    write(pending, complete=False)
+                    pending = []
+                    last_write = time.monotonic()
+        except BaseException:
+            # Keep what was merged: the rows are valid checkpoints to resume from.
+            if pending:
+                try:
+                    write(pending, complete=False)
+                except Exception:
+                    pass
+            raise
+        write(pending, complete=True)
+        _TOKENIZER_CACHE.clear()
+        return self.version(f"{v.name}@{v.number}")
+
+    # ------------------------------------------------------------------
+    # tokenizers: loading, import, export
+    # ------------------------------------------------------------------
+    def tokenizer(self, ref: str) -> Tokenizer:
+        """The Tokenizer of a version, loaded once per process and cached.
+
+        The cache key includes the version's fingerprint (or, while training,
+        its merge count), so a changed version is never served stale.
+        """
+        with self.engine.connect() as conn:
+            version_id = self._resolve(conn, ref)
+            row = conn.execute(select(versions.c.fingerprint, versions.c.spec)
+                               .where(versions.c.id == version_id)).one()
+            n_merges = conn.execute(select(func.count()).select_from(merges)
+                                    .where(merges.c.version_id == version_id)).scalar()
+            key = (self.url, version_id, row.fingerprint or f"training:{n_merges}")
+            cached = _TOKENIZER_CACHE.get(key)
+            if cached is not None:
+                return cached
+            vocab, merge_list, special_ids = self._load_vocab(conn, version_id)
+        info = self.version(ref)
+        tok = Tokenizer(vocab, merge_list, special_ids, spec=TokenizerSpec.from_json(row.spec),
+                        name=info.ref)
+        _TOKENIZER_CACHE[key] = tok
+        return tok
+
+    @staticmethod
+    def _load_vocab(conn: Connection, version_id: int
+                    ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], dict[str, int]]:
+        vocab: dict[int, bytes] = {}
+        special_ids: dict[str, int] = {}
+        for token_id, data, kind in conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
+                                                 .where(tokens.c.version_id == version_id)):
+            vocab[token_id] = bytes(data)
+            if kind == "special":
+                special_ids[bytes(data).decode("utf-8")] = token_id
+        merge_list = [(vocab[left], vocab[right]) for left, right in conn.execute(
+            select(merges.c.left_id, merges.c.right_id).where(merges.c.version_id == version_id)
+            .order_by(merges.c.rank))]
+        return vocab, merge_list, special_ids
+
+    def import_vocab(self, name: str, vocab: dict[int, bytes], merge_list: Sequence[tuple[bytes, bytes]],
+                     special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
+                     source: str = "import") -> VersionInfo:
+        """Store a vocabulary and merges made elsewhere as a new complete version."""
+        specials = tuple(special_tokens)
+        spec = (spec or TokenizerSpec()).replace(special_tokens=specials)
+        # Validate by building the tokenizer: every merge must use known tokens.
+        special_ids = {t: next(i for i, b in vocab.items() if b == t.encode("utf-8")) for t in specials}
+        tok = Tokenizer(vocab, merge_list, special_ids, spec=spec)
+        id_of = {b: i for i, b in sorted(vocab.items(), reverse=True) if i not in special_ids.values()}
+        with self.engine.begin() as conn:
+            version_id = self._new_version(
+                conn, name, spec=spec.to_json(), target_vocab_size=len(vocab), status="complete",
+                source=source)
+            reserved = set(special_ids.values())
+            conn.execute(insert(tokens), [
+                {"version_id": version_id, "id": i, "bytes": data,
+                 "kind": "special" if i in reserved else ("byte" if len(data) == 1 else "merge")}
+                for i, data in sorted(vocab.items())])
+            rows = [{"version_id": version_id, "rank": rank, "left_id": id_of[left],
+                     "right_id": id_of[right], "token_id": id_of[left + right], "count": 0}
+                    for rank, (left, right) in enumerate(merge_list)]
+            for start in range(0, len(rows), UPSERT_BATCH):
+                conn.execute(insert(merges), rows[start:start + UPSERT_BATCH])
+            fingerprint = _fingerprint(spec, None, [
+                Merge(r["rank"], r["left_id"], r["right_id"], r["token_id"], 0) for r in rows])
+            conn.execute(update(versions).where(versions.c.id == version_id)
+                         .values(fingerprint=fingerprint))
+            info = self._version_info(conn, version_id)
+        del tok
+        return info
+
+    def import_gpt2(self, name: str, *, vocab: str | Path, merges: str | Path) -> VersionInfo:
+        """Import GPT-2's ``vocab.json`` and ``merges.txt`` as a new version."""
+        from ..formats.gpt2 import read_gpt2
+
+        vocab_map, merge_list, specials = read_gpt2(vocab, merges)
+        return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+
+def _fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
+    """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
+    h = hashlib.sha256(spec.to_json().encode())
+    h.update((corpus_digest or "").encode())
+    for m in merge_list:
+        h.update(f"{m.left},{m.right},{m.token};".encode())
+    return h.hexdigest()

@@ -1,0 +1,182 @@
+"""Normalizers and pre-tokenizers: text in, words out. Pure functions, no I/O.
+
+The pipeline for one piece of text is:
+
+    split on special tokens  ->  normalize each ordinary segment  ->  pre-tokenize
+
+Special tokens are matched on the raw text, longest first, so a normalizer never
+touches them. ``TextPipeline`` bundles the three steps for one ``TokenizerSpec``;
+``rechunk`` cuts a stream of text at places where the pipeline gives the same
+words as it would on the whole text, which is what lets ingestion and
+``encode_iterable`` stream with bounded memory and count in parallel.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+import regex
+
+from .spec import TokenizerSpec
+
+# The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
+# openai_public.py), spelled exactly as they ship.
+PATTERNS: dict[str, str] = {
+    "gpt2": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    "cl100k": (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}|"""
+               r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""),
+    "o200k": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+    # Words are the runs of non-space characters (HF's WhitespaceSplit).
+    "whitespace": r"""\S+""",
+    # Words are runs of word characters; each punctuation mark is a word of its own.
+    "punctuation": r"""\w+|[^\w\s]""",
+}
+
+# Where a stream may be cut: right before a whitespace character that follows a
+# letter or digit and precedes a non-space. No match of the built-in patterns
+# runs from a letter or digit into whitespace, and none has a look-behind, so
+# both sides of such a cut pre-tokenize exactly as the whole text does. The
+# cut is also harmless to the normalizers: whitespace composes with nothing,
+# and lowercasing's final-sigma rule sees the same end-of-word on both sides.
+_SAFE_CUT = regex.compile(r"(?r)(?<=[\p{L}\p{N}])\s(?=\S)")
+
+
+def normalize(text: str, steps: tuple[str, ...]) -> str:
+    """Apply normalizer steps in order ('nfkc', 'lowercase', 'alphanumeric', ...)."""
+    for step in steps:
+        if step == "lowercase":
+            text = text.lower()
+        elif step == "alphanumeric":
+            # Keep letters, digits and whitespace (whitespace keeps words apart).
+            text = "".join(ch for ch in text if ch.isalnum() or ch.isspace())
+        else:
+            text = unicodedata.normalize(step.upper(), text)
+    return text
+
+
+def special_tokens_regex(special_tokens: Iterable[str]) -> regex.Pattern | None:
+    """A regex matching any special token, the longest first where they overlap."""
+    tokens = sorted(set(special_tokens), key=lambda t: (-len(t), t))
+    if not tokens:
+        return None
+    return regex.compile("|".join(regex.escape(t) for t in tokens))
+
+
+class TextPipeline:
+    """Special-token split, normalizer and pre-tokenizer of one spec.
+
+    >>> pipe = TextPipeline(TokenizerSpec(special_tokens=("<|endoftext|>",)))
+    >>> list(pipe.words("Hi there<|endoftext|>!"))
+    ['Hi', ' there', '!']
+    """
+
+    def __init__(self, spec: TokenizerSpec) -> None:
+        self.spec = spec
+        self.steps = spec.normalizer_steps
+        if spec.pretokenizer == "none":
+            self.pattern = None
+        else:
+            source = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
+            self.pattern = regex.compile(source)
+        self.specials = special_tokens_regex(spec.special_tokens)
+        self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
+
+    # -- the three steps -------------------------------------------------
+    def segments(self, text: str) -> Iterator[tuple[str, bool]]:
+        """Split text into (segment, is_special) pairs, dropping empty segments."""
+        if self.specials is None:
+            if text:
+                yield text, False
+            return
+        start = 0
+        for m in self.specials.finditer(text):
+            if m.start() > start:
+                yield text[start:m.start()], False
+            yield m.group(), True
+            start = m.end()
+        if start < len(text):
+            yield text[start:], False
+
+    def pretokenize(self, segment: str) -> list[str]:
+        """Normalize and pre-tokenize one segment that holds no special token."""
+        segment = normalize(segment, self.steps)
+        if self.pattern is None:
+            return [segment] if segment else []
+        return self.pattern.findall(segment)
+
+    def words(self, text: str) -> Iterator[str]:
+        """The pre-tokens of a text, special tokens dropped."""
+        for segment, is_special in self.segments(text):
+            if not is_special:
+                yield from self.pretokenize(segment)
+
+    def count_words(self, text: str, counts: Counter | None = None) -> Counter:
+        """Add the UTF-8 bytes of every pre-token of text to counts (a Counter)."""
+        counts = Counter() if counts is None else counts
+        for segment, is_special in self.segments(text):
+            if not is_special:
+                # Count strings first, encode each distinct one once.
+                for word, n in Counter(self.pretokenize(segment)).items():
+                    counts[word.encode("utf-8", "surrogatepass")] += n
+        return counts
+
+    # -- streaming -------------------------------------------------------
+    def safe_cut(self, text: str) -> int:
+        """The last position where text can be split without changing its words.
+
+        0 means no such position: keep reading. A cut is safe at the start or
+        end of a special token that is fully in view (no longer special token
+        could still start there), or inside an ordinary segment at a
+        letter-or-digit / whitespace / non-space boundary.
+        """
+        segment_start = 0
+        limit = len(text)
+        if self.specials is not None:
+            for m in self.specials.finditer(text):
+                if m.start() + self.max_special_len > len(text):
+                    # A longer special token might start here once more text comes.
+                    limit = m.start()
+                    break
+                segment_start = m.end()
+            else:
+                # A special token could still begin in the last max_len-1 characters.
+                limit = max(segment_start, len(text) - self.max_special_len + 1)
+        cut = segment_start
+        if self.pattern is not None:
+            m = _SAFE_CUT.search(text, segment_start, limit)
+            if m is not None and m.end() < len(text):
+                cut = m.start()
+        return cut
+
+
+def rechunk(chunks: Iterable[str], pipeline: TextPipeline) -> Iterator[str]:
+    """Re-cut a stream of text so every piece can be pre-tokenized on its own.
+
+    Joined together the pieces are the input; their words, concatenated, are the
+    words of the whole input. Memory is bounded by the input chunk size plus the
+    longest stretch without a safe cut (for pre-tokenizer ``none``: a document
+    between two special tokens).
+    """
+    carry = ""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        buffer = carry + chunk if carry else chunk
+        cut = pipeline.safe_cut(buffer)
+        if cut > 0:
+            yield buffer[:cut]
+            carry = buffer[cut:]
+        else:
+            carry = buffer
+    if carry:
+        yield carry

@@ -1,0 +1,300 @@
+"""The BPE training algorithm over word counts. Pure: no database, no files.
+
+Each step merges the most frequent adjacent pair of tokens, counted over the
+distinct words times their counts. The loop is incremental:
+
+* ``pair_counts`` holds the count of every adjacent pair;
+* ``pair_words`` maps a pair to the words it may occur in (a superset: words
+  are not removed when they lose a pair, only skipped when merged);
+* a heap orders pairs by (count, tie-break); entries go stale when a count
+  drops and are re-pushed with the current count when they surface ("lazy").
+
+A merge rewrites only the words that hold the pair, and for each occurrence
+updates only the pairs next to it. Counts of pairs made of older tokens can
+only go down, so the heap needs new entries only for pairs with the new token.
+
+Ties between equal counts:
+* ``lexicographic``: the greater (left bytes, right bytes) wins (CS336, subword-nmt);
+* ``hf``: the smaller (left id, right id) in Hugging Face's numbering wins
+  (specials, then the alphabet in code point order, then merges in order).
+
+A token whose bytes already exist (two merges can spell the same string) keeps
+its existing id, as in Hugging Face ``tokenizers``: a vocabulary never has two
+ids for one byte string.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from .bpe import PAIR_SHIFT, merge_word
+
+TIE_BREAKS = ("lexicographic", "hf")
+_LOW = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One training step: tokens ``left`` and ``right`` became ``token``."""
+
+    rank: int
+    left: int
+    right: int
+    token: int
+    count: int
+
+
+def reversed_order_key(data: bytes) -> bytes:
+    """A key whose ascending order is the descending order of ``data``.
+
+    Each byte b becomes (0, 255 - b) and the key ends with 1, so a string sorts
+    after every string it is a prefix of (b'a' > b'ab' after the mapping).
+    """
+    return b"".join(bytes((0, 255 - b)) for b in data) + b"\x01"
+
+
+class BpeTrainer:
+    """Incremental BPE over word counts.
+
+    >>> words = [([ord(c) for c in "low"], 5), ([ord(c) for c in "lower"], 2)]
+    >>> trainer = BpeTrainer(words, [bytes([i]) for i in range(256)])
+    >>> [(trainer.token_bytes[m.left], trainer.token_bytes[m.right])
+    ...  for m in trainer.train(max_merges=2)]
+    [(b'o', b'w'), (b'l', b'ow')]
+    """
+
+    def __init__(
+        self,
+        words: Iterable[tuple[Sequence[int], int]],
+        token_bytes: Sequence[bytes],
+        *,
+        tie_break: str = "lexicographic",
+        hf_order: Sequence[int] | None = None,
+        min_frequency: int = 1,
+        max_token_length: int | None = None,
+        special_ids: Iterable[int] = (),
+    ) -> None:
+        """``words``: (initial token ids, count) pairs; ``token_bytes``: the
+        initial vocabulary by id, special tokens (``special_ids``) included.
+        ``hf_order`` lists the initial ids in Hugging Face's numbering (needed
+        only for ``tie_break="hf"``)."""
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, not {tie_break!r}")
+        self.tie_break = tie_break
+        self.min_frequency = max(1, min_frequency)
+        self.max_token_length = max_token_length
+        self.words: list[list[int]] = []
+        self.counts: list[int] = []
+        for symbols, count in words:
+            if count > 0:
+                self.words.append(list(symbols))
+                self.counts.append(count)
+        self.token_bytes: list[bytes] = list(token_bytes)
+        # Ordinary tokens by bytes (a merge never yields a special token's id).
+        specials = set(special_ids)
+        self.id_of_bytes: dict[bytes, int] = {}
+        for token_id, data in enumerate(self.token_bytes):
+            if token_id not in specials:
+                self.id_of_bytes.setdefault(data, token_id)
+        if tie_break == "hf":
+            if hf_order is None:
+                raise ValueError("tie_break='hf' needs hf_order")
+            tie = list(range(len(self.token_bytes)))
+            for hf_id, token_id in enumerate(hf_order):
+                tie[token_id] = hf_id
+            self._tie: list = tie
+        else:
+            self._tie = [reversed_order_key(b) for b in self.token_bytes]
+        self.merges: list[Merge] = []
+        self._stats_ready = False
+
+    # -- set-up ----------------------------------------------------------
+    def replay(self, merges: Sequence[tuple[int, int]], counts: Sequence[int] | None = None) -> None:
+        """Apply stored merges (pairs of ids, in rank order) without searching.
+
+        Used to resume or extend: each word gets the merges by per-word BPE
+        with ranks, which is what the uninterrupted run's words look like.
+        """
+        if self._stats_ready:
+            raise RuntimeError("replay() must come before train()")
+        ranks: dict[int, int] = {}
+        merged_ids: list[int] = []
+        for left, right in merges:
+            token = self._add_token(left, right)
+            ranks.setdefault((left << PAIR_SHIFT) | right, len(merged_ids))
+            merged_ids.append(token)
+            self.merges.append(Merge(len(self.merges), left, right, token,
+                                     counts[len(self.merges)] if counts else 0))
+        self.words = [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in self.words]
+
+    def _add_token(self, left: int, right: int) -> int:
+        data = self.token_bytes[left] + self.token_bytes[right]
+        token = self.id_of_bytes.get(data)
+        if token is None:
+            token = len(self.token_bytes)
+            self.token_bytes.append(data)
+            self.id_of_bytes[data] = token
+            self._tie.append(token if self.tie_break == "hf" else reversed_order_key(data))
+        return token
+
+    def _build_stats(self) -> None:
+        pair_counts: dict[int, int] = {}
+        pair_words: dict[int, set[int]] = {}
+        for index, (word, count) in enumerate(zip(self.words, self.counts)):
+            for i in range(len(word) - 1):
+                key = (word[i] << PAIR_SHIFT) | word[i + 1]
+                pair_counts[key] = pair_counts.get(key, 0) + count
+                bucket = pair_words.get(key)
+                if bucket is None:
+                    pair_words[key] = {index}
+                else:
+                    bucket.add(index)
+        tie = self._tie
+        self.heap = [(-c, tie[k >> PAIR_SHIFT], tie[k & _LOW], k) for k, c in pair_counts.items()]
+        heapq.heapify(self.heap)
+        self.pair_counts = pair_counts
+        self.pair_words = pair_words
+        self._stats_ready = True
+
+    # -- the loop --------------------------------------------------------
+    def vocab_size(self) -> int:
+        return len(self.token_bytes)
+
+    def train(self, *, vocab_size: int | None = None, max_merges: int | None = None) -> Iterator[Merge]:
+        """Yield merges until the vocabulary has ``vocab_size`` tokens, ``max_merges``
+        merges exist in all (replayed ones included), or no pair is frequent enough."""
+        if not self._stats_ready:
+            self._build_stats()
+        while (vocab_size is None or len(self.token_bytes) < vocab_size) and (
+            max_merges is None or len(self.merges) < max_merges
+        ):
+            key = self._pop_best()
+            if key is None:
+                return
+            yield self._merge(key)
+
+    def _pop_best(self) -> int | None:
+        """The most frequent pair (ties broken by the rule), or None to stop."""
+        heap, pair_counts = self.heap, self.pair_counts
+        max_len = self.max_token_length
+        while heap:
+            neg_count, tie_left, tie_right, key = heap[0]
+            current = pair_counts.get(key, 0)
+            if current != -neg_count:
+                # Stale entry: its count has dropped since it was pushed.
+                if current > 0:
+                    heapq.heapreplace(heap, (-current, tie_left, tie_right, key))
+                else:
+                    heapq.heappop(heap)
+                continue
+            if current < self.min_frequency:
+                return None
+            heapq.heappop(heap)
+            if max_len is not None and (
+                len(self.token_bytes[key >> PAIR_SHIFT]) + len(self.token_bytes[key & _LOW]) > max_len
+            ):
+                # Too long: drop it for good (its count can only go down).
+                continue
+            return key
+        return None
+
+    def _merge(self, key: int) -> Merge:
+        """Merge pair ``key`` in every word that holds it, updating the counts."""
+        left, right = key >> PAIR_SHIFT, key & _LOW
+        count = self.pair_counts[key]
+        token = self._add_token(left, right)
+        pair_counts, pair_words = self.pair_counts, self.pair_words
+        words, counts = self.words, self.counts
+        touched: set[int] = set()  # pairs with the new token whose count grew
+        for index in pair_words.pop(key, ()):
+            word = words[index]
+            n = counts[index]
+            out: list[int] = []
+            i, length = 0, len(word)
+            while i < length:
+                if word[i] == left and i + 1 < length and word[i + 1] == right:
+                    # Occurrence: (prev, left) becomes (prev, token) and
+                    # (right, next) becomes (token, next). prev may already be
+                    # the new token when occurrences are adjacent ("a b a b").
+                    if out:
+                        prev = out[-1]
+                        pair_counts[(prev << PAIR_SHIFT) | left] -= n
+                        new_key = (prev << PAIR_SHIFT) | token
+                        pair_counts[new_key] = pair_counts.get(new_key, 0) + n
+                        touched.add(new_key)
+                        pair_words.setdefault(new_key, set()).add(index)
+                    if i + 2 < length:
+                        nxt = word[i + 2]
+                        pair_counts[(right << PAIR_SHIFT) | nxt] -= n
+                        new_key = (token << PAIR_SHIFT) | nxt
+                        pair_counts[new_key] = pair_counts.get(new_key, 0) + n
+                        touched.add(new_key)
+                        pair_words.setdefault(new_key, set()).add(index)
+                    out.append(token)
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            words[index] = out
+        # Every occurrence of the pair is gone (left-to-right merging leaves none).
+        pair_counts.pop(key, None)
+        tie = self._tie
+        for new_key in touched:
+            c = pair_counts.get(new_key, 0)
+            if c > 0:
+                heapq.heappush(self.heap, (-c, tie[new_key >> PAIR_SHIFT], tie[new_key & _LOW], new_key))
+            else:
+                pair_counts.pop(new_key, None)
+        merge = Merge(len(self.merges), left, right, token, count)
+        self.merges.append(merge)
+        return merge
+
+
+def byte_level_words(word_counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> Iterator[tuple[list[int], int]]:
+    """Words as lists of byte ids (ids 0..255 are the byte values)."""
+    items = word_counts.items() if isinstance(word_counts, Mapping) else word_counts
+    for word, count in items:
+        yield list(word), count
+
+
+def byte_alphabet(special_tokens: Sequence[str] = ()) -> list[bytes]:
+    """The initial vocabulary of a byte-level version: 256 bytes, then specials."""
+    return [bytes([i]) for i in range(256)] + [t.encode("utf-8") for t in special_tokens]
+
+
+def hf_byte_level_order(special_tokens: Sequence[str] = ()) -> list[int]:
+    """Initial ids in Hugging Face's order: specials, then bytes by the code point
+    of their GPT-2 byte-to-unicode character."""
+    from .formats.gpt2 import bytes_to_unicode
+
+    char_of = bytes_to_unicode()
+    specials = [256 + i for i in range(len(special_tokens))]
+    return specials + sorted(range(256), key=lambda b: ord(char_of[b]))
+
+
+def train_word_counts(
+    word_counts: Mapping[bytes, int],
+    *,
+    vocab_size: int,
+    special_tokens: Sequence[str] = (),
+    tie_break: str = "lexicographic",
+    min_frequency: int = 1,
+    max_token_length: int | None = None,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """Byte-level BPE on word counts; returns (vocab, merges) as bytes."""
+    trainer = BpeTrainer(
+        byte_level_words(word_counts),
+        byte_alphabet(special_tokens),
+        tie_break=tie_break,
+        hf_order=hf_byte_level_order(special_tokens) if tie_break == "hf" else None,
+        min_frequency=min_frequency,
+        max_token_length=max_token_length,
+        special_ids=range(256, 256 + len(special_tokens)),
+    )
+    for _ in trainer.train(vocab_size=vocab_size):
+        pass
+    vocab = dict(enumerate(trainer.token_bytes))
+    merges = [(trainer.token_bytes[m.left], trainer.token_bytes[m.right]) for m in trainer.merges]
+    return vocab, merges
