@@ -1,0 +1,112 @@
+"""Shared fixtures: the shared corpora, stores on SQLite and (when configured) PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
+
+
+def corpus_path(name: str) -> Path:
+    """A file of ../shared/corpora; skips the test (with the reason) where it is absent."""
+    path = CORPORA / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared corpora folder is needed for this test")
+    return path
+
+
+def read_corpus(name: str) -> str:
+    path = corpus_path(name)
+    if name.endswith(".xz"):
+        import lzma
+
+        with lzma.open(path, "rt", encoding="utf-8") as f:
+            return f.read()
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def corpora_dir() -> Path:
+    if not CORPORA.exists():
+        pytest.skip(f"{CORPORA} is absent: the shared corpora folder is needed for this test")
+    return CORPORA
+
+
+def _pg_schema_url(schema: str) -> str:
+    sep = "&" if "?" in PG_URL else "?"
+    return f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    """A fresh, empty database: a SQLite file, or a new schema on the test PostgreSQL."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "test.db")
+        return
+    if not PG_URL:
+        pytest.skip("BPESTORE_TEST_PG_URL is not set (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
+    from sqlalchemy import create_engine, text
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield _pg_schema_url(schema)
+    finally:
+        from bpestore.store.store import _TOKENIZER_CACHE
+
+        _TOKENIZER_CACHE.clear()
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+@pytest.fixture
+def store(db_url):
+    import bpestore
+
+    s = bpestore.open(db_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def gpt2_files() -> tuple[Path, Path]:
+    return corpus_path("gpt2_vocab.json"), corpus_path("gpt2_merges.txt")
+
+
+@pytest.fixture(scope="session")
+def gpt2_tokenizer(gpt2_files):
+    from bpestore.formats.gpt2 import read_gpt2
+    from bpestore import Tokenizer
+
+    vocab, merges, specials = read_gpt2(*gpt2_files)
+    return Tokenizer(vocab, merges, specials, name="gpt2")
+
+
+@pytest.fixture(scope="session")
+def tiktoken_gpt2(gpt2_files):
+    """tiktoken's GPT-2 Encoding built offline from the shared vocabulary (no download)."""
+    tiktoken = pytest.importorskip("tiktoken")
+    import json
+
+    from bpestore.formats.gpt2 import str_to_token
+    from bpestore.text import PATTERNS
+
+    encoder = json.loads(gpt2_files[0].read_text(encoding="utf-8"))
+    ranks = {str_to_token(s): i for s, i in encoder.items() if s != "<|endoftext|>"}
+    return tiktoken.Encoding(name="gpt2_offline", pat_str=PATTERNS["gpt2"], mergeable_ranks=ranks,
+                             special_tokens={"<|endoftext|>": encoder["<|endoftext|>"]})
+
+
+def reference_merges() -> list[tuple[bytes, bytes]]:
+    from bpestore.formats.gpt2 import str_to_token
+
+    lines = corpus_path("train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
+    return [tuple(str_to_token(part) for part in line.split(" ")) for line in lines if line]

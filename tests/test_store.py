@@ -1,0 +1,174 @@
+"""The store end to end, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from sqlalchemy import text
+
+import bpestore
+from bpestore import BpestoreError
+from bpestore.spec import TokenizerSpec
+from bpestore.text import TextPipeline
+
+from .conftest import corpus_path, read_corpus, reference_merges
+
+EOT = "<|endoftext|>"
+
+
+class Stop(Exception):
+    """Raised from a progress callback to simulate a killed training run."""
+
+
+def stop_after(n: int):
+    def progress(state):
+        if state.done >= n:
+            raise Stop
+    return progress
+
+
+def test_ingest_train_read_back_gives_reference_merges(store):
+    [result] = store.ingest("ref", [corpus_path("corpus.en")], special_tokens=[EOT])
+    assert not result.skipped and result.size_bytes == corpus_path("corpus.en").stat().st_size
+    v = store.train("cs336", corpus="ref", vocab_size=500)
+    assert (v.ref, v.status, v.vocab_size, v.n_merges) == ("cs336@1", "complete", 500, 243)
+    assert store.tokenizer("cs336@1").merges == reference_merges()
+    assert v.fingerprint and v.corpus_digest
+
+
+def test_word_counts_equal_a_plain_counter(store):
+    store.ingest("shakes", [corpus_path("tinyshakespeare.txt")])
+    pipeline = TextPipeline(TokenizerSpec())
+    expected = Counter(w.encode() for w in pipeline.pattern.findall(read_corpus("tinyshakespeare.txt")))
+    assert store.word_counts("shakes") == expected
+
+
+def test_reingest_is_skipped_and_force_doubles(store, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("the cat the dog", encoding="utf-8")
+    store.ingest("c", [path])
+    again = store.ingest("c", [path])
+    assert again[0].skipped
+    assert store.word_counts("c") == {b"the": 1, b" cat": 1, b" the": 1, b" dog": 1}
+    store.ingest("c", [path], force=True)
+    assert store.word_counts("c") == {b"the": 2, b" cat": 2, b" the": 2, b" dog": 2}
+    assert store.corpus("c").n_sources == 2
+
+
+def test_invalid_utf8_names_offset_and_counts_nothing(store, tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text("fine words", encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"x" * 5000 + b" ok \xff\xfe more")
+    store.ingest("c", [good])
+    with pytest.raises(BpestoreError, match=r"bad.txt is not valid UTF-8 at byte 5004"):
+        store.ingest("c", [bad])
+    assert store.word_counts("c") == {b"fine": 1, b" words": 1}
+    assert store.corpus("c").n_sources == 1
+    store.ingest("c", [bad], errors="replace")
+    assert store.word_counts("c")[" \ufffd\ufffd".encode()] == 1
+
+
+def test_corpus_refuses_a_different_spec(store, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("x y", encoding="utf-8")
+    store.ingest("c", [path], pretokenizer="gpt2")
+    with pytest.raises(BpestoreError, match="pretokenizer"):
+        store.ingest("c", [path], pretokenizer="whitespace", force=True)
+
+
+@pytest.fixture
+def shakespeare_store(store):
+    store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
+    return store
+
+
+@pytest.mark.parametrize("stop", [1, 7, 350, 699])
+def test_stopped_and_resumed_equals_uninterrupted(shakespeare_store, stop):
+    store = shakespeare_store
+    full = store.train("full", corpus="shakes", vocab_size=957, checkpoint_every=50)
+    with pytest.raises(Stop):
+        store.train("cut", corpus="shakes", vocab_size=957, checkpoint_every=50,
+                    progress=stop_after(stop))
+    partial = store.version("cut@1")
+    assert partial.status == "training" and partial.n_merges == stop
+    with pytest.raises(BpestoreError, match="no complete version"):
+        store.tokenizer("cut")
+    resumed = store.resume("cut@1")
+    assert resumed.status == "complete"
+    assert store.tokenizer("cut@1").merges == store.tokenizer("full@1").merges
+    assert store.tokenizer("cut@1").vocab == store.tokenizer("full@1").vocab
+    assert resumed.fingerprint == full.fingerprint
+
+
+def test_resume_refuses_a_grown_corpus(shakespeare_store, tmp_path):
+    store = shakespeare_store
+    with pytest.raises(Stop):
+        store.train("en", corpus="shakes", vocab_size=400, progress=stop_after(10))
+    more = tmp_path / "more.txt"
+    more.write_text("brand new words", encoding="utf-8")
+    store.ingest("shakes", [more])
+    with pytest.raises(BpestoreError, match="--from en@1"):
+        store.resume("en@1")
+
+
+def test_extension_keeps_parent_ids_and_sees_new_text(shakespeare_store, tmp_path):
+    store = shakespeare_store
+    parent = store.train("en", corpus="shakes", vocab_size=600)
+    extra = tmp_path / "extra.txt"
+    extra.write_text(" zyzzyva" * 5000, encoding="utf-8")
+    store.ingest("shakes", [extra])
+    child = store.train("en", corpus="shakes", vocab_size=800, parent="en@1")
+    assert (child.ref, child.parent, child.vocab_size) == ("en@2", "en@1", 800)
+    p, c = store.tokenizer("en@1"), store.tokenizer("en@2")
+    assert c.merges[:len(p.merges)] == p.merges
+    assert all(c.vocab[i] == b for i, b in p.vocab.items())
+    sample = read_corpus("tinyshakespeare.txt")[:5000]
+    assert c.decode(p.encode(sample)) == sample
+    assert c.token_id(" zyzzyva") is not None and p.token_id(" zyzzyva") is None
+    assert store.version("en").ref == "en@2"
+
+
+def test_version_references_and_aliases(shakespeare_store):
+    store = shakespeare_store
+    store.train("en", corpus="shakes", vocab_size=300)
+    store.train("en", corpus="shakes", vocab_size=320, tie_break="hf")
+    assert store.version("en").number == 2
+    store.set_alias("en@1", "prod")
+    assert store.version("en@prod").number == 1
+    assert store.version("en@1").aliases == ("prod",)
+    assert [v.ref for v in store.versions("en")] == ["en@1", "en@2"]
+    assert store.version("en@2").spec.tie_break == "hf"
+    for bad, message in [("nope", "no tokenizer named 'nope'"), ("en@9", "no version 9"),
+                         ("en@staging", "no version or alias 'staging'")]:
+        with pytest.raises(BpestoreError, match=message):
+            store.version(bad)
+
+
+def test_gpt2_import_encodes_like_tiktoken(store, gpt2_files, tiktoken_gpt2):
+    v = store.import_gpt2("gpt2", vocab=gpt2_files[0], merges=gpt2_files[1])
+    assert (v.vocab_size, v.n_merges, v.status) == (50257, 50000, "complete")
+    tok = store.tokenizer("gpt2")
+    assert store.tokenizer("gpt2@1") is tok  # cached per process
+    text = read_corpus("taylorswift.txt")
+    assert tok.encode(text) == tiktoken_gpt2.encode(text)
+    assert tok.special_tokens == {EOT: 50256}
+
+
+def test_newer_schema_revision_is_refused(db_url):
+    store = bpestore.open(db_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'ffff_from_the_future'"))
+    store.close()
+    with pytest.raises(BpestoreError, match="newer bpestore"):
+        bpestore.open(db_url)
+
+
+def test_sqlite_pragmas(tmp_path):
+    store = bpestore.open(tmp_path / "p.db")
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
+    store.close()

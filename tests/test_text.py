@@ -1,0 +1,107 @@
+"""Normalizers, pre-tokenizers and safe stream cutting."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from bpestore import BpestoreError, TokenizerSpec
+from bpestore.ingest import TextReader, count_source
+from bpestore.text import TextPipeline, rechunk
+
+from .conftest import corpus_path, read_corpus
+
+EOT = "<|endoftext|>"
+
+
+@pytest.mark.parametrize("pretokenizer, text, words", [
+    ("gpt2", "Hello world! It's 2024.  Ok\n\n", ["Hello", " world", "!", " It", "'s", " 2024", ".", " ", " Ok", "\n\n"]),
+    ("cl100k", "Hello world 12345 It's", ["Hello", " world", " ", "123", "45", " It", "'s"]),
+    ("o200k", "HelloWorld don't", ["Hello", "World", " don't"]),
+    ("whitespace", " a  b\tc ", ["a", "b", "c"]),
+    ("punctuation", "a,b; c.", ["a", ",", "b", ";", "c", "."]),
+    ("none", "a b", ["a b"]),
+])
+def test_pretokenizers(pretokenizer, text, words):
+    assert list(TextPipeline(TokenizerSpec(pretokenizer=pretokenizer)).words(text)) == words
+
+
+def test_custom_pattern_and_normalizers():
+    pipe = TextPipeline(TokenizerSpec(pattern=r"\w+", normalizer="nfkc,lowercase"))
+    assert list(pipe.words("ＡＢＣ Déjà-Vu")) == ["abc", "déjà", "vu"]
+    assert TokenizerSpec(pattern=r"\w+").pretokenizer == "regex"
+
+
+def test_specials_split_before_normalization():
+    pipe = TextPipeline(TokenizerSpec(normalizer="lowercase", special_tokens=("<|EOT|>",)))
+    assert list(pipe.segments("A<|EOT|>B")) == [("A", False), ("<|EOT|>", True), ("B", False)]
+    assert list(pipe.words("A<|EOT|>B")) == ["a", "b"]
+
+
+def test_spec_json_round_trip_and_validation():
+    spec = TokenizerSpec(normalizer="nfc", pretokenizer="cl100k", special_tokens=("<s>", "</s>"),
+                         tie_break="hf")
+    assert TokenizerSpec.from_json(spec.to_json()) == spec
+    for bad in [{"pretokenizer": "nope"}, {"normalizer": "upper"}, {"tie_break": "random"},
+                {"special_tokens": ("a", "a")}, {"pretokenizer": "regex"}]:
+        with pytest.raises(BpestoreError):
+            TokenizerSpec(**bad)
+    with pytest.raises(BpestoreError, match="unknown spec field"):
+        TokenizerSpec.from_json('{"colour": "blue"}')
+
+
+@pytest.mark.parametrize("pretokenizer", ["gpt2", "cl100k", "o200k", "whitespace", "punctuation"])
+@pytest.mark.parametrize("name", ["taylorswift.txt", "japanese_1M.txt", "hindi_1M.txt", "russian_1M.txt"])
+def test_rechunked_counts_equal_whole_text_counts(pretokenizer, name):
+    text = read_corpus(name)[:150_000]
+    text = text[:50_000] + EOT + text[50_000:100_000] + EOT + EOT + text[100_000:]
+    pipe = TextPipeline(TokenizerSpec(pretokenizer=pretokenizer, special_tokens=(EOT,)))
+    whole = pipe.count_words(text)
+    rng = random.Random(3)
+    chunks, i = [], 0
+    while i < len(text):
+        n = rng.choice([1, 7, 64, 1000, 20_000])
+        chunks.append(text[i:i + n])
+        i += n
+    pieces = list(rechunk(chunks, pipe))
+    assert "".join(pieces) == text
+    assert len(pieces) > 3  # it really streams
+    streamed = Counter()
+    for piece in pieces:
+        pipe.count_words(piece, streamed)
+    assert streamed == whole
+
+
+def test_safe_cut_never_inside_a_special_token():
+    pipe = TextPipeline(TokenizerSpec(special_tokens=("<|a b|>", "<|a b|> c")))
+    text = "xx yy <|a b|> c zz"
+    for cut in range(len(text) + 1):
+        pieces = list(rechunk([text[:cut], text[cut:]], pipe))
+        assert [w for p in pieces for w in pipe.words(p)] == list(pipe.words(text))
+        assert [s for p in pieces for s, special in pipe.segments(p) if special] == ["<|a b|> c"]
+
+
+def test_reader_reports_offset_across_chunks(tmp_path):
+    path = tmp_path / "x.txt"
+    path.write_bytes("é".encode() * 10 + b"\xc3")  # a truncated 2-byte sequence at the end
+    with open(path, "rb") as f:
+        with pytest.raises(BpestoreError, match="at byte 20"):
+            list(TextReader(f, "x.txt", chunk_bytes=3))
+
+
+@pytest.mark.parametrize("suffix, opener", [(".gz", "gzip"), (".xz", "lzma"), (".bz2", "bz2")])
+def test_compressed_sources_count_like_plain(tmp_path, suffix, opener):
+    import importlib
+
+    data = corpus_path("tinyshakespeare.txt").read_bytes()
+    plain = tmp_path / "s.txt"
+    plain.write_bytes(data)
+    packed = tmp_path / f"s.txt{suffix}"
+    with importlib.import_module(opener).open(packed, "wb") as f:
+        f.write(data)
+    pipe = TextPipeline(TokenizerSpec())
+    a, b = count_source(plain, pipe), count_source(packed, pipe)
+    assert (a.counts, a.size, a.sha256) == (b.counts, b.size, b.sha256)
+    assert a.size == len(data)

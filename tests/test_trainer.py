@@ -1,0 +1,147 @@
+"""The training algorithm against independent references and hand-worked cases."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+import bpestore
+from bpestore.formats.gpt2 import str_to_token
+from bpestore.spec import TokenizerSpec
+from bpestore.text import TextPipeline
+from bpestore.trainer import BpeTrainer, byte_alphabet, byte_level_words, train_word_counts
+
+from .conftest import corpus_path, read_corpus, reference_merges
+
+EOT = "<|endoftext|>"
+
+
+def test_train_bpe_matches_cs336_reference_merges_and_vocab():
+    vocab, merges = bpestore.train_bpe(corpus_path("corpus.en"), vocab_size=500, special_tokens=[EOT])
+    assert merges == reference_merges()
+    reference_vocab = json.loads(corpus_path("train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    expected = {k.encode() if k == EOT else str_to_token(k) for k in reference_vocab}
+    assert set(vocab.values()) == expected
+    assert len(vocab) == 500
+    # Ids: bytes, then the special token, then merges in order.
+    assert [vocab[i] for i in range(256)] == [bytes([i]) for i in range(256)]
+    assert vocab[256] == EOT.encode()
+    assert vocab[257] == merges[0][0] + merges[0][1]
+
+
+def hf_merges(text: str, vocab_size: int, special_tokens: list[str]) -> list[tuple[bytes, bytes]]:
+    """Hugging Face BpeTrainer's merge list, fed the text whole (train_from_iterator)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers
+
+    tok = tokenizers.Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator([text], trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return [tuple(str_to_token(p) for p in (m.split(" ") if isinstance(m, str) else m)) for m in merges]
+
+
+def test_hf_tie_break_reproduces_hugging_face_merges_on_tinyshakespeare():
+    text = read_corpus("tinyshakespeare.txt")
+    expected = hf_merges(text, 5000, [EOT])
+    counts = TextPipeline(TokenizerSpec(special_tokens=(EOT,))).count_words(text)
+    vocab, merges = train_word_counts(counts, vocab_size=5000, special_tokens=[EOT], tie_break="hf")
+    assert len(expected) == 5000 - 257
+    assert merges == expected
+
+
+def test_hf_tie_break_on_generated_ties():
+    # Many equal counts: the order among them is all tie-break.
+    text = " ".join(f"{a}{b}{c}" for a in "xyzab" for b in "pqrs" for c in "klmn") + " zz yy"
+    assert train_word_counts(TextPipeline(TokenizerSpec()).count_words(text), vocab_size=300,
+                             tie_break="hf")[1] == hf_merges(text, 300, [])
+
+
+def test_lexicographic_tie_prefers_greater_pair():
+    # ("a","b") and ("c","d") both occur twice: the greater pair ("c","d") goes first.
+    counts = {b"ab": 2, b"cd": 2}
+    _, merges = train_word_counts(counts, vocab_size=258)
+    assert merges == [(b"c", b"d"), (b"a", b"b")]
+    # A string sorts after its prefixes: (b"a", b"bb") vs (b"a", b"b") -> the longer wins.
+    trainer = BpeTrainer([([0, 1], 1), ([0, 2], 1)], [b"a", b"b", b"bb"])
+    assert [(m.left, m.right) for m in trainer.train(max_merges=1)] == [(0, 2)]
+
+
+def naive_bpe(word_counts: dict[bytes, int], num_merges: int) -> list[tuple[bytes, bytes]]:
+    """The textbook algorithm: recount every pair after every merge."""
+    words = {tuple(bytes([b]) for b in w): c for w, c in word_counts.items()}
+    merges = []
+    for _ in range(num_merges):
+        pairs: Counter = Counter()
+        for w, c in words.items():
+            for pair in zip(w, w[1:]):
+                pairs[pair] += c
+        if not pairs:
+            break
+        best = max(pairs, key=lambda p: (pairs[p], p))
+        merges.append(best)
+        new_words: Counter = Counter()
+        for w, c in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
+                    out.append(w[i] + w[i + 1])
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            new_words[tuple(out)] += c
+        words = new_words
+    return merges
+
+
+def test_incremental_trainer_equals_naive_recount_with_overlaps():
+    # Repeated letters exercise overlapping occurrences ("aaaa", "abab").
+    counts = {b"aaaa": 7, b"abab": 5, b"aaab": 3, b"baaa": 2, b"ababab": 4, b"aa": 9, b"bbbb": 1}
+    n = 12
+    assert train_word_counts(counts, vocab_size=256 + n)[1] == naive_bpe(counts, n)
+
+
+def test_incremental_trainer_equals_naive_on_real_text():
+    counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("taylorswift.txt")[:20000])
+    assert train_word_counts(counts, vocab_size=256 + 60)[1] == naive_bpe(counts, 60)
+
+
+def test_replay_then_continue_equals_uninterrupted():
+    counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("tinyshakespeare.txt")[:200_000])
+
+    def trainer():
+        return BpeTrainer(byte_level_words(counts), byte_alphabet())
+
+    full = [(m.left, m.right, m.token) for m in trainer().train(vocab_size=1256)]
+    for stop in (0, 1, 37, 500, 999):
+        resumed = trainer()
+        resumed.replay([(l, r) for l, r, _ in full[:stop]])
+        rest = [(m.left, m.right, m.token) for m in resumed.train(vocab_size=1256)]
+        assert full[:stop] + rest == full, stop
+
+
+def test_min_frequency_and_max_token_length():
+    counts = {b"hello": 3, b"help": 1}
+    _, merges = train_word_counts(counts, vocab_size=300, min_frequency=2)
+    assert all(len(a + b) <= 5 for a, b in merges)
+    assert (b"hel", b"p") not in merges  # occurs once only
+    _, merges = train_word_counts(counts, vocab_size=300, max_token_length=2)
+    assert merges and all(len(a + b) <= 2 for a, b in merges)
+
+
+def test_duplicate_strings_keep_one_id():
+    # "ab"+"c" and "a"+"bc" both spell "abc": the vocabulary keeps a single id.
+    counts = {b"abc": 10, b"ab": 6, b"bc": 6, b"zabc": 1}
+    vocab, merges = train_word_counts(counts, vocab_size=400)
+    assert len(set(vocab.values())) == len(vocab)
+
+
+def test_specials_never_merge_and_ids_follow_them():
+    vocab, merges = train_word_counts({b"ab": 3}, vocab_size=259, special_tokens=["<s>", "</s>"])
+    assert vocab[256] == b"<s>" and vocab[257] == b"</s>" and vocab[258] == b"ab"
