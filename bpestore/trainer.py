@@ -26,10 +26,11 @@ ids for one byte string.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .bpe import PAIR_SHIFT, merge_word
+from .spec import TokenizerSpec
 
 TIE_BREAKS = ("lexicographic", "hf")
 _LOW = 0xFFFFFFFF
@@ -74,17 +75,21 @@ class BpeTrainer:
         hf_order: Sequence[int] | None = None,
         min_frequency: int = 1,
         max_token_length: int | None = None,
+        allow_merge: Callable[[bytes, bytes], bool] | None = None,
         special_ids: Iterable[int] = (),
     ) -> None:
         """``words``: (initial token ids, count) pairs; ``token_bytes``: the
         initial vocabulary by id, special tokens (``special_ids``) included.
         ``hf_order`` lists the initial ids in Hugging Face's numbering (needed
-        only for ``tie_break="hf"``)."""
+        only for ``tie_break="hf"``). ``allow_merge(left, right)`` may forbid a
+        pair for good (e.g. a token must not hold a space inside); like
+        ``max_token_length`` it is asked when the pair is about to be merged."""
         if tie_break not in TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, not {tie_break!r}")
         self.tie_break = tie_break
         self.min_frequency = max(1, min_frequency)
         self.max_token_length = max_token_length
+        self.allow_merge = allow_merge
         self.words: list[list[int]] = []
         self.counts: list[int] = []
         for symbols, count in words:
@@ -192,10 +197,11 @@ class BpeTrainer:
             if current < self.min_frequency:
                 return None
             heapq.heappop(heap)
-            if max_len is not None and (
-                len(self.token_bytes[key >> PAIR_SHIFT]) + len(self.token_bytes[key & _LOW]) > max_len
-            ):
-                # Too long: drop it for good (its count can only go down).
+            left, right = self.token_bytes[key >> PAIR_SHIFT], self.token_bytes[key & _LOW]
+            if (max_len is not None and len(left) + len(right) > max_len) or (
+                    self.allow_merge is not None and not self.allow_merge(left, right)):
+                # Forbidden: drop the pair for good (its count can only go down,
+                # so it is never pushed again).
                 continue
             return key
         return None
@@ -252,28 +258,6 @@ class BpeTrainer:
         return merge
 
 
-def byte_level_words(word_counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]]) -> Iterator[tuple[list[int], int]]:
-    """Words as lists of byte ids (ids 0..255 are the byte values)."""
-    items = word_counts.items() if isinstance(word_counts, Mapping) else word_counts
-    for word, count in items:
-        yield list(word), count
-
-
-def byte_alphabet(special_tokens: Sequence[str] = ()) -> list[bytes]:
-    """The initial vocabulary of a byte-level version: 256 bytes, then specials."""
-    return [bytes([i]) for i in range(256)] + [t.encode("utf-8") for t in special_tokens]
-
-
-def hf_byte_level_order(special_tokens: Sequence[str] = ()) -> list[int]:
-    """Initial ids in Hugging Face's order: specials, then bytes by the code point
-    of their GPT-2 byte-to-unicode character."""
-    from .formats.gpt2 import bytes_to_unicode
-
-    char_of = bytes_to_unicode()
-    specials = [256 + i for i in range(len(special_tokens))]
-    return specials + sorted(range(256), key=lambda b: ord(char_of[b]))
-
-
 def train_word_counts(
     word_counts: Mapping[bytes, int],
     *,
@@ -284,14 +268,17 @@ def train_word_counts(
     max_token_length: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Byte-level BPE on word counts; returns (vocab, merges) as bytes."""
+    from . import alphabet
+
+    spec = TokenizerSpec(special_tokens=tuple(special_tokens), tie_break=tie_break)
     trainer = BpeTrainer(
-        byte_level_words(word_counts),
-        byte_alphabet(special_tokens),
+        alphabet.initial_words(spec, word_counts),
+        alphabet.initial_vocab(spec),
         tie_break=tie_break,
-        hf_order=hf_byte_level_order(special_tokens) if tie_break == "hf" else None,
+        hf_order=alphabet.hf_order(spec) if tie_break == "hf" else None,
         min_frequency=min_frequency,
         max_token_length=max_token_length,
-        special_ids=range(256, 256 + len(special_tokens)),
+        special_ids=alphabet.special_ids(spec),
     )
     for _ in trainer.train(vocab_size=vocab_size):
         pass

@@ -11,7 +11,8 @@ import bpestore
 from bpestore.formats.gpt2 import str_to_token
 from bpestore.spec import TokenizerSpec
 from bpestore.text import TextPipeline
-from bpestore.trainer import BpeTrainer, byte_alphabet, byte_level_words, train_word_counts
+from bpestore import alphabet
+from bpestore.trainer import BpeTrainer, train_word_counts
 
 from .conftest import corpus_path, read_corpus, reference_merges
 
@@ -116,7 +117,8 @@ def test_replay_then_continue_equals_uninterrupted():
     counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("tinyshakespeare.txt")[:200_000])
 
     def trainer():
-        return BpeTrainer(byte_level_words(counts), byte_alphabet())
+        spec = TokenizerSpec()
+        return BpeTrainer(alphabet.initial_words(spec, counts), alphabet.initial_vocab(spec))
 
     full = [(m.left, m.right, m.token) for m in trainer().train(vocab_size=1256)]
     for stop in (0, 1, 37, 500, 999):
@@ -140,6 +142,19 @@ def test_duplicate_strings_keep_one_id():
     counts = {b"abc": 10, b"ab": 6, b"bc": 6, b"zabc": 1}
     vocab, merges = train_word_counts(counts, vocab_size=400)
     assert len(set(vocab.values())) == len(vocab)
+
+
+def test_allow_merge_forbids_pairs_for_good():
+    # Seed 000's rule: no space inside a token, only at its ends.
+    def no_inner_space(left: bytes, right: bytes) -> bool:
+        return b" " not in (left + right)[1:-1]
+
+    counts = {b"a b": 5, b"ab": 1}
+    trainer = BpeTrainer([(list(w), c) for w, c in counts.items()], [bytes([i]) for i in range(256)],
+                         allow_merge=no_inner_space)
+    merged = [trainer.token_bytes[m.token] for m in trainer.train(max_merges=10)]
+    assert b"a " in merged and b"ab" in merged  # the tie went to (b"a", b" ")
+    assert b"a b" not in merged and all(no_inner_space(t, b"") for t in merged)
 
 
 def test_specials_never_merge_and_ids_follow_them():

@@ -25,7 +25,8 @@ from ..errors import BpestoreError
 from ..ingest import SourceCounts, count_source, file_sha256
 from ..spec import TokenizerSpec
 from ..text import TextPipeline
-from ..trainer import BpeTrainer, Merge, byte_alphabet, hf_byte_level_order
+from .. import alphabet
+from ..trainer import BpeTrainer, Merge
 from .db import make_engine, resolve_url, upgrade_schema
 from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
 
@@ -491,16 +492,16 @@ class Store:
                 specials = tuple(special_tokens) if special_tokens is not None else corpus_spec.special_tokens
                 spec = corpus_spec.replace(special_tokens=specials,
                                            tie_break=tie_break or corpus_spec.tie_break)
-                if not spec.byte_level:
-                    raise BpestoreError("only byte-level training (alphabet 'bytes') is supported so far")
-                if vocab_size is not None and vocab_size < 256 + len(specials):
-                    raise BpestoreError(f"--vocab-size must be at least {256 + len(specials)} "
-                                        f"(256 bytes + {len(specials)} special tokens)")
+                initial = alphabet.initial_vocab(spec)
+                reserved = set(alphabet.special_ids(spec))
+                if vocab_size is not None and vocab_size < len(initial):
+                    raise BpestoreError(f"--vocab-size must be at least {len(initial)} (the initial "
+                                        f"alphabet and {len(specials)} special tokens)")
                 version_id = self._new_version(conn, name, spec=spec.to_json(), **values)
                 conn.execute(insert(tokens), [
                     {"version_id": version_id, "id": i, "bytes": data,
-                     "kind": "byte" if i < 256 else "special"}
-                    for i, data in enumerate(byte_alphabet(specials))])
+                     "kind": "special" if i in reserved else "byte"}
+                    for i, data in enumerate(initial)])
             else:
                 version_id = self._extend(conn, name, parent, corpus_spec, special_tokens,
                                           tie_break, vocab_size, merges, values)
@@ -582,10 +583,10 @@ class Store:
         initial = [bytes(r.bytes) for r in token_rows if r.kind in ("byte", "special")]
         special_ids = [r.id for r in token_rows if r.kind == "special"]
         trainer = BpeTrainer(
-            ((list(word), n) for word, n in counts.items()),
+            alphabet.initial_words(spec, counts),
             initial,
             tie_break=spec.tie_break,
-            hf_order=hf_byte_level_order(spec.special_tokens) if spec.tie_break == "hf" else None,
+            hf_order=alphabet.hf_order(spec) if spec.tie_break == "hf" else None,
             min_frequency=v.min_frequency,
             max_token_length=v.max_token_length,
             special_ids=special_ids,
