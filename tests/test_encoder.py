@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpestore
+import bpestore.encoder
 from bpestore import DisallowedSpecialError, Tokenizer, TokenizerSpec
 from bpestore.bpe import _merge_long_word, merge_word, pair_key
 
@@ -77,8 +78,8 @@ def test_ids_equal_tiktoken_on_every_shared_corpus(name, gpt2, tiktoken_gpt2):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", XZ_CORPORA)
 def test_xz_corpora_in_full(name, gpt2, tiktoken_gpt2):
-    """Whole files at BPESTORE_SCALE=full; the first 5 MB otherwise."""
-    text = read_prefix(name, None if SCALE_FULL else 5_000_000)
+    """Whole files at BPESTORE_SCALE=full; the first 2.5 MB otherwise."""
+    text = read_prefix(name, None if SCALE_FULL else 2_500_000)
     assert gpt2.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
 
 
@@ -409,7 +410,7 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
     if _rss_bytes() is None:
         pytest.skip("needs /proc/self/statm to read resident memory")
     tok = gpt2_paths[path]
-    total = 100_000_000 if SCALE_FULL else 4_000_000
+    total = 100_000_000 if SCALE_FULL else 1_500_000 if path == "python" else 4_000_000
     list(tok.encode_iterable(_random_words(2_000_000, seed=1)))  # warm up allocators
     baseline = _rss_bytes()
     peak = baseline
@@ -419,6 +420,9 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
         if i % 200_000 == 0:
             peak = max(peak, _rss_bytes())
     assert n_tokens > total // 10
+    # At the small default scale a cache without bound would still fit in 50 MB.
+    assert len(tok._words) <= bpestore.encoder.WORD_CACHE_SIZE
+    assert len(tok._pieces) <= bpestore.encoder.PIECE_CACHE_SIZE
     print(f"{path}: resident memory grew by {(peak - baseline) / 2**20:.1f} MB over {total:,} chars")
     assert peak - baseline < 50 * 2 ** 20, f"resident memory grew by {(peak - baseline) / 2**20:.0f} MB"
     source = tmp_path / "big.txt"
