@@ -502,10 +502,72 @@ class Store:
                     {"version_id": version_id, "id": i, "bytes": data,
                      "kind": "special" if i in reserved else "byte"}
                     for i, data in enumerate(initial)])
+                if self._reuse_merges(conn, version_id, len(initial)):
+                    return self._version_info(conn, version_id)
             else:
                 version_id = self._extend(conn, name, parent, corpus_spec, special_tokens,
                                           tie_break, vocab_size, merges, values)
         return self._run_training(version_id, checkpoint_every, checkpoint_seconds, progress)
+
+    def _reuse_merges(self, conn: Connection, version_id: int, n_initial: int) -> bool:
+        """Start a new version from the merges of an equal run, if there is one.
+
+        Training is deterministic and its stopping point does not change the
+        merges before it, so a root version trained on the same counts (same
+        corpus digest) with the same spec and limits holds a prefix of this
+        version's merges, or all of them. Copies that prefix; returns True when
+        it already reaches the target (the version is then complete).
+        """
+        new = conn.execute(select(versions).where(versions.c.id == version_id)).one()
+        candidates = conn.execute(select(versions.c.id, versions.c.status, versions.c.target_vocab_size,
+                                         versions.c.target_merges).where(
+            versions.c.id != version_id, versions.c.source == "trained", versions.c.parent_id.is_(None),
+            versions.c.corpus_id == new.corpus_id, versions.c.corpus_digest == new.corpus_digest,
+            versions.c.spec == new.spec, versions.c.min_frequency == new.min_frequency,
+            versions.c.max_token_length.is_not_distinct_from(new.max_token_length))).all()
+        best, best_merges = None, []
+        for donor in candidates:
+            rows = conn.execute(select(merges.c.left_id, merges.c.right_id, merges.c.token_id,
+                                       merges.c["count"]).where(merges.c.version_id == donor.id)
+                                .order_by(merges.c.rank)).all()
+            if len(rows) > len(best_merges):
+                best, best_merges = donor, rows
+        if best is None:
+            return False
+        # The prefix this version's own run would make before reaching its target.
+        taken, n_tokens = 0, n_initial
+        for row in best_merges:
+            if (new.target_vocab_size is not None and n_tokens >= new.target_vocab_size) or (
+                    new.target_merges is not None and taken >= new.target_merges):
+                break
+            taken += 1
+            n_tokens = max(n_tokens, row.token_id + 1)
+        reached = (n_tokens >= new.target_vocab_size if new.target_vocab_size is not None
+                   else taken >= new.target_merges)
+        # A complete donor that stopped short of its own target ran out of pairs:
+        # this run would stop at the same place.
+        exhausted = best.status == "complete" and taken == len(best_merges) and (
+            (best.target_vocab_size is not None and n_tokens < best.target_vocab_size)
+            or (best.target_merges is not None and taken < best.target_merges))
+        conn.execute(insert(tokens).from_select(
+            ["version_id", "id", "bytes", "kind"],
+            select(version_id, tokens.c.id, tokens.c.bytes, tokens.c.kind).where(
+                tokens.c.version_id == best.id, tokens.c.id >= n_initial, tokens.c.id < n_tokens)))
+        conn.execute(insert(merges).from_select(
+            ["version_id", "rank", "left_id", "right_id", "token_id", "count"],
+            select(version_id, merges.c.rank, merges.c.left_id, merges.c.right_id,
+                   merges.c.token_id, merges.c["count"]).where(
+                merges.c.version_id == best.id, merges.c.rank < taken)))
+        if not (reached or exhausted):
+            return False
+        spec = TokenizerSpec.from_json(new.spec)
+        fingerprint = _fingerprint(spec, new.corpus_digest, [
+            Merge(rank, r.left_id, r.right_id, r.token_id, r.count)
+            for rank, r in enumerate(best_merges[:taken])])
+        conn.execute(update(versions).where(versions.c.id == version_id).values(
+            status="complete", fingerprint=fingerprint, updated_at=_now()))
+        _TOKENIZER_CACHE.clear()
+        return True
 
     def _extend(self, conn: Connection, name: str, parent: str, corpus_spec: TokenizerSpec,
                 special_tokens: Sequence[str] | None, tie_break: str | None,
@@ -591,6 +653,7 @@ class Store:
             max_token_length=v.max_token_length,
             special_ids=special_ids,
         )
+        del counts  # the trainer holds the words now
         trainer.replay([(m.left_id, m.right_id) for m in stored], [m.count for m in stored])
         if [m.token for m in trainer.merges] != [m.token_id for m in stored]:
             raise BpestoreError(f"{v.ref}'s stored merges do not replay to their stored ids; "
