@@ -12,7 +12,7 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -121,9 +121,10 @@ class TrainProgress:
     version: str
     merge: Merge
     token: bytes
-    done: int
-    target: int | None
-    started: float = field(default_factory=time.monotonic)
+    done: int  # merges in the version so far
+    target: int | None  # the target vocabulary size, or merge count
+    target_is_vocab: bool = True
+    initial_tokens: int = 0  # alphabet + special tokens
 
 
 class Store:
@@ -679,7 +680,8 @@ class Store:
                     values.update(status="complete", fingerprint=_fingerprint(spec, v.corpus_digest, trainer.merges))
                 conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
 
-        state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target)
+        state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target,
+                              target_is_vocab=v.target_merges is None, initial_tokens=len(initial))
         try:
             for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
                 pending.append(merge)
