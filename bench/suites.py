@@ -44,20 +44,29 @@ def ingest(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 
 def train(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
-    """Cold ingest + train, and retrain from stored counts, vs HF cold training."""
+    """Every training measure of the training issue, beside HF's cold training."""
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
         db = Path(tmp) / "trained.db"
         cases.prepare_trained_db(db, str(corpus), vocab_size)
         p = Params(corpus=str(corpus), db=str(db), vocab_size=vocab_size)
-        cold, retrain, hf = measure([
+        cold, merge_phase, at_end, other, smaller, larger, resume, hf = measure([
             Case("bpestore ingest+train", cases.bpestore_train_cold, p),
-            Case("bpestore retrain", cases.bpestore_retrain, p),
+            Case("bpestore retrain (merge phase)", cases.bpestore_retrain, p),
+            Case("bpestore checkpoints at end only", cases.bpestore_checkpoint_at_end, p),
+            Case("bpestore retrain, other tie-break", cases.bpestore_retrain_other, p),
+            Case("bpestore smaller vocab", cases.bpestore_smaller, p),
+            Case("bpestore larger vocab", cases.bpestore_larger, p),
+            Case("bpestore resume from 50%", cases.bpestore_resume, p),
             Case("HF train", cases.hf_train, p)], runs)
-    peer = f"HF `train([file])`, vocab {vocab_size:,}"
-    rows = [[f"cold: ingest + train `{name}` ({_size(corpus)}), vocab {vocab_size:,}", peer,
-             *_vs(cold, hf)],
-            [f"retrain from stored counts, vocab {vocab_size:,}", peer + " (cold)",
-             *_vs(retrain, hf)]]
+    hf_peer = f"HF `train([file])`, vocab {vocab_size:,}"
+    rows = [
+        [f"cold: ingest + train `{name}` ({_size(corpus)}), vocab {vocab_size:,}", hf_peer, *_vs(cold, hf)],
+        ["retrain from stored counts, other tie-break (hf)", hf_peer, *_vs(other, hf)],
+        [f"new version at vocab {vocab_size // 2:,} beside an equal run", hf_peer, *_vs(smaller, hf)],
+        [f"new version at vocab {vocab_size * 5 // 4:,} beside an equal run", hf_peer, *_vs(larger, hf)],
+        ["resume from 50% of the merges", "uninterrupted merge phase", *_vs(resume, merge_phase)],
+        ["checkpoint every 1,000 merges (default)", "one checkpoint at the end", *_vs(merge_phase, at_end)],
+    ]
     return "### Train\n\n" + markdown_table(["work", "peer", *VS_HEADERS], rows)
 
 
@@ -83,4 +92,18 @@ def encode(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
          "same ids as tiktoken"], rows)
 
 
-SUITES: dict[str, Callable[[Path, str, int, int], str]] = {"ingest": ingest, "train": train, "encode": encode}
+def hf_merges(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
+    """--tie-break hf against HF BpeTrainer fed the same text: the merge lists must be equal."""
+    p = Params(corpus=str(corpus), vocab_size=vocab_size)
+    ours, hf = measure([Case("bpestore ingest+train, hf tie-break", cases.bpestore_hf_tie_break, p),
+                        Case("HF train_from_iterator", cases.hf_same_text, p)], runs)
+    n_merges = vocab_size - 257
+    same = "**yes**" if ours.digest == hf.digest else f"**no** ({ours.digest} vs {hf.digest})"
+    rows = [[f"cold: ingest + train `{name}` ({_size(corpus)}), vocab {vocab_size:,}, `--tie-break hf`",
+             "HF `train_from_iterator`, same text", *_vs(ours, hf)]]
+    return (f"### Merge list of `--tie-break hf` vs Hugging Face\n\nIdentical merge lists "
+            f"({n_merges:,} merges expected): {same}\n\n" + markdown_table(["work", "peer", *VS_HEADERS], rows))
+
+
+SUITES: dict[str, Callable[[Path, str, int, int], str]] = {
+    "ingest": ingest, "train": train, "encode": encode, "hf-merges": hf_merges}

@@ -153,18 +153,25 @@ class ProgressPrinter:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self.bar = None
-        self.last = 0
+        self.first = self.last = 0
+        self.started = 0.0
 
     def __call__(self, state: TrainProgress) -> None:
         if not self.enabled or state.target is None:
             return
         if self.bar is None:
-            self.bar = click.progressbar(length=state.target, label=f"training {state.version}",
+            # The bar counts merges; a vocab-size target counts tokens, which
+            # start at the alphabet and special tokens.
+            total = state.target - (state.initial_tokens if state.target_is_vocab else 0)
+            self.bar = click.progressbar(length=total, label=f"training {state.version}",
                                          file=sys.stderr, show_pos=True, show_eta=True,
                                          item_show_func=lambda s: s)
             self.bar.__enter__()
-            self.last = state.done - 1
-        self.bar.update(state.done - self.last, f"{show_token(state.token)!r} x{state.merge.count:,}")
+            self.first = self.last = state.done - 1
+            self.started = time.monotonic()
+        rate = (state.done - self.first) / max(time.monotonic() - self.started, 1e-9)
+        self.bar.update(state.done - self.last, f"{rate:,.0f} merges/s  {show_token(state.token)!r} "
+                                                f"x{state.merge.count:,}")
         self.last = state.done
 
     def close(self) -> None:
@@ -287,6 +294,8 @@ def version_line(v: VersionInfo) -> str:
              else f"{v.vocab_size:,} tokens", f"corpus={v.corpus or '-'}",
              f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
              v.created_at.strftime("%Y-%m-%d %H:%M")]
+    if v.fingerprint:
+        parts.append(f"fingerprint={v.fingerprint[:12]}")
     if v.aliases:
         parts.append("aliases=" + ",".join(v.aliases))
     if v.source != "trained":
