@@ -384,5 +384,54 @@ def export(obj: Context, ref: str, fmt: str, out: str) -> None:
         click.echo(f"wrote {path}")
 
 
+# ---------------------------------------------------------------------------
+# queries over stored vocabularies
+# ---------------------------------------------------------------------------
+def _print_tree(node: dict, depth: int = 0) -> None:
+    made = f"  rank {node['rank']:,}, pair count {node['count']:,}" if "rank" in node else ""
+    click.echo(f"{'  ' * depth}{node['id']}\t{node['token']!r}{made}")
+    for part in node.get("parts", ()):
+        _print_tree(part, depth + 1)
+
+
+@cli.command()
+@click.argument("ref")
+@click.argument("token")
+@json_option
+@click.pass_obj
+def token(obj: Context, ref: str, token: str, as_json: bool) -> None:
+    """Look up TOKEN (its text, e.g. " the", or an id) in REF: id, and the merges that made it."""
+    info = obj.store.token(ref, token)
+    if as_json:
+        emit_json(info)
+    else:
+        _print_tree(info)
+
+
+@cli.command()
+@click.argument("ref_a")
+@click.argument("ref_b")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Tokens to list on each side.")
+@json_option
+@click.pass_obj
+def diff(obj: Context, ref_a: str, ref_b: str, limit: int, as_json: bool) -> None:
+    """What changed from REF_A to REF_B: shared merges, changed ids, tokens on each side."""
+    d = obj.store.diff(ref_a, ref_b)
+    if as_json:
+        emit_json(d)
+        return
+    click.echo(f"tokens: {d['vocab_size'][0]:,} -> {d['vocab_size'][1]:,}   merges: {d['merges'][0]:,} -> "
+               f"{d['merges'][1]:,}   shared merge prefix: {d['shared_merges']:,}")
+    click.echo(f"ids with other bytes: {len(d['changed_ids']):,}")
+    for key, label in (("spec_changes", "spec"),):
+        for field_name, (old, new) in d[key].items():
+            click.echo(f"{label} {field_name}: {old!r} -> {new!r}")
+    for side, ref in (("only_a", ref_a), ("only_b", ref_b)):
+        shown = ", ".join(repr(t) for t in d[side][:limit])
+        more = f" (+{len(d[side]) - limit:,} more)" if len(d[side]) > limit else ""
+        click.echo(f"only in {ref} ({len(d[side]):,}): {shown}{more}")
+
+
 def main() -> None:
     cli(prog_name="bpestore")

@@ -26,6 +26,9 @@ ids for one byte string.
 from __future__ import annotations
 
 import heapq
+import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -140,7 +143,7 @@ class BpeTrainer:
             merged_ids.append(token)
             self.merges.append(Merge(len(self.merges), left, right, token,
                                      counts[len(self.merges)] if counts else 0))
-        self.words = [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in self.words]
+        self.words = replay_words(self.words, ranks, merged_ids)
 
     def _add_token(self, left: int, right: int) -> int:
         data = self.token_bytes[left] + self.token_bytes[right]
@@ -285,6 +288,35 @@ class BpeTrainer:
         merge = Merge(len(self.merges), left, right, token, count)
         self.merges.append(merge)
         return merge
+
+
+# Words handed to a forked replay child (copy-on-write, never pickled).
+_REPLAY_STATE: tuple[list[list[int]], dict[int, int], list[int]] | None = None
+_PARALLEL_REPLAY_MIN_WORDS = 50_000
+
+
+def _replay_slice(bounds: tuple[int, int]) -> list[list[int]]:
+    words, ranks, merged_ids = _REPLAY_STATE
+    return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w
+            for w in words[bounds[0]:bounds[1]]]
+
+
+def replay_words(words: list[list[int]], ranks: dict[int, int], merged_ids: list[int]) -> list[list[int]]:
+    """Per-word BPE of every word; on Linux with several cores, a forked child
+    does the second half while this process does the first."""
+    global _REPLAY_STATE
+    n = len(words)
+    if n < _PARALLEL_REPLAY_MIN_WORDS or (os.cpu_count() or 1) < 2 or sys.platform != "linux":
+        return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in words]
+    _REPLAY_STATE = (words, ranks, merged_ids)
+    try:
+        # The child inherits the words by fork; only its results are pickled.
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            second = pool.apply_async(_replay_slice, ((n // 2, n),))
+            first = _replay_slice((0, n // 2))
+            return first + second.get()
+    finally:
+        _REPLAY_STATE = None
 
 
 def train_word_counts(

@@ -113,7 +113,12 @@ def test_incremental_trainer_equals_naive_on_real_text():
     assert train_word_counts(counts, vocab_size=256 + 60)[1] == naive_bpe(counts, 60)
 
 
-def test_replay_then_continue_equals_uninterrupted():
+@pytest.mark.parametrize("parallel", [False, True])
+def test_replay_then_continue_equals_uninterrupted(parallel, monkeypatch):
+    import bpestore.trainer
+
+    if parallel:  # replay in a forked child too, even for this small corpus
+        monkeypatch.setattr(bpestore.trainer, "_PARALLEL_REPLAY_MIN_WORDS", 0)
     counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("tinyshakespeare.txt")[:200_000])
 
     def trainer():

@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..encoder import Tokenizer
 from ..errors import BpestoreError
+from ..inspect import MergeRow, diff_versions, first_merges, merge_tree
 from ..ingest import SourceCounts, count_source, file_sha256
 from ..spec import TokenizerSpec
 from ..text import TextPipeline
@@ -744,6 +745,53 @@ class Store:
             select(merges.c.left_id, merges.c.right_id).where(merges.c.version_id == version_id)
             .order_by(merges.c.rank))]
         return vocab, merge_list, special_ids
+
+    def _vocab_and_merges(self, conn: Connection, version_id: int) -> tuple[dict[int, bytes], list[MergeRow]]:
+        vocab = {i: bytes(b) for i, b in conn.execute(
+            select(tokens.c.id, tokens.c.bytes).where(tokens.c.version_id == version_id))}
+        rows = [MergeRow(*r) for r in conn.execute(
+            select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
+            .where(merges.c.version_id == version_id).order_by(merges.c.rank))]
+        return vocab, rows
+
+    def token(self, ref: str, token: str | int) -> dict[str, Any]:
+        """A token of a version: its id, bytes, kind and the merges that built it.
+
+        ``token`` is an id, or text (a token's exact string, e.g. " the").
+
+        >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
+        262
+        """
+        with self.engine.connect() as conn:
+            version_id = self._resolve(conn, ref)
+            vocab, rows = self._vocab_and_merges(conn, version_id)
+            kinds = dict(conn.execute(select(tokens.c.id, tokens.c.kind)
+                                      .where(tokens.c.version_id == version_id)).all())
+        if isinstance(token, int) or (isinstance(token, str) and token.isdigit() and token not in
+                                      {v.decode("utf-8", "replace") for v in vocab.values()}):
+            token_id = int(token)
+            if token_id not in vocab:
+                raise BpestoreError(f"{ref} has no token id {token_id} (ids 0..{max(vocab)})")
+        else:
+            matches = [i for i, b in sorted(vocab.items()) if b == token.encode("utf-8")]
+            if not matches:
+                raise BpestoreError(f"{token!r} is not a token of {ref}; `bpestore encode {ref} "
+                                    f"{token!r} --tokens` shows how it is split")
+            token_id = matches[0]
+        info = merge_tree(token_id, vocab, first_merges(rows))
+        info["kind"] = kinds[token_id]
+        info["bytes"] = vocab[token_id].hex()
+        return info
+
+    def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
+        """What changed between two versions: shared merge prefix, changed ids, new tokens."""
+        with self.engine.connect() as conn:
+            a, b = self._resolve(conn, ref_a), self._resolve(conn, ref_b)
+            result = diff_versions(*self._vocab_and_merges(conn, a), *self._vocab_and_merges(conn, b))
+            spec_a = self._version_info(conn, a).spec.to_dict()
+            spec_b = self._version_info(conn, b).spec.to_dict()
+        result["spec_changes"] = {k: [spec_a[k], spec_b[k]] for k in spec_a if spec_a[k] != spec_b.get(k)}
+        return result
 
     def import_vocab(self, name: str, vocab: dict[int, bytes], merge_list: Sequence[tuple[bytes, bytes]],
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
