@@ -247,24 +247,18 @@ class BpeTrainer:
                     # (prev, left) becomes (prev, token) and (right, next)
                     # becomes (token, next); prev may already be the new
                     # token when occurrences are adjacent ("a b a b").
-                    # Each gained pair is counted, marked for the heap and
-                    # indexed (a word enters a bucket once). Written out twice
-                    # because a call per occurrence costs a fifth of the loop.
+                    gains = []
                     if i > 0:
                         prev = word[i - 1]
                         pair_counts[(prev << PAIR_SHIFT) | left] -= n
-                        gain = (prev << PAIR_SHIFT) | token
-                        pair_counts[gain] = get(gain, 0) + n
-                        touched.add(gain)
-                        bucket = pair_words.get(gain)
-                        if bucket is None:
-                            pair_words[gain] = [index]
-                        elif bucket[-1] != index:
-                            bucket.append(index)
+                        gains.append((prev << PAIR_SHIFT) | token)
                     if i + 2 < len(word):
                         nxt = word[i + 2]
                         pair_counts[(right << PAIR_SHIFT) | nxt] -= n
-                        gain = (token << PAIR_SHIFT) | nxt
+                        gains.append((token << PAIR_SHIFT) | nxt)
+                    # Each gained pair is counted, marked for the heap, and
+                    # indexed (a word enters a bucket once).
+                    for gain in gains:
                         pair_counts[gain] = get(gain, 0) + n
                         touched.add(gain)
                         bucket = pair_words.get(gain)
