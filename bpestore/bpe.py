@@ -29,35 +29,35 @@ _LONG_WORD = 48
 
 
 def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
-    """Apply merges to one word, lowest rank first, leftmost first; returns a new list.
+    """Apply merges to one word, lowest rank first, leftmost first; returns the merged list.
+
+    ``ids`` may be changed in place (pass a copy to keep it).
 
     >>> merge_word([97, 98, 99], {pair_key(97, 98): 0}, [256])
     [256, 99]
     """
-    n = len(ids)
-    if n < 2:
-        return list(ids)
-    if n > _LONG_WORD:
+    if len(ids) > _LONG_WORD:
         return _merge_long_word(ids, ranks, merged_ids)
     get = ranks.get
-    none = len(merged_ids)  # a rank no merge has: "this pair does not merge"
-    # pair_ranks[i] is the rank of the pair (ids[i], ids[i + 1]). min() and
-    # index() scan in C; each merge then updates the two pairs next to it.
-    pair_ranks = [get((a << PAIR_SHIFT) | b, none) for a, b in zip(ids, ids[1:])]
-    ids = list(ids)
+    missing = len(merged_ids)
+    # The rank of every adjacent pair, kept in step with ids: a merge at i
+    # changes only the ranks of the pairs on either side of it. min() and
+    # index() scan in C.
+    pair_ranks = [get((a << PAIR_SHIFT) | b, missing) for a, b in zip(ids, ids[1:])]
     while pair_ranks:
         best = min(pair_ranks)
-        if best == none:
+        if best == missing:
             break
+        # The leftmost occurrence first: equal ranks are the same pair, and
+        # merging left to right is what training did ("a a a" -> "aa a").
         i = pair_ranks.index(best)
-        new_id = merged_ids[best]
-        ids[i] = new_id
+        ids[i] = new_id = merged_ids[best]
         del ids[i + 1]
         del pair_ranks[i]
-        if i:
-            pair_ranks[i - 1] = get((ids[i - 1] << PAIR_SHIFT) | new_id, none)
+        if i > 0:
+            pair_ranks[i - 1] = get((ids[i - 1] << PAIR_SHIFT) | new_id, missing)
         if i < len(pair_ranks):
-            pair_ranks[i] = get((new_id << PAIR_SHIFT) | ids[i + 1], none)
+            pair_ranks[i] = get((new_id << PAIR_SHIFT) | ids[i + 1], missing)
     return ids
 
 
