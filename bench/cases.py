@@ -8,11 +8,13 @@ store, reading the text) and returns a zero-argument callable: the timed part.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.common import GPT2_MERGES, GPT2_VOCAB, Params
+from bench.common import DATA, GPT2_MERGES, GPT2_VOCAB, Params
 
 SPECIAL = "<|endoftext|>"
 INGEST_VOCAB = 300  # HF "ingest": a trainer that does read + pre-tokenize + count, few merges
@@ -125,6 +127,15 @@ def prepare_gpt2_db(db: Path) -> None:
 
     with bpestore.open(db) as store:
         store.import_gpt2("gpt2", vocab=GPT2_VOCAB, merges=GPT2_MERGES)
+
+
+@contextmanager
+def gpt2_db() -> Iterator[str]:
+    """A temporary store holding GPT-2 (``prepare_gpt2_db``); yields its path."""
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
+        db = Path(tmp) / "gpt2.db"
+        prepare_gpt2_db(db)
+        yield str(db)
 
 
 def _bpestore_gpt2(p: Params) -> Tokenizer:

@@ -19,11 +19,10 @@ the fast path's once-per-version check, is untimed.
 from __future__ import annotations
 
 import random
-import tempfile
 from pathlib import Path
 
 from bench import cases
-from bench.common import DATA, Case, Params, Result, markdown_table, measure, prepare_corpus
+from bench.common import Case, Params, Result, markdown_table, measure, prepare_corpus
 
 WORST = {  # name -> text maker (deterministic)
     "random letters": lambda n: "".join(random.Random(0).choices("abcdefghijklmnopqrstuvwxyz", k=n)),
@@ -150,10 +149,8 @@ SPEED_HEADERS = ["encoder", "MB/s", "median (s)", "throughput / tiktoken's", "pe
 
 
 def encoder(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
-    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
-        db = Path(tmp) / "gpt2.db"
-        cases.prepare_gpt2_db(db)
-        p = Params(corpus=str(corpus), db=str(db))
+    with cases.gpt2_db() as db:
+        p = Params(corpus=str(corpus), db=db)
         results = measure([
             Case("tiktoken `encode_ordinary`, one thread", tiktoken_encode, p),
             Case("bpestore, tiktoken-core path", fast_encode, p),
@@ -175,13 +172,11 @@ def encoder(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 def encoder_worst(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     sections = []
-    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
-        db = Path(tmp) / "gpt2.db"
-        cases.prepare_gpt2_db(db)
+    with cases.gpt2_db() as db:
         rows = []
         inputs = [(kind, 1_000_000) for kind in WORST] + [("random letters", 10_000_000)]
         for kind, n in inputs:
-            p = Params(corpus=f"worst:{kind}:{n}", db=str(db))
+            p = Params(corpus=f"worst:{kind}:{n}", db=db)
             tk, fast, pure = measure([Case(f"tiktoken, {kind}", tiktoken_encode, p),
                                       Case(f"bpestore fast, {kind}", fast_encode, p),
                                       Case(f"bpestore pure, {kind}", pure_encode, p)], runs)
@@ -193,7 +188,7 @@ def encoder_worst(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
             ["input", "tiktoken (s)", "bpestore fast (s)", "fast time / tiktoken's",
              "bpestore pure (s)", "pure time / tiktoken's", "same ids"], rows))
         big = prepare_corpus("english_100M")
-        p = Params(corpus=str(big), db=str(db))
+        p = Params(corpus=str(big), db=db)
         rows = []
         for label, setup, stream in [("tiktoken-core path", fast_stream_setup_only, fast_stream),
                                      ("pure-Python path", pure_stream_setup_only, pure_stream)]:

@@ -72,10 +72,8 @@ def train(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 def encode(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     """GPT-2 encode of the whole text, one string, one thread of Python."""
-    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
-        db = Path(tmp) / "gpt2.db"
-        cases.prepare_gpt2_db(db)
-        p = Params(corpus=str(corpus), db=str(db))
+    with cases.gpt2_db() as db:
+        p = Params(corpus=str(corpus), db=db)
         results = measure([
             Case("tiktoken", cases.tiktoken_encode, p),
             Case("bpestore (cold word cache)", cases.bpestore_encode, p),

@@ -36,6 +36,7 @@ from .text import TextPipeline, rechunk, special_tokens_regex
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
+WORKER_PIECE = 1 << 18  # characters per piece of text sent to a worker process
 
 
 class DisallowedSpecialError(BpestoreError, ValueError):
@@ -274,11 +275,13 @@ class Tokenizer:
         by the chunk size however long the stream.
         """
         rules = self._rules(**options)
-        pieces = rechunk(chunks, self._all_specials)
         if workers <= 1:
-            for index, piece in enumerate(pieces):
+            for index, piece in enumerate(rechunk(chunks, self._all_specials)):
                 yield self._encode(piece, rules, index)
             return
+        # Pieces of about WORKER_PIECE characters keep every worker busy,
+        # whatever the size of the chunks given.
+        pieces = rechunk(_sliced(chunks, WORKER_PIECE), self._all_specials)
         yield from self._encode_in_workers(pieces, rules, workers)
 
     def encode_file(
@@ -573,6 +576,15 @@ def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:
 
 
 # -- text helpers ---------------------------------------------------------------
+def _sliced(chunks: Iterable[str], size: int) -> Iterator[str]:
+    """The chunks, each cut into slices of at most ``size`` characters."""
+    for chunk in chunks:
+        if len(chunk) <= size:
+            yield chunk
+        else:
+            yield from (chunk[i:i + size] for i in range(0, len(chunk), size))
+
+
 def _utf8_length(ch: str) -> int:
     cp = ord(ch)
     return 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
