@@ -37,6 +37,7 @@ WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 WORKER_PIECE = 1 << 18  # characters per piece of text sent to a worker process
+FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 
 
 class DisallowedSpecialError(BpestoreError, ValueError):
@@ -409,7 +410,8 @@ class Tokenizer:
                 out += merge_word_dropout(self._symbolize(word.encode("utf-8")), self._ranks,
                                           self._merged_ids, dropout, rng)
             return
-        fast = self._fast_encoder()
+        # A short text does not pay for the fast path's once-per-version check.
+        fast = self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
         if fast is not None:
             ids = fast.encode_ordinary(text)
             if ids is not None:

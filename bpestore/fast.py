@@ -105,6 +105,10 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[
 
     ``id_of`` maps ordinary token bytes to ids; ``encode_bytes`` is the
     reference encoder of one word's bytes (merge rule, no pre-tokenizer).
+    (S) is checked by encoding every merged token: about 0.2 s for GPT-2's
+    50,000 merges. (A walk over the two merge-tree spines that meet at each
+    token's seam, as GitHub's ``bpe`` crate does, needs no encoding but was no
+    faster in Python.)
     """
     made_at: dict[bytes, int] = {}
     last_id = -1

@@ -7,6 +7,8 @@ import os
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bpestore
 from bpestore import Tokenizer, TokenizerSpec
@@ -78,9 +80,42 @@ def test_ids_that_do_not_grow_with_rank_keep_the_pure_path():
 
 def test_gpt2_passes_the_check(gpt2_tokenizer):
     tok = gpt2_tokenizer
-    assert rank_equivalence_problem(
-        tok.merges, tok._id_of, lambda data: merge_word(tok._symbolize(data), tok._ranks, tok._merged_ids)) is None
+    encode_bytes = lambda data: merge_word(tok._symbolize(data), tok._ranks, tok._merged_ids)  # noqa: E731
+    assert rank_equivalence_problem(tok.merges, tok._id_of, encode_bytes) is None
     assert tok.backend == "tiktoken"
+
+
+@st.composite
+def merge_lists(draw) -> list[tuple[bytes, bytes]]:
+    """A merge list over a, b, c: each merge joins two tokens made before."""
+    tokens = [b"a", b"b", b"c"]
+    merges = []
+    for _ in range(draw(st.integers(1, 30))):
+        left, right = draw(st.sampled_from(tokens)), draw(st.sampled_from(tokens))
+        if left + right not in tokens:
+            merges.append((left, right))
+            tokens.append(left + right)
+    return merges
+
+
+@settings(max_examples=400, deadline=None)
+@given(merge_lists(), st.lists(st.text("abc", min_size=1, max_size=40), max_size=6))
+def test_where_the_check_passes_tiktoken_gives_the_merge_rule_ids(merges, words):
+    """The theorem of bpestore/fast.py on random merge lists: where the check
+    passes, tiktoken's rank rule gives the merge rule's ids on any text; where
+    it fails, some token's own text already tells them apart."""
+    vocab = byte_vocab(*(left + right for left, right in merges))
+    passes = Tokenizer(vocab, merges).backend == "tiktoken"
+    pure = Tokenizer(vocab, merges, fast=False)
+    ranks = {data: token_id for token_id, data in vocab.items()}
+    rank_based = tiktoken.Encoding(name="t", pat_str=PATTERNS["gpt2"], mergeable_ranks=ranks,
+                                   special_tokens={})
+    tokens = [(left + right).decode() for left, right in merges]
+    if passes:
+        for text in words + tokens + [" ".join(words)]:
+            assert rank_based.encode_ordinary(text) == pure.encode_ordinary(text)
+    else:
+        assert any(rank_based.encode_ordinary(t) != pure.encode_ordinary(t) for t in tokens)
 
 
 # -- gate 1: the spec --------------------------------------------------------------
@@ -190,3 +225,11 @@ def test_regex_engines_agree_on_every_assigned_code_point(name):
             if split != probe.encode_ordinary(text):
                 disagree.append(f"U+{cp:04X} in {shape!r}")
     assert not disagree, disagree[:20]
+
+
+def test_short_texts_do_not_pay_for_the_check():
+    tok = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
+    assert tok.encode("ab ab") == [256, 32, 256]
+    assert not tok._fast_checked  # decided only when a long text comes
+    assert tok.encode("ab " * 5000) == [256, 32] * 4999 + [256, 32]
+    assert tok._fast_checked and tok.backend == "tiktoken"
