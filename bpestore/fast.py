@@ -17,12 +17,14 @@ fallback. Three gates, each checked once and cached:
 
 3. **The text**: the two regex engines (Python's ``regex`` module and Rust's
    ``fancy-regex``) carry their own Unicode tables, which differ for
-   characters assigned in newer Unicode versions (tiktoken 0.14 has Unicode
-   16.0, ``regex`` 2026.11 has 17.0: they split differently around exactly the
-   17,480 code points new in 17.0). Both engines are checked to know every
-   character assigned in the Unicode version of Python's ``unicodedata``, and a
-   stretch of text holding a character unassigned there is encoded by the pure
-   path. ``tests/test_fast.py`` compares the engines on every code point.
+   characters assigned in newer Unicode versions (tiktoken 0.14 knows the
+   letters of Unicode 16.0 but not those of 17.0; ``regex`` 2026.11 knows 17.0
+   and later: they split differently around 17,480 letters and digits, none of
+   them assigned in Python 3.11's Unicode 14.0). Both engines are checked to
+   know a letter new in each Unicode version up to that of Python's
+   ``unicodedata``, and a stretch of text holding a character unassigned there
+   is encoded by the pure path. ``tests/test_fast.py`` compares the engines
+   around every code point ``unicodedata`` knows.
 
 Why gate 2 is enough (the proof)
 --------------------------------
@@ -171,7 +173,7 @@ _NEW_LETTERS = {
     "15.0.0": "\U00011F04",  # KAWI LETTER A
     "15.1.0": "\U0002EBF0",  # CJK UNIFIED IDEOGRAPH-2EBF0
     "16.0.0": "\U00010D50",  # GARAY CAPITAL LETTER A
-    "17.0.0": "\U00010940",  # SIDETIC LETTER N01
+    "17.0.0": "\U00010940",  # a letter of the Sidetic script
 }
 
 
