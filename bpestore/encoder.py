@@ -23,7 +23,7 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AbstractSet, Literal, NamedTuple
@@ -478,19 +478,29 @@ class Tokenizer:
         return fast.FastEncoder(self.spec, self._byte_ids, self._merges, self._id_of), "tiktoken"
 
     def _encode_in_workers(self, pieces: Iterable[str], rules: _Rules, workers: int) -> Iterator[list[int]]:
-        """Encode pieces in worker processes, yielding results in order."""
-        self._fast_encoder()  # decide (and verify) once, before the workers fork
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                                 initargs=(self,)) as pool:
+        """Encode pieces in ``workers`` threads or processes, yielding results in order.
+
+        tiktoken's core releases the GIL, so the fast path runs in threads;
+        the pure-Python path needs processes (results come back as uint32
+        arrays, which cross the process boundary as plain bytes).
+        """
+        if self._fast_encoder() is not None and not rules.dropout:
+            pool = ThreadPoolExecutor(workers)
+            task: Callable = self._encode
+        else:
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                       initargs=(self,))
+            task = _encode_in_worker
+        with pool:
             window: deque = deque()
             for index, piece in enumerate(pieces):
-                window.append(pool.submit(_encode_in_worker, piece, rules, index))
+                window.append(pool.submit(task, piece, rules, index))
                 if len(window) >= 2 * workers:
-                    yield window.popleft().result()
+                    yield _as_list(window.popleft().result())
             while window:
-                yield window.popleft().result()
+                yield _as_list(window.popleft().result())
 
     # -- decoding ----------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -569,8 +579,12 @@ def _start_worker(tokenizer: Tokenizer) -> None:
     _WORKER_TOKENIZER = tokenizer
 
 
-def _encode_in_worker(piece: str, rules: _Rules, index: int) -> list[int]:
-    return _WORKER_TOKENIZER._encode(piece, rules, index)
+def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array:
+    return array("I", _WORKER_TOKENIZER._encode(piece, rules, index))
+
+
+def _as_list(ids: list[int] | array) -> list[int]:
+    return ids if isinstance(ids, list) else ids.tolist()
 
 
 def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:
