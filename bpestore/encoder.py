@@ -36,7 +36,7 @@ from .text import TextPipeline, rechunk, special_tokens_regex
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
-WORKER_PIECE = 1 << 18  # characters per piece of text sent to a worker process
+WORKER_PIECE = 1 << 18  # characters per piece of text given to a worker
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 
 
@@ -150,7 +150,7 @@ class Tokenizer:
         self._words: dict[str, tuple[int, ...]] = {}
         self._pieces: dict[bytes, tuple[int, ...]] = {}
         self._use_fast = fast
-        self._fast: object = None
+        self._fast = None  # a fast.FastEncoder once checked, where the version allows
         self._fast_checked = False
         self._backend = "python"
 
@@ -262,7 +262,8 @@ class Tokenizer:
 
         Chunks are re-cut at safe places, so no pre-token or special token is
         split across two chunks: the ids equal ``encode("".join(chunks))``.
-        ``workers`` > 1 encodes pieces in that many processes, in order.
+        ``workers`` > 1 encodes pieces of the stream in that many threads
+        (tiktoken path) or processes (pure-Python path), in order.
         Takes the same keyword options as ``encode``.
         """
         for ids in self.encode_chunks(chunks, workers=workers, **options):
@@ -374,8 +375,9 @@ class Tokenizer:
 
     def _encode(self, text: str, rules: _Rules, index: int | None = None) -> list[int]:
         """Encode one text under checked rules; ``index`` numbers the pieces
-        of a stream (it seeds dropout per piece, whichever process runs it)."""
-        text = _fix_surrogates(text)
+        of a stream (it seeds dropout per piece, whichever process runs it).
+        Lone surrogates become U+FFFD (as in tiktoken) where a segment is
+        encoded; special tokens hold none, so matching them is unchanged."""
         if rules.disallowed:
             match = self._specials_regex(rules.disallowed).search(text)
             if match is not None:
@@ -406,7 +408,7 @@ class Tokenizer:
         if not text:
             return
         if dropout:
-            for word in self._pipeline.pretokenize(text):
+            for word in self._pipeline.pretokenize(_fix_surrogates(text)):
                 out += merge_word_dropout(self._symbolize(word.encode("utf-8")), self._ranks,
                                           self._merged_ids, dropout, rng)
             return
@@ -418,7 +420,7 @@ class Tokenizer:
                 out += ids
                 return
         cache = self._words
-        for word in self._pipeline.pretokenize(text):
+        for word in self._pipeline.pretokenize(_fix_surrogates(text)):
             ids = cache.get(word)
             if ids is None:
                 if len(cache) >= WORD_CACHE_SIZE:

@@ -157,8 +157,8 @@ class FastEncoder:
                                            mergeable_ranks=ranks, special_tokens={})
 
     def encode_ordinary(self, text: str) -> list[int] | None:
-        """The ids of a text free of lone surrogates; None where the text holds
-        a character the two regex engines might classify differently."""
+        """The ids of a text; None where the text holds a lone surrogate or a
+        character the two regex engines might classify differently."""
         if not text.isascii() and not all_assigned(text):
             return None
         return self._encoding.encode_ordinary(text)
