@@ -23,10 +23,10 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AbstractSet, Literal, NamedTuple
+from typing import AbstractSet, Literal, NamedTuple, Union
 
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
 from .errors import BpestoreError
@@ -38,6 +38,8 @@ PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 WORKER_PIECE = 1 << 18  # characters per piece of text given to a worker
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
+
+Ids = Union[list, array]  # token ids: a list, or a uint32 array (id files, worker results)
 
 
 class DisallowedSpecialError(BpestoreError, ValueError):
@@ -276,15 +278,42 @@ class Tokenizer:
         At most ``2 * workers`` pieces are in flight, so memory stays bounded
         by the chunk size however long the stream.
         """
-        rules = self._rules(**options)
+        yield from self._encode_stream(chunks, self._rules(**options), workers, list)
+
+    def _encode_stream(self, chunks: Iterable[str], rules: _Rules, workers: int,
+                       container: Callable[[], Ids]) -> Iterator[Ids]:
+        """The ids of each safely cut piece of a stream, in order, each in a
+        new ``container()`` (a list, or a uint32 array for id files).
+
+        With ``workers`` > 1, pieces of about WORKER_PIECE characters (to keep
+        every worker busy whatever the chunk size) go to threads where
+        tiktoken's core runs (it releases the GIL), else to processes (their
+        results come back as uint32 arrays: plain bytes between processes).
+        """
         if workers <= 1:
             for index, piece in enumerate(rechunk(chunks, self._all_specials)):
-                yield self._encode(piece, rules, index)
+                yield self._encode(piece, rules, index, container())
             return
-        # Pieces of about WORKER_PIECE characters keep every worker busy,
-        # whatever the size of the chunks given.
         pieces = rechunk(_sliced(chunks, WORKER_PIECE), self._all_specials)
-        yield from self._encode_in_workers(pieces, rules, workers)
+        threads = self._fast_encoder() is not None and not rules.dropout
+        if threads:
+            pool: Executor = ThreadPoolExecutor(workers)
+        else:
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                       initargs=(self,))
+        with pool:
+            window: deque = deque()
+            for index, piece in enumerate(pieces):
+                if threads:
+                    window.append(pool.submit(self._encode, piece, rules, index, container()))
+                else:
+                    window.append(pool.submit(_encode_in_worker, piece, rules, index))
+                if len(window) >= 2 * workers:
+                    yield _into(window.popleft().result(), container)
+            while window:
+                yield _into(window.popleft().result(), container)
 
     def encode_file(
         self,
@@ -314,14 +343,20 @@ class Tokenizer:
         stream = open_source(path)
         reader = TextReader(stream, str(path), errors=errors)
         n_tokens = 0
+        rules = self._rules(**options)
         try:
             with open(partial, "wb") as f:
-                for ids in self.encode_chunks(reader, workers=workers, **options):
-                    block = array(typecode, ids)
+                for ids in self._encode_stream(reader, rules, workers, _uint32_array):
+                    n_tokens += len(ids)
                     if sys.byteorder != "little":
-                        block.byteswap()
-                    block.tofile(f)
-                    n_tokens += len(block)
+                        ids.byteswap()
+                    data = ids.tobytes()
+                    if typecode == "H":
+                        # Every id fits in 16 bits: keep the low two bytes of each four.
+                        narrow = bytearray(len(data) // 2)
+                        narrow[0::2], narrow[1::2] = data[0::4], data[1::4]
+                        data = narrow
+                    f.write(data)
                     if progress is not None:
                         progress(reader.size, n_tokens)
             os.replace(partial, out)
@@ -373,9 +408,10 @@ class Tokenizer:
             regex = self._special_regex_cache[tokens] = special_tokens_regex(tokens)
         return regex
 
-    def _encode(self, text: str, rules: _Rules, index: int | None = None) -> list[int]:
-        """Encode one text under checked rules; ``index`` numbers the pieces
-        of a stream (it seeds dropout per piece, whichever process runs it).
+    def _encode(self, text: str, rules: _Rules, index: int | None = None, out: Ids | None = None) -> Ids:
+        """Encode one text under checked rules into ``out`` (a new list by
+        default, or a uint32 array); ``index`` numbers the pieces of a stream
+        (it seeds dropout per piece, whichever worker runs it).
         Lone surrogates become U+FFFD (as in tiktoken) where a segment is
         encoded; special tokens hold none, so matching them is unchanged."""
         if rules.disallowed:
@@ -390,7 +426,8 @@ class Tokenizer:
         rng = None
         if dropout:
             rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
-        out: list[int] = []
+        if out is None:
+            out = []
         if not rules.allowed:
             self._encode_segment(text, out, dropout, rng)
             return out
@@ -402,23 +439,20 @@ class Tokenizer:
         self._encode_segment(text[start:], out, dropout, rng)
         return out
 
-    def _encode_segment(self, text: str, out: list[int], dropout: float = 0.0,
+    def _encode_segment(self, text: str, out: Ids, dropout: float = 0.0,
                         rng: random.Random | None = None) -> None:
         """Encode a stretch of text that holds no special token to be matched."""
         if not text:
             return
         if dropout:
             for word in self._pipeline.pretokenize(_fix_surrogates(text)):
-                out += merge_word_dropout(self._symbolize(word.encode("utf-8")), self._ranks,
-                                          self._merged_ids, dropout, rng)
+                out.extend(merge_word_dropout(self._symbolize(word.encode("utf-8")), self._ranks,
+                                              self._merged_ids, dropout, rng))
             return
         # A short text does not pay for the fast path's once-per-version check.
         fast = self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
-        if fast is not None:
-            ids = fast.encode_ordinary(text)
-            if ids is not None:
-                out += ids
-                return
+        if fast is not None and fast.encode_into(text, out):
+            return
         cache = self._words
         for word in self._pipeline.pretokenize(_fix_surrogates(text)):
             ids = cache.get(word)
@@ -426,7 +460,7 @@ class Tokenizer:
                 if len(cache) >= WORD_CACHE_SIZE:
                     cache.clear()
                 ids = cache[word] = tuple(self._encode_word(word))
-            out += ids
+            out.extend(ids)
 
     def _symbolize(self, data: bytes) -> list[int]:
         """A word's (or token's) initial symbols: its bytes, as ids."""
@@ -478,31 +512,6 @@ class Tokenizer:
         if problem is not None:
             return None, f"python ({problem})"
         return fast.FastEncoder(self.spec, self._byte_ids, self._merges, self._id_of), "tiktoken"
-
-    def _encode_in_workers(self, pieces: Iterable[str], rules: _Rules, workers: int) -> Iterator[list[int]]:
-        """Encode pieces in ``workers`` threads or processes, yielding results in order.
-
-        tiktoken's core releases the GIL, so the fast path runs in threads;
-        the pure-Python path needs processes (results come back as uint32
-        arrays, which cross the process boundary as plain bytes).
-        """
-        if self._fast_encoder() is not None and not rules.dropout:
-            pool = ThreadPoolExecutor(workers)
-            task: Callable = self._encode
-        else:
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                                       initargs=(self,))
-            task = _encode_in_worker
-        with pool:
-            window: deque = deque()
-            for index, piece in enumerate(pieces):
-                window.append(pool.submit(task, piece, rules, index))
-                if len(window) >= 2 * workers:
-                    yield _as_list(window.popleft().result())
-            while window:
-                yield _as_list(window.popleft().result())
 
     # -- decoding ----------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -582,11 +591,16 @@ def _start_worker(tokenizer: Tokenizer) -> None:
 
 
 def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array:
-    return array("I", _WORKER_TOKENIZER._encode(piece, rules, index))
+    return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
 
 
-def _as_list(ids: list[int] | array) -> list[int]:
-    return ids if isinstance(ids, list) else ids.tolist()
+def _uint32_array() -> array:
+    return array("I")
+
+
+def _into(ids: Ids, container: Callable[[], Ids]) -> Ids:
+    """ids as the container asked for (a worker process sends arrays)."""
+    return ids.tolist() if container is list and isinstance(ids, array) else ids
 
 
 def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:

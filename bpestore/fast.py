@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
@@ -153,15 +154,26 @@ class FastEncoder:
         ranks = {bytes([b]): byte_ids[b] for b in range(256)}
         for left, right in merges:
             ranks[left + right] = id_of[left + right]
+        # One special token that is never allowed: without any, the special
+        # pattern of tiktoken's encode() is empty and matches everywhere (slow).
+        never = {"<|bpestore: never allowed|>": max(ranks.values()) + 1}
         self._encoding = tiktoken.Encoding(name="bpestore", pat_str=PATTERNS[spec.pretokenizer],
-                                           mergeable_ranks=ranks, special_tokens={})
+                                           mergeable_ranks=ranks, special_tokens=never)
 
-    def encode_ordinary(self, text: str) -> list[int] | None:
-        """The ids of a text; None where the text holds a lone surrogate or a
-        character the two regex engines might classify differently."""
+    def encode_into(self, text: str, out: list | array) -> bool:
+        """Add the ids of text to ``out`` (a list, or a uint32 array, which
+        gets them without a Python int each); False, adding nothing, where the
+        text holds a lone surrogate or a character the two regex engines might
+        classify differently."""
         if not text.isascii() and not all_assigned(text):
-            return None
-        return self._encoding.encode_ordinary(text)
+            return False
+        core = self._encoding._core_bpe
+        if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
+            # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
+            out.frombytes(memoryview(core.encode_to_tiktoken_buffer(text, set())).cast("B"))
+        else:
+            out.extend(self._encoding.encode_ordinary(text))
+        return True
 
 
 # -- gate 3: Unicode ---------------------------------------------------------

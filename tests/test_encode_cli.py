@@ -48,7 +48,8 @@ def read_ids(path, typecode: str) -> list[int]:
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_encode_file_to_uint16_ids(run, tmp_path, tiktoken_gpt2, workers):
     source = tmp_path / "in.txt"
-    text = read_corpus("taylorswift.txt")[:50_000] + EOT + read_corpus("german_1M.txt")[:50_000]
+    text = (read_corpus("taylorswift.txt")[:50_000] + EOT + read_corpus("german_1M.txt")[:50_000]
+            + "<|bpestore: never allowed|>")
     source.write_text(text, encoding="utf-8")
     out = tmp_path / "ids.bin"
     result = run("encode", "gpt2", "--file", str(source), "--out", str(out), "--dtype", "uint16",

@@ -103,6 +103,7 @@ ADVERSARIAL = [
     "日本語のテキスト、中文文本。Русский текст", "한국어 ελληνικά עברית العربية हिन्दी ไทย",
     "x" * 3000, "1234567890" * 300, "٣٤٥ ⅫⅯ ½ ² ١٢", "\x1b[31mred\x1b[0m \x7f \u2028 \u2029 \x85",
     "\u00a0\u3000\u2003 nbsp", "a\ud800b \udfff \ud83d", "CamelCaseWORDSAndnumbers123abc",
+    "<|bpestore: never allowed|> is plain text",  # the fast path's placeholder special token
 ]
 
 
