@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -265,7 +266,7 @@ dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
               help="Write the ids of --file as a flat little-endian binary file (numpy.memmap-able).")
 @dtype_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Encoding processes for --file.")
+              help="Encode --file in this many threads (tiktoken path) or processes.")
 @click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
               show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
@@ -349,8 +350,12 @@ def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None, dtype
         if as_json:
             emit_json({"text": "".join(pieces)})
             return
-        for piece in pieces:
-            click.echo(piece, nl=False)
+        try:
+            for piece in pieces:
+                click.echo(piece, nl=False)
+        except BrokenPipeError:
+            # The reader went away (e.g. `| head`): stop quietly, as cat does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     text = tok.decode(ids, errors=errors)
     if as_json:
