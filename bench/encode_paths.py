@@ -5,8 +5,10 @@ Suites (``python -m bench NAME``):
 - ``encoder --corpus C``: GPT-2 on C with tiktoken ``encode_ordinary`` (one
   thread), bpestore's pure-Python path and tiktoken-core path (``encode_ordinary``
   on the text in memory), both paths encoding the file with 1 and 2 workers
-  (``encode_chunks`` over the file: reading and decoding included), and HF
-  tokenizers (one string). The ratio is throughput over tiktoken's.
+  (``encode_chunks`` over the file into a list of ids, and ``encode_file`` to
+  an id file; reading and decoding included), and HF tokenizers (one string).
+  The ratio is throughput over tiktoken's. The id-file rows carry no ids to
+  compare (the tests check those files).
 - ``encoder-worst``: 1 MB without a pre-token break (random letters, one
   letter, digits) and 10 MB of random letters, for tiktoken and both paths;
   then resident memory of ``encode_iterable`` over ``english_100M`` on both
@@ -96,6 +98,25 @@ def fast_file_2(p: Params):
     return _file_case(p, True, 2)
 
 
+def _id_file_case(p: Params, fast: bool, workers: int):
+    """``encode_file`` to a uint16 id file: what ``bpestore encode --out`` runs."""
+    tok = _tokenizer(p, fast)
+    out = Path(p.tmp) / "ids.bin"
+    return lambda: tok.encode_file(p.corpus, out, workers=workers) and None
+
+
+def fast_id_file_1(p: Params):
+    return _id_file_case(p, True, 1)
+
+
+def fast_id_file_2(p: Params):
+    return _id_file_case(p, True, 2)
+
+
+def pure_id_file_2(p: Params):
+    return _id_file_case(p, False, 2)
+
+
 def check_time(p: Params):
     """The fast path's once-per-version check (spec, ranks, Unicode) on GPT-2."""
     import bpestore
@@ -160,7 +181,8 @@ def fast_stream_setup_only(p: Params):
 
 # -- suites ---------------------------------------------------------------------------
 def _speed_row(result: Result, base: Result, size: int) -> list[str]:
-    same = "yes" if result.digest == base.digest else f"**no** ({result.digest})"
+    same = ("yes" if result.digest == base.digest else "(an id file; see the tests)" if not result.digest
+            else f"**no** ({result.digest})")
     return [result.label, f"{size / 1e6 / result.seconds:.2f}", f"{result.seconds:.2f}",
             f"{base.seconds / result.seconds:.2f}×", f"{result.peak_mb:.0f}", same]
 
@@ -180,6 +202,9 @@ def encoder(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
             Case("bpestore, tiktoken-core path, file, 2 workers", fast_file_2, p),
             Case("bpestore, pure-Python path, file, 1 worker", pure_file_1, p),
             Case("bpestore, pure-Python path, file, 2 workers", pure_file_2, p),
+            Case("bpestore, tiktoken-core path, id file (`encode --out`), 1 worker", fast_id_file_1, p),
+            Case("bpestore, tiktoken-core path, id file (`encode --out`), 2 workers", fast_id_file_2, p),
+            Case("bpestore, pure-Python path, id file (`encode --out`), 2 workers", pure_id_file_2, p),
             Case("HF tokenizers (one string)", cases.hf_encode, p),
             Case("(fast-path check, once per version and process)", check_time, p),
             Case("(GIL-free hashing, one thread)", hash_one_thread, p),

@@ -1,5 +1,5 @@
 """Per-word segmentation: BPE merges by rank (shared by encoder and trainer),
-BPE-dropout, and greedy longest match.
+BPE-dropout, greedy longest match, and cutting a word where no token can span.
 
 A merge table maps an adjacent pair of token ids to its rank (lower merges
 first); ``merged_ids[rank]`` is the id of the token the merge makes. Applying
