@@ -167,13 +167,28 @@ class FastEncoder:
         classify differently."""
         if not text.isascii() and not all_assigned(text):
             return False
+        if _LONG_SPACE.search(text):
+            # tiktoken's regex engine overflows its stack (a Rust panic) on a
+            # run of about a million whitespace characters.
+            return False
         core = self._encoding._core_bpe
-        if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
-            # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
-            out.frombytes(memoryview(core.encode_to_tiktoken_buffer(text, set())).cast("B"))
-        else:
-            out.extend(self._encoding.encode_ordinary(text))
+        try:
+            if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
+                # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
+                ids = array("I")
+                ids.frombytes(memoryview(core.encode_to_tiktoken_buffer(text, set())).cast("B"))
+            else:
+                ids = self._encoding.encode_ordinary(text)
+        except BaseException as exc:  # a Rust panic is a BaseException
+            if type(exc).__name__ != "PanicException":
+                raise
+            return False
+        out.extend(ids)
         return True
+
+
+# A whitespace run this long goes to the pure path (tiktoken fails near 10x).
+_LONG_SPACE = re.compile(r"\s{100000}")
 
 
 # -- gate 3: Unicode ---------------------------------------------------------

@@ -237,6 +237,13 @@ def _simple(ids, ranks, merged_ids):
         bpe._LONG_WORD = saved
 
 
+def test_huge_whitespace_runs_do_not_reach_tiktoken(gpt2_paths):
+    """tiktoken's regex engine overflows its stack on a million spaces; the
+    fast path sends such text to the pure path."""
+    for text in [" " * 1_100_000 + "x", "\r\n" * 550_000]:
+        assert gpt2_paths["tiktoken"].encode_ordinary(text) == gpt2_paths["python"].encode_ordinary(text)
+
+
 @pytest.mark.parametrize("text", ["a" * 200_000, "7" * 100_001, "".join(
     random.Random(3).choice("abcdefghijklmnopqrstuvwxyz") for _ in range(200_000))])
 def test_long_words_without_breaks(text, gpt2, tiktoken_gpt2):
