@@ -233,3 +233,12 @@ def test_short_texts_do_not_pay_for_the_check():
     assert not tok._fast_checked  # decided only when a long text comes
     assert tok.encode("ab " * 5000) == [256, 32] * 4999 + [256, 32]
     assert tok._fast_checked and tok.backend == "tiktoken"
+
+
+@pytest.mark.parametrize("before", [0, 1, 49_999, 50_000, 77_777])
+def test_long_whitespace_runs_are_found_wherever_they_sit(before):
+    from bpestore.fast import _long_space_run
+
+    assert _long_space_run("x" * before + " \t\n" * 33_334 + "y")      # 100,002 spaces
+    assert not _long_space_run("x" * before + " " * 49_999 + "y")
+    assert not _long_space_run(("x" + " " * 40_000) * 5)
