@@ -36,7 +36,7 @@ from .text import TextPipeline, rechunk, special_tokens_regex
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
-WORKER_PIECE = 1 << 18  # characters per piece of text given to a worker
+PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 
 Ids = Union[list, array]  # token ids: a list, or a uint32 array (id files, worker results)
@@ -285,16 +285,17 @@ class Tokenizer:
         """The ids of each safely cut piece of a stream, in order, each in a
         new ``container()`` (a list, or a uint32 array for id files).
 
-        With ``workers`` > 1, pieces of about WORKER_PIECE characters (to keep
-        every worker busy whatever the chunk size) go to threads where
-        tiktoken's core runs (it releases the GIL), else to processes (their
-        results come back as uint32 arrays: plain bytes between processes).
+        Pieces are about PIECE_CHARS characters whatever the chunk size: that
+        bounds the memory of one piece's ids and keeps every worker busy.
+        With ``workers`` > 1 they go to threads where tiktoken's core runs (it
+        releases the GIL), else to processes (their results come back as
+        uint32 arrays: plain bytes between processes).
         """
+        pieces = rechunk(_sliced(chunks, PIECE_CHARS), self._all_specials)
         if workers <= 1:
-            for index, piece in enumerate(rechunk(chunks, self._all_specials)):
+            for index, piece in enumerate(pieces):
                 yield self._encode(piece, rules, index, container())
             return
-        pieces = rechunk(_sliced(chunks, WORKER_PIECE), self._all_specials)
         threads = self._fast_encoder() is not None and not rules.dropout
         if threads:
             pool: Executor = ThreadPoolExecutor(workers)
