@@ -9,8 +9,6 @@ from sqlalchemy import text
 
 import bpestore
 from bpestore import BpestoreError
-from bpestore.spec import TokenizerSpec
-from bpestore.text import TextPipeline
 from bpestore.trainer import train_word_counts
 
 from .conftest import corpus_path, read_corpus, reference_merges, tiktoken_pattern
