@@ -52,7 +52,7 @@ def trained(run):
 
 def test_init_creates_the_schema(run):
     result = run("init")
-    assert result.exit_code == 0 and "schema revision 0001" in result.output
+    assert result.exit_code == 0 and "schema revision 0002" in result.output
 
 
 def test_ingest_and_train_give_reference_merges(trained):

@@ -255,3 +255,37 @@ def test_in_memory_store():
     with bpestore.open(":memory:") as store:
         store.import_vocab("tiny", {**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")])
         assert store.tokenizer("tiny").encode("abc") == [256, 99]
+
+
+def test_words_longer_than_an_index_entry(store, tmp_path):
+    # PostgreSQL's btree entries hold 2704 bytes; a whole-document word is longer.
+    long_word = "x" * 3000 + " tail"
+    path = tmp_path / "doc.txt"
+    path.write_text(long_word, encoding="utf-8")
+    store.ingest("docs", [path], pretokenizer="none")
+    store.ingest("docs", [path], force=True)
+    assert store.word_counts("docs") == {long_word.encode(): 2}
+
+
+def test_upgrade_from_revision_0001_keeps_the_counts(db_url, tmp_path):
+    from alembic import command
+
+    from bpestore.store.db import alembic_config, make_engine, resolve_url
+
+    engine = make_engine(resolve_url(db_url))
+    config = alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        conn.execute(text("INSERT INTO corpora (id, name, spec, created_at) VALUES "
+                          "(1, 'old', '{}', CURRENT_TIMESTAMP)"))
+        conn.execute(text("INSERT INTO word_counts (corpus_id, word, count) VALUES (1, :w, 5)"),
+                     {"w": b" old"})
+    engine.dispose()
+    store = bpestore.open(db_url)  # upgrades to head
+    assert store.word_counts("old") == {b" old": 5}
+    path = tmp_path / "more.txt"
+    path.write_text(" old new", encoding="utf-8")
+    store.ingest("old", [path])
+    assert store.word_counts("old") == {b" old": 6, b" new": 1}
+    store.close()

@@ -273,7 +273,7 @@ class Store:
         """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches."""
         stmt = _dialect(conn).insert(word_counts)
         stmt = stmt.on_conflict_do_update(
-            index_elements=[word_counts.c.corpus_id, word_counts.c.word],
+            index_elements=word_count_key(conn),
             set_={"count": word_counts.c.count + stmt.excluded["count"]})
         batch = []
         # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
@@ -878,6 +878,15 @@ def _dialect(conn: Connection):
     if dialect is None:
         raise BpestoreError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}")
     return dialect
+
+
+def word_count_key(conn: Connection) -> list:
+    """The unique key of word_counts: (corpus_id, word), or on PostgreSQL
+    (corpus_id, sha256(word)) since its index entries cannot hold long words
+    (revision 0002)."""
+    if conn.dialect.name == "postgresql":
+        return [word_counts.c.corpus_id, func.sha256(word_counts.c.word)]
+    return [word_counts.c.corpus_id, word_counts.c.word]
 
 
 def _check_name(name: str, what: str) -> None:
