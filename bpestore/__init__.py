@@ -57,6 +57,9 @@ def train_bpe(
     """
     from .ingest import count_source
 
+    if vocab_size < 256 + len(special_tokens):
+        raise BpestoreError(f"vocab_size must be at least {256 + len(special_tokens)} "
+                            f"(256 bytes + {len(special_tokens)} special tokens)")
     paths = [input_path] if isinstance(input_path, (str, Path)) else list(input_path)
     spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
                          special_tokens=tuple(special_tokens), tie_break=tie_break)

@@ -14,6 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from . import __version__
 from .errors import BpestoreError
+from .queries import token_text
 from .spec import PRETOKENIZERS, TIE_BREAKS
 from .store import Store, TrainProgress, VersionInfo
 
@@ -39,7 +40,7 @@ class BpestoreGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (BpestoreError, SQLAlchemyError, OSError) as exc:
+        except (BpestoreError, SQLAlchemyError, OSError, UnicodeError) as exc:
             if ctx.obj is not None and ctx.obj.debug:
                 raise
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -50,12 +51,6 @@ class BpestoreGroup(click.Group):
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def show_token(data: bytes) -> str:
-    """A token's bytes as readable text: valid UTF-8 as is, other bytes as \\xNN."""
-    text = data.decode("utf-8", "backslashreplace")
-    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -79,10 +74,10 @@ def cli(ctx: click.Context, db: str | None, debug: bool) -> None:
 @click.pass_obj
 def init(obj: Context) -> None:
     """Create the database, or upgrade its schema to this bpestore's."""
-    from .store.db import schema_revision
+    from .store.db import display_url, schema_revision
 
     store = obj.store
-    click.echo(f"{store.url}: schema revision {schema_revision(store.engine)}")
+    click.echo(f"{display_url(store.url)}: schema revision {schema_revision(store.engine)}")
 
 
 # ---------------------------------------------------------------------------
@@ -171,7 +166,7 @@ class ProgressPrinter:
             self.first = self.last = state.done - 1
             self.started = time.monotonic()
         rate = (state.done - self.first) / max(time.monotonic() - self.started, 1e-9)
-        self.bar.update(state.done - self.last, f"{rate:,.0f} merges/s  {show_token(state.token)!r} "
+        self.bar.update(state.done - self.last, f"{rate:,.0f} merges/s  {token_text(state.token)!r} "
                                                 f"x{state.merge.count:,}")
         self.last = state.done
 
@@ -196,18 +191,24 @@ class ProgressPrinter:
 @click.option("--resume", "resume_ref", metavar="NAME@N", help="Continue an unfinished version.")
 @json_option
 @quiet_option
-@click.pass_obj
-def train(obj: Context, name: str | None, corpus: str | None, vocab_size: int | None,
+@click.pass_context
+def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: int | None,
           merges: int | None, min_frequency: int, tie_break: str | None,
           special_tokens: tuple[str, ...], parent: str | None, max_token_length: int | None,
           checkpoint_every: int, resume_ref: str | None, as_json: bool, quiet: bool) -> None:
     """Train NAME@N from a corpus, or continue one with --resume NAME@N."""
+    obj: Context = ctx.obj
     progress = ProgressPrinter(not quiet and not as_json)
     started = time.monotonic()
     try:
         if resume_ref:
-            if name or corpus or vocab_size or merges:
-                raise click.UsageError("--resume takes only the version: bpestore train --resume NAME@N")
+            # A resumed run keeps the settings it began with.
+            given = [p.opts[0] for p in ctx.command.params
+                     if p.name not in ("resume_ref", "as_json", "quiet", "checkpoint_every")
+                     and ctx.get_parameter_source(p.name) is click.core.ParameterSource.COMMANDLINE]
+            if given:
+                raise click.UsageError(f"--resume continues with the version's own settings; drop "
+                                       f"{', '.join(given)}")
             info = obj.store.resume(resume_ref, checkpoint_every=checkpoint_every, progress=progress)
         else:
             if not name or not corpus:
@@ -319,10 +320,10 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str 
     if show_tokens:
         pairs = [(i, tok.decode_single_token_bytes(i)) for i in ids]
         if as_json:
-            emit_json([{"id": i, "token": show_token(b)} for i, b in pairs])
+            emit_json([{"id": i, "token": token_text(b)} for i, b in pairs])
         else:
             for i, b in pairs:
-                click.echo(f"{i}\t{show_token(b)!r}")
+                click.echo(f"{i}\t{token_text(b)!r}")
     elif as_json:
         click.echo(json.dumps(ids))
     else:
@@ -476,11 +477,14 @@ def _print_tree(node: dict, depth: int = 0) -> None:
 @cli.command()
 @click.argument("ref")
 @click.argument("token")
+@click.option("--id", "by_id", is_flag=True, help="TOKEN is an id, not text.")
 @json_option
 @click.pass_obj
-def token(obj: Context, ref: str, token: str, as_json: bool) -> None:
-    """Look up TOKEN (its text, e.g. " the", or an id) in REF: id, and the merges that made it."""
-    info = obj.store.token(ref, token)
+def token(obj: Context, ref: str, token: str, by_id: bool, as_json: bool) -> None:
+    """Look up TOKEN (its text, e.g. " the", or with --id an id) in REF: the merges that made it."""
+    if by_id and not token.isascii() or by_id and not token.isdigit():
+        raise click.UsageError(f"--id takes a number, not {token!r}")
+    info = obj.store.token(ref, int(token) if by_id else token)
     if as_json:
         emit_json(info)
     else:
@@ -503,9 +507,8 @@ def diff(obj: Context, ref_a: str, ref_b: str, limit: int, as_json: bool) -> Non
     click.echo(f"tokens: {d['vocab_size'][0]:,} -> {d['vocab_size'][1]:,}   merges: {d['merges'][0]:,} -> "
                f"{d['merges'][1]:,}   shared merge prefix: {d['shared_merges']:,}")
     click.echo(f"ids with other bytes: {len(d['changed_ids']):,}")
-    for key, label in (("spec_changes", "spec"),):
-        for field_name, (old, new) in d[key].items():
-            click.echo(f"{label} {field_name}: {old!r} -> {new!r}")
+    for field_name, (old, new) in d["spec_changes"].items():
+        click.echo(f"spec {field_name}: {old!r} -> {new!r}")
     for side, ref in (("only_a", ref_a), ("only_b", ref_b)):
         shown = ", ".join(repr(t) for t in d[side][:limit])
         more = f" (+{len(d[side]) - limit:,} more)" if len(d[side]) > limit else ""

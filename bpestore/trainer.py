@@ -33,9 +33,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .bpe import PAIR_SHIFT, merge_word
-from .spec import TokenizerSpec
+from .spec import TIE_BREAKS, TokenizerSpec
 
-TIE_BREAKS = ("lexicographic", "hf")
 _LOW = 0xFFFFFFFF
 
 
@@ -181,9 +180,6 @@ class BpeTrainer:
         self._stats_ready = True
 
     # -- the loop --------------------------------------------------------
-    def vocab_size(self) -> int:
-        return len(self.token_bytes)
-
     def train(self, *, vocab_size: int | None = None, max_merges: int | None = None) -> Iterator[Merge]:
         """Yield merges until the vocabulary has ``vocab_size`` tokens, ``max_merges``
         merges exist in all (replayed ones included), or no pair is frequent enough."""

@@ -1,4 +1,4 @@
-"""Alembic environment: bpestore hands in an open connection (see store/migrate.py).
+"""Alembic environment: bpestore hands in an open connection (see store/db.py).
 
 Running ``alembic`` from the command line also works: it uses the URL in
 ``-x db=URL`` or ``$BPESTORE_DB`` (a plain path means SQLite).

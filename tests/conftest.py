@@ -97,12 +97,26 @@ def tiktoken_gpt2(gpt2_files):
     import json
 
     from bpestore.formats.gpt2 import str_to_token
-    from bpestore.text import PATTERNS
 
     encoder = json.loads(gpt2_files[0].read_text(encoding="utf-8"))
     ranks = {str_to_token(s): i for s, i in encoder.items() if s != "<|endoftext|>"}
-    return tiktoken.Encoding(name="gpt2_offline", pat_str=PATTERNS["gpt2"], mergeable_ranks=ranks,
+    return tiktoken.Encoding(name="gpt2_offline", pat_str=tiktoken_pattern("gpt2"), mergeable_ranks=ranks,
                              special_tokens={"<|endoftext|>": encoder["<|endoftext|>"]})
+
+
+def tiktoken_pattern(name: str) -> str:
+    """The pre-tokenizer regex as tiktoken ships it (an independent reference)."""
+    pytest.importorskip("tiktoken")
+    from unittest import mock
+
+    from tiktoken_ext import openai_public
+
+    if name == "gpt2":
+        return openai_public.r50k_pat_str
+    # The constructors download their ranks; only the pattern is wanted here.
+    with mock.patch.object(openai_public, "load_tiktoken_bpe", lambda *args, **kwargs: {}):
+        make = {"cl100k": openai_public.cl100k_base, "o200k": openai_public.o200k_base}[name]
+        return make()["pat_str"]
 
 
 def reference_merges() -> list[tuple[bytes, bytes]]:

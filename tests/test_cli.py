@@ -52,7 +52,7 @@ def trained(run):
 
 def test_init_creates_the_schema(run):
     result = run("init")
-    assert result.exit_code == 0 and "schema revision 0001" in result.output
+    assert result.exit_code == 0 and "schema revision 0002" in result.output
 
 
 def test_ingest_and_train_give_reference_merges(trained):
@@ -228,7 +228,9 @@ def test_token_lookup_and_merge_tree(trained):
     def leaves(node):
         return [node["token"]] if "parts" not in node else [t for p in node["parts"] for t in leaves(p)]
     assert "".join(leaves(info)) == " the" and all(len(t) == 1 for t in leaves(info))
-    assert json.loads(trained("token", "en", str(info["id"]), "--json").stdout)["token"] == " the"
+    assert json.loads(trained("token", "en", str(info["id"]), "--id", "--json").stdout)["token"] == " the"
+    assert json.loads(trained("token", "en", "5", "--json").stdout)["id"] == ord("5")
+    assert json.loads(trained("token", "en", "5", "--id", "--json").stdout)["token"] == "\x05"
     assert json.loads(trained("token", "en", "e", "--json").stdout)["kind"] == "byte"
     assert_error(trained("token", "en", "ization"), "'ization' is not a token of en")
 
@@ -245,3 +247,26 @@ def test_diff_between_parent_and_extension(run):
     assert other["spec_changes"] == {"tie_break": ["lexicographic", "hf"]}
     text = run("diff", "en@1", "en@2").stdout
     assert "shared merge prefix: 144" in text and "only in en@2 (50)" in text
+
+
+def test_database_option_precedence(tmp_path, monkeypatch):
+    runner = CliRunner()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BPESTORE_DB", raising=False)
+    assert runner.invoke(cli, ["init"]).exit_code == 0
+    assert (tmp_path / "bpestore.db").exists()  # the default
+    monkeypatch.setenv("BPESTORE_DB", str(tmp_path / "env.db"))
+    assert runner.invoke(cli, ["init"]).exit_code == 0
+    assert (tmp_path / "env.db").exists()
+    assert runner.invoke(cli, ["--db", str(tmp_path / "flag.db"), "init"]).exit_code == 0
+    assert (tmp_path / "flag.db").exists()  # --db wins over $BPESTORE_DB
+
+
+def test_init_hides_the_password():
+    result = CliRunner().invoke(cli, ["--db", "postgresql+psycopg://u:s3cret@127.0.0.1:1/x", "init"])
+    assert result.exit_code == 1 and "s3cret" not in result.output
+
+
+def test_resume_refuses_new_settings(trained):
+    result = trained("train", "--resume", "en@1", "--tie-break", "hf")
+    assert result.exit_code == 2 and "drop --tie-break" in result.stderr

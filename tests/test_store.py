@@ -9,11 +9,9 @@ from sqlalchemy import text
 
 import bpestore
 from bpestore import BpestoreError
-from bpestore.spec import TokenizerSpec
-from bpestore.text import TextPipeline
 from bpestore.trainer import train_word_counts
 
-from .conftest import corpus_path, read_corpus, reference_merges
+from .conftest import corpus_path, read_corpus, reference_merges, tiktoken_pattern
 
 EOT = "<|endoftext|>"
 
@@ -39,9 +37,11 @@ def test_ingest_train_read_back_gives_reference_merges(store):
 
 
 def test_word_counts_equal_a_plain_counter(store):
+    import regex
+
     store.ingest("shakes", [corpus_path("tinyshakespeare.txt")])
-    pipeline = TextPipeline(TokenizerSpec())
-    expected = Counter(w.encode() for w in pipeline.pattern.findall(read_corpus("tinyshakespeare.txt")))
+    pattern = regex.compile(tiktoken_pattern("gpt2"))
+    expected = Counter(w.encode() for w in pattern.findall(read_corpus("tinyshakespeare.txt")))
     assert store.word_counts("shakes") == expected
 
 
@@ -146,7 +146,7 @@ def test_resume_refuses_a_grown_corpus(shakespeare_store, tmp_path):
 
 def test_extension_keeps_parent_ids_and_sees_new_text(shakespeare_store, tmp_path):
     store = shakespeare_store
-    parent = store.train("en", corpus="shakes", vocab_size=600)
+    store.train("en", corpus="shakes", vocab_size=600)
     extra = tmp_path / "extra.txt"
     extra.write_text(" zyzzyva" * 5000, encoding="utf-8")
     store.ingest("shakes", [extra])
@@ -202,4 +202,90 @@ def test_sqlite_pragmas(tmp_path):
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
+    store.close()
+
+
+def test_a_failed_checkpoint_is_written_again_whole(shakespeare_store, monkeypatch):
+    import bpestore.store.store as store_module
+
+    store = shakespeare_store
+    real_insert = store_module._insert_rows
+    calls = {"tokens": 0}
+
+    def flaky_insert(conn, table, rows):
+        if table.name == "tokens":
+            calls["tokens"] += 1
+            if calls["tokens"] == 2:  # the second checkpoint fails half-way
+                raise OSError("disk full")
+        real_insert(conn, table, rows)
+    monkeypatch.setattr(store_module, "_insert_rows", flaky_insert)
+    with pytest.raises(OSError, match="disk full"):
+        store.train("en", corpus="shakes", vocab_size=700, checkpoint_every=50)
+    monkeypatch.setattr(store_module, "_insert_rows", real_insert)
+    store.resume("en@1")
+    vocab, merges = uninterrupted(store, "shakes", 700)
+    assert store.tokenizer("en@1").merges == merges and store.tokenizer("en@1").vocab == vocab
+
+
+def test_extending_an_imported_version_is_refused_cleanly(store, gpt2_files, tmp_path):
+    store.import_gpt2("gpt2", vocab=gpt2_files[0], merges=gpt2_files[1])
+    path = tmp_path / "a.txt"
+    path.write_text("some text " * 10, encoding="utf-8")
+    store.ingest("c", [path], special_tokens=[EOT])
+    with pytest.raises(BpestoreError, match="imported"):
+        store.train("gpt2", corpus="c", vocab_size=50300, parent="gpt2@1")
+    assert [v.ref for v in store.versions()] == ["gpt2@1"]
+
+
+def test_refs_and_names_are_checked(shakespeare_store):
+    store = shakespeare_store
+    store.train("en", corpus="shakes", vocab_size=300)
+    for bad in ["en@", "en@²", "en@-1"]:
+        with pytest.raises(BpestoreError):
+            store.version(bad)
+    for name in ["", "a@b", "tab\there"]:
+        with pytest.raises(BpestoreError, match="name"):
+            store.train(name, corpus="shakes", vocab_size=300)
+    with pytest.raises(BpestoreError, match="cannot be a number"):
+        store.set_alias("en@1", "7")
+    assert store.version("en@01").number == 1
+
+
+def test_in_memory_store():
+    with bpestore.open(":memory:") as store:
+        store.import_vocab("tiny", {**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")])
+        assert store.tokenizer("tiny").encode("abc") == [256, 99]
+
+
+def test_words_longer_than_an_index_entry(store, tmp_path):
+    # PostgreSQL's btree entries hold 2704 bytes; a whole-document word is longer.
+    long_word = "x" * 3000 + " tail"
+    path = tmp_path / "doc.txt"
+    path.write_text(long_word, encoding="utf-8")
+    store.ingest("docs", [path], pretokenizer="none")
+    store.ingest("docs", [path], force=True)
+    assert store.word_counts("docs") == {long_word.encode(): 2}
+
+
+def test_upgrade_from_revision_0001_keeps_the_counts(db_url, tmp_path):
+    from alembic import command
+
+    from bpestore.store.db import alembic_config, make_engine, resolve_url
+
+    engine = make_engine(resolve_url(db_url))
+    config = alembic_config()
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        conn.execute(text("INSERT INTO corpora (id, name, spec, created_at) VALUES "
+                          "(1, 'old', '{}', CURRENT_TIMESTAMP)"))
+        conn.execute(text("INSERT INTO word_counts (corpus_id, word, count) VALUES (1, :w, 5)"),
+                     {"w": b" old"})
+    engine.dispose()
+    store = bpestore.open(db_url)  # upgrades to head
+    assert store.word_counts("old") == {b" old": 5}
+    path = tmp_path / "more.txt"
+    path.write_text(" old new", encoding="utf-8")
+    store.ingest("old", [path])
+    assert store.word_counts("old") == {b" old": 6, b" new": 1}
     store.close()

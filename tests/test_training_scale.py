@@ -89,9 +89,10 @@ KILLED_TRAINING = textwrap.dedent("""
     store = bpestore.open(sys.argv[1])
     def progress(state):
         print(state.done, flush=True)
-    store.train("en", corpus="medium", vocab_size=int(sys.argv[2]), checkpoint_every=1,
-                progress=progress)
+    store.train("en", corpus="medium", vocab_size=int(sys.argv[2]), checkpoint_every=BATCH,
+                checkpoint_seconds=3600, progress=progress)
 """)
+BATCH = 50
 
 
 @pytest.mark.slow
@@ -99,11 +100,13 @@ def test_sigkill_mid_training_then_resume(medium_store, tmp_path):
     pristine, vocab_size, (vocab, merges) = medium_store
     db = copy_of(pristine, tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, "-c", KILLED_TRAINING, str(db), str(vocab_size)],
+    script = KILLED_TRAINING.replace("BATCH", str(BATCH))
+    child = subprocess.Popen([sys.executable, "-c", script, str(db), str(vocab_size)],
                              stdout=subprocess.PIPE, text=True, env=env)
     try:
         for line in child.stdout:
-            if int(line) >= len(merges) // 3:
+            # Mid-batch, so a batch is being built when the kill lands.
+            if int(line) >= len(merges) // 3 and int(line) % BATCH == BATCH // 2:
                 break
         child.send_signal(signal.SIGKILL)
     finally:
@@ -114,6 +117,12 @@ def test_sigkill_mid_training_then_resume(medium_store, tmp_path):
         assert conn.execute(text("PRAGMA integrity_check")).scalar() == "ok"
     partial = killed.version("en@1")
     assert partial.status == "training" and 0 < partial.n_merges < len(merges)
+    # Whole batches only, each merge with the row of the token it made.
+    assert partial.n_merges % BATCH == 0
+    with killed.engine.connect() as conn:
+        orphans = conn.execute(text("SELECT count(*) FROM merges m WHERE NOT EXISTS (SELECT 1 FROM tokens t "
+                                    "WHERE t.version_id = m.version_id AND t.id = m.token_id)")).scalar()
+    assert orphans == 0
     killed.resume("en@1")
     tok = killed.tokenizer("en@1")
     assert tok.merges == merges and tok.vocab == vocab

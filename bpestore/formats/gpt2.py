@@ -80,6 +80,9 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
                 merges.append((str_to_token(parts[0]), str_to_token(parts[1])))
     except FileNotFoundError:
         raise BpestoreError(f"merges file not found: {merges_path}") from None
+    except UnicodeDecodeError as exc:
+        raise BpestoreError(f"{merges_path} is not UTF-8 text (byte {exc.start}); "
+                            "merges.txt holds tokens in GPT-2's byte alphabet") from None
     merged = {a + b for a, b in merges}
     vocab: dict[int, bytes] = {}
     specials: list[str] = []

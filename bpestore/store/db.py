@@ -13,6 +13,7 @@ from alembic.util.exc import CommandError
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
 
 from ..errors import BpestoreError
 
@@ -20,8 +21,15 @@ DEFAULT_DB = "bpestore.db"
 
 
 def resolve_url(db: str | os.PathLike | None = None) -> str:
-    """``--db`` value, else $BPESTORE_DB, else ./bpestore.db; a plain path is SQLite."""
+    """``--db`` value, else $BPESTORE_DB, else ./bpestore.db; a plain path is SQLite.
+
+    ``:memory:`` is a private in-memory SQLite database.
+    """
     db = os.fspath(db) if db is not None else os.environ.get("BPESTORE_DB") or DEFAULT_DB
+    if not db.strip():
+        raise BpestoreError("the database is empty: give --db PATH_OR_URL (or set BPESTORE_DB)")
+    if db == ":memory:":
+        return "sqlite://"
     if "://" in db:
         try:
             make_url(db)
@@ -31,6 +39,8 @@ def resolve_url(db: str | os.PathLike | None = None) -> str:
     path = Path(db).expanduser()
     if path.parent and not path.parent.exists():
         raise BpestoreError(f"folder {path.parent} does not exist (database {db})")
+    if path.is_dir():
+        raise BpestoreError(f"{db} is a folder; give a database file path, e.g. {path / DEFAULT_DB}")
     return f"sqlite:///{path.resolve()}"
 
 
@@ -46,16 +56,32 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
 
 
 def _sqlite_begin(conn) -> None:
-    # An explicit BEGIN so every transaction, reads included, is one unit.
-    conn.exec_driver_sql("BEGIN")
+    # An explicit BEGIN so every transaction, reads included, is one unit. A
+    # transaction that will write takes the write lock at once (IMMEDIATE): one
+    # that reads first and upgrades later would fail with "database is locked"
+    # when another writer is there, instead of waiting out the busy timeout.
+    mode = "IMMEDIATE" if conn.get_execution_options().get("bpestore_write") else "DEFERRED"
+    conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def display_url(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 def make_engine(url: str) -> Engine:
     """An engine for url; SQLite gets foreign keys, WAL and a busy timeout."""
+    options = {"poolclass": StaticPool} if url == "sqlite://" else {}
     try:
-        engine = create_engine(url)
-    except Exception as exc:  # unknown dialect, missing driver
-        raise BpestoreError(f"cannot open database {url}: {exc}") from None
+        engine = create_engine(url, **options)
+    except ModuleNotFoundError as exc:
+        raise BpestoreError(f"no driver for {display_url(url)} ({exc}); for PostgreSQL: "
+                            "pip install 'bpestore[postgres]'") from None
+    except Exception as exc:  # unknown dialect
+        raise BpestoreError(f"cannot open database {display_url(url)}: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -86,7 +112,7 @@ def upgrade_schema(engine: Engine) -> str:
     config = alembic_config()
     script = ScriptDirectory.from_config(config)
     head = script.get_current_head()
-    with engine.begin() as conn:
+    with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
         current = MigrationContext.configure(conn).get_current_revision()
         if current == head:
             return head

@@ -9,29 +9,33 @@ batch of merges (with their tokens).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
+from contextlib import contextmanager
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..encoder import Tokenizer
 from ..errors import BpestoreError
-from ..inspect import MergeRow, diff_versions, first_merges, merge_tree
+from ..queries import MergeRow, diff_versions, first_merges, merge_tree
 from ..ingest import SourceCounts, count_source, file_sha256
 from ..spec import TokenizerSpec
 from ..text import TextPipeline
 from .. import alphabet
 from ..trainer import BpeTrainer, Merge
-from .db import make_engine, resolve_url, upgrade_schema
+from .db import display_url, make_engine, resolve_url, upgrade_schema
 from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
 
 UPSERT_BATCH = 20_000
+_NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
+TOKENIZER_CACHE_SIZE = 8
 DEFAULT_CHECKPOINT_EVERY = 1000
 DEFAULT_CHECKPOINT_SECONDS = 10.0
 
@@ -154,7 +158,14 @@ class Store:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Store {self.engine.url.render_as_string(hide_password=True)}>"
+        return f"<Store {display_url(self.url)}>"
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One write transaction (on SQLite it takes the write lock at BEGIN, so
+        concurrent writers wait for each other instead of failing)."""
+        with self.engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
+            yield conn
 
     # ------------------------------------------------------------------
     # corpora and ingestion
@@ -233,12 +244,18 @@ class Store:
     def _add_counts(self, corpus: str, spec: TokenizerSpec, counted: SourceCounts, *,
                     force: bool) -> IngestResult:
         """One transaction: the corpus (if new), the ingest row, the counts."""
-        with self.engine.begin() as conn:
-            corpus_id = conn.execute(select(corpora.c.id).where(corpora.c.name == corpus)).scalar()
-            if corpus_id is None:
-                corpus_id = conn.execute(insert(corpora).values(
-                    name=corpus, spec=spec.to_json(), created_at=_now())).inserted_primary_key[0]
-            elif not force and conn.execute(
+        with self._write() as conn:
+            # Create the corpus if missing (race-free), then check its spec inside
+            # this transaction: a concurrent first ingest may have set another.
+            _check_name(corpus, "corpus")
+            conn.execute(_dialect(conn).insert(corpora).values(name=corpus, spec=spec.to_json(), created_at=_now())
+                         .on_conflict_do_nothing(index_elements=[corpora.c.name]))
+            corpus_id, stored_spec = conn.execute(select(corpora.c.id, corpora.c.spec)
+                                                  .where(corpora.c.name == corpus).with_for_update()).one()
+            if TokenizerSpec.from_json(stored_spec).corpus_key() != spec.corpus_key():
+                raise BpestoreError(f"corpus {corpus!r} was just created with another spec by a "
+                                    "concurrent ingest; ingest again to see it")
+            if not force and conn.execute(
                     select(ingests.c.id).where(ingests.c.corpus_id == corpus_id,
                                                ingests.c.sha256 == counted.sha256).limit(1)).first():
                 return IngestResult(corpus, counted.source, counted.sha256, counted.size, 0, 0,
@@ -254,15 +271,13 @@ class Store:
     @staticmethod
     def _upsert_counts(conn: Connection, corpus_id: int, counts: Counter) -> None:
         """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches."""
-        dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(conn.dialect.name)
-        if dialect is None:
-            raise BpestoreError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}")
-        stmt = dialect.insert(word_counts)
+        stmt = _dialect(conn).insert(word_counts)
         stmt = stmt.on_conflict_do_update(
-            index_elements=[word_counts.c.corpus_id, word_counts.c.word],
+            index_elements=word_count_key(conn),
             set_={"count": word_counts.c.count + stmt.excluded["count"]})
         batch = []
-        for word, count in counts.items():
+        # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
+        for word, count in sorted(counts.items()):
             batch.append({"corpus_id": corpus_id, "word": word, "count": count})
             if len(batch) >= UPSERT_BATCH:
                 conn.execute(stmt, batch)
@@ -293,7 +308,7 @@ class Store:
                                   .where(word_counts.c.corpus_id == row.id)).scalar()
         return CorpusInfo(name=row.name, spec=TokenizerSpec.from_json(row.spec),
                           n_sources=totals[0], size_bytes=int(totals[1]), n_words=int(totals[2]),
-                          n_distinct=n_distinct, created_at=row.created_at,
+                          n_distinct=n_distinct, created_at=_utc(row.created_at),
                           digest=self._corpus_digest(conn, row.id))
 
     @staticmethod
@@ -345,16 +360,17 @@ class Store:
 
     def set_alias(self, ref: str, alias: str) -> VersionInfo:
         """Point ``NAME@ALIAS`` at a version (moving the alias if it exists)."""
-        if not alias or alias.isdigit() or "@" in alias:
-            raise BpestoreError(f"an alias is a name that is not a number, not {alias!r}")
-        with self.engine.begin() as conn:
+        _check_name(alias, "alias")
+        if _NUMBER.fullmatch(alias):
+            raise BpestoreError(f"an alias cannot be a number ({alias!r} would read as a version)")
+        with self._write() as conn:
             version_id = self._resolve(conn, ref)
             tokenizer_id = conn.execute(select(versions.c.tokenizer_id)
                                         .where(versions.c.id == version_id)).scalar()
-            conn.execute(delete(aliases).where(aliases.c.tokenizer_id == tokenizer_id,
-                                               aliases.c.name == alias))
-            conn.execute(insert(aliases).values(tokenizer_id=tokenizer_id, name=alias,
-                                                version_id=version_id))
+            stmt = _dialect(conn).insert(aliases).values(tokenizer_id=tokenizer_id, name=alias,
+                                                         version_id=version_id)
+            conn.execute(stmt.on_conflict_do_update(index_elements=[aliases.c.tokenizer_id, aliases.c.name],
+                                                    set_={"version_id": version_id}))
             return self._version_info(conn, version_id)
 
     @staticmethod
@@ -365,7 +381,9 @@ class Store:
 
     def _resolve(self, conn: Connection, ref: str) -> int:
         """The version id of a reference, or a BpestoreError saying what exists."""
-        name, _, tag = ref.partition("@")
+        name, at, tag = ref.partition("@")
+        if at and not tag:
+            raise BpestoreError(f"{ref!r}: after '@' comes a version number or an alias (e.g. {name}@1)")
         tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
         if tokenizer_id is None:
             raise BpestoreError(self._unknown_tokenizer(conn, name))
@@ -379,7 +397,7 @@ class Store:
                 raise BpestoreError(f"{name} has no complete version yet ({numbers}); name one, "
                                     f"or finish it with `bpestore train --resume {name}@N`")
             return complete[-1].id
-        if tag.isdigit():
+        if _NUMBER.fullmatch(tag):
             for r in rows:
                 if r.number == int(tag):
                     return r.id
@@ -422,17 +440,18 @@ class Store:
             target_merges=v.target_merges, corpus=corpus, parent=parent,
             spec=TokenizerSpec.from_json(v.spec), min_frequency=v.min_frequency,
             max_token_length=v.max_token_length, corpus_digest=v.corpus_digest,
-            fingerprint=v.fingerprint, created_at=v.created_at, updated_at=v.updated_at,
+            fingerprint=v.fingerprint, created_at=_utc(v.created_at), updated_at=_utc(v.updated_at),
             aliases=tuple(alias_names))
 
     def _new_version(self, conn: Connection, name: str, **values: Any) -> int:
         """Insert the next version row of tokenizer ``name`` (created if new)."""
-        if not name or "@" in name:
-            raise BpestoreError(f"a tokenizer name cannot be empty or contain '@': {name!r}")
-        tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
-        if tokenizer_id is None:
-            tokenizer_id = conn.execute(insert(tokenizers).values(
-                name=name, created_at=_now())).inserted_primary_key[0]
+        _check_name(name, "tokenizer")
+        # Create the tokenizer row if missing, then lock it, so two processes
+        # never take the same version number (SQLite's write lock does this alone).
+        conn.execute(_dialect(conn).insert(tokenizers).values(name=name, created_at=_now())
+                     .on_conflict_do_nothing(index_elements=[tokenizers.c.name]))
+        tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)
+                                    .with_for_update()).scalar()
         number = (conn.execute(select(func.max(versions.c.number))
                                .where(versions.c.tokenizer_id == tokenizer_id)).scalar() or 0) + 1
         now = _now()
@@ -478,7 +497,7 @@ class Store:
             raise BpestoreError("the vocabulary size / merge count must be a positive number")
         if checkpoint_every < 1:
             raise BpestoreError("--checkpoint-every must be at least 1")
-        with self.engine.begin() as conn:
+        with self._write() as conn:
             corpus_id = self._corpus_id(conn, corpus)
             corpus_spec = TokenizerSpec.from_json(
                 conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar())
@@ -580,10 +599,10 @@ class Store:
         if p.status != "complete":
             raise BpestoreError(f"{p.ref} is still training; finish it first "
                                 f"(`bpestore train --resume {p.ref}`)")
-        if p.source != "trained" and p.spec.pretokenizer != corpus_spec.pretokenizer:
-            raise BpestoreError(f"{p.ref} pre-tokenizes with {p.spec.pretokenizer}, the corpus "
-                                f"with {corpus_spec.pretokenizer}")
-        if p.corpus_digest is not None and p.spec.corpus_key() != corpus_spec.corpus_key():
+        if p.source != "trained":
+            raise BpestoreError(f"{p.ref} was imported ({p.source}); only versions trained by "
+                                "bpestore can be extended so far (their ids 0-255 are the bytes)")
+        if p.spec.corpus_key() != corpus_spec.corpus_key():
             raise BpestoreError(f"the corpus was ingested with another spec than {p.ref}'s; "
                                 "an extension continues on words made the same way")
         if special_tokens is not None and tuple(special_tokens) != p.spec.special_tokens:
@@ -631,10 +650,14 @@ class Store:
     def _run_training(self, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
                       progress: Callable[[TrainProgress], None] | None) -> VersionInfo:
         """Replay the version's stored merges, then merge on, writing checkpoints."""
-        with self.engine.connect() as conn:
+        with self.engine.connect() as conn, conn.begin():
             v = self._version_info(conn, version_id)
             corpus_id = conn.execute(select(versions.c.corpus_id)
                                      .where(versions.c.id == version_id)).scalar()
+            # In the same read as the counts: were they what the version pinned?
+            if self._corpus_digest(conn, corpus_id) != v.corpus_digest:
+                raise BpestoreError(f"corpus {v.corpus!r} changed while {v.ref} was starting; "
+                                    f"run `bpestore train --resume {v.ref}` again")
             counts = self._load_counts(conn, corpus_id)
             token_rows = conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
                                       .where(tokens.c.version_id == version_id)
@@ -657,8 +680,10 @@ class Store:
         )
         del counts  # the trainer holds the words now
         trainer.replay([(m.left_id, m.right_id) for m in stored], [m.count for m in stored])
-        if [m.token for m in trainer.merges] != [m.token_id for m in stored]:
-            raise BpestoreError(f"{v.ref}'s stored merges do not replay to their stored ids; "
+        stored_tokens = {r.id for r in token_rows}
+        if [m.token for m in trainer.merges] != [m.token_id for m in stored] or any(
+                m.token_id not in stored_tokens for m in stored):
+            raise BpestoreError(f"{v.ref}'s stored merges do not replay to their stored tokens; "
                                 "the version is damaged")
         known_tokens = len(token_rows)
         pending: list[Merge] = []
@@ -666,20 +691,20 @@ class Store:
         target = v.target_merges if v.target_merges is not None else v.target_vocab_size
 
         def write(batch: list[Merge], complete: bool) -> None:
+            """One checkpoint: the batch's merges and new tokens, in one transaction."""
             nonlocal known_tokens
-            with self.engine.begin() as conn:
-                if batch:
-                    _insert_rows(conn, merges, [(version_id, m.rank, m.left, m.right, m.token, m.count)
-                                                for m in batch])
-                    new_tokens = [m.token for m in batch if m.token >= known_tokens]
-                    if new_tokens:
-                        _insert_rows(conn, tokens, [(version_id, t, trainer.token_bytes[t], "merge")
-                                                    for t in new_tokens])
-                        known_tokens = max(new_tokens) + 1
+            new_tokens = [m.token for m in batch if m.token >= known_tokens]
+            with self._write() as conn:
+                _insert_rows(conn, merges, [(version_id, m.rank, m.left, m.right, m.token, m.count)
+                                            for m in batch])
+                _insert_rows(conn, tokens, [(version_id, t, trainer.token_bytes[t], "merge")
+                                            for t in new_tokens])
                 values: dict[str, Any] = {"updated_at": _now()}
                 if complete:
                     values.update(status="complete", fingerprint=_fingerprint(spec, v.corpus_digest, trainer.merges))
                 conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
+            # Only once committed: a failed batch is written again, whole.
+            known_tokens = max(new_tokens, default=known_tokens - 1) + 1
 
         state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target,
                               target_is_vocab=v.target_merges is None, initial_tokens=len(initial))
@@ -693,13 +718,13 @@ class Store:
                     write(pending, complete=False)
                     pending = []
                     last_write = time.monotonic()
-        except BaseException:
+        except BaseException as exc:
             # Keep what was merged: the rows are valid checkpoints to resume from.
             if pending:
                 try:
                     write(pending, complete=False)
-                except Exception:
-                    pass
+                except Exception as flush_error:
+                    exc.add_note(f"(the last {len(pending)} merges were not saved either: {flush_error})")
             raise
         write(pending, complete=True)
         _TOKENIZER_CACHE.clear()
@@ -728,8 +753,21 @@ class Store:
         info = self.version(ref)
         tok = Tokenizer(vocab, merge_list, special_ids, spec=TokenizerSpec.from_json(row.spec),
                         name=info.ref)
+        if len(_TOKENIZER_CACHE) >= TOKENIZER_CACHE_SIZE:
+            _TOKENIZER_CACHE.pop(next(iter(_TOKENIZER_CACHE)))  # the oldest
         _TOKENIZER_CACHE[key] = tok
         return tok
+
+    def export(self, ref: str, *, format: str, out: str | Path) -> list[Path]:  # noqa: A002
+        """Write a version as GPT-2 files (``out`` a folder), a Hugging Face
+        ``tokenizer.json`` or a tiktoken rank file; returns the files written.
+
+        >>> store.export("en@1", format="hf", out="tokenizer.json")  # doctest: +SKIP
+        [PosixPath('tokenizer.json')]
+        """
+        from ..formats import export_tokenizer
+
+        return export_tokenizer(self.tokenizer(ref), format, Path(out))
 
     @staticmethod
     def _load_vocab(conn: Connection, version_id: int
@@ -757,7 +795,7 @@ class Store:
     def token(self, ref: str, token: str | int) -> dict[str, Any]:
         """A token of a version: its id, bytes, kind and the merges that built it.
 
-        ``token`` is an id, or text (a token's exact string, e.g. " the").
+        ``token`` is an id (int), or text: a token's exact string, e.g. " the".
 
         >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
         262
@@ -767,9 +805,8 @@ class Store:
             vocab, rows = self._vocab_and_merges(conn, version_id)
             kinds = dict(conn.execute(select(tokens.c.id, tokens.c.kind)
                                       .where(tokens.c.version_id == version_id)).all())
-        if isinstance(token, int) or (isinstance(token, str) and token.isdigit() and token not in
-                                      {v.decode("utf-8", "replace") for v in vocab.values()}):
-            token_id = int(token)
+        if isinstance(token, int):
+            token_id = token
             if token_id not in vocab:
                 raise BpestoreError(f"{ref} has no token id {token_id} (ids 0..{max(vocab)})")
         else:
@@ -797,13 +834,17 @@ class Store:
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
                      source: str = "import") -> VersionInfo:
         """Store a vocabulary and merges made elsewhere as a new complete version."""
+        _check_name(name, "tokenizer")
         specials = tuple(special_tokens)
         spec = (spec or TokenizerSpec()).replace(special_tokens=specials)
-        # Validate by building the tokenizer: every merge must use known tokens.
         special_ids = {t: next(i for i, b in vocab.items() if b == t.encode("utf-8")) for t in specials}
-        tok = Tokenizer(vocab, merge_list, special_ids, spec=spec)
+        # The lowest id of each ordinary byte string, as the encoder uses it.
         id_of = {b: i for i, b in sorted(vocab.items(), reverse=True) if i not in special_ids.values()}
-        with self.engine.begin() as conn:
+        for rank, (left, right) in enumerate(merge_list):
+            if left not in id_of or right not in id_of or left + right not in id_of:
+                raise BpestoreError(f"merge {rank} ({left!r}, {right!r}) uses or makes a token "
+                                    "missing from the vocabulary")
+        with self._write() as conn:
             version_id = self._new_version(
                 conn, name, spec=spec.to_json(), target_vocab_size=len(vocab), status="complete",
                 source=source)
@@ -821,9 +862,7 @@ class Store:
                 Merge(r["rank"], r["left_id"], r["right_id"], r["token_id"], 0) for r in rows])
             conn.execute(update(versions).where(versions.c.id == version_id)
                          .values(fingerprint=fingerprint))
-            info = self._version_info(conn, version_id)
-        del tok
-        return info
+            return self._version_info(conn, version_id)
 
     def import_gpt2(self, name: str, *, vocab: str | Path, merges: str | Path) -> VersionInfo:
         """Import GPT-2's ``vocab.json`` and ``merges.txt`` as a new version."""
@@ -831,6 +870,38 @@ class Store:
 
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+
+def _dialect(conn: Connection):
+    """The SQLAlchemy dialect module with INSERT ... ON CONFLICT for this database."""
+    dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(conn.dialect.name)
+    if dialect is None:
+        raise BpestoreError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}")
+    return dialect
+
+
+def word_count_key(conn: Connection) -> list:
+    """The unique key of word_counts: (corpus_id, word), or on PostgreSQL
+    (corpus_id, sha256(word)) since its index entries cannot hold long words
+    (revision 0002)."""
+    if conn.dialect.name == "postgresql":
+        return [word_counts.c.corpus_id, func.sha256(word_counts.c.word)]
+    return [word_counts.c.corpus_id, word_counts.c.word]
+
+
+def _check_name(name: str, what: str) -> None:
+    """Names are stored as text: they must be non-empty, printable, '@'-free UTF-8."""
+    if not name or "@" in name or not name.isprintable():
+        raise BpestoreError(f"a {what} name must be non-empty printable text without '@', not {name!r}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BpestoreError(f"a {what} name must be valid text, not {name!r}") from None
+
+
+def _utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every timestamp bpestore writes is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def _insert_rows(conn: Connection, table, rows: list[tuple]) -> None:

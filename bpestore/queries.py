@@ -23,7 +23,11 @@ class MergeRow:
 
 
 def token_text(data: bytes) -> str:
-    """Bytes as readable text: valid UTF-8 as is, other bytes as \\xNN."""
+    """Bytes as readable text: valid UTF-8 as is, other bytes as \\xNN.
+
+    >>> token_text(b"caf\\xc3\\xa9 \\xff")
+    'café \\\\xff'
+    """
     return data.decode("utf-8", "backslashreplace")
 
 
