@@ -82,20 +82,8 @@ def _file_case(p: Params, fast: bool, workers: int):
     return run
 
 
-def pure_file_1(p: Params):
-    return _file_case(p, False, 1)
 
 
-def pure_file_2(p: Params):
-    return _file_case(p, False, 2)
-
-
-def fast_file_1(p: Params):
-    return _file_case(p, True, 1)
-
-
-def fast_file_2(p: Params):
-    return _file_case(p, True, 2)
 
 
 def _id_file_case(p: Params, fast: bool, workers: int):
@@ -105,16 +93,7 @@ def _id_file_case(p: Params, fast: bool, workers: int):
     return lambda: tok.encode_file(p.corpus, out, workers=workers) and None
 
 
-def fast_id_file_1(p: Params):
-    return _id_file_case(p, True, 1)
 
-
-def fast_id_file_2(p: Params):
-    return _id_file_case(p, True, 2)
-
-
-def pure_id_file_2(p: Params):
-    return _id_file_case(p, False, 2)
 
 
 def check_time(p: Params):
@@ -138,12 +117,6 @@ def _hash_halves(threads: int):
     return lambda: list(pool.map(work, range(2)))
 
 
-def hash_one_thread(p: Params):
-    return _hash_halves(1)
-
-
-def hash_two_threads(p: Params):
-    return _hash_halves(2)
 
 
 def _stream_setup(p: Params, fast: bool):
@@ -161,22 +134,32 @@ def _stream_setup(p: Params, fast: bool):
     return tok, run
 
 
-def pure_stream(p: Params):
-    return _stream_setup(p, False)[1]
 
 
-def fast_stream(p: Params):
-    return _stream_setup(p, True)[1]
 
 
-def pure_stream_setup_only(p: Params):
-    _stream_setup(p, False)
-    return lambda: None
+def _named(name: str, make, *args):
+    """A case function (``bench.child`` finds it by module and name) that
+    calls ``make(params, *args)``."""
+    def case(p: Params):
+        return make(p, *args)
+    case.__name__ = case.__qualname__ = name
+    return case
 
 
-def fast_stream_setup_only(p: Params):
-    _stream_setup(p, True)
-    return lambda: None
+fast_file_1 = _named("fast_file_1", _file_case, True, 1)
+fast_file_2 = _named("fast_file_2", _file_case, True, 2)
+pure_file_1 = _named("pure_file_1", _file_case, False, 1)
+pure_file_2 = _named("pure_file_2", _file_case, False, 2)
+fast_id_file_1 = _named("fast_id_file_1", _id_file_case, True, 1)
+fast_id_file_2 = _named("fast_id_file_2", _id_file_case, True, 2)
+pure_id_file_2 = _named("pure_id_file_2", _id_file_case, False, 2)
+hash_one_thread = _named("hash_one_thread", lambda p: _hash_halves(1))
+hash_two_threads = _named("hash_two_threads", lambda p: _hash_halves(2))
+fast_stream = _named("fast_stream", lambda p: _stream_setup(p, True)[1])
+pure_stream = _named("pure_stream", lambda p: _stream_setup(p, False)[1])
+fast_stream_setup_only = _named("fast_stream_setup_only", lambda p: _stream_setup(p, True) and (lambda: None))
+pure_stream_setup_only = _named("pure_stream_setup_only", lambda p: _stream_setup(p, False) and (lambda: None))
 
 
 # -- suites ---------------------------------------------------------------------------
