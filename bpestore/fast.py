@@ -159,6 +159,7 @@ class FastEncoder:
         never = {"<|bpestore: never allowed|>": max(ranks.values()) + 1}
         self._encoding = tiktoken.Encoding(name="bpestore", pat_str=PATTERNS[spec.pretokenizer],
                                            mergeable_ranks=ranks, special_tokens=never)
+        _unassigned_or_astral()  # compiled once per process, here rather than in the first call
 
     def encode_into(self, text: str, out: list | array) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array, which
