@@ -55,15 +55,14 @@ def train_bpe(
 
     >>> vocab, merges = train_bpe("corpus.txt", 500, ["<|endoftext|>"])  # doctest: +SKIP
     """
-    from .ingest import count_source
+    from .ingest import count_sources, expand_paths
 
     paths = [input_path] if isinstance(input_path, (str, Path)) else list(input_path)
     spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
                          special_tokens=tuple(special_tokens), tie_break=tie_break)
-    pipeline = TextPipeline(spec)
     counts: Counter = Counter()
-    for path in paths:
-        counts.update(count_source(path, pipeline, errors=errors).counts)
+    for batch in count_sources(expand_paths(paths), spec, errors=errors, force=True):
+        counts.update(batch.counts)
     return train_word_counts(counts, vocab_size=vocab_size, special_tokens=special_tokens,
                              tie_break=tie_break, min_frequency=min_frequency,
                              max_token_length=max_token_length)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import regex
 
@@ -120,14 +120,24 @@ class TextPipeline:
             if not is_special:
                 yield from self.pretokenize(segment)
 
+    def count_strings(self, text: str, counts: Counter) -> int:
+        """Add every pre-token of text (as a str) to counts; returns how many there were."""
+        n_words = 0
+        for segment, is_special in self.segments(text):
+            if not is_special:
+                words = self.pretokenize(segment)
+                n_words += len(words)
+                counts.update(words)
+        return n_words
+
     def count_words(self, text: str, counts: Counter | None = None) -> Counter:
         """Add the UTF-8 bytes of every pre-token of text to counts (a Counter)."""
         counts = Counter() if counts is None else counts
-        for segment, is_special in self.segments(text):
-            if not is_special:
-                # Count strings first, encode each distinct one once.
-                for word, n in Counter(self.pretokenize(segment)).items():
-                    counts[word.encode("utf-8", "surrogatepass")] += n
+        strings: Counter = Counter()
+        self.count_strings(text, strings)
+        # Count strings first, encode each distinct one once.
+        for word, n in strings.items():
+            counts[word.encode("utf-8", "surrogatepass")] += n
         return counts
 
     # -- streaming -------------------------------------------------------
@@ -167,12 +177,21 @@ def rechunk(chunks: Iterable[str], pipeline: TextPipeline) -> Iterator[str]:
     longest stretch without a safe cut (for pre-tokenizer ``none``: a document
     between two special tokens).
     """
+    return recut(chunks, pipeline.safe_cut)
+
+
+def recut(chunks: Iterable[str], last_cut: Callable[[str], int]) -> Iterator[str]:
+    """Re-cut a stream of text where ``last_cut(text)`` says (0: no cut yet).
+
+    >>> list(recut(["a b|c", "d|e"], lambda text: text.rfind("|") + 1))
+    ['a b|', 'cd|', 'e']
+    """
     carry = ""
     for chunk in chunks:
         if not chunk:
             continue
         buffer = carry + chunk if carry else chunk
-        cut = pipeline.safe_cut(buffer)
+        cut = last_cut(buffer)
         if cut > 0:
             yield buffer[:cut]
             carry = buffer[cut:]

@@ -6,10 +6,11 @@ import random
 from collections import Counter
 
 import pytest
+import regex
 
 from bpestore import BpestoreError, TokenizerSpec
-from bpestore.ingest import TextReader, count_source
-from bpestore.text import TextPipeline, rechunk
+from bpestore.ingest import TextReader, count_sources
+from bpestore.text import PATTERNS, TextPipeline, rechunk
 
 from .conftest import corpus_path, read_corpus
 
@@ -101,7 +102,8 @@ def test_compressed_sources_count_like_plain(tmp_path, suffix, opener):
     packed = tmp_path / f"s.txt{suffix}"
     with importlib.import_module(opener).open(packed, "wb") as f:
         f.write(data)
-    pipe = TextPipeline(TokenizerSpec())
-    a, b = count_source(plain, pipe), count_source(packed, pipe)
-    assert (a.counts, a.size, a.sha256) == (b.counts, b.size, b.sha256)
-    assert a.size == len(data)
+    [a], [b] = (list(count_sources([str(p)], TokenizerSpec(), workers=1)) for p in (plain, packed))
+    assert (a.counts, a.sources[0].size, a.sources[0].sha256) == (b.counts, b.sources[0].size,
+                                                                  b.sources[0].sha256)
+    assert a.sources[0].size == len(data)
+    assert a.counts == Counter(w.encode() for w in regex.findall(PATTERNS["gpt2"], data.decode()))
