@@ -50,7 +50,7 @@ ERROR_POLICIES = ("strict", "replace", "skip")
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
 
 # Bytes read at a time; a piece handed to a worker is about this size.
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 2 << 20
 # Plain files up to this size are read whole and counted together with others.
 SMALL_SOURCE_BYTES = 1 << 20
 # Small sources are grouped into tasks of about this many bytes...
@@ -525,7 +525,7 @@ class _Counting:
         """Hand on the groups at the head of the queue whose counting is done."""
         while self.groups and self.groups[0].closed and self.groups[0].tasks_left == 0:
             group = self.groups.popleft()
-            if group.large:
+            if group.large and group.sources:
                 group.sources[0].n_distinct = len(group.counts)
             if group.sources:
                 yield CountedBatch(group.sources, Counter() if group.dropped else group.counts)

@@ -76,6 +76,23 @@ class CorpusInfo:
 
 
 @dataclass(frozen=True)
+class SourceInfo:
+    """One source counted into a corpus (a row of ``ingests``)."""
+
+    source: str
+    sha256: str
+    size_bytes: int
+    n_words: int
+    n_distinct: int
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["created_at"] = self.created_at.isoformat()
+        return d
+
+
+@dataclass(frozen=True)
 class VersionInfo:
     """A version as listed by ``versions``: where it came from and how far it got."""
 
@@ -335,6 +352,25 @@ class Store:
         for sha in shas:
             h.update(sha.encode())
         return h.hexdigest()
+
+    def corpus_sources(self, corpus: str) -> list[SourceInfo]:
+        """The sources counted into a corpus, oldest first."""
+        with self.engine.connect() as conn:
+            corpus_id = self._corpus_id(conn, corpus)
+            rows = conn.execute(select(ingests).where(ingests.c.corpus_id == corpus_id)
+                                .order_by(ingests.c.id)).all()
+        return [SourceInfo(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct, r.created_at)
+                for r in rows]
+
+    def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
+        """The ``n`` most frequent words of a corpus with their counts (ties by bytes)."""
+        with self.engine.connect() as conn:
+            corpus_id = self._corpus_id(conn, corpus)
+            rows = conn.execute(select(word_counts.c.word, word_counts.c["count"])
+                                .where(word_counts.c.corpus_id == corpus_id)
+                                .order_by(word_counts.c["count"].desc(), word_counts.c.word)
+                                .limit(n)).all()
+        return [(bytes(word), count) for word, count in rows]
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
         """All word counts of a corpus."""
