@@ -24,36 +24,31 @@ _LONG_WORD = 64
 
 
 def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
-    """Apply merges to one word, lowest rank first; returns the new list."""
+    """Apply merges to one word, lowest rank first; returns the merged list.
+
+    ``ids`` may be changed in place (pass a copy to keep it).
+    """
     if len(ids) > _LONG_WORD:
         return _merge_long_word(ids, ranks, merged_ids)
     get = ranks.get
     missing = len(merged_ids)
-    while len(ids) > 1:
-        # Find the lowest-ranked adjacent pair.
-        best = missing
-        best_key = 0
-        for i in range(len(ids) - 1):
-            key = (ids[i] << PAIR_SHIFT) | ids[i + 1]
-            r = get(key, missing)
-            if r < best:
-                best, best_key = r, key
+    # The rank of every adjacent pair, kept in step with ids: a merge at i
+    # changes only the ranks of the pairs on either side of it.
+    pair_ranks = [get((a << PAIR_SHIFT) | b, missing) for a, b in zip(ids, ids[1:])]
+    while pair_ranks:
+        best = min(pair_ranks)
         if best == missing:
             break
-        left, right = best_key >> PAIR_SHIFT, best_key & 0xFFFFFFFF
-        new_id = merged_ids[best]
-        # Merge every occurrence, left to right.
-        out = []
-        i = 0
-        n = len(ids)
-        while i < n:
-            if i < n - 1 and ids[i] == left and ids[i + 1] == right:
-                out.append(new_id)
-                i += 2
-            else:
-                out.append(ids[i])
-                i += 1
-        ids = out
+        # The leftmost occurrence first: equal ranks are the same pair, and
+        # merging left to right is what training did ("a a a" -> "aa a").
+        i = pair_ranks.index(best)
+        ids[i] = new_id = merged_ids[best]
+        del ids[i + 1]
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = get((ids[i - 1] << PAIR_SHIFT) | new_id, missing)
+        if i < len(pair_ranks):
+            pair_ranks[i] = get((new_id << PAIR_SHIFT) | ids[i + 1], missing)
     return ids
 
 

@@ -255,18 +255,25 @@ class ProgressPrinter:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self.bar = None
-        self.last = 0
+        self.first = self.last = 0
+        self.started = 0.0
 
     def __call__(self, state: TrainProgress) -> None:
         if not self.enabled or state.target is None:
             return
         if self.bar is None:
-            self.bar = click.progressbar(length=state.target, label=f"training {state.version}",
+            # The bar counts merges; a vocab-size target counts tokens, which
+            # start at the alphabet and special tokens.
+            total = state.target - (state.initial_tokens if state.target_is_vocab else 0)
+            self.bar = click.progressbar(length=total, label=f"training {state.version}",
                                          file=sys.stderr, show_pos=True, show_eta=True,
                                          item_show_func=lambda s: s)
             self.bar.__enter__()
-            self.last = state.done - 1
-        self.bar.update(state.done - self.last, f"{show_token(state.token)!r} x{state.merge.count:,}")
+            self.first = self.last = state.done - 1
+            self.started = time.monotonic()
+        rate = (state.done - self.first) / max(time.monotonic() - self.started, 1e-9)
+        self.bar.update(state.done - self.last, f"{rate:,.0f} merges/s  {show_token(state.token)!r} "
+                                                f"x{state.merge.count:,}")
         self.last = state.done
 
     def close(self) -> None:
@@ -402,6 +409,8 @@ def version_line(v: VersionInfo) -> str:
              else f"{v.vocab_size:,} tokens", f"corpus={v.corpus or '-'}",
              f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
              v.created_at.strftime("%Y-%m-%d %H:%M")]
+    if v.fingerprint:
+        parts.append(f"fingerprint={v.fingerprint[:12]}")
     if v.aliases:
         parts.append("aliases=" + ",".join(v.aliases))
     if v.source != "trained":
@@ -488,6 +497,55 @@ def export(obj: Context, ref: str, fmt: str, out: str) -> None:
     written = export_tokenizer(obj.store.tokenizer(ref), fmt, Path(out))
     for path in written:
         click.echo(f"wrote {path}")
+
+
+# ---------------------------------------------------------------------------
+# queries over stored vocabularies
+# ---------------------------------------------------------------------------
+def _print_tree(node: dict, depth: int = 0) -> None:
+    made = f"  rank {node['rank']:,}, pair count {node['count']:,}" if "rank" in node else ""
+    click.echo(f"{'  ' * depth}{node['id']}\t{node['token']!r}{made}")
+    for part in node.get("parts", ()):
+        _print_tree(part, depth + 1)
+
+
+@cli.command()
+@click.argument("ref")
+@click.argument("token")
+@json_option
+@click.pass_obj
+def token(obj: Context, ref: str, token: str, as_json: bool) -> None:
+    """Look up TOKEN (its text, e.g. " the", or an id) in REF: id, and the merges that made it."""
+    info = obj.store.token(ref, token)
+    if as_json:
+        emit_json(info)
+    else:
+        _print_tree(info)
+
+
+@cli.command()
+@click.argument("ref_a")
+@click.argument("ref_b")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Tokens to list on each side.")
+@json_option
+@click.pass_obj
+def diff(obj: Context, ref_a: str, ref_b: str, limit: int, as_json: bool) -> None:
+    """What changed from REF_A to REF_B: shared merges, changed ids, tokens on each side."""
+    d = obj.store.diff(ref_a, ref_b)
+    if as_json:
+        emit_json(d)
+        return
+    click.echo(f"tokens: {d['vocab_size'][0]:,} -> {d['vocab_size'][1]:,}   merges: {d['merges'][0]:,} -> "
+               f"{d['merges'][1]:,}   shared merge prefix: {d['shared_merges']:,}")
+    click.echo(f"ids with other bytes: {len(d['changed_ids']):,}")
+    for key, label in (("spec_changes", "spec"),):
+        for field_name, (old, new) in d[key].items():
+            click.echo(f"{label} {field_name}: {old!r} -> {new!r}")
+    for side, ref in (("only_a", ref_a), ("only_b", ref_b)):
+        shown = ", ".join(repr(t) for t in d[side][:limit])
+        more = f" (+{len(d[side]) - limit:,} more)" if len(d[side]) > limit else ""
+        click.echo(f"only in {ref} ({len(d[side]):,}): {shown}{more}")
 
 
 def main() -> None:

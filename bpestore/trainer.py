@@ -26,6 +26,9 @@ ids for one byte string.
 from __future__ import annotations
 
 import heapq
+import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -47,13 +50,19 @@ class Merge:
     count: int
 
 
+_REVERSE_BYTES = bytes(range(255, -1, -1))
+
+
 def reversed_order_key(data: bytes) -> bytes:
     """A key whose ascending order is the descending order of ``data``.
 
     Each byte b becomes (0, 255 - b) and the key ends with 1, so a string sorts
     after every string it is a prefix of (b'a' > b'ab' after the mapping).
     """
-    return b"".join(bytes((0, 255 - b)) for b in data) + b"\x01"
+    key = bytearray(2 * len(data) + 1)
+    key[1::2] = data.translate(_REVERSE_BYTES)
+    key[-1] = 1
+    return bytes(key)
 
 
 class BpeTrainer:
@@ -124,6 +133,8 @@ class BpeTrainer:
         """
         if self._stats_ready:
             raise RuntimeError("replay() must come before train()")
+        if not merges:
+            return
         ranks: dict[int, int] = {}
         merged_ids: list[int] = []
         for left, right in merges:
@@ -132,7 +143,7 @@ class BpeTrainer:
             merged_ids.append(token)
             self.merges.append(Merge(len(self.merges), left, right, token,
                                      counts[len(self.merges)] if counts else 0))
-        self.words = [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in self.words]
+        self.words = replay_words(self.words, ranks, merged_ids)
 
     def _add_token(self, left: int, right: int) -> int:
         data = self.token_bytes[left] + self.token_bytes[right]
@@ -145,17 +156,23 @@ class BpeTrainer:
         return token
 
     def _build_stats(self) -> None:
+        """Count every adjacent pair and index the words each pair occurs in.
+
+        An index bucket is a plain list of word indices (a word appears once
+        per bucket: its occurrences are visited together); it is never pruned,
+        so a word that lost the pair is simply skipped when the pair merges.
+        """
         pair_counts: dict[int, int] = {}
-        pair_words: dict[int, set[int]] = {}
+        pair_words: dict[int, list[int]] = {}
         for index, (word, count) in enumerate(zip(self.words, self.counts)):
             for i in range(len(word) - 1):
                 key = (word[i] << PAIR_SHIFT) | word[i + 1]
                 pair_counts[key] = pair_counts.get(key, 0) + count
                 bucket = pair_words.get(key)
                 if bucket is None:
-                    pair_words[key] = {index}
-                else:
-                    bucket.add(index)
+                    pair_words[key] = [index]
+                elif bucket[-1] != index:
+                    bucket.append(index)
         tie = self._tie
         self.heap = [(-c, tie[k >> PAIR_SHIFT], tie[k & _LOW], k) for k, c in pair_counts.items()]
         heapq.heapify(self.heap)
@@ -213,37 +230,46 @@ class BpeTrainer:
         token = self._add_token(left, right)
         pair_counts, pair_words = self.pair_counts, self.pair_words
         words, counts = self.words, self.counts
+        get = pair_counts.get
         touched: set[int] = set()  # pairs with the new token whose count grew
+
         for index in pair_words.pop(key, ()):
             word = words[index]
+            # Visit each occurrence of `left` (found in C by list.index) and
+            # merge it in place when `right` follows it, left to right.
+            remaining = word.count(left)
             n = counts[index]
-            out: list[int] = []
-            i, length = 0, len(word)
-            while i < length:
-                if word[i] == left and i + 1 < length and word[i + 1] == right:
-                    # Occurrence: (prev, left) becomes (prev, token) and
-                    # (right, next) becomes (token, next). prev may already be
-                    # the new token when occurrences are adjacent ("a b a b").
-                    if out:
-                        prev = out[-1]
+            i = -1
+            while remaining:
+                i = word.index(left, i + 1)
+                remaining -= 1
+                if i + 1 < len(word) and word[i + 1] == right:
+                    # (prev, left) becomes (prev, token) and (right, next)
+                    # becomes (token, next); prev may already be the new
+                    # token when occurrences are adjacent ("a b a b").
+                    gains = []
+                    if i > 0:
+                        prev = word[i - 1]
                         pair_counts[(prev << PAIR_SHIFT) | left] -= n
-                        new_key = (prev << PAIR_SHIFT) | token
-                        pair_counts[new_key] = pair_counts.get(new_key, 0) + n
-                        touched.add(new_key)
-                        pair_words.setdefault(new_key, set()).add(index)
-                    if i + 2 < length:
+                        gains.append((prev << PAIR_SHIFT) | token)
+                    if i + 2 < len(word):
                         nxt = word[i + 2]
                         pair_counts[(right << PAIR_SHIFT) | nxt] -= n
-                        new_key = (token << PAIR_SHIFT) | nxt
-                        pair_counts[new_key] = pair_counts.get(new_key, 0) + n
-                        touched.add(new_key)
-                        pair_words.setdefault(new_key, set()).add(index)
-                    out.append(token)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            words[index] = out
+                        gains.append((token << PAIR_SHIFT) | nxt)
+                    # Each gained pair is counted, marked for the heap, and
+                    # indexed (a word enters a bucket once).
+                    for gain in gains:
+                        pair_counts[gain] = get(gain, 0) + n
+                        touched.add(gain)
+                        bucket = pair_words.get(gain)
+                        if bucket is None:
+                            pair_words[gain] = [index]
+                        elif bucket[-1] != index:
+                            bucket.append(index)
+                    word[i] = token
+                    del word[i + 1]
+                    if right == left:
+                        remaining -= 1  # the merged `right` was an occurrence too
         # Every occurrence of the pair is gone (left-to-right merging leaves none).
         pair_counts.pop(key, None)
         tie = self._tie
@@ -256,6 +282,35 @@ class BpeTrainer:
         merge = Merge(len(self.merges), left, right, token, count)
         self.merges.append(merge)
         return merge
+
+
+# Words handed to a forked replay child (copy-on-write, never pickled).
+_REPLAY_STATE: tuple[list[list[int]], dict[int, int], list[int]] | None = None
+_PARALLEL_REPLAY_MIN_WORDS = 50_000
+
+
+def _replay_slice(bounds: tuple[int, int]) -> list[list[int]]:
+    words, ranks, merged_ids = _REPLAY_STATE
+    return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w
+            for w in words[bounds[0]:bounds[1]]]
+
+
+def replay_words(words: list[list[int]], ranks: dict[int, int], merged_ids: list[int]) -> list[list[int]]:
+    """Per-word BPE of every word; on Linux with several cores, a forked child
+    does the second half while this process does the first."""
+    global _REPLAY_STATE
+    n = len(words)
+    if n < _PARALLEL_REPLAY_MIN_WORDS or (os.cpu_count() or 1) < 2 or sys.platform != "linux":
+        return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in words]
+    _REPLAY_STATE = (words, ranks, merged_ids)
+    try:
+        # The child inherits the words by fork; only its results are pickled.
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            second = pool.apply_async(_replay_slice, ((n // 2, n),))
+            first = _replay_slice((0, n // 2))
+            return first + second.get()
+    finally:
+        _REPLAY_STATE = None
 
 
 def train_word_counts(

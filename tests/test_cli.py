@@ -218,3 +218,30 @@ def test_python_cli_py_is_the_same_program(tmp_path):
     err = subprocess.run([sys.executable, str(ROOT / "cli.py"), "encode", "nope", "x"],
                          capture_output=True, text=True, env=env)
     assert err.returncode == 1 and err.stderr.startswith("Error: no tokenizer named 'nope'")
+
+
+def test_token_lookup_and_merge_tree(trained):
+    info = json.loads(trained("token", "en", " the", "--json").stdout)
+    tok = bpestore.open(trained.db).tokenizer("en")
+    assert info["id"] == tok.token_id(" the") and info["kind"] == "merge"
+    # The tree's leaves spell the token; each inner node is its two parts joined.
+    def leaves(node):
+        return [node["token"]] if "parts" not in node else [t for p in node["parts"] for t in leaves(p)]
+    assert "".join(leaves(info)) == " the" and all(len(t) == 1 for t in leaves(info))
+    assert json.loads(trained("token", "en", str(info["id"]), "--json").stdout)["token"] == " the"
+    assert json.loads(trained("token", "en", "e", "--json").stdout)["kind"] == "byte"
+    assert_error(trained("token", "en", "ization"), "'ization' is not a token of en")
+
+
+def test_diff_between_parent_and_extension(run):
+    run("ingest", "s", str(corpus_path("tinyshakespeare.txt")))
+    run("train", "en", "--corpus", "s", "--vocab-size", "400")
+    run("train", "en", "--corpus", "s", "--vocab-size", "450", "--from", "en@1")
+    run("train", "en", "--corpus", "s", "--vocab-size", "400", "--tie-break", "hf")
+    d = json.loads(run("diff", "en@1", "en@2", "--json").stdout)
+    assert d["shared_merges"] == 400 - 256 and d["changed_ids"] == [] and d["only_a"] == []
+    assert len(d["only_b"]) == 50
+    other = json.loads(run("diff", "en@1", "en@3", "--json").stdout)
+    assert other["spec_changes"] == {"tie_break": ["lexicographic", "hf"]}
+    text = run("diff", "en@1", "en@2").stdout
+    assert "shared merge prefix: 144" in text and "only in en@2 (50)" in text

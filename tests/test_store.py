@@ -11,6 +11,7 @@ import bpestore
 from bpestore import BpestoreError
 from bpestore.spec import TokenizerSpec
 from bpestore.text import TextPipeline
+from bpestore.trainer import train_word_counts
 
 from .conftest import corpus_path, read_corpus, reference_merges
 
@@ -84,10 +85,16 @@ def shakespeare_store(store):
     return store
 
 
+def uninterrupted(store, corpus: str, vocab_size: int, **options):
+    """The reference run: the pure trainer on the store's counts, no database."""
+    return train_word_counts(store.word_counts(corpus), vocab_size=vocab_size,
+                             special_tokens=[EOT], **options)
+
+
 @pytest.mark.parametrize("stop", [1, 7, 350, 699])
 def test_stopped_and_resumed_equals_uninterrupted(shakespeare_store, stop):
     store = shakespeare_store
-    full = store.train("full", corpus="shakes", vocab_size=957, checkpoint_every=50)
+    vocab, merges = uninterrupted(store, "shakes", 957)
     with pytest.raises(Stop):
         store.train("cut", corpus="shakes", vocab_size=957, checkpoint_every=50,
                     progress=stop_after(stop))
@@ -97,9 +104,33 @@ def test_stopped_and_resumed_equals_uninterrupted(shakespeare_store, stop):
         store.tokenizer("cut")
     resumed = store.resume("cut@1")
     assert resumed.status == "complete"
-    assert store.tokenizer("cut@1").merges == store.tokenizer("full@1").merges
-    assert store.tokenizer("cut@1").vocab == store.tokenizer("full@1").vocab
-    assert resumed.fingerprint == full.fingerprint
+    assert store.tokenizer("cut@1").merges == merges
+    assert store.tokenizer("cut@1").vocab == vocab
+    # The same settings again reuse those merges, and the fingerprint agrees.
+    assert store.train("full", corpus="shakes", vocab_size=957).fingerprint == resumed.fingerprint
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_new_vocab_size_reuses_an_equal_run(shakespeare_store, tie_break):
+    store = shakespeare_store
+    store.train("big", corpus="shakes", vocab_size=900, tie_break=tie_break)
+    smaller = store.train("small", corpus="shakes", vocab_size=600, tie_break=tie_break)
+    larger = store.train("large", corpus="shakes", vocab_size=1100, tie_break=tie_break)
+    for info, size in [(smaller, 600), (larger, 1100)]:
+        vocab, merges = uninterrupted(store, "shakes", size, tie_break=tie_break)
+        assert info.status == "complete" and info.vocab_size == size
+        assert store.tokenizer(info.ref).merges == merges
+        assert store.tokenizer(info.ref).vocab == vocab
+    by_merges = store.train("m", corpus="shakes", merges=100, tie_break=tie_break)
+    assert store.tokenizer(by_merges.ref).merges == store.tokenizer("big@1").merges[:100]
+
+
+def test_reuse_needs_the_same_counts_and_limits(shakespeare_store):
+    store = shakespeare_store
+    store.train("big", corpus="shakes", vocab_size=700)
+    other = store.train("freq", corpus="shakes", vocab_size=500, min_frequency=50)
+    vocab, merges = uninterrupted(store, "shakes", 500, min_frequency=50)
+    assert store.tokenizer(other.ref).merges == merges
 
 
 def test_resume_refuses_a_grown_corpus(shakespeare_store, tmp_path):

@@ -113,7 +113,12 @@ def test_incremental_trainer_equals_naive_on_real_text():
     assert train_word_counts(counts, vocab_size=256 + 60)[1] == naive_bpe(counts, 60)
 
 
-def test_replay_then_continue_equals_uninterrupted():
+@pytest.mark.parametrize("parallel", [False, True])
+def test_replay_then_continue_equals_uninterrupted(parallel, monkeypatch):
+    import bpestore.trainer
+
+    if parallel:  # replay in a forked child too, even for this small corpus
+        monkeypatch.setattr(bpestore.trainer, "_PARALLEL_REPLAY_MIN_WORDS", 0)
     counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("tinyshakespeare.txt")[:200_000])
 
     def trainer():
@@ -160,3 +165,15 @@ def test_allow_merge_forbids_pairs_for_good():
 def test_specials_never_merge_and_ids_follow_them():
     vocab, merges = train_word_counts({b"ab": 3}, vocab_size=259, special_tokens=["<s>", "</s>"])
     assert vocab[256] == b"<s>" and vocab[257] == b"</s>" and vocab[258] == b"ab"
+
+
+def test_merges_do_not_depend_on_word_order():
+    # A database returns rows in no promised order; the merges must not care.
+    import random
+
+    counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("taylorswift.txt"))
+    expected = train_word_counts(counts, vocab_size=800)
+    items = list(counts.items())
+    for seed in (1, 2):
+        random.Random(seed).shuffle(items)
+        assert train_word_counts(dict(items), vocab_size=800) == expected

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..encoder import Tokenizer
 from ..errors import BpestoreError
 from ..ingest import CountedBatch, ReadProgress, count_sources, expand_paths
+from ..inspect import MergeRow, diff_versions, first_merges, merge_tree
 from ..spec import TokenizerSpec
 from ..alphabet import hf_order, initial_kinds, initial_vocab, initial_words, merge_filter
 from ..trainer import BpeTrainer, Merge
@@ -137,9 +137,10 @@ class TrainProgress:
     version: str
     merge: Merge
     token: bytes
-    done: int
-    target: int | None
-    started: float = field(default_factory=time.monotonic)
+    done: int  # merges in the version so far
+    target: int | None  # the target vocabulary size, or merge count
+    target_is_vocab: bool = True
+    initial_tokens: int = 0  # alphabet + special tokens
 
 
 class Store:
@@ -585,10 +586,72 @@ class Store:
                 conn.execute(insert(tokens), [
                     {"version_id": version_id, "id": i, "bytes": data, "kind": kind}
                     for i, (data, kind) in enumerate(zip(initial, initial_kinds(spec, initial)))])
+                if self._reuse_merges(conn, version_id, len(initial)):
+                    return self._version_info(conn, version_id)
             else:
                 version_id = self._extend(conn, name, parent, corpus_spec, special_tokens,
                                           tie_break, vocab_size, merges, values, scheme)
         return self._run_training(version_id, checkpoint_every, checkpoint_seconds, progress)
+
+    def _reuse_merges(self, conn: Connection, version_id: int, n_initial: int) -> bool:
+        """Start a new version from the merges of an equal run, if there is one.
+
+        Training is deterministic and its stopping point does not change the
+        merges before it, so a root version trained on the same counts (same
+        corpus digest) with the same spec and limits holds a prefix of this
+        version's merges, or all of them. Copies that prefix; returns True when
+        it already reaches the target (the version is then complete).
+        """
+        new = conn.execute(select(versions).where(versions.c.id == version_id)).one()
+        candidates = conn.execute(select(versions.c.id, versions.c.status, versions.c.target_vocab_size,
+                                         versions.c.target_merges).where(
+            versions.c.id != version_id, versions.c.source == "trained", versions.c.parent_id.is_(None),
+            versions.c.corpus_id == new.corpus_id, versions.c.corpus_digest == new.corpus_digest,
+            versions.c.spec == new.spec, versions.c.min_frequency == new.min_frequency,
+            versions.c.max_token_length.is_not_distinct_from(new.max_token_length))).all()
+        best, best_merges = None, []
+        for donor in candidates:
+            rows = conn.execute(select(merges.c.left_id, merges.c.right_id, merges.c.token_id,
+                                       merges.c["count"]).where(merges.c.version_id == donor.id)
+                                .order_by(merges.c.rank)).all()
+            if len(rows) > len(best_merges):
+                best, best_merges = donor, rows
+        if best is None:
+            return False
+        # The prefix this version's own run would make before reaching its target.
+        taken, n_tokens = 0, n_initial
+        for row in best_merges:
+            if (new.target_vocab_size is not None and n_tokens >= new.target_vocab_size) or (
+                    new.target_merges is not None and taken >= new.target_merges):
+                break
+            taken += 1
+            n_tokens = max(n_tokens, row.token_id + 1)
+        reached = (n_tokens >= new.target_vocab_size if new.target_vocab_size is not None
+                   else taken >= new.target_merges)
+        # A complete donor that stopped short of its own target ran out of pairs:
+        # this run would stop at the same place.
+        exhausted = best.status == "complete" and taken == len(best_merges) and (
+            (best.target_vocab_size is not None and n_tokens < best.target_vocab_size)
+            or (best.target_merges is not None and taken < best.target_merges))
+        conn.execute(insert(tokens).from_select(
+            ["version_id", "id", "bytes", "kind"],
+            select(version_id, tokens.c.id, tokens.c.bytes, tokens.c.kind).where(
+                tokens.c.version_id == best.id, tokens.c.id >= n_initial, tokens.c.id < n_tokens)))
+        conn.execute(insert(merges).from_select(
+            ["version_id", "rank", "left_id", "right_id", "token_id", "count"],
+            select(version_id, merges.c.rank, merges.c.left_id, merges.c.right_id,
+                   merges.c.token_id, merges.c["count"]).where(
+                merges.c.version_id == best.id, merges.c.rank < taken)))
+        if not (reached or exhausted):
+            return False
+        spec = TokenizerSpec.from_json(new.spec)
+        fingerprint = _fingerprint(spec, new.corpus_digest, [
+            Merge(rank, r.left_id, r.right_id, r.token_id, r.count)
+            for rank, r in enumerate(best_merges[:taken])])
+        conn.execute(update(versions).where(versions.c.id == version_id).values(
+            status="complete", fingerprint=fingerprint, updated_at=_now()))
+        _TOKENIZER_CACHE.clear()
+        return True
 
     def _extend(self, conn: Connection, name: str, parent: str, corpus_spec: TokenizerSpec,
                 special_tokens: Sequence[str] | None, tie_break: str | None,
@@ -680,6 +743,7 @@ class Store:
             allow_merge=merge_filter(spec),
             special_ids=special_ids,
         )
+        del counts  # the trainer holds the words now
         trainer.replay([(m.left_id, m.right_id) for m in stored], [m.count for m in stored])
         if [m.token for m in trainer.merges] != [m.token_id for m in stored]:
             raise BpestoreError(f"{v.ref}'s stored merges do not replay to their stored ids; "
@@ -693,21 +757,20 @@ class Store:
             nonlocal known_tokens
             with self.engine.begin() as conn:
                 if batch:
-                    conn.execute(insert(merges), [
-                        {"version_id": version_id, "rank": m.rank, "left_id": m.left,
-                         "right_id": m.right, "token_id": m.token, "count": m.count} for m in batch])
+                    _insert_rows(conn, merges, [(version_id, m.rank, m.left, m.right, m.token, m.count)
+                                                for m in batch])
                     new_tokens = [m.token for m in batch if m.token >= known_tokens]
                     if new_tokens:
-                        conn.execute(insert(tokens), [
-                            {"version_id": version_id, "id": t, "bytes": trainer.token_bytes[t],
-                             "kind": "merge"} for t in new_tokens])
+                        _insert_rows(conn, tokens, [(version_id, t, trainer.token_bytes[t], "merge")
+                                                    for t in new_tokens])
                         known_tokens = max(new_tokens) + 1
                 values: dict[str, Any] = {"updated_at": _now()}
                 if complete:
                     values.update(status="complete", fingerprint=_fingerprint(spec, v.corpus_digest, trainer.merges))
                 conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
 
-        state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target)
+        state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target,
+                              target_is_vocab=v.target_merges is None, initial_tokens=len(initial))
         try:
             for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
                 pending.append(merge)
@@ -771,6 +834,53 @@ class Store:
             .order_by(merges.c.rank))]
         return vocab, merge_list, special_ids
 
+    def _vocab_and_merges(self, conn: Connection, version_id: int) -> tuple[dict[int, bytes], list[MergeRow]]:
+        vocab = {i: bytes(b) for i, b in conn.execute(
+            select(tokens.c.id, tokens.c.bytes).where(tokens.c.version_id == version_id))}
+        rows = [MergeRow(*r) for r in conn.execute(
+            select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
+            .where(merges.c.version_id == version_id).order_by(merges.c.rank))]
+        return vocab, rows
+
+    def token(self, ref: str, token: str | int) -> dict[str, Any]:
+        """A token of a version: its id, bytes, kind and the merges that built it.
+
+        ``token`` is an id, or text (a token's exact string, e.g. " the").
+
+        >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
+        262
+        """
+        with self.engine.connect() as conn:
+            version_id = self._resolve(conn, ref)
+            vocab, rows = self._vocab_and_merges(conn, version_id)
+            kinds = dict(conn.execute(select(tokens.c.id, tokens.c.kind)
+                                      .where(tokens.c.version_id == version_id)).all())
+        if isinstance(token, int) or (isinstance(token, str) and token.isdigit() and token not in
+                                      {v.decode("utf-8", "replace") for v in vocab.values()}):
+            token_id = int(token)
+            if token_id not in vocab:
+                raise BpestoreError(f"{ref} has no token id {token_id} (ids 0..{max(vocab)})")
+        else:
+            matches = [i for i, b in sorted(vocab.items()) if b == token.encode("utf-8")]
+            if not matches:
+                raise BpestoreError(f"{token!r} is not a token of {ref}; `bpestore encode {ref} "
+                                    f"{token!r} --tokens` shows how it is split")
+            token_id = matches[0]
+        info = merge_tree(token_id, vocab, first_merges(rows))
+        info["kind"] = kinds[token_id]
+        info["bytes"] = vocab[token_id].hex()
+        return info
+
+    def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
+        """What changed between two versions: shared merge prefix, changed ids, new tokens."""
+        with self.engine.connect() as conn:
+            a, b = self._resolve(conn, ref_a), self._resolve(conn, ref_b)
+            result = diff_versions(*self._vocab_and_merges(conn, a), *self._vocab_and_merges(conn, b))
+            spec_a = self._version_info(conn, a).spec.to_dict()
+            spec_b = self._version_info(conn, b).spec.to_dict()
+        result["spec_changes"] = {k: [spec_a[k], spec_b[k]] for k in spec_a if spec_a[k] != spec_b.get(k)}
+        return result
+
     def import_vocab(self, name: str, vocab: dict[int, bytes], merge_list: Sequence[tuple[bytes, bytes]],
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
                      source: str = "import") -> VersionInfo:
@@ -809,6 +919,18 @@ class Store:
 
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+
+def _insert_rows(conn: Connection, table, rows: list[tuple]) -> None:
+    """INSERT many rows (tuples in the table's column order) with the driver's
+    executemany: a third of the time of Core's per-row parameter handling,
+    which matters for checkpoints written while training runs."""
+    if not rows:
+        return
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    columns = ", ".join(c.name for c in table.columns)
+    conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) VALUES ({', '.join([mark] * len(table.columns))})",
+                         rows)
 
 
 def _fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:

@@ -1,0 +1,57 @@
+"""Benchmark bpestore against Hugging Face tokenizers and tiktoken.
+
+ingest: Store.ingest into a fresh SQLite db vs HF training a 300-token vocab
+(read + pre-tokenize + count). train: ingest + train, and retraining from the
+stored counts, vs HF training. encode: GPT-2 encode_ordinary vs tiktoken and HF.
+Each case runs in a fresh process, --runs times; the table shows medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shlex
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from bench.common import MIXES, REPO, prepare_corpus
+from bench.suites import SUITES
+
+
+def _versions() -> str:
+    """Python, peers and the bpestore commit, for the record."""
+    def v(pkg: str) -> str:
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "missing"
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip() or "?"
+    return (f"Python {platform.python_version()}, tokenizers {v('tokenizers')}, "
+            f"tiktoken {v('tiktoken')}, bpestore {commit}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("what", choices=[*SUITES, "all"])
+    parser.add_argument("--corpus", default="english_medium",
+                        help="a file of the shared corpora (NAME, NAME.txt or NAME.txt.xz) "
+                             f"or a mix: {', '.join(MIXES)} (default: english_medium)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per case; the median is shown")
+    parser.add_argument("--vocab-size", type=int, default=10_000,
+                        help="vocabulary size for train (default: 10000)")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    print("$ python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv))
+    print(_versions(), flush=True)
+    corpus = prepare_corpus(args.corpus)
+    names = list(SUITES) if args.what == "all" else [args.what]
+    sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size) for n in names]
+    print("\n" + "\n\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Shared machinery: corpus preparation, timed subprocess runs, Markdown tables."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+CORPORA = Path(os.environ.get("BPESTORE_CORPORA", REPO.parent / "shared" / "corpora"))
+DATA = REPO / "bench" / ".data"
+GPT2_VOCAB = CORPORA / "gpt2_vocab.json"
+GPT2_MERGES = CORPORA / "gpt2_merges.txt"
+NONENGLISH = ("german_1M", "russian_1M", "japanese_1M", "chinese_1M", "hindi_1M")
+MIXES = {"nonenglish_mix": NONENGLISH}
+
+
+@dataclass(frozen=True)
+class Params:
+    """What a case function gets in its subprocess."""
+
+    corpus: str = ""
+    tmp: str = ""
+    db: str = ""
+    vocab_size: int = 0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One thing to time: ``func(params)``, run in the child, returns the timed callable."""
+
+    label: str
+    func: Callable[[Params], Callable[[], Any]]
+    params: Params = field(default_factory=Params)
+
+
+@dataclass
+class Result:
+    """Median wall time and peak RSS of a case over its runs."""
+
+    label: str
+    times: list[float] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)
+    digest: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def peak_mb(self) -> float:
+        return max(self.rss_mb)
+
+
+def _source(name: str) -> Path:
+    """The shared file for a corpus name: NAME, NAME.txt or NAME.txt.xz."""
+    for candidate in (name, f"{name}.txt", f"{name}.txt.xz"):
+        path = CORPORA / candidate
+        if path.is_file():
+            return path
+    known = sorted(p.name.split(".txt")[0] for p in CORPORA.glob("*.txt*"))
+    raise SystemExit(f"Error: no corpus {name!r} in {CORPORA} (known: {', '.join(known)}, "
+                     f"{', '.join(MIXES)})")
+
+
+def prepare_corpus(name: str) -> Path:
+    """A plain UTF-8 copy of corpus ``name`` under bench/.data (decompressed, or mixed)."""
+    DATA.mkdir(parents=True, exist_ok=True)
+    parts = [_source(n) for n in MIXES.get(name, (name,))]
+    if len(parts) == 1 and not parts[0].name.endswith(".xz"):
+        return parts[0]
+    out = DATA / f"{name}.txt"
+    if not out.exists():
+        partial = out.with_suffix(".part")
+        with open(partial, "wb") as dst:
+            for i, src in enumerate(parts):
+                if i:
+                    dst.write(b"\n")
+                opener = lzma.open if src.name.endswith(".xz") else open
+                with opener(src, "rb") as f:
+                    shutil.copyfileobj(f, dst, 1 << 20)
+        partial.rename(out)
+    return out
+
+
+def run_once(case: Case) -> dict:
+    """Run a case in a fresh interpreter with a fresh temp dir; returns its report."""
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
+        func = f"{case.func.__module__}:{case.func.__qualname__}"
+        params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        proc = subprocess.run([sys.executable, "-m", "bench.child", params], cwd=REPO, env=env,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"Error: {case.label} failed:\n{proc.stderr}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure(cases: list[Case], runs: int) -> list[Result]:
+    """Run the cases ``runs`` times, interleaved so noise hits peers alike."""
+    results = [Result(c.label) for c in cases]
+    for i in range(runs):
+        for case, result in zip(cases, results):
+            report = run_once(case)
+            result.times.append(report["seconds"])
+            result.rss_mb.append(report["maxrss_kb"] / 1024)
+            result.digest = report["digest"]
+            print(f"  run {i + 1}/{runs} {case.label}: {report['seconds']:.2f} s, "
+                  f"{report['maxrss_kb'] / 1024:.0f} MB", file=sys.stderr, flush=True)
+    return results
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub Markdown table, numbers right-aligned."""
+    align = ["---:" if rows and rows[0][i][:1].isdigit() else "---" for i in range(len(headers))]
+    lines = [headers, align, *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)

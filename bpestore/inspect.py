@@ -1,0 +1,79 @@
+"""Questions about stored vocabularies: what is this token, what changed. Pure.
+
+Works on the vocabularies and merges of versions (plus the pair count each
+merge had when it was made); the store fetches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MergeRow:
+    """One stored merge: ``left`` and ``right`` became ``token`` at ``rank``."""
+
+    rank: int
+    left: int
+    right: int
+    token: int
+    count: int
+
+
+def token_text(data: bytes) -> str:
+    """Bytes as readable text: valid UTF-8 as is, other bytes as \\xNN."""
+    return data.decode("utf-8", "backslashreplace")
+
+
+def merge_tree(token: int, vocab: dict[int, bytes], made_by: dict[int, MergeRow]) -> dict[str, Any]:
+    """How a token was built: the merge that made it, and recursively its parts.
+
+    >>> vocab = {97: b"a", 98: b"b", 99: b"c", 300: b"ab", 301: b"abc"}
+    >>> made_by = {300: MergeRow(0, 97, 98, 300, 9), 301: MergeRow(1, 300, 99, 301, 4)}
+    >>> merge_tree(301, vocab, made_by)["parts"][0]["token"]
+    'ab'
+    """
+    node: dict[str, Any] = {"id": token, "token": token_text(vocab[token])}
+    merge = made_by.get(token)
+    if merge is not None:
+        node.update(rank=merge.rank, count=merge.count,
+                    parts=[merge_tree(merge.left, vocab, made_by), merge_tree(merge.right, vocab, made_by)])
+    return node
+
+
+def first_merges(merges: Sequence[MergeRow]) -> dict[int, MergeRow]:
+    """The merge that first made each token (later merges may spell it again)."""
+    made_by: dict[int, MergeRow] = {}
+    for m in merges:
+        made_by.setdefault(m.token, m)
+    return made_by
+
+
+def diff_versions(vocab_a: dict[int, bytes], merges_a: Sequence[MergeRow],
+                  vocab_b: dict[int, bytes], merges_b: Sequence[MergeRow]) -> dict[str, Any]:
+    """What changed from version A to version B.
+
+    ``shared_merges``: length of the common prefix of the merge lists (as byte
+    pairs); ``changed_ids``: ids present in both with other bytes (an extension
+    has none); ``only_a`` / ``only_b``: byte strings in one vocabulary only.
+    """
+    def pairs(vocab: dict[int, bytes], merges: Sequence[MergeRow]) -> list[tuple[bytes, bytes]]:
+        return [(vocab[m.left], vocab[m.right]) for m in merges]
+
+    pairs_a, pairs_b = pairs(vocab_a, merges_a), pairs(vocab_b, merges_b)
+    shared = 0
+    for x, y in zip(pairs_a, pairs_b):
+        if x != y:
+            break
+        shared += 1
+    strings_a, strings_b = set(vocab_a.values()), set(vocab_b.values())
+    return {
+        "vocab_size": [len(vocab_a), len(vocab_b)],
+        "merges": [len(merges_a), len(merges_b)],
+        "shared_merges": shared,
+        "changed_ids": sorted(i for i in vocab_a.keys() & vocab_b.keys() if vocab_a[i] != vocab_b[i]),
+        "only_a": sorted(token_text(t) for t in strings_a - strings_b),
+        "only_b": sorted(token_text(t) for t in strings_b - strings_a),
+    }
