@@ -54,11 +54,13 @@ CHUNK_BYTES = 2 << 20
 # Plain files up to this size are read whole and counted together with others.
 SMALL_SOURCE_BYTES = 1 << 20
 # Small sources are grouped into tasks of about this many bytes...
-TASK_BYTES = 4 << 20
+TASK_BYTES = 1 << 20
 # ...and into batches (one transaction each) of about this many bytes.
 BATCH_BYTES = 64 << 20
 # Less text than this is counted in this process: a worker pool would cost more.
 PARALLEL_MIN_BYTES = 4 << 20
+# Bytes searched for a safe place to cut a file into ranges.
+CUT_WINDOW = 64 << 10
 # A worker pre-tokenizes a piece in parts of about this many characters.
 PART_CHARS = 1 << 19
 # A worker hands back the counts it keeps for a large source at this many distinct words.
@@ -190,16 +192,26 @@ class TextReader:
             try:
                 text = decoder.decode(data, final)
             except UnicodeDecodeError as exc:
-                offset = self.size - pending + exc.start
-                raise BpestoreError(
-                    f"{self.name} is not valid UTF-8 at byte {offset}; "
-                    "pass --errors replace or --errors skip to accept it") from None
+                raise _invalid_utf8(self.name, self.size - pending + exc.start) from None
             self.sha256.update(data)
             self.size += len(data)
             if text:
                 yield text
             if final:
                 return
+
+
+def decode(data: bytes, name: str, errors: str, offset: int = 0) -> str:
+    """The text of bytes found at ``offset`` in a source, under an --errors policy."""
+    try:
+        return data.decode("utf-8", {"skip": "ignore"}.get(errors, errors))
+    except UnicodeDecodeError as exc:
+        raise _invalid_utf8(name, offset + exc.start) from None
+
+
+def _invalid_utf8(name: str, offset: int) -> BpestoreError:
+    return BpestoreError(f"{name} is not valid UTF-8 at byte {offset}; "
+                         "pass --errors replace or --errors skip to accept it")
 
 
 def check_errors(errors: str) -> None:
@@ -245,6 +257,8 @@ class TaskCounter:
       pieces of one large source) the counts stay here, added up across
       pieces, until ``("flush", group)`` or until they reach
       ``KEPT_WORDS_LIMIT`` distinct words; otherwise they come back at once.
+    * ``("range", group, index, name, start, end)``: read bytes ``start:end`` of
+      file ``name`` and count them like a kept piece.
     * ``("flush", group)``: hand back the counts kept for the group.
     """
 
@@ -257,6 +271,17 @@ class TaskCounter:
     def handle(self, message: tuple) -> TaskResult:
         if message[0] == "flush":
             return TaskResult(_as_bytes(self.kept.pop(message[1], Counter())), [])
+        if message[0] == "range":
+            _, group, index, name, start, end = message
+            try:
+                with open(name, "rb") as f:
+                    f.seek(start)
+                    text = decode(f.read(end - start), name, self.errors, start)
+            except OSError as exc:
+                return TaskResult({}, [], (index, f"cannot read {name}: {exc.strerror}"))
+            except BpestoreError as exc:
+                return TaskResult({}, [], (index, str(exc)))
+            message = ("count", group, [(index, name, text, 1)], True)
         _, group, items, keep = message
         counts = self.kept.setdefault(group, Counter()) if keep else Counter()
         stats: list[tuple[int, int, int]] = []
@@ -489,6 +514,7 @@ class _Counting:
         self.groups: deque[_Group] = deque()  # in order; the head is the oldest unfinished
         self.small: _Group | None = None  # the open group of small sources
         self.task: list[Item] = []  # small sources not yet submitted
+        self.task_chars = 0
         self.done_bytes = 0
         # The first failure, and the first task whose result is not kept.
         self.failure: BpestoreError | None = None
@@ -532,12 +558,14 @@ class _Counting:
 
     # -- small sources: read whole, counted and written together ----------
     def add_small(self, index: int, path: str) -> None:
-        with _Opened(path) as opened:
-            reader = TextReader(opened.stream, path, errors=self.errors,
-                                chunk_bytes=self.sizes[index] + 1)
-            text = "".join(reader)
-        stats = SourceStats(path, reader.sha256.hexdigest(), reader.size)
-        self.report(path, reader.size, reader.size, index)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise BpestoreError(f"cannot read {path}: {exc.strerror}") from None
+        text = decode(data, path, self.errors)
+        stats = SourceStats(path, hashlib.sha256(data).hexdigest(), len(data))
+        self.report(path, stats.size, stats.size, index)
         if self.small is None or self.small.size >= BATCH_BYTES:
             self.close_small()
             self.small = _Group()
@@ -548,13 +576,14 @@ class _Counting:
         if self.is_repeat(stats):
             return
         self.task.append((index, path, text, 1))
-        if sum(len(item[2]) for item in self.task) >= TASK_BYTES:
+        self.task_chars += len(text)
+        if self.task_chars >= TASK_BYTES:
             self.submit_small()
 
     def submit_small(self) -> None:
         if self.task:
             self.submit(("count", id(self.small), self.task, False), self.small)
-            self.task = []
+            self.task, self.task_chars = [], 0
 
     def close_small(self) -> None:
         if self.small is not None:
@@ -567,13 +596,24 @@ class _Counting:
         stats = SourceStats(path)
         group = _Group([stats], {index: 0}, large=True)
         self.groups.append(group)
-        hashed_first = path != "-" and not path.endswith(COMPRESSED_SUFFIXES) and not self.force
+        hashed_first = path != "-" and not path.endswith(COMPRESSED_SUFFIXES)
         if hashed_first:
             # Hashing first is cheap for a plain file, and spares counting a repeat.
             stats.sha256, stats.size = file_sha256(path), self.sizes[index]
             if self.is_repeat(stats):
                 group.closed = True
                 self.report(path, stats.size, stats.size, index)
+                return
+            if not self.jsonl and self.pipeline.pattern is not None:
+                # The workers read the file themselves, each a range between safe cuts.
+                points = self.cut_points(path, stats.size)
+                for start, end in zip(points, points[1:]):
+                    self.submit(("range", id(group), index, path, start, end), group)
+                    self.report(path, end, stats.size, index, final=end == stats.size)
+                    yield from self.finished()
+                    if self.failure is not None:
+                        return
+                self.close_large(group)
                 return
         try:
             with _Opened(path, self.stdin) as opened:
@@ -595,9 +635,37 @@ class _Counting:
         stats.sha256, stats.size = reader.sha256.hexdigest(), reader.size
         if not hashed_first and self.is_repeat(stats):  # hashed only now: drop what was counted
             group.dropped = True
+        self.close_large(group)
+
+    def close_large(self, group: _Group) -> None:
+        """Ask every worker that kept counts of the group for them."""
         for worker in sorted(group.holders):
             self.submit(("flush", id(group)), group, worker)
         group.closed = True
+
+    def cut_points(self, path: str, size: int) -> list[int]:
+        """Byte offsets that cut a file into ranges of about CHUNK_BYTES, each
+        countable alone (``TextPipeline.cut_anywhere``), from 0 to ``size``."""
+        points = [0]
+        with open(path, "rb") as f:
+            target = CHUNK_BYTES
+            while target + CHUNK_BYTES // 2 < size:
+                f.seek(target)
+                window = f.read(CUT_WINDOW)
+                # Start at a character: skip the continuation bytes of one cut in two.
+                skip = 0
+                while skip < 3 and skip < len(window) and 0x80 <= window[skip] < 0xC0:
+                    skip += 1
+                # surrogateescape: any bytes decode, and encode back to the same length.
+                text = window[skip:].decode("utf-8", "surrogateescape")
+                cut = self.pipeline.cut_anywhere(text)
+                if cut:
+                    points.append(target + skip + len(text[:cut].encode("utf-8", "surrogateescape")))
+                    target = points[-1] + CHUNK_BYTES
+                else:
+                    target += CUT_WINDOW  # no place to cut here: look further on
+        points.append(size)
+        return points
 
     def reported(self, reader: TextReader, opened: _Opened, index: int) -> Iterator[str]:
         for text in reader:

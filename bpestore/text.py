@@ -172,6 +172,39 @@ class TextPipeline:
                 cut = m.start()
         return cut
 
+    def cut_anywhere(self, window: str) -> int:
+        """A place in ``window``, a stretch from anywhere in a stream, where the
+        stream can be cut without changing its words: what comes before and
+        after the window does not matter. 0 if there is none.
+
+        It is a letter-or-digit / whitespace / non-space boundary (see
+        ``safe_cut``) that no occurrence of a special token spans, at least a
+        special token's length from both ends of the window (so every
+        occurrence that could span it is in view). With pre-tokenizer
+        ``none`` there is no such place.
+
+        >>> pipe = TextPipeline(TokenizerSpec(special_tokens=("<|a b|>",)))
+        >>> window = "one <|a b|> two three four"
+        >>> cut = pipe.cut_anywhere(window); window[:cut], window[cut:]
+        ('one <|a b|> two', ' three four')
+        """
+        if self.pattern is None:
+            return 0
+        # Candidates lie in [first, last]; the search sees one more character,
+        # for the look-ahead.
+        first = max(self.max_special_len - 1, 1)
+        last = len(window) - max(self.max_special_len - 1, 2)
+        while last >= first:
+            m = _SAFE_CUT.search(window, first, last + 2)
+            if m is None:
+                return 0
+            cut = m.start()
+            if not any(window.find(t, cut - len(t) + 1, cut + len(t) - 1) >= 0
+                       for t in self.spec.special_tokens):
+                return cut
+            last = cut - 1
+        return 0
+
 
 def rechunk(chunks: Iterable[str], pipeline: TextPipeline) -> Iterator[str]:
     """Re-cut a stream of text so every piece can be pre-tokenized on its own.

@@ -57,6 +57,7 @@ def parallel(monkeypatch):
     """Force worker processes and many small pieces, even for a small text."""
     monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 50_000)
+    monkeypatch.setattr(ingest, "CUT_WINDOW", 3_000)
     monkeypatch.setattr(ingest, "PART_CHARS", 7_000)
     monkeypatch.setattr(ingest, "SMALL_SOURCE_BYTES", 10_000)
     monkeypatch.setattr(ingest, "TASK_BYTES", 20_000)
@@ -99,6 +100,7 @@ def test_parallel_counts_with_tiktoken_patterns(name, pretokenizer, parallel, tm
 def test_special_tokens_at_chunk_boundaries(parallel, monkeypatch, tmp_path):
     """Special tokens and multi-byte characters right at, before and after every read boundary."""
     monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)
+    monkeypatch.setattr(ingest, "CUT_WINDOW", 41)
     rng = random.Random(7)
     words = ["the", " cat", "é", "日本", " ", "\n", "  ", "x1", "!!", "<|", "|>"]
     text = ""
@@ -110,9 +112,11 @@ def test_special_tokens_at_chunk_boundaries(parallel, monkeypatch, tmp_path):
             text += "a" * max(0, gap - rng.randrange(len(EOT) + 2)) + EOT
     path = tmp_path / "specials.txt"
     path.write_bytes(text.encode("utf-8"))
-    batch = only_batch([path], TokenizerSpec(special_tokens=(EOT,)), workers=2)
     assert text.count(EOT) > 100
-    assert batch.counts == reference_counts(text, GPT2, EOT)
+    for packed in (path, tmp_path / "specials.txt.gz"):  # file ranges, and a stream re-cut here
+        packed.write_bytes(gzip.compress(text.encode()) if packed.suffix == ".gz" else text.encode())
+        batch = only_batch([packed], TokenizerSpec(special_tokens=(EOT,)), workers=2)
+        assert batch.counts == reference_counts(text, GPT2, EOT)
 
 
 def test_gpt2_pattern_is_gpt2s(tmp_path):

@@ -107,3 +107,29 @@ def test_compressed_sources_count_like_plain(tmp_path, suffix, opener):
                                                                   b.sources[0].sha256)
     assert a.sources[0].size == len(data)
     assert a.counts == Counter(w.encode() for w in regex.findall(PATTERNS["gpt2"], data.decode()))
+
+
+@pytest.mark.parametrize("pretokenizer", ["gpt2", "cl100k", "o200k", "whitespace", "punctuation"])
+def test_cut_anywhere_splits_without_changing_words(pretokenizer):
+    """Wherever a window sits in the text, cutting there keeps the words (and specials)."""
+    specials = ("<|endoftext|>", "<|a b|>", "<|a b|> c")
+    pipe = TextPipeline(TokenizerSpec(pretokenizer=pretokenizer, special_tokens=specials))
+    rng = random.Random(11)
+    vocab = ["word", " x", "é", "日本語", " ", "\n", "  ", "3", ".", "<|a b|>", " c", "<|endoftext|>",
+             "It's", "\r\n", "\t"]
+    text = "".join(rng.choice(vocab) for _ in range(4000))
+    whole = list(pipe.words(text))
+    found = 0
+    for _ in range(400):
+        start = rng.randrange(len(text))
+        window = text[start:start + rng.choice([20, 60, 300])]
+        cut = pipe.cut_anywhere(window)
+        if cut:
+            found += 1
+            at = start + cut
+            assert list(pipe.words(text[:at])) + list(pipe.words(text[at:])) == whole
+            assert [s for s, special in pipe.segments(text[:at]) if special] + \
+                [s for s, special in pipe.segments(text[at:]) if special] == \
+                [s for s, special in pipe.segments(text) if special]
+    assert found > 100
+    assert TextPipeline(TokenizerSpec(pretokenizer="none")).cut_anywhere("a b c d e") == 0
