@@ -304,10 +304,7 @@ class TaskCounter:
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts."""
         if self.jsonl_field is None:
-            # Pre-tokenize in parts: a part's word list is many times its size.
-            parts = (text[i:i + PART_CHARS] for i in range(0, len(text), PART_CHARS))
-            return sum(self.pipeline.count_strings(part, counts)
-                       for part in rechunk(parts, self.pipeline))
+            return self.pipeline.count_strings(text, counts, part_chars=PART_CHARS)
         n_words = 0
         for line_no, line in enumerate(text.split("\n"), start=first_line):
             if line.strip():
@@ -394,8 +391,9 @@ class _Workers:
 
     def send(self, message: tuple, tag: object, worker: int | None = None) -> int:
         """Send a message; returns the worker it went to (-1: counted here)."""
-        if message[0] == "count":
-            self.sent_chars += sum(len(item[2]) for item in message[2])
+        if message[0] != "flush":
+            self.sent_chars += (message[5] - message[4] if message[0] == "range"
+                                else sum(len(item[2]) for item in message[2]))
             if not self.processes and self.n_workers > 1 and (
                     self.parallel or self.sent_chars >= PARALLEL_MIN_BYTES):
                 self.start()

@@ -53,6 +53,7 @@ PATTERNS: dict[str, str] = {
 # cut is also harmless to the normalizers: whitespace composes with nothing,
 # and lowercasing's final-sigma rule sees the same end-of-word on both sides.
 _SAFE_CUT = regex.compile(r"(?r)(?<=[\p{L}\p{N}])\s(?=\S)")
+_SAFE_CUT_AHEAD = regex.compile(r"(?<=[\p{L}\p{N}])\s(?=\S)")  # the same, searched forwards
 
 
 def normalize(text: str, steps: tuple[str, ...]) -> str:
@@ -124,12 +125,24 @@ class TextPipeline:
             if not is_special:
                 yield from self.pretokenize(segment)
 
-    def count_strings(self, text: str, counts: Counter) -> int:
-        """Add every pre-token of text (as a str) to counts; returns how many there were."""
+    def count_strings(self, text: str, counts: Counter, *, part_chars: int = 1 << 19) -> int:
+        """Add every pre-token of text (as a str) to counts; returns how many there were.
+
+        A long segment is pre-tokenized in parts of about ``part_chars``
+        characters, cut where ``safe_cut`` would cut: the list of words of a
+        part takes many times its size in memory.
+        """
         n_words = 0
         for segment, is_special in self.segments(text):
-            if not is_special:
-                words = self.pretokenize(segment)
+            if is_special:
+                continue
+            segment = normalize(segment, self.steps)
+            if self.pattern is None:
+                counts.update([segment] if segment else [])
+                n_words += bool(segment)
+                continue
+            for start, end in _parts(segment, part_chars):
+                words = self.pattern.findall(segment, start, end)
                 n_words += len(words)
                 counts.update(words)
         return n_words
@@ -204,6 +217,22 @@ class TextPipeline:
                 return cut
             last = cut - 1
         return 0
+
+
+def _parts(text: str, size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) spans of about ``size`` characters covering ``text``, cut at
+    safe places (the text holds no special token)."""
+    start = 0
+    while len(text) - start > size:
+        # The last cut in the next `size` characters (the search sees one more,
+        # for the look-ahead), else the first one after them.
+        m = _SAFE_CUT.search(text, start + 1, start + size + 1) or \
+            _SAFE_CUT_AHEAD.search(text, start + size)
+        if m is None:
+            break
+        yield start, m.start()
+        start = m.start()
+    yield start, len(text)
 
 
 def rechunk(chunks: Iterable[str], pipeline: TextPipeline) -> Iterator[str]:

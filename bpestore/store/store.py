@@ -307,16 +307,18 @@ class Store:
             index_elements=[word_counts.c.corpus_id, word_counts.c.word],
             set_={"count": word_counts.c.count + stmt.excluded["count"]})
         compiled = stmt.compile(dialect=conn.dialect)
-        names = compiled.positiontup if compiled.positional else None
-        rows: list = []
-        for word, count in counts.items():
-            row = {"corpus_id": corpus_id, "word": word, "count": count}
-            rows.append(tuple(row[name] for name in names) if names else row)
-            if len(rows) >= UPSERT_BATCH:
-                conn.exec_driver_sql(str(compiled), rows)
-                rows = []
-        if rows:
-            conn.exec_driver_sql(str(compiled), rows)
+        sql = str(compiled)
+        plain_order = compiled.positional and list(compiled.positiontup) == ["corpus_id", "word", "count"]
+        items = list(counts.items())
+        for start in range(0, len(items), UPSERT_BATCH):
+            batch = items[start:start + UPSERT_BATCH]
+            if plain_order:  # SQLite's "?" parameters, in column order
+                rows: list = [(corpus_id, word, count) for word, count in batch]
+            else:
+                rows = [{"corpus_id": corpus_id, "word": word, "count": count} for word, count in batch]
+                if compiled.positional:
+                    rows = [tuple(row[name] for name in compiled.positiontup) for row in rows]
+            conn.exec_driver_sql(sql, rows)
 
     def corpora(self) -> list[CorpusInfo]:
         """Every corpus with its totals."""
