@@ -354,3 +354,76 @@ def test_missing_paths_and_empty_directories_are_user_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(BpestoreError, match="no files matching '\\*.txt' under"):
         expand_paths([tmp_path / "empty"], glob="*.txt")
+
+
+# -- the command line ----------------------------------------------------------
+@pytest.fixture
+def cli_run(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bpestore.cli import cli
+
+    monkeypatch.delenv("BPESTORE_DB", raising=False)
+    db = str(tmp_path / "cli.db")
+
+    def invoke(*args: str, input: str | None = None):
+        return CliRunner().invoke(cli, ["--db", db, *args], input=input, catch_exceptions=False)
+    return invoke
+
+
+def test_cli_ingest_directory_jsonl_and_corpus_show(cli_run, tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.jsonl").write_text('{"text": "the cat"}\n{"text": "the dog"}\n', encoding="utf-8")
+    (folder / "sub" / "b.jsonl").write_text('{"text": "the end"}\n', encoding="utf-8")
+    (folder / "notes.txt").write_text("not JSON", encoding="utf-8")
+    first = cli_run("ingest", "docs", str(folder), "--glob", "*.jsonl", "--jsonl-field", "text")
+    assert first.exit_code == 0, first.output
+    assert "docs: 2 source(s) counted, 0 skipped, 60 bytes, 6 words" in first.stdout
+    assert "4 distinct words in the corpus" in first.stdout
+    again = cli_run("ingest", "docs", str(folder), "--glob", "*.jsonl", "--jsonl-field", "text")
+    assert "0 source(s) counted, 2 skipped (already in the corpus" in again.stdout
+    shown = json.loads(cli_run("corpus", "show", "docs", "--top", "2", "--json").stdout)
+    assert shown["top_words"] == [{"word": "the", "count": 3}, {"word": " cat", "count": 1}]
+    assert [s["source"] for s in shown["sources"]] == [str(folder / "a.jsonl"),
+                                                       str(folder / "sub" / "b.jsonl")]
+    assert shown["spec"]["pretokenizer"] == "gpt2" and shown["n_distinct"] == 4
+    text = cli_run("corpus", "show", "docs", "--top", "1").stdout
+    assert "top 1 words:" in text and "'the'" in text and "sha256" in text
+    assert cli_run("ingest", "docs", str(folder), "--quiet", "--force", "--jsonl-field",
+                   "text").stdout == ""
+
+
+def test_cli_train_scheme_options(cli_run, tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("low lower lowest " * 10, encoding="utf-8")
+    assert cli_run("ingest", "t", str(path), "--pretokenizer", "whitespace").exit_code == 0
+    result = cli_run("train", "w", "--corpus", "t", "--merges", "4", "--alphabet", "chars",
+                     "--end-of-word", "</w>", "--unk-token", "<unk>")
+    assert result.exit_code == 0, result.output
+    tokens = json.loads(cli_run("encode", "w", "lowz", "--tokens", "--json").stdout)
+    assert [t["token"] for t in tokens][-2:] == ["<unk>", "</w>"]
+    bad = cli_run("train", "b", "--corpus", "t", "--merges", "4", "--byte-fallback")
+    assert bad.exit_code != 0 and bad.stderr.startswith("Error: ") and "--alphabet chars" in bad.stderr
+
+
+def test_progress_line_on_a_terminal(monkeypatch):
+    from bpestore.cli import ReadProgressPrinter
+    from bpestore.ingest import ReadProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    printer = ReadProgressPrinter(True)
+    printer.started -= 2.0  # two seconds in
+    printer(ReadProgress("b.txt", 10_000_000, 20_000_000, 30_000_000, 60_000_000, 1, 3))
+    line = screen.getvalue()
+    assert "50%" in line and "30.0/60.0 MB" in line and "15.0 MB/s" in line and "ETA 0:02" in line
+    assert "file 2/3 b.txt" in line
+    printer.clear()
+    assert screen.getvalue().endswith("\r")
+    quiet = ReadProgressPrinter(False)
+    quiet(ReadProgress("b.txt", 1, 1, 1, 1, 1, 1))
+    assert screen.getvalue().count("MB/s") == 1

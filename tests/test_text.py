@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -29,6 +30,33 @@ def test_pretokenizers(pretokenizer, text, words):
     assert list(TextPipeline(TokenizerSpec(pretokenizer=pretokenizer)).words(text)) == words
 
 
+@pytest.mark.parametrize("pretokenizer, text, words", [
+    ("gpt2", "a  b\n\n c", ["a", " ", " b", "\n\n", " c"]),
+    ("cl100k", "a\n\nb  12345", ["a", "\n\n", "b", " ", " ", "123", "45"]),
+    ("o200k", "I'M OK.\n\n", ["I'M", " OK", ".\n\n"]),
+    ("punctuation", "Déjà-vu, 3.14!", ["Déjà", "-", "vu", ",", "3", ".", "14", "!"]),
+    ("whitespace", "a\u3000b\u00a0c", ["a", "b", "c"]),
+])
+def test_more_pretokenizer_cases(pretokenizer, text, words):
+    assert list(TextPipeline(TokenizerSpec(pretokenizer=pretokenizer)).words(text)) == words
+
+
+@pytest.mark.parametrize("normalizer, text, expected", [
+    ("none", "Ｃafe\u0301", "Ｃafe\u0301"),
+    ("nfc", "e\u0301", "\u00e9"),
+    ("nfd", "\u00e9", "e\u0301"),
+    ("nfkc", "\ufb01 \uff23 \u00b2", "fi C 2"),
+    ("nfkd", "\ufb01\u00e9", "fie\u0301"),
+    ("lowercase", "ÀB ΣΑΣ", "àb σας"),  # the final sigma
+    ("alphanumeric", "don't stop-me, 2x!\n", "dont stopme 2x\n"),
+    ("nfkc,lowercase", "ＡＢＣ", "abc"),
+    ("alphanumeric,lowercase", "Ab-C D!", "abc d"),
+])
+def test_normalizers(normalizer, text, expected):
+    pipe = TextPipeline(TokenizerSpec(normalizer=normalizer, pretokenizer="none"))
+    assert list(pipe.words(text)) == [expected]
+
+
 def test_custom_pattern_and_normalizers():
     pipe = TextPipeline(TokenizerSpec(pattern=r"\w+", normalizer="nfkc,lowercase"))
     assert list(pipe.words("ＡＢＣ Déjà-Vu")) == ["abc", "déjà", "vu"]
@@ -45,6 +73,14 @@ def test_spec_json_round_trip_and_validation():
     spec = TokenizerSpec(normalizer="nfc", pretokenizer="cl100k", special_tokens=("<s>", "</s>"),
                          tie_break="hf")
     assert TokenizerSpec.from_json(spec.to_json()) == spec
+    every = TokenizerSpec(normalizer="nfkc,lowercase,alphanumeric", pattern=r"[^\s;:,.]+",
+                          alphabet="chars", end_of_word="\ue000", start_of_word="\u2581",
+                          special_tokens=("<|endoftext|>",), unk_token="<unk>", no_inner_space=True,
+                          tie_break="hf")
+    assert TokenizerSpec.from_json(every.to_json()) == every
+    assert json.loads(every.to_json())["end_of_word"] == "\ue000"
+    assert TokenizerSpec.from_json('{"pretokenizer": "whitespace"}') == TokenizerSpec(
+        pretokenizer="whitespace")  # fields left out take their defaults
     for bad in [{"pretokenizer": "nope"}, {"normalizer": "upper"}, {"tie_break": "random"},
                 {"special_tokens": ("a", "a")}, {"pretokenizer": "regex"}]:
         with pytest.raises(BpestoreError):
