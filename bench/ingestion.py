@@ -17,15 +17,13 @@ as in the other suites (``bench.child``).
 from __future__ import annotations
 
 import json
-import os
+import statistics
 import subprocess
-import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from bench import cases
-from bench.common import DATA, REPO, Case, Params, Result, markdown_table
+from bench.common import DATA, REPO, Case, Params, Result, child_command, markdown_table, measure
 
 WORKERS = 2
 N_FILES = 10_000
@@ -67,12 +65,9 @@ def run_tree(case: Case) -> dict:
     import psutil
 
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
-        func = f"{case.func.__module__}:{case.func.__qualname__}"
-        params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        child = psutil.Popen([sys.executable, "-m", "bench.child", params], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        argv, env = child_command(case, tmp)
+        child = psutil.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
         peak_rss = peak_pss = 0.0
         while child.poll() is None:
             rss, pss = _tree_memory(child)
@@ -93,29 +88,24 @@ class TreeResult(Result):
         self.tree_rss: list[float] = []
         self.tree_pss: list[float] = []
 
+    def add(self, report: dict) -> str:
+        line = super().add(report)
+        self.tree_rss.append(report["tree_rss_mb"])
+        self.tree_pss.append(report["tree_pss_mb"])
+        return f"{line}; tree RSS {report['tree_rss_mb']:.0f} MB, PSS {report['tree_pss_mb']:.0f} MB"
+
     @property
     def rss(self) -> float:
-        return sorted(self.tree_rss)[len(self.tree_rss) // 2]
+        return statistics.median(self.tree_rss)
 
     @property
     def pss(self) -> float:
-        return sorted(self.tree_pss)[len(self.tree_pss) // 2]
+        return statistics.median(self.tree_pss)
 
 
 def measure_tree(cases_: list[Case], runs: int) -> list[TreeResult]:
-    """Run the cases ``runs`` times, interleaved; times and tree memory per run."""
-    results = [TreeResult(c.label) for c in cases_]
-    for i in range(runs):
-        for case, result in zip(cases_, results):
-            report = run_tree(case)
-            result.times.append(report["seconds"])
-            result.rss_mb.append(report["maxrss_kb"] / 1024)
-            result.tree_rss.append(report["tree_rss_mb"])
-            result.tree_pss.append(report["tree_pss_mb"])
-            print(f"  run {i + 1}/{runs} {case.label}: {report['seconds']:.2f} s, tree RSS "
-                  f"{report['tree_rss_mb']:.0f} MB, PSS {report['tree_pss_mb']:.0f} MB",
-                  file=sys.stderr, flush=True)
-    return results
+    """``measure``, with the process tree's memory."""
+    return measure(cases_, runs, run=run_tree, result_type=TreeResult)
 
 
 # -- inputs ------------------------------------------------------------------------------

@@ -39,6 +39,19 @@ def store(tmp_path):
     s.close()
 
 
+def merge_pair(symbols, pair: tuple[str, str]) -> tuple[str, ...]:
+    """Every occurrence of ``pair`` merged, left to right (the seeds' _merge / replace_pair)."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i < len(symbols) - 1 and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
 # -- seed 000: characters of raw text; a merged token has a space only at its ends ------------
 def seed000_merges(text: str, k: int) -> tuple[list[tuple[str, str]], int | None]:
     """The seed's fit(): most frequent viable pair over the whole character stream.
@@ -53,15 +66,7 @@ def seed000_merges(text: str, k: int) -> tuple[list[tuple[str, str]], int | None
         best = max(freq, key=freq.get)
         if first_tie is None and list(freq.values()).count(freq[best]) > 1:
             first_tie = step
-        merged, i = [], 0
-        while i < len(corpus):
-            if i < len(corpus) - 1 and (corpus[i], corpus[i + 1]) == best:
-                merged.append(corpus[i] + corpus[i + 1])
-                i += 2
-            else:
-                merged.append(corpus[i])
-                i += 1
-        corpus = merged
+        corpus = merge_pair(corpus, best)
         merges.append(best)
     return merges, first_tie
 
@@ -102,18 +107,6 @@ def seed001_word(word: str) -> tuple[str, ...]:
     return tuple(word.lower()) + (END,)
 
 
-def seed001_replace(word: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
-    out, i = [], 0
-    while i < len(word):
-        if i < len(word) - 1 and (word[i], word[i + 1]) == pair:
-            out.append(word[i] + word[i + 1])
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return tuple(out)
-
-
 def seed001_learn(path, n: int) -> tuple[list[tuple[str, str]], int | None]:
     vocab: dict[tuple[str, ...], int] = defaultdict(int)
     with open(path, encoding="utf-8") as f:
@@ -129,7 +122,7 @@ def seed001_learn(path, n: int) -> tuple[list[tuple[str, str]], int | None]:
         best = max(pairs, key=pairs.get)
         if first_tie is None and list(pairs.values()).count(pairs[best]) > 1:
             first_tie = step
-        vocab = {seed001_replace(word, best): freq for word, freq in vocab.items()}
+        vocab = {merge_pair(word, best): freq for word, freq in vocab.items()}
         merges.append(best)
     return merges, first_tie
 
@@ -144,7 +137,7 @@ def seed001_tokenize(text: str, merges: list[tuple[str, str]]) -> list[str]:
             bigram = min(pairs, key=lambda p: ranks.get(p, float("inf")))
             if bigram not in ranks:
                 break
-            symbols = seed001_replace(symbols, bigram)
+            symbols = merge_pair(symbols, bigram)
         out.extend(symbols)
     return out
 
