@@ -1,18 +1,24 @@
 """Reading sources into word counts: streaming, hashing, UTF-8 checking, parallel counting. No SQL.
 
-A source (a file, ``-`` for standard input, a ``.gz``/``.xz``/``.bz2`` file, a
-JSON Lines file) is read in binary chunks (never whole), hashed as it is read,
-decoded incrementally (an error names the source and the byte offset) and
-re-cut at safe places (``text.rechunk``) into pieces of a few MB. Worker
-processes count the pieces (pre-tokenizing is the costly part); this process
-reads, merges their counts and hands them on as ``CountedBatch`` es:
+A source is a file, ``-`` for standard input, a ``.gz``/``.xz``/``.bz2`` file, or
+(with ``jsonl_field``) a JSON Lines file. Pre-tokenizing is the costly part, so
+worker processes count, and this process hands out the work and gathers the
+counts:
 
-* a large source is a batch of its own;
-* small sources (a directory of many files) share batches, so a thousand
-  files cost neither a process start nor a transaction each.
+* a large plain file is cut into ranges of a few MB, each at a place no word
+  or special token spans (``TextPipeline.cut_anywhere``); the workers read and
+  decode their ranges themselves and add up their counts until the source is
+  done;
+* a compressed file or standard input is read here in chunks (hashed and
+  decoded as it is read), re-cut at safe places (``text.rechunk``) and sent;
+* small files are read whole and counted in groups.
 
-The counts equal one ``collections.Counter`` over each whole source: pieces are
-cut only where the pre-tokenizer cannot look across.
+Counts come back as ``CountedBatch`` es, in source order: a large source is a
+batch of its own; small sources share batches (a directory of thousands of
+files costs neither a process start nor a transaction each). A source that
+fails (invalid UTF-8 under ``errors="strict"``, a bad JSON line) raises after
+the batches of the sources before it. The counts equal one
+``collections.Counter`` over each whole source.
 
 >>> spec = TokenizerSpec(pretokenizer="whitespace")
 >>> [batch] = count_sources(["-"], spec, stdin=io.BytesIO(b"a b a"))
@@ -27,6 +33,7 @@ import codecs
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import lzma
 import multiprocessing
@@ -471,6 +478,9 @@ class _Workers:
 # ---------------------------------------------------------------------------
 # counting many sources
 # ---------------------------------------------------------------------------
+_GROUP_KEYS = itertools.count()
+
+
 @dataclass
 class _Group:
     """Sources on their way to becoming one CountedBatch."""
@@ -484,6 +494,7 @@ class _Group:
     tasks_left: int = 0  # messages not yet answered
     closed: bool = False
     dropped: bool = False  # a duplicate stream, or a source that failed: its counts are not kept
+    key: int = field(default_factory=lambda: next(_GROUP_KEYS))  # names it to the workers
 
 
 class _Counting:
@@ -580,7 +591,7 @@ class _Counting:
 
     def submit_small(self) -> None:
         if self.task:
-            self.submit(("count", id(self.small), self.task, False), self.small)
+            self.submit(("count", self.small.key, self.task, False), self.small)
             self.task, self.task_chars = [], 0
 
     def close_small(self) -> None:
@@ -606,7 +617,7 @@ class _Counting:
                 # The workers read the file themselves, each a range between safe cuts.
                 points = self.cut_points(path, stats.size)
                 for start, end in zip(points, points[1:]):
-                    self.submit(("range", id(group), index, path, start, end), group)
+                    self.submit(("range", group.key, index, path, start, end), group)
                     self.report(path, end, stats.size, index, final=end == stats.size)
                     yield from self.finished()
                     if self.failure is not None:
@@ -620,7 +631,7 @@ class _Counting:
                     if self.jsonl else rechunk(self.reported(reader, opened, index), self.pipeline)
                 first_line = 1
                 for piece in pieces:
-                    self.submit(("count", id(group), [(index, path, piece, first_line)], True),
+                    self.submit(("count", group.key, [(index, path, piece, first_line)], True),
                                 group)
                     if self.jsonl:
                         first_line += piece.count("\n")
@@ -638,7 +649,7 @@ class _Counting:
     def close_large(self, group: _Group) -> None:
         """Ask every worker that kept counts of the group for them."""
         for worker in sorted(group.holders):
-            self.submit(("flush", id(group)), group, worker)
+            self.submit(("flush", group.key), group, worker)
         group.closed = True
 
     def cut_points(self, path: str, size: int) -> list[int]:
