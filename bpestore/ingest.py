@@ -57,7 +57,7 @@ ERROR_POLICIES = ("strict", "replace", "skip")
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
 
 # Bytes read at a time; a piece handed to a worker is about this size.
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 1 << 20
 # Plain files up to this size are read whole and counted together with others.
 SMALL_SOURCE_BYTES = 1 << 20
 # Small sources are grouped into tasks of about this many bytes...
@@ -69,9 +69,9 @@ PARALLEL_MIN_BYTES = 4 << 20
 # Bytes searched for a safe place to cut a file into ranges.
 CUT_WINDOW = 64 << 10
 # A worker pre-tokenizes a piece in parts of about this many characters.
-PART_CHARS = 1 << 19
+PART_CHARS = 1 << 18
 # A worker hands back the counts it keeps for a large source at this many distinct words.
-KEPT_WORDS_LIMIT = 400_000
+KEPT_WORDS_LIMIT = 100_000
 
 
 @dataclass
@@ -342,8 +342,13 @@ class TaskCounter:
 
 
 def _as_bytes(counts: Counter) -> dict[bytes, int]:
-    # Ship bytes: they pickle without re-encoding, and the store wants them.
-    return {word.encode("utf-8", "surrogatepass"): n for word, n in counts.items()}
+    """The counts with UTF-8 keys (they pickle without re-encoding, and the store
+    wants them); ``counts`` is emptied as it goes, so both never hold every word."""
+    as_bytes = {}
+    while counts:
+        word, n = counts.popitem()
+        as_bytes[word.encode("utf-8", "surrogatepass")] = n
+    return as_bytes
 
 
 def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str | None) -> None:

@@ -9,6 +9,7 @@ batch of merges (with their tokens).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -309,9 +310,8 @@ class Store:
         compiled = stmt.compile(dialect=conn.dialect)
         sql = str(compiled)
         plain_order = compiled.positional and list(compiled.positiontup) == ["corpus_id", "word", "count"]
-        items = list(counts.items())
-        for start in range(0, len(items), UPSERT_BATCH):
-            batch = items[start:start + UPSERT_BATCH]
+        items = iter(counts.items())
+        while batch := list(itertools.islice(items, UPSERT_BATCH)):
             if plain_order:  # SQLite's "?" parameters, in column order
                 rows: list = [(corpus_id, word, count) for word, count in batch]
             else:
