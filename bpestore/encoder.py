@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import AbstractSet, Literal
 
+from . import alphabet
 from .bpe import PAIR_SHIFT, merge_word
 from .errors import BpestoreError
 from .spec import TokenizerSpec
@@ -70,11 +71,11 @@ class Tokenizer:
         for token_id in sorted(self._vocab):
             if token_id not in reserved:
                 self._id_of.setdefault(self._vocab[token_id], token_id)
-        missing = [b for b in range(256) if bytes([b]) not in self._id_of]
-        if missing:
-            raise BpestoreError(f"the vocabulary lacks {len(missing)} single-byte tokens "
-                                f"(first: {missing[0]}); a byte-level tokenizer needs all 256")
-        self._byte_ids = [self._id_of[bytes([b])] for b in range(256)]
+        # How a pre-token becomes initial ids: its bytes (the fast path below),
+        # or the spec's own symbolization (characters, word markers).
+        self._symbolize = alphabet.symbolizer(spec, self._id_of)
+        if self._symbolize is None:
+            self._byte_ids = alphabet.byte_ids(self._id_of)
         # Merge table: pair of ids -> rank, and the id each rank makes.
         self._ranks: dict[int, int] = {}
         self._merged_ids: list[int] = []
@@ -221,8 +222,11 @@ class Tokenizer:
             out.extend(ids)
 
     def _encode_word(self, word: str) -> list[int]:
-        byte_ids = self._byte_ids
-        ids = [byte_ids[b] for b in word.encode("utf-8")]
+        if self._symbolize is not None:
+            ids = self._symbolize(word)
+        else:
+            byte_ids = self._byte_ids
+            ids = [byte_ids[b] for b in word.encode("utf-8")]
         if len(ids) < 2:
             return ids
         return merge_word(ids, self._ranks, self._merged_ids)
