@@ -8,11 +8,13 @@ store, reading the text) and returns a zero-argument callable: the timed part.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.common import GPT2_MERGES, GPT2_VOCAB, Params
+from bench.common import DATA, GPT2_MERGES, GPT2_VOCAB, Params
 
 SPECIAL = "<|endoftext|>"
 INGEST_VOCAB = 300  # HF "ingest": a trainer that does read + pre-tokenize + count, few merges
@@ -127,10 +129,21 @@ def prepare_gpt2_db(db: Path) -> None:
         store.import_gpt2("gpt2", vocab=GPT2_VOCAB, merges=GPT2_MERGES)
 
 
+@contextmanager
+def gpt2_db() -> Iterator[str]:
+    """A temporary store holding GPT-2 (``prepare_gpt2_db``); yields its path."""
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
+        db = Path(tmp) / "gpt2.db"
+        prepare_gpt2_db(db)
+        yield str(db)
+
+
 def _bpestore_gpt2(p: Params) -> Tokenizer:
     import bpestore
 
-    return bpestore.open(p.db).tokenizer("gpt2")
+    tok = bpestore.open(p.db).tokenizer("gpt2")
+    tok.backend  # the encoder path is chosen (a once-per-version check) before timing
+    return tok
 
 
 def bpestore_encode(p: Params) -> Timed:
@@ -178,7 +191,7 @@ def hf_encode(p: Params) -> Timed:
 
 
 # -- tiktoken -----------------------------------------------------------------
-def tiktoken_encode(p: Params) -> Timed:
+def tiktoken_gpt2():
     """GPT-2 built offline from the shared vocab.json (ids are tiktoken's ranks)."""
     import json
 
@@ -189,8 +202,12 @@ def tiktoken_encode(p: Params) -> Timed:
 
     vocab = json.loads(GPT2_VOCAB.read_text(encoding="utf-8"))
     ranks = {str_to_token(s): i for s, i in vocab.items() if s != SPECIAL}
-    enc = tiktoken.Encoding(name="gpt2", pat_str=PATTERNS["gpt2"], mergeable_ranks=ranks,
-                            special_tokens={SPECIAL: vocab[SPECIAL]})
+    return tiktoken.Encoding(name="gpt2", pat_str=PATTERNS["gpt2"], mergeable_ranks=ranks,
+                             special_tokens={SPECIAL: vocab[SPECIAL]})
+
+
+def tiktoken_encode(p: Params) -> Timed:
+    enc = tiktoken_gpt2()
     text = Path(p.corpus).read_text(encoding="utf-8")
     return lambda: enc.encode_ordinary(text)
 

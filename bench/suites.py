@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import cases
+from bench import cases, encode_paths
 from bench.common import DATA, Case, Params, Result, markdown_table, measure
 
 
@@ -72,10 +72,8 @@ def train(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 def encode(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     """GPT-2 encode of the whole text, one string, one thread of Python."""
-    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
-        db = Path(tmp) / "gpt2.db"
-        cases.prepare_gpt2_db(db)
-        p = Params(corpus=str(corpus), db=str(db))
+    with cases.gpt2_db() as db:
+        p = Params(corpus=str(corpus), db=db)
         results = measure([
             Case("tiktoken", cases.tiktoken_encode, p),
             Case("bpestore (cold word cache)", cases.bpestore_encode, p),
@@ -106,4 +104,5 @@ def hf_merges(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 
 SUITES: dict[str, Callable[[Path, str, int, int], str]] = {
-    "ingest": ingest, "train": train, "encode": encode, "hf-merges": hf_merges}
+    "ingest": ingest, "train": train, "encode": encode, "hf-merges": hf_merges,
+    "encoder": encode_paths.encoder, "encoder-worst": encode_paths.encoder_worst}

@@ -1,15 +1,20 @@
-"""Per-word BPE with merge ranks: the model step shared by encoder and trainer.
+"""Per-word segmentation: BPE merges by rank (shared by encoder and trainer),
+BPE-dropout, greedy longest match, and cutting a word where no token can span.
 
 A merge table maps an adjacent pair of token ids to its rank (lower merges
 first); ``merged_ids[rank]`` is the id of the token the merge makes. Applying
-the lowest-ranked pair present, again and again, gives the same tokens as
-replaying the training merges in order: a pair made with a new token always
-has a higher rank than the merge that made the token.
+the lowest-ranked pair present (the leftmost among equals), again and again,
+gives the same tokens as replaying the training merges in order: a pair made
+with a new token always has a higher rank than the merge that made the token.
 """
 
 from __future__ import annotations
 
 import heapq
+import random
+import sys
+from array import array
+from collections.abc import Iterable
 
 PAIR_SHIFT = 32  # a pair of ids (a, b) is the int (a << 32) | b
 
@@ -19,21 +24,25 @@ def pair_key(left: int, right: int) -> int:
 
 
 # Words longer than this use the heap-based merge, whose cost grows as
-# n log n instead of n * merges.
-_LONG_WORD = 64
+# n log n; below it the list-based loop (whose scans run in C) is faster.
+_LONG_WORD = 48
 
 
 def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
-    """Apply merges to one word, lowest rank first; returns the merged list.
+    """Apply merges to one word, lowest rank first, leftmost first; returns the merged list.
 
     ``ids`` may be changed in place (pass a copy to keep it).
+
+    >>> merge_word([97, 98, 99], {pair_key(97, 98): 0}, [256])
+    [256, 99]
     """
     if len(ids) > _LONG_WORD:
         return _merge_long_word(ids, ranks, merged_ids)
     get = ranks.get
     missing = len(merged_ids)
     # The rank of every adjacent pair, kept in step with ids: a merge at i
-    # changes only the ranks of the pairs on either side of it.
+    # changes only the ranks of the pairs on either side of it. min() and
+    # index() scan in C.
     pair_ranks = [get((a << PAIR_SHIFT) | b, missing) for a, b in zip(ids, ids[1:])]
     while pair_ranks:
         best = min(pair_ranks)
@@ -53,50 +62,160 @@ def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> 
 
 
 def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
-    """Heap + doubly linked list version of merge_word for long words.
+    """Heap + linked list version of merge_word for long words: O(n log n).
 
-    Each heap entry is (rank, position); a stale entry (its pair changed since
-    it was pushed) is recognised by re-reading the pair at that position.
-    Equal ranks pop leftmost first, so overlapping pairs like 'a a a' merge
-    exactly as in the simple loop.
+    A heap entry is the int (rank << 32) | position, so equal ranks pop
+    leftmost first and overlapping pairs like 'a a a' merge exactly as in the
+    list loop. A stale entry (its pair changed since it was pushed) is
+    recognised by re-reading the pair at that position; a merged-away
+    position holds -1, which makes a negative key that no merge has.
     """
     n = len(ids)
     tokens = list(ids)
-    prev = list(range(-1, n - 1))
     nxt = list(range(1, n + 1))
-    alive = [True] * n
+    prev = list(range(-1, n - 1))
     get = ranks.get
-    heap = []
-    for i in range(n - 1):
-        r = get((tokens[i] << PAIR_SHIFT) | tokens[i + 1])
-        if r is not None:
-            heap.append((r, i))
+    keys = [(a << PAIR_SHIFT) | b for a, b in zip(ids, ids[1:])]
+    heap = [(r << 32) | i for i, r in enumerate(map(get, keys)) if r is not None]
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        r, i = heapq.heappop(heap)
-        if not alive[i]:
-            continue
+        entry = pop(heap)
+        r, i = entry >> 32, entry & 0xFFFFFFFF
         j = nxt[i]
         if j >= n or get((tokens[i] << PAIR_SHIFT) | tokens[j]) != r:
-            continue
-        # Merge tokens[i] and tokens[j] into position i.
-        tokens[i] = merged_ids[r]
-        alive[j] = False
+            continue  # stale
+        # Merge tokens[i] and tokens[j] into position i; j leaves the list.
+        new_id = tokens[i] = merged_ids[r]
+        tokens[j] = -1
         k = nxt[j]
         nxt[i] = k
         if k < n:
             prev[k] = i
-            rk = get((tokens[i] << PAIR_SHIFT) | tokens[k])
+            rk = get((new_id << PAIR_SHIFT) | tokens[k])
             if rk is not None:
-                heapq.heappush(heap, (rk, i))
+                push(heap, (rk << 32) | i)
         p = prev[i]
         if p >= 0:
-            rp = get((tokens[p] << PAIR_SHIFT) | tokens[i])
+            rp = get((tokens[p] << PAIR_SHIFT) | new_id)
             if rp is not None:
-                heapq.heappush(heap, (rp, p))
-    out = []
-    i = 0
-    while i < n:
-        out.append(tokens[i])
-        i = nxt[i]
-    return out
+                push(heap, (rp << 32) | p)
+    return [t for t in tokens if t >= 0]
+
+
+def merge_word_dropout(ids: list[int], ranks: dict[int, int], merged_ids: list[int],
+                       dropout: float, rng: random.Random) -> list[int]:
+    """BPE-dropout (Provilkov et al. 2020, as in Hugging Face ``tokenizers``).
+
+    At each step the candidate merges are tried in (rank, position) order and
+    each is skipped with probability ``dropout``; the first one not skipped
+    is applied and the skipped ones become candidates again. The word is done
+    when every candidate was skipped or none is left. ``dropout=0`` is
+    ``merge_word``; ``dropout=1`` leaves the word as it came.
+    """
+    ids = list(ids)
+    get = ranks.get
+    while len(ids) > 1:
+        candidates = sorted((r, i) for i, r in enumerate(
+            get((a << PAIR_SHIFT) | b) for a, b in zip(ids, ids[1:])) if r is not None)
+        for r, i in candidates:
+            if rng.random() >= dropout:
+                ids[i:i + 2] = [merged_ids[r]]
+                break
+        else:
+            break
+    return ids
+
+
+def joinable_table(merges: Iterable[tuple[bytes, bytes]]) -> bytes:
+    """A 65,536-entry table: is byte y ever right after byte x inside a token?
+
+    Inside a merged token every adjacent pair of bytes was joined by exactly
+    one merge of its merge tree, whose left operand ends with the first byte
+    and whose right operand starts with the second; so the pairs (last byte
+    of left, first byte of right) over all merges are all of them. The entry
+    for (x, y) is at (y << 8) | x: a little-endian uint16 read of the bytes x y.
+    """
+    table = bytearray(1 << 16)
+    for left, right in merges:
+        table[(right[0] << 8) | left[-1]] = 1
+    return bytes(table)
+
+
+def split_bytes(data: bytes, joinable: bytes) -> list[bytes]:
+    """Cut a word between any two adjacent bytes that no token holds side by
+    side (``joinable_table``).
+
+    No merge can make a token across such a cut, so merging each piece on
+    its own gives the tokens of the whole word (the lowest pair of the word
+    is always the lowest pair of its piece). Pieces are short and repeat far
+    more than words do (a run of Japanese without spaces is one pre-token),
+    which is what makes a cache of pieces pay.
+
+    >>> split_bytes(b"abcd", joinable_table([(b"a", b"b"), (b"c", b"d")]))
+    [b'ab', b'cd']
+    """
+    n = len(data)
+    if n < 2:
+        return [data]
+    # joined[i] says whether data[i] and data[i + 1] may stay together; the
+    # table is read through uint16 views of the even and the odd byte pairs,
+    # so the work per byte runs in C.
+    joined = bytearray(n - 1)
+    lookup = joinable.__getitem__
+    even = array("H", data[:n - n % 2])
+    odd = array("H", data[1:n - (n - 1) % 2])
+    if sys.byteorder != "little":
+        even.byteswap()
+        odd.byteswap()
+    joined[0::2] = bytes(map(lookup, even))
+    joined[1::2] = bytes(map(lookup, odd))
+    pieces = []
+    start = 0
+    cut = joined.find(0)
+    while cut >= 0:
+        pieces.append(data[start:cut + 1])
+        start = cut + 1
+        cut = joined.find(0, start)
+    pieces.append(data[start:] if start else data)
+    return pieces
+
+
+class LongestMatch:
+    """Greedy longest-match segmentation over a trie of the vocabulary (as in
+    seed 002): from the left, take the longest token that matches, then go on
+    after it. Every single symbol is a token, so a match always exists.
+
+    >>> LongestMatch({(1,): 1, (2,): 2, (1, 2): 3, (1, 2, 1): 4}).segment([1, 2, 1, 2, 2])
+    [4, 2, 2]
+    """
+
+    def __init__(self, tokens: dict[tuple[int, ...], int]) -> None:
+        # A trie node is a dict: symbol -> child node; the key None holds the
+        # id of the token that ends at the node.
+        self.root: dict = {}
+        for symbols, token_id in tokens.items():
+            node = self.root
+            for s in symbols:
+                node = node.setdefault(s, {})
+            node.setdefault(None, token_id)
+
+    def segment(self, symbols: list[int]) -> list[int]:
+        out = []
+        n = len(symbols)
+        i = 0
+        while i < n:
+            node = self.root
+            best_id, best_end = symbols[i], i + 1  # an unknown symbol stands alone
+            j = i
+            while j < n:
+                node = node.get(symbols[j])
+                if node is None:
+                    break
+                j += 1
+                token_id = node.get(None)
+                if token_id is not None:
+                    best_id, best_end = token_id, j
+            out.append(best_id)
+            i = best_end
+        return out

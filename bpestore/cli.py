@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import os
 import sys
 import time
 from pathlib import Path
@@ -345,32 +346,90 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: 
 # ---------------------------------------------------------------------------
 # encode / decode
 # ---------------------------------------------------------------------------
+class FileProgress:
+    """A progress bar over the bytes of the input file, on a terminal only."""
+
+    def __init__(self, path: str, enabled: bool) -> None:
+        size = Path(path).stat().st_size if Path(path).is_file() else None
+        compressed = path.endswith((".gz", ".xz", ".bz2"))
+        self.bar = None
+        if enabled and sys.stderr.isatty() and size and not compressed:
+            self.bar = click.progressbar(length=size, label="encoding", file=sys.stderr,
+                                         show_eta=True, show_percent=True)
+            self.bar.__enter__()
+        self.done = 0
+
+    def __call__(self, bytes_read: int, tokens: int) -> None:
+        if self.bar is not None:
+            self.bar.update(bytes_read - self.done)
+            self.done = bytes_read
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
+                            help="Id file element type [default: uint16 where every id fits, else uint32].")
+
+
 @cli.command()
 @click.argument("ref")
 @click.argument("text", required=False)
 @click.option("--file", "path", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Encode this file (- for stdin) instead of TEXT.")
+              help="Encode this file (- for stdin; .gz/.xz/.bz2 read as text) instead of TEXT.")
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Write the ids of --file as a flat little-endian binary file (numpy.memmap-able).")
+@dtype_option
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Encode --file in this many threads (tiktoken path) or processes.")
+@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+              show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
 @click.option("--no-special", is_flag=True, help="Encode special tokens as ordinary text.")
 @json_option
+@quiet_option
 @click.pass_obj
-def encode(obj: Context, ref: str, text: str | None, path: str | None, show_tokens: bool,
-           no_special: bool, as_json: bool) -> None:
-    """Encode TEXT (or --file) with version REF; prints the ids."""
+def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str | None,
+           dtype: str | None, workers: int, errors: str, show_tokens: bool, no_special: bool,
+           as_json: bool, quiet: bool) -> None:
+    """Encode TEXT (or --file) with version REF; prints the ids, or writes them to --out."""
     if (text is None) == (path is None):
         raise click.UsageError("give TEXT or --file PATH (not both)")
+    if out is not None and path is None:
+        raise click.UsageError("--out writes the ids of --file PATH; give --file")
     tok = obj.store.tokenizer(ref)
     options: dict[str, Any] = ({"allowed_special": set(), "disallowed_special": ()} if no_special
                                else {"allowed_special": "all"})
-    if path is not None:
-        stream = click.open_file(path, encoding="utf-8", errors="strict")
+    if out is not None:
+        started = time.monotonic()
+        progress = FileProgress(path, enabled=not quiet and not as_json)
         try:
-            ids = list(tok.encode_iterable(stream, **options))
-        except UnicodeDecodeError as exc:
-            raise BpestoreError(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start} "
-                                "of a chunk)") from None
+            result = tok.encode_file(path, out, dtype=dtype, workers=workers, errors=errors,
+                                     progress=progress, **options)
         finally:
-            stream.close()
+            progress.close()
+        seconds = time.monotonic() - started
+        summary = {"out": result.path, "tokens": result.tokens, "bytes": result.bytes,
+                   "bytes_per_token": round(result.bytes_per_token, 4), "dtype": result.dtype,
+                   "seconds": round(seconds, 3), "workers": workers, "backend": tok.backend}
+        if as_json:
+            emit_json(summary)
+        elif not quiet:
+            click.echo(f"{result.path}: {result.tokens:,} tokens ({result.dtype}) from {result.bytes:,} "
+                       f"bytes, {result.bytes_per_token:.2f} bytes/token, in {seconds:.1f}s "
+                       f"({result.bytes / max(seconds, 1e-9) / 1e6:.1f} MB/s, {tok.backend})")
+        return
+    if path is not None:
+        from .ingest import TextReader, open_source
+
+        stream = open_source(path)
+        try:
+            ids = list(tok.encode_iterable(TextReader(stream, path, errors=errors), workers=workers,
+                                           **options))
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
     else:
         ids = tok.encode(text, **options)
     if show_tokens:
@@ -389,12 +448,32 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, show_toke
 @cli.command()
 @click.argument("ref")
 @click.argument("ids", nargs=-1, type=int)
+@click.option("--file", "path", type=click.Path(dir_okay=False),
+              help="Decode a flat binary id file (as written by encode --out) instead of IDS.")
+@dtype_option
+@click.option("--errors", type=click.Choice(["replace", "strict"]), default="replace", show_default=True,
+              help="Invalid UTF-8: U+FFFD, or an error.")
 @json_option
 @click.pass_obj
-def decode(obj: Context, ref: str, ids: tuple[int, ...], as_json: bool) -> None:
-    """Decode token IDS with version REF."""
+def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None, dtype: str | None,
+           errors: str, as_json: bool) -> None:
+    """Decode token IDS (or --file) with version REF."""
+    if bool(ids) == (path is not None):
+        raise click.UsageError("give IDS or --file PATH (not both)")
     tok = obj.store.tokenizer(ref)
-    text = tok.decode(ids)
+    if path is not None:
+        pieces = tok.decode_file(path, dtype=dtype, errors=errors)
+        if as_json:
+            emit_json({"text": "".join(pieces)})
+            return
+        try:
+            for piece in pieces:
+                click.echo(piece, nl=False)
+        except BrokenPipeError:
+            # The reader went away (e.g. `| head`): stop quietly, as cat does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    text = tok.decode(ids, errors=errors)
     if as_json:
         emit_json({"text": text, "ids": list(ids)})
     else:

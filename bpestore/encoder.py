@@ -3,26 +3,75 @@
 The encoder takes a vocabulary and merges; where they came from (a store, GPT-2
 files, ``train_bpe``) is not its business. Text goes through the spec's
 pipeline (special tokens, normalizer, pre-tokenizer), then every pre-token is
-split into bytes and merged by rank (``bpe.merge_word``). A bounded cache
-remembers the ids of recent pre-tokens.
+turned into symbols (its bytes) and segmented: merged by rank
+(``bpe.merge_word``, the default) or cut by greedy longest match. Bounded
+caches remember the ids of recent pre-tokens and of the pieces long
+pre-tokens split into.
+
+Where a version allows it (``bpestore.fast``), ordinary text is encoded by
+tiktoken's Rust core instead, with identical ids; the pure-Python path stays
+the reference and the fallback. ``Tokenizer.backend`` says which one runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import AbstractSet, Literal
+import codecs
+import multiprocessing
+import os
+import random
+import sys
+from array import array
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AbstractSet, Literal, NamedTuple, Union
 
 from . import alphabet
-from .bpe import PAIR_SHIFT, merge_word
+from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
 from .errors import BpestoreError
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
-WORD_CACHE_SIZE = 200_000
+WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
+PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
+ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
+PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
+FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
+
+Ids = Union[list, array]  # token ids: a list, or a uint32 array (id files, worker results)
 
 
 class DisallowedSpecialError(BpestoreError, ValueError):
     """The text holds a special token that the call did not allow."""
+
+
+class _Rules(NamedTuple):
+    """How one encode call treats special tokens and dropout (plain data, so
+    it travels to worker processes)."""
+
+    allowed: frozenset[str]
+    disallowed: frozenset[str]
+    dropout: float = 0.0
+    seed: int | str | None = None
+
+
+_ORDINARY = _Rules(frozenset(), frozenset())
+
+
+@dataclass(frozen=True)
+class EncodedFile:
+    """What ``Tokenizer.encode_file`` wrote."""
+
+    path: str
+    tokens: int
+    bytes: int
+    dtype: str
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
 
 
 class Tokenizer:
@@ -44,10 +93,13 @@ class Tokenizer:
         *,
         spec: TokenizerSpec | None = None,
         name: str | None = None,
+        fast: bool = True,
     ) -> None:
         """``vocab`` maps ids to bytes; ``merges`` are byte pairs in rank order;
         ``special_tokens`` are in ``vocab`` as their UTF-8 bytes; pass a dict
-        (text -> id) where a special token's bytes also name an ordinary token."""
+        (text -> id) where a special token's bytes also name an ordinary token.
+        ``fast=False`` keeps to the pure-Python encoder even where tiktoken's
+        core could run (see ``bpestore.fast``)."""
         special_ids = dict(special_tokens) if isinstance(special_tokens, dict) else {}
         special_tokens = list(special_tokens)
         if spec is None:
@@ -71,11 +123,10 @@ class Tokenizer:
         for token_id in sorted(self._vocab):
             if token_id not in reserved:
                 self._id_of.setdefault(self._vocab[token_id], token_id)
-        # How a pre-token becomes initial ids: its bytes (the fast path below),
-        # or the spec's own symbolization (characters, word markers).
-        self._symbolize = alphabet.symbolizer(spec, self._id_of)
-        if self._symbolize is None:
-            self._byte_ids = alphabet.byte_ids(self._id_of)
+        # How a pre-token becomes initial ids: its bytes (the byte path below),
+        # or the spec's own symbols (characters, word markers).
+        self._word_symbols = alphabet.symbolizer(spec, self._id_of)
+        self._byte_ids = alphabet.byte_ids(self._id_of) if spec.byte_level else []
         # Merge table: pair of ids -> rank, and the id each rank makes.
         self._ranks: dict[int, int] = {}
         self._merged_ids: list[int] = []
@@ -88,10 +139,30 @@ class Tokenizer:
                                     "token missing from the vocabulary") from None
             self._ranks.setdefault(key, rank)
             self._merged_ids.append(merged)
+        # Byte pairs that some token holds side by side: a word is cut
+        # between any other two bytes (bpe.split_bytes).
+        self._joinable = joinable_table(self._merges)
+        self._longest_match = None
+        if spec.segmentation == "longest-match":
+            if self._word_symbols is not None:
+                raise BpestoreError("longest-match segmentation works on byte-level specs without "
+                                    "word markers so far")
+            self._longest_match = LongestMatch(
+                {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
         self._pipeline = TextPipeline(spec.replace(special_tokens=()))
         self._all_specials = TextPipeline(spec)  # for cutting streams
         self._special_regex_cache: dict[frozenset[str], object] = {}
-        self._cache: dict[str, list[int]] = {}
+        self._words: dict[str, tuple[int, ...]] = {}
+        self._pieces: dict[bytes, tuple[int, ...]] = {}
+        self._use_fast = fast
+        self._fast = None  # a fast.FastEncoder once checked, where the version allows
+        self._fast_checked = False
+        self._backend = "python"
+
+    def __reduce__(self):
+        # Pickled (for worker processes started by spawn) without caches.
+        return (_rebuild, (self._vocab, self._merges, self.special_tokens, self.spec, self.name,
+                           self._use_fast))
 
     # -- what it is --------------------------------------------------------
     @property
@@ -107,6 +178,16 @@ class Tokenizer:
     @property
     def n_vocab(self) -> int:
         return max(self._vocab) + 1 if self._vocab else 0
+
+    @property
+    def backend(self) -> str:
+        """Which encoder runs ordinary text: ``tiktoken``, or ``python (why)``.
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], fast=False).backend
+        'python (fast=False)'
+        """
+        self._fast_encoder()
+        return self._backend
 
     def token_id(self, data: bytes | str) -> int | None:
         """The id of a token given as bytes or text (special tokens included), or None."""
@@ -127,10 +208,7 @@ class Tokenizer:
         >>> tok.encode_ordinary("hi")
         [104, 105]
         """
-        text = _fix_surrogates(text)
-        out: list[int] = []
-        self._encode_segment(text, out)
-        return out
+        return self._encode(text, _ORDINARY)
 
     def encode(
         self,
@@ -138,68 +216,195 @@ class Tokenizer:
         *,
         allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
         disallowed_special: Literal["all"] | Collection[str] = "all",
+        dropout: float = 0.0,
+        seed: int | str | None = None,
     ) -> list[int]:
         """Encode text to ids, with tiktoken's rules for special tokens.
 
         Special tokens in ``allowed_special`` become their ids; any in
         ``disallowed_special`` (by default every special token not allowed)
         raises ``DisallowedSpecialError``; the rest are encoded as plain text.
+        ``dropout`` > 0 skips each merge with that probability (BPE-dropout,
+        for training-time regularisation; ``seed`` makes it repeatable).
 
         >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"<|e|>"}, [],
         ...                 special_tokens=["<|e|>"])
         >>> tok.encode("a<|e|>", allowed_special="all")
         [97, 256]
         """
-        allowed = self._resolve_allowed(allowed_special)
-        if disallowed_special == "all":
-            disallowed = set(self.special_tokens) - allowed
-        else:
-            disallowed = set(disallowed_special)
-        text = _fix_surrogates(text)
-        if disallowed:
-            regex = self._specials_regex(frozenset(disallowed))
-            match = regex.search(text) if regex is not None else None
-            if match is not None:
-                raise DisallowedSpecialError(
-                    f"the text contains the special token {match.group()!r}, which is not "
-                    "allowed. Pass allowed_special={" + repr(match.group()) + "} (or 'all') "
-                    "to encode it as a special token, or disallowed_special=() to encode it "
-                    "as ordinary text.")
-        out: list[int] = []
-        regex = self._specials_regex(frozenset(allowed)) if allowed else None
-        if regex is None:
-            self._encode_segment(text, out)
-            return out
-        start = 0
-        for m in regex.finditer(text):
-            self._encode_segment(text[start:m.start()], out)
-            out.append(self.special_tokens[m.group()])
-            start = m.end()
-        self._encode_segment(text[start:], out)
-        return out
+        return self._encode(text, self._rules(allowed_special, disallowed_special, dropout, seed))
 
     def encode_batch(self, texts: Iterable[str], **options) -> list[list[int]]:
         """``encode`` each text; takes the same keyword options."""
-        return [self.encode(text, **options) for text in texts]
+        rules = self._rules(**options)
+        return [self._encode(text, rules) for text in texts]
 
-    def encode_iterable(self, chunks: Iterable[str], **options) -> Iterator[int]:
+    def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
+        """The ids of text and, for each, the (start, end) characters of text it
+        covers. A token that holds part of a character covers that character.
+        Takes the same keyword options as ``encode``.
+
+        >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")])
+        >>> tok.encode_with_offsets("abé")
+        ([256, 195, 169], [(0, 2), (2, 3), (2, 3)])
+        """
+        text = _fix_surrogates(text)
+        ids = self._encode(text, self._rules(**options))
+        # The character each byte of the UTF-8 text belongs to.
+        char_of_byte = []
+        for i, ch in enumerate(text):
+            char_of_byte.extend([i] * _utf8_length(ch))
+        spans = []
+        start = 0
+        for token_id in ids:
+            end = start + len(self._vocab[token_id])
+            spans.append((char_of_byte[start], char_of_byte[end - 1] + 1))
+            start = end
+        return ids, spans
+
+    def encode_iterable(self, chunks: Iterable[str], *, workers: int = 1, **options) -> Iterator[int]:
         """Encode a stream of text (e.g. an open file) lazily, in bounded memory.
 
         Chunks are re-cut at safe places, so no pre-token or special token is
         split across two chunks: the ids equal ``encode("".join(chunks))``.
+        ``workers`` > 1 encodes pieces of the stream in that many threads
+        (tiktoken path) or processes (pure-Python path), in order.
         Takes the same keyword options as ``encode``.
         """
-        for piece in rechunk(chunks, self._all_specials):
-            yield from self.encode(piece, **options)
+        for ids in self.encode_chunks(chunks, workers=workers, **options):
+            yield from ids
 
-    def _resolve_allowed(self, allowed_special) -> set[str]:
+    def encode_chunks(self, chunks: Iterable[str], *, workers: int = 1, **options) -> Iterator[list[int]]:
+        """Like ``encode_iterable``, but yields the ids of each safely cut piece
+        of the stream as one list (faster to consume in bulk).
+
+        At most ``2 * workers`` pieces are in flight, so memory stays bounded
+        by the chunk size however long the stream.
+        """
+        yield from self._encode_stream(chunks, self._rules(**options), workers, list)
+
+    def _encode_stream(self, chunks: Iterable[str], rules: _Rules, workers: int,
+                       container: Callable[[], Ids]) -> Iterator[Ids]:
+        """The ids of each safely cut piece of a stream, in order, each in a
+        new ``container()`` (a list, or a uint32 array for id files).
+
+        Pieces are about PIECE_CHARS characters whatever the chunk size: that
+        bounds the memory of one piece's ids and keeps every worker busy.
+        With ``workers`` > 1 they go to threads where tiktoken's core runs (it
+        releases the GIL), else to processes (their results come back as
+        uint32 arrays: plain bytes between processes).
+        """
+        pieces = rechunk(_sliced(chunks, PIECE_CHARS), self._all_specials)
+        if workers <= 1:
+            for index, piece in enumerate(pieces):
+                yield self._encode(piece, rules, index, container())
+            return
+        threads = self._fast_encoder() is not None and not rules.dropout
+        if threads:
+            pool: Executor = ThreadPoolExecutor(workers)
+        else:
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                       initargs=(self,))
+        with pool:
+            window: deque = deque()
+            for index, piece in enumerate(pieces):
+                if threads:
+                    window.append(pool.submit(self._encode, piece, rules, index, container()))
+                else:
+                    window.append(pool.submit(_encode_in_worker, piece, rules, index))
+                if len(window) >= 2 * workers:
+                    yield _into(window.popleft().result(), container)
+            while window:
+                yield _into(window.popleft().result(), container)
+
+    def encode_file(
+        self,
+        path: str | Path,
+        out: str | Path,
+        *,
+        dtype: Literal["uint16", "uint32"] | None = None,
+        workers: int = 1,
+        errors: str = "strict",
+        progress: Callable[[int, int], None] | None = None,
+        **options,
+    ) -> EncodedFile:
+        """Encode a text file (``-`` is stdin; .gz/.xz/.bz2 are read as text)
+        into a flat binary file of little-endian ids, the format training
+        scripts memory-map (``numpy.memmap(out, dtype)``). Memory stays flat.
+
+        ``dtype`` defaults to uint16 where every id fits, else uint32.
+        ``progress(bytes_read, tokens_written)`` is called after each piece.
+        The file appears only once complete. Takes ``encode``'s keyword options.
+        """
+        from .ingest import TextReader, open_source
+
+        dtype = dtype or ("uint16" if self.n_vocab <= 1 << 16 else "uint32")
+        typecode = self._id_typecode(dtype, writing=True)
+        out = Path(out)
+        partial = out.with_name(out.name + ".partial")
+        stream = open_source(path)
+        reader = TextReader(stream, str(path), errors=errors)
+        n_tokens = 0
+        rules = self._rules(**options)
+        try:
+            with open(partial, "wb") as f:
+                for ids in self._encode_stream(reader, rules, workers, _uint32_array):
+                    n_tokens += len(ids)
+                    if sys.byteorder != "little":
+                        ids.byteswap()
+                    data = ids.tobytes()
+                    if typecode == "H":
+                        # Every id fits in 16 bits: keep the low two bytes of each four.
+                        narrow = bytearray(len(data) // 2)
+                        narrow[0::2], narrow[1::2] = data[0::4], data[1::4]
+                        data = narrow
+                    f.write(data)
+                    if progress is not None:
+                        progress(reader.size, n_tokens)
+            os.replace(partial, out)
+        finally:
+            if stream is not sys.stdin.buffer:
+                stream.close()
+            if partial.exists():
+                partial.unlink()
+        return EncodedFile(path=str(out), tokens=n_tokens, bytes=reader.size, dtype=dtype)
+
+    def _id_typecode(self, dtype: str, *, writing: bool) -> str:
+        if dtype not in ID_DTYPES:
+            raise BpestoreError(f"unknown id dtype {dtype!r}; choose uint16 or uint32")
+        if writing and dtype == "uint16" and self.n_vocab > 1 << 16:
+            raise BpestoreError(f"this vocabulary has ids up to {self.n_vocab - 1}, more than uint16 "
+                                "holds; use dtype uint32")
+        return ID_DTYPES[dtype]
+
+    # -- encoding internals --------------------------------------------------
+    def _rules(
+        self,
+        allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+        dropout: float = 0.0,
+        seed: int | str | None = None,
+    ) -> _Rules:
+        """Check an encode call's options once; the result is plain data."""
         if allowed_special == "all":
-            return set(self.special_tokens)
-        allowed = set(allowed_special)
-        unknown = allowed - set(self.special_tokens)
-        if unknown:
-            raise BpestoreError(f"not a special token of this tokenizer: {sorted(unknown)[0]!r}")
-        return allowed
+            allowed = frozenset(self.special_tokens)
+        else:
+            allowed = frozenset(allowed_special)
+            unknown = allowed - set(self.special_tokens)
+            if unknown:
+                raise BpestoreError(f"not a special token of this tokenizer: {sorted(unknown)[0]!r}")
+        if disallowed_special == "all":
+            disallowed = frozenset(self.special_tokens) - allowed
+        else:
+            disallowed = frozenset(disallowed_special)
+        if not 0.0 <= dropout <= 1.0:
+            raise BpestoreError(f"dropout is a probability between 0 and 1, not {dropout!r}")
+        if dropout and self.spec.segmentation != "merge":
+            raise BpestoreError("dropout applies to merge segmentation only; this version "
+                                f"segments by {self.spec.segmentation}")
+        return _Rules(allowed, disallowed, dropout, seed)
 
     def _specials_regex(self, tokens: frozenset[str]):
         regex = self._special_regex_cache.get(tokens)
@@ -207,29 +412,120 @@ class Tokenizer:
             regex = self._special_regex_cache[tokens] = special_tokens_regex(tokens)
         return regex
 
-    def _encode_segment(self, text: str, out: list[int]) -> None:
+    def _encode(self, text: str, rules: _Rules, index: int | None = None, out: Ids | None = None) -> Ids:
+        """Encode one text under checked rules into ``out`` (a new list by
+        default, or a uint32 array); ``index`` numbers the pieces of a stream
+        (it seeds dropout per piece, whichever worker runs it).
+        Lone surrogates become U+FFFD (as in tiktoken) where a segment is
+        encoded; special tokens hold none, so matching them is unchanged."""
+        if rules.disallowed:
+            match = self._specials_regex(rules.disallowed).search(text)
+            if match is not None:
+                raise DisallowedSpecialError(
+                    f"the text contains the special token {match.group()!r}, which is not "
+                    "allowed. Pass allowed_special={" + repr(match.group()) + "} (or 'all') "
+                    "to encode it as a special token, or disallowed_special=() to encode it "
+                    "as ordinary text.")
+        dropout = rules.dropout
+        rng = None
+        if dropout:
+            rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
+        if out is None:
+            out = []
+        if not rules.allowed:
+            self._encode_segment(text, out, dropout, rng)
+            return out
+        start = 0
+        for m in self._specials_regex(rules.allowed).finditer(text):
+            self._encode_segment(text[start:m.start()], out, dropout, rng)
+            out.append(self.special_tokens[m.group()])
+            start = m.end()
+        self._encode_segment(text[start:], out, dropout, rng)
+        return out
+
+    def _encode_segment(self, text: str, out: Ids, dropout: float = 0.0,
+                        rng: random.Random | None = None) -> None:
         """Encode a stretch of text that holds no special token to be matched."""
         if not text:
             return
-        cache = self._cache
-        for word in self._pipeline.pretokenize(text):
+        if dropout:
+            for word in self._pipeline.pretokenize(_fix_surrogates(text)):
+                out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
+                                              self._merged_ids, dropout, rng))
+            return
+        # A short text does not pay for the fast path's once-per-version check.
+        fast = self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
+        if fast is not None and fast.encode_into(text, out):
+            return
+        cache = self._words
+        for word in self._pipeline.pretokenize(_fix_surrogates(text)):
             ids = cache.get(word)
             if ids is None:
-                ids = self._encode_word(word)
                 if len(cache) >= WORD_CACHE_SIZE:
                     cache.clear()
-                cache[word] = ids
+                ids = cache[word] = tuple(self._encode_word(word))
             out.extend(ids)
 
+    def _initial_ids(self, word: str) -> list[int]:
+        """A pre-token's initial symbols: the spec's own, or its bytes."""
+        if self._word_symbols is not None:
+            return self._word_symbols(word)
+        return self._symbolize(word.encode("utf-8"))
+
+    def _symbolize(self, data: bytes) -> list[int]:
+        """A word's (or token's) initial symbols: its bytes, as ids."""
+        byte_ids = self._byte_ids
+        return [byte_ids[b] for b in data]
+
     def _encode_word(self, word: str) -> list[int]:
-        if self._symbolize is not None:
-            ids = self._symbolize(word)
-        else:
-            byte_ids = self._byte_ids
-            ids = [byte_ids[b] for b in word.encode("utf-8")]
-        if len(ids) < 2:
-            return ids
-        return merge_word(ids, self._ranks, self._merged_ids)
+        """One pre-token to ids: its bytes, cut where no token can span them
+        (one symbol per byte makes the cut valid; bpe.split_bytes), each
+        piece turned into symbols and segmented; pieces are cached. Specs
+        with characters or word markers use their own symbols, whole."""
+        if self._word_symbols is not None:
+            ids = self._word_symbols(word)
+            return merge_word(ids, self._ranks, self._merged_ids) if len(ids) > 1 else ids
+        data = word.encode("utf-8")
+        if self._longest_match is not None:
+            return self._longest_match.segment(self._symbolize(data))
+        pieces = split_bytes(data, self._joinable)
+        if len(pieces) == 1:
+            return merge_word(self._symbolize(data), self._ranks, self._merged_ids)
+        byte_ids = self._byte_ids
+        cache = self._pieces
+        out: list[int] = []
+        for piece in pieces:
+            if len(piece) == 1:
+                out.append(byte_ids[piece[0]])
+                continue
+            ids = cache.get(piece)
+            if ids is None:
+                if len(cache) >= PIECE_CACHE_SIZE:
+                    cache.clear()
+                ids = cache[piece] = tuple(merge_word(self._symbolize(piece), self._ranks, self._merged_ids))
+            out += ids
+        return out
+
+    def _fast_encoder(self):
+        """tiktoken's core for this version, or None (the reason goes to backend)."""
+        if not self._fast_checked:
+            self._fast_checked = True
+            self._fast, self._backend = self._build_fast_encoder()
+        return self._fast
+
+    def _build_fast_encoder(self):
+        from . import fast
+
+        if not self._use_fast:
+            return None, "python (fast=False)"
+        problem = fast.spec_problem(self.spec) or fast.tiktoken_problem()
+        if problem is None:
+            problem = fast.rank_equivalence_problem(
+                self._merges, self._id_of,
+                lambda data: merge_word(self._symbolize(data), self._ranks, self._merged_ids))
+        if problem is not None:
+            return None, f"python ({problem})"
+        return fast.FastEncoder(self.spec, self._byte_ids, self._merges, self._id_of), "tiktoken"
 
     # -- decoding ----------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -255,6 +551,89 @@ class Tokenizer:
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token."""
         return self.decode_bytes([token_id])
+
+    def decode_with_offsets(self, ids: Sequence[int]) -> tuple[str, list[int]]:
+        """The text of ids and the character where each token starts, as tiktoken
+        gives them (a token that starts inside a character starts at it).
+
+        >>> Tokenizer({i: bytes([i]) for i in range(256)}, []).decode_with_offsets([104, 105])
+        ('hi', [0, 1])
+        """
+        offsets = []
+        n_chars = 0
+        for token_id in ids:
+            data = self.decode_single_token_bytes(token_id)
+            offsets.append(max(0, n_chars - (0x80 <= data[0] < 0xC0)))
+            n_chars += sum(1 for b in data if not 0x80 <= b < 0xC0)
+        return self.decode(ids, errors="strict"), offsets
+
+    def decode_file(self, path: str | Path, *, dtype: Literal["uint16", "uint32"] | None = None,
+                    errors: str = "replace", block: int = 1 << 20) -> Iterator[str]:
+        """Decode a flat id file written by ``encode_file``, streaming the text."""
+        dtype = dtype or ("uint16" if self.n_vocab <= 1 << 16 else "uint32")
+        typecode = self._id_typecode(dtype, writing=False)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors)
+        done = 0
+        try:
+            with open(path, "rb") as f:
+                while data := f.read(block * array(typecode).itemsize):
+                    ids = array(typecode)
+                    if len(data) % ids.itemsize:
+                        raise BpestoreError(f"{path} is not a file of {dtype} ids (its size is not "
+                                            f"a multiple of {ids.itemsize}); pass the dtype it was written with")
+                    ids.frombytes(data)
+                    if sys.byteorder != "little":
+                        ids.byteswap()
+                    data = self.decode_bytes(ids)
+                    yield decoder.decode(data)
+                    done += len(data)
+                yield decoder.decode(b"", True)
+        except UnicodeDecodeError as exc:
+            raise BpestoreError(f"the tokens do not decode to valid UTF-8 (byte {done + exc.start}); "
+                                "use errors='replace' to substitute U+FFFD") from None
+        except FileNotFoundError:
+            raise BpestoreError(f"file not found: {path}") from None
+
+
+# -- worker processes ---------------------------------------------------------
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _start_worker(tokenizer: Tokenizer) -> None:
+    global _WORKER_TOKENIZER
+    _WORKER_TOKENIZER = tokenizer
+
+
+def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array:
+    return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
+
+
+def _uint32_array() -> array:
+    return array("I")
+
+
+def _into(ids: Ids, container: Callable[[], Ids]) -> Ids:
+    """ids as the container asked for (a worker process sends arrays)."""
+    return ids.tolist() if container is list and isinstance(ids, array) else ids
+
+
+def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:
+    return Tokenizer(vocab, merges, special_tokens, spec=spec, name=name, fast=fast)
+
+
+# -- text helpers ---------------------------------------------------------------
+def _sliced(chunks: Iterable[str], size: int) -> Iterator[str]:
+    """The chunks, each cut into slices of at most ``size`` characters."""
+    for chunk in chunks:
+        if len(chunk) <= size:
+            yield chunk
+        else:
+            yield from (chunk[i:i + size] for i in range(0, len(chunk), size))
+
+
+def _utf8_length(ch: str) -> int:
+    cp = ord(ch)
+    return 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
 
 
 def _fix_surrogates(text: str) -> str:

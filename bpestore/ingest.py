@@ -169,6 +169,20 @@ class _Opened:
         self.close()
 
 
+def open_source(path: str | Path) -> BinaryIO:
+    """A source opened for binary reading, .gz/.xz/.bz2 decompressed; '-' is
+    stdin. Closing the stream closes the file."""
+    name = str(path)
+    if name == "-":
+        return sys.stdin.buffer
+    opened = _Opened(name)  # the checks and their messages
+    if opened.stream is opened.raw:
+        return opened.raw
+    opened.close()
+    # A decompressing stream opened by name owns (and closes) its file.
+    return {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}[Path(name).suffix](name, "rb")
+
+
 class TextReader:
     """Iterate the decoded text of a binary stream, hashing the bytes as read.
 

@@ -22,6 +22,8 @@ NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric"
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex")
 ALPHABETS = ("bytes", "chars")
 TIE_BREAKS = ("lexicographic", "hf")
+# How a word is cut into tokens: BPE merges by rank, or greedy longest vocabulary match.
+SEGMENTATIONS = ("merge", "longest-match")
 
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
@@ -57,6 +59,7 @@ class TokenizerSpec:
     byte_fallback: bool = False
     no_inner_space: bool = False
     tie_break: str = "lexicographic"
+    segmentation: str = "merge"
     extra: dict[str, Any] = field(default_factory=dict, compare=True, hash=False)
 
     def __post_init__(self) -> None:
@@ -90,6 +93,9 @@ class TokenizerSpec:
         if self.tie_break not in TIE_BREAKS:
             raise BpestoreError(f"unknown tie-break {self.tie_break!r}; "
                                 "choose lexicographic or hf")
+        if self.segmentation not in SEGMENTATIONS:
+            raise BpestoreError(f"unknown segmentation {self.segmentation!r}; "
+                                "choose merge or longest-match")
         if len(set(self.special_tokens)) != len(self.special_tokens):
             raise BpestoreError("a special token is given twice")
         if any(not tok for tok in self.special_tokens):
@@ -118,6 +124,8 @@ class TokenizerSpec:
         d["special_tokens"] = list(self.special_tokens)
         if not d["extra"]:
             del d["extra"]
+        if d["segmentation"] == "merge":
+            del d["segmentation"]  # the default: older specs' JSON (and fingerprints) stay as they were
         return d
 
     def to_json(self) -> str:

@@ -1,0 +1,275 @@
+"""The accelerated encoder: tiktoken's Rust core fed a version's ranks.
+
+It is used only where it provably gives the ids of the pure-Python encoder
+(``bpe.merge_word`` on the spec's pre-tokens), which stays the reference and the
+fallback. Three gates, each checked once and cached:
+
+1. **The spec** is exactly what tiktoken runs: byte-level symbols, no
+   normalizer, no word markers, ``merge`` segmentation, and one of the
+   pre-tokenizer patterns tiktoken ships (``gpt2``, ``cl100k``, ``o200k``).
+   Special tokens are matched by bpestore in Python before any of this, so
+   they never reach tiktoken.
+
+2. **The version** passes ``rank_equivalence_problem`` (below): merge-rule BPE
+   (ours: merge the adjacent pair of lowest *merge* rank) and rank-based BPE
+   (tiktoken: merge the adjacent pair whose *concatenation* has the lowest
+   rank) then agree on every input.
+
+3. **The text**: the two regex engines (Python's ``regex`` module and Rust's
+   ``fancy-regex``) carry their own Unicode tables, which differ for
+   characters assigned in newer Unicode versions (tiktoken 0.14 knows the
+   letters of Unicode 16.0 but not those of 17.0; ``regex`` 2026.11 knows 17.0
+   and later: they split differently around 17,480 letters and digits, none of
+   them assigned in Python 3.11's Unicode 14.0). Both engines are checked to
+   know a letter new in each Unicode version up to that of Python's
+   ``unicodedata``, and a stretch of text holding a character unassigned there
+   is encoded by the pure path. ``tests/test_fast.py`` compares the engines
+   around every code point ``unicodedata`` knows.
+
+Why gate 2 is enough (the proof)
+--------------------------------
+Let the merges be (l_k, r_k), k = 0..K-1, and t_k = l_k + r_k the token merge k
+makes. Merge-rule BPE (MB) starts from the bytes of a word and repeatedly
+joins the adjacent pair (l_k, r_k) of lowest k, leftmost first. Rank-based BPE
+(RB) repeatedly joins the adjacent pair (x, y), x and y tokens, whose
+concatenation is a token t_k, lowest k first, leftmost first; tiktoken feeds it
+rank(t_k) = id(t_k), and returns a whole pre-token that is a token at once.
+Call (x, y) an *alien split* of t_k when x + y = t_k but (x, y) != (l_k, r_k).
+
+The check requires:
+
+(W) the t_k are pairwise distinct; l_k and r_k are single bytes or tokens
+    t_j with j < k; id(t_k) grows with k;
+(S) every t_k encodes to itself under MB: merge_word(bytes of t_k) == [t_k].
+
+Claim: under (W) and (S), MB and RB give the same tokens for every byte string.
+
+Step 1 (MB applies merges in non-decreasing rank). After joining (l_k, r_k),
+the only new pairs involve t_k, and by (W) a merge using t_k has a rank > k;
+every other pair present already had rank >= k.
+
+Step 2 (no alien split is ever adjacent in an MB state). Suppose tokens x, y
+stand side by side at some point of MB on a word w, and x + y = t_k. No merge
+so far crossed the outer edges of x y (x and y are tokens now, and tokens
+only grow), so the merges made inside x y, in their order, are what MB does on
+the bytes of t_k alone: at each of them the pair joined was the lowest
+(leftmost) pair in the whole word, hence inside x y too. So MB on t_k passes
+through the state [x, y]. There the only pair is (x, y); if it is not
+(l_k, r_k), no merge applies and MB(t_k) = [x, y], contradicting (S). So
+(x, y) = (l_k, r_k).
+
+Step 3 (both make the same choice at every step). While their states agree,
+the pairs RB may join are the adjacent pairs whose concatenation is a token;
+by step 2 each is (l_k, r_k) for its token, with RB priority id(t_k), which
+orders pairs exactly as k does (W). So RB's candidates and their order equal
+MB's, both take the leftmost of the lowest, and both stop together. RB's
+shortcut (a pre-token that is itself a token t_k comes out as [t_k]) agrees
+with MB by (S).
+
+(S) is also what GitHub's ``bpe`` crate asserts of every dictionary it loads
+("token ... encodes to ... instead of to itself"); (W) holds for every version
+bpestore trains (ids are 256 + specials + rank) and for GPT-2's files. The
+check costs one ``merge_word`` per merge, once per version per process.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from array import array
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+from .spec import TokenizerSpec
+from .text import PATTERNS
+
+# Pre-tokenizers whose pattern tiktoken ships and runs with the same meaning.
+FAST_PRETOKENIZERS = ("gpt2", "cl100k", "o200k")
+
+
+def spec_problem(spec: TokenizerSpec) -> str | None:
+    """Why tiktoken cannot run this spec's pipeline as is (None: it can)."""
+    if not spec.byte_level:
+        return "the alphabet is not bytes"
+    if spec.normalizer_steps:
+        return "the spec has a normalizer"
+    if spec.end_of_word or spec.start_of_word:
+        return "the spec has word markers"
+    if spec.segmentation != "merge":
+        return f"segmentation is {spec.segmentation}"
+    if spec.pretokenizer not in FAST_PRETOKENIZERS:
+        return f"pre-tokenizer {spec.pretokenizer} is not one tiktoken ships"
+    return None
+
+
+def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[bytes, int],
+                             encode_bytes: Callable[[bytes], list[int]]) -> str | None:
+    """Check (W) and (S) of the module docstring; the first failure, or None.
+
+    ``id_of`` maps ordinary token bytes to ids; ``encode_bytes`` is the
+    reference encoder of one word's bytes (merge rule, no pre-tokenizer).
+    (S) is checked by encoding every merged token: about 0.2 s for GPT-2's
+    50,000 merges. (A walk over the two merge-tree spines that meet at each
+    token's seam, as GitHub's ``bpe`` crate does, needs no encoding but was no
+    faster in Python.)
+    """
+    made_at: dict[bytes, int] = {}
+    last_id = -1
+    for k, (left, right) in enumerate(merges):
+        token = left + right
+        if token in made_at:
+            return f"merges {made_at[token]} and {k} both make {token!r}"
+        for part in (left, right):
+            if len(part) != 1 and part not in made_at:
+                return f"merge {k} uses {part!r} before a merge makes it"
+        token_id = id_of[token]
+        if token_id <= last_id:
+            return f"ids do not grow with merge rank (merge {k} makes id {token_id})"
+        made_at[token] = k
+        last_id = token_id
+    for k, (left, right) in enumerate(merges):
+        token = left + right
+        ids = encode_bytes(token)
+        if ids != [id_of[token]]:
+            return f"token {token!r} (merge {k}) does not encode to itself but to {ids}"
+    return None
+
+
+def tiktoken_problem() -> str | None:
+    """None where tiktoken is installed and its Unicode tables can be trusted."""
+    try:
+        import tiktoken  # noqa: F401  (only: is it installed?)
+    except ImportError:
+        return "tiktoken is not installed (pip install 'bpestore[fast]')"
+    return _unicode_problem()
+
+
+class FastEncoder:
+    """tiktoken's core with a version's ranks and pattern, no special tokens."""
+
+    def __init__(self, spec: TokenizerSpec, byte_ids: Sequence[int],
+                 merges: Sequence[tuple[bytes, bytes]], id_of: dict[bytes, int]) -> None:
+        import tiktoken
+
+        ranks = {bytes([b]): byte_ids[b] for b in range(256)}
+        for left, right in merges:
+            ranks[left + right] = id_of[left + right]
+        # One special token that is never allowed: without any, the special
+        # pattern of tiktoken's encode() is empty and matches everywhere (slow).
+        never = {"<|bpestore: never allowed|>": max(ranks.values()) + 1}
+        self._encoding = tiktoken.Encoding(name="bpestore", pat_str=PATTERNS[spec.pretokenizer],
+                                           mergeable_ranks=ranks, special_tokens=never)
+        _unassigned_or_astral()  # compiled once per process, here rather than in the first call
+
+    def encode_into(self, text: str, out: list | array) -> bool:
+        """Add the ids of text to ``out`` (a list, or a uint32 array, which
+        gets them without a Python int each); False, adding nothing, where the
+        text holds a lone surrogate or a character the two regex engines might
+        classify differently."""
+        if not text.isascii() and not all_assigned(text):
+            return False
+        if _long_space_run(text):
+            # tiktoken's regex engine overflows its stack (a Rust panic) on a
+            # run of about a million whitespace characters.
+            return False
+        core = self._encoding._core_bpe
+        try:
+            if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
+                # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
+                ids = array("I")
+                ids.frombytes(memoryview(core.encode_to_tiktoken_buffer(text, set())).cast("B"))
+            else:
+                ids = self._encoding.encode_ordinary(text)
+        except BaseException as exc:  # a Rust panic is a BaseException
+            if type(exc).__name__ != "PanicException":
+                raise
+            return False
+        out.extend(ids)
+        return True
+
+
+_SPACE_RUN = re.compile(r"\s{50000}")
+
+
+def _long_space_run(text: str) -> bool:
+    """True where text holds a run of 100,000 whitespace characters (or of
+    50,000, at least). Such a run holds a multiple p of 50,000 and stretches
+    50,000 after p or 50,000 before it, so only every 50,000th character
+    needs a look: no cost on ordinary text."""
+    step = 50_000
+    for p in range(0, len(text), step):
+        if text[p].isspace() and (_SPACE_RUN.match(text, p) or
+                                  (p >= step and _SPACE_RUN.match(text, p - step + 1))):
+            return True
+    return False
+
+
+# -- gate 3: Unicode ---------------------------------------------------------
+
+# One letter first assigned in each Unicode version (Lo or Lu there).
+_NEW_LETTERS = {
+    "13.0.0": "\U00010E80",  # YEZIDI LETTER ELIF
+    "14.0.0": "\U00010F70",  # OLD UYGHUR LETTER ALEPH
+    "15.0.0": "\U00011F04",  # KAWI LETTER A
+    "15.1.0": "\U0002EBF0",  # CJK UNIFIED IDEOGRAPH-2EBF0
+    "16.0.0": "\U00010D50",  # GARAY CAPITAL LETTER A
+    "17.0.0": "\U00010940",  # a letter of the Sidetic script
+}
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+@lru_cache(maxsize=1)
+def _unicode_problem() -> str | None:
+    """Check that both regex engines know every letter of Python's Unicode version."""
+    import regex
+    import tiktoken
+
+    known = _version(unicodedata.unidata_version)
+    if known > max(map(_version, _NEW_LETTERS)):
+        return f"Python's Unicode {unicodedata.unidata_version} is newer than bpestore knows"
+    probes = [c for v, c in _NEW_LETTERS.items() if _version(v) <= known]
+    # Each probe "a" + letter is one pre-token (hence the whole token) exactly
+    # when the engine takes the letter for a letter.
+    ranks = {bytes([b]): b for b in range(256)}
+    for i, letter in enumerate(probes):
+        ranks[("a" + letter).encode()] = 256 + i
+    probe = tiktoken.Encoding(name="probe", pat_str=r"\p{L}+|[^\p{L}]", mergeable_ranks=ranks,
+                              special_tokens={})
+    for i, letter in enumerate(probes):
+        if probe.encode_ordinary("a" + letter) != [256 + i]:
+            return f"tiktoken's regex engine does not know U+{ord(letter):04X}"
+        if regex.fullmatch(r"\p{L}", letter) is None:
+            return f"the regex module does not know U+{ord(letter):04X}"
+    return None
+
+
+@lru_cache(maxsize=1)
+def _unassigned_or_astral() -> re.Pattern:
+    """Stdlib ``re`` matching a BMP character unassigned in ``unicodedata``, or
+    any astral character (whose assignment is checked one by one): a set of
+    BMP ranges compiles to a bitmap, so the scan runs at hundreds of MB/s."""
+    ranges = []
+    start = None
+    for cp in range(0x10000):
+        unassigned = unicodedata.category(chr(cp)) in ("Cn", "Cs")
+        if unassigned and start is None:
+            start = cp
+        elif not unassigned and start is not None:
+            ranges.append((start, cp - 1))
+            start = None
+    if start is not None:
+        ranges.append((start, 0xFFFF))
+    body = "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in ranges)
+    return re.compile(f"[{body}\\U00010000-\\U0010ffff]")
+
+
+def all_assigned(text: str) -> bool:
+    """True where every character of text is assigned in Python's Unicode version."""
+    for m in _unassigned_or_astral().finditer(text):
+        ch = m.group()
+        if ch <= "\uffff" or unicodedata.category(ch) == "Cn":
+            return False
+    return True

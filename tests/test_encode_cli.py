@@ -1,0 +1,126 @@
+"""``bpestore encode`` / ``decode`` with id files, workers and summaries."""
+
+from __future__ import annotations
+
+import json
+from array import array
+
+import pytest
+from click.testing import CliRunner
+
+import bpestore
+from bpestore.cli import cli
+
+from .conftest import corpus_path, read_corpus
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, gpt2_files):
+    """A SQLite store holding GPT-2 as ``gpt2`` (made once for the module);
+    returns a command runner."""
+    db = str(tmp_path_factory.mktemp("cli") / "cli.db")
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(cli, ["--db", db, *args], catch_exceptions=False)
+
+    vocab, merges = gpt2_files
+    assert invoke("import", "gpt2", "gpt2", "--vocab", str(vocab), "--merges", str(merges)).exit_code == 0
+    invoke.db = db
+    return invoke
+
+
+def assert_error(result, message: str) -> None:
+    assert result.exit_code != 0
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("Error:") and message in lines[-1], result.stderr
+    assert "Traceback" not in result.output
+
+
+def read_ids(path, typecode: str) -> list[int]:
+    ids = array(typecode)
+    ids.frombytes(path.read_bytes())
+    return ids.tolist()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_encode_file_to_uint16_ids(run, tmp_path, tiktoken_gpt2, workers):
+    source = tmp_path / "in.txt"
+    text = (read_corpus("taylorswift.txt")[:50_000] + EOT + read_corpus("german_1M.txt")[:50_000]
+            + "<|bpestore: never allowed|>")
+    source.write_text(text, encoding="utf-8")
+    out = tmp_path / "ids.bin"
+    result = run("encode", "gpt2", "--file", str(source), "--out", str(out), "--dtype", "uint16",
+                 "--workers", workers)
+    assert result.exit_code == 0, result.output
+    expected = tiktoken_gpt2.encode(text, allowed_special="all")
+    assert read_ids(out, "H") == expected
+    assert out.stat().st_size == 2 * len(expected)
+    n_bytes = len(text.encode())
+    assert f"{len(expected):,} tokens (uint16) from {n_bytes:,} bytes" in result.stdout
+    assert f"{n_bytes / len(expected):.2f} bytes/token" in result.stdout
+    assert not (tmp_path / "ids.bin.partial").exists()
+
+
+def test_encode_summary_json_and_uint32(run, tmp_path, tiktoken_gpt2):
+    source = corpus_path("tinystories_sample.txt")
+    out = tmp_path / "ids32.bin"
+    result = run("encode", "gpt2", "--file", str(source), "--out", str(out), "--dtype", "uint32",
+                 "--no-special", "--json")
+    summary = json.loads(result.stdout)
+    expected = tiktoken_gpt2.encode_ordinary(source.read_text(encoding="utf-8"))
+    assert read_ids(out, "I") == expected
+    assert summary["tokens"] == len(expected) and summary["dtype"] == "uint32"
+    assert summary["bytes"] == source.stat().st_size
+    assert summary["backend"] == "tiktoken"
+
+
+def test_encode_file_prints_ids_without_out(run, tmp_path, tiktoken_gpt2):
+    source = tmp_path / "in.txt"
+    source.write_text(f"hello{EOT} world", encoding="utf-8")
+    ids = json.loads(run("encode", "gpt2", "--file", str(source), "--json", "--workers", "2").stdout)
+    assert ids == tiktoken_gpt2.encode(f"hello{EOT} world", allowed_special="all")
+
+
+def test_decode_id_file_round_trip(run, tmp_path):
+    source = corpus_path("japanese_1M.txt")
+    out = tmp_path / "ids.bin"
+    assert run("encode", "gpt2", "--file", str(source), "--out", str(out), "-q").exit_code == 0
+    decoded = run("decode", "gpt2", "--file", str(out))
+    assert decoded.exit_code == 0
+    assert decoded.stdout == source.read_text(encoding="utf-8")
+    assert json.loads(run("decode", "gpt2", "--file", str(out), "--json").stdout)["text"][:20] == \
+        source.read_text(encoding="utf-8")[:20]
+
+
+def test_uint16_is_refused_for_large_vocabularies(run, tmp_path):
+    vocab = {i: bytes([i]) for i in range(256)}
+    vocab[70_000] = b"ab"
+    bpestore.open(run.db).import_vocab("big", vocab, [(b"a", b"b")])
+    source = tmp_path / "in.txt"
+    source.write_text("abab c", encoding="utf-8")
+    assert_error(run("encode", "big", "--file", str(source), "--out", str(tmp_path / "x.bin"),
+                     "--dtype", "uint16"), "use dtype uint32")
+    assert not (tmp_path / "x.bin").exists()
+    result = run("encode", "big", "--file", str(source), "--out", str(tmp_path / "x.bin"), "--json")
+    assert json.loads(result.stdout)["dtype"] == "uint32"
+    assert read_ids(tmp_path / "x.bin", "I") == [70_000, 70_000, 32, 99]
+
+
+def test_encode_decode_mistakes(run, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("hi", encoding="utf-8")
+    usage = run("encode", "gpt2", "hi", "--out", str(tmp_path / "o.bin"))
+    assert usage.exit_code == 2 and "give --file" in usage.stderr
+    assert_error(run("encode", "gpt2", "--file", str(tmp_path / "missing.txt"), "--out",
+                     str(tmp_path / "o.bin")), "file not found")
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(b"\x01\x02\x03")
+    assert_error(run("decode", "gpt2", "--file", str(odd)), "not a file of uint16 ids")
+    broken = tmp_path / "broken.bin"
+    array("H", [bpestore.open(run.db).tokenizer("gpt2").token_id(b"\xe6")]).tofile(open(broken, "wb"))
+    assert run("decode", "gpt2", "--file", str(broken)).stdout == "\ufffd"
+    assert_error(run("decode", "gpt2", "--file", str(broken), "--errors", "strict"), "valid UTF-8")
+    assert run("decode", "gpt2").exit_code == 2
