@@ -150,7 +150,7 @@ class Tokenizer:
             self._longest_match = LongestMatch(
                 {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
         self._pipeline = TextPipeline(spec.replace(special_tokens=()))
-        self._all_specials = TextPipeline(spec)  # for cutting streams
+        self._cutters: dict[frozenset[str], TextPipeline] = {}  # for cutting streams
         self._special_regex_cache: dict[frozenset[str], object] = {}
         self._words: dict[str, tuple[int, ...]] = {}
         self._pieces: dict[bytes, tuple[int, ...]] = {}
@@ -294,7 +294,7 @@ class Tokenizer:
         releases the GIL), else to processes (their results come back as
         uint32 arrays: plain bytes between processes).
         """
-        pieces = rechunk(_sliced(chunks, PIECE_CHARS), self._all_specials)
+        pieces = rechunk(_sliced(chunks, PIECE_CHARS), self._stream_cutter(rules.allowed | rules.disallowed))
         if workers <= 1:
             for index, piece in enumerate(pieces):
                 yield self._encode(piece, rules, index, container())
@@ -405,6 +405,16 @@ class Tokenizer:
             raise BpestoreError("dropout applies to merge segmentation only; this version "
                                 f"segments by {self.spec.segmentation}")
         return _Rules(allowed, disallowed, dropout, seed)
+
+    def _stream_cutter(self, specials: frozenset[str]) -> TextPipeline:
+        """The pipeline that cuts a stream for one call: it must not cut inside
+        the special tokens the call recognises (allowed or disallowed), and must
+        not treat the others, which it encodes as text, as boundaries."""
+        cutter = self._cutters.get(specials)
+        if cutter is None:
+            cutter = self._cutters[specials] = TextPipeline(
+                self.spec.replace(special_tokens=tuple(t for t in self.spec.special_tokens if t in specials)))
+        return cutter
 
     def _specials_regex(self, tokens: frozenset[str]):
         regex = self._special_regex_cache.get(tokens)

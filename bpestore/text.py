@@ -27,10 +27,13 @@ from .spec import TokenizerSpec
 # than in GPT-2's spelling, r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
 # ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""" (a single whitespace is all the last
 # alternative can ever match there: a longer run matches the one before).
+# cl100k and o200k are tiktoken's strings verbatim (cl100k's `\s++$` takes
+# trailing whitespace whole; a stream is never cut inside whitespace, so `$`
+# only ever meets the true end).
 PATTERNS: dict[str, str] = {
     "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s""",
-    "cl100k": (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}|"""
-               r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""),
+    "cl100k": (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+               r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""),
     "o200k": "|".join([
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",

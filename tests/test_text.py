@@ -169,3 +169,16 @@ def test_cut_anywhere_splits_without_changing_words(pretokenizer):
                 [s for s, special in pipe.segments(text) if special]
     assert found > 100
     assert TextPipeline(TokenizerSpec(pretokenizer="none")).cut_anywhere("a b c d e") == 0
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_patterns_split_like_tiktokens_published_ones(name):
+    import regex
+
+    from .conftest import tiktoken_pattern
+
+    ours, theirs = regex.compile(PATTERNS[name]), regex.compile(tiktoken_pattern(name))
+    texts = [read_corpus("taylorswift.txt")[:30000], read_corpus("code_python_5M.txt.xz")[:30000],
+             "a\n  ", "end with spaces   ", "x.\n\n  y\t\t\n", "I'M don't 12345 ,,, \u00e9\u0301 \r\n \n"]
+    for text in texts:
+        assert ours.findall(text) == theirs.findall(text)
