@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from .errors import BpestoreError
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
@@ -71,6 +73,11 @@ class TokenizerSpec:
             object.__setattr__(self, "pretokenizer", "regex")
         if self.pretokenizer == "regex" and not self.pattern:
             raise BpestoreError("--pretokenizer regex needs --pattern REGEX")
+        if self.pattern is not None:
+            try:
+                regex.compile(self.pattern)
+            except regex.error as exc:
+                raise BpestoreError(f"--pattern {self.pattern!r} is not a valid regex: {exc}") from None
         if self.pretokenizer not in PRETOKENIZERS:
             raise BpestoreError(f"unknown pre-tokenizer {self.pretokenizer!r}; "
                                 f"choose one of {', '.join(PRETOKENIZERS)}")
