@@ -351,15 +351,20 @@ def _as_bytes(counts: Counter) -> dict[bytes, int]:
     return as_bytes
 
 
-def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str | None) -> None:
+def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str | None,
+                 parent_ends: Sequence[Connection]) -> None:
     """A worker process: answer messages until told to stop (None) or orphaned."""
     # Ctrl-C reaches the whole process group; the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker holds copies of the parent's ends of the pipes; closed, so
+    # that if the parent dies, reading or writing here fails and the worker ends.
+    for end in parent_ends:
+        end.close()
     counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field)
     while True:
         try:
             message = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
         if message is None:
             return
@@ -367,7 +372,10 @@ def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str
             reply: object = counter.handle(message)
         except BaseException:  # a bug: report it rather than die silently
             reply = traceback.format_exc()
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except OSError:
+            return
 
 
 def default_workers() -> int:
@@ -431,11 +439,13 @@ class _Workers:
         return [(self.next_worker + i) % n for i in range(n)]
 
     def start(self) -> None:
-        context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+        forked = sys.platform == "linux"
+        context = multiprocessing.get_context("fork" if forked else None)
         for _ in range(self.n_workers):
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_worker_main, args=(child_end, *self.config),
-                                      daemon=True)
+            inherited = [*self.conns, parent_end] if forked else []
+            process = context.Process(target=_worker_main, daemon=True,
+                                      args=(child_end, *self.config, inherited))
             process.start()
             child_end.close()
             self.processes.append(process)

@@ -427,3 +427,42 @@ def test_progress_line_on_a_terminal(monkeypatch):
     quiet = ReadProgressPrinter(False)
     quiet(ReadProgress("b.txt", 1, 1, 1, 1, 1, 1))
     assert screen.getvalue().count("MB/s") == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads worker pids from /proc")
+def test_workers_end_when_the_ingesting_process_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "big.txt"
+    path.write_text("some words here\n" * 400_000, encoding="utf-8")
+    script = (
+        "import os, sys, time\n"
+        "from bpestore import TokenizerSpec, ingest\n"
+        "ingest.PARALLEL_MIN_BYTES = 0\n"
+        "def progress(state):\n"
+        "    pid = os.getpid()\n"
+        "    kids = open(f'/proc/{pid}/task/{pid}/children').read().split()\n"
+        "    if kids:\n"
+        "        print(' '.join(kids), flush=True)\n"
+        "        time.sleep(60)\n"
+        "list(ingest.count_sources([sys.argv[1]], TokenizerSpec(), workers=2, progress=progress))\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE,
+                            text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    workers = [int(pid) for pid in proc.stdout.readline().split()]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def running(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 20
+    while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(pid) for pid in workers)
