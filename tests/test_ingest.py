@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -82,6 +83,7 @@ def test_parallel_counts_equal_a_counter_on_every_shared_corpus(name, parallel, 
     batch = only_batch([path], TokenizerSpec(), workers=2)
     expected = reference_counts(text, GPT2)
     assert batch.counts == expected
+    assert batch.sources[0].sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert batch.sources[0].n_words == sum(expected.values())
     assert batch.sources[0].n_distinct == len(expected)
 
@@ -181,6 +183,21 @@ def test_repeated_content_is_skipped_unless_forced(tmp_path):
     assert forced.counts == {b"same": 2, b" text": 2}
 
 
+def test_repeated_large_sources_are_skipped(parallel, tmp_path):
+    text = read_corpus("german_1M.txt")[:200_000]
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt.gz"
+    a.write_text(text, encoding="utf-8")
+    b.write_text(text, encoding="utf-8")
+    c.write_bytes(gzip.compress(text.encode()))
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    batches = list(count_sources([str(a), str(b), str(c)], TokenizerSpec(), workers=2))
+    assert [(s.sha256, s.skipped) for bt in batches for s in bt.sources] == [
+        (sha, False), (sha, True), (sha, True)]
+    assert sum((bt.counts for bt in batches), Counter()) == reference_counts(text, GPT2)
+    [again] = count_sources([str(b)], TokenizerSpec(), workers=2, already_counted={sha})
+    assert again.sources[0].skipped and not again.counts
+
+
 def test_stdin_and_compressed_sources(tmp_path):
     data = "Stdin, gzip, xz and bz2 all read the same.\n".encode() * 100
     for suffix, opener in [(".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)]:
@@ -189,7 +206,7 @@ def test_stdin_and_compressed_sources(tmp_path):
     batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
                                  TokenizerSpec(), stdin=io.BytesIO(data), force=True))
     assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
-    assert {b.sources[0].sha256 for b in batches} == {__import__("hashlib").sha256(data).hexdigest()}
+    assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
 
 
 def test_progress_reports_bytes_and_sources(tmp_path):
