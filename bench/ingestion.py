@@ -8,7 +8,7 @@
   one file.
 
 Memory is the whole process tree's (the ingest's worker processes included),
-sampled from outside every 20 ms: the sum of RSS (which counts memory the
+sampled from outside every 100 ms: the sum of RSS (which counts memory the
 forked workers share with their parent once per process) and the sum of PSS
 (which divides shared pages among their users). Times are the timed call only,
 as in the other suites (``bench.child``).
@@ -72,7 +72,7 @@ def run_tree(case: Case) -> dict:
         while child.poll() is None:
             rss, pss = _tree_memory(child)
             peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-            time.sleep(0.02)
+            time.sleep(0.1)
         out, err = child.communicate()
         if child.returncode != 0:
             raise SystemExit(f"Error: {case.label} failed:\n{err}")

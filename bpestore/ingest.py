@@ -365,15 +365,20 @@ def _as_bytes(counts: Counter) -> dict[bytes, int]:
     return as_bytes
 
 
-def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str | None) -> None:
+def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str | None,
+                 parent_ends: Sequence[Connection]) -> None:
     """A worker process: answer messages until told to stop (None) or orphaned."""
     # Ctrl-C reaches the whole process group; the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker holds copies of the parent's ends of the pipes; closed, so
+    # that if the parent dies, reading or writing here fails and the worker ends.
+    for end in parent_ends:
+        end.close()
     counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field)
     while True:
         try:
             message = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
         if message is None:
             return
@@ -381,7 +386,10 @@ def _worker_main(conn: Connection, spec_json: str, errors: str, jsonl_field: str
             reply: object = counter.handle(message)
         except BaseException:  # a bug: report it rather than die silently
             reply = traceback.format_exc()
-        conn.send(reply)
+        try:
+            conn.send(reply)
+        except OSError:
+            return
 
 
 def default_workers() -> int:
@@ -445,11 +453,13 @@ class _Workers:
         return [(self.next_worker + i) % n for i in range(n)]
 
     def start(self) -> None:
-        context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+        forked = sys.platform == "linux"
+        context = multiprocessing.get_context("fork" if forked else None)
         for _ in range(self.n_workers):
             parent_end, child_end = context.Pipe()
-            process = context.Process(target=_worker_main, args=(child_end, *self.config),
-                                      daemon=True)
+            inherited = [*self.conns, parent_end] if forked else []
+            process = context.Process(target=_worker_main, daemon=True,
+                                      args=(child_end, *self.config, inherited))
             process.start()
             child_end.close()
             self.processes.append(process)
@@ -624,25 +634,46 @@ class _Counting:
         stats = SourceStats(path)
         group = _Group([stats], {index: 0}, large=True)
         self.groups.append(group)
-        hashed_first = path != "-" and not path.endswith(COMPRESSED_SUFFIXES)
+        plain = path != "-" and not path.endswith(COMPRESSED_SUFFIXES)
+        hashed_first = plain and not self.force and bool(self.seen)
         if hashed_first:
-            # Hashing first is cheap for a plain file, and spares counting a repeat.
+            # This content may be in already: hashing a plain file first is cheap,
+            # and spares counting a repeat.
             stats.sha256, stats.size = file_sha256(path), self.sizes[index]
             if self.is_repeat(stats):
                 group.closed = True
                 self.report(path, stats.size, stats.size, index)
                 return
-            if not self.jsonl and self.pipeline.pattern is not None:
-                # The workers read the file themselves, each a range between safe cuts.
-                points = self.cut_points(path, stats.size)
-                for start, end in zip(points, points[1:]):
-                    self.submit(("range", group.key, index, path, start, end), group)
-                    self.report(path, end, stats.size, index, final=end == stats.size)
-                    yield from self.finished()
-                    if self.failure is not None:
-                        return
-                self.close_large(group)
-                return
+        if plain and not self.jsonl and self.pipeline.pattern is not None:
+            yield from self.add_ranges(index, path, group)
+        else:
+            yield from self.add_stream(index, path, group)
+        if self.failure is None:
+            if not hashed_first and self.is_repeat(stats):  # hashed only now: drop the counts
+                group.dropped = True
+            self.close_large(group)
+
+    def add_ranges(self, index: int, path: str, group: _Group) -> Iterator[CountedBatch]:
+        """A plain file: the workers read it themselves, each a range between safe cuts."""
+        stats = group.sources[0]
+        stats.size = self.sizes[index]
+        hasher = None if stats.sha256 else hashlib.sha256()
+        with open(path, "rb") as f:
+            points = self.cut_points(path, stats.size)
+            for start, end in zip(points, points[1:]):
+                self.submit(("range", group.key, index, path, start, end), group)
+                if hasher is not None:  # hash while the workers count
+                    hasher.update(f.read(end - start))
+                self.report(path, end, stats.size, index, final=end == stats.size)
+                yield from self.finished()
+                if self.failure is not None:
+                    return
+        if hasher is not None:
+            stats.sha256 = hasher.hexdigest()
+
+    def add_stream(self, index: int, path: str, group: _Group) -> Iterator[CountedBatch]:
+        """Standard input, a compressed file, JSON Lines: read here, sent in pieces."""
+        stats = group.sources[0]
         try:
             with _Opened(path, self.stdin) as opened:
                 reader = TextReader(opened.stream, path, errors=self.errors)
@@ -660,10 +691,9 @@ class _Counting:
         except BpestoreError:
             self.drop(group)  # nothing of a source that failed is kept
             raise
-        stats.sha256, stats.size = reader.sha256.hexdigest(), reader.size
-        if not hashed_first and self.is_repeat(stats):  # hashed only now: drop what was counted
-            group.dropped = True
-        self.close_large(group)
+        if not stats.sha256:
+            stats.sha256 = reader.sha256.hexdigest()
+        stats.size = reader.size
 
     def close_large(self, group: _Group) -> None:
         """Ask every worker that kept counts of the group for them."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -80,6 +81,7 @@ def test_parallel_counts_equal_a_counter_on_every_shared_corpus(name, parallel, 
     batch = only_batch([path], TokenizerSpec(), workers=2)
     expected = reference_counts(text, GPT2)
     assert batch.counts == expected
+    assert batch.sources[0].sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert batch.sources[0].n_words == sum(expected.values())
     assert batch.sources[0].n_distinct == len(expected)
 
@@ -179,6 +181,21 @@ def test_repeated_content_is_skipped_unless_forced(tmp_path):
     assert forced.counts == {b"same": 2, b" text": 2}
 
 
+def test_repeated_large_sources_are_skipped(parallel, tmp_path):
+    text = read_corpus("german_1M.txt")[:200_000]
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt.gz"
+    a.write_text(text, encoding="utf-8")
+    b.write_text(text, encoding="utf-8")
+    c.write_bytes(gzip.compress(text.encode()))
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    batches = list(count_sources([str(a), str(b), str(c)], TokenizerSpec(), workers=2))
+    assert [(s.sha256, s.skipped) for bt in batches for s in bt.sources] == [
+        (sha, False), (sha, True), (sha, True)]
+    assert sum((bt.counts for bt in batches), Counter()) == reference_counts(text, GPT2)
+    [again] = count_sources([str(b)], TokenizerSpec(), workers=2, already_counted={sha})
+    assert again.sources[0].skipped and not again.counts
+
+
 def test_stdin_and_compressed_sources(tmp_path):
     data = "Stdin, gzip, xz and bz2 all read the same.\n".encode() * 100
     for suffix, opener in [(".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)]:
@@ -187,7 +204,7 @@ def test_stdin_and_compressed_sources(tmp_path):
     batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
                                  TokenizerSpec(), stdin=io.BytesIO(data), force=True))
     assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
-    assert {b.sources[0].sha256 for b in batches} == {__import__("hashlib").sha256(data).hexdigest()}
+    assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
 
 
 def test_progress_reports_bytes_and_sources(tmp_path):
@@ -425,3 +442,42 @@ def test_progress_line_on_a_terminal(monkeypatch):
     quiet = ReadProgressPrinter(False)
     quiet(ReadProgress("b.txt", 1, 1, 1, 1, 1, 1))
     assert screen.getvalue().count("MB/s") == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads worker pids from /proc")
+def test_workers_end_when_the_ingesting_process_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "big.txt"
+    path.write_text("some words here\n" * 400_000, encoding="utf-8")
+    script = (
+        "import os, sys, time\n"
+        "from bpestore import TokenizerSpec, ingest\n"
+        "ingest.PARALLEL_MIN_BYTES = 0\n"
+        "def progress(state):\n"
+        "    pid = os.getpid()\n"
+        "    kids = open(f'/proc/{pid}/task/{pid}/children').read().split()\n"
+        "    if kids:\n"
+        "        print(' '.join(kids), flush=True)\n"
+        "        time.sleep(60)\n"
+        "list(ingest.count_sources([sys.argv[1]], TokenizerSpec(), workers=2, progress=progress))\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE,
+                            text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    workers = [int(pid) for pid in proc.stdout.readline().split()]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def running(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 20
+    while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(pid) for pid in workers)

@@ -91,9 +91,11 @@ def test_seed000_dracula_characters_without_inner_spaces(store, tmp_path, k, pri
     assert f"|{'|'.join(tokens(tok, 'the cat is sleeping.'))}| " == printed
     assert all(" " not in (a + b)[1:-1] for a, b in merges_as_text(tok))
     if k == 10 or SCALE == "full":
+        # The same merges up to the first tie (the whole book has one at merge 12:
+        # "to" and "en", 6,308 each).
         expected, first_tie = seed000_merges(text, k)
-        assert first_tie is None
-        assert merges_as_text(tok) == expected
+        assert k == 100 or first_tie is None
+        assert merges_as_text(tok)[:first_tie] == expected[:first_tie]
     # The initial tokens are the book's characters; each merge adds one id after them.
     assert version.vocab_size == len(set(text)) + k
 
