@@ -16,6 +16,7 @@ import lzma
 import os
 import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import regex
