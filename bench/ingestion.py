@@ -11,12 +11,15 @@ Memory is the whole process tree's (the ingest's worker processes included),
 sampled from outside every 100 ms: the sum of RSS (which counts memory the
 forked workers share with their parent once per process) and the sum of PSS
 (which divides shared pages among their users). Times are the timed call only,
-as in the other suites (``bench.child``).
+as in the other suites (``bench.child``). Each run's log line also says how
+many cores other processes on the machine kept busy meanwhile: the noise.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
 import statistics
 import subprocess
 import time
@@ -58,14 +61,24 @@ def _tree_memory(process) -> tuple[float, float]:
     return rss / 1e6, pss / 1e6
 
 
+def _busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def run_tree(case: Case) -> dict:
-    """bench.common.run_once, with the peak memory of the whole process tree."""
+    """bench.common.run_once, with the peak memory of the whole process tree, and
+    the CPU other processes on the machine used meanwhile (noise)."""
     import tempfile
 
     import psutil
 
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
         argv, env = child_command(case, tmp)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy, started = _busy_seconds(), time.monotonic()
         child = psutil.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         peak_rss = peak_pss = 0.0
@@ -74,10 +87,13 @@ def run_tree(case: Case) -> dict:
             peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
             time.sleep(0.1)
         out, err = child.communicate()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ours = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        others = max(0.0, _busy_seconds() - busy - ours) / (time.monotonic() - started)
         if child.returncode != 0:
             raise SystemExit(f"Error: {case.label} failed:\n{err}")
         report = json.loads(out.strip().splitlines()[-1])
-        return {**report, "tree_rss_mb": peak_rss, "tree_pss_mb": peak_pss}
+        return {**report, "tree_rss_mb": peak_rss, "tree_pss_mb": peak_pss, "others_cores": others}
 
 
 class TreeResult(Result):
@@ -92,7 +108,8 @@ class TreeResult(Result):
         line = super().add(report)
         self.tree_rss.append(report["tree_rss_mb"])
         self.tree_pss.append(report["tree_pss_mb"])
-        return f"{line}; tree RSS {report['tree_rss_mb']:.0f} MB, PSS {report['tree_pss_mb']:.0f} MB"
+        return (f"{line}; tree RSS {report['tree_rss_mb']:.0f} MB, PSS {report['tree_pss_mb']:.0f} MB; "
+                f"other processes used {report['others_cores']:.2f} cores meanwhile")
 
     @property
     def rss(self) -> float:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import ctypes
 import gzip
 import hashlib
 import itertools
@@ -71,7 +72,7 @@ CUT_WINDOW = 64 << 10
 # A worker pre-tokenizes a piece in parts of about this many characters.
 PART_CHARS = 1 << 18
 # A worker hands back the counts it keeps for a large source at this many distinct words.
-KEPT_WORDS_LIMIT = 100_000
+KEPT_WORDS_LIMIT = 50_000
 
 
 @dataclass
@@ -320,7 +321,9 @@ class TaskCounter:
             return TaskResult({}, stats)
         if keep:
             del self.kept[group]  # memory bound: hand back what was counted so far
-        return TaskResult(_as_bytes(counts), stats)
+        result = TaskResult(_as_bytes(counts), stats)
+        _trim_heap()
+        return result
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts."""
@@ -353,6 +356,19 @@ class TaskCounter:
             replacement = "\ufffd" if self.errors == "replace" else ""
             doc = "".join(c if not "\ud800" <= c <= "\udfff" else replacement for c in doc)
         return doc
+
+
+try:
+    _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+except (OSError, AttributeError):  # not glibc
+    _malloc_trim = None
+
+
+def _trim_heap() -> None:
+    """Give freed heap memory back to the system (glibc keeps it otherwise, and
+    a worker's size would creep up with the length of the input)."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def _as_bytes(counts: Counter) -> dict[bytes, int]:
@@ -579,6 +595,8 @@ class _Counting:
             self.close_small()
             while self.workers.order:
                 self.take_result()
+            # All counted: the workers' memory goes before the last batches are written.
+            self.workers.close()
             yield from self.finished()
         finally:
             self.workers.close()
