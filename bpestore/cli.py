@@ -7,6 +7,7 @@ import shutil
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,17 @@ class BpestoreGroup(click.Group):
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def emit_listing(items: list, as_json: bool, empty: str, line: Callable[[Any], str]) -> None:
+    """A listing command's output: JSON, or a line per item (a hint when there is none)."""
+    if as_json:
+        emit_json([item.to_dict() for item in items])
+        return
+    if not items:
+        click.echo(empty)
+    for item in items:
+        click.echo(line(item))
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -197,15 +209,9 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
 @click.pass_obj
 def corpora_command(obj: Context, as_json: bool) -> None:
     """List corpora with their sources and word totals."""
-    infos = obj.store.corpora()
-    if as_json:
-        emit_json([c.to_dict() for c in infos])
-        return
-    if not infos:
-        click.echo("no corpora yet: bpestore ingest CORPUS PATH...")
-    for c in infos:
-        click.echo(f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t{c.n_words:,} words\t"
-                   f"{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
+    emit_listing(obj.store.corpora(), as_json, "no corpora yet: bpestore ingest CORPUS PATH...",
+                 lambda c: f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t"
+                           f"{c.n_words:,} words\t{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
 
 
 @cli.group("corpus")
@@ -504,14 +510,8 @@ def version_line(v: VersionInfo) -> str:
 @click.pass_obj
 def versions(obj: Context, name: str | None, as_json: bool) -> None:
     """List versions (of NAME) with status, size, corpus, parent and creation time."""
-    infos = obj.store.versions(name)
-    if as_json:
-        emit_json([v.to_dict() for v in infos])
-        return
-    if not infos:
-        click.echo("no versions yet: bpestore train NAME --corpus C --vocab-size N")
-    for v in infos:
-        click.echo(version_line(v))
+    emit_listing(obj.store.versions(name), as_json,
+                 "no versions yet: bpestore train NAME --corpus C --vocab-size N", version_line)
 
 
 @cli.command()
