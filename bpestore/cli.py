@@ -16,7 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from . import __version__
 from .errors import BpestoreError
-from .ingest import ReadProgress
+from .formats import EXPORT_FORMATS
+from .ingest import ERROR_POLICIES, ReadProgress
 from .queries import token_text
 from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
 from .store import IngestResult, Store, TrainProgress, VersionInfo
@@ -157,7 +158,7 @@ SOURCE_LINES = 10
 @special_option
 @click.option("--workers", type=click.IntRange(min=1), help="Counting processes [default: one per core].")
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8.")
 @json_option
 @quiet_option
@@ -389,7 +390,7 @@ dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
 @dtype_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Encode --file in this many threads (tiktoken path) or processes.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
 @click.option("--no-special", is_flag=True, help="Encode special tokens as ordinary text.")
@@ -567,7 +568,7 @@ def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool)
 
 @cli.command()
 @click.argument("ref")
-@click.option("--format", "fmt", type=click.Choice(["gpt2", "hf", "tiktoken"]), required=True)
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True)
 @click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
 @click.pass_obj
 def export(obj: Context, ref: str, fmt: str, out: str) -> None:
