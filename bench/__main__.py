@@ -16,7 +16,10 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from bench.common import MIXES, REPO, prepare_corpus
+from bench.ingestion import SUITES as INGESTION_SUITES
 from bench.suites import SUITES
+
+SUITES = {**SUITES, **INGESTION_SUITES}
 
 
 def _versions() -> str:

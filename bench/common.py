@@ -60,6 +60,13 @@ class Result:
     def peak_mb(self) -> float:
         return max(self.rss_mb)
 
+    def add(self, report: dict) -> str:
+        """Record one run's report; returns its line for the log."""
+        self.times.append(report["seconds"])
+        self.rss_mb.append(report["maxrss_kb"] / 1024)
+        self.digest = report["digest"]
+        return f"{report['seconds']:.2f} s, {report['maxrss_kb'] / 1024:.0f} MB"
+
 
 def _source(name: str) -> Path:
     """The shared file for a corpus name: NAME, NAME.txt or NAME.txt.xz."""
@@ -92,31 +99,33 @@ def prepare_corpus(name: str) -> Path:
     return out
 
 
+def child_command(case: Case, tmp: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run a case in bench.child."""
+    func = f"{case.func.__module__}:{case.func.__qualname__}"
+    params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return [sys.executable, "-m", "bench.child", params], env
+
+
 def run_once(case: Case) -> dict:
     """Run a case in a fresh interpreter with a fresh temp dir; returns its report."""
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
-        func = f"{case.func.__module__}:{case.func.__qualname__}"
-        params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        proc = subprocess.run([sys.executable, "-m", "bench.child", params], cwd=REPO, env=env,
-                              capture_output=True, text=True)
+        argv, env = child_command(case, tmp)
+        proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"Error: {case.label} failed:\n{proc.stderr}")
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(cases: list[Case], runs: int) -> list[Result]:
+def measure(cases: list[Case], runs: int, *, run: Callable[[Case], dict] = run_once,
+            result_type: type[Result] = Result) -> list[Result]:
     """Run the cases ``runs`` times, interleaved so noise hits peers alike."""
-    results = [Result(c.label) for c in cases]
+    results = [result_type(c.label) for c in cases]
     for i in range(runs):
         for case, result in zip(cases, results):
-            report = run_once(case)
-            result.times.append(report["seconds"])
-            result.rss_mb.append(report["maxrss_kb"] / 1024)
-            result.digest = report["digest"]
-            print(f"  run {i + 1}/{runs} {case.label}: {report['seconds']:.2f} s, "
-                  f"{report['maxrss_kb'] / 1024:.0f} MB", file=sys.stderr, flush=True)
+            line = result.add(run(case))
+            print(f"  run {i + 1}/{runs} {case.label}: {line}", file=sys.stderr, flush=True)
     return results
 
 

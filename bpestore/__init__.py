@@ -17,7 +17,6 @@ from .encoder import DisallowedSpecialError, Tokenizer
 from .errors import BpestoreError
 from .spec import TokenizerSpec
 from .store import CorpusInfo, IngestResult, Store, TrainProgress, VersionInfo
-from .text import TextPipeline
 from .trainer import BpeTrainer, Merge, train_word_counts
 
 __version__ = "0.1.0"
@@ -55,7 +54,7 @@ def train_bpe(
 
     >>> vocab, merges = train_bpe("corpus.txt", 500, ["<|endoftext|>"])  # doctest: +SKIP
     """
-    from .ingest import count_source
+    from .ingest import count_sources, expand_paths
 
     if vocab_size < 256 + len(special_tokens):
         raise BpestoreError(f"vocab_size must be at least {256 + len(special_tokens)} "
@@ -63,10 +62,9 @@ def train_bpe(
     paths = [input_path] if isinstance(input_path, (str, Path)) else list(input_path)
     spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
                          special_tokens=tuple(special_tokens), tie_break=tie_break)
-    pipeline = TextPipeline(spec)
     counts: Counter = Counter()
-    for path in paths:
-        counts.update(count_source(path, pipeline, errors=errors).counts)
+    for batch in count_sources(expand_paths(paths), spec, errors=errors, force=True):
+        counts.update(batch.counts)
     return train_word_counts(counts, vocab_size=vocab_size, special_tokens=special_tokens,
                              tie_break=tie_break, min_frequency=min_frequency,
                              max_token_length=max_token_length)

@@ -1,39 +1,242 @@
 """How a spec turns words into initial symbols: the starting vocabulary of training.
 
-Byte-level (the default): ids 0..255 are the byte values, then the special
-tokens; a word's initial symbols are its bytes. Other alphabets and word
-markers extend the two functions here; the trainer only ever sees ids.
+The trainer and the encoder only ever see token ids; this module decides what
+the first ids are and how a word becomes them (its *symbolization*):
+
+* ``bytes`` (the default): ids 0..255 are the byte values, then the special
+  tokens, then the word markers; a word's symbols are its UTF-8 bytes.
+* ``chars``: the characters seen in training are the alphabet (by code
+  point), after the special tokens, the unknown token and the markers; with
+  ``byte_fallback`` the 256 bytes come first and unseen characters become
+  their bytes, otherwise they become ``unk_token``.
+* ``end_of_word`` / ``start_of_word``: one marker symbol after / before the
+  symbols of every word (Sennrich et al.'s ``</w>``, SentencePiece's ``▁``).
+
+A vocabulary never holds two ids for one byte string (as in the trainer and in
+Hugging Face ``tokenizers``): a marker ``_`` and the character ``_`` are one
+token.
+
+>>> spec = TokenizerSpec(alphabet="chars", end_of_word="</w>")
+>>> vocab = initial_vocab(spec, {b"low": 5, b"lowest": 2})
+>>> vocab
+[b'</w>', b'e', b'l', b'o', b's', b't', b'w']
+>>> [(ids, n) for ids, n in initial_words(spec, {b"low": 5}, vocab)]
+[([2, 3, 6, 0], 5)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from .errors import BpestoreError
 from .spec import TokenizerSpec
 
+Symbolizer = Callable[[str], list[int]]
 
-def initial_vocab(spec: TokenizerSpec) -> list[bytes]:
-    """The tokens a version starts with, by id: bytes 0..255, then special tokens."""
+
+def _markers(spec: TokenizerSpec) -> list[bytes]:
+    return [m.encode("utf-8") for m in (spec.unk_token, spec.start_of_word, spec.end_of_word)
+            if m is not None]
+
+
+def initial_vocab(spec: TokenizerSpec, word_counts: Iterable[bytes] | None = None) -> list[bytes]:
+    """The tokens a version starts with, by id.
+
+    ``word_counts`` (the counted words, or just their keys) is needed for the
+    ``chars`` alphabet: its characters are the alphabet.
+    """
+    if spec.byte_level or spec.byte_fallback:
+        tokens = [bytes([i]) for i in range(256)]
+        tokens += [t.encode("utf-8") for t in spec.special_tokens]
+    else:
+        tokens = [t.encode("utf-8") for t in spec.special_tokens]
+    tokens += _markers(spec)
     if not spec.byte_level:
-        raise BpestoreError("only byte-level versions (alphabet 'bytes') are supported so far")
-    return [bytes([i]) for i in range(256)] + [t.encode("utf-8") for t in spec.special_tokens]
+        if word_counts is None:
+            raise BpestoreError("a 'chars' alphabet is made from the counted words; pass them")
+        seen: set[str] = set()
+        for word in word_counts:
+            seen.update(word.decode("utf-8", "surrogatepass"))
+        tokens += [c.encode("utf-8", "surrogatepass") for c in sorted(seen)]
+    # One id per byte string: later duplicates (a marker that is also a
+    # character, a character that is also a byte) are dropped. Special tokens
+    # keep their ids even when their bytes repeat.
+    n_specials = len(spec.special_tokens) + (256 if spec.byte_level or spec.byte_fallback else 0)
+    unique, known = tokens[:n_specials], set(tokens[:n_specials - len(spec.special_tokens)])
+    for data in tokens[n_specials:]:
+        if data not in known:
+            known.add(data)
+            unique.append(data)
+    return unique
 
 
 def special_ids(spec: TokenizerSpec) -> list[int]:
-    return list(range(256, 256 + len(spec.special_tokens)))
+    """The ids of the special tokens, in the spec's order."""
+    first = 256 if spec.byte_level or spec.byte_fallback else 0
+    return list(range(first, first + len(spec.special_tokens)))
 
 
-def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int]) -> Iterator[tuple[list[int], int]]:
-    """Each counted word as its initial symbol ids, with its count."""
+def initial_kinds(spec: TokenizerSpec, vocab: Sequence[bytes]) -> list[str]:
+    """What each initial token is: byte, special, unk, marker or char."""
+    specials = set(special_ids(spec))
+    names = {m.encode("utf-8"): kind for kind, m in (("marker", spec.end_of_word),
+                                                      ("marker", spec.start_of_word),
+                                                      ("unk", spec.unk_token)) if m is not None}
+    first_char = 256 if spec.byte_level or spec.byte_fallback else 0
+    kinds = []
+    for token_id, data in enumerate(vocab):
+        if token_id in specials:
+            kinds.append("special")
+        elif token_id < first_char:
+            kinds.append("byte")
+        else:
+            kinds.append(names.get(data, "char"))
+    return kinds
+
+
+def _ordinary_ids(spec: TokenizerSpec, vocab: Sequence[bytes]) -> dict[bytes, int]:
+    """bytes -> id of the non-special tokens, the lowest id where bytes repeat."""
+    specials = set(special_ids(spec))
+    id_of: dict[bytes, int] = {}
+    for token_id, data in enumerate(vocab):
+        if token_id not in specials:
+            id_of.setdefault(data, token_id)
+    return id_of
+
+
+def byte_ids(id_of: Mapping[bytes, int]) -> list[int]:
+    """The id of each byte value 0..255, or an error naming the first missing one."""
+    missing = [b for b in range(256) if bytes([b]) not in id_of]
+    if missing:
+        raise BpestoreError(f"the vocabulary lacks {len(missing)} single-byte tokens "
+                            f"(first: {missing[0]}); a byte-level tokenizer needs all 256")
+    return [id_of[bytes([b])] for b in range(256)]
+
+
+def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | None:
+    """The function turning one pre-token into its initial token ids.
+
+    ``id_of`` maps the bytes of the vocabulary's ordinary tokens to their ids.
+    Returns None for plain byte-level specs (no markers), whose symbols are
+    simply the bytes: callers keep their own fast path for that case.
+    """
+    if spec.byte_level and spec.start_of_word is None and spec.end_of_word is None:
+        return None
+
+    def token(text: str, what: str) -> int:
+        found = id_of.get(text.encode("utf-8"))
+        if found is None:
+            raise BpestoreError(f"the vocabulary has no token for the {what} {text!r}")
+        return found
+
+    prefix = [token(spec.start_of_word, "start-of-word marker")] if spec.start_of_word else []
+    suffix = [token(spec.end_of_word, "end-of-word marker")] if spec.end_of_word else []
+    if spec.byte_level or spec.byte_fallback:
+        id_of_byte = byte_ids(id_of)
+    if spec.byte_level:
+        def byte_symbols(word: str) -> list[int]:
+            return prefix + [id_of_byte[b] for b in word.encode("utf-8", "surrogatepass")] + suffix
+        return byte_symbols
+
+    # chars: every token that is one character is in the alphabet.
+    char_ids: dict[str, int] = {}
+    for data, token_id in id_of.items():
+        text = data.decode("utf-8", "surrogatepass") if _is_utf8(data) else ""
+        if len(text) == 1:
+            char_ids[text] = token_id
+    unk = token(spec.unk_token, "unknown token") if spec.unk_token is not None else None
+
+    def unseen(char: str) -> list[int]:
+        if spec.byte_fallback:
+            return [id_of_byte[b] for b in char.encode("utf-8", "surrogatepass")]
+        if unk is not None:
+            return [unk]
+        raise BpestoreError(f"the character {char!r} was not seen in training and this "
+                            "tokenizer has neither an unknown token nor byte fallback; "
+                            "train with --unk-token TOK or --byte-fallback")
+
+    def char_symbols(word: str) -> list[int]:
+        ids = list(prefix)
+        for char in word:
+            found = char_ids.get(char)
+            if found is None:
+                ids.extend(unseen(char))
+            else:
+                ids.append(found)
+        ids.extend(suffix)
+        return ids
+    return char_symbols
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8", "surrogatepass")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int],
+                  vocab: Sequence[bytes] | None = None) -> Iterator[tuple[list[int], int]]:
+    """Each counted word as its initial symbol ids, with its count.
+
+    ``vocab`` is the version's initial vocabulary (default: ``initial_vocab``
+    of these words). The unknown token never merges: a word holding one is
+    handed to the trainer as the pieces on either side of it.
+    """
+    if vocab is None:
+        vocab = initial_vocab(spec, word_counts)
+    id_of = _ordinary_ids(spec, vocab)
+    symbols = symbolizer(spec, id_of)
+    if symbols is None:
+        for word, count in word_counts.items():
+            yield list(word), count
+        return
+    unk = id_of.get(spec.unk_token.encode("utf-8")) if spec.unk_token else None
     for word, count in word_counts.items():
-        yield list(word), count
+        ids = symbols(word.decode("utf-8", "surrogatepass"))
+        if unk is None or unk not in ids:
+            yield ids, count
+            continue
+        piece: list[int] = []
+        for token_id in ids:
+            if token_id == unk:
+                if piece:
+                    yield piece, count
+                piece = []
+            else:
+                piece.append(token_id)
+        if piece:
+            yield piece, count
 
 
-def hf_order(spec: TokenizerSpec) -> list[int]:
-    """Initial ids in Hugging Face's numbering: specials first, then the alphabet
-    sorted by the code point of each byte's GPT-2 byte-to-unicode character."""
+def hf_order(spec: TokenizerSpec, vocab: Sequence[bytes] | None = None) -> list[int]:
+    """Initial ids in Hugging Face's numbering: the special tokens first, then
+    the rest of the alphabet by code point (of each byte's GPT-2
+    byte-to-unicode character for byte tokens, of the text otherwise)."""
     from .formats.gpt2 import bytes_to_unicode
 
     char_of = bytes_to_unicode()
-    return special_ids(spec) + sorted(range(256), key=lambda b: ord(char_of[b]))
+    if vocab is None:
+        vocab = initial_vocab(spec)
+    specials = special_ids(spec)
+    reserved = set(specials)
+
+    def key(token_id: int) -> str:
+        data = vocab[token_id]
+        if spec.byte_level or not _is_utf8(data):
+            return "".join(char_of[b] for b in data)
+        return data.decode("utf-8", "surrogatepass")
+    return specials + sorted((i for i in range(len(vocab)) if i not in reserved), key=key)
+
+
+def merge_filter(spec: TokenizerSpec) -> Callable[[bytes, bytes], bool] | None:
+    """The trainer's ``allow_merge`` predicate for a spec, or None if every
+    merge is allowed. With ``no_inner_space`` a merged token may hold a space
+    only as its first or last character (seed 000's rule)."""
+    if not spec.no_inner_space:
+        return None
+
+    def no_inner_space(left: bytes, right: bytes) -> bool:
+        return b" " not in (left + right)[1:-1]
+    return no_inner_space

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from . import __version__
 from .errors import BpestoreError
+from .formats import EXPORT_FORMATS
+from .ingest import ERROR_POLICIES, ReadProgress
 from .queries import token_text
-from .spec import PRETOKENIZERS, TIE_BREAKS
-from .store import Store, TrainProgress, VersionInfo
+from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
+from .store import IngestResult, Store, TrainProgress, VersionInfo
 
 
 class Context:
@@ -53,6 +57,17 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def emit_listing(items: list, as_json: bool, empty: str, line: Callable[[Any], str]) -> None:
+    """A listing command's output: JSON, or a line per item (a hint when there is none)."""
+    if as_json:
+        emit_json([item.to_dict() for item in items])
+        return
+    if not items:
+        click.echo(empty)
+    for item in items:
+        click.echo(line(item))
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 special_option = click.option("--special-token", "special_tokens", multiple=True, metavar="TOK",
@@ -83,47 +98,111 @@ def init(obj: Context) -> None:
 # ---------------------------------------------------------------------------
 # ingest
 # ---------------------------------------------------------------------------
+class ReadProgressPrinter:
+    """A one-line progress display for ingestion on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.started = time.monotonic()
+        self.last_draw = 0.0
+        self.width = 0
+
+    def __call__(self, state: ReadProgress) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last_draw < 0.1:
+            return
+        self.last_draw = now
+        elapsed = max(now - self.started, 1e-9)
+        rate = state.done / elapsed
+        parts = [f"{state.done / 1e6:,.1f}"
+                 + (f"/{state.total / 1e6:,.1f} MB" if state.total else " MB"), f"{rate / 1e6:.1f} MB/s"]
+        if state.total:
+            parts.insert(0, f"{100 * state.done / state.total:3.0f}%")
+            if rate > 0:
+                left = int((state.total - state.done) / rate)
+                parts.append(f"ETA {left // 60}:{left % 60:02d}")
+        if state.sources_total > 1:
+            parts.append(f"file {min(state.sources_done + 1, state.sources_total)}/"
+                         f"{state.sources_total} {state.source}")
+        else:
+            parts.append(state.source)
+        self.draw("  ".join(parts))
+
+    def draw(self, line: str) -> None:
+        line = line[:max(20, shutil.get_terminal_size().columns - 1)]
+        sys.stderr.write("\r" + line.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(line)
+
+    def clear(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+            self.width = 0
+
+
+# Per-source lines shown by `ingest`; a directory's thousands of files get only the summary.
+SOURCE_LINES = 10
+
+
 @cli.command()
 @click.argument("corpus")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
+@click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
 @click.option("--pretokenizer", type=click.Choice(PRETOKENIZERS),
               help="How text is split into words [default: gpt2; fixed by a corpus' first ingest]")
 @click.option("--pattern", metavar="REGEX", help="A custom pre-tokenizer regex (implies --pretokenizer regex).")
-@click.option("--normalizer", metavar="STEPS", help="e.g. nfkc or nfkc,lowercase [default: none]")
+@click.option("--normalizer", metavar="STEPS",
+              help="Comma-separated: nfc, nfkc, lowercase, alphanumeric, ... [default: none]")
 @special_option
-@click.option("--workers", type=click.IntRange(min=1), help="Counting processes.")
+@click.option("--workers", type=click.IntRange(min=1), help="Counting processes [default: one per core].")
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8.")
 @json_option
 @quiet_option
 @click.pass_obj
-def ingest(obj: Context, corpus: str, paths: tuple[str, ...], pretokenizer: str | None,
-           pattern: str | None, normalizer: str | None, special_tokens: tuple[str, ...],
-           workers: int | None, force: bool, errors: str, as_json: bool, quiet: bool) -> None:
-    """Count the words of PATH... (files or - for stdin) into CORPUS."""
+def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
+           jsonl_field: str | None, pretokenizer: str | None, pattern: str | None,
+           normalizer: str | None, special_tokens: tuple[str, ...], workers: int | None,
+           force: bool, errors: str, as_json: bool, quiet: bool) -> None:
+    """Count the words of PATH... (files, directories, - for stdin) into CORPUS."""
     started = time.monotonic()
+    progress = ReadProgressPrinter(not quiet and not as_json)
+    shown = []
 
-    def report(result) -> None:
-        if as_json or quiet:
+    def report(result: IngestResult) -> None:
+        shown.append(result)
+        if as_json or quiet or len(shown) > SOURCE_LINES + 1:
             return
-        if result.skipped:
+        progress.clear()
+        if len(shown) == SOURCE_LINES + 1:
+            click.echo("... (the summary below counts every source)")
+        elif result.skipped:
             click.echo(f"skipped {result.source}: already in {corpus} (use --force to count it again)")
         else:
             click.echo(f"{result.source}: {result.size_bytes:,} bytes, {result.n_words:,} words, "
                        f"{result.n_distinct:,} distinct")
 
-    results = obj.store.ingest(
-        corpus, paths, special_tokens=special_tokens or None, pretokenizer=pretokenizer,
-        pattern=pattern, normalizer=normalizer, force=force, errors=errors, workers=workers,
-        on_source=report)
+    try:
+        results = obj.store.ingest(
+            corpus, paths, special_tokens=special_tokens or None, pretokenizer=pretokenizer,
+            pattern=pattern, normalizer=normalizer, force=force, errors=errors, workers=workers,
+            glob=glob, jsonl_field=jsonl_field, on_source=report, progress=progress)
+    finally:
+        progress.clear()
     if as_json:
         emit_json([r.to_dict() for r in results])
     elif not quiet:
         counted = [r for r in results if not r.skipped]
-        click.echo(f"{corpus}: {len(counted)} source(s) counted, {len(results) - len(counted)} skipped, "
+        skipped = len(results) - len(counted)
+        distinct = obj.store.corpus(corpus).n_distinct if counted or skipped else 0
+        click.echo(f"{corpus}: {len(counted):,} source(s) counted, {skipped:,} skipped"
+                   f"{' (already in the corpus; --force counts them again)' if skipped else ''}, "
                    f"{sum(r.size_bytes for r in counted):,} bytes, "
-                   f"{sum(r.n_words for r in counted):,} words in {time.monotonic() - started:.1f}s")
+                   f"{sum(r.n_words for r in counted):,} words in {time.monotonic() - started:.1f}s; "
+                   f"{distinct:,} distinct words in the corpus")
 
 
 @cli.command("corpora")
@@ -131,13 +210,43 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], pretokenizer: str 
 @click.pass_obj
 def corpora_command(obj: Context, as_json: bool) -> None:
     """List corpora with their sources and word totals."""
-    infos = obj.store.corpora()
+    emit_listing(obj.store.corpora(), as_json, "no corpora yet: bpestore ingest CORPUS PATH...",
+                 lambda c: f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t"
+                           f"{c.n_words:,} words\t{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
+
+
+@cli.group("corpus")
+def corpus_group() -> None:
+    """Look into one corpus."""
+
+
+@corpus_group.command("show")
+@click.argument("name")
+@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
+              help="How many of the most frequent words to list.")
+@json_option
+@click.pass_obj
+def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
+    """A corpus' spec, sources, totals and most frequent words."""
+    info = obj.store.corpus(name)
+    sources = obj.store.corpus_sources(name)
+    words = obj.store.top_words(name, top) if top else []
     if as_json:
-        emit_json([c.to_dict() for c in infos])
+        emit_json({**info.to_dict(), "sources": [s.to_dict() for s in sources],
+                   "top_words": [{"word": token_text(w), "count": n} for w, n in words]})
         return
-    for c in infos:
-        click.echo(f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t{c.n_words:,} words\t"
-                   f"{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
+    click.echo(f"{info.name}: {info.n_sources:,} sources, {info.size_bytes:,} bytes, "
+               f"{info.n_words:,} words, {info.n_distinct:,} distinct")
+    click.echo(f"spec: {info.spec.to_json()}")
+    click.echo("sources:")
+    for s in sources:
+        click.echo(f"  {s.source}  {s.size_bytes:,} bytes  {s.n_words:,} words  "
+                   f"{s.n_distinct:,} distinct  sha256 {s.sha256[:12]}  "
+                   f"{s.created_at.strftime('%Y-%m-%d %H:%M')}")
+    if words:
+        click.echo(f"top {len(words)} words:")
+        for rank, (word, count) in enumerate(words, start=1):
+            click.echo(f"  {rank:>4}  {count:>12,}  {token_text(word)!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -186,6 +295,15 @@ class ProgressPrinter:
 @special_option
 @click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid).")
 @click.option("--max-token-length", type=click.IntRange(min=2), help="Longest token, in bytes.")
+@click.option("--alphabet", type=click.Choice(ALPHABETS),
+              help="Initial tokens: the 256 bytes, or the characters of the corpus [default: bytes].")
+@click.option("--unk-token", metavar="TOK", help="With --alphabet chars: the token for unseen characters.")
+@click.option("--byte-fallback", is_flag=True, default=None,
+              help="With --alphabet chars: unseen characters become their UTF-8 bytes.")
+@click.option("--end-of-word", metavar="MARK", help="A symbol after every word, e.g. '</w>'.")
+@click.option("--start-of-word", metavar="MARK", help="A symbol before every word, e.g. '▁'.")
+@click.option("--no-inner-space", is_flag=True, default=None,
+              help="A merged token may hold a space only at its ends.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Write merges to the database every K merges.")
 @click.option("--resume", "resume_ref", metavar="NAME@N", help="Continue an unfinished version.")
@@ -195,6 +313,8 @@ class ProgressPrinter:
 def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: int | None,
           merges: int | None, min_frequency: int, tie_break: str | None,
           special_tokens: tuple[str, ...], parent: str | None, max_token_length: int | None,
+          alphabet: str | None, unk_token: str | None, byte_fallback: bool | None,
+          end_of_word: str | None, start_of_word: str | None, no_inner_space: bool | None,
           checkpoint_every: int, resume_ref: str | None, as_json: bool, quiet: bool) -> None:
     """Train NAME@N from a corpus, or continue one with --resume NAME@N."""
     obj: Context = ctx.obj
@@ -217,7 +337,9 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: 
                 name, corpus=corpus, vocab_size=vocab_size, merges=merges,
                 min_frequency=min_frequency, tie_break=tie_break,
                 special_tokens=special_tokens or None, parent=parent,
-                max_token_length=max_token_length, checkpoint_every=checkpoint_every,
+                max_token_length=max_token_length, alphabet=alphabet, unk_token=unk_token,
+                byte_fallback=byte_fallback, end_of_word=end_of_word, start_of_word=start_of_word,
+                no_inner_space=no_inner_space, checkpoint_every=checkpoint_every,
                 progress=progress)
     finally:
         progress.close()
@@ -268,7 +390,7 @@ dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
 @dtype_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Encode --file in this many threads (tiktoken path) or processes.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
 @click.option("--no-special", is_flag=True, help="Encode special tokens as ordinary text.")
@@ -389,14 +511,8 @@ def version_line(v: VersionInfo) -> str:
 @click.pass_obj
 def versions(obj: Context, name: str | None, as_json: bool) -> None:
     """List versions (of NAME) with status, size, corpus, parent and creation time."""
-    infos = obj.store.versions(name)
-    if as_json:
-        emit_json([v.to_dict() for v in infos])
-        return
-    if not infos:
-        click.echo("no versions yet: bpestore train NAME --corpus C --vocab-size N")
-    for v in infos:
-        click.echo(version_line(v))
+    emit_listing(obj.store.versions(name), as_json,
+                 "no versions yet: bpestore train NAME --corpus C --vocab-size N", version_line)
 
 
 @cli.command()
@@ -452,7 +568,7 @@ def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool)
 
 @cli.command()
 @click.argument("ref")
-@click.option("--format", "fmt", type=click.Choice(["gpt2", "hf", "tiktoken"]), required=True)
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True)
 @click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
 @click.pass_obj
 def export(obj: Context, ref: str, fmt: str, out: str) -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import AbstractSet, Literal, NamedTuple, Union
 
+from . import alphabet
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
 from .errors import BpestoreError
 from .spec import TokenizerSpec
@@ -122,11 +123,10 @@ class Tokenizer:
         for token_id in sorted(self._vocab):
             if token_id not in reserved:
                 self._id_of.setdefault(self._vocab[token_id], token_id)
-        missing = [b for b in range(256) if bytes([b]) not in self._id_of]
-        if missing:
-            raise BpestoreError(f"the vocabulary lacks {len(missing)} single-byte tokens "
-                                f"(first: {missing[0]}); a byte-level tokenizer needs all 256")
-        self._byte_ids = [self._id_of[bytes([b])] for b in range(256)]
+        # How a pre-token becomes initial ids: its bytes (the byte path below),
+        # or the spec's own symbols (characters, word markers).
+        self._word_symbols = alphabet.symbolizer(spec, self._id_of)
+        self._byte_ids = alphabet.byte_ids(self._id_of) if spec.byte_level else []
         # Merge table: pair of ids -> rank, and the id each rank makes.
         self._ranks: dict[int, int] = {}
         self._merged_ids: list[int] = []
@@ -144,10 +144,13 @@ class Tokenizer:
         self._joinable = joinable_table(self._merges)
         self._longest_match = None
         if spec.segmentation == "longest-match":
+            if self._word_symbols is not None:
+                raise BpestoreError("longest-match segmentation works on byte-level specs without "
+                                    "word markers so far")
             self._longest_match = LongestMatch(
                 {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
         self._pipeline = TextPipeline(spec.replace(special_tokens=()))
-        self._all_specials = TextPipeline(spec)  # for cutting streams
+        self._cutters: dict[frozenset[str], TextPipeline] = {}  # for cutting streams
         self._special_regex_cache: dict[frozenset[str], object] = {}
         self._words: dict[str, tuple[int, ...]] = {}
         self._pieces: dict[bytes, tuple[int, ...]] = {}
@@ -291,7 +294,7 @@ class Tokenizer:
         releases the GIL), else to processes (their results come back as
         uint32 arrays: plain bytes between processes).
         """
-        pieces = rechunk(_sliced(chunks, PIECE_CHARS), self._all_specials)
+        pieces = rechunk(_sliced(chunks, PIECE_CHARS), self._stream_cutter(rules.allowed | rules.disallowed))
         if workers <= 1:
             for index, piece in enumerate(pieces):
                 yield self._encode(piece, rules, index, container())
@@ -403,6 +406,16 @@ class Tokenizer:
                                 f"segments by {self.spec.segmentation}")
         return _Rules(allowed, disallowed, dropout, seed)
 
+    def _stream_cutter(self, specials: frozenset[str]) -> TextPipeline:
+        """The pipeline that cuts a stream for one call: it must not cut inside
+        the special tokens the call recognises (allowed or disallowed), and must
+        not treat the others, which it encodes as text, as boundaries."""
+        cutter = self._cutters.get(specials)
+        if cutter is None:
+            cutter = self._cutters[specials] = TextPipeline(
+                self.spec.replace(special_tokens=tuple(t for t in self.spec.special_tokens if t in specials)))
+        return cutter
+
     def _specials_regex(self, tokens: frozenset[str]):
         regex = self._special_regex_cache.get(tokens)
         if regex is None and tokens:
@@ -447,7 +460,7 @@ class Tokenizer:
             return
         if dropout:
             for word in self._pipeline.pretokenize(_fix_surrogates(text)):
-                out.extend(merge_word_dropout(self._symbolize(word.encode("utf-8")), self._ranks,
+                out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
                                               self._merged_ids, dropout, rng))
             return
         # A short text does not pay for the fast path's once-per-version check.
@@ -463,6 +476,12 @@ class Tokenizer:
                 ids = cache[word] = tuple(self._encode_word(word))
             out.extend(ids)
 
+    def _initial_ids(self, word: str) -> list[int]:
+        """A pre-token's initial symbols: the spec's own, or its bytes."""
+        if self._word_symbols is not None:
+            return self._word_symbols(word)
+        return self._symbolize(word.encode("utf-8"))
+
     def _symbolize(self, data: bytes) -> list[int]:
         """A word's (or token's) initial symbols: its bytes, as ids."""
         byte_ids = self._byte_ids
@@ -471,7 +490,11 @@ class Tokenizer:
     def _encode_word(self, word: str) -> list[int]:
         """One pre-token to ids: its bytes, cut where no token can span them
         (one symbol per byte makes the cut valid; bpe.split_bytes), each
-        piece turned into symbols and segmented; pieces are cached."""
+        piece turned into symbols and segmented; pieces are cached. Specs
+        with characters or word markers use their own symbols, whole."""
+        if self._word_symbols is not None:
+            ids = self._word_symbols(word)
+            return merge_word(ids, self._ranks, self._merged_ids) if len(ids) > 1 else ids
         data = word.encode("utf-8")
         if self._longest_match is not None:
             return self._longest_match.segment(self._symbolize(data))

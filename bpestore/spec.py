@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from .errors import BpestoreError
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
@@ -32,7 +34,21 @@ CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens")
 
 @dataclass(frozen=True)
 class TokenizerSpec:
-    """Normalization, pre-tokenization, alphabet, markers, specials, tie-break."""
+    """Normalization, pre-tokenization, alphabet, markers, specials, tie-break.
+
+    * ``normalizer``: comma-separated steps applied in order: ``nfc``, ``nfd``,
+      ``nfkc``, ``nfkd``, ``lowercase``, ``alphanumeric`` (keep only letters,
+      digits and whitespace); ``none`` for no change.
+    * ``pretokenizer``: ``gpt2``, ``cl100k``, ``o200k``, ``whitespace``,
+      ``punctuation``, ``none`` (a whole segment is one word), or ``regex``
+      with ``pattern``.
+    * ``alphabet``: ``bytes`` (the 256 byte values) or ``chars`` (the
+      characters seen in training; others become ``unk_token`` or, with
+      ``byte_fallback``, their bytes).
+    * ``end_of_word`` / ``start_of_word``: a marker symbol appended /
+      prepended to every word (``"</w>"``, ``"\ue000"``, ``"▁"``, ``"_"``).
+    * ``no_inner_space``: a merged token may hold a space only at its ends.
+    """
 
     normalizer: str = "none"
     pretokenizer: str = "gpt2"
@@ -43,6 +59,7 @@ class TokenizerSpec:
     special_tokens: tuple[str, ...] = ()
     unk_token: str | None = None
     byte_fallback: bool = False
+    no_inner_space: bool = False
     tie_break: str = "lexicographic"
     segmentation: str = "merge"
     extra: dict[str, Any] = field(default_factory=dict, compare=True, hash=False)
@@ -56,6 +73,11 @@ class TokenizerSpec:
             object.__setattr__(self, "pretokenizer", "regex")
         if self.pretokenizer == "regex" and not self.pattern:
             raise BpestoreError("--pretokenizer regex needs --pattern REGEX")
+        if self.pattern is not None:
+            try:
+                regex.compile(self.pattern)
+            except regex.error as exc:
+                raise BpestoreError(f"--pattern {self.pattern!r} is not a valid regex: {exc}") from None
         if self.pretokenizer not in PRETOKENIZERS:
             raise BpestoreError(f"unknown pre-tokenizer {self.pretokenizer!r}; "
                                 f"choose one of {', '.join(PRETOKENIZERS)}")
@@ -65,6 +87,16 @@ class TokenizerSpec:
                                     f"choose from {', '.join(NORMALIZERS)} (comma-separated)")
         if self.alphabet not in ALPHABETS:
             raise BpestoreError(f"unknown alphabet {self.alphabet!r}; choose bytes or chars")
+        if self.alphabet == "bytes" and (self.unk_token is not None or self.byte_fallback):
+            raise BpestoreError("--unk-token and --byte-fallback go with --alphabet chars: "
+                                "a byte-level alphabet has no unseen characters")
+        if self.unk_token is not None and self.byte_fallback:
+            raise BpestoreError("give --unk-token or --byte-fallback, not both: unseen "
+                                "characters become either the unknown token or their bytes")
+        for option, marker in (("--unk-token", self.unk_token), ("--end-of-word", self.end_of_word),
+                               ("--start-of-word", self.start_of_word)):
+            if marker is not None and not marker:
+                raise BpestoreError(f"{option} cannot be empty; leave it out instead")
         if self.tie_break not in TIE_BREAKS:
             raise BpestoreError(f"unknown tie-break {self.tie_break!r}; "
                                 "choose lexicographic or hf")

@@ -270,3 +270,13 @@ def test_init_hides_the_password():
 def test_resume_refuses_new_settings(trained):
     result = trained("train", "--resume", "en@1", "--tie-break", "hf")
     assert result.exit_code == 2 and "drop --tie-break" in result.stderr
+
+
+def test_error_bad_pattern_and_corrupt_archive(run, tmp_path):
+    text = tmp_path / "h.txt"
+    text.write_text("hello", encoding="utf-8")
+    assert_error(run("ingest", "c", str(text), "--pattern", "("), "is not a valid regex")
+    bad = tmp_path / "bad.gz"
+    bad.write_bytes(b"not gzip at all")
+    assert_error(run("ingest", "c", str(bad)), "bad.gz")
+    assert json.loads(run("corpora", "--json").stdout) == []

@@ -445,3 +445,16 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
     written = tok.encode_file(source, tmp_path / "big.bin", progress=sample)
     assert written.tokens * 2 == (tmp_path / "big.bin").stat().st_size
     assert peak - baseline < 50 * 2 ** 20, f"resident memory grew by {(peak - baseline) / 2**20:.0f} MB"
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_encode_iterable_with_specials_as_text(gpt2_files, fast):
+    from bpestore.formats.gpt2 import read_gpt2
+
+    vocab, merges, specials = read_gpt2(*gpt2_files)
+    tok = Tokenizer(vocab, merges, specials, fast=fast)
+    # The special token is ordinary text here: no cut may fall at its edges.
+    text = f"a{EOT}'s" + "." * 30 + " z"
+    expected = tok.encode(text, disallowed_special=())
+    for cut in range(len(text) + 1):
+        assert list(tok.encode_iterable([text[:cut], text[cut:]], disallowed_special=())) == expected

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
 import pytest
+import regex
 
 from bpestore import BpestoreError, TokenizerSpec
-from bpestore.ingest import TextReader, count_source
-from bpestore.text import TextPipeline, rechunk
+from bpestore.ingest import TextReader, count_sources
+from bpestore.text import PATTERNS, TextPipeline, rechunk
 
 from .conftest import corpus_path, read_corpus
 
@@ -28,6 +30,33 @@ def test_pretokenizers(pretokenizer, text, words):
     assert list(TextPipeline(TokenizerSpec(pretokenizer=pretokenizer)).words(text)) == words
 
 
+@pytest.mark.parametrize("pretokenizer, text, words", [
+    ("gpt2", "a  b\n\n c", ["a", " ", " b", "\n\n", " c"]),
+    ("cl100k", "a\n\nb  12345", ["a", "\n\n", "b", " ", " ", "123", "45"]),
+    ("o200k", "I'M OK.\n\n", ["I'M", " OK", ".\n\n"]),
+    ("punctuation", "Déjà-vu, 3.14!", ["Déjà", "-", "vu", ",", "3", ".", "14", "!"]),
+    ("whitespace", "a\u3000b\u00a0c", ["a", "b", "c"]),
+])
+def test_more_pretokenizer_cases(pretokenizer, text, words):
+    assert list(TextPipeline(TokenizerSpec(pretokenizer=pretokenizer)).words(text)) == words
+
+
+@pytest.mark.parametrize("normalizer, text, expected", [
+    ("none", "Ｃafe\u0301", "Ｃafe\u0301"),
+    ("nfc", "e\u0301", "\u00e9"),
+    ("nfd", "\u00e9", "e\u0301"),
+    ("nfkc", "\ufb01 \uff23 \u00b2", "fi C 2"),
+    ("nfkd", "\ufb01\u00e9", "fie\u0301"),
+    ("lowercase", "ÀB ΣΑΣ", "àb σας"),  # the final sigma
+    ("alphanumeric", "don't stop-me, 2x!\n", "dont stopme 2x\n"),
+    ("nfkc,lowercase", "ＡＢＣ", "abc"),
+    ("alphanumeric,lowercase", "Ab-C D!", "abc d"),
+])
+def test_normalizers(normalizer, text, expected):
+    pipe = TextPipeline(TokenizerSpec(normalizer=normalizer, pretokenizer="none"))
+    assert list(pipe.words(text)) == [expected]
+
+
 def test_custom_pattern_and_normalizers():
     pipe = TextPipeline(TokenizerSpec(pattern=r"\w+", normalizer="nfkc,lowercase"))
     assert list(pipe.words("ＡＢＣ Déjà-Vu")) == ["abc", "déjà", "vu"]
@@ -44,6 +73,14 @@ def test_spec_json_round_trip_and_validation():
     spec = TokenizerSpec(normalizer="nfc", pretokenizer="cl100k", special_tokens=("<s>", "</s>"),
                          tie_break="hf")
     assert TokenizerSpec.from_json(spec.to_json()) == spec
+    every = TokenizerSpec(normalizer="nfkc,lowercase,alphanumeric", pattern=r"[^\s;:,.]+",
+                          alphabet="chars", end_of_word="\ue000", start_of_word="\u2581",
+                          special_tokens=("<|endoftext|>",), unk_token="<unk>", no_inner_space=True,
+                          tie_break="hf")
+    assert TokenizerSpec.from_json(every.to_json()) == every
+    assert json.loads(every.to_json())["end_of_word"] == "\ue000"
+    assert TokenizerSpec.from_json('{"pretokenizer": "whitespace"}') == TokenizerSpec(
+        pretokenizer="whitespace")  # fields left out take their defaults
     for bad in [{"pretokenizer": "nope"}, {"normalizer": "upper"}, {"tie_break": "random"},
                 {"special_tokens": ("a", "a")}, {"pretokenizer": "regex"}]:
         with pytest.raises(BpestoreError):
@@ -101,7 +138,47 @@ def test_compressed_sources_count_like_plain(tmp_path, suffix, opener):
     packed = tmp_path / f"s.txt{suffix}"
     with importlib.import_module(opener).open(packed, "wb") as f:
         f.write(data)
-    pipe = TextPipeline(TokenizerSpec())
-    a, b = count_source(plain, pipe), count_source(packed, pipe)
-    assert (a.counts, a.size, a.sha256) == (b.counts, b.size, b.sha256)
-    assert a.size == len(data)
+    [a], [b] = (list(count_sources([str(p)], TokenizerSpec(), workers=1)) for p in (plain, packed))
+    assert (a.counts, a.sources[0].size, a.sources[0].sha256) == (b.counts, b.sources[0].size,
+                                                                  b.sources[0].sha256)
+    assert a.sources[0].size == len(data)
+    assert a.counts == Counter(w.encode() for w in regex.findall(PATTERNS["gpt2"], data.decode()))
+
+
+@pytest.mark.parametrize("pretokenizer", ["gpt2", "cl100k", "o200k", "whitespace", "punctuation"])
+def test_cut_anywhere_splits_without_changing_words(pretokenizer):
+    """Wherever a window sits in the text, cutting there keeps the words (and specials)."""
+    specials = ("<|endoftext|>", "<|a b|>", "<|a b|> c")
+    pipe = TextPipeline(TokenizerSpec(pretokenizer=pretokenizer, special_tokens=specials))
+    rng = random.Random(11)
+    vocab = ["word", " x", "é", "日本語", " ", "\n", "  ", "3", ".", "<|a b|>", " c", "<|endoftext|>",
+             "It's", "\r\n", "\t"]
+    text = "".join(rng.choice(vocab) for _ in range(4000))
+    whole = list(pipe.words(text))
+    found = 0
+    for _ in range(400):
+        start = rng.randrange(len(text))
+        window = text[start:start + rng.choice([20, 60, 300])]
+        cut = pipe.cut_anywhere(window)
+        if cut:
+            found += 1
+            at = start + cut
+            assert list(pipe.words(text[:at])) + list(pipe.words(text[at:])) == whole
+            assert [s for s, special in pipe.segments(text[:at]) if special] + \
+                [s for s, special in pipe.segments(text[at:]) if special] == \
+                [s for s, special in pipe.segments(text) if special]
+    assert found > 100
+    assert TextPipeline(TokenizerSpec(pretokenizer="none")).cut_anywhere("a b c d e") == 0
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_patterns_split_like_tiktokens_published_ones(name):
+    import regex
+
+    from .conftest import tiktoken_pattern
+
+    ours, theirs = regex.compile(PATTERNS[name]), regex.compile(tiktoken_pattern(name))
+    texts = [read_corpus("taylorswift.txt")[:30000], read_corpus("code_python_5M.txt.xz")[:30000],
+             "a\n  ", "end with spaces   ", "x.\n\n  y\t\t\n", "I'M don't 12345 ,,, \u00e9\u0301 \r\n \n"]
+    for text in texts:
+        assert ours.findall(text) == theirs.findall(text)

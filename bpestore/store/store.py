@@ -9,11 +9,11 @@ batch of merges (with their tokens).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,11 +24,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..encoder import Tokenizer
 from ..errors import BpestoreError
+from ..ingest import CountedBatch, ReadProgress, count_sources, expand_paths
 from ..queries import MergeRow, diff_versions, first_merges, merge_tree
-from ..ingest import SourceCounts, count_source, file_sha256
 from ..spec import TokenizerSpec
-from ..text import TextPipeline
-from .. import alphabet
+from ..alphabet import hf_order, initial_kinds, initial_vocab, initial_words, merge_filter
 from ..trainer import BpeTrainer, Merge
 from .db import display_url, make_engine, resolve_url, upgrade_schema
 from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
@@ -77,6 +76,23 @@ class CorpusInfo:
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["spec"] = self.spec.to_dict()
+        d["created_at"] = self.created_at.isoformat()
+        return d
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """One source counted into a corpus (a row of ``ingests``)."""
+
+    source: str
+    sha256: str
+    size_bytes: int
+    n_words: int
+    n_distinct: int
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
         d["created_at"] = self.created_at.isoformat()
         return d
 
@@ -182,37 +198,43 @@ class Store:
         force: bool = False,
         errors: str = "strict",
         workers: int | None = None,
+        glob: str | None = None,
+        jsonl_field: str | None = None,
         on_source: Callable[[IngestResult], None] | None = None,
+        progress: Callable[[ReadProgress], None] | None = None,
     ) -> list[IngestResult]:
         """Count the words of each source into ``corpus`` (created if new).
 
-        The corpus' spec (special tokens, pre-tokenizer, pattern, normalizer)
-        is set by its first ingest; later ones must agree or leave them out. A
-        source whose bytes are already in the corpus is skipped unless ``force``.
-        Each source is one transaction. ``workers`` is accepted for the CLI
-        contract; counting is single-process for now.
+        Sources are files, directories (their files, recursively, those
+        matching ``glob``), ``-`` for standard input, ``.gz``/``.xz``/``.bz2``
+        files, or with ``jsonl_field`` JSON Lines files. The corpus' spec
+        (special tokens, pre-tokenizer, pattern, normalizer) is set by its
+        first ingest; later ones must agree or leave them out. A source whose
+        content (sha256) is already in the corpus is skipped unless ``force``.
+        ``workers`` processes count (default: one per core).
+
+        Every source is written whole or not at all: a large source is one
+        transaction; small ones share transactions (each is still all or
+        nothing). A source that fails (``errors="strict"`` and invalid UTF-8)
+        raises BpestoreError; the sources before it are kept.
+
+        >>> store.ingest("books", ["books/"], glob="*.txt")  # doctest: +SKIP
         """
-        paths = [str(p) for p in paths]
-        if not paths:
+        _check_name(corpus, "corpus")
+        files = expand_paths(paths, glob=glob)
+        if not files:
             raise BpestoreError("give at least one file to ingest")
         spec = self._corpus_spec(corpus, special_tokens=special_tokens, pretokenizer=pretokenizer,
                                  pattern=pattern, normalizer=normalizer)
-        pipeline = TextPipeline(spec)
+        counted_before = set() if force else self._source_shas(corpus)
         results = []
-        for path in paths:
-            if path != "-" and not force:
-                digest = file_sha256(path)
-                if self._has_source(corpus, digest):
-                    result = IngestResult(corpus, path, digest, 0, 0, 0, skipped=True)
-                    results.append(result)
-                    if on_source:
-                        on_source(result)
-                    continue
-            counted = count_source(path, pipeline, errors=errors)
-            result = self._add_counts(corpus, spec, counted, force=force)
-            results.append(result)
-            if on_source:
-                on_source(result)
+        for batch in count_sources(files, spec, errors=errors, workers=workers,
+                                   jsonl_field=jsonl_field, already_counted=counted_before,
+                                   force=force, progress=progress):
+            for result in self._add_counts(corpus, spec, batch, force=force):
+                results.append(result)
+                if on_source:
+                    on_source(result)
         return results
 
     def _corpus_spec(self, corpus: str, **given: Any) -> TokenizerSpec:
@@ -234,56 +256,86 @@ class Store:
                 "different specs never mix: ingest into a new corpus")
         return spec
 
-    def _has_source(self, corpus: str, digest: str) -> bool:
+    def _source_shas(self, corpus: str) -> set[str]:
+        """The sha256 of every source already counted into a corpus."""
         with self.engine.connect() as conn:
-            return conn.execute(
-                select(ingests.c.id).join(corpora, corpora.c.id == ingests.c.corpus_id)
-                .where(corpora.c.name == corpus, ingests.c.sha256 == digest).limit(1)
-            ).first() is not None
+            return set(conn.execute(
+                select(ingests.c.sha256).join(corpora, corpora.c.id == ingests.c.corpus_id)
+                .where(corpora.c.name == corpus)).scalars())
 
-    def _add_counts(self, corpus: str, spec: TokenizerSpec, counted: SourceCounts, *,
-                    force: bool) -> IngestResult:
-        """One transaction: the corpus (if new), the ingest row, the counts."""
-        with self._write() as conn:
-            # Create the corpus if missing (race-free), then check its spec inside
-            # this transaction: a concurrent first ingest may have set another.
-            _check_name(corpus, "corpus")
-            conn.execute(_dialect(conn).insert(corpora).values(name=corpus, spec=spec.to_json(), created_at=_now())
-                         .on_conflict_do_nothing(index_elements=[corpora.c.name]))
-            corpus_id, stored_spec = conn.execute(select(corpora.c.id, corpora.c.spec)
-                                                  .where(corpora.c.name == corpus).with_for_update()).one()
-            if TokenizerSpec.from_json(stored_spec).corpus_key() != spec.corpus_key():
-                raise BpestoreError(f"corpus {corpus!r} was just created with another spec by a "
-                                    "concurrent ingest; ingest again to see it")
-            if not force and conn.execute(
-                    select(ingests.c.id).where(ingests.c.corpus_id == corpus_id,
-                                               ingests.c.sha256 == counted.sha256).limit(1)).first():
-                return IngestResult(corpus, counted.source, counted.sha256, counted.size, 0, 0,
-                                    skipped=True)
-            conn.execute(insert(ingests).values(
-                corpus_id=corpus_id, source=counted.source, sha256=counted.sha256,
-                size_bytes=counted.size, n_words=counted.n_words,
-                n_distinct=len(counted.counts), created_at=_now()))
-            self._upsert_counts(conn, corpus_id, counted.counts)
-        return IngestResult(corpus, counted.source, counted.sha256, counted.size,
-                            counted.n_words, len(counted.counts))
+    def _add_counts(self, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *,
+                    force: bool) -> list[IngestResult]:
+        """One transaction: the corpus (if new), the batch's ingest rows, its counts."""
+        counted = [s for s in batch.sources if not s.skipped]
+        if counted:
+            with self._write() as conn:
+                # Create the corpus if missing (race-free), then check its spec inside
+                # this transaction: a concurrent first ingest may have set another.
+                conn.execute(_dialect(conn).insert(corpora)
+                             .values(name=corpus, spec=spec.to_json(), created_at=_now())
+                             .on_conflict_do_nothing(index_elements=[corpora.c.name]))
+                corpus_id, stored_spec = conn.execute(
+                    select(corpora.c.id, corpora.c.spec).where(corpora.c.name == corpus)
+                    .with_for_update()).one()
+                if TokenizerSpec.from_json(stored_spec).corpus_key() != spec.corpus_key():
+                    raise BpestoreError(f"corpus {corpus!r} was just created with another spec by "
+                                        "a concurrent ingest; ingest again to see it")
+                if not force and self._present(conn, corpus_id, [s.sha256 for s in counted]):
+                    # Another process ingested the same content since we looked.
+                    if len(counted) > 1:
+                        raise BpestoreError(
+                            f"another process ingested some of these sources into {corpus!r} "
+                            "at the same time; run the ingest again (sources already in are skipped)")
+                    counted[0].skipped = True
+                    counted = []
+                if counted:
+                    now = _now()
+                    conn.execute(insert(ingests), [
+                        {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256,
+                         "size_bytes": s.size, "n_words": s.n_words, "n_distinct": s.n_distinct,
+                         "created_at": now} for s in counted])
+                    self._upsert_counts(conn, corpus_id, batch.counts)
+        return [IngestResult(corpus, s.source, s.sha256, s.size, 0 if s.skipped else s.n_words,
+                             0 if s.skipped else s.n_distinct, skipped=s.skipped)
+                for s in batch.sources]
 
     @staticmethod
-    def _upsert_counts(conn: Connection, corpus_id: int, counts: Counter) -> None:
-        """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches."""
+    def _present(conn: Connection, corpus_id: int, shas: Sequence[str]) -> bool:
+        """Whether any of these contents is already a source of the corpus."""
+        for start in range(0, len(shas), 500):
+            if conn.execute(select(ingests.c.id).where(
+                    ingests.c.corpus_id == corpus_id,
+                    ingests.c.sha256.in_(shas[start:start + 500])).limit(1)).first():
+                return True
+        return False
+
+    @staticmethod
+    def _upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int]) -> None:
+        """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches.
+
+        The statement is built with SQLAlchemy Core and compiled for the
+        connection's dialect, then run with the driver's own executemany on
+        plain tuples: per row, SQLAlchemy's parameter handling would cost
+        more than the database (2.5x on SQLite). Same connection, same
+        transaction.
+        """
         stmt = _dialect(conn).insert(word_counts)
         stmt = stmt.on_conflict_do_update(
             index_elements=word_count_key(conn),
             set_={"count": word_counts.c.count + stmt.excluded["count"]})
-        batch = []
+        compiled = stmt.compile(dialect=conn.dialect)
+        sql = str(compiled)
+        plain_order = compiled.positional and list(compiled.positiontup) == ["corpus_id", "word", "count"]
         # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
-        for word, count in sorted(counts.items()):
-            batch.append({"corpus_id": corpus_id, "word": word, "count": count})
-            if len(batch) >= UPSERT_BATCH:
-                conn.execute(stmt, batch)
-                batch = []
-        if batch:
-            conn.execute(stmt, batch)
+        items = iter(sorted(counts.items()))
+        while batch := list(itertools.islice(items, UPSERT_BATCH)):
+            if plain_order:  # SQLite's "?" parameters, in column order
+                rows: list = [(corpus_id, word, count) for word, count in batch]
+            else:
+                rows = [{"corpus_id": corpus_id, "word": word, "count": count} for word, count in batch]
+                if compiled.positional:
+                    rows = [tuple(row[name] for name in compiled.positiontup) for row in rows]
+            conn.exec_driver_sql(sql, rows)
 
     def corpora(self) -> list[CorpusInfo]:
         """Every corpus with its totals."""
@@ -320,6 +372,25 @@ class Store:
         for sha in shas:
             h.update(sha.encode())
         return h.hexdigest()
+
+    def corpus_sources(self, corpus: str) -> list[SourceInfo]:
+        """The sources counted into a corpus, oldest first."""
+        with self.engine.connect() as conn:
+            corpus_id = self._corpus_id(conn, corpus)
+            rows = conn.execute(select(ingests).where(ingests.c.corpus_id == corpus_id)
+                                .order_by(ingests.c.id)).all()
+        return [SourceInfo(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct, r.created_at)
+                for r in rows]
+
+    def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
+        """The ``n`` most frequent words of a corpus with their counts (ties by bytes)."""
+        with self.engine.connect() as conn:
+            corpus_id = self._corpus_id(conn, corpus)
+            rows = conn.execute(select(word_counts.c.word, word_counts.c["count"])
+                                .where(word_counts.c.corpus_id == corpus_id)
+                                .order_by(word_counts.c["count"].desc(), word_counts.c.word)
+                                .limit(n)).all()
+        return [(bytes(word), count) for word, count in rows]
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
         """All word counts of a corpus."""
@@ -475,6 +546,12 @@ class Store:
         special_tokens: Sequence[str] | None = None,
         parent: str | None = None,
         max_token_length: int | None = None,
+        alphabet: str | None = None,
+        unk_token: str | None = None,
+        byte_fallback: bool | None = None,
+        end_of_word: str | None = None,
+        start_of_word: str | None = None,
+        no_inner_space: bool | None = None,
         checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
         progress: Callable[[TrainProgress], None] | None = None,
@@ -487,6 +564,11 @@ class Store:
         Merges are written as they are made, every ``checkpoint_every`` merges
         or ``checkpoint_seconds``; a stopped run continues with ``resume``.
 
+        The symbolization options (``alphabet``, ``unk_token``,
+        ``byte_fallback``, ``end_of_word``, ``start_of_word``,
+        ``no_inner_space``; see ``TokenizerSpec``) are recorded in the
+        version's spec; an extension keeps its parent's.
+
         >>> store.train("en", corpus="books", vocab_size=1000)  # doctest: +SKIP
         <VersionInfo en@1 complete ...>
         """
@@ -497,6 +579,10 @@ class Store:
             raise BpestoreError("the vocabulary size / merge count must be a positive number")
         if checkpoint_every < 1:
             raise BpestoreError("--checkpoint-every must be at least 1")
+        scheme = {k: v for k, v in dict(
+            alphabet=alphabet, unk_token=unk_token, byte_fallback=byte_fallback,
+            end_of_word=end_of_word, start_of_word=start_of_word,
+            no_inner_space=no_inner_space).items() if v is not None}
         with self._write() as conn:
             corpus_id = self._corpus_id(conn, corpus)
             corpus_spec = TokenizerSpec.from_json(
@@ -512,22 +598,22 @@ class Store:
             if parent is None:
                 specials = tuple(special_tokens) if special_tokens is not None else corpus_spec.special_tokens
                 spec = corpus_spec.replace(special_tokens=specials,
-                                           tie_break=tie_break or corpus_spec.tie_break)
-                initial = alphabet.initial_vocab(spec)
-                reserved = set(alphabet.special_ids(spec))
+                                           tie_break=tie_break or corpus_spec.tie_break, **scheme)
+                words = None if spec.byte_level else (bytes(w) for w in conn.execute(
+                    select(word_counts.c.word).where(word_counts.c.corpus_id == corpus_id)).scalars())
+                initial = initial_vocab(spec, words)
                 if vocab_size is not None and vocab_size < len(initial):
                     raise BpestoreError(f"--vocab-size must be at least {len(initial)} (the initial "
                                         f"alphabet and {len(specials)} special tokens)")
                 version_id = self._new_version(conn, name, spec=spec.to_json(), **values)
                 conn.execute(insert(tokens), [
-                    {"version_id": version_id, "id": i, "bytes": data,
-                     "kind": "special" if i in reserved else "byte"}
-                    for i, data in enumerate(initial)])
+                    {"version_id": version_id, "id": i, "bytes": data, "kind": kind}
+                    for i, (data, kind) in enumerate(zip(initial, initial_kinds(spec, initial)))])
                 if self._reuse_merges(conn, version_id, len(initial)):
                     return self._version_info(conn, version_id)
             else:
                 version_id = self._extend(conn, name, parent, corpus_spec, special_tokens,
-                                          tie_break, vocab_size, merges, values)
+                                          tie_break, vocab_size, merges, values, scheme)
         return self._run_training(version_id, checkpoint_every, checkpoint_seconds, progress)
 
     def _reuse_merges(self, conn: Connection, version_id: int, n_initial: int) -> bool:
@@ -592,10 +678,15 @@ class Store:
 
     def _extend(self, conn: Connection, name: str, parent: str, corpus_spec: TokenizerSpec,
                 special_tokens: Sequence[str] | None, tie_break: str | None,
-                vocab_size: int | None, n_merges: int | None, values: dict[str, Any]) -> int:
+                vocab_size: int | None, n_merges: int | None, values: dict[str, Any],
+                scheme: dict[str, Any]) -> int:
         """Create a child of ``parent`` holding copies of its tokens and merges."""
         parent_id = self._resolve(conn, parent)
         p = self._version_info(conn, parent_id)
+        changed = [k for k, v in scheme.items() if getattr(p.spec, k) != v]
+        if changed:
+            raise BpestoreError(f"an extension keeps the {', '.join(changed)} of {p.ref}; "
+                                "leave those options out (or train a new tokenizer)")
         if p.status != "complete":
             raise BpestoreError(f"{p.ref} is still training; finish it first "
                                 f"(`bpestore train --resume {p.ref}`)")
@@ -667,15 +758,16 @@ class Store:
                                   .where(merges.c.version_id == version_id)
                                   .order_by(merges.c.rank)).all()
         spec = v.spec
-        initial = [bytes(r.bytes) for r in token_rows if r.kind in ("byte", "special")]
+        initial = [bytes(r.bytes) for r in token_rows if r.kind != "merge"]
         special_ids = [r.id for r in token_rows if r.kind == "special"]
         trainer = BpeTrainer(
-            alphabet.initial_words(spec, counts),
+            initial_words(spec, counts, initial),
             initial,
             tie_break=spec.tie_break,
-            hf_order=alphabet.hf_order(spec) if spec.tie_break == "hf" else None,
+            hf_order=hf_order(spec, initial) if spec.tie_break == "hf" else None,
             min_frequency=v.min_frequency,
             max_token_length=v.max_token_length,
+            allow_merge=merge_filter(spec),
             special_ids=special_ids,
         )
         del counts  # the trainer holds the words now

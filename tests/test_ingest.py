@@ -1,0 +1,484 @@
+"""Ingestion: parallel, chunked counting equals one plain Counter; sources, skips, failures.
+
+References are independent of the code under test: ``regex.findall`` with the
+published patterns (tiktoken's openai_public.py, GPT-2's encoder.py) over each
+whole text, summed with ``collections.Counter``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import os
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import regex
+from sqlalchemy import func, select
+
+from bpestore import BpestoreError, TokenizerSpec
+from bpestore import ingest
+from bpestore.ingest import count_sources, expand_paths
+from bpestore.store.schema import ingests, word_counts
+
+from .conftest import read_corpus
+
+EOT = "<|endoftext|>"
+SCALE = os.environ.get("BPESTORE_SCALE", "small")
+
+# The patterns as their authors publish them.
+GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+CL100K = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+          r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+O200K = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+PUBLISHED = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
+
+
+def reference_counts(text: str, pattern: str, special: str | None = None) -> Counter:
+    """A plain Counter of the pattern's matches over each stretch between special tokens."""
+    counts: Counter = Counter()
+    for part in (text.split(special) if special else [text]):
+        counts.update(w.encode("utf-8") for w in regex.findall(pattern, part))
+    return counts
+
+
+@pytest.fixture
+def parallel(monkeypatch):
+    """Force worker processes and many small pieces, even for a small text."""
+    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 50_000)
+    monkeypatch.setattr(ingest, "CUT_WINDOW", 3_000)
+    monkeypatch.setattr(ingest, "PART_CHARS", 7_000)
+    monkeypatch.setattr(ingest, "SMALL_SOURCE_BYTES", 10_000)
+    monkeypatch.setattr(ingest, "TASK_BYTES", 20_000)
+
+
+def only_batch(paths, spec, **options):
+    batches = list(count_sources([str(p) for p in paths], spec, **options))
+    assert len(batches) == 1
+    return batches[0]
+
+
+# -- parallel, chunked counts == one Counter ------------------------------------
+CORPORA = ["tinyshakespeare.txt", "dracula.txt", "taylorswift.txt", "german_1M.txt", "russian_1M.txt",
+           "japanese_1M.txt", "chinese_1M.txt", "hindi_1M.txt", "code_python_5M.txt.xz"]
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_parallel_counts_equal_a_counter_on_every_shared_corpus(name, parallel, tmp_path):
+    text = read_corpus(name)[:1_500_000]
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(text.encode("utf-8"))
+    batch = only_batch([path], TokenizerSpec(), workers=2)
+    expected = reference_counts(text, GPT2)
+    assert batch.counts == expected
+    assert batch.sources[0].sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert batch.sources[0].n_words == sum(expected.values())
+    assert batch.sources[0].n_distinct == len(expected)
+
+
+@pytest.mark.parametrize("pretokenizer", ["cl100k", "o200k"])
+@pytest.mark.parametrize("name", ["japanese_1M.txt", "hindi_1M.txt", "code_python_5M.txt.xz"])
+def test_parallel_counts_with_tiktoken_patterns(name, pretokenizer, parallel, tmp_path):
+    text = read_corpus(name)[:600_000]
+    path = tmp_path / "corpus.txt.gz"
+    with gzip.open(path, "wb") as f:  # a compressed stream: read here, counted by the workers
+        f.write(text.encode("utf-8"))
+    batch = only_batch([path], TokenizerSpec(pretokenizer=pretokenizer), workers=2)
+    assert batch.counts == reference_counts(text, PUBLISHED[pretokenizer])
+
+
+def test_special_tokens_at_chunk_boundaries(parallel, monkeypatch, tmp_path):
+    """Special tokens and multi-byte characters right at, before and after every read boundary."""
+    monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)
+    monkeypatch.setattr(ingest, "CUT_WINDOW", 41)
+    rng = random.Random(7)
+    words = ["the", " cat", "é", "日本", " ", "\n", "  ", "x1", "!!", "<|", "|>"]
+    text = ""
+    while len(text.encode()) < 60_000:
+        text += rng.choice(words)
+        if rng.random() < 0.2:
+            # Land the special token across the next boundary, at every offset.
+            gap = 97 - len(text.encode()) % 97
+            text += "a" * max(0, gap - rng.randrange(len(EOT) + 2)) + EOT
+    path = tmp_path / "specials.txt"
+    path.write_bytes(text.encode("utf-8"))
+    assert text.count(EOT) > 100
+    for packed in (path, tmp_path / "specials.txt.gz"):  # file ranges, and a stream re-cut here
+        packed.write_bytes(gzip.compress(text.encode()) if packed.suffix == ".gz" else text.encode())
+        batch = only_batch([packed], TokenizerSpec(special_tokens=(EOT,)), workers=2)
+        assert batch.counts == reference_counts(text, GPT2, EOT)
+
+
+def test_gpt2_pattern_is_gpt2s(tmp_path):
+    """bpestore's spelling of GPT-2's regex matches exactly what GPT-2's spelling matches."""
+    from bpestore.text import PATTERNS
+
+    for name in ["tinyshakespeare.txt", "russian_1M.txt", "code_python_5M.txt.xz"]:
+        text = read_corpus(name)[:300_000] + "  \n \t x \n"
+        assert regex.findall(PATTERNS["gpt2"], text) == regex.findall(GPT2, text)
+
+
+def test_workers_hand_back_counts_when_they_hold_too_many(parallel, monkeypatch, tmp_path):
+    monkeypatch.setattr(ingest, "KEPT_WORDS_LIMIT", 500)
+    text = read_corpus("german_1M.txt")[:400_000]
+    path = tmp_path / "g.txt"
+    path.write_bytes(text.encode())
+    assert only_batch([path], TokenizerSpec(), workers=2).counts == reference_counts(text, GPT2)
+
+
+@pytest.mark.slow
+def test_parallel_counts_at_scale(tmp_path):
+    """english_medium (11 MB), or english_100M with BPESTORE_SCALE=full, with the default settings."""
+    text = read_corpus("english_100M.txt.xz" if SCALE == "full" else "english_medium.txt.xz")
+    path = tmp_path / "english.txt"
+    path.write_bytes(text.encode())
+    batch = only_batch([path], TokenizerSpec(special_tokens=(EOT,)), workers=2)
+    assert batch.counts == reference_counts(text, GPT2, EOT)
+
+
+# -- many small sources ----------------------------------------------------
+def test_directory_of_small_files_counts_each_and_all(parallel, tmp_path):
+    text = read_corpus("tinyshakespeare.txt")[:300_000]
+    folder = tmp_path / "many"
+    (folder / "sub").mkdir(parents=True)
+    pieces = [text[i:i + 997] for i in range(0, len(text), 997)]
+    for i, piece in enumerate(pieces):
+        (folder / ("sub" if i % 3 else "") / f"{i:04d}.txt").write_text(piece, encoding="utf-8")
+    (folder / "notes.md").write_text("not counted", encoding="utf-8")
+    files = expand_paths([folder], glob="*.txt")
+    assert len(files) == len(pieces) and files == sorted(files)
+    batches = list(count_sources(files, TokenizerSpec(), workers=2))
+    stats = [s for b in batches for s in b.sources]
+    assert [s.source for s in stats] == files
+    by_name = {s.source: s for s in stats}
+    for i, piece in enumerate(pieces[:50]):
+        expected = reference_counts(piece, GPT2)
+        s = by_name[str(folder / ("sub" if i % 3 else "") / f"{i:04d}.txt")]
+        assert (s.n_words, s.n_distinct, s.size) == (sum(expected.values()), len(expected),
+                                                      len(piece.encode()))
+    total = sum((b.counts for b in batches), Counter())
+    assert total == sum((reference_counts(p, GPT2) for p in pieces), Counter())
+
+
+def test_repeated_content_is_skipped_unless_forced(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("same text", encoding="utf-8")
+    b.write_text("same text", encoding="utf-8")
+    [batch] = count_sources([str(a), str(b)], TokenizerSpec())
+    assert [s.skipped for s in batch.sources] == [False, True]
+    assert batch.counts == {b"same": 1, b" text": 1}
+    [forced] = count_sources([str(a), str(b)], TokenizerSpec(), force=True)
+    assert forced.counts == {b"same": 2, b" text": 2}
+
+
+def test_repeated_large_sources_are_skipped(parallel, tmp_path):
+    text = read_corpus("german_1M.txt")[:200_000]
+    a, b, c = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt.gz"
+    a.write_text(text, encoding="utf-8")
+    b.write_text(text, encoding="utf-8")
+    c.write_bytes(gzip.compress(text.encode()))
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    batches = list(count_sources([str(a), str(b), str(c)], TokenizerSpec(), workers=2))
+    assert [(s.sha256, s.skipped) for bt in batches for s in bt.sources] == [
+        (sha, False), (sha, True), (sha, True)]
+    assert sum((bt.counts for bt in batches), Counter()) == reference_counts(text, GPT2)
+    [again] = count_sources([str(b)], TokenizerSpec(), workers=2, already_counted={sha})
+    assert again.sources[0].skipped and not again.counts
+
+
+def test_stdin_and_compressed_sources(tmp_path):
+    data = "Stdin, gzip, xz and bz2 all read the same.\n".encode() * 100
+    for suffix, opener in [(".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)]:
+        with opener(tmp_path / f"t{suffix}", "wb") as f:
+            f.write(data)
+    batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
+                                 TokenizerSpec(), stdin=io.BytesIO(data), force=True))
+    assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
+    assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
+
+
+def test_progress_reports_bytes_and_sources(tmp_path):
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text("word " * (100 * (i + 1)), encoding="utf-8")
+    seen = []
+    list(count_sources([str(p) for p in paths], TokenizerSpec(), progress=seen.append))
+    total = sum(p.stat().st_size for p in paths)
+    assert seen[-1].done == seen[-1].total == total
+    assert [s.done for s in seen] == sorted(s.done for s in seen)
+    assert seen[-1].sources_done == seen[-1].sources_total == 3
+
+
+# -- JSON Lines ------------------------------------------------------------
+def test_jsonl_counts_each_record_text(parallel, tmp_path):
+    docs = [line for line in read_corpus("taylorswift.txt").split("\n") if line][:400]
+    path = tmp_path / "docs.jsonl.xz"
+    with lzma.open(path, "wt", encoding="utf-8") as f:
+        for i, doc in enumerate(docs):
+            f.write(json.dumps({"id": i, "text": doc}) + "\n")
+    batch = only_batch([path], TokenizerSpec(), workers=2, jsonl_field="text")
+    expected = sum((reference_counts(doc, GPT2) for doc in docs), Counter())
+    assert batch.counts == expected
+
+
+def test_jsonl_errors_name_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": "fine"}\n{"text": broken}\n', encoding="utf-8")
+    with pytest.raises(BpestoreError, match="bad.jsonl: line 3 is not valid JSON"):
+        list(count_sources([str(path)], TokenizerSpec(), jsonl_field="text"))
+    path.write_text('{"text": "fine"}\n{"body": "no text"}\n', encoding="utf-8")
+    with pytest.raises(BpestoreError, match="line 2 has no text field 'text'"):
+        list(count_sources([str(path)], TokenizerSpec(), jsonl_field="text"))
+
+
+# -- failures: nothing of the failing source, everything before it ---------
+def test_invalid_utf8_deep_in_a_large_source_names_the_offset(parallel, tmp_path):
+    good = tmp_path / "good.txt"
+    good.write_text("a good source\n" * 10_000, encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    prefix = "ok text é\n".encode() * 20_000
+    bad.write_bytes(prefix + b"\xff tail" + b" more" * 1000)
+    batches = []
+    with pytest.raises(BpestoreError, match=f"bad.txt is not valid UTF-8 at byte {len(prefix)}"):
+        for batch in count_sources([str(good), str(bad)], TokenizerSpec(), workers=2):
+            batches.append(batch)
+    assert [[s.source for s in b.sources] for b in batches] == [[str(good)]]
+    for errors, python_errors in [("replace", "replace"), ("skip", "ignore")]:
+        [batch] = count_sources([str(bad)], TokenizerSpec(), errors=errors, workers=2)
+        assert batch.counts == reference_counts(bad.read_bytes().decode("utf-8", python_errors), GPT2)
+
+
+def test_a_failing_small_source_keeps_the_ones_before_it(parallel, tmp_path):
+    names = []
+    for i in range(40):
+        names.append(tmp_path / f"{i:02d}.jsonl")
+        names[-1].write_text(json.dumps({"text": f"doc {i}"}) + "\n", encoding="utf-8")
+    names[25].write_text("not json\n", encoding="utf-8")
+    kept = []
+    with pytest.raises(BpestoreError, match="25.jsonl: line 1 is not valid JSON"):
+        for batch in count_sources([str(p) for p in names], TokenizerSpec(), workers=2,
+                                   jsonl_field="text"):
+            kept.append(batch)
+    assert [s.source for b in kept for s in b.sources] == [str(p) for p in names[:25]]
+    assert sum((b.counts for b in kept), Counter()) == Counter(
+        {b"doc": 25, **{f" {i}".encode(): 1 for i in range(25)}})
+
+
+def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
+    monkeypatch.setattr(ingest, "SMALL_SOURCE_BYTES", 5)  # each source a transaction of its own
+    good, big = tmp_path / "good.txt", tmp_path / "big.txt"
+    good.write_text("kept words", encoding="utf-8")
+    big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
+    real = store._upsert_counts
+
+    def fail_half_way(conn, corpus_id, counts):
+        half = dict(list(counts.items())[: len(counts) // 2])
+        real(conn, corpus_id, half)  # rows really written inside the transaction...
+        if len(counts) > 100:
+            raise RuntimeError("disk full")  # ...then the failure
+        real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half})
+    monkeypatch.setattr(store, "_upsert_counts", fail_half_way)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.ingest("c", [good, big])
+    assert store.word_counts("c") == {b"kept": 1, b" words": 1}
+    assert [s.source for s in store.corpus_sources("c")] == [str(good)]
+    monkeypatch.setattr(store, "_upsert_counts", real)
+    store.ingest("c", [good, big])  # the failed source was not recorded: it is counted now
+    assert store.word_counts("c") == (reference_counts(good.read_text(), GPT2)
+                                      + reference_counts(big.read_text(), GPT2))
+
+
+def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, tmp_path):
+    paths = [tmp_path / f"{i}.txt" for i in range(3)]
+    for i, path in enumerate(paths):
+        path.write_text(f"source {i}", encoding="utf-8")
+
+    def fail(conn, corpus_id, counts):
+        raise RuntimeError("disk full")
+    monkeypatch.setattr(store, "_upsert_counts", fail)
+    with pytest.raises(RuntimeError):
+        store.ingest("c", paths)
+    with store.engine.connect() as conn:  # each source all or nothing: here, nothing
+        assert conn.execute(select(func.count()).select_from(ingests)).scalar() == 0
+
+
+def test_store_failure_in_a_worker_leaves_no_counts(store, parallel, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine words " * 20_000 + b"\xc3(" + b" more" * 100)
+    with pytest.raises(BpestoreError, match="not valid UTF-8 at byte 220000"):
+        store.ingest("c", [bad], workers=2)
+    with store.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(word_counts)).scalar() == 0
+        assert conn.execute(select(func.count()).select_from(ingests)).scalar() == 0
+
+
+# -- the store: re-ingest, force, directories, specs ---------------------------
+def test_reingesting_a_directory_is_a_noop_and_force_doubles(store, parallel, tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    text = read_corpus("dracula.txt")[:120_000]
+    for i in range(0, len(text), 4000):
+        (folder / f"{i:06d}.txt").write_text(text[i:i + 4000], encoding="utf-8")
+    first = store.ingest("c", [folder], workers=2)
+    counts = store.word_counts("c")
+    assert counts == sum((reference_counts(text[i:i + 4000], GPT2) for i in range(0, len(text), 4000)),
+                         Counter())
+    again = store.ingest("c", [folder], workers=2)
+    assert all(r.skipped for r in again) and len(again) == len(first)
+    assert store.word_counts("c") == counts
+    store.ingest("c", [folder], workers=2, force=True)
+    assert store.word_counts("c") == {w: 2 * n for w, n in counts.items()}
+    assert store.corpus("c").n_sources == 2 * len(first)
+
+
+def test_a_corpus_refuses_a_source_with_another_spec(store, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("Some Text", encoding="utf-8")
+    store.ingest("c", [path], normalizer="lowercase", special_tokens=[EOT])
+    for other in [dict(normalizer="nfkc"), dict(special_tokens=["<s>"]), dict(pretokenizer="cl100k"),
+                  dict(pattern=r"\w+")]:
+        with pytest.raises(BpestoreError, match="words from different specs never mix"):
+            store.ingest("c", [path], force=True, **other)
+    store.ingest("c", [path], force=True, normalizer="lowercase")  # the same spec: fine
+    assert store.word_counts("c") == {b"some": 2, b" text": 2}
+
+
+def test_corpus_sources_and_top_words(store, tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("b a b c b a", encoding="utf-8")
+    store.ingest("c", [path], pretokenizer="whitespace")
+    assert store.top_words("c", 2) == [(b"b", 3), (b"a", 2)]
+    [source] = store.corpus_sources("c")
+    assert (source.source, source.n_words, source.n_distinct) == (str(path), 6, 3)
+
+
+def test_missing_paths_and_empty_directories_are_user_errors(tmp_path):
+    with pytest.raises(BpestoreError, match="file not found"):
+        expand_paths([tmp_path / "nope.txt"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BpestoreError, match="no files matching '\\*.txt' under"):
+        expand_paths([tmp_path / "empty"], glob="*.txt")
+
+
+# -- the command line ----------------------------------------------------------
+@pytest.fixture
+def cli_run(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from bpestore.cli import cli
+
+    monkeypatch.delenv("BPESTORE_DB", raising=False)
+    db = str(tmp_path / "cli.db")
+
+    def invoke(*args: str, input: str | None = None):
+        return CliRunner().invoke(cli, ["--db", db, *args], input=input, catch_exceptions=False)
+    return invoke
+
+
+def test_cli_ingest_directory_jsonl_and_corpus_show(cli_run, tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.jsonl").write_text('{"text": "the cat"}\n{"text": "the dog"}\n', encoding="utf-8")
+    (folder / "sub" / "b.jsonl").write_text('{"text": "the end"}\n', encoding="utf-8")
+    (folder / "notes.txt").write_text("not JSON", encoding="utf-8")
+    first = cli_run("ingest", "docs", str(folder), "--glob", "*.jsonl", "--jsonl-field", "text")
+    assert first.exit_code == 0, first.output
+    assert "docs: 2 source(s) counted, 0 skipped, 60 bytes, 6 words" in first.stdout
+    assert "4 distinct words in the corpus" in first.stdout
+    again = cli_run("ingest", "docs", str(folder), "--glob", "*.jsonl", "--jsonl-field", "text")
+    assert "0 source(s) counted, 2 skipped (already in the corpus" in again.stdout
+    shown = json.loads(cli_run("corpus", "show", "docs", "--top", "2", "--json").stdout)
+    assert shown["top_words"] == [{"word": "the", "count": 3}, {"word": " cat", "count": 1}]
+    assert [s["source"] for s in shown["sources"]] == [str(folder / "a.jsonl"),
+                                                       str(folder / "sub" / "b.jsonl")]
+    assert shown["spec"]["pretokenizer"] == "gpt2" and shown["n_distinct"] == 4
+    text = cli_run("corpus", "show", "docs", "--top", "1").stdout
+    assert "top 1 words:" in text and "'the'" in text and "sha256" in text
+    assert cli_run("ingest", "docs", str(folder), "--quiet", "--force", "--jsonl-field",
+                   "text").stdout == ""
+
+
+def test_cli_train_scheme_options(cli_run, tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("low lower lowest " * 10, encoding="utf-8")
+    assert cli_run("ingest", "t", str(path), "--pretokenizer", "whitespace").exit_code == 0
+    result = cli_run("train", "w", "--corpus", "t", "--merges", "4", "--alphabet", "chars",
+                     "--end-of-word", "</w>", "--unk-token", "<unk>")
+    assert result.exit_code == 0, result.output
+    tokens = json.loads(cli_run("encode", "w", "lowz", "--tokens", "--json").stdout)
+    assert [t["token"] for t in tokens][-2:] == ["<unk>", "</w>"]
+    bad = cli_run("train", "b", "--corpus", "t", "--merges", "4", "--byte-fallback")
+    assert bad.exit_code != 0 and bad.stderr.startswith("Error: ") and "--alphabet chars" in bad.stderr
+
+
+def test_progress_line_on_a_terminal(monkeypatch):
+    from bpestore.cli import ReadProgressPrinter
+    from bpestore.ingest import ReadProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    screen = Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    printer = ReadProgressPrinter(True)
+    printer.started -= 2.0  # two seconds in
+    printer(ReadProgress("b.txt", 10_000_000, 20_000_000, 30_000_000, 60_000_000, 1, 3))
+    line = screen.getvalue()
+    assert "50%" in line and "30.0/60.0 MB" in line and "15.0 MB/s" in line and "ETA 0:02" in line
+    assert "file 2/3 b.txt" in line
+    printer.clear()
+    assert screen.getvalue().endswith("\r")
+    quiet = ReadProgressPrinter(False)
+    quiet(ReadProgress("b.txt", 1, 1, 1, 1, 1, 1))
+    assert screen.getvalue().count("MB/s") == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads worker pids from /proc")
+def test_workers_end_when_the_ingesting_process_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "big.txt"
+    path.write_text("some words here\n" * 400_000, encoding="utf-8")
+    script = (
+        "import os, sys, time\n"
+        "from bpestore import TokenizerSpec, ingest\n"
+        "ingest.PARALLEL_MIN_BYTES = 0\n"
+        "def progress(state):\n"
+        "    pid = os.getpid()\n"
+        "    kids = open(f'/proc/{pid}/task/{pid}/children').read().split()\n"
+        "    if kids:\n"
+        "        print(' '.join(kids), flush=True)\n"
+        "        time.sleep(60)\n"
+        "list(ingest.count_sources([sys.argv[1]], TokenizerSpec(), workers=2, progress=progress))\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE,
+                            text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    workers = [int(pid) for pid in proc.stdout.readline().split()]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def running(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 20
+    while any(running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(pid) for pid in workers)
