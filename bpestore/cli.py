@@ -7,6 +7,7 @@ import shutil
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from . import __version__
 from .errors import BpestoreError
-from .ingest import ReadProgress
+from .formats import EXPORT_FORMATS
+from .ingest import ERROR_POLICIES, ReadProgress
 from .queries import token_text
 from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
 from .store import IngestResult, Store, TrainProgress, VersionInfo
@@ -53,6 +55,17 @@ class BpestoreGroup(click.Group):
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def emit_listing(items: list, as_json: bool, empty: str, line: Callable[[Any], str]) -> None:
+    """A listing command's output: JSON, or a line per item (a hint when there is none)."""
+    if as_json:
+        emit_json([item.to_dict() for item in items])
+        return
+    if not items:
+        click.echo(empty)
+    for item in items:
+        click.echo(line(item))
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -145,7 +158,7 @@ SOURCE_LINES = 10
 @special_option
 @click.option("--workers", type=click.IntRange(min=1), help="Counting processes [default: one per core].")
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8.")
 @json_option
 @quiet_option
@@ -197,15 +210,9 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
 @click.pass_obj
 def corpora_command(obj: Context, as_json: bool) -> None:
     """List corpora with their sources and word totals."""
-    infos = obj.store.corpora()
-    if as_json:
-        emit_json([c.to_dict() for c in infos])
-        return
-    if not infos:
-        click.echo("no corpora yet: bpestore ingest CORPUS PATH...")
-    for c in infos:
-        click.echo(f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t{c.n_words:,} words\t"
-                   f"{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
+    emit_listing(obj.store.corpora(), as_json, "no corpora yet: bpestore ingest CORPUS PATH...",
+                 lambda c: f"{c.name}\t{c.n_sources} sources\t{c.size_bytes:,} bytes\t"
+                           f"{c.n_words:,} words\t{c.n_distinct:,} distinct\t{c.spec.pretokenizer}")
 
 
 @cli.group("corpus")
@@ -383,7 +390,7 @@ dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
 @dtype_option
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Encode --file in this many threads (tiktoken path) or processes.")
-@click.option("--errors", type=click.Choice(["strict", "replace", "skip"]), default="strict",
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
 @click.option("--no-special", is_flag=True, help="Encode special tokens as ordinary text.")
@@ -504,14 +511,8 @@ def version_line(v: VersionInfo) -> str:
 @click.pass_obj
 def versions(obj: Context, name: str | None, as_json: bool) -> None:
     """List versions (of NAME) with status, size, corpus, parent and creation time."""
-    infos = obj.store.versions(name)
-    if as_json:
-        emit_json([v.to_dict() for v in infos])
-        return
-    if not infos:
-        click.echo("no versions yet: bpestore train NAME --corpus C --vocab-size N")
-    for v in infos:
-        click.echo(version_line(v))
+    emit_listing(obj.store.versions(name), as_json,
+                 "no versions yet: bpestore train NAME --corpus C --vocab-size N", version_line)
 
 
 @cli.command()
@@ -567,7 +568,7 @@ def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool)
 
 @cli.command()
 @click.argument("ref")
-@click.option("--format", "fmt", type=click.Choice(["gpt2", "hf", "tiktoken"]), required=True)
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True)
 @click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
 @click.pass_obj
 def export(obj: Context, ref: str, fmt: str, out: str) -> None:

@@ -74,6 +74,8 @@ check costs one ``merge_word`` per merge, once per version per process.
 
 from __future__ import annotations
 
+import importlib.util
+
 import re
 import unicodedata
 from array import array
@@ -137,9 +139,7 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[
 
 def tiktoken_problem() -> str | None:
     """None where tiktoken is installed and its Unicode tables can be trusted."""
-    try:
-        import tiktoken  # noqa: F401  (only: is it installed?)
-    except ImportError:
+    if importlib.util.find_spec("tiktoken") is None:
         return "tiktoken is not installed (pip install 'bpestore[fast]')"
     return _unicode_problem()
 
