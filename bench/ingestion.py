@@ -1,7 +1,9 @@
 """Ingestion at scale: the three targets of the ingestion issue, measured side by side.
 
 * throughput: ``Store.ingest`` (GPT-2 pre-tokenization, 2 workers, fresh SQLite)
-  against HF ``train([file])`` with a 300-token vocabulary;
+  against HF ``train([file])`` with a 300-token vocabulary; and the same end to
+  end, the ``bpestore ingest`` command against HF as a script (interpreter start
+  and imports included);
 * memory: the peak of the same ingest for the text, and for it concatenated 2x
   and 4x (it should grow only with distinct words, not with the file);
 * many sources: a directory of 10,000 small files against the same bytes as
@@ -22,6 +24,7 @@ import os
 import resource
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +42,30 @@ def bpestore_ingest_workers(p: Params) -> cases.Timed:
 
     store = bpestore.open(Path(p.tmp) / "bench.db")
     return lambda: store.ingest("bench", [p.corpus], workers=WORKERS)
+
+
+# The peer of the command line: the same HF training as cases.hf_ingest, as a script.
+HF_SCRIPT = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+tok.train([sys.argv[1]], trainers.BpeTrainer(vocab_size=int(sys.argv[2]), show_progress=False,
+          initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+"""
+
+
+def bpestore_command(p: Params) -> cases.Timed:
+    """`bpestore ingest` as a user runs it: interpreter start, imports, store set-up included."""
+    argv = [sys.executable, str(REPO / "cli.py"), "--db", str(Path(p.tmp) / "cli.db"), "ingest",
+            "bench", p.corpus, "--workers", str(WORKERS), "--quiet"]
+    return lambda: subprocess.run(argv, check=True)
+
+
+def hf_script(p: Params) -> cases.Timed:
+    """HF's training as a script: interpreter start and import included."""
+    argv = [sys.executable, "-c", HF_SCRIPT, p.corpus, str(cases.INGEST_VOCAB)]
+    return lambda: subprocess.run(argv, check=True)
 
 
 # -- running with the process tree's memory ------------------------------------------------
@@ -167,6 +194,12 @@ def ingest_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
              f"HF `train([file])`, vocab {cases.INGEST_VOCAB}", f"{ours.seconds:.2f}",
              f"{hf.seconds:.2f}", f"{ours.seconds / hf.seconds:.2f}×", f"{ours.rss:.0f}",
              f"{ours.pss:.0f}", f"{hf.rss:.0f}"]]
+    command, script = measure_tree([Case("bpestore ingest command", bpestore_command, one),
+                                    Case("HF training script", hf_script, one)], runs)
+    rows.append(["the same, end to end: `bpestore ingest` command", "HF as a `python -c` script",
+                 f"{command.seconds:.2f}", f"{script.seconds:.2f}",
+                 f"{command.seconds / script.seconds:.2f}×", f"{command.rss:.0f}",
+                 f"{command.pss:.0f}", f"{script.rss:.0f}"])
     throughput = markdown_table(["work", "peer", "bpestore (s)", "peer (s)", "bpestore / peer",
                                  "bpestore tree RSS (MB)", "bpestore tree PSS (MB)",
                                  "peer RSS (MB)"], rows)
