@@ -833,7 +833,9 @@ class Store:
         """
         with self.engine.connect() as conn:
             version_id = self._resolve(conn, ref)
-            row = conn.execute(select(versions.c.fingerprint, versions.c.spec)
+            row = conn.execute(select(versions.c.fingerprint, versions.c.spec, versions.c.number,
+                                      tokenizers.c.name)
+                               .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
                                .where(versions.c.id == version_id)).one()
             n_merges = conn.execute(select(func.count()).select_from(merges)
                                     .where(merges.c.version_id == version_id)).scalar()
@@ -842,9 +844,8 @@ class Store:
             if cached is not None:
                 return cached
             vocab, merge_list, special_ids = self._load_vocab(conn, version_id)
-        info = self.version(ref)
         tok = Tokenizer(vocab, merge_list, special_ids, spec=TokenizerSpec.from_json(row.spec),
-                        name=info.ref)
+                        name=f"{row.name}@{row.number}")
         if len(_TOKENIZER_CACHE) >= TOKENIZER_CACHE_SIZE:
             _TOKENIZER_CACHE.pop(next(iter(_TOKENIZER_CACHE)))  # the oldest
         _TOKENIZER_CACHE[key] = tok
