@@ -14,16 +14,23 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .encoder import DisallowedSpecialError, Tokenizer
-from .errors import BpestoreError
+from .errors import (BpestoreError, ConflictError, DamagedDataError, InvalidArgumentError,
+                     NotFoundError, SourceError)
+from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from .spec import TokenizerSpec
-from .store import CorpusInfo, IngestResult, Store, TrainProgress, VersionInfo
-from .trainer import BpeTrainer, Merge, train_word_counts
+from .store import Store, TrainProgress
+from .trainer import BpeTrainer, train_word_counts
+
+# Earlier names of the Source record (one record per concept).
+IngestResult = SourceInfo = Source
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BpeTrainer", "BpestoreError", "CorpusInfo", "DisallowedSpecialError", "IngestResult", "Merge",
-    "Store", "Tokenizer", "TokenizerSpec", "TrainProgress", "VersionInfo", "open", "train_bpe",
+    "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError",
+    "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
+    "Progress", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
+    "TrainProgress", "VersionInfo", "open", "train_bpe",
 ]
 
 

@@ -20,7 +20,8 @@ from .formats import EXPORT_FORMATS
 from .ingest import ERROR_POLICIES, ReadProgress
 from .queries import token_text
 from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
-from .store import IngestResult, Store, TrainProgress, VersionInfo
+from .records import Source, VersionInfo
+from .store import Store, TrainProgress
 
 
 class Context:
@@ -172,7 +173,7 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
     progress = ReadProgressPrinter(not quiet and not as_json)
     shown = []
 
-    def report(result: IngestResult) -> None:
+    def report(result: Source) -> None:
         shown.append(result)
         if as_json or quiet or len(shown) > SOURCE_LINES + 1:
             return

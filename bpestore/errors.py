@@ -1,4 +1,22 @@
-"""The one exception type a user of bpestore needs to catch."""
+"""The exceptions bpestore raises, by what a caller does about them.
+
+Every one is a ``BpestoreError``; catch a subclass to handle one kind:
+
+* ``NotFoundError``: a named thing (corpus, version, alias, token, file) is not there;
+* ``InvalidArgumentError``: an argument or spec is not acceptable (also a ``ValueError``);
+* ``ConflictError``: the store's state refuses the call now (a database from a newer
+  bpestore, a corpus that changed, a concurrent writer, a version still training);
+* ``DamagedDataError``: stored data or an input file is not what it claims to be;
+* ``SourceError``: a source cannot be read or decoded; says which and where.
+
+Messages speak in the Python API's terms (``vocab_size``, ``errors='replace'``);
+``params`` names the arguments a message is about, so the CLI can say
+``--vocab-size`` and ``--errors replace`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class BpestoreError(Exception):
@@ -6,3 +24,44 @@ class BpestoreError(Exception):
 
     The CLI prints it as one ``Error: ...`` line and exits non-zero.
     """
+
+    def __init__(self, message: str, *, params: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.params = tuple(params)
+
+    def __reduce__(self):  # crosses process boundaries with its fields
+        return (_rebuild, (type(self), str(self), dict(self.__dict__)))
+
+
+class NotFoundError(BpestoreError, LookupError):
+    """A corpus, version, alias, token or file that does not exist."""
+
+
+class InvalidArgumentError(BpestoreError, ValueError):
+    """An argument or spec that cannot be used as given."""
+
+
+class ConflictError(BpestoreError):
+    """The store's current state refuses the operation (try again, or do something else)."""
+
+
+class DamagedDataError(BpestoreError):
+    """Stored data or an input file that is inconsistent or corrupt."""
+
+
+class SourceError(BpestoreError):
+    """A source that cannot be read or decoded: ``source`` names it, ``offset`` is the
+    byte where the problem is (None when it is not about one place)."""
+
+    def __init__(self, message: str, *, source: str, offset: int | None = None,
+                 params: Sequence[str] = ()) -> None:
+        super().__init__(message, params=params)
+        self.source = source
+        self.offset = offset
+
+
+def _rebuild(cls: type[BpestoreError], message: str, fields: dict) -> BpestoreError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(fields)
+    return error

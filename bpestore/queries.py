@@ -7,19 +7,9 @@ merge had when it was made); the store fetches them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class MergeRow:
-    """One stored merge: ``left`` and ``right`` became ``token`` at ``rank``."""
-
-    rank: int
-    left: int
-    right: int
-    token: int
-    count: int
+from .records import Merge
 
 
 def token_text(data: bytes) -> str:
@@ -31,11 +21,11 @@ def token_text(data: bytes) -> str:
     return data.decode("utf-8", "backslashreplace")
 
 
-def merge_tree(token: int, vocab: dict[int, bytes], made_by: dict[int, MergeRow]) -> dict[str, Any]:
+def merge_tree(token: int, vocab: dict[int, bytes], made_by: dict[int, Merge]) -> dict[str, Any]:
     """How a token was built: the merge that made it, and recursively its parts.
 
     >>> vocab = {97: b"a", 98: b"b", 99: b"c", 300: b"ab", 301: b"abc"}
-    >>> made_by = {300: MergeRow(0, 97, 98, 300, 9), 301: MergeRow(1, 300, 99, 301, 4)}
+    >>> made_by = {300: Merge(0, 97, 98, 300, 9), 301: Merge(1, 300, 99, 301, 4)}
     >>> merge_tree(301, vocab, made_by)["parts"][0]["token"]
     'ab'
     """
@@ -47,23 +37,23 @@ def merge_tree(token: int, vocab: dict[int, bytes], made_by: dict[int, MergeRow]
     return node
 
 
-def first_merges(merges: Sequence[MergeRow]) -> dict[int, MergeRow]:
+def first_merges(merges: Sequence[Merge]) -> dict[int, Merge]:
     """The merge that first made each token (later merges may spell it again)."""
-    made_by: dict[int, MergeRow] = {}
+    made_by: dict[int, Merge] = {}
     for m in merges:
         made_by.setdefault(m.token, m)
     return made_by
 
 
-def diff_versions(vocab_a: dict[int, bytes], merges_a: Sequence[MergeRow],
-                  vocab_b: dict[int, bytes], merges_b: Sequence[MergeRow]) -> dict[str, Any]:
+def diff_versions(vocab_a: dict[int, bytes], merges_a: Sequence[Merge],
+                  vocab_b: dict[int, bytes], merges_b: Sequence[Merge]) -> dict[str, Any]:
     """What changed from version A to version B.
 
     ``shared_merges``: length of the common prefix of the merge lists (as byte
     pairs); ``changed_ids``: ids present in both with other bytes (an extension
     has none); ``only_a`` / ``only_b``: byte strings in one vocabulary only.
     """
-    def pairs(vocab: dict[int, bytes], merges: Sequence[MergeRow]) -> list[tuple[bytes, bytes]]:
+    def pairs(vocab: dict[int, bytes], merges: Sequence[Merge]) -> list[tuple[bytes, bytes]]:
         return [(vocab[m.left], vocab[m.right]) for m in merges]
 
     pairs_a, pairs_b = pairs(vocab_a, merges_a), pairs(vocab_b, merges_b)

@@ -30,23 +30,12 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 
 from .bpe import PAIR_SHIFT, merge_word
+from .records import Merge
 from .spec import TIE_BREAKS, TokenizerSpec
 
 _LOW = 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class Merge:
-    """One training step: tokens ``left`` and ``right`` became ``token``."""
-
-    rank: int
-    left: int
-    right: int
-    token: int
-    count: int
 
 
 _REVERSE_BYTES = bytes(range(255, -1, -1))

@@ -1,5 +1,5 @@
 """Persistence: the database schema, its migrations, and the Store class."""
 
-from .store import CorpusInfo, IngestResult, SourceInfo, Store, TrainProgress, VersionInfo
+from .store import Store, TrainProgress
 
-__all__ = ["CorpusInfo", "IngestResult", "SourceInfo", "Store", "TrainProgress", "VersionInfo"]
+__all__ = ["Store", "TrainProgress"]

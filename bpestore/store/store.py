@@ -25,10 +25,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..encoder import Tokenizer
 from ..errors import BpestoreError
 from ..ingest import CountedBatch, ReadProgress, count_sources, expand_paths
-from ..queries import MergeRow, diff_versions, first_merges, merge_tree
+from ..queries import diff_versions, first_merges, merge_tree
+from ..records import CorpusInfo, Merge, Source, VersionInfo
 from ..spec import TokenizerSpec
 from ..alphabet import hf_order, initial_kinds, initial_vocab, initial_words, merge_filter
-from ..trainer import BpeTrainer, Merge
+from ..trainer import BpeTrainer
 from .db import display_url, make_engine, resolve_url, upgrade_schema
 from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
 
@@ -44,95 +45,6 @@ _TOKENIZER_CACHE: dict[tuple[str, int, str], Tokenizer] = {}
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    """One source: counted, or skipped because its content was already in the corpus."""
-
-    corpus: str
-    source: str
-    sha256: str
-    size_bytes: int
-    n_words: int
-    n_distinct: int
-    skipped: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class CorpusInfo:
-    name: str
-    spec: TokenizerSpec
-    n_sources: int
-    size_bytes: int
-    n_words: int
-    n_distinct: int
-    created_at: datetime
-    digest: str
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["spec"] = self.spec.to_dict()
-        d["created_at"] = self.created_at.isoformat()
-        return d
-
-
-@dataclass(frozen=True)
-class SourceInfo:
-    """One source counted into a corpus (a row of ``ingests``)."""
-
-    source: str
-    sha256: str
-    size_bytes: int
-    n_words: int
-    n_distinct: int
-    created_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["created_at"] = self.created_at.isoformat()
-        return d
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """A version as listed by ``versions``: where it came from and how far it got."""
-
-    id: int
-    name: str
-    number: int
-    status: str
-    source: str
-    vocab_size: int
-    n_merges: int
-    target_vocab_size: int | None
-    target_merges: int | None
-    corpus: str | None
-    parent: str | None
-    spec: TokenizerSpec
-    min_frequency: int
-    max_token_length: int | None
-    corpus_digest: str | None
-    fingerprint: str | None
-    created_at: datetime
-    updated_at: datetime
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def ref(self) -> str:
-        return f"{self.name}@{self.number}"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "id"}
-        d["ref"] = self.ref
-        d["spec"] = self.spec.to_dict()
-        d["aliases"] = list(self.aliases)
-        d["created_at"] = self.created_at.isoformat()
-        d["updated_at"] = self.updated_at.isoformat()
-        return d
 
 
 @dataclass
@@ -200,9 +112,9 @@ class Store:
         workers: int | None = None,
         glob: str | None = None,
         jsonl_field: str | None = None,
-        on_source: Callable[[IngestResult], None] | None = None,
+        on_source: Callable[[Source], None] | None = None,
         progress: Callable[[ReadProgress], None] | None = None,
-    ) -> list[IngestResult]:
+    ) -> list[Source]:
         """Count the words of each source into ``corpus`` (created if new).
 
         Sources are files, directories (their files, recursively, those
@@ -264,7 +176,7 @@ class Store:
                 .where(corpora.c.name == corpus)).scalars())
 
     def _add_counts(self, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *,
-                    force: bool) -> list[IngestResult]:
+                    force: bool) -> list[Source]:
         """One transaction: the corpus (if new), the batch's ingest rows, its counts."""
         counted = [s for s in batch.sources if not s.skipped]
         if counted:
@@ -295,8 +207,8 @@ class Store:
                          "size_bytes": s.size, "n_words": s.n_words, "n_distinct": s.n_distinct,
                          "created_at": now} for s in counted])
                     self._upsert_counts(conn, corpus_id, batch.counts)
-        return [IngestResult(corpus, s.source, s.sha256, s.size, 0 if s.skipped else s.n_words,
-                             0 if s.skipped else s.n_distinct, skipped=s.skipped)
+        return [Source(s.source, s.sha256, s.size, 0 if s.skipped else s.n_words,
+                       0 if s.skipped else s.n_distinct, skipped=s.skipped, corpus=corpus)
                 for s in batch.sources]
 
     @staticmethod
@@ -373,14 +285,14 @@ class Store:
             h.update(sha.encode())
         return h.hexdigest()
 
-    def corpus_sources(self, corpus: str) -> list[SourceInfo]:
+    def corpus_sources(self, corpus: str) -> list[Source]:
         """The sources counted into a corpus, oldest first."""
         with self.engine.connect() as conn:
             corpus_id = self._corpus_id(conn, corpus)
             rows = conn.execute(select(ingests).where(ingests.c.corpus_id == corpus_id)
                                 .order_by(ingests.c.id)).all()
-        return [SourceInfo(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct, r.created_at)
-                for r in rows]
+        return [Source(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct,
+                       created_at=_utc(r.created_at)) for r in rows]
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words of a corpus with their counts (ties by bytes)."""
@@ -877,10 +789,10 @@ class Store:
             .order_by(merges.c.rank))]
         return vocab, merge_list, special_ids
 
-    def _vocab_and_merges(self, conn: Connection, version_id: int) -> tuple[dict[int, bytes], list[MergeRow]]:
+    def _vocab_and_merges(self, conn: Connection, version_id: int) -> tuple[dict[int, bytes], list[Merge]]:
         vocab = {i: bytes(b) for i, b in conn.execute(
             select(tokens.c.id, tokens.c.bytes).where(tokens.c.version_id == version_id))}
-        rows = [MergeRow(*r) for r in conn.execute(
+        rows = [Merge(*r) for r in conn.execute(
             select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
             .where(merges.c.version_id == version_id).order_by(merges.c.rank))]
         return vocab, rows

@@ -1,0 +1,137 @@
+"""The records bpestore hands around: one type per concept, used everywhere.
+
+``Merge`` (one training step), ``Source`` (one source of a corpus),
+``CorpusInfo``, ``VersionInfo`` and ``Progress`` (where a long job stands, the
+same shape for ingesting, training and encoding). Plain data: no SQL, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .spec import TokenizerSpec
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One merge: tokens ``left`` and ``right`` became ``token`` at ``rank``, when
+    the pair occurred ``count`` times (0 for an imported merge)."""
+
+    rank: int
+    left: int
+    right: int
+    token: int
+    count: int
+
+
+@dataclass
+class Source:
+    """One source of a corpus: what it contributed, or that it was ``skipped``
+    because its content (``sha256``) was counted before."""
+
+    source: str
+    sha256: str = ""
+    size_bytes: int = 0
+    n_words: int = 0
+    n_distinct: int = 0
+    skipped: bool = False
+    corpus: str | None = None
+    created_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if v is not None}
+        if self.created_at is not None:
+            d["created_at"] = self.created_at.isoformat()
+        return d
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    """A corpus: its spec and totals over its sources."""
+
+    name: str
+    spec: TokenizerSpec
+    n_sources: int
+    size_bytes: int
+    n_words: int
+    n_distinct: int
+    created_at: datetime
+    digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["spec"] = self.spec.to_dict()
+        d["created_at"] = self.created_at.isoformat()
+        return d
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """A version as listed by ``versions``: where it came from and how far it got."""
+
+    id: int
+    name: str
+    number: int
+    status: str
+    source: str
+    vocab_size: int
+    n_merges: int
+    target_vocab_size: int | None
+    target_merges: int | None
+    corpus: str | None
+    parent: str | None
+    spec: TokenizerSpec
+    min_frequency: int
+    max_token_length: int | None
+    corpus_digest: str | None
+    fingerprint: str | None
+    created_at: datetime
+    updated_at: datetime
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.number}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "id"}
+        d["ref"] = self.ref
+        d["spec"] = self.spec.to_dict()
+        d["aliases"] = list(self.aliases)
+        d["created_at"] = self.created_at.isoformat()
+        d["updated_at"] = self.updated_at.isoformat()
+        return d
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a long job stands; what every ``progress=`` callback receives.
+
+    ``done`` and ``total`` count ``unit`` over the whole job: bytes read
+    (``job="ingest"``), merges made (``"train"``), bytes encoded (``"encode"``).
+    ``name`` is what is being worked on now: a source, a version, a file.
+    The other fields add what one job knows: the sources finished and in all
+    (ingest), the newest merge and its bytes (train), the ids written (encode).
+
+    >>> p = Progress("train", "en@1", done=10, total=40, unit="merges")
+    >>> p.fraction
+    0.25
+    """
+
+    job: str
+    name: str
+    done: int
+    total: int | None
+    unit: str
+    sources_done: int = 0
+    sources_total: int = 0
+    merge: Merge | None = None
+    token: bytes = b""
+    tokens: int = 0
+
+    @property
+    def fraction(self) -> float | None:
+        """How much of the job is done (0..1), when its size is known."""
+        return min(1.0, self.done / self.total) if self.total else None
