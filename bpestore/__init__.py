@@ -18,11 +18,12 @@ from .errors import (BpestoreError, ConflictError, DamagedDataError, InvalidArgu
                      NotFoundError, SourceError)
 from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from .spec import TokenizerSpec
-from .store import Store, TrainProgress
+from .store import Store
 from .trainer import BpeTrainer, train_word_counts
 
-# Earlier names of the Source record (one record per concept).
+# Earlier names of the Source and Progress records (one record per concept).
 IngestResult = SourceInfo = Source
+TrainProgress = Progress
 
 __version__ = "0.1.0"
 

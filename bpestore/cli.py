@@ -17,11 +17,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from . import __version__
 from .errors import BpestoreError
 from .formats import EXPORT_FORMATS
-from .ingest import ERROR_POLICIES, ReadProgress
+from .ingest import ERROR_POLICIES
 from .queries import token_text
 from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
-from .records import Source, VersionInfo
-from .store import Store, TrainProgress
+from .records import Progress, Source, VersionInfo
+from .store import Store
 
 
 class Context:
@@ -99,34 +99,45 @@ def init(obj: Context) -> None:
 # ---------------------------------------------------------------------------
 # ingest
 # ---------------------------------------------------------------------------
-class ReadProgressPrinter:
-    """A one-line progress display for ingestion on a terminal; silent otherwise."""
+class ProgressLine:
+    """One self-rewriting line on a terminal (stderr) for any job's ``Progress``;
+    silent when disabled or not on a terminal. Use it as a context manager."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self.started = time.monotonic()
+        self.first_done: int | None = None
         self.last_draw = 0.0
         self.width = 0
 
-    def __call__(self, state: ReadProgress) -> None:
+    def __enter__(self) -> "ProgressLine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.clear()
+
+    def __call__(self, p: Progress) -> None:
         now = time.monotonic()
+        if self.first_done is None:  # a resumed job starts past zero
+            self.first_done = p.done if p.unit == "merges" else 0
         if not self.enabled or now - self.last_draw < 0.1:
             return
         self.last_draw = now
-        elapsed = max(now - self.started, 1e-9)
-        rate = state.done / elapsed
-        parts = [f"{state.done / 1e6:,.1f}"
-                 + (f"/{state.total / 1e6:,.1f} MB" if state.total else " MB"), f"{rate / 1e6:.1f} MB/s"]
-        if state.total:
-            parts.insert(0, f"{100 * state.done / state.total:3.0f}%")
+        rate = (p.done - self.first_done) / max(now - self.started, 1e-9)
+        parts = [_amount(p.done, p.total, p.unit), f"{_amount(rate, None, p.unit)}/s"]
+        if p.total:
+            parts.insert(0, f"{100 * min(p.done / p.total, 1):3.0f}%")
             if rate > 0:
-                left = int((state.total - state.done) / rate)
+                left = int(max(p.total - p.done, 0) / rate)
                 parts.append(f"ETA {left // 60}:{left % 60:02d}")
-        if state.sources_total > 1:
-            parts.append(f"file {min(state.sources_done + 1, state.sources_total)}/"
-                         f"{state.sources_total} {state.source}")
+        if p.sources_total > 1:
+            parts.append(f"file {min(p.sources_done + 1, p.sources_total)}/{p.sources_total} {p.name}")
         else:
-            parts.append(state.source)
+            parts.append(p.name)
+        if p.merge is not None:
+            parts.append(f"{token_text(p.token)!r} x{p.merge.count:,}")
+        if p.tokens:
+            parts.append(f"{p.tokens:,} tokens")
         self.draw("  ".join(parts))
 
     def draw(self, line: str) -> None:
@@ -140,6 +151,13 @@ class ReadProgressPrinter:
             sys.stderr.write("\r" + " " * self.width + "\r")
             sys.stderr.flush()
             self.width = 0
+
+
+def _amount(n: float, total: int | None, unit: str) -> str:
+    """``n`` (of ``total``) in the unit's words: MB for bytes, a count for merges."""
+    if unit == "bytes":
+        return f"{n / 1e6:,.1f}" + (f"/{total / 1e6:,.1f} MB" if total else " MB")
+    return f"{n:,.0f}" + (f"/{total:,}" if total else "") + f" {unit}"
 
 
 # Per-source lines shown by `ingest`; a directory's thousands of files get only the summary.
@@ -170,7 +188,7 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
            force: bool, errors: str, as_json: bool, quiet: bool) -> None:
     """Count the words of PATH... (files, directories, - for stdin) into CORPUS."""
     started = time.monotonic()
-    progress = ReadProgressPrinter(not quiet and not as_json)
+    progress = ProgressLine(not quiet and not as_json)
     shown = []
 
     def report(result: Source) -> None:
@@ -186,13 +204,11 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
             click.echo(f"{result.source}: {result.size_bytes:,} bytes, {result.n_words:,} words, "
                        f"{result.n_distinct:,} distinct")
 
-    try:
+    with progress:
         results = obj.store.ingest(
             corpus, paths, special_tokens=special_tokens or None, pretokenizer=pretokenizer,
             pattern=pattern, normalizer=normalizer, force=force, errors=errors, workers=workers,
             glob=glob, jsonl_field=jsonl_field, on_source=report, progress=progress)
-    finally:
-        progress.clear()
     if as_json:
         emit_json([r.to_dict() for r in results])
     elif not quiet:
@@ -253,38 +269,6 @@ def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
 # ---------------------------------------------------------------------------
 # train
 # ---------------------------------------------------------------------------
-class ProgressPrinter:
-    """A progress bar for merges on a terminal; silent otherwise."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.bar = None
-        self.first = self.last = 0
-        self.started = 0.0
-
-    def __call__(self, state: TrainProgress) -> None:
-        if not self.enabled or state.target is None:
-            return
-        if self.bar is None:
-            # The bar counts merges; a vocab-size target counts tokens, which
-            # start at the alphabet and special tokens.
-            total = state.target - (state.initial_tokens if state.target_is_vocab else 0)
-            self.bar = click.progressbar(length=total, label=f"training {state.version}",
-                                         file=sys.stderr, show_pos=True, show_eta=True,
-                                         item_show_func=lambda s: s)
-            self.bar.__enter__()
-            self.first = self.last = state.done - 1
-            self.started = time.monotonic()
-        rate = (state.done - self.first) / max(time.monotonic() - self.started, 1e-9)
-        self.bar.update(state.done - self.last, f"{rate:,.0f} merges/s  {token_text(state.token)!r} "
-                                                f"x{state.merge.count:,}")
-        self.last = state.done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
 @cli.command()
 @click.argument("name", required=False)
 @click.option("--corpus", help="The corpus whose word counts to train on.")
@@ -319,9 +303,8 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: 
           checkpoint_every: int, resume_ref: str | None, as_json: bool, quiet: bool) -> None:
     """Train NAME@N from a corpus, or continue one with --resume NAME@N."""
     obj: Context = ctx.obj
-    progress = ProgressPrinter(not quiet and not as_json)
     started = time.monotonic()
-    try:
+    with ProgressLine(not quiet and not as_json) as progress:
         if resume_ref:
             # A resumed run keeps the settings it began with.
             given = [p.opts[0] for p in ctx.command.params
@@ -342,8 +325,6 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: 
                 byte_fallback=byte_fallback, end_of_word=end_of_word, start_of_word=start_of_word,
                 no_inner_space=no_inner_space, checkpoint_every=checkpoint_every,
                 progress=progress)
-    finally:
-        progress.close()
     if as_json:
         emit_json(info.to_dict())
     elif not quiet:
@@ -354,29 +335,6 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: 
 # ---------------------------------------------------------------------------
 # encode / decode
 # ---------------------------------------------------------------------------
-class FileProgress:
-    """A progress bar over the bytes of the input file, on a terminal only."""
-
-    def __init__(self, path: str, enabled: bool) -> None:
-        size = Path(path).stat().st_size if Path(path).is_file() else None
-        compressed = path.endswith((".gz", ".xz", ".bz2"))
-        self.bar = None
-        if enabled and sys.stderr.isatty() and size and not compressed:
-            self.bar = click.progressbar(length=size, label="encoding", file=sys.stderr,
-                                         show_eta=True, show_percent=True)
-            self.bar.__enter__()
-        self.done = 0
-
-    def __call__(self, bytes_read: int, tokens: int) -> None:
-        if self.bar is not None:
-            self.bar.update(bytes_read - self.done)
-            self.done = bytes_read
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
 dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
                             help="Id file element type [default: uint16 where every id fits, else uint32].")
 
@@ -411,12 +369,9 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str 
                                else {"allowed_special": "all"})
     if out is not None:
         started = time.monotonic()
-        progress = FileProgress(path, enabled=not quiet and not as_json)
-        try:
+        with ProgressLine(not quiet and not as_json) as progress:
             result = tok.encode_file(path, out, dtype=dtype, workers=workers, errors=errors,
                                      progress=progress, **options)
-        finally:
-            progress.close()
         seconds = time.monotonic() - started
         summary = {"out": result.path, "tokens": result.tokens, "bytes": result.bytes,
                    "bytes_per_token": round(result.bytes_per_token, 4), "dtype": result.dtype,

@@ -31,6 +31,7 @@ from typing import AbstractSet, Literal, NamedTuple, Union
 from . import alphabet
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
 from .errors import BpestoreError
+from .records import Progress
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
@@ -327,7 +328,7 @@ class Tokenizer:
         dtype: Literal["uint16", "uint32"] | None = None,
         workers: int = 1,
         errors: str = "strict",
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[Progress], None] | None = None,
         **options,
     ) -> EncodedFile:
         """Encode a text file (``-`` is stdin; .gz/.xz/.bz2 are read as text)
@@ -335,7 +336,7 @@ class Tokenizer:
         scripts memory-map (``numpy.memmap(out, dtype)``). Memory stays flat.
 
         ``dtype`` defaults to uint16 where every id fits, else uint32.
-        ``progress(bytes_read, tokens_written)`` is called after each piece.
+        ``progress`` gets a ``Progress`` (bytes read, ids written) after each piece.
         The file appears only once complete. Takes ``encode``'s keyword options.
         """
         from .ingest import TextReader, open_source
@@ -348,6 +349,8 @@ class Tokenizer:
         reader = TextReader(stream, str(path), errors=errors)
         n_tokens = 0
         rules = self._rules(**options)
+        name = str(path)
+        total = None if name == "-" or name.endswith((".gz", ".xz", ".bz2")) else os.path.getsize(name)
         try:
             with open(partial, "wb") as f:
                 for ids in self._encode_stream(reader, rules, workers, _uint32_array):
@@ -362,7 +365,7 @@ class Tokenizer:
                         data = narrow
                     f.write(data)
                     if progress is not None:
-                        progress(reader.size, n_tokens)
+                        progress(Progress("encode", name, reader.size, total, "bytes", tokens=n_tokens))
             os.replace(partial, out)
         finally:
             if stream is not sys.stdin.buffer:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import BpestoreError
+from .records import Progress, Source
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, recut
 
@@ -76,36 +77,11 @@ KEPT_WORDS_LIMIT = 50_000
 
 
 @dataclass
-class SourceStats:
-    """What one source contributed (or that it was skipped: its content was counted before)."""
-
-    source: str
-    sha256: str = ""
-    size: int = 0
-    n_words: int = 0
-    n_distinct: int = 0
-    skipped: bool = False
-
-
-@dataclass
 class CountedBatch:
     """Sources counted together, in order, and the merged counts of those not skipped."""
 
-    sources: list[SourceStats]
+    sources: list[Source]
     counts: Counter = field(default_factory=Counter)
-
-
-@dataclass(frozen=True)
-class ReadProgress:
-    """Handed to a ``progress`` callback as sources are read (sizes in bytes on disk)."""
-
-    source: str
-    source_done: int
-    source_size: int | None
-    done: int
-    total: int | None
-    sources_done: int
-    sources_total: int
 
 
 # ---------------------------------------------------------------------------
@@ -530,7 +506,7 @@ _GROUP_KEYS = itertools.count()
 class _Group:
     """Sources on their way to becoming one CountedBatch."""
 
-    sources: list[SourceStats] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)  # source index in the call -> in sources
     counts: Counter = field(default_factory=Counter)
     size: int = 0
@@ -547,7 +523,7 @@ class _Counting:
 
     def __init__(self, paths: Sequence[str], spec: TokenizerSpec, *, errors: str, workers: int,
                  jsonl_field: str | None, already_counted: Collection[str], force: bool,
-                 progress: Callable[[ReadProgress], None] | None, stdin: BinaryIO | None) -> None:
+                 progress: Callable[[Progress], None] | None, stdin: BinaryIO | None) -> None:
         check_errors(errors)
         self.paths = list(paths)
         self.pipeline = TextPipeline(spec)
@@ -620,15 +596,15 @@ class _Counting:
         except OSError as exc:
             raise BpestoreError(f"cannot read {path}: {exc.strerror}") from None
         text = decode(data, path, self.errors)
-        stats = SourceStats(path, hashlib.sha256(data).hexdigest(), len(data))
-        self.report(path, stats.size, stats.size, index)
+        stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
+        self.report(path, stats.size_bytes, stats.size_bytes, index)
         if self.small is None or self.small.size >= BATCH_BYTES:
             self.close_small()
             self.small = _Group()
             self.groups.append(self.small)
         self.small.position[index] = len(self.small.sources)
         self.small.sources.append(stats)
-        self.small.size += stats.size
+        self.small.size += stats.size_bytes
         if self.is_repeat(stats):
             return
         self.task.append((index, path, text, 1))
@@ -649,7 +625,7 @@ class _Counting:
 
     # -- large sources: streamed in pieces, a batch of their own ----------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
-        stats = SourceStats(path)
+        stats = Source(path)
         group = _Group([stats], {index: 0}, large=True)
         self.groups.append(group)
         plain = path != "-" and not path.endswith(COMPRESSED_SUFFIXES)
@@ -657,10 +633,10 @@ class _Counting:
         if hashed_first:
             # This content may be in already: hashing a plain file first is cheap,
             # and spares counting a repeat.
-            stats.sha256, stats.size = file_sha256(path), self.sizes[index]
+            stats.sha256, stats.size_bytes = file_sha256(path), self.sizes[index]
             if self.is_repeat(stats):
                 group.closed = True
-                self.report(path, stats.size, stats.size, index)
+                self.report(path, stats.size_bytes, stats.size_bytes, index)
                 return
         if plain and not self.jsonl and self.pipeline.pattern is not None:
             yield from self.add_ranges(index, path, group)
@@ -674,15 +650,15 @@ class _Counting:
     def add_ranges(self, index: int, path: str, group: _Group) -> Iterator[CountedBatch]:
         """A plain file: the workers read it themselves, each a range between safe cuts."""
         stats = group.sources[0]
-        stats.size = self.sizes[index]
+        stats.size_bytes = self.sizes[index]
         hasher = None if stats.sha256 else hashlib.sha256()
         with open(path, "rb") as f:
-            points = self.cut_points(path, stats.size)
+            points = self.cut_points(path, stats.size_bytes)
             for start, end in zip(points, points[1:]):
                 self.submit(("range", group.key, index, path, start, end), group)
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
-                self.report(path, end, stats.size, index, final=end == stats.size)
+                self.report(path, end, stats.size_bytes, index, final=end == stats.size_bytes)
                 yield from self.finished()
                 if self.failure is not None:
                     return
@@ -711,7 +687,7 @@ class _Counting:
             raise
         if not stats.sha256:
             stats.sha256 = reader.sha256.hexdigest()
-        stats.size = reader.size
+        stats.size_bytes = reader.size
 
     def close_large(self, group: _Group) -> None:
         """Ask every worker that kept counts of the group for them."""
@@ -752,7 +728,7 @@ class _Counting:
         self.report(reader.name, opened.position() or reader.size, self.sizes[index], index)
 
     # -- shared steps ------------------------------------------------------
-    def is_repeat(self, stats: SourceStats) -> bool:
+    def is_repeat(self, stats: Source) -> bool:
         """Whether this content was counted already (then the source is skipped)."""
         if not self.force and stats.sha256 in self.seen:
             stats.skipped = True
@@ -801,8 +777,8 @@ class _Counting:
         done = self.done_bytes + source_done
         if final:
             self.done_bytes = done
-        self.progress(ReadProgress(name, source_done, source_size, done, self.total,
-                                   index + final, len(self.paths)))
+        self.progress(Progress("ingest", name, done, self.total, "bytes",
+                               sources_done=index + final, sources_total=len(self.paths)))
 
 
 def _file_size(path: str) -> int:
@@ -825,7 +801,7 @@ def count_sources(
     jsonl_field: str | None = None,
     already_counted: Collection[str] = (),
     force: bool = False,
-    progress: Callable[[ReadProgress], None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
     stdin: BinaryIO | None = None,
 ) -> Iterator[CountedBatch]:
     """Count the words of each source (a file or ``-``), in order, in batches.

@@ -438,12 +438,16 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
             f.write(chunk)
     baseline = peak = _rss_bytes()
 
-    def sample(bytes_read: int, tokens: int) -> None:
+    seen = []
+
+    def sample(progress: bpestore.Progress) -> None:
         nonlocal peak
         peak = max(peak, _rss_bytes())
+        seen.append(progress)
 
     written = tok.encode_file(source, tmp_path / "big.bin", progress=sample)
     assert written.tokens * 2 == (tmp_path / "big.bin").stat().st_size
+    assert seen[-1].done == seen[-1].total == source.stat().st_size and seen[-1].tokens == written.tokens
     assert peak - baseline < 50 * 2 ** 20, f"resident memory grew by {(peak - baseline) / 2**20:.0f} MB"
 
 

@@ -165,7 +165,7 @@ def test_directory_of_small_files_counts_each_and_all(parallel, tmp_path):
     for i, piece in enumerate(pieces[:50]):
         expected = reference_counts(piece, GPT2)
         s = by_name[str(folder / ("sub" if i % 3 else "") / f"{i:04d}.txt")]
-        assert (s.n_words, s.n_distinct, s.size) == (sum(expected.values()), len(expected),
+        assert (s.n_words, s.n_distinct, s.size_bytes) == (sum(expected.values()), len(expected),
                                                       len(piece.encode()))
     total = sum((b.counts for b in batches), Counter())
     assert total == sum((reference_counts(p, GPT2) for p in pieces), Counter())
@@ -424,24 +424,24 @@ def test_cli_train_scheme_options(cli_run, tmp_path):
 
 
 def test_progress_line_on_a_terminal(monkeypatch):
-    from bpestore.cli import ReadProgressPrinter
-    from bpestore.ingest import ReadProgress
+    from bpestore import Progress
+    from bpestore.cli import ProgressLine
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
     screen = Terminal()
     monkeypatch.setattr("sys.stderr", screen)
-    printer = ReadProgressPrinter(True)
+    printer = ProgressLine(True)
     printer.started -= 2.0  # two seconds in
-    printer(ReadProgress("b.txt", 10_000_000, 20_000_000, 30_000_000, 60_000_000, 1, 3))
+    printer(Progress("ingest", "b.txt", 30_000_000, 60_000_000, "bytes", sources_done=1, sources_total=3))
     line = screen.getvalue()
     assert "50%" in line and "30.0/60.0 MB" in line and "15.0 MB/s" in line and "ETA 0:02" in line
     assert "file 2/3 b.txt" in line
     printer.clear()
     assert screen.getvalue().endswith("\r")
-    quiet = ReadProgressPrinter(False)
-    quiet(ReadProgress("b.txt", 1, 1, 1, 1, 1, 1))
+    quiet = ProgressLine(False)
+    quiet(Progress("ingest", "b.txt", 1, 1, "bytes", sources_done=1, sources_total=1))
     assert screen.getvalue().count("MB/s") == 1
 
 

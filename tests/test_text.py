@@ -139,9 +139,9 @@ def test_compressed_sources_count_like_plain(tmp_path, suffix, opener):
     with importlib.import_module(opener).open(packed, "wb") as f:
         f.write(data)
     [a], [b] = (list(count_sources([str(p)], TokenizerSpec(), workers=1)) for p in (plain, packed))
-    assert (a.counts, a.sources[0].size, a.sources[0].sha256) == (b.counts, b.sources[0].size,
+    assert (a.counts, a.sources[0].size_bytes, a.sources[0].sha256) == (b.counts, b.sources[0].size_bytes,
                                                                   b.sources[0].sha256)
-    assert a.sources[0].size == len(data)
+    assert a.sources[0].size_bytes == len(data)
     assert a.counts == Counter(w.encode() for w in regex.findall(PATTERNS["gpt2"], data.decode()))
 
 

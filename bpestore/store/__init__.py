@@ -1,5 +1,5 @@
 """Persistence: the database schema, its migrations, and the Store class."""
 
-from .store import Store, TrainProgress
+from .store import Store
 
-__all__ = ["Store", "TrainProgress"]
+__all__ = ["Store"]

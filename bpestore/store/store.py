@@ -24,9 +24,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from ..encoder import Tokenizer
 from ..errors import BpestoreError
-from ..ingest import CountedBatch, ReadProgress, count_sources, expand_paths
+from ..ingest import CountedBatch, count_sources, expand_paths
 from ..queries import diff_versions, first_merges, merge_tree
-from ..records import CorpusInfo, Merge, Source, VersionInfo
+from ..records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from ..spec import TokenizerSpec
 from ..alphabet import hf_order, initial_kinds, initial_vocab, initial_words, merge_filter
 from ..trainer import BpeTrainer
@@ -45,19 +45,6 @@ _TOKENIZER_CACHE: dict[tuple[str, int, str], Tokenizer] = {}
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-@dataclass
-class TrainProgress:
-    """Handed to a ``progress`` callback after every merge."""
-
-    version: str
-    merge: Merge
-    token: bytes
-    done: int  # merges in the version so far
-    target: int | None  # the target vocabulary size, or merge count
-    target_is_vocab: bool = True
-    initial_tokens: int = 0  # alphabet + special tokens
 
 
 class Store:
@@ -113,7 +100,7 @@ class Store:
         glob: str | None = None,
         jsonl_field: str | None = None,
         on_source: Callable[[Source], None] | None = None,
-        progress: Callable[[ReadProgress], None] | None = None,
+        progress: Callable[[Progress], None] | None = None,
     ) -> list[Source]:
         """Count the words of each source into ``corpus`` (created if new).
 
@@ -204,12 +191,14 @@ class Store:
                     now = _now()
                     conn.execute(insert(ingests), [
                         {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256,
-                         "size_bytes": s.size, "n_words": s.n_words, "n_distinct": s.n_distinct,
+                         "size_bytes": s.size_bytes, "n_words": s.n_words, "n_distinct": s.n_distinct,
                          "created_at": now} for s in counted])
                     self._upsert_counts(conn, corpus_id, batch.counts)
-        return [Source(s.source, s.sha256, s.size, 0 if s.skipped else s.n_words,
-                       0 if s.skipped else s.n_distinct, skipped=s.skipped, corpus=corpus)
-                for s in batch.sources]
+        for s in batch.sources:
+            s.corpus = corpus
+            if s.skipped:
+                s.n_words = s.n_distinct = 0
+        return batch.sources
 
     @staticmethod
     def _present(conn: Connection, corpus_id: int, shas: Sequence[str]) -> bool:
@@ -466,7 +455,7 @@ class Store:
         no_inner_space: bool | None = None,
         checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
-        progress: Callable[[TrainProgress], None] | None = None,
+        progress: Callable[[Progress], None] | None = None,
     ) -> VersionInfo:
         """Train a new version ``NAME@N`` from the word counts of ``corpus``.
 
@@ -631,7 +620,7 @@ class Store:
 
     def resume(self, ref: str, *, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
                checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
-               progress: Callable[[TrainProgress], None] | None = None) -> VersionInfo:
+               progress: Callable[[Progress], None] | None = None) -> VersionInfo:
         """Continue a version that stopped before its target (``train --resume``)."""
         with self.engine.connect() as conn:
             if "@" in ref:
@@ -651,7 +640,7 @@ class Store:
         return self._run_training(version_id, checkpoint_every, checkpoint_seconds, progress)
 
     def _run_training(self, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
-                      progress: Callable[[TrainProgress], None] | None) -> VersionInfo:
+                      progress: Callable[[Progress], None] | None) -> VersionInfo:
         """Replay the version's stored merges, then merge on, writing checkpoints."""
         with self.engine.connect() as conn, conn.begin():
             v = self._version_info(conn, version_id)
@@ -710,14 +699,14 @@ class Store:
             # Only once committed: a failed batch is written again, whole.
             known_tokens = max(new_tokens, default=known_tokens - 1) + 1
 
-        state = TrainProgress(v.ref, Merge(0, 0, 0, 0, 0), b"", len(stored), target,
-                              target_is_vocab=v.target_merges is None, initial_tokens=len(initial))
+        # Progress counts merges; a vocabulary target counts the alphabet and specials too.
+        total_merges = None if target is None else target - (len(initial) if v.target_merges is None else 0)
         try:
             for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
                 pending.append(merge)
                 if progress is not None:
-                    state.merge, state.token, state.done = merge, trainer.token_bytes[merge.token], merge.rank + 1
-                    progress(state)
+                    progress(Progress("train", v.ref, merge.rank + 1, total_merges, "merges",
+                                      merge=merge, token=trainer.token_bytes[merge.token]))
                 if len(pending) >= checkpoint_every or time.monotonic() - last_write >= checkpoint_seconds:
                     write(pending, complete=False)
                     pending = []
