@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .encoder import DisallowedSpecialError, Tokenizer
-from .errors import (BpestoreError, ConflictError, DamagedDataError, InvalidArgumentError,
-                     NotFoundError, SourceError)
+from .errors import (BpestoreError, ConflictError, DamagedDataError, DatabaseError,
+                     InvalidArgumentError, NotFoundError, SourceError)
 from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from .spec import TokenizerSpec
 from .store import Store
@@ -28,7 +28,7 @@ TrainProgress = Progress
 __version__ = "0.1.0"
 
 __all__ = [
-    "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError",
+    "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
     "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
     "Progress", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
     "TrainProgress", "VersionInfo", "open", "train_bpe",

@@ -7,7 +7,8 @@ Every one is a ``BpestoreError``; catch a subclass to handle one kind:
 * ``ConflictError``: the store's state refuses the call now (a database from a newer
   bpestore, a corpus that changed, a concurrent writer, a version still training);
 * ``DamagedDataError``: stored data or an input file is not what it claims to be;
-* ``SourceError``: a source cannot be read or decoded; says which and where.
+* ``SourceError``: a source cannot be read or decoded; says which and where;
+* ``DatabaseError``: the database itself failed (unreachable, locked, disk full).
 
 Messages speak in the Python API's terms (``vocab_size``, ``errors='replace'``);
 ``params`` names the arguments a message is about, so the CLI can say
@@ -47,6 +48,10 @@ class ConflictError(BpestoreError):
 
 class DamagedDataError(BpestoreError):
     """Stored data or an input file that is inconsistent or corrupt."""
+
+
+class DatabaseError(BpestoreError):
+    """The database failed underneath an operation (nothing half-written stays)."""
 
 
 class SourceError(BpestoreError):
