@@ -7,6 +7,8 @@ tests/test_schema.py compares the two on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -56,7 +58,8 @@ word_counts = Table(
     PrimaryKeyConstraint("corpus_id", "word").ddl_if(dialect="sqlite"),
 )
 # A PostgreSQL btree entry holds at most 2704 bytes, too few for a long word
-# (pre-tokenizer 'none' makes whole documents words): there the key is the word's hash.
+# (pre-tokenizer 'none' makes whole documents words): there the key is the word's hash
+# (revision 0002).
 Index("ux_word_counts_corpus_word_sha256", word_counts.c.corpus_id, func.sha256(word_counts.c.word),
       unique=True).ddl_if(dialect="postgresql")
 
@@ -116,13 +119,13 @@ tokens = Table(
 
 def created_on(item: SchemaItem, dialect: str) -> bool:
     """Whether the schema has item on databases of this dialect (see ``ddl_if``)."""
-    condition = getattr(item, "_ddl_if", None)
+    condition = getattr(item, "_ddl_if", None)  # SQLAlchemy has no public reader for it
     if condition is None or condition.dialect is None:
         return True
     return dialect in ((condition.dialect,) if isinstance(condition.dialect, str) else condition.dialect)
 
 
-def include_object(dialect: str):
+def include_object(dialect: str) -> Callable[..., bool]:
     """Alembic's ``include_object`` hook for a database of this dialect.
 
     Alembic does not read ``ddl_if`` (sqlalchemy/alembic#1491): without this
