@@ -1,29 +1,31 @@
 """Alembic environment: bpestore hands in an open connection (see store/db.py).
 
-Running ``alembic`` from the command line also works: it uses the URL in
-``-x db=URL`` or ``$BPESTORE_DB`` (a plain path means SQLite).
+Run from the command line (see alembic.ini), it opens the database the CLI
+would: ``-x db=PATH_OR_URL``, else ``$BPESTORE_DB``, else ./bpestore.db.
 """
 
-import os
-
 from alembic import context
-from sqlalchemy import create_engine
+
+from bpestore.store.db import make_engine, resolve_url
+from bpestore.store.schema import include_object, metadata
 
 config = context.config
-connection = config.attributes.get("connection")
 
 
 def run_with(conn) -> None:
-    context.configure(connection=conn, render_as_batch=conn.dialect.name == "sqlite")
+    context.configure(connection=conn, target_metadata=metadata,
+                      include_object=include_object(conn.dialect.name),
+                      render_as_batch=conn.dialect.name == "sqlite")
     with context.begin_transaction():
         context.run_migrations()
 
 
-if connection is not None:
-    run_with(connection)
+if "connection" in config.attributes:
+    run_with(config.attributes["connection"])
 else:
-    url = context.get_x_argument(as_dictionary=True).get("db") or os.environ.get("BPESTORE_DB", "bpestore.db")
-    if "://" not in url:
-        url = f"sqlite:///{url}"
-    with create_engine(url).begin() as conn:
-        run_with(conn)
+    engine = make_engine(resolve_url(context.get_x_argument(as_dictionary=True).get("db")))
+    try:
+        with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
+            run_with(conn)
+    finally:
+        engine.dispose()

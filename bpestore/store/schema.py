@@ -1,6 +1,13 @@
-"""The tables, as SQLAlchemy Core objects (the Alembic revisions create them)."""
+"""The tables, as SQLAlchemy Core objects: exactly what the Alembic revisions create.
+
+Parts that exist on one database only are marked with ``ddl_if(dialect=...)``.
+Every schema change is a new revision in migrations/ plus the same change here;
+tests/test_schema.py compares the two on SQLite and PostgreSQL.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from sqlalchemy import (
     BigInteger,
@@ -11,11 +18,14 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
     UniqueConstraint,
+    func,
 )
+from sqlalchemy.schema import SchemaItem
 
 metadata = MetaData()
 
@@ -42,10 +52,16 @@ ingests = Table(
 
 word_counts = Table(
     "word_counts", metadata,
-    Column("corpus_id", Integer, ForeignKey("corpora.id", ondelete="CASCADE"), primary_key=True),
-    Column("word", LargeBinary, primary_key=True),
+    Column("corpus_id", Integer, ForeignKey("corpora.id", ondelete="CASCADE"), nullable=False),
+    Column("word", LargeBinary, nullable=False),
     Column("count", BigInteger, nullable=False),
+    PrimaryKeyConstraint("corpus_id", "word").ddl_if(dialect="sqlite"),
 )
+# A PostgreSQL btree entry holds at most 2704 bytes, too few for a long word
+# (pre-tokenizer 'none' makes whole documents words): there the key is the word's hash
+# (revision 0002).
+Index("ux_word_counts_corpus_word_sha256", word_counts.c.corpus_id, func.sha256(word_counts.c.word),
+      unique=True).ddl_if(dialect="postgresql")
 
 tokenizers = Table(
     "tokenizers", metadata,
@@ -99,3 +115,22 @@ tokens = Table(
     Column("bytes", LargeBinary, nullable=False),
     Column("kind", String(8), nullable=False),  # byte | special | merge | char
 )
+
+
+def created_on(item: SchemaItem, dialect: str) -> bool:
+    """Whether the schema has item on databases of this dialect (see ``ddl_if``)."""
+    condition = getattr(item, "_ddl_if", None)  # SQLAlchemy has no public reader for it
+    if condition is None or condition.dialect is None:
+        return True
+    return dialect in ((condition.dialect,) if isinstance(condition.dialect, str) else condition.dialect)
+
+
+def include_object(dialect: str) -> Callable[..., bool]:
+    """Alembic's ``include_object`` hook for a database of this dialect.
+
+    Alembic does not read ``ddl_if`` (sqlalchemy/alembic#1491): without this
+    it would want the other dialect's parts created here.
+    """
+    def include(item, name, type_, reflected, compare_to) -> bool:
+        return reflected or created_on(item, dialect)
+    return include

@@ -1,0 +1,169 @@
+"""store/schema.py describes exactly what the migrations create, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import (
+    Column,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    UniqueConstraint,
+    inspect,
+    text,
+)
+from sqlalchemy.engine import Connection
+
+import bpestore
+from bpestore.store.db import make_engine, resolve_url
+from bpestore.store.schema import created_on, include_object, metadata
+
+ALEMBIC_INI = Path(__file__).resolve().parents[1] / "migrations" / "alembic.ini"
+
+
+def differences(conn: Connection, target: MetaData) -> list:
+    """What `alembic revision --autogenerate` would write to make the database match
+    target, plus the primary keys, which Alembic does not compare."""
+    context = MigrationContext.configure(conn, opts={
+        "compare_type": True,
+        "compare_server_default": True,
+        "include_object": include_object(conn.dialect.name),
+    })
+    with warnings.catch_warnings():
+        # SQLite: the PostgreSQL-only expression index cannot be compared there (nor exists).
+        warnings.filterwarnings("ignore", "autogenerate skipping metadata-specified expression-based index")
+        found = compare_metadata(context, target)
+    inspector = inspect(conn)
+    for table in target.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue  # add_table above
+        declared = [c.name for c in table.primary_key] if created_on(table.primary_key, conn.dialect.name) else []
+        actual = inspector.get_pk_constraint(table.name)["constrained_columns"]
+        if declared != actual:
+            found.append(("primary_key", table.name, actual, declared))
+    return found
+
+
+def kinds(found: list) -> list[str]:
+    """The operation names of differences(): column changes come as lists of tuples."""
+    return sorted(item[0][0] if isinstance(item, list) else item[0] for item in found)
+
+
+@pytest.fixture
+def migrated(db_url):
+    """A connection to a database that bpestore.open migrated to the newest revision."""
+    store = bpestore.open(db_url)
+    with store.engine.connect() as conn:
+        yield conn
+    store.close()
+
+
+def test_migrations_create_the_schema(migrated):
+    assert differences(migrated, metadata) == []
+
+
+def copy_of_schema() -> MetaData:
+    copy = MetaData()
+    for table in metadata.sorted_tables:
+        new = table.to_metadata(copy)
+        # to_metadata drops ddl_if.
+        new.primary_key._ddl_if = table.primary_key._ddl_if
+        for index in new.indexes:
+            index._ddl_if = next(i for i in table.indexes if i.name == index.name)._ddl_if
+    return copy
+
+
+def without_cascade(copy: MetaData) -> None:
+    (fk,) = [fk for fk in copy.tables["aliases"].foreign_key_constraints if fk.referred_table.name == "versions"]
+    fk.ondelete = None
+    for element in fk.elements:
+        element.ondelete = None
+
+
+def keyed_by_word_everywhere(copy: MetaData) -> None:
+    """schema.py as it was before it declared revision 0002."""
+    table = copy.tables["word_counts"]
+    table.primary_key._ddl_if = None
+    table.indexes.clear()
+
+
+MUTATIONS = {
+    "extra table": (lambda m: Table("extra", m, Column("id", Integer, primary_key=True)), ["add_table"]),
+    "extra column": (lambda m: m.tables["corpora"].append_column(Column("extra", Integer)), ["add_column"]),
+    "extra index": (lambda m: Index("ix_tokens_bytes", m.tables["tokens"].c.bytes), ["add_index"]),
+    "extra unique constraint": (
+        lambda m: m.tables["tokens"].append_constraint(UniqueConstraint("version_id", "bytes")),
+        ["add_constraint"]),
+    "extra foreign key": (
+        lambda m: m.tables["merges"].append_constraint(ForeignKeyConstraint(
+            ["version_id", "token_id"], ["tokens.version_id", "tokens.id"])),
+        ["add_fk"]),
+    "foreign key without cascade": (without_cascade, ["add_fk", "remove_fk"]),
+    "other type": (lambda m: setattr(m.tables["corpora"].c.name, "type", String(100)), ["modify_type"]),
+    "other nullability": (lambda m: setattr(m.tables["versions"].c.parent_id, "nullable", False), ["modify_nullable"]),
+    "server default": (lambda m: m.tables["versions"].append_column(
+        Column("min_frequency", Integer, nullable=False, server_default=text("1")), replace_existing=True),
+        ["modify_default"]),
+    "other primary key": (lambda m: m.tables["merges"].append_constraint(PrimaryKeyConstraint("rank", "version_id")),
+                          ["primary_key"]),
+}
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS)
+def test_a_difference_is_found(migrated, mutation):
+    copy = copy_of_schema()
+    assert differences(migrated, copy) == []
+    change, expected = MUTATIONS[mutation]
+    change(copy)
+    assert kinds(differences(migrated, copy)) == expected
+
+
+def test_the_schema_before_revision_0002_differs_on_postgresql(migrated):
+    copy = copy_of_schema()
+    keyed_by_word_everywhere(copy)
+    expected = {"sqlite": [], "postgresql": ["primary_key", "remove_index"]}[migrated.dialect.name]
+    assert kinds(differences(migrated, copy)) == expected
+
+
+def test_only_the_parts_for_this_dialect_are_compared(migrated):
+    this = migrated.dialect.name
+    other = {"sqlite": "postgresql", "postgresql": "sqlite"}[this]
+    copy = copy_of_schema()
+    Index("ix_tokens_kind_other", copy.tables["tokens"].c.kind).ddl_if(dialect=other)
+    assert differences(migrated, copy) == []
+    Index("ix_tokens_kind_this", copy.tables["tokens"].c.kind).ddl_if(dialect=this)
+    assert kinds(differences(migrated, copy)) == ["add_index"]
+
+
+def alembic(db_url: str, *args: str) -> None:
+    subprocess.run([sys.executable, "-m", "alembic", "-c", str(ALEMBIC_INI), "-x", f"db={db_url}", *args],
+                   check=True, capture_output=True)
+
+
+def test_alembic_command_line_upgrades_and_downgrades(db_url):
+    engine = make_engine(resolve_url(db_url))
+    alembic(db_url, "upgrade", "head")
+    with engine.connect() as conn:
+        assert differences(conn, metadata) == []
+    alembic(db_url, "downgrade", "0001")
+    with engine.connect() as conn:
+        assert inspect(conn).get_pk_constraint("word_counts")["constrained_columns"] == ["corpus_id", "word"]
+        assert inspect(conn).get_indexes("word_counts") == []
+    alembic(db_url, "downgrade", "base")
+    with engine.connect() as conn:
+        assert inspect(conn).get_table_names() == ["alembic_version"]
+    alembic(db_url, "upgrade", "head")
+    with engine.connect() as conn:
+        assert differences(conn, metadata) == []
+    engine.dispose()
