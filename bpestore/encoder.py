@@ -30,7 +30,7 @@ from typing import AbstractSet, Literal, NamedTuple, Union
 
 from . import alphabet
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
-from .errors import BpestoreError
+from .errors import InvalidArgumentError, NotFoundError
 from .records import Progress
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
@@ -44,8 +44,20 @@ FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path wort
 Ids = Union[list, array]  # token ids: a list, or a uint32 array (id files, worker results)
 
 
-class DisallowedSpecialError(BpestoreError, ValueError):
-    """The text holds a special token that the call did not allow."""
+class DisallowedSpecialError(InvalidArgumentError):
+    """The text holds a special token that the call did not allow: a ValueError
+    with tiktoken's message, so code written for tiktoken handles it alike."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(
+            f"Encountered text corresponding to disallowed special token {token!r}.\n"
+            "If you want this text to be encoded as a special token, "
+            f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+            "If you want this text to be encoded as normal text, disable the check for this token "
+            f"by passing `disallowed_special=(set(tok.special_tokens) - {{{token!r}}})`.\n"
+            "To disable this check for all special tokens, pass `disallowed_special=()`.\n",
+            params=("allowed_special", "disallowed_special"))
+        self.token = token
 
 
 class _Rules(NamedTuple):
@@ -115,15 +127,11 @@ class Tokenizer:
             if text not in special_ids:
                 found = [i for i, b in sorted(self._vocab.items()) if b == text.encode("utf-8")]
                 if not found:
-                    raise BpestoreError(f"special token {text!r} is not in the vocabulary")
+                    raise InvalidArgumentError(f"special token {text!r} is not in the vocabulary",
+                                               params=("special_tokens",))
                 special_ids[text] = found[0]
         self.special_tokens: dict[str, int] = special_ids
-        # Ordinary bytes -> id; where a byte string has two ids the lowest wins.
-        reserved = set(special_ids.values())
-        self._id_of: dict[bytes, int] = {}
-        for token_id in sorted(self._vocab):
-            if token_id not in reserved:
-                self._id_of.setdefault(self._vocab[token_id], token_id)
+        self._id_of = alphabet.ordinary_ids(self._vocab, special_ids.values())
         # How a pre-token becomes initial ids: its bytes (the byte path below),
         # or the spec's own symbols (characters, word markers).
         self._word_symbols = alphabet.symbolizer(spec, self._id_of)
@@ -136,8 +144,8 @@ class Tokenizer:
                 key = (self._id_of[left] << PAIR_SHIFT) | self._id_of[right]
                 merged = self._id_of[left + right]
             except KeyError:
-                raise BpestoreError(f"merge {rank} ({left!r}, {right!r}) uses or makes a "
-                                    "token missing from the vocabulary") from None
+                raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a "
+                                           "token missing from the vocabulary", params=("merges",)) from None
             self._ranks.setdefault(key, rank)
             self._merged_ids.append(merged)
         # Byte pairs that some token holds side by side: a word is cut
@@ -146,8 +154,8 @@ class Tokenizer:
         self._longest_match = None
         if spec.segmentation == "longest-match":
             if self._word_symbols is not None:
-                raise BpestoreError("longest-match segmentation works on byte-level specs without "
-                                    "word markers so far")
+                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
+                                           "word markers so far", params=("spec",))
             self._longest_match = LongestMatch(
                 {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
         self._pipeline = TextPipeline(spec.replace(special_tokens=()))
@@ -376,10 +384,10 @@ class Tokenizer:
 
     def _id_typecode(self, dtype: str, *, writing: bool) -> str:
         if dtype not in ID_DTYPES:
-            raise BpestoreError(f"unknown id dtype {dtype!r}; choose uint16 or uint32")
+            raise InvalidArgumentError(f"unknown id dtype {dtype!r}; choose uint16 or uint32", params=("dtype",))
         if writing and dtype == "uint16" and self.n_vocab > 1 << 16:
-            raise BpestoreError(f"this vocabulary has ids up to {self.n_vocab - 1}, more than uint16 "
-                                "holds; use dtype uint32")
+            raise InvalidArgumentError(f"this vocabulary has ids up to {self.n_vocab - 1}, more than uint16 "
+                                       "holds; use dtype='uint32'", params=("dtype",))
         return ID_DTYPES[dtype]
 
     # -- encoding internals --------------------------------------------------
@@ -397,16 +405,18 @@ class Tokenizer:
             allowed = frozenset(allowed_special)
             unknown = allowed - set(self.special_tokens)
             if unknown:
-                raise BpestoreError(f"not a special token of this tokenizer: {sorted(unknown)[0]!r}")
+                raise InvalidArgumentError(f"allowed_special names {sorted(unknown)[0]!r}, which is "
+                                           "not a special token of this tokenizer", params=("allowed_special",))
         if disallowed_special == "all":
             disallowed = frozenset(self.special_tokens) - allowed
         else:
             disallowed = frozenset(disallowed_special)
         if not 0.0 <= dropout <= 1.0:
-            raise BpestoreError(f"dropout is a probability between 0 and 1, not {dropout!r}")
+            raise InvalidArgumentError(f"dropout is a probability between 0 and 1, not {dropout!r}",
+                                       params=("dropout",))
         if dropout and self.spec.segmentation != "merge":
-            raise BpestoreError("dropout applies to merge segmentation only; this version "
-                                f"segments by {self.spec.segmentation}")
+            raise InvalidArgumentError("dropout applies to merge segmentation only; this version "
+                                       f"segments by {self.spec.segmentation}", params=("dropout",))
         return _Rules(allowed, disallowed, dropout, seed)
 
     def _stream_cutter(self, specials: frozenset[str]) -> TextPipeline:
@@ -434,11 +444,7 @@ class Tokenizer:
         if rules.disallowed:
             match = self._specials_regex(rules.disallowed).search(text)
             if match is not None:
-                raise DisallowedSpecialError(
-                    f"the text contains the special token {match.group()!r}, which is not "
-                    "allowed. Pass allowed_special={" + repr(match.group()) + "} (or 'all') "
-                    "to encode it as a special token, or disallowed_special=() to encode it "
-                    "as ordinary text.")
+                raise DisallowedSpecialError(match.group())
         dropout = rules.dropout
         rng = None
         if dropout:
@@ -547,10 +553,10 @@ class Tokenizer:
         try:
             return b"".join([vocab[i] for i in ids])
         except KeyError as exc:
-            raise BpestoreError(f"unknown token id {exc.args[0]} (the vocabulary has ids "
-                                f"0..{self.n_vocab - 1})") from None
+            raise InvalidArgumentError(f"unknown token id {exc.args[0]} (the vocabulary has ids "
+                                       f"0..{self.n_vocab - 1})", params=("ids",)) from None
         except TypeError:
-            raise BpestoreError("token ids must be integers") from None
+            raise InvalidArgumentError("token ids must be integers", params=("ids",)) from None
 
     def decode(self, ids: Iterable[int], *, errors: str = "replace") -> str:
         """Decode ids to text; invalid UTF-8 becomes U+FFFD unless errors="strict"."""
@@ -558,8 +564,8 @@ class Tokenizer:
         try:
             return data.decode("utf-8", errors=errors)
         except UnicodeDecodeError as exc:
-            raise BpestoreError(f"the tokens do not decode to valid UTF-8 (byte {exc.start}); "
-                                "use errors='replace' to substitute U+FFFD") from None
+            raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {exc.start}); "
+                                       "use errors='replace' to substitute U+FFFD", params=("errors",)) from None
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token."""
@@ -592,8 +598,9 @@ class Tokenizer:
                 while data := f.read(block * array(typecode).itemsize):
                     ids = array(typecode)
                     if len(data) % ids.itemsize:
-                        raise BpestoreError(f"{path} is not a file of {dtype} ids (its size is not "
-                                            f"a multiple of {ids.itemsize}); pass the dtype it was written with")
+                        raise InvalidArgumentError(
+                            f"{path} is not a file of {dtype} ids (its size is not a multiple of "
+                            f"{ids.itemsize}); pass the dtype it was written with", params=("dtype",))
                     ids.frombytes(data)
                     if sys.byteorder != "little":
                         ids.byteswap()
@@ -602,10 +609,10 @@ class Tokenizer:
                     done += len(data)
                 yield decoder.decode(b"", True)
         except UnicodeDecodeError as exc:
-            raise BpestoreError(f"the tokens do not decode to valid UTF-8 (byte {done + exc.start}); "
-                                "use errors='replace' to substitute U+FFFD") from None
+            raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {done + exc.start}); "
+                                       "use errors='replace' to substitute U+FFFD", params=("errors",)) from None
         except FileNotFoundError:
-            raise BpestoreError(f"file not found: {path}") from None
+            raise NotFoundError(f"file not found: {path}", params=("path",)) from None
 
 
 # -- worker processes ---------------------------------------------------------

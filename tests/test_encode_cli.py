@@ -102,7 +102,7 @@ def test_uint16_is_refused_for_large_vocabularies(run, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("abab c", encoding="utf-8")
     assert_error(run("encode", "big", "--file", str(source), "--out", str(tmp_path / "x.bin"),
-                     "--dtype", "uint16"), "use dtype uint32")
+                     "--dtype", "uint16"), "use --dtype uint32")
     assert not (tmp_path / "x.bin").exists()
     result = run("encode", "big", "--file", str(source), "--out", str(tmp_path / "x.bin"), "--json")
     assert json.loads(result.stdout)["dtype"] == "uint32"
