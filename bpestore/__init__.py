@@ -16,8 +16,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .encoder import DisallowedSpecialError, Tokenizer
-from .errors import (BpestoreError, ConflictError, DamagedDataError, DatabaseError,
-                     InvalidArgumentError, NotFoundError, SourceError)
+from .errors import (
+    BpestoreError,
+    ConflictError,
+    DamagedDataError,
+    DatabaseError,
+    InvalidArgumentError,
+    NotFoundError,
+    SourceError,
+)
 from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from .spec import TokenizerSpec
 from .store import Store

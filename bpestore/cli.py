@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
@@ -90,21 +90,23 @@ def with_flags(message: str, params: Sequence[str], command: click.Command | Non
         if option is None:
             continue
         flag = next((o for o in option.opts if o.startswith("--")), option.opts[0])
-        message = re.sub(
-            # The name as a word of its own (not part of a path, a flag or another
-            # name), with the value it is given, if any.
-            rf"(?<![\w./\\-]){re.escape(name)}(?:=('[^']*'|\"[^\"]*\"|[^\s,;:)]+))?(?![\w/\\-]|\.\w)",
-            lambda m, flag=flag, is_flag=option.is_flag: _flag_with_value(flag, m.group(1), is_flag),
-            message)
+        # The name as a word of its own (not part of a path, a flag or another
+        # name), with the value it is given, if any.
+        pattern = rf"(?<![\w./\\-]){re.escape(name)}(?:=('[^']*'|\"[^\"]*\"|[^\s,;:)]+))?(?![\w/\\-]|\.\w)"
+        message = re.sub(pattern, _flag_with_value(flag, option.is_flag), message)
     return message
 
 
-def _flag_with_value(flag: str, value: str | None, is_flag: bool) -> str:
-    if value is None or (is_flag and value == "True"):
-        return flag
-    if value[:1] in "'\"" and value[-1:] == value[:1]:
-        value = value[1:-1]
-    return f"{flag} {shlex.quote(value)}"
+def _flag_with_value(flag: str, is_flag: bool) -> Callable[[re.Match[str]], str]:
+    """``name`` -> ``flag``, ``name=True`` -> ``flag`` (a flag option), ``name='x'`` -> ``flag x``."""
+    def replace(match: re.Match[str]) -> str:
+        value = match.group(1)
+        if value is None or (is_flag and value == "True"):
+            return flag
+        if value[:1] in "'\"" and value[-1:] == value[:1]:
+            value = value[1:-1]
+        return f"{flag} {shlex.quote(value)}"
+    return replace
 
 
 def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -154,7 +156,8 @@ training_options = options(
     click.option("--merges", type=click.IntRange(min=0), help="Target number of merges (instead of --vocab-size)."),
     click.option("--min-frequency", type=click.IntRange(min=1), default=1, show_default=True,
                  help="Stop when no pair occurs this often."),
-    click.option("--tie-break", type=click.Choice(TIE_BREAKS), help="Rule among equal counts [default: lexicographic]."),
+    click.option("--tie-break", type=click.Choice(TIE_BREAKS),
+                 help="Rule among equal counts [default: lexicographic]."),
     special_option,
     click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid)."),
     click.option("--max-token-length", type=click.IntRange(min=2), help="Longest token, in bytes."),
@@ -357,7 +360,7 @@ def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
     click.echo("sources:")
     for s in sources:
         click.echo(f"  {s.source}  {s.size_bytes:,} bytes  {s.n_words:,} words  {s.n_distinct:,} distinct  "
-                   f"sha256 {s.sha256[:12]}  {s.created_at.strftime('%Y-%m-%d %H:%M')}")
+                   f"sha256 {s.sha256[:12]}  {s.created_at:%Y-%m-%d %H:%M}")
     if words:
         click.echo(f"top {len(words)} words:")
         for rank, (word, count) in enumerate(words, start=1):
@@ -469,8 +472,9 @@ def emit_ids(tok: Tokenizer, ids: list[int], show_tokens: bool, as_json: bool) -
 @json_option
 @quiet_option
 @click.pass_obj
-def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str | None, dtype: str | None,
-           workers: int, errors: str, show_tokens: bool, no_special: bool, as_json: bool, quiet: bool) -> None:
+def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str | None,
+           dtype: Literal["uint16", "uint32"] | None, workers: int, errors: str, show_tokens: bool,
+           no_special: bool, as_json: bool, quiet: bool) -> None:
     """Encode TEXT (or --file) with version REF; prints the ids, or writes them to --out."""
     if (text is None) == (path is None):
         raise click.UsageError("give TEXT or --file PATH (not both)")
@@ -479,14 +483,15 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str 
     tok = obj.store.tokenizer(ref)
     specials: dict[str, Any] = ({"allowed_special": set(), "disallowed_special": ()} if no_special
                                 else {"allowed_special": "all"})
-    if path is not None and out is not None:
-        encode_to_file(tok, path, out, workers, as_json, quiet, dtype=dtype, errors=errors, **specials)
-        return
-    if path is not None:
+    if text is not None:
+        ids = tok.encode(text, **specials)
+    else:
+        assert path is not None  # TEXT or --file, as checked above
+        if out is not None:
+            encode_to_file(tok, path, out, workers, as_json, quiet, dtype=dtype, errors=errors, **specials)
+            return
         with text_of(path, errors) as chunks:
             ids = list(tok.encode_iterable(chunks, workers=workers, **specials))
-    else:
-        ids = tok.encode(text, **specials)
     emit_ids(tok, ids, show_tokens, as_json)
 
 
@@ -500,8 +505,8 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str 
               help="Invalid UTF-8: U+FFFD, or an error.")
 @json_option
 @click.pass_obj
-def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None, dtype: str | None,
-           errors: str, as_json: bool) -> None:
+def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None,
+           dtype: Literal["uint16", "uint32"] | None, errors: str, as_json: bool) -> None:
     """Decode token IDS (or --file) with version REF."""
     if bool(ids) == (path is not None):
         raise click.UsageError("give IDS or --file PATH (not both)")

@@ -23,10 +23,11 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AbstractSet, Literal, NamedTuple, Union
+from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
@@ -41,7 +42,9 @@ ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typ
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 
-Ids = Union[list, array]  # token ids: a list, or a uint32 array (id files, worker results)
+# Token ids: a list, or a uint32 array (id files, worker results).
+Ids: TypeAlias = "list[int] | array[int]"
+IdsT = TypeVar("IdsT", list[int], "array[int]")
 
 
 class DisallowedSpecialError(InvalidArgumentError):
@@ -217,7 +220,7 @@ class Tokenizer:
         >>> tok.encode_ordinary("hi")
         [104, 105]
         """
-        return self._encode(text, _ORDINARY)
+        return self._encode(text, _ORDINARY, None, [])
 
     def encode(
         self,
@@ -241,12 +244,12 @@ class Tokenizer:
         >>> tok.encode("a<|e|>", allowed_special="all")
         [97, 256]
         """
-        return self._encode(text, self._rules(allowed_special, disallowed_special, dropout, seed))
+        return self._encode(text, self._rules(allowed_special, disallowed_special, dropout, seed), None, [])
 
     def encode_batch(self, texts: Iterable[str], **options) -> list[list[int]]:
         """``encode`` each text; takes the same keyword options."""
         rules = self._rules(**options)
-        return [self._encode(text, rules) for text in texts]
+        return [self._encode(text, rules, None, []) for text in texts]
 
     def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
         """The ids of text and, for each, the (start, end) characters of text it
@@ -258,7 +261,7 @@ class Tokenizer:
         ([256, 195, 169], [(0, 2), (2, 3), (2, 3)])
         """
         text = _fix_surrogates(text)
-        ids = self._encode(text, self._rules(**options))
+        ids = self._encode(text, self._rules(**options), None, [])
         # The character each byte of the UTF-8 text belongs to.
         char_of_byte = []
         for i, ch in enumerate(text):
@@ -290,10 +293,11 @@ class Tokenizer:
         At most ``2 * workers`` pieces are in flight, so memory stays bounded
         by the chunk size however long the stream.
         """
-        yield from self._encode_stream(chunks, self._rules(**options), workers, list)
+        new_list: Callable[[], list[int]] = list
+        yield from self._encode_stream(chunks, self._rules(**options), workers, new_list)
 
     def _encode_stream(self, chunks: Iterable[str], rules: _Rules, workers: int,
-                       container: Callable[[], Ids]) -> Iterator[Ids]:
+                       container: Callable[[], IdsT]) -> Iterator[IdsT]:
         """The ids of each safely cut piece of a stream, in order, each in a
         new ``container()`` (a list, or a uint32 array for id files).
 
@@ -365,7 +369,7 @@ class Tokenizer:
                     n_tokens += len(ids)
                     if sys.byteorder != "little":
                         ids.byteswap()
-                    data = ids.tobytes()
+                    data: bytes | bytearray = ids.tobytes()
                     if typecode == "H":
                         # Every id fits in 16 bits: keep the low two bytes of each four.
                         narrow = bytearray(len(data) // 2)
@@ -435,9 +439,9 @@ class Tokenizer:
             regex = self._special_regex_cache[tokens] = special_tokens_regex(tokens)
         return regex
 
-    def _encode(self, text: str, rules: _Rules, index: int | None = None, out: Ids | None = None) -> Ids:
-        """Encode one text under checked rules into ``out`` (a new list by
-        default, or a uint32 array); ``index`` numbers the pieces of a stream
+    def _encode(self, text: str, rules: _Rules, index: int | None, out: IdsT) -> IdsT:
+        """Encode one text under checked rules into ``out`` (a list, or a uint32
+        array), and return it; ``index`` numbers the pieces of a stream
         (it seeds dropout per piece, whichever worker runs it).
         Lone surrogates become U+FFFD (as in tiktoken) where a segment is
         encoded; special tokens hold none, so matching them is unchanged."""
@@ -449,8 +453,6 @@ class Tokenizer:
         rng = None
         if dropout:
             rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
-        if out is None:
-            out = []
         if not rules.allowed:
             self._encode_segment(text, out, dropout, rng)
             return out
@@ -468,6 +470,7 @@ class Tokenizer:
         if not text:
             return
         if dropout:
+            assert rng is not None
             for word in self._pipeline.pretokenize(_fix_surrogates(text)):
                 out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
                                               self._merged_ids, dropout, rng))
@@ -517,12 +520,12 @@ class Tokenizer:
             if len(piece) == 1:
                 out.append(byte_ids[piece[0]])
                 continue
-            ids = cache.get(piece)
-            if ids is None:
+            piece_ids = cache.get(piece)
+            if piece_ids is None:
                 if len(cache) >= PIECE_CACHE_SIZE:
                     cache.clear()
-                ids = cache[piece] = tuple(merge_word(self._symbolize(piece), self._ranks, self._merged_ids))
-            out += ids
+                piece_ids = cache[piece] = tuple(merge_word(self._symbolize(piece), self._ranks, self._merged_ids))
+            out += piece_ids
         return out
 
     def _fast_encoder(self):
@@ -624,17 +627,18 @@ def _start_worker(tokenizer: Tokenizer) -> None:
     _WORKER_TOKENIZER = tokenizer
 
 
-def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array:
+def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array[int]:
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
     return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
 
 
-def _uint32_array() -> array:
+def _uint32_array() -> array[int]:
     return array("I")
 
 
-def _into(ids: Ids, container: Callable[[], Ids]) -> Ids:
+def _into(ids: Ids, container: Callable[[], IdsT]) -> IdsT:
     """ids as the container asked for (a worker process sends arrays)."""
-    return ids.tolist() if container is list and isinstance(ids, array) else ids
+    return cast(IdsT, ids.tolist() if container is list and isinstance(ids, array) else ids)
 
 
 def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:

@@ -90,6 +90,10 @@ class TokenizerSpec:
         if self.alphabet not in ALPHABETS:
             raise InvalidArgumentError(f"unknown alphabet {self.alphabet!r}; choose bytes or chars",
                                        params=("alphabet",))
+        for name, marker in (("unk_token", self.unk_token), ("end_of_word", self.end_of_word),
+                             ("start_of_word", self.start_of_word)):
+            if marker is not None and not marker:
+                raise InvalidArgumentError(f"{name} cannot be empty; leave it out instead", params=(name,))
         if self.alphabet == "bytes" and (self.unk_token is not None or self.byte_fallback):
             raise InvalidArgumentError("unk_token and byte_fallback go with alphabet='chars': "
                                        "a byte-level vocabulary has no unseen characters",
@@ -98,10 +102,6 @@ class TokenizerSpec:
             raise InvalidArgumentError("give unk_token or byte_fallback, not both: unseen "
                                        "characters become either the unknown token or their bytes",
                                        params=("unk_token", "byte_fallback"))
-        for name, marker in (("unk_token", self.unk_token), ("end_of_word", self.end_of_word),
-                             ("start_of_word", self.start_of_word)):
-            if marker is not None and not marker:
-                raise InvalidArgumentError(f"{name} cannot be empty; leave it out instead", params=(name,))
         if self.tie_break not in TIE_BREAKS:
             raise InvalidArgumentError(f"unknown tie-break {self.tie_break!r}; choose lexicographic or hf",
                                        params=("tie_break",))
@@ -128,7 +128,7 @@ class TokenizerSpec:
         d = self.to_dict()
         return {k: d[k] for k in CORPUS_FIELDS}
 
-    def replace(self, **changes: Any) -> "TokenizerSpec":
+    def replace(self, **changes: Any) -> TokenizerSpec:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,7 +146,7 @@ class TokenizerSpec:
                           ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TokenizerSpec":
+    def from_dict(cls, data: dict[str, Any]) -> TokenizerSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -157,7 +157,7 @@ class TokenizerSpec:
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "TokenizerSpec":
+    def from_json(cls, text: str) -> TokenizerSpec:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -276,6 +276,7 @@ _REPLAY_STATE: tuple[list[list[int]], dict[int, int], list[int]] | None = None
 
 
 def _replay_slice(bounds: tuple[int, int]) -> list[list[int]]:
+    assert _REPLAY_STATE is not None, "set by replay_words before the fork"
     words, ranks, merged_ids = _REPLAY_STATE
     return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w
             for w in words[bounds[0]:bounds[1]]]

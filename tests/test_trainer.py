@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 
 import bpestore
+from bpestore import alphabet
 from bpestore.formats.gpt2 import str_to_token
 from bpestore.spec import TokenizerSpec
 from bpestore.text import TextPipeline
-from bpestore import alphabet
 from bpestore.trainer import PARALLEL_REPLAY_MIN_WORDS, BpeTrainer, train_word_counts
 
 from .conftest import corpus_path, read_corpus, reference_merges
@@ -126,7 +126,7 @@ def test_replay_then_continue_equals_uninterrupted(parallel):
     full = [(m.left, m.right, m.token) for m in trainer().train(vocab_size=1256)]
     for stop in (0, 1, 37, 500, 999):
         resumed = trainer()
-        resumed.replay([(l, r) for l, r, _ in full[:stop]], parallel_min_words=parallel_min_words)
+        resumed.replay([(left, right) for left, right, _ in full[:stop]], parallel_min_words=parallel_min_words)
         rest = [(m.left, m.right, m.token) for m in resumed.train(vocab_size=1256)]
         assert full[:stop] + rest == full, stop
 
