@@ -9,13 +9,22 @@
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .encoder import DisallowedSpecialError, Tokenizer
-from .errors import (BpestoreError, ConflictError, DamagedDataError, DatabaseError,
-                     InvalidArgumentError, NotFoundError, SourceError)
+from .errors import (
+    BpestoreError,
+    ConflictError,
+    DamagedDataError,
+    DatabaseError,
+    InvalidArgumentError,
+    NotFoundError,
+    SourceError,
+)
 from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from .spec import TokenizerSpec
 from .store import Store
@@ -24,8 +33,6 @@ from .trainer import BpeTrainer, train_word_counts
 # Earlier names of the Source and Progress records (one record per concept).
 IngestResult = SourceInfo = Source
 TrainProgress = Progress
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
@@ -65,8 +72,8 @@ def train_bpe(
     from .ingest import count_sources, expand_paths
 
     if vocab_size < 256 + len(special_tokens):
-        raise BpestoreError(f"vocab_size must be at least {256 + len(special_tokens)} "
-                            f"(256 bytes + {len(special_tokens)} special tokens)")
+        raise InvalidArgumentError(f"vocab_size must be at least {256 + len(special_tokens)} "
+                                   f"(256 bytes + {len(special_tokens)} special tokens)", params=("vocab_size",))
     paths = [input_path] if isinstance(input_path, (str, Path)) else list(input_path)
     spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
                          special_tokens=tuple(special_tokens), tie_break=tie_break)

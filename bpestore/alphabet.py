@@ -27,8 +27,9 @@ token.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
 
-from .errors import BpestoreError
+from .errors import InvalidArgumentError
 from .spec import TokenizerSpec
 
 Symbolizer = Callable[[str], list[int]]
@@ -53,7 +54,8 @@ def initial_vocab(spec: TokenizerSpec, word_counts: Iterable[bytes] | None = Non
     tokens += _markers(spec)
     if not spec.byte_level:
         if word_counts is None:
-            raise BpestoreError("a 'chars' alphabet is made from the counted words; pass them")
+            raise InvalidArgumentError("a 'chars' alphabet is made from the counted words; pass word_counts",
+                                       params=("word_counts",))
         seen: set[str] = set()
         for word in word_counts:
             seen.update(word.decode("utf-8", "surrogatepass"))
@@ -94,11 +96,19 @@ def initial_kinds(spec: TokenizerSpec, vocab: Sequence[bytes]) -> list[str]:
     return kinds
 
 
-def _ordinary_ids(spec: TokenizerSpec, vocab: Sequence[bytes]) -> dict[bytes, int]:
-    """bytes -> id of the non-special tokens, the lowest id where bytes repeat."""
-    specials = set(special_ids(spec))
+def ordinary_ids(vocab: Mapping[int, bytes] | Sequence[bytes], special_ids: Iterable[int] = ()
+                 ) -> dict[bytes, int]:
+    """The id of each ordinary (non-special) token's bytes; where a byte
+    string has several ids, the lowest. ``vocab`` maps ids to bytes (a dict, or
+    a list indexed by id).
+
+    >>> ordinary_ids({5: b"a", 3: b"a", 4: b"<s>"}, special_ids=[4])
+    {b'a': 3}
+    """
+    items = sorted(vocab.items()) if isinstance(vocab, Mapping) else enumerate(vocab)
+    specials = set(special_ids)
     id_of: dict[bytes, int] = {}
-    for token_id, data in enumerate(vocab):
+    for token_id, data in items:
         if token_id not in specials:
             id_of.setdefault(data, token_id)
     return id_of
@@ -108,8 +118,9 @@ def byte_ids(id_of: Mapping[bytes, int]) -> list[int]:
     """The id of each byte value 0..255, or an error naming the first missing one."""
     missing = [b for b in range(256) if bytes([b]) not in id_of]
     if missing:
-        raise BpestoreError(f"the vocabulary lacks {len(missing)} single-byte tokens "
-                            f"(first: {missing[0]}); a byte-level tokenizer needs all 256")
+        raise InvalidArgumentError(f"the vocabulary lacks {len(missing)} single-byte tokens "
+                                   f"(first: {missing[0]}); a byte-level tokenizer needs all 256",
+                                   params=("vocab",))
     return [id_of[bytes([b])] for b in range(256)]
 
 
@@ -126,7 +137,8 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
     def token(text: str, what: str) -> int:
         found = id_of.get(text.encode("utf-8"))
         if found is None:
-            raise BpestoreError(f"the vocabulary has no token for the {what} {text!r}")
+            raise InvalidArgumentError(f"the vocabulary has no token for the {what} {text!r}",
+                                       params=("vocab",))
         return found
 
     prefix = [token(spec.start_of_word, "start-of-word marker")] if spec.start_of_word else []
@@ -151,9 +163,10 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
             return [id_of_byte[b] for b in char.encode("utf-8", "surrogatepass")]
         if unk is not None:
             return [unk]
-        raise BpestoreError(f"the character {char!r} was not seen in training and this "
-                            "tokenizer has neither an unknown token nor byte fallback; "
-                            "train with --unk-token TOK or --byte-fallback")
+        raise InvalidArgumentError(f"the character {char!r} was not seen in training and this "
+                                   "tokenizer has neither an unknown token nor byte fallback; "
+                                   "train with an unk_token or byte_fallback=True",
+                                   params=("unk_token", "byte_fallback"))
 
     def char_symbols(word: str) -> list[int]:
         ids = list(prefix)
@@ -186,7 +199,7 @@ def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int],
     """
     if vocab is None:
         vocab = initial_vocab(spec, word_counts)
-    id_of = _ordinary_ids(spec, vocab)
+    id_of = ordinary_ids(vocab, special_ids(spec))
     symbols = symbolizer(spec, id_of)
     if symbols is None:
         for word, count in word_counts.items():
@@ -214,8 +227,6 @@ def hf_order(spec: TokenizerSpec, vocab: Sequence[bytes] | None = None) -> list[
     """Initial ids in Hugging Face's numbering: the special tokens first, then
     the rest of the alphabet by code point (of each byte's GPT-2
     byte-to-unicode character for byte tokens, of the text otherwise)."""
-    from .formats.gpt2 import bytes_to_unicode
-
     char_of = bytes_to_unicode()
     if vocab is None:
         vocab = initial_vocab(spec)
@@ -228,6 +239,26 @@ def hf_order(spec: TokenizerSpec, vocab: Sequence[bytes] | None = None) -> list[
             return "".join(char_of[b] for b in data)
         return data.decode("utf-8", "surrogatepass")
     return specials + sorted((i for i in range(len(vocab)) if i not in reserved), key=key)
+
+
+@lru_cache(maxsize=1)
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's printable stand-in character for every byte value.
+
+    Printable Latin-1 bytes stand for themselves; the others (controls, space,
+    0x7F-0xA0, 0xAD) are shifted to code points 256 and up, in byte order.
+    """
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+                 + list(range(ord("®"), ord("ÿ") + 1)))
+    chars = {}
+    shifted = 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + shifted)
+            shifted += 1
+    return chars
 
 
 def merge_filter(spec: TokenizerSpec) -> Callable[[bytes, bytes], bool] | None:

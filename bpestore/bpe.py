@@ -15,6 +15,7 @@ import random
 import sys
 from array import array
 from collections.abc import Iterable
+from typing import Any
 
 PAIR_SHIFT = 32  # a pair of ids (a, b) is the int (a << 32) | b
 
@@ -193,7 +194,7 @@ class LongestMatch:
     def __init__(self, tokens: dict[tuple[int, ...], int]) -> None:
         # A trie node is a dict: symbol -> child node; the key None holds the
         # id of the token that ends at the node.
-        self.root: dict = {}
+        self.root: dict[int | None, Any] = {}
         for symbols, token_id in tokens.items():
             node = self.root
             for s in symbols:
@@ -209,9 +210,10 @@ class LongestMatch:
             best_id, best_end = symbols[i], i + 1  # an unknown symbol stands alone
             j = i
             while j < n:
-                node = node.get(symbols[j])
-                if node is None:
+                child = node.get(symbols[j])
+                if child is None:
                     break
+                node = child
                 j += 1
                 token_id = node.get(None)
                 if token_id is not None:

@@ -1,27 +1,38 @@
-"""The ``bpestore`` command line: each command is a thin call into the Python API."""
+"""The ``bpestore`` command line: each command is a thin call into the Python API.
+
+Options shared by several commands are bundles of click options (``text_options``,
+``training_options``, ``symbol_options``, ``json_option``). A ``BpestoreError``
+becomes one ``Error:`` line and exit status 1; the Python argument names its
+message mentions (its ``params``) become the command's flags (``with_flags``).
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
 import os
+import re
+import shlex
+import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import click
-from sqlalchemy.exc import SQLAlchemyError
 
 from . import __version__
-from .errors import BpestoreError
+from .encoder import Tokenizer
+from .errors import BpestoreError, DatabaseError
 from .formats import EXPORT_FORMATS
 from .ingest import ERROR_POLICIES
 from .queries import token_text
-from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
 from .records import Progress, Source, VersionInfo
+from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
 from .store import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
@@ -42,23 +53,76 @@ class Context:
 class BpestoreGroup(click.Group):
     """Turns a user mistake into one ``Error:`` line and exit status 1."""
 
+    group_class = type  # subgroups (corpus, import) catch their commands' errors alike
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (BpestoreError, SQLAlchemyError, OSError, UnicodeError) as exc:
+        except (BpestoreError, OSError, UnicodeError) as exc:
             if ctx.obj is not None and ctx.obj.debug:
                 raise
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if isinstance(exc, SQLAlchemyError):
+            if isinstance(exc, BpestoreError):
+                command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+                message = with_flags(message, exc.params, command)
+            if isinstance(exc, DatabaseError):
                 message = f"database error: {message}"
             raise click.ClickException(message) from None
+
+
+def with_flags(message: str, params: Sequence[str], command: click.Command | None) -> str:
+    """A message in Python-API terms, in the command's terms: each of ``params``
+    that is an option of ``command`` becomes its flag (``vocab_size`` ->
+    ``--vocab-size``, ``errors='replace'`` -> ``--errors replace``,
+    ``byte_fallback=True`` -> ``--byte-fallback``); other names stay.
+
+    >>> @click.command()
+    ... @click.option("--vocab-size", type=int)
+    ... @click.option("--errors")
+    ... def train(vocab_size, errors): ...
+    >>> with_flags("vocab_size must be at least 257; or pass errors='replace'",
+    ...            ("vocab_size", "errors", "merges"), train)
+    '--vocab-size must be at least 257; or pass --errors replace'
+    """
+    options = {p.name: p for p in command.params if isinstance(p, click.Option)} if command else {}
+    for name in params:
+        option = options.get(name)
+        if option is None:
+            continue
+        flag = next((o for o in option.opts if o.startswith("--")), option.opts[0])
+        # The name as a word of its own (not part of a path, a flag or another
+        # name), with the value it is given, if any.
+        pattern = rf"(?<![\w./\\-]){re.escape(name)}(?:=('[^']*'|\"[^\"]*\"|[^\s,;:)]+))?(?![\w/\\-]|\.\w)"
+        message = re.sub(pattern, _flag_with_value(flag, option.is_flag), message)
+    return message
+
+
+def _flag_with_value(flag: str, is_flag: bool) -> Callable[[re.Match[str]], str]:
+    """``name`` -> ``flag``, ``name=True`` -> ``flag`` (a flag option), ``name='x'`` -> ``flag x``."""
+    def replace(match: re.Match[str]) -> str:
+        value = match.group(1)
+        if value is None or (is_flag and value == "True"):
+            return flag
+        if value[:1] in "'\"" and value[-1:] == value[:1]:
+            value = value[1:-1]
+        return f"{flag} {shlex.quote(value)}"
+    return replace
+
+
+def options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click options as one decorator, listed in the order --help shows them."""
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+    return apply
 
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def emit_listing(items: list, as_json: bool, empty: str, line: Callable[[Any], str]) -> None:
+def emit_listing(items: Sequence[Any], as_json: bool, empty: str, line: Callable[[Any], str]) -> None:
     """A listing command's output: JSON, or a line per item (a hint when there is none)."""
     if as_json:
         emit_json([item.to_dict() for item in items])
@@ -71,8 +135,45 @@ def emit_listing(items: list, as_json: bool, empty: str, line: Callable[[Any], s
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+# No --special-token given: None (a corpus or a parent keeps its own).
 special_option = click.option("--special-token", "special_tokens", multiple=True, metavar="TOK",
+                              callback=lambda ctx, param, value: value or None,
                               help="A special token (repeat for several).")
+dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
+                            help="Id file element type [default: uint16 where every id fits, else uint32].")
+# How text becomes words: fixed by a corpus' first ingest.
+text_options = options(
+    click.option("--pretokenizer", type=click.Choice(PRETOKENIZERS),
+                 help="How text is split into words [default: gpt2; fixed by a corpus' first ingest]"),
+    click.option("--pattern", metavar="REGEX", help="A custom pre-tokenizer regex (implies --pretokenizer regex)."),
+    click.option("--normalizer", metavar="STEPS",
+                 help="Comma-separated: nfc, nfkc, lowercase, alphanumeric, ... [default: none]"),
+    special_option,
+)
+# What a training run aims at and which pairs it may merge.
+training_options = options(
+    click.option("--vocab-size", type=click.IntRange(min=1), help="Target tokens: 256 bytes + specials + merges."),
+    click.option("--merges", type=click.IntRange(min=0), help="Target number of merges (instead of --vocab-size)."),
+    click.option("--min-frequency", type=click.IntRange(min=1), default=1, show_default=True,
+                 help="Stop when no pair occurs this often."),
+    click.option("--tie-break", type=click.Choice(TIE_BREAKS),
+                 help="Rule among equal counts [default: lexicographic]."),
+    special_option,
+    click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid)."),
+    click.option("--max-token-length", type=click.IntRange(min=2), help="Longest token, in bytes."),
+)
+# How a word becomes its first symbols (alphabet.py).
+symbol_options = options(
+    click.option("--alphabet", type=click.Choice(ALPHABETS),
+                 help="Initial tokens: the 256 bytes, or the characters of the corpus [default: bytes]."),
+    click.option("--unk-token", metavar="TOK", help="With --alphabet chars: the token for unseen characters."),
+    click.option("--byte-fallback", is_flag=True, default=None,
+                 help="With --alphabet chars: unseen characters become their UTF-8 bytes."),
+    click.option("--end-of-word", metavar="MARK", help="A symbol after every word, e.g. '</w>'."),
+    click.option("--start-of-word", metavar="MARK", help="A symbol before every word, e.g. '▁'."),
+    click.option("--no-inner-space", is_flag=True, default=None,
+                 help="A merged token may hold a space only at its ends."),
+)
 
 
 @click.group(cls=BpestoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,7 +198,7 @@ def init(obj: Context) -> None:
 
 
 # ---------------------------------------------------------------------------
-# ingest
+# progress on a terminal
 # ---------------------------------------------------------------------------
 class ProgressLine:
     """One self-rewriting line on a terminal (stderr) for any job's ``Progress``;
@@ -110,7 +211,7 @@ class ProgressLine:
         self.last_draw = 0.0
         self.width = 0
 
-    def __enter__(self) -> "ProgressLine":
+    def __enter__(self) -> ProgressLine:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -160,8 +261,41 @@ def _amount(n: float, total: int | None, unit: str) -> str:
     return f"{n:,.0f}" + (f"/{total:,}" if total else "") + f" {unit}"
 
 
-# Per-source lines shown by `ingest`; a directory's thousands of files get only the summary.
-SOURCE_LINES = 10
+# ---------------------------------------------------------------------------
+# ingest and corpora
+# ---------------------------------------------------------------------------
+class SourceLines:
+    """What `ingest` prints per source: the first SHOWN sources each on a line, then
+    a note (a directory's thousands of files get only the summary)."""
+
+    SHOWN = 10
+
+    def __init__(self, corpus: str, progress: ProgressLine, enabled: bool) -> None:
+        self.corpus, self.progress, self.enabled = corpus, progress, enabled
+        self.seen = 0
+
+    def __call__(self, result: Source) -> None:
+        self.seen += 1
+        if not self.enabled or self.seen > self.SHOWN + 1:
+            return
+        self.progress.clear()
+        if self.seen == self.SHOWN + 1:
+            click.echo("... (the summary below counts every source)")
+        elif result.skipped:
+            click.echo(f"skipped {result.source}: already in {self.corpus} (use --force to count it again)")
+        else:
+            click.echo(f"{result.source}: {result.size_bytes:,} bytes, {result.n_words:,} words, "
+                       f"{result.n_distinct:,} distinct")
+
+
+def ingest_summary(corpus: str, results: Sequence[Source], n_distinct: int, seconds: float) -> str:
+    counted = [r for r in results if not r.skipped]
+    skipped = len(results) - len(counted)
+    return (f"{corpus}: {len(counted):,} source(s) counted, {skipped:,} skipped"
+            f"{' (already in the corpus; --force counts them again)' if skipped else ''}, "
+            f"{sum(r.size_bytes for r in counted):,} bytes, "
+            f"{sum(r.n_words for r in counted):,} words in {seconds:.1f}s; "
+            f"{n_distinct:,} distinct words in the corpus")
 
 
 @cli.command()
@@ -169,12 +303,7 @@ SOURCE_LINES = 10
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
 @click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
-@click.option("--pretokenizer", type=click.Choice(PRETOKENIZERS),
-              help="How text is split into words [default: gpt2; fixed by a corpus' first ingest]")
-@click.option("--pattern", metavar="REGEX", help="A custom pre-tokenizer regex (implies --pretokenizer regex).")
-@click.option("--normalizer", metavar="STEPS",
-              help="Comma-separated: nfc, nfkc, lowercase, alphanumeric, ... [default: none]")
-@special_option
+@text_options
 @click.option("--workers", type=click.IntRange(min=1), help="Counting processes [default: one per core].")
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
 @click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
@@ -182,44 +311,17 @@ SOURCE_LINES = 10
 @json_option
 @quiet_option
 @click.pass_obj
-def ingest(obj: Context, corpus: str, paths: tuple[str, ...], glob: str | None,
-           jsonl_field: str | None, pretokenizer: str | None, pattern: str | None,
-           normalizer: str | None, special_tokens: tuple[str, ...], workers: int | None,
-           force: bool, errors: str, as_json: bool, quiet: bool) -> None:
+def ingest(obj: Context, corpus: str, paths: tuple[str, ...], as_json: bool, quiet: bool, **options: Any) -> None:
     """Count the words of PATH... (files, directories, - for stdin) into CORPUS."""
     started = time.monotonic()
-    progress = ProgressLine(not quiet and not as_json)
-    shown = []
-
-    def report(result: Source) -> None:
-        shown.append(result)
-        if as_json or quiet or len(shown) > SOURCE_LINES + 1:
-            return
-        progress.clear()
-        if len(shown) == SOURCE_LINES + 1:
-            click.echo("... (the summary below counts every source)")
-        elif result.skipped:
-            click.echo(f"skipped {result.source}: already in {corpus} (use --force to count it again)")
-        else:
-            click.echo(f"{result.source}: {result.size_bytes:,} bytes, {result.n_words:,} words, "
-                       f"{result.n_distinct:,} distinct")
-
-    with progress:
-        results = obj.store.ingest(
-            corpus, paths, special_tokens=special_tokens or None, pretokenizer=pretokenizer,
-            pattern=pattern, normalizer=normalizer, force=force, errors=errors, workers=workers,
-            glob=glob, jsonl_field=jsonl_field, on_source=report, progress=progress)
+    with ProgressLine(not quiet and not as_json) as progress:
+        results = obj.store.ingest(corpus, paths, on_source=SourceLines(corpus, progress, not (as_json or quiet)),
+                                   progress=progress, **options)
     if as_json:
         emit_json([r.to_dict() for r in results])
     elif not quiet:
-        counted = [r for r in results if not r.skipped]
-        skipped = len(results) - len(counted)
-        distinct = obj.store.corpus(corpus).n_distinct if counted or skipped else 0
-        click.echo(f"{corpus}: {len(counted):,} source(s) counted, {skipped:,} skipped"
-                   f"{' (already in the corpus; --force counts them again)' if skipped else ''}, "
-                   f"{sum(r.size_bytes for r in counted):,} bytes, "
-                   f"{sum(r.n_words for r in counted):,} words in {time.monotonic() - started:.1f}s; "
-                   f"{distinct:,} distinct words in the corpus")
+        n_distinct = obj.store.corpus(corpus).n_distinct if results else 0
+        click.echo(ingest_summary(corpus, results, n_distinct, time.monotonic() - started))
 
 
 @cli.command("corpora")
@@ -257,9 +359,8 @@ def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
     click.echo(f"spec: {info.spec.to_json()}")
     click.echo("sources:")
     for s in sources:
-        click.echo(f"  {s.source}  {s.size_bytes:,} bytes  {s.n_words:,} words  "
-                   f"{s.n_distinct:,} distinct  sha256 {s.sha256[:12]}  "
-                   f"{s.created_at.strftime('%Y-%m-%d %H:%M')}")
+        click.echo(f"  {s.source}  {s.size_bytes:,} bytes  {s.n_words:,} words  {s.n_distinct:,} distinct  "
+                   f"sha256 {s.sha256[:12]}  {s.created_at:%Y-%m-%d %H:%M}")
     if words:
         click.echo(f"top {len(words)} words:")
         for rank, (word, count) in enumerate(words, start=1):
@@ -269,62 +370,41 @@ def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
 # ---------------------------------------------------------------------------
 # train
 # ---------------------------------------------------------------------------
+def refuse_new_settings(ctx: click.Context, allowed: Sequence[str]) -> None:
+    """A resumed run keeps the settings it began with: refuse any other option
+    given on the command line."""
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name is not None and p.name not in allowed
+             and ctx.get_parameter_source(p.name) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"--resume continues with the version's own settings; drop {', '.join(given)}")
+
+
 @cli.command()
 @click.argument("name", required=False)
 @click.option("--corpus", help="The corpus whose word counts to train on.")
-@click.option("--vocab-size", type=click.IntRange(min=1), help="Target tokens: 256 bytes + specials + merges.")
-@click.option("--merges", type=click.IntRange(min=0), help="Target number of merges (instead of --vocab-size).")
-@click.option("--min-frequency", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Stop when no pair occurs this often.")
-@click.option("--tie-break", type=click.Choice(TIE_BREAKS), help="Rule among equal counts [default: lexicographic].")
-@special_option
-@click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid).")
-@click.option("--max-token-length", type=click.IntRange(min=2), help="Longest token, in bytes.")
-@click.option("--alphabet", type=click.Choice(ALPHABETS),
-              help="Initial tokens: the 256 bytes, or the characters of the corpus [default: bytes].")
-@click.option("--unk-token", metavar="TOK", help="With --alphabet chars: the token for unseen characters.")
-@click.option("--byte-fallback", is_flag=True, default=None,
-              help="With --alphabet chars: unseen characters become their UTF-8 bytes.")
-@click.option("--end-of-word", metavar="MARK", help="A symbol after every word, e.g. '</w>'.")
-@click.option("--start-of-word", metavar="MARK", help="A symbol before every word, e.g. '▁'.")
-@click.option("--no-inner-space", is_flag=True, default=None,
-              help="A merged token may hold a space only at its ends.")
+@training_options
+@symbol_options
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Write merges to the database every K merges.")
 @click.option("--resume", "resume_ref", metavar="NAME@N", help="Continue an unfinished version.")
 @json_option
 @quiet_option
 @click.pass_context
-def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: int | None,
-          merges: int | None, min_frequency: int, tie_break: str | None,
-          special_tokens: tuple[str, ...], parent: str | None, max_token_length: int | None,
-          alphabet: str | None, unk_token: str | None, byte_fallback: bool | None,
-          end_of_word: str | None, start_of_word: str | None, no_inner_space: bool | None,
-          checkpoint_every: int, resume_ref: str | None, as_json: bool, quiet: bool) -> None:
+def train(ctx: click.Context, name: str | None, corpus: str | None, checkpoint_every: int,
+          resume_ref: str | None, as_json: bool, quiet: bool, **options: Any) -> None:
     """Train NAME@N from a corpus, or continue one with --resume NAME@N."""
     obj: Context = ctx.obj
     started = time.monotonic()
     with ProgressLine(not quiet and not as_json) as progress:
         if resume_ref:
-            # A resumed run keeps the settings it began with.
-            given = [p.opts[0] for p in ctx.command.params
-                     if p.name not in ("resume_ref", "as_json", "quiet", "checkpoint_every")
-                     and ctx.get_parameter_source(p.name) is click.core.ParameterSource.COMMANDLINE]
-            if given:
-                raise click.UsageError(f"--resume continues with the version's own settings; drop "
-                                       f"{', '.join(given)}")
+            refuse_new_settings(ctx, allowed=("resume_ref", "as_json", "quiet", "checkpoint_every"))
             info = obj.store.resume(resume_ref, checkpoint_every=checkpoint_every, progress=progress)
+        elif name and corpus:
+            info = obj.store.train(name, corpus=corpus, checkpoint_every=checkpoint_every, progress=progress,
+                                   **options)
         else:
-            if not name or not corpus:
-                raise click.UsageError("give NAME and --corpus (or --resume NAME@N)")
-            info = obj.store.train(
-                name, corpus=corpus, vocab_size=vocab_size, merges=merges,
-                min_frequency=min_frequency, tie_break=tie_break,
-                special_tokens=special_tokens or None, parent=parent,
-                max_token_length=max_token_length, alphabet=alphabet, unk_token=unk_token,
-                byte_fallback=byte_fallback, end_of_word=end_of_word, start_of_word=start_of_word,
-                no_inner_space=no_inner_space, checkpoint_every=checkpoint_every,
-                progress=progress)
+            raise click.UsageError("give NAME and --corpus (or --resume NAME@N)")
     if as_json:
         emit_json(info.to_dict())
     elif not quiet:
@@ -335,8 +415,44 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, vocab_size: 
 # ---------------------------------------------------------------------------
 # encode / decode
 # ---------------------------------------------------------------------------
-dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
-                            help="Id file element type [default: uint16 where every id fits, else uint32].")
+@contextmanager
+def text_of(path: str, errors: str) -> Iterator[Iterable[str]]:
+    """The decoded text of a file (``-``: stdin; .gz/.xz/.bz2 decompressed), in chunks."""
+    from .ingest import TextReader, open_source
+
+    stream = open_source(path)
+    try:
+        yield TextReader(stream, path, errors=errors)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def encode_to_file(tok: Tokenizer, path: str, out: str, workers: int, as_json: bool, quiet: bool,
+                   **options: Any) -> None:
+    """`encode --file PATH --out OUT`: write the ids, then a summary."""
+    started = time.monotonic()
+    with ProgressLine(not quiet and not as_json) as progress:
+        result = tok.encode_file(path, out, workers=workers, progress=progress, **options)
+    seconds = time.monotonic() - started
+    if as_json:
+        emit_json({"out": result.path, "tokens": result.tokens, "bytes": result.bytes,
+                   "bytes_per_token": round(result.bytes_per_token, 4), "dtype": result.dtype,
+                   "seconds": round(seconds, 3), "workers": workers, "backend": tok.backend})
+    elif not quiet:
+        click.echo(f"{result.path}: {result.tokens:,} tokens ({result.dtype}) from {result.bytes:,} "
+                   f"bytes, {result.bytes_per_token:.2f} bytes/token, in {seconds:.1f}s "
+                   f"({result.bytes / max(seconds, 1e-9) / 1e6:.1f} MB/s, {tok.backend})")
+
+
+def emit_ids(tok: Tokenizer, ids: list[int], show_tokens: bool, as_json: bool) -> None:
+    if not show_tokens:
+        click.echo(json.dumps(ids) if as_json else " ".join(map(str, ids)))
+    elif as_json:
+        emit_json([{"id": i, "token": token_text(tok.decode_single_token_bytes(i))} for i in ids])
+    else:
+        for i in ids:
+            click.echo(f"{i}\t{token_text(tok.decode_single_token_bytes(i))!r}")
 
 
 @cli.command()
@@ -357,55 +473,26 @@ dtype_option = click.option("--dtype", type=click.Choice(["uint16", "uint32"]),
 @quiet_option
 @click.pass_obj
 def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str | None,
-           dtype: str | None, workers: int, errors: str, show_tokens: bool, no_special: bool,
-           as_json: bool, quiet: bool) -> None:
+           dtype: Literal["uint16", "uint32"] | None, workers: int, errors: str, show_tokens: bool,
+           no_special: bool, as_json: bool, quiet: bool) -> None:
     """Encode TEXT (or --file) with version REF; prints the ids, or writes them to --out."""
     if (text is None) == (path is None):
         raise click.UsageError("give TEXT or --file PATH (not both)")
     if out is not None and path is None:
         raise click.UsageError("--out writes the ids of --file PATH; give --file")
     tok = obj.store.tokenizer(ref)
-    options: dict[str, Any] = ({"allowed_special": set(), "disallowed_special": ()} if no_special
-                               else {"allowed_special": "all"})
-    if out is not None:
-        started = time.monotonic()
-        with ProgressLine(not quiet and not as_json) as progress:
-            result = tok.encode_file(path, out, dtype=dtype, workers=workers, errors=errors,
-                                     progress=progress, **options)
-        seconds = time.monotonic() - started
-        summary = {"out": result.path, "tokens": result.tokens, "bytes": result.bytes,
-                   "bytes_per_token": round(result.bytes_per_token, 4), "dtype": result.dtype,
-                   "seconds": round(seconds, 3), "workers": workers, "backend": tok.backend}
-        if as_json:
-            emit_json(summary)
-        elif not quiet:
-            click.echo(f"{result.path}: {result.tokens:,} tokens ({result.dtype}) from {result.bytes:,} "
-                       f"bytes, {result.bytes_per_token:.2f} bytes/token, in {seconds:.1f}s "
-                       f"({result.bytes / max(seconds, 1e-9) / 1e6:.1f} MB/s, {tok.backend})")
-        return
-    if path is not None:
-        from .ingest import TextReader, open_source
-
-        stream = open_source(path)
-        try:
-            ids = list(tok.encode_iterable(TextReader(stream, path, errors=errors), workers=workers,
-                                           **options))
-        finally:
-            if stream is not sys.stdin.buffer:
-                stream.close()
+    specials: dict[str, Any] = ({"allowed_special": set(), "disallowed_special": ()} if no_special
+                                else {"allowed_special": "all"})
+    if text is not None:
+        ids = tok.encode(text, **specials)
     else:
-        ids = tok.encode(text, **options)
-    if show_tokens:
-        pairs = [(i, tok.decode_single_token_bytes(i)) for i in ids]
-        if as_json:
-            emit_json([{"id": i, "token": token_text(b)} for i, b in pairs])
-        else:
-            for i, b in pairs:
-                click.echo(f"{i}\t{token_text(b)!r}")
-    elif as_json:
-        click.echo(json.dumps(ids))
-    else:
-        click.echo(" ".join(map(str, ids)))
+        assert path is not None  # TEXT or --file, as checked above
+        if out is not None:
+            encode_to_file(tok, path, out, workers, as_json, quiet, dtype=dtype, errors=errors, **specials)
+            return
+        with text_of(path, errors) as chunks:
+            ids = list(tok.encode_iterable(chunks, workers=workers, **specials))
+    emit_ids(tok, ids, show_tokens, as_json)
 
 
 @cli.command()
@@ -418,29 +505,29 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str 
               help="Invalid UTF-8: U+FFFD, or an error.")
 @json_option
 @click.pass_obj
-def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None, dtype: str | None,
-           errors: str, as_json: bool) -> None:
+def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None,
+           dtype: Literal["uint16", "uint32"] | None, errors: str, as_json: bool) -> None:
     """Decode token IDS (or --file) with version REF."""
     if bool(ids) == (path is not None):
         raise click.UsageError("give IDS or --file PATH (not both)")
     tok = obj.store.tokenizer(ref)
-    if path is not None:
-        pieces = tok.decode_file(path, dtype=dtype, errors=errors)
+    if path is None:
+        text = tok.decode(ids, errors=errors)
         if as_json:
-            emit_json({"text": "".join(pieces)})
-            return
-        try:
-            for piece in pieces:
-                click.echo(piece, nl=False)
-        except BrokenPipeError:
-            # The reader went away (e.g. `| head`): stop quietly, as cat does.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            emit_json({"text": text, "ids": list(ids)})
+        else:
+            click.echo(text)
         return
-    text = tok.decode(ids, errors=errors)
+    pieces = tok.decode_file(path, dtype=dtype, errors=errors)
     if as_json:
-        emit_json({"text": text, "ids": list(ids)})
-    else:
-        click.echo(text)
+        emit_json({"text": "".join(pieces)})
+        return
+    try:
+        for piece in pieces:
+            click.echo(piece, nl=False)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 # ---------------------------------------------------------------------------
@@ -524,22 +611,19 @@ def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool)
 
 @cli.command()
 @click.argument("ref")
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), required=True)
+@click.option("--format", "format", type=click.Choice(EXPORT_FORMATS), required=True)
 @click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
 @click.pass_obj
-def export(obj: Context, ref: str, fmt: str, out: str) -> None:
+def export(obj: Context, ref: str, format: str, out: str) -> None:
     """Write version REF in another tokenizer's file format."""
-    from .formats import export_tokenizer
-
-    written = export_tokenizer(obj.store.tokenizer(ref), fmt, Path(out))
-    for path in written:
+    for path in obj.store.export(ref, format=format, out=Path(out)):
         click.echo(f"wrote {path}")
 
 
 # ---------------------------------------------------------------------------
 # queries over stored vocabularies
 # ---------------------------------------------------------------------------
-def _print_tree(node: dict, depth: int = 0) -> None:
+def _print_tree(node: dict[str, Any], depth: int = 0) -> None:
     made = f"  rank {node['rank']:,}, pair count {node['count']:,}" if "rank" in node else ""
     click.echo(f"{'  ' * depth}{node['id']}\t{node['token']!r}{made}")
     for part in node.get("parts", ()):
@@ -554,7 +638,7 @@ def _print_tree(node: dict, depth: int = 0) -> None:
 @click.pass_obj
 def token(obj: Context, ref: str, token: str, by_id: bool, as_json: bool) -> None:
     """Look up TOKEN (its text, e.g. " the", or with --id an id) in REF: the merges that made it."""
-    if by_id and not token.isascii() or by_id and not token.isdigit():
+    if by_id and not (token.isascii() and token.isdigit()):
         raise click.UsageError(f"--id takes a number, not {token!r}")
     info = obj.store.token(ref, int(token) if by_id else token)
     if as_json:

@@ -23,14 +23,15 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AbstractSet, Literal, NamedTuple, Union
+from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
-from .errors import BpestoreError
+from .errors import InvalidArgumentError, NotFoundError
 from .records import Progress
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
@@ -41,11 +42,25 @@ ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typ
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 
-Ids = Union[list, array]  # token ids: a list, or a uint32 array (id files, worker results)
+# Token ids: a list, or a uint32 array (id files, worker results).
+Ids: TypeAlias = "list[int] | array[int]"
+IdsT = TypeVar("IdsT", list[int], "array[int]")
 
 
-class DisallowedSpecialError(BpestoreError, ValueError):
-    """The text holds a special token that the call did not allow."""
+class DisallowedSpecialError(InvalidArgumentError):
+    """The text holds a special token that the call did not allow: a ValueError
+    with tiktoken's message, so code written for tiktoken handles it alike."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(
+            f"Encountered text corresponding to disallowed special token {token!r}.\n"
+            "If you want this text to be encoded as a special token, "
+            f"pass it to `allowed_special`, e.g. `allowed_special={{{token!r}, ...}}`.\n"
+            "If you want this text to be encoded as normal text, disable the check for this token "
+            f"by passing `disallowed_special=(set(tok.special_tokens) - {{{token!r}}})`.\n"
+            "To disable this check for all special tokens, pass `disallowed_special=()`.\n",
+            params=("allowed_special", "disallowed_special"))
+        self.token = token
 
 
 class _Rules(NamedTuple):
@@ -115,15 +130,11 @@ class Tokenizer:
             if text not in special_ids:
                 found = [i for i, b in sorted(self._vocab.items()) if b == text.encode("utf-8")]
                 if not found:
-                    raise BpestoreError(f"special token {text!r} is not in the vocabulary")
+                    raise InvalidArgumentError(f"special token {text!r} is not in the vocabulary",
+                                               params=("special_tokens",))
                 special_ids[text] = found[0]
         self.special_tokens: dict[str, int] = special_ids
-        # Ordinary bytes -> id; where a byte string has two ids the lowest wins.
-        reserved = set(special_ids.values())
-        self._id_of: dict[bytes, int] = {}
-        for token_id in sorted(self._vocab):
-            if token_id not in reserved:
-                self._id_of.setdefault(self._vocab[token_id], token_id)
+        self._id_of = alphabet.ordinary_ids(self._vocab, special_ids.values())
         # How a pre-token becomes initial ids: its bytes (the byte path below),
         # or the spec's own symbols (characters, word markers).
         self._word_symbols = alphabet.symbolizer(spec, self._id_of)
@@ -136,8 +147,8 @@ class Tokenizer:
                 key = (self._id_of[left] << PAIR_SHIFT) | self._id_of[right]
                 merged = self._id_of[left + right]
             except KeyError:
-                raise BpestoreError(f"merge {rank} ({left!r}, {right!r}) uses or makes a "
-                                    "token missing from the vocabulary") from None
+                raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a "
+                                           "token missing from the vocabulary", params=("merges",)) from None
             self._ranks.setdefault(key, rank)
             self._merged_ids.append(merged)
         # Byte pairs that some token holds side by side: a word is cut
@@ -146,8 +157,8 @@ class Tokenizer:
         self._longest_match = None
         if spec.segmentation == "longest-match":
             if self._word_symbols is not None:
-                raise BpestoreError("longest-match segmentation works on byte-level specs without "
-                                    "word markers so far")
+                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
+                                           "word markers so far", params=("spec",))
             self._longest_match = LongestMatch(
                 {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
         self._pipeline = TextPipeline(spec.replace(special_tokens=()))
@@ -209,7 +220,7 @@ class Tokenizer:
         >>> tok.encode_ordinary("hi")
         [104, 105]
         """
-        return self._encode(text, _ORDINARY)
+        return self._encode(text, _ORDINARY, None, [])
 
     def encode(
         self,
@@ -233,12 +244,12 @@ class Tokenizer:
         >>> tok.encode("a<|e|>", allowed_special="all")
         [97, 256]
         """
-        return self._encode(text, self._rules(allowed_special, disallowed_special, dropout, seed))
+        return self._encode(text, self._rules(allowed_special, disallowed_special, dropout, seed), None, [])
 
     def encode_batch(self, texts: Iterable[str], **options) -> list[list[int]]:
         """``encode`` each text; takes the same keyword options."""
         rules = self._rules(**options)
-        return [self._encode(text, rules) for text in texts]
+        return [self._encode(text, rules, None, []) for text in texts]
 
     def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
         """The ids of text and, for each, the (start, end) characters of text it
@@ -250,7 +261,7 @@ class Tokenizer:
         ([256, 195, 169], [(0, 2), (2, 3), (2, 3)])
         """
         text = _fix_surrogates(text)
-        ids = self._encode(text, self._rules(**options))
+        ids = self._encode(text, self._rules(**options), None, [])
         # The character each byte of the UTF-8 text belongs to.
         char_of_byte = []
         for i, ch in enumerate(text):
@@ -282,10 +293,11 @@ class Tokenizer:
         At most ``2 * workers`` pieces are in flight, so memory stays bounded
         by the chunk size however long the stream.
         """
-        yield from self._encode_stream(chunks, self._rules(**options), workers, list)
+        new_list: Callable[[], list[int]] = list
+        yield from self._encode_stream(chunks, self._rules(**options), workers, new_list)
 
     def _encode_stream(self, chunks: Iterable[str], rules: _Rules, workers: int,
-                       container: Callable[[], Ids]) -> Iterator[Ids]:
+                       container: Callable[[], IdsT]) -> Iterator[IdsT]:
         """The ids of each safely cut piece of a stream, in order, each in a
         new ``container()`` (a list, or a uint32 array for id files).
 
@@ -357,7 +369,7 @@ class Tokenizer:
                     n_tokens += len(ids)
                     if sys.byteorder != "little":
                         ids.byteswap()
-                    data = ids.tobytes()
+                    data: bytes | bytearray = ids.tobytes()
                     if typecode == "H":
                         # Every id fits in 16 bits: keep the low two bytes of each four.
                         narrow = bytearray(len(data) // 2)
@@ -376,10 +388,10 @@ class Tokenizer:
 
     def _id_typecode(self, dtype: str, *, writing: bool) -> str:
         if dtype not in ID_DTYPES:
-            raise BpestoreError(f"unknown id dtype {dtype!r}; choose uint16 or uint32")
+            raise InvalidArgumentError(f"unknown id dtype {dtype!r}; choose uint16 or uint32", params=("dtype",))
         if writing and dtype == "uint16" and self.n_vocab > 1 << 16:
-            raise BpestoreError(f"this vocabulary has ids up to {self.n_vocab - 1}, more than uint16 "
-                                "holds; use dtype uint32")
+            raise InvalidArgumentError(f"this vocabulary has ids up to {self.n_vocab - 1}, more than uint16 "
+                                       "holds; use dtype='uint32'", params=("dtype",))
         return ID_DTYPES[dtype]
 
     # -- encoding internals --------------------------------------------------
@@ -397,16 +409,18 @@ class Tokenizer:
             allowed = frozenset(allowed_special)
             unknown = allowed - set(self.special_tokens)
             if unknown:
-                raise BpestoreError(f"not a special token of this tokenizer: {sorted(unknown)[0]!r}")
+                raise InvalidArgumentError(f"allowed_special names {sorted(unknown)[0]!r}, which is "
+                                           "not a special token of this tokenizer", params=("allowed_special",))
         if disallowed_special == "all":
             disallowed = frozenset(self.special_tokens) - allowed
         else:
             disallowed = frozenset(disallowed_special)
         if not 0.0 <= dropout <= 1.0:
-            raise BpestoreError(f"dropout is a probability between 0 and 1, not {dropout!r}")
+            raise InvalidArgumentError(f"dropout is a probability between 0 and 1, not {dropout!r}",
+                                       params=("dropout",))
         if dropout and self.spec.segmentation != "merge":
-            raise BpestoreError("dropout applies to merge segmentation only; this version "
-                                f"segments by {self.spec.segmentation}")
+            raise InvalidArgumentError("dropout applies to merge segmentation only; this version "
+                                       f"segments by {self.spec.segmentation}", params=("dropout",))
         return _Rules(allowed, disallowed, dropout, seed)
 
     def _stream_cutter(self, specials: frozenset[str]) -> TextPipeline:
@@ -425,26 +439,20 @@ class Tokenizer:
             regex = self._special_regex_cache[tokens] = special_tokens_regex(tokens)
         return regex
 
-    def _encode(self, text: str, rules: _Rules, index: int | None = None, out: Ids | None = None) -> Ids:
-        """Encode one text under checked rules into ``out`` (a new list by
-        default, or a uint32 array); ``index`` numbers the pieces of a stream
+    def _encode(self, text: str, rules: _Rules, index: int | None, out: IdsT) -> IdsT:
+        """Encode one text under checked rules into ``out`` (a list, or a uint32
+        array), and return it; ``index`` numbers the pieces of a stream
         (it seeds dropout per piece, whichever worker runs it).
         Lone surrogates become U+FFFD (as in tiktoken) where a segment is
         encoded; special tokens hold none, so matching them is unchanged."""
         if rules.disallowed:
             match = self._specials_regex(rules.disallowed).search(text)
             if match is not None:
-                raise DisallowedSpecialError(
-                    f"the text contains the special token {match.group()!r}, which is not "
-                    "allowed. Pass allowed_special={" + repr(match.group()) + "} (or 'all') "
-                    "to encode it as a special token, or disallowed_special=() to encode it "
-                    "as ordinary text.")
+                raise DisallowedSpecialError(match.group())
         dropout = rules.dropout
         rng = None
         if dropout:
             rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
-        if out is None:
-            out = []
         if not rules.allowed:
             self._encode_segment(text, out, dropout, rng)
             return out
@@ -462,6 +470,7 @@ class Tokenizer:
         if not text:
             return
         if dropout:
+            assert rng is not None
             for word in self._pipeline.pretokenize(_fix_surrogates(text)):
                 out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
                                               self._merged_ids, dropout, rng))
@@ -511,12 +520,12 @@ class Tokenizer:
             if len(piece) == 1:
                 out.append(byte_ids[piece[0]])
                 continue
-            ids = cache.get(piece)
-            if ids is None:
+            piece_ids = cache.get(piece)
+            if piece_ids is None:
                 if len(cache) >= PIECE_CACHE_SIZE:
                     cache.clear()
-                ids = cache[piece] = tuple(merge_word(self._symbolize(piece), self._ranks, self._merged_ids))
-            out += ids
+                piece_ids = cache[piece] = tuple(merge_word(self._symbolize(piece), self._ranks, self._merged_ids))
+            out += piece_ids
         return out
 
     def _fast_encoder(self):
@@ -547,10 +556,10 @@ class Tokenizer:
         try:
             return b"".join([vocab[i] for i in ids])
         except KeyError as exc:
-            raise BpestoreError(f"unknown token id {exc.args[0]} (the vocabulary has ids "
-                                f"0..{self.n_vocab - 1})") from None
+            raise InvalidArgumentError(f"unknown token id {exc.args[0]} (the vocabulary has ids "
+                                       f"0..{self.n_vocab - 1})", params=("ids",)) from None
         except TypeError:
-            raise BpestoreError("token ids must be integers") from None
+            raise InvalidArgumentError("token ids must be integers", params=("ids",)) from None
 
     def decode(self, ids: Iterable[int], *, errors: str = "replace") -> str:
         """Decode ids to text; invalid UTF-8 becomes U+FFFD unless errors="strict"."""
@@ -558,8 +567,8 @@ class Tokenizer:
         try:
             return data.decode("utf-8", errors=errors)
         except UnicodeDecodeError as exc:
-            raise BpestoreError(f"the tokens do not decode to valid UTF-8 (byte {exc.start}); "
-                                "use errors='replace' to substitute U+FFFD") from None
+            raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {exc.start}); "
+                                       "use errors='replace' to substitute U+FFFD", params=("errors",)) from None
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of one token."""
@@ -592,8 +601,9 @@ class Tokenizer:
                 while data := f.read(block * array(typecode).itemsize):
                     ids = array(typecode)
                     if len(data) % ids.itemsize:
-                        raise BpestoreError(f"{path} is not a file of {dtype} ids (its size is not "
-                                            f"a multiple of {ids.itemsize}); pass the dtype it was written with")
+                        raise InvalidArgumentError(
+                            f"{path} is not a file of {dtype} ids (its size is not a multiple of "
+                            f"{ids.itemsize}); pass the dtype it was written with", params=("dtype",))
                     ids.frombytes(data)
                     if sys.byteorder != "little":
                         ids.byteswap()
@@ -602,10 +612,10 @@ class Tokenizer:
                     done += len(data)
                 yield decoder.decode(b"", True)
         except UnicodeDecodeError as exc:
-            raise BpestoreError(f"the tokens do not decode to valid UTF-8 (byte {done + exc.start}); "
-                                "use errors='replace' to substitute U+FFFD") from None
+            raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {done + exc.start}); "
+                                       "use errors='replace' to substitute U+FFFD", params=("errors",)) from None
         except FileNotFoundError:
-            raise BpestoreError(f"file not found: {path}") from None
+            raise NotFoundError(f"file not found: {path}", params=("path",)) from None
 
 
 # -- worker processes ---------------------------------------------------------
@@ -617,17 +627,18 @@ def _start_worker(tokenizer: Tokenizer) -> None:
     _WORKER_TOKENIZER = tokenizer
 
 
-def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array:
+def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array[int]:
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
     return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
 
 
-def _uint32_array() -> array:
+def _uint32_array() -> array[int]:
     return array("I")
 
 
-def _into(ids: Ids, container: Callable[[], Ids]) -> Ids:
+def _into(ids: Ids, container: Callable[[], IdsT]) -> IdsT:
     """ids as the container asked for (a worker process sends arrays)."""
-    return ids.tolist() if container is list and isinstance(ids, array) else ids
+    return cast(IdsT, ids.tolist() if container is list and isinstance(ids, array) else ids)
 
 
 def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:

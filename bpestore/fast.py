@@ -75,7 +75,6 @@ check costs one ``merge_word`` per merge, once per version per process.
 from __future__ import annotations
 
 import importlib.util
-
 import re
 import unicodedata
 from array import array
@@ -174,6 +173,7 @@ class FastEncoder:
             return False
         core = self._encoding._core_bpe
         try:
+            ids: Sequence[int]
             if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
                 # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
                 ids = array("I")

@@ -18,7 +18,7 @@ from typing import Any
 
 import regex
 
-from .errors import BpestoreError
+from .errors import InvalidArgumentError
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex")
@@ -67,46 +67,51 @@ class TokenizerSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
         if self.pattern is not None and self.pretokenizer not in ("regex", "gpt2"):
-            raise BpestoreError("a custom --pattern goes with --pretokenizer regex, not "
-                                f"{self.pretokenizer!r}")
+            raise InvalidArgumentError("a custom pattern goes with pretokenizer='regex', not "
+                                       f"{self.pretokenizer!r}", params=("pattern", "pretokenizer"))
         if self.pattern is not None:
             object.__setattr__(self, "pretokenizer", "regex")
         if self.pretokenizer == "regex" and not self.pattern:
-            raise BpestoreError("--pretokenizer regex needs --pattern REGEX")
+            raise InvalidArgumentError("pretokenizer='regex' needs pattern=REGEX",
+                                       params=("pretokenizer", "pattern"))
         if self.pattern is not None:
             try:
                 regex.compile(self.pattern)
             except regex.error as exc:
-                raise BpestoreError(f"--pattern {self.pattern!r} is not a valid regex: {exc}") from None
+                raise InvalidArgumentError(f"pattern {self.pattern!r} is not a valid regex: {exc}",
+                                           params=("pattern",)) from None
         if self.pretokenizer not in PRETOKENIZERS:
-            raise BpestoreError(f"unknown pre-tokenizer {self.pretokenizer!r}; "
-                                f"choose one of {', '.join(PRETOKENIZERS)}")
+            raise InvalidArgumentError(f"unknown pre-tokenizer {self.pretokenizer!r}; "
+                                       f"choose one of {', '.join(PRETOKENIZERS)}", params=("pretokenizer",))
         for name in self.normalizer_steps:
             if name not in NORMALIZERS:
-                raise BpestoreError(f"unknown normalizer {name!r}; "
-                                    f"choose from {', '.join(NORMALIZERS)} (comma-separated)")
+                raise InvalidArgumentError(f"normalizer={self.normalizer!r} has an unknown step {name!r}; choose "
+                                           f"from {', '.join(NORMALIZERS)} (comma-separated)", params=("normalizer",))
         if self.alphabet not in ALPHABETS:
-            raise BpestoreError(f"unknown alphabet {self.alphabet!r}; choose bytes or chars")
-        if self.alphabet == "bytes" and (self.unk_token is not None or self.byte_fallback):
-            raise BpestoreError("--unk-token and --byte-fallback go with --alphabet chars: "
-                                "a byte-level alphabet has no unseen characters")
-        if self.unk_token is not None and self.byte_fallback:
-            raise BpestoreError("give --unk-token or --byte-fallback, not both: unseen "
-                                "characters become either the unknown token or their bytes")
-        for option, marker in (("--unk-token", self.unk_token), ("--end-of-word", self.end_of_word),
-                               ("--start-of-word", self.start_of_word)):
+            raise InvalidArgumentError(f"unknown alphabet {self.alphabet!r}; choose bytes or chars",
+                                       params=("alphabet",))
+        for name, marker in (("unk_token", self.unk_token), ("end_of_word", self.end_of_word),
+                             ("start_of_word", self.start_of_word)):
             if marker is not None and not marker:
-                raise BpestoreError(f"{option} cannot be empty; leave it out instead")
+                raise InvalidArgumentError(f"{name} cannot be empty; leave it out instead", params=(name,))
+        if self.alphabet == "bytes" and (self.unk_token is not None or self.byte_fallback):
+            raise InvalidArgumentError("unk_token and byte_fallback go with alphabet='chars': "
+                                       "a byte-level vocabulary has no unseen characters",
+                                       params=("unk_token", "byte_fallback", "alphabet"))
+        if self.unk_token is not None and self.byte_fallback:
+            raise InvalidArgumentError("give unk_token or byte_fallback, not both: unseen "
+                                       "characters become either the unknown token or their bytes",
+                                       params=("unk_token", "byte_fallback"))
         if self.tie_break not in TIE_BREAKS:
-            raise BpestoreError(f"unknown tie-break {self.tie_break!r}; "
-                                "choose lexicographic or hf")
+            raise InvalidArgumentError(f"unknown tie-break {self.tie_break!r}; choose lexicographic or hf",
+                                       params=("tie_break",))
         if self.segmentation not in SEGMENTATIONS:
-            raise BpestoreError(f"unknown segmentation {self.segmentation!r}; "
-                                "choose merge or longest-match")
+            raise InvalidArgumentError(f"unknown segmentation {self.segmentation!r}; "
+                                       "choose merge or longest-match", params=("segmentation",))
         if len(set(self.special_tokens)) != len(self.special_tokens):
-            raise BpestoreError("a special token is given twice")
+            raise InvalidArgumentError("a special token is given twice", params=("special_tokens",))
         if any(not tok for tok in self.special_tokens):
-            raise BpestoreError("a special token cannot be empty")
+            raise InvalidArgumentError("a special token cannot be empty", params=("special_tokens",))
 
     @property
     def normalizer_steps(self) -> tuple[str, ...]:
@@ -123,7 +128,7 @@ class TokenizerSpec:
         d = self.to_dict()
         return {k: d[k] for k in CORPUS_FIELDS}
 
-    def replace(self, **changes: Any) -> "TokenizerSpec":
+    def replace(self, **changes: Any) -> TokenizerSpec:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,22 +146,22 @@ class TokenizerSpec:
                           ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TokenizerSpec":
+    def from_dict(cls, data: dict[str, Any]) -> TokenizerSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise BpestoreError(f"unknown spec field(s): {', '.join(sorted(unknown))}")
+            raise InvalidArgumentError(f"unknown spec field(s): {', '.join(sorted(unknown))}")
         data = dict(data)
         if "special_tokens" in data:
             data["special_tokens"] = tuple(data["special_tokens"])
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "TokenizerSpec":
+    def from_json(cls, text: str) -> TokenizerSpec:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise BpestoreError(f"a tokenizer spec is not valid JSON: {exc}") from None
+            raise InvalidArgumentError(f"a tokenizer spec is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise BpestoreError("a tokenizer spec must be a JSON object")
+            raise InvalidArgumentError("a tokenizer spec must be a JSON object")
         return cls.from_dict(data)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from typing import Literal
 
 import regex
 
@@ -59,6 +60,10 @@ _SAFE_CUT = regex.compile(r"(?r)(?<=[\p{L}\p{N}])\s(?=\S)")
 _SAFE_CUT_AHEAD = regex.compile(r"(?<=[\p{L}\p{N}])\s(?=\S)")  # the same, searched forwards
 
 
+_UNICODE_FORMS: dict[str, Literal["NFC", "NFD", "NFKC", "NFKD"]] = {
+    "nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD"}
+
+
 def normalize(text: str, steps: tuple[str, ...]) -> str:
     """Apply normalizer steps in order ('nfkc', 'lowercase', 'alphanumeric', ...)."""
     for step in steps:
@@ -68,7 +73,7 @@ def normalize(text: str, steps: tuple[str, ...]) -> str:
             # Keep letters, digits and whitespace (whitespace keeps words apart).
             text = "".join(ch for ch in text if ch.isalnum() or ch.isspace())
         else:
-            text = unicodedata.normalize(step.upper(), text)
+            text = unicodedata.normalize(_UNICODE_FORMS[step], text)
     return text
 
 

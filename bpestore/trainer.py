@@ -31,11 +31,14 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+from . import alphabet
 from .bpe import PAIR_SHIFT, merge_word
+from .errors import InvalidArgumentError
 from .records import Merge
 from .spec import TIE_BREAKS, TokenizerSpec
 
 _LOW = 0xFFFFFFFF
+PARALLEL_REPLAY_MIN_WORDS = 50_000  # words from which replay_words forks a helper
 
 
 _REVERSE_BYTES = bytes(range(255, -1, -1))
@@ -82,7 +85,8 @@ class BpeTrainer:
         pair for good (e.g. a token must not hold a space inside); like
         ``max_token_length`` it is asked when the pair is about to be merged."""
         if tie_break not in TIE_BREAKS:
-            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, not {tie_break!r}")
+            raise InvalidArgumentError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}",
+                                       params=("tie_break",))
         self.tie_break = tie_break
         self.min_frequency = max(1, min_frequency)
         self.max_token_length = max_token_length
@@ -95,14 +99,10 @@ class BpeTrainer:
                 self.counts.append(count)
         self.token_bytes: list[bytes] = list(token_bytes)
         # Ordinary tokens by bytes (a merge never yields a special token's id).
-        specials = set(special_ids)
-        self.id_of_bytes: dict[bytes, int] = {}
-        for token_id, data in enumerate(self.token_bytes):
-            if token_id not in specials:
-                self.id_of_bytes.setdefault(data, token_id)
+        self.id_of_bytes = alphabet.ordinary_ids(self.token_bytes, special_ids)
         if tie_break == "hf":
             if hf_order is None:
-                raise ValueError("tie_break='hf' needs hf_order")
+                raise InvalidArgumentError("tie_break='hf' needs hf_order", params=("tie_break", "hf_order"))
             tie = list(range(len(self.token_bytes)))
             for hf_id, token_id in enumerate(hf_order):
                 tie[token_id] = hf_id
@@ -113,11 +113,13 @@ class BpeTrainer:
         self._stats_ready = False
 
     # -- set-up ----------------------------------------------------------
-    def replay(self, merges: Sequence[tuple[int, int]], counts: Sequence[int] | None = None) -> None:
+    def replay(self, merges: Sequence[tuple[int, int]], counts: Sequence[int] | None = None, *,
+               parallel_min_words: int = PARALLEL_REPLAY_MIN_WORDS) -> None:
         """Apply stored merges (pairs of ids, in rank order) without searching.
 
         Used to resume or extend: each word gets the merges by per-word BPE
         with ranks, which is what the uninterrupted run's words look like.
+        From ``parallel_min_words`` words on, a second process helps (``replay_words``).
         """
         if self._stats_ready:
             raise RuntimeError("replay() must come before train()")
@@ -131,7 +133,7 @@ class BpeTrainer:
             merged_ids.append(token)
             self.merges.append(Merge(len(self.merges), left, right, token,
                                      counts[len(self.merges)] if counts else 0))
-        self.words = replay_words(self.words, ranks, merged_ids)
+        self.words = replay_words(self.words, ranks, merged_ids, parallel_min_words=parallel_min_words)
 
     def _add_token(self, left: int, right: int) -> int:
         data = self.token_bytes[left] + self.token_bytes[right]
@@ -271,21 +273,23 @@ class BpeTrainer:
 
 # Words handed to a forked replay child (copy-on-write, never pickled).
 _REPLAY_STATE: tuple[list[list[int]], dict[int, int], list[int]] | None = None
-_PARALLEL_REPLAY_MIN_WORDS = 50_000
 
 
 def _replay_slice(bounds: tuple[int, int]) -> list[list[int]]:
+    assert _REPLAY_STATE is not None, "set by replay_words before the fork"
     words, ranks, merged_ids = _REPLAY_STATE
     return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w
             for w in words[bounds[0]:bounds[1]]]
 
 
-def replay_words(words: list[list[int]], ranks: dict[int, int], merged_ids: list[int]) -> list[list[int]]:
-    """Per-word BPE of every word; on Linux with several cores, a forked child
-    does the second half while this process does the first."""
+def replay_words(words: list[list[int]], ranks: dict[int, int], merged_ids: list[int], *,
+                 parallel_min_words: int = PARALLEL_REPLAY_MIN_WORDS) -> list[list[int]]:
+    """Per-word BPE of every word; from ``parallel_min_words`` words on, on Linux
+    with several cores, a forked child does the second half while this process
+    does the first."""
     global _REPLAY_STATE
     n = len(words)
-    if n < _PARALLEL_REPLAY_MIN_WORDS or (os.cpu_count() or 1) < 2 or sys.platform != "linux":
+    if n < parallel_min_words or (os.cpu_count() or 1) < 2 or sys.platform != "linux":
         return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in words]
     _REPLAY_STATE = (words, ranks, merged_ids)
     try:
@@ -308,8 +312,6 @@ def train_word_counts(
     max_token_length: int | None = None,
 ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """Byte-level BPE on word counts; returns (vocab, merges) as bytes."""
-    from . import alphabet
-
     spec = TokenizerSpec(special_tokens=tuple(special_tokens), tie_break=tie_break)
     trainer = BpeTrainer(
         alphabet.initial_words(spec, word_counts),

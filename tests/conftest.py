@@ -1,4 +1,5 @@
-"""Shared fixtures: the shared corpora, stores on SQLite and (when configured) PostgreSQL."""
+"""Shared fixtures: the shared corpora, stores on SQLite and (when configured) PostgreSQL,
+and the command line run through click's CliRunner."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
@@ -76,6 +78,36 @@ def store(db_url):
     s.close()
 
 
+class CliRun:
+    """Runs bpestore command lines against one database; returns click's Result
+    (stdout and stderr apart; exceptions other than a user mistake propagate)."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None) -> Result:
+        from bpestore.cli import cli
+
+        return self.runner.invoke(cli, ["--db", self.db, *args], input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def cli_run(tmp_path, monkeypatch) -> CliRun:
+    """The command line against a fresh SQLite file (``cli_run.db`` is its path)."""
+    monkeypatch.delenv("BPESTORE_DB", raising=False)
+    return CliRun(str(tmp_path / "cli.db"))
+
+
+def assert_error(result: Result, message: str) -> None:
+    """A user mistake: one ``Error:`` line holding ``message`` on stderr, no traceback."""
+    assert result.exit_code != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
+    assert message in lines[0], result.stderr
+    assert "Traceback" not in result.output
+
+
 @pytest.fixture(scope="session")
 def gpt2_files() -> tuple[Path, Path]:
     return corpus_path("gpt2_vocab.json"), corpus_path("gpt2_merges.txt")
@@ -83,8 +115,8 @@ def gpt2_files() -> tuple[Path, Path]:
 
 @pytest.fixture(scope="session")
 def gpt2_tokenizer(gpt2_files):
-    from bpestore.formats.gpt2 import read_gpt2
     from bpestore import Tokenizer
+    from bpestore.formats.gpt2 import read_gpt2
 
     vocab, merges, specials = read_gpt2(*gpt2_files)
     return Tokenizer(vocab, merges, specials, name="gpt2")

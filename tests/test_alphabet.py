@@ -88,7 +88,7 @@ def test_encoding_unseen_characters(store, tmp_path):
     assert spelled(fallback, "abé") == ["ab", "\\xc3", "\\xa9"]
     assert fallback.decode(fallback.encode("abé")) == "abé"
     strict = store.tokenizer(store.train("strict", corpus="t", merges=2, alphabet="chars").ref)
-    with pytest.raises(BpestoreError, match="'é' was not seen in training.*--unk-token"):
+    with pytest.raises(BpestoreError, match="'é' was not seen in training.*unk_token"):
         strict.encode("é")
 
 
@@ -118,9 +118,9 @@ def test_spec_options_are_recorded_and_kept_by_extensions(store, tmp_path):
 
 
 def test_scheme_option_mistakes_are_user_errors():
-    for bad, message in [(dict(unk_token="?"), "go with --alphabet chars"),
+    for bad, message in [(dict(unk_token="?"), "go with alphabet='chars'"),
                          (dict(alphabet="chars", unk_token="?", byte_fallback=True), "not both"),
-                         (dict(end_of_word=""), "--end-of-word cannot be empty"),
+                         (dict(end_of_word=""), "^end_of_word cannot be empty"),
                          (dict(alphabet="letters"), "choose bytes or chars")]:
         with pytest.raises(BpestoreError, match=message):
             TokenizerSpec(**bad)

@@ -15,43 +15,22 @@ from sqlalchemy import text
 import bpestore
 from bpestore.cli import cli
 
-from .conftest import corpus_path, reference_merges
+from .conftest import assert_error, corpus_path, reference_merges
 
 EOT = "<|endoftext|>"
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def run(tmp_path, monkeypatch):
-    """Run a bpestore command line against a fresh SQLite file; returns the Result."""
-    monkeypatch.delenv("BPESTORE_DB", raising=False)
-    db = str(tmp_path / "cli.db")
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None):
-        return runner.invoke(cli, ["--db", db, *args], input=input, catch_exceptions=False)
-    invoke.db = db
-    return invoke
-
-
-def assert_error(result, message: str) -> None:
-    assert result.exit_code != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error:"), result.stderr
-    assert message in lines[0]
-    assert "Traceback" not in result.output
-
-
-@pytest.fixture
-def trained(run):
-    assert run("ingest", "ref", str(corpus_path("corpus.en")), "--special-token", EOT).exit_code == 0
-    result = run("train", "en", "--corpus", "ref", "--vocab-size", "500")
+def trained(cli_run):
+    assert cli_run("ingest", "ref", str(corpus_path("corpus.en")), "--special-token", EOT).exit_code == 0
+    result = cli_run("train", "en", "--corpus", "ref", "--vocab-size", "500")
     assert result.exit_code == 0, result.output
-    return run
+    return cli_run
 
 
-def test_init_creates_the_schema(run):
-    result = run("init")
+def test_init_creates_the_schema(cli_run):
+    result = cli_run("init")
     assert result.exit_code == 0 and "schema revision 0002" in result.output
 
 
@@ -63,22 +42,22 @@ def test_ingest_and_train_give_reference_merges(trained):
     assert bpestore.open(trained.db).tokenizer("en@1").merges == reference_merges()
 
 
-def test_ingest_reports_skip_and_json(run, tmp_path):
+def test_ingest_reports_skip_and_json(cli_run, tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("hello hello world", encoding="utf-8")
-    first = run("ingest", "c", str(path), "--json")
+    first = cli_run("ingest", "c", str(path), "--json")
     assert json.loads(first.stdout)[0]["n_words"] == 3
-    again = run("ingest", "c", str(path))
+    again = cli_run("ingest", "c", str(path))
     assert "skipped" in again.stdout and again.exit_code == 0
     assert "Error" not in again.output
-    listing = run("corpora", "--json")
+    listing = cli_run("corpora", "--json")
     assert json.loads(listing.stdout)[0]["n_sources"] == 1
 
 
-def test_ingest_from_stdin(run):
-    result = run("ingest", "c", "-", input="from standard input")
+def test_ingest_from_stdin(cli_run):
+    result = cli_run("ingest", "c", "-", input="from standard input")
     assert result.exit_code == 0
-    assert json.loads(run("corpora", "--json").stdout)[0]["n_words"] == 3
+    assert json.loads(cli_run("corpora", "--json").stdout)[0]["n_words"] == 3
 
 
 def test_encode_decode_round_trip(trained):
@@ -101,9 +80,9 @@ def test_encode_file_and_no_special(trained, tmp_path):
     assert 256 not in plain
 
 
-def test_train_resume_and_extend(run, tmp_path):
-    run("ingest", "shakes", str(corpus_path("tinyshakespeare.txt")))
-    store = bpestore.open(run.db)
+def test_train_resume_and_extend(cli_run, tmp_path):
+    cli_run("ingest", "shakes", str(corpus_path("tinyshakespeare.txt")))
+    store = bpestore.open(cli_run.db)
 
     class Stop(Exception):
         pass
@@ -114,12 +93,12 @@ def test_train_resume_and_extend(run, tmp_path):
     with pytest.raises(Stop):
         store.train("en", corpus="shakes", vocab_size=400, progress=stop)
     store.close()
-    assert "training" in run("versions", "en").stdout
-    assert run("train", "--resume", "en@1").exit_code == 0
-    assert json.loads(run("show", "en@1", "--json").stdout)["status"] == "complete"
-    result = run("train", "en", "--from", "en@1", "--corpus", "shakes", "--vocab-size", "450")
+    assert "training" in cli_run("versions", "en").stdout
+    assert cli_run("train", "--resume", "en@1").exit_code == 0
+    assert json.loads(cli_run("show", "en@1", "--json").stdout)["status"] == "complete"
+    result = cli_run("train", "en", "--from", "en@1", "--corpus", "shakes", "--vocab-size", "450")
     assert result.exit_code == 0, result.output
-    child = json.loads(run("show", "en@2", "--json").stdout)
+    child = json.loads(cli_run("show", "en@2", "--json").stdout)
     assert child["parent"] == "en@1" and child["vocab_size"] == 450
 
 
@@ -129,17 +108,17 @@ def test_alias_and_versions_listing(trained):
     assert trained("encode", "en@prod", "hi").exit_code == 0
 
 
-def test_import_gpt2_and_export_round_trip(run, gpt2_files, tmp_path, tiktoken_gpt2):
-    result = run("import", "gpt2", "gpt2", "--vocab", str(gpt2_files[0]), "--merges", str(gpt2_files[1]))
+def test_import_gpt2_and_export_round_trip(cli_run, gpt2_files, tmp_path, tiktoken_gpt2):
+    result = cli_run("import", "gpt2", "gpt2", "--vocab", str(gpt2_files[0]), "--merges", str(gpt2_files[1]))
     assert result.exit_code == 0 and "50,257 tokens" in result.stdout
     sample = "Hello world, it's GPT-2 🦄"
-    ids = json.loads(run("encode", "gpt2", sample, "--json").stdout)
+    ids = json.loads(cli_run("encode", "gpt2", sample, "--json").stdout)
     assert ids == tiktoken_gpt2.encode(sample)
     out = tmp_path / "gpt2-out"
-    assert run("export", "gpt2", "--format", "gpt2", "--out", str(out)).exit_code == 0
-    assert run("import", "gpt2", "again", "--vocab", str(out / "vocab.json"),
+    assert cli_run("export", "gpt2", "--format", "gpt2", "--out", str(out)).exit_code == 0
+    assert cli_run("import", "gpt2", "again", "--vocab", str(out / "vocab.json"),
                "--merges", str(out / "merges.txt")).exit_code == 0
-    assert json.loads(run("encode", "again", sample, "--json").stdout) == ids
+    assert json.loads(cli_run("encode", "again", sample, "--json").stdout) == ids
 
 
 def test_export_hf_and_tiktoken_encode_identically(trained, tmp_path):
@@ -162,9 +141,9 @@ def test_export_hf_and_tiktoken_encode_identically(trained, tmp_path):
 
 
 # -- error paths: one Error: line, non-zero exit, nothing written -------------
-def test_error_missing_file(run):
-    assert_error(run("ingest", "c", "/no/such/file.txt"), "file not found: /no/such/file.txt")
-    assert json.loads(run("corpora", "--json").stdout) == []
+def test_error_missing_file(cli_run):
+    assert_error(cli_run("ingest", "c", "/no/such/file.txt"), "file not found: /no/such/file.txt")
+    assert json.loads(cli_run("corpora", "--json").stdout) == []
 
 
 def test_error_unknown_version(trained):
@@ -174,20 +153,20 @@ def test_error_unknown_version(trained):
     assert_error(trained("versions", "nope"), "no tokenizer named 'nope'")
 
 
-def test_error_non_utf8_input(run, tmp_path):
+def test_error_non_utf8_input(cli_run, tmp_path):
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("caf\u00e9 au lait".encode("latin-1"))
-    assert_error(run("ingest", "c", str(bad)), "not valid UTF-8 at byte 3")
-    assert json.loads(run("corpora", "--json").stdout) == []
-    assert run("ingest", "c", str(bad), "--errors", "replace").exit_code == 0
+    assert_error(cli_run("ingest", "c", str(bad)), "not valid UTF-8 at byte 3")
+    assert json.loads(cli_run("corpora", "--json").stdout) == []
+    assert cli_run("ingest", "c", str(bad), "--errors", "replace").exit_code == 0
 
 
-def test_error_database_from_newer_bpestore(run):
-    store = bpestore.open(run.db)
+def test_error_database_from_newer_bpestore(cli_run):
+    store = bpestore.open(cli_run.db)
     with store.engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '9999'"))
     store.close()
-    assert_error(run("versions"), "written by a newer bpestore")
+    assert_error(cli_run("versions"), "written by a newer bpestore")
 
 
 def test_error_bad_options(trained):
@@ -204,9 +183,9 @@ def test_error_bad_options(trained):
         "Error: give TEXT or --file PATH (not both)"
 
 
-def test_debug_shows_the_exception(run):
+def test_debug_shows_the_exception(cli_run):
     runner = CliRunner()
-    result = runner.invoke(cli, ["--db", run.db, "--debug", "encode", "nope", "x"])
+    result = runner.invoke(cli, ["--db", cli_run.db, "--debug", "encode", "nope", "x"])
     assert isinstance(result.exception, bpestore.BpestoreError)
 
 
@@ -235,17 +214,17 @@ def test_token_lookup_and_merge_tree(trained):
     assert_error(trained("token", "en", "ization"), "'ization' is not a token of en")
 
 
-def test_diff_between_parent_and_extension(run):
-    run("ingest", "s", str(corpus_path("tinyshakespeare.txt")))
-    run("train", "en", "--corpus", "s", "--vocab-size", "400")
-    run("train", "en", "--corpus", "s", "--vocab-size", "450", "--from", "en@1")
-    run("train", "en", "--corpus", "s", "--vocab-size", "400", "--tie-break", "hf")
-    d = json.loads(run("diff", "en@1", "en@2", "--json").stdout)
+def test_diff_between_parent_and_extension(cli_run):
+    cli_run("ingest", "s", str(corpus_path("tinyshakespeare.txt")))
+    cli_run("train", "en", "--corpus", "s", "--vocab-size", "400")
+    cli_run("train", "en", "--corpus", "s", "--vocab-size", "450", "--from", "en@1")
+    cli_run("train", "en", "--corpus", "s", "--vocab-size", "400", "--tie-break", "hf")
+    d = json.loads(cli_run("diff", "en@1", "en@2", "--json").stdout)
     assert d["shared_merges"] == 400 - 256 and d["changed_ids"] == [] and d["only_a"] == []
     assert len(d["only_b"]) == 50
-    other = json.loads(run("diff", "en@1", "en@3", "--json").stdout)
+    other = json.loads(cli_run("diff", "en@1", "en@3", "--json").stdout)
     assert other["spec_changes"] == {"tie_break": ["lexicographic", "hf"]}
-    text = run("diff", "en@1", "en@2").stdout
+    text = cli_run("diff", "en@1", "en@2").stdout
     assert "shared merge prefix: 144" in text and "only in en@2 (50)" in text
 
 
@@ -272,11 +251,92 @@ def test_resume_refuses_new_settings(trained):
     assert result.exit_code == 2 and "drop --tie-break" in result.stderr
 
 
-def test_error_bad_pattern_and_corrupt_archive(run, tmp_path):
+def test_error_bad_pattern_and_corrupt_archive(cli_run, tmp_path):
     text = tmp_path / "h.txt"
     text.write_text("hello", encoding="utf-8")
-    assert_error(run("ingest", "c", str(text), "--pattern", "("), "is not a valid regex")
+    assert_error(cli_run("ingest", "c", str(text), "--pattern", "("), "is not a valid regex")
     bad = tmp_path / "bad.gz"
     bad.write_bytes(b"not gzip at all")
-    assert_error(run("ingest", "c", str(bad)), "bad.gz")
-    assert json.loads(run("corpora", "--json").stdout) == []
+    assert_error(cli_run("ingest", "c", str(bad)), "bad.gz")
+    assert json.loads(cli_run("corpora", "--json").stdout) == []
+
+
+# -- errors: Python-API terms in the library, flags on the command line ----------
+def test_a_python_caller_sees_argument_names_and_the_cli_user_sees_flags(cli_run, tmp_path):
+    with pytest.raises(bpestore.InvalidArgumentError) as raised:
+        bpestore.TokenizerSpec(unk_token="")
+    assert str(raised.value) == "unk_token cannot be empty; leave it out instead"
+    assert raised.value.params == ("unk_token",)
+    with pytest.raises(bpestore.InvalidArgumentError, match="^unk_token and byte_fallback go with alphabet='chars'"):
+        bpestore.TokenizerSpec(byte_fallback=True)
+    path = tmp_path / "t.txt"
+    path.write_text("low lower lowest", encoding="utf-8")
+    assert cli_run("ingest", "t", str(path), "--pretokenizer", "whitespace").exit_code == 0
+    assert_error(cli_run("train", "u", "--corpus", "t", "--merges", "2", "--alphabet", "chars", "--unk-token", ""),
+                 "Error: --unk-token cannot be empty; leave it out instead")
+    assert_error(cli_run("train", "u", "--corpus", "t", "--merges", "2", "--byte-fallback"),
+                 "Error: --unk-token and --byte-fallback go with --alphabet chars:")
+    # An argument the command has no option for keeps its Python name.
+    assert cli_run("train", "c", "--corpus", "t", "--merges", "2", "--alphabet", "chars").exit_code == 0
+    assert_error(cli_run("encode", "c", "lowz"), "train with an unk_token or byte_fallback=True")
+
+
+def test_values_become_flag_arguments(trained):
+    tok = bpestore.open(trained.db).tokenizer("en")
+    with pytest.raises(bpestore.InvalidArgumentError, match="use errors='replace'") as raised:
+        tok.decode([195], errors="strict")
+    assert raised.value.params == ("errors",)
+    assert_error(trained("decode", "en", "195", "--errors", "strict"), "use --errors replace to substitute")
+
+
+def test_errors_of_subcommands_name_their_flags(cli_run, tmp_path, gpt2_files):
+    with pytest.raises(bpestore.NotFoundError, match="^merges file not found"):
+        bpestore.open(cli_run.db).import_gpt2("g", vocab=gpt2_files[0], merges=tmp_path / "nope.txt")
+    assert_error(cli_run("import", "gpt2", "g", "--vocab", str(gpt2_files[0]), "--merges", str(tmp_path / "nope.txt")),
+                 "Error: --merges file not found:")
+
+
+def test_with_flags_rewrites_only_the_commands_own_options():
+    from bpestore.cli import decode, train, with_flags
+
+    assert with_flags("vocab_size must be at least 257", ("vocab_size",), train) == "--vocab-size must be at least 257"
+    assert with_flags("byte_fallback=True needs alphabet='chars'", ("byte_fallback", "alphabet"), train) == \
+        "--byte-fallback needs --alphabet chars"
+    assert with_flags("unk_token='<unk> x' is not in the vocabulary", ("unk_token",), train) == \
+        "--unk-token '<unk> x' is not in the vocabulary"
+    assert with_flags("parent must be complete", ("parent",), train) == "--from must be complete"
+    # Not an option of this command, not the parameter's own word, or part of a path: unchanged.
+    assert with_flags("pass errors='replace'", ("errors", "dropout"), train) == "pass errors='replace'"
+    assert with_flags("unk_tokens and vocab_size_max", ("unk_token", "vocab_size"), train) == \
+        "unk_tokens and vocab_size_max"
+    assert with_flags("file not found: /data/path/ids.bin", ("path",), decode) == \
+        "file not found: /data/path/ids.bin"
+    assert with_flags("give ids or a path", ("ids", "path"), decode) == "give ids or a --file"
+
+
+def test_error_kinds():
+    tok = bpestore.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    with pytest.raises(bpestore.NotFoundError):
+        list(tok.decode_file("/no/such/ids.bin"))
+    with pytest.raises(bpestore.InvalidArgumentError) as raised:
+        bpestore.train_bpe([], vocab_size=10)
+    assert raised.value.params == ("vocab_size",)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_disallowed_special_error_is_tiktokens(tiktoken_gpt2, gpt2_tokenizer):
+    with pytest.raises(ValueError) as theirs:
+        tiktoken_gpt2.encode(f"hi{EOT}")
+    with pytest.raises(bpestore.DisallowedSpecialError) as ours:
+        gpt2_tokenizer.encode(f"hi{EOT}")
+    assert isinstance(ours.value, bpestore.InvalidArgumentError) and isinstance(ours.value, ValueError)
+    assert str(ours.value).splitlines()[:2] == str(theirs.value).splitlines()[:2]
+
+
+def test_python_m_bpestore_is_the_same_program(tmp_path):
+    from importlib.metadata import version
+
+    out = subprocess.run([sys.executable, "-m", "bpestore", "--version"], capture_output=True, text=True,
+                         check=True, cwd=tmp_path)
+    assert out.stdout.strip() == f"bpestore, version {bpestore.__version__}"
+    assert version("bpestore") == bpestore.__version__

@@ -6,37 +6,22 @@ import json
 from array import array
 
 import pytest
-from click.testing import CliRunner
 
 import bpestore
-from bpestore.cli import cli
 
-from .conftest import corpus_path, read_corpus
+from .conftest import CliRun, assert_error, corpus_path, read_corpus
 
 EOT = "<|endoftext|>"
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, gpt2_files):
-    """A SQLite store holding GPT-2 as ``gpt2`` (made once for the module);
-    returns a command runner."""
-    db = str(tmp_path_factory.mktemp("cli") / "cli.db")
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(cli, ["--db", db, *args], catch_exceptions=False)
-
+    """The command line against a SQLite store holding GPT-2 as ``gpt2`` (made
+    once for the module)."""
+    run = CliRun(str(tmp_path_factory.mktemp("cli") / "cli.db"))
     vocab, merges = gpt2_files
-    assert invoke("import", "gpt2", "gpt2", "--vocab", str(vocab), "--merges", str(merges)).exit_code == 0
-    invoke.db = db
-    return invoke
-
-
-def assert_error(result, message: str) -> None:
-    assert result.exit_code != 0
-    lines = result.stderr.strip().splitlines()
-    assert lines[-1].startswith("Error:") and message in lines[-1], result.stderr
-    assert "Traceback" not in result.output
+    assert run("import", "gpt2", "gpt2", "--vocab", str(vocab), "--merges", str(merges)).exit_code == 0
+    return run
 
 
 def read_ids(path, typecode: str) -> list[int]:
@@ -102,7 +87,7 @@ def test_uint16_is_refused_for_large_vocabularies(run, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("abab c", encoding="utf-8")
     assert_error(run("encode", "big", "--file", str(source), "--out", str(tmp_path / "x.bin"),
-                     "--dtype", "uint16"), "use dtype uint32")
+                     "--dtype", "uint16"), "use --dtype uint32")
     assert not (tmp_path / "x.bin").exists()
     result = run("encode", "big", "--file", str(source), "--out", str(tmp_path / "x.bin"), "--json")
     assert json.loads(result.stdout)["dtype"] == "uint32"

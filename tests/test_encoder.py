@@ -422,7 +422,7 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
     baseline = _rss_bytes()
     peak = baseline
     n_tokens = 0
-    for i, token_id in enumerate(tok.encode_iterable(_random_words(total))):
+    for i, _ in enumerate(tok.encode_iterable(_random_words(total))):
         n_tokens += 1
         if i % 200_000 == 0:
             peak = max(peak, _rss_bytes())

@@ -19,7 +19,8 @@ EOT = "<|endoftext|>"
 
 
 @pytest.mark.parametrize("pretokenizer, text, words", [
-    ("gpt2", "Hello world! It's 2024.  Ok\n\n", ["Hello", " world", "!", " It", "'s", " 2024", ".", " ", " Ok", "\n\n"]),
+    ("gpt2", "Hello world! It's 2024.  Ok\n\n",
+     ["Hello", " world", "!", " It", "'s", " 2024", ".", " ", " Ok", "\n\n"]),
     ("cl100k", "Hello world 12345 It's", ["Hello", " world", " ", "123", "45", " It", "'s"]),
     ("o200k", "HelloWorld don't", ["Hello", "World", " don't"]),
     ("whitespace", " a  b\tc ", ["a", "b", "c"]),

@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 import bpestore
+from bpestore import alphabet
 from bpestore.formats.gpt2 import str_to_token
 from bpestore.spec import TokenizerSpec
 from bpestore.text import TextPipeline
-from bpestore import alphabet
-from bpestore.trainer import BpeTrainer, train_word_counts
+from bpestore.trainer import PARALLEL_REPLAY_MIN_WORDS, BpeTrainer, train_word_counts
 
 from .conftest import corpus_path, read_corpus, reference_merges
 
@@ -114,11 +114,9 @@ def test_incremental_trainer_equals_naive_on_real_text():
 
 
 @pytest.mark.parametrize("parallel", [False, True])
-def test_replay_then_continue_equals_uninterrupted(parallel, monkeypatch):
-    import bpestore.trainer
-
-    if parallel:  # replay in a forked child too, even for this small corpus
-        monkeypatch.setattr(bpestore.trainer, "_PARALLEL_REPLAY_MIN_WORDS", 0)
+def test_replay_then_continue_equals_uninterrupted(parallel):
+    # parallel: replay in a forked child too, even for this small corpus
+    parallel_min_words = 0 if parallel else PARALLEL_REPLAY_MIN_WORDS
     counts = TextPipeline(TokenizerSpec()).count_words(read_corpus("tinyshakespeare.txt")[:200_000])
 
     def trainer():
@@ -128,7 +126,7 @@ def test_replay_then_continue_equals_uninterrupted(parallel, monkeypatch):
     full = [(m.left, m.right, m.token) for m in trainer().train(vocab_size=1256)]
     for stop in (0, 1, 37, 500, 999):
         resumed = trainer()
-        resumed.replay([(l, r) for l, r, _ in full[:stop]])
+        resumed.replay([(left, right) for left, right, _ in full[:stop]], parallel_min_words=parallel_min_words)
         rest = [(m.left, m.right, m.token) for m in resumed.train(vocab_size=1256)]
         assert full[:stop] + rest == full, stop
 

@@ -5,24 +5,28 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..errors import BpestoreError
+from ..errors import InvalidArgumentError, NotFoundError
 from ..text import PATTERNS
 from .gpt2 import token_to_str, write_gpt2
+
+if TYPE_CHECKING:
+    from ..encoder import Tokenizer
 
 EXPORT_FORMATS = ("gpt2", "hf", "tiktoken")
 
 
-def export_tokenizer(tok, fmt: str, out: Path) -> list[Path]:
-    """Write a Tokenizer as ``fmt``; returns the files written."""
+def export_tokenizer(tok: Tokenizer, format: str, out: Path) -> list[Path]:  # noqa: A002
+    """Write a Tokenizer in ``format`` (one of EXPORT_FORMATS); returns the files written."""
     if not tok.spec.byte_level:
-        raise BpestoreError("only byte-level versions can be exported")
-    if fmt == "gpt2":
+        raise InvalidArgumentError("only byte-level versions can be exported")
+    if format == "gpt2":
         out.mkdir(parents=True, exist_ok=True)
         paths = [out / "vocab.json", out / "merges.txt"]
         write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), *paths)
         return paths
-    if fmt == "tiktoken":
+    if format == "tiktoken":
         _parent_exists(out)
         specials = set(tok.special_tokens.values())
         with open(out, "w", encoding="ascii") as f:
@@ -30,29 +34,31 @@ def export_tokenizer(tok, fmt: str, out: Path) -> list[Path]:
                 if token_id not in specials:
                     f.write(f"{base64.b64encode(data).decode()} {token_id}\n")
         return [out]
-    if fmt == "hf":
+    if format == "hf":
         _parent_exists(out)
         with open(out, "w", encoding="utf-8") as f:
             json.dump(hf_tokenizer_json(tok), f, ensure_ascii=False, indent=1)
         return [out]
-    raise BpestoreError(f"unknown export format {fmt!r}; choose {', '.join(EXPORT_FORMATS)}")
+    raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
+                               params=("format",))
 
 
 def _parent_exists(out: Path) -> None:
     if not out.parent.exists():
-        raise BpestoreError(f"folder {out.parent} does not exist")
+        raise NotFoundError(f"folder {out.parent} does not exist", params=("out",))
 
 
 _HF_NORMALIZERS = {"nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD", "lowercase": "Lowercase"}
 
 
-def hf_tokenizer_json(tok) -> dict:
+def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
     """A Hugging Face ``tokenizer.json`` that encodes like ``tok``."""
     spec = tok.spec
     steps = []
     for step in spec.normalizer_steps:
         if step not in _HF_NORMALIZERS:
-            raise BpestoreError(f"normalizer {step!r} has no Hugging Face equivalent")
+            raise InvalidArgumentError(f"normalizer {step!r} has no Hugging Face equivalent",
+                                       params=("format",))
         steps.append({"type": _HF_NORMALIZERS[step]})
     normalizer = None if not steps else steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}

@@ -6,27 +6,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import BpestoreError
-
-
-@lru_cache(maxsize=1)
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's printable stand-in character for every byte value.
-
-    Printable Latin-1 bytes stand for themselves; the others (controls, space,
-    0x7F-0xA0, 0xAD) are shifted to code points 256 and up, in byte order.
-    """
-    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-                 + list(range(ord("®"), ord("ÿ") + 1)))
-    chars = {}
-    shifted = 0
-    for b in range(256):
-        if b in printable:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + shifted)
-            shifted += 1
-    return chars
+from ..alphabet import bytes_to_unicode
+from ..errors import DamagedDataError, NotFoundError
 
 
 @lru_cache(maxsize=1)
@@ -41,13 +22,13 @@ def token_to_str(data: bytes) -> str:
 
 
 def str_to_token(text: str) -> bytes:
-    """Inverse of ``token_to_str``; raises BpestoreError on a foreign character."""
+    """Inverse of ``token_to_str``; raises DamagedDataError on a foreign character."""
     table = unicode_to_bytes()
     try:
         return bytes(table[c] for c in text)
     except KeyError as exc:
-        raise BpestoreError(f"{text!r} is not written in GPT-2's byte alphabet "
-                            f"(character {exc.args[0]!r})") from None
+        raise DamagedDataError(f"{text!r} is not written in GPT-2's byte alphabet "
+                               f"(character {exc.args[0]!r})") from None
 
 
 def read_gpt2(vocab_path: str | Path, merges_path: str | Path
@@ -61,11 +42,11 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
         with open(vocab_path, encoding="utf-8") as f:
             encoder = json.load(f)
     except FileNotFoundError:
-        raise BpestoreError(f"vocabulary file not found: {vocab_path}") from None
+        raise NotFoundError(f"vocabulary file not found: {vocab_path}", params=("vocab",)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BpestoreError(f"{vocab_path} is not a JSON vocabulary: {exc}") from None
+        raise DamagedDataError(f"{vocab_path} is not a JSON vocabulary: {exc}", params=("vocab",)) from None
     if not isinstance(encoder, dict):
-        raise BpestoreError(f"{vocab_path} must map token strings to ids")
+        raise DamagedDataError(f"{vocab_path} must map token strings to ids", params=("vocab",))
     merges: list[tuple[bytes, bytes]] = []
     try:
         with open(merges_path, encoding="utf-8") as f:
@@ -75,20 +56,20 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
                     continue
                 parts = line.split(" ")
                 if len(parts) != 2:
-                    raise BpestoreError(f"{merges_path}:{number}: a merge is two tokens "
-                                        f"separated by one space, got {line!r}")
+                    raise DamagedDataError(f"{merges_path}:{number}: a merge is two tokens "
+                                           f"separated by one space, got {line!r}", params=("merges",))
                 merges.append((str_to_token(parts[0]), str_to_token(parts[1])))
     except FileNotFoundError:
-        raise BpestoreError(f"merges file not found: {merges_path}") from None
+        raise NotFoundError(f"merges file not found: {merges_path}", params=("merges",)) from None
     except UnicodeDecodeError as exc:
-        raise BpestoreError(f"{merges_path} is not UTF-8 text (byte {exc.start}); "
-                            "merges.txt holds tokens in GPT-2's byte alphabet") from None
+        raise DamagedDataError(f"{merges_path} is not UTF-8 text (byte {exc.start}); "
+                               "merges.txt holds tokens in GPT-2's byte alphabet", params=("merges",)) from None
     merged = {a + b for a, b in merges}
     vocab: dict[int, bytes] = {}
     specials: list[str] = []
     for text, token_id in encoder.items():
         if not isinstance(token_id, int):
-            raise BpestoreError(f"{vocab_path}: id of {text!r} is not an integer")
+            raise DamagedDataError(f"{vocab_path}: id of {text!r} is not an integer", params=("vocab",))
         data = str_to_token(text) if all(c in unicode_to_bytes() for c in text) else None
         if data is None or (len(data) > 1 and data not in merged):
             specials.append(text)
