@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, ColumnElement, Table, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Table, func, insert, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import InvalidArgumentError, NotFoundError
@@ -331,12 +331,12 @@ def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str
     number = (conn.execute(select(func.max(versions.c.number))
                            .where(versions.c.tokenizer_id == tokenizer_id)).scalar() or 0) + 1
     now = _now()
-    return conn.execute(insert(versions).values(
+    inserted = conn.execute(insert(versions).values(
         tokenizer_id=tokenizer_id, number=number, parent_id=parent_id, corpus_id=corpus_id,
         spec=spec.to_json(), target_vocab_size=target_vocab_size, target_merges=target_merges,
         min_frequency=min_frequency, max_token_length=max_token_length, status=status, source=source,
-        corpus_digest=corpus_digest, fingerprint=fingerprint, created_at=now, updated_at=now,
-    )).inserted_primary_key[0]
+        corpus_digest=corpus_digest, fingerprint=fingerprint, created_at=now, updated_at=now))
+    return inserted.inserted_primary_key[0]  # type: ignore[index]  # None only for statements that insert nothing
 
 
 def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None = None) -> None:
@@ -412,11 +412,11 @@ def copy_merges(conn: Connection, source_id: int, target_id: int, *, n_merges: i
     """Copy version ``source_id``'s first ``n_merges`` merges (all when None) and its
     tokens with ids in ``token_ids`` (start, end; end None: all) into ``target_id``."""
     start, end = token_ids
-    token_rows = select(target_id, tokens.c.id, tokens.c.bytes, tokens.c.kind).where(
+    token_rows = select(literal(target_id), tokens.c.id, tokens.c.bytes, tokens.c.kind).where(
         tokens.c.version_id == source_id, tokens.c.id >= start)
     if end is not None:
         token_rows = token_rows.where(tokens.c.id < end)
-    merge_rows = select(target_id, merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id,
+    merge_rows = select(literal(target_id), merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id,
                         merges.c["count"]).where(merges.c.version_id == source_id)
     if n_merges is not None:
         merge_rows = merge_rows.where(merges.c.rank < n_merges)

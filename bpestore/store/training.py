@@ -130,7 +130,8 @@ def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: 
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
                                    f"and {len(spec.special_tokens)} special tokens)", params=("vocab_size",))
     version_id = repository.new_version(conn, name, spec=spec, **settings)
-    repository.add_tokens(conn, version_id, zip(range(len(initial)), initial, initial_kinds(spec, initial)))
+    kinds = initial_kinds(spec, initial)
+    repository.add_tokens(conn, version_id, [(i, data, kinds[i]) for i, data in enumerate(initial)])
     return version_id
 
 
