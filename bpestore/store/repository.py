@@ -17,17 +17,26 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Connection, Table, func, insert, literal, select, update
+from sqlalchemy import ColumnElement, Connection, Select, Table, func, insert, literal, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, Source, VersionInfo
 from ..spec import TokenizerSpec
-from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
+from .schema import (
+    aliases,
+    corpora,
+    ingests,
+    merges,
+    tokenizers,
+    tokens,
+    versions,
+    word_counts,
+)
 
 UPSERT_BATCH = 20_000
 NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
@@ -339,6 +348,15 @@ def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str
     return inserted.inserted_primary_key[0]  # type: ignore[index]  # None only for statements that insert nothing
 
 
+def version_state(conn: Connection, version_id: int) -> str:
+    """What changes when a version does: its fingerprint, or while training its merge count."""
+    fingerprint = conn.execute(select(versions.c.fingerprint).where(versions.c.id == version_id)).scalar()
+    if fingerprint is not None:
+        return fingerprint
+    n_merges = conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id))
+    return f"training:{n_merges.scalar()}"
+
+
 def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None = None) -> None:
     """Stamp a version's ``updated_at``; with its fingerprint, mark it complete."""
     values: dict[str, Any] = {"updated_at": _now()}
@@ -362,30 +380,50 @@ def set_alias(conn: Connection, ref: str, alias: str) -> int:
 
 
 # -- tokens and merges --------------------------------------------------------
-@dataclass(frozen=True)
 class Vocabulary:
-    """A version's tokens (id -> bytes, id -> kind, both in id order) and merges (in rank order)."""
+    """A version's tokens (in id order) and merges (in rank order)."""
 
-    tokens: dict[int, bytes]
-    kinds: dict[int, str]
-    merges: list[Merge]
+    def __init__(self, token_rows: Iterable[Any], merge_rows: Iterable[Any]) -> None:
+        self.tokens: dict[int, bytes] = {}
+        self.kinds: dict[int, str] = {}
+        for token_id, data, kind in token_rows:
+            self.tokens[token_id] = bytes(data)
+            self.kinds[token_id] = kind
+        # The merges as byte pairs, what a Tokenizer takes, and as columns of ints
+        # for Merge records when asked: a tuple per merge would cost a large
+        # vocabulary's load a third more, in the garbage collector.
+        self.pairs: list[tuple[bytes, bytes]] = []
+        ranks: list[int] = []
+        lefts: list[int] = []
+        rights: list[int] = []
+        made: list[int] = []
+        counts: list[int] = []
+        self._columns = ranks, lefts, rights, made, counts
+        for rank, left, right, token, count in merge_rows:
+            self.pairs.append((self.tokens[left], self.tokens[right]))
+            ranks.append(rank)
+            lefts.append(left)
+            rights.append(right)
+            made.append(token)
+            counts.append(count)
+
+    @cached_property
+    def merges(self) -> list[Merge]:
+        return list(map(Merge, *self._columns))
+
+    def special_ids(self) -> dict[str, int]:
+        return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
 
 
 def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
-    token_bytes: dict[int, bytes] = {}
-    kinds: dict[int, str] = {}
-    for token_id, data, kind in conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
-                                             .where(tokens.c.version_id == version_id).order_by(tokens.c.id)):
-        token_bytes[token_id] = bytes(data)
-        kinds[token_id] = kind
-    return Vocabulary(token_bytes, kinds, merge_list(conn, version_id))
+    return Vocabulary(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
+                                   .where(tokens.c.version_id == version_id).order_by(tokens.c.id)),
+                      conn.execute(_merges_of(version_id)))
 
 
-def merge_list(conn: Connection, version_id: int) -> list[Merge]:
-    """A version's merges in rank order."""
-    return [Merge(*row) for row in conn.execute(
-        select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
-        .where(merges.c.version_id == version_id).order_by(merges.c.rank))]
+def _merges_of(version_id: int) -> Select:
+    return (select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
+            .where(merges.c.version_id == version_id).order_by(merges.c.rank))
 
 
 def add_tokens(conn: Connection, version_id: int, rows: Iterable[tuple[int, bytes, str]]) -> None:
@@ -443,7 +481,7 @@ def longest_equal_run(conn: Connection, version_id: int) -> tuple[VersionInfo, l
         .order_by(n_merges.desc(), versions.c.id).limit(1)).scalar()
     if best is None:
         return None
-    return version_info(conn, best), merge_list(conn, best)
+    return version_info(conn, best), list(itertools.starmap(Merge, conn.execute(_merges_of(best))))
 
 
 # -- helpers -------------------------------------------------------------------

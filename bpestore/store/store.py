@@ -32,25 +32,21 @@ from .training import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS, Trai
 
 
 class TokenizerCache:
-    """Tokenizers loaded in this process, by database, version and the version's
-    state (its fingerprint, or while training its merge count), so a changed
-    version is never served stale. When full, the oldest goes."""
+    """Tokenizers loaded in this process, by (database URL, version id, version
+    state); the state changes with the version, so a changed version is never
+    served stale. When full, the oldest goes."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self._loaded: dict[tuple[str, int, str], Tokenizer] = {}
 
-    @staticmethod
-    def _key(url: str, version: VersionInfo) -> tuple[str, int, str]:
-        return url, version.id, version.fingerprint or f"training:{version.n_merges}"
+    def get(self, key: tuple[str, int, str]) -> Tokenizer | None:
+        return self._loaded.get(key)
 
-    def get(self, url: str, version: VersionInfo) -> Tokenizer | None:
-        return self._loaded.get(self._key(url, version))
-
-    def put(self, url: str, version: VersionInfo, tokenizer: Tokenizer) -> None:
+    def put(self, key: tuple[str, int, str], tokenizer: Tokenizer) -> None:
         if len(self._loaded) >= self.size:
             self._loaded.pop(next(iter(self._loaded)))
-        self._loaded[self._key(url, version)] = tokenizer
+        self._loaded[key] = tokenizer
 
     def clear(self) -> None:
         self._loaded.clear()
@@ -253,15 +249,14 @@ class Store:
     def tokenizer(self, ref: str) -> Tokenizer:
         """The Tokenizer of a version, loaded once per process and cached."""
         with self.reading() as conn:
-            version = repository.version_info(conn, repository.resolve(conn, ref))
-            cached = self.tokenizer_cache.get(self.url, version)
+            version_id = repository.resolve(conn, ref)
+            key = (self.url, version_id, repository.version_state(conn, version_id))
+            cached = self.tokenizer_cache.get(key)
             if cached is not None:
                 return cached
-            vocab = repository.vocabulary(conn, version.id)
-        specials = {vocab.tokens[i].decode("utf-8"): i for i, kind in vocab.kinds.items() if kind == "special"}
-        tok = Tokenizer(vocab.tokens, [(vocab.tokens[m.left], vocab.tokens[m.right]) for m in vocab.merges],
-                        specials, spec=version.spec, name=version.ref)
-        self.tokenizer_cache.put(self.url, version, tok)
+            version, vocab = repository.version_info(conn, version_id), repository.vocabulary(conn, version_id)
+        tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref)
+        self.tokenizer_cache.put(key, tok)
         return tok
 
     def export(self, ref: str, *, format: str, out: str | Path) -> list[Path]:  # noqa: A002

@@ -18,7 +18,13 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from ..alphabet import hf_order, initial_kinds, initial_vocab, initial_words, merge_filter
+from ..alphabet import (
+    hf_order,
+    initial_kinds,
+    initial_vocab,
+    initial_words,
+    merge_filter,
+)
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError
 from ..records import Merge, Progress
 from ..spec import TokenizerSpec
@@ -34,18 +40,8 @@ SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start
 
 @dataclass(frozen=True)
 class TrainOptions:
-    """How to train a version (``Store.train`` takes these as keywords too).
-
-    * ``vocab_size`` (bytes + specials + merges) or ``merges``: where to stop;
-      ``min_frequency``: stop earlier when no pair occurs this often;
-    * ``tie_break``, ``special_tokens``: as in ``TokenizerSpec`` (default: the corpus');
-    * ``parent``: ``NAME@K`` to extend: the new version starts with its tokens
-      and merges (ids unchanged) and continues on the corpus;
-    * ``max_token_length``: no token longer than this many bytes;
-    * ``alphabet``, ``unk_token``, ``byte_fallback``, ``end_of_word``,
-      ``start_of_word``, ``no_inner_space``: how words become initial
-      symbols (see ``TokenizerSpec``); an extension keeps its parent's;
-    * ``checkpoint_every`` merges or ``checkpoint_seconds``: how often merges are written.
+    """How to train a version: the options of ``Store.train`` (listed there) as
+    one value, checked when made.
 
     >>> TrainOptions(vocab_size=1000, tie_break="hf").spec_changes()
     {'tie_break': 'hf'}
