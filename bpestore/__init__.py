@@ -27,7 +27,7 @@ from .errors import (
 )
 from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
 from .spec import TokenizerSpec
-from .store import Store
+from .store import Store, TrainOptions
 from .trainer import BpeTrainer, train_word_counts
 
 # Earlier names of the Source and Progress records (one record per concept).
@@ -38,7 +38,7 @@ __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
     "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
     "Progress", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
-    "TrainProgress", "VersionInfo", "open", "train_bpe",
+    "TrainOptions", "TrainProgress", "VersionInfo", "open", "train_bpe",
 ]
 
 

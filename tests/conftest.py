@@ -61,9 +61,9 @@ def db_url(request, tmp_path) -> str:
     try:
         yield _pg_schema_url(schema)
     finally:
-        from bpestore.store.store import _TOKENIZER_CACHE
+        from bpestore import Store
 
-        _TOKENIZER_CACHE.clear()
+        Store.tokenizer_cache.clear()
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()

@@ -277,11 +277,13 @@ def test_a_failing_small_source_keeps_the_ones_before_it(parallel, tmp_path):
 
 
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
+    from bpestore.store import repository
+
     monkeypatch.setattr(ingest, "SMALL_SOURCE_BYTES", 5)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
-    real = store._upsert_counts
+    real = repository.upsert_counts
 
     def fail_half_way(conn, corpus_id, counts):
         half = dict(list(counts.items())[: len(counts) // 2])
@@ -289,25 +291,27 @@ def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, 
         if len(counts) > 100:
             raise RuntimeError("disk full")  # ...then the failure
         real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half})
-    monkeypatch.setattr(store, "_upsert_counts", fail_half_way)
+    monkeypatch.setattr(repository, "upsert_counts", fail_half_way)
     with pytest.raises(RuntimeError, match="disk full"):
         store.ingest("c", [good, big])
     assert store.word_counts("c") == {b"kept": 1, b" words": 1}
     assert [s.source for s in store.corpus_sources("c")] == [str(good)]
-    monkeypatch.setattr(store, "_upsert_counts", real)
+    monkeypatch.setattr(repository, "upsert_counts", real)
     store.ingest("c", [good, big])  # the failed source was not recorded: it is counted now
     assert store.word_counts("c") == (reference_counts(good.read_text(), GPT2)
                                       + reference_counts(big.read_text(), GPT2))
 
 
 def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, tmp_path):
+    from bpestore.store import repository
+
     paths = [tmp_path / f"{i}.txt" for i in range(3)]
     for i, path in enumerate(paths):
         path.write_text(f"source {i}", encoding="utf-8")
 
     def fail(conn, corpus_id, counts):
         raise RuntimeError("disk full")
-    monkeypatch.setattr(store, "_upsert_counts", fail)
+    monkeypatch.setattr(repository, "upsert_counts", fail)
     with pytest.raises(RuntimeError):
         store.ingest("c", paths)
     with store.engine.connect() as conn:  # each source all or nothing: here, nothing

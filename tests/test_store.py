@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.exc import SQLAlchemyError
 
 import bpestore
-from bpestore import BpestoreError
+from bpestore import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
 from bpestore.trainer import train_word_counts
 
 from .conftest import corpus_path, read_corpus, reference_merges, tiktoken_pattern
@@ -206,22 +207,21 @@ def test_sqlite_pragmas(tmp_path):
 
 
 def test_a_failed_checkpoint_is_written_again_whole(shakespeare_store, monkeypatch):
-    import bpestore.store.store as store_module
+    from bpestore.store.training import CheckpointWriter
 
     store = shakespeare_store
-    real_insert = store_module._insert_rows
-    calls = {"tokens": 0}
+    real_write = CheckpointWriter.write
+    calls = {"write": 0}
 
-    def flaky_insert(conn, table, rows):
-        if table.name == "tokens":
-            calls["tokens"] += 1
-            if calls["tokens"] == 2:  # the second checkpoint fails half-way
-                raise OSError("disk full")
-        real_insert(conn, table, rows)
-    monkeypatch.setattr(store_module, "_insert_rows", flaky_insert)
+    def flaky_write(writer, conn, *batch):
+        real_write(writer, conn, *batch)  # the rows are written inside the transaction...
+        calls["write"] += 1
+        if calls["write"] == 2:  # ...then the second checkpoint fails before it commits
+            raise OSError("disk full")
+    monkeypatch.setattr(CheckpointWriter, "write", flaky_write)
     with pytest.raises(OSError, match="disk full"):
         store.train("en", corpus="shakes", vocab_size=700, checkpoint_every=50)
-    monkeypatch.setattr(store_module, "_insert_rows", real_insert)
+    monkeypatch.setattr(CheckpointWriter, "write", real_write)
     store.resume("en@1")
     vocab, merges = uninterrupted(store, "shakes", 700)
     assert store.tokenizer("en@1").merges == merges and store.tokenizer("en@1").vocab == vocab
@@ -289,3 +289,83 @@ def test_upgrade_from_revision_0001_keeps_the_counts(db_url, tmp_path):
     store.ingest("old", [path])
     assert store.word_counts("old") == {b" old": 6, b" new": 1}
     store.close()
+
+
+def count_statements(store, call) -> int:
+    """How many SQL statements ``call()`` sends to the database."""
+    statements = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        call()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)
+    return len(statements)
+
+
+def test_listings_run_a_constant_number_of_queries(store, tmp_path):
+    tiny = {**{i: bytes([i]) for i in range(256)}, 256: b"ab"}
+    path = tmp_path / "a.txt"
+    path.write_text("some words", encoding="utf-8")
+
+    def add(i: int) -> None:
+        store.import_vocab("t", tiny, [(b"a", b"b")])
+        store.set_alias(f"t@{i}", f"tag{i}")
+        store.ingest(f"c{i}", [path])
+
+    def listings() -> list[int]:
+        return [count_statements(store, store.versions), count_statements(store, lambda: store.versions("t")),
+                count_statements(store, store.corpora)]
+    add(1)
+    one = listings()
+    for i in range(2, 11):
+        add(i)
+    assert listings() == one
+    assert [(v.ref, v.aliases) for v in store.versions("t")][-1] == ("t@10", ("tag10",))
+    assert [c.n_sources for c in store.corpora()] == [1] * 10
+
+
+def test_train_takes_one_options_object_or_keywords(shakespeare_store):
+    store = shakespeare_store
+    options = bpestore.TrainOptions(vocab_size=300, tie_break="hf")
+    by_object = store.train("a", corpus="shakes", options=options)
+    by_keywords = store.train("b", corpus="shakes", vocab_size=300, tie_break="hf")
+    assert by_object.spec.tie_break == "hf" and by_object.fingerprint == by_keywords.fingerprint
+    assert store.train("c", corpus="shakes", options=options, vocab_size=310).vocab_size == 310  # keywords win
+    with pytest.raises(InvalidArgumentError, match="unknown training option vocabulary_size; "
+                                                   "the options are vocab_size, merges, ") as caught:
+        store.train("d", corpus="shakes", vocabulary_size=300)
+    assert caught.value.params == ("vocabulary_size",)
+    for bad, params in [({}, ("vocab_size", "merges")), (dict(vocab_size=300, merges=5), ("vocab_size", "merges")),
+                        (dict(merges=-1), ("merges",)), (dict(merges=5, checkpoint_every=0), ("checkpoint_every",))]:
+        with pytest.raises(InvalidArgumentError) as caught:
+            bpestore.TrainOptions(**bad)
+        assert caught.value.params == params
+    assert [v.ref for v in store.versions()] == ["a@1", "b@1", "c@1"]
+
+
+def test_errors_say_their_kind_and_arguments(shakespeare_store):
+    store = shakespeare_store
+    store.train("en", corpus="shakes", vocab_size=300)
+    for call, kind, params in [
+            (lambda: store.train("x", corpus="nope", vocab_size=300), NotFoundError, ("corpus",)),
+            (lambda: store.train("x", corpus="shakes", vocab_size=100), InvalidArgumentError, ("vocab_size",)),
+            (lambda: store.train("x", corpus="shakes", merges=1, parent="en@1", alphabet="chars"),
+             InvalidArgumentError, ("alphabet",)),
+            (lambda: store.resume("en@1"), ConflictError, ()),
+            (lambda: store.version("en@9"), NotFoundError, ()),
+            (lambda: store.set_alias("en@1", "7"), InvalidArgumentError, ("alias",)),
+            (lambda: store.token("en@1", "no such token"), NotFoundError, ())]:
+        with pytest.raises(kind) as caught:
+            call()
+        assert caught.value.params == params
+
+
+def test_a_failing_database_raises_database_error(store):
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TABLE aliases"))
+    with pytest.raises(DatabaseError, match="^database error: ") as caught:
+        store.versions()
+    assert isinstance(caught.value.__cause__, SQLAlchemyError)

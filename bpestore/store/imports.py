@@ -1,0 +1,48 @@
+"""Versions made elsewhere: a vocabulary and merges, checked and stored complete."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from ..errors import InvalidArgumentError
+from ..records import Merge
+from ..spec import TokenizerSpec
+from . import repository
+from .repository import Transactions
+from .training import fingerprint
+
+
+def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
+                   merge_list: Sequence[tuple[bytes, bytes]], spec: TokenizerSpec, *, source: str) -> int:
+    """Store ``vocab`` and ``merge_list`` (in rank order) as the next version of
+    ``name``; returns its id. ``spec.special_tokens`` must be in ``vocab``."""
+    repository.check_name(name, "tokenizer", "name")
+    first_id: dict[bytes, int] = {}
+    for token_id, data in vocab.items():
+        first_id.setdefault(data, token_id)
+    missing = [t for t in spec.special_tokens if t.encode("utf-8") not in first_id]
+    if missing:
+        raise InvalidArgumentError(f"special token {missing[0]!r} is not in the vocabulary",
+                                   params=("special_tokens",))
+    reserved = {first_id[t.encode("utf-8")] for t in spec.special_tokens}
+    id_of = _lowest_ordinary_ids(vocab, reserved)
+    merges = []
+    for rank, (left, right) in enumerate(merge_list):
+        if left not in id_of or right not in id_of or left + right not in id_of:
+            raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a token "
+                                       "missing from the vocabulary", params=("merge_list",))
+        merges.append(Merge(rank, id_of[left], id_of[right], id_of[left + right], 0))
+    with db.writing() as conn:
+        version_id = repository.new_version(conn, name, spec=spec, status="complete", source=source,
+                                            target_vocab_size=len(vocab),
+                                            fingerprint=fingerprint(spec, None, merges))
+        repository.add_tokens(conn, version_id, [
+            (i, data, "special" if i in reserved else ("byte" if len(data) == 1 else "merge"))
+            for i, data in sorted(vocab.items())])
+        repository.add_merges(conn, version_id, merges)
+    return version_id
+
+
+def _lowest_ordinary_ids(vocab: Mapping[int, bytes], reserved: Collection[int]) -> dict[bytes, int]:
+    """The lowest id of each ordinary (not special) byte string, as the encoder uses it."""
+    return {data: i for i, data in sorted(vocab.items(), reverse=True) if i not in reserved}

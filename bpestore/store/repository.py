@@ -1,0 +1,494 @@
+"""Every SQL statement bpestore runs: queries and writes over a Connection.
+
+Nothing else lives here: the modules above (the Store facade, ``training``,
+``corpora``, ``imports``) open the transactions, pass their connection in and
+get plain data or ``bpestore.records`` back. Lookups that find nothing raise
+``NotFoundError`` saying what exists.
+
+Bulk rows (checkpoints, counts) go through the driver's own ``executemany``
+on plain tuples: per row, SQLAlchemy's parameter handling would cost more
+than the database (2.5x on SQLite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import Any, Protocol
+
+from sqlalchemy import ColumnElement, Connection, Select, Table, func, insert, literal, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from ..errors import InvalidArgumentError, NotFoundError
+from ..records import CorpusInfo, Merge, Source, VersionInfo
+from ..spec import TokenizerSpec
+from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
+
+UPSERT_BATCH = 20_000
+NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
+
+
+class Transactions(Protocol):
+    """What the modules above the repository open connections with (the Store)."""
+
+    def reading(self) -> AbstractContextManager[Connection]: ...
+
+    def writing(self) -> AbstractContextManager[Connection]: ...
+
+
+def check_name(name: str, what: str, param: str) -> None:
+    """Names are stored as text: non-empty, printable, '@'-free UTF-8."""
+    if not name or "@" in name or not name.isprintable():
+        raise InvalidArgumentError(f"a {what} name must be non-empty printable text without '@', "
+                                   f"not {name!r}", params=(param,))
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"a {what} name must be valid text, not {name!r}",
+                                   params=(param,)) from None
+
+
+# -- corpora and word counts --------------------------------------------------
+def corpus_spec(conn: Connection, name: str) -> TokenizerSpec | None:
+    """The spec a corpus' words were made with, or None for a new corpus."""
+    spec = conn.execute(select(corpora.c.spec).where(corpora.c.name == name)).scalar()
+    return None if spec is None else TokenizerSpec.from_json(spec)
+
+
+def corpus_id(conn: Connection, name: str) -> int:
+    found = conn.execute(select(corpora.c.id).where(corpora.c.name == name)).scalar()
+    if found is None:
+        raise _no_corpus(conn, name)
+    return found
+
+
+def _no_corpus(conn: Connection, name: str) -> NotFoundError:
+    known = conn.execute(select(corpora.c.name).order_by(corpora.c.name)).scalars().all()
+    hint = f"corpora: {', '.join(known)}" if known else "no corpus yet: ingest text first"
+    return NotFoundError(f"no corpus named {name!r} ({hint})", params=("corpus",))
+
+
+def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
+    """Every corpus (or the one named) with its totals, in two queries."""
+    def over_sources(column: Any) -> Any:
+        return select(column).where(ingests.c.corpus_id == corpora.c.id).scalar_subquery()
+
+    query = select(
+        corpora,
+        over_sources(func.count()).label("n_sources"),
+        over_sources(func.coalesce(func.sum(ingests.c.size_bytes), 0)).label("size_bytes"),
+        over_sources(func.coalesce(func.sum(ingests.c.n_words), 0)).label("n_words"),
+        select(func.count()).select_from(word_counts).where(word_counts.c.corpus_id == corpora.c.id)
+        .scalar_subquery().label("n_distinct"),
+    ).order_by(corpora.c.name)
+    shas = select(ingests.c.corpus_id, ingests.c.sha256).join(corpora, corpora.c.id == ingests.c.corpus_id)
+    if name is not None:
+        query, shas = query.where(corpora.c.name == name), shas.where(corpora.c.name == name)
+    rows = conn.execute(query).all()
+    if name is not None and not rows:
+        raise _no_corpus(conn, name)
+    shas_of: dict[int, list[str]] = {}
+    for cid, sha in conn.execute(shas):
+        shas_of.setdefault(cid, []).append(sha)
+    return [CorpusInfo(name=r.name, spec=TokenizerSpec.from_json(r.spec), n_sources=r.n_sources,
+                       size_bytes=int(r.size_bytes), n_words=int(r.n_words), n_distinct=r.n_distinct,
+                       created_at=_utc(r.created_at), digest=_digest(r.spec, shas_of.get(r.id, [])))
+            for r in rows]
+
+
+def corpus_digest(conn: Connection, corpus_id: int) -> str:
+    spec = conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one()
+    return _digest(spec, conn.execute(select(ingests.c.sha256)
+                                      .where(ingests.c.corpus_id == corpus_id)).scalars())
+
+
+def _digest(spec_json: str, shas: Iterable[str]) -> str:
+    """What a corpus' counts were made from: its spec and every source's sha256."""
+    h = hashlib.sha256(spec_json.encode())
+    for sha in sorted(shas):
+        h.update(sha.encode())
+    return h.hexdigest()
+
+
+def corpus_sources(conn: Connection, corpus_id: int) -> list[Source]:
+    """The sources counted into a corpus, oldest first."""
+    rows = conn.execute(select(ingests).where(ingests.c.corpus_id == corpus_id).order_by(ingests.c.id))
+    return [Source(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct,
+                   created_at=_utc(r.created_at)) for r in rows]
+
+
+def source_shas(conn: Connection, corpus: str) -> set[str]:
+    """The sha256 of every source already counted into a corpus (none if it is new)."""
+    return set(conn.execute(select(ingests.c.sha256).join(corpora, corpora.c.id == ingests.c.corpus_id)
+                            .where(corpora.c.name == corpus)).scalars())
+
+
+def lock_corpus(conn: Connection, name: str, spec: TokenizerSpec) -> tuple[int, TokenizerSpec]:
+    """Create the corpus with ``spec`` if it is new (race-free), lock its row until
+    the transaction ends; returns its id and its stored spec."""
+    conn.execute(_dialect(conn).insert(corpora).values(name=name, spec=spec.to_json(), created_at=_now())
+                 .on_conflict_do_nothing(index_elements=[corpora.c.name]))
+    found, stored = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == name)
+                                 .with_for_update()).one()
+    return found, TokenizerSpec.from_json(stored)
+
+
+def any_source_present(conn: Connection, corpus_id: int, shas: Sequence[str]) -> bool:
+    """Whether any of these contents is already a source of the corpus."""
+    for start in range(0, len(shas), 500):
+        if conn.execute(select(ingests.c.id).where(
+                ingests.c.corpus_id == corpus_id,
+                ingests.c.sha256.in_(shas[start:start + 500])).limit(1)).first():
+            return True
+    return False
+
+
+def add_sources(conn: Connection, corpus_id: int, sources: Sequence[Source]) -> None:
+    now = _now()
+    conn.execute(insert(ingests), [
+        {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256, "size_bytes": s.size_bytes,
+         "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": now} for s in sources])
+
+
+def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int]) -> None:
+    """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches.
+
+    Built with SQLAlchemy Core, compiled for the connection's dialect, run
+    with the driver's executemany on plain tuples.
+    """
+    stmt = _dialect(conn).insert(word_counts)
+    stmt = stmt.on_conflict_do_update(index_elements=word_count_key(conn),
+                                      set_={"count": word_counts.c.count + stmt.excluded["count"]})
+    compiled = stmt.compile(dialect=conn.dialect)
+    sql = str(compiled)
+    plain_order = compiled.positional and list(compiled.positiontup) == ["corpus_id", "word", "count"]
+    # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
+    items = iter(sorted(counts.items()))
+    while batch := list(itertools.islice(items, UPSERT_BATCH)):
+        if plain_order:  # SQLite's "?" parameters, in column order
+            rows: list = [(corpus_id, word, count) for word, count in batch]
+        else:
+            rows = [{"corpus_id": corpus_id, "word": word, "count": count} for word, count in batch]
+            if compiled.positional:
+                rows = [tuple(row[name] for name in compiled.positiontup) for row in rows]
+        conn.exec_driver_sql(sql, rows)
+
+
+def word_count_key(conn: Connection) -> list:
+    """The unique key of word_counts: (corpus_id, word), or on PostgreSQL
+    (corpus_id, sha256(word)) since its index entries cannot hold long words
+    (revision 0002)."""
+    if conn.dialect.name == "postgresql":
+        return [word_counts.c.corpus_id, func.sha256(word_counts.c.word)]
+    return [word_counts.c.corpus_id, word_counts.c.word]
+
+
+def counts(conn: Connection, corpus_id: int) -> dict[bytes, int]:
+    """Every word of a corpus with its count."""
+    result = conn.execute(select(word_counts.c.word, word_counts.c.count)
+                          .where(word_counts.c.corpus_id == corpus_id))
+    return {bytes(word): count for word, count in result}
+
+
+def words(conn: Connection, corpus_id: int) -> Iterator[bytes]:
+    """Every distinct word of a corpus, without counts."""
+    for word in conn.execute(select(word_counts.c.word).where(word_counts.c.corpus_id == corpus_id)).scalars():
+        yield bytes(word)
+
+
+def has_words(conn: Connection, corpus_id: int) -> bool:
+    return conn.execute(select(word_counts.c.word).where(word_counts.c.corpus_id == corpus_id)
+                        .limit(1)).first() is not None
+
+
+def top_words(conn: Connection, corpus_id: int, n: int) -> list[tuple[bytes, int]]:
+    """The ``n`` most frequent words of a corpus with their counts (ties by bytes)."""
+    rows = conn.execute(select(word_counts.c.word, word_counts.c["count"])
+                        .where(word_counts.c.corpus_id == corpus_id)
+                        .order_by(word_counts.c["count"].desc(), word_counts.c.word).limit(n))
+    return [(bytes(word), count) for word, count in rows]
+
+
+# -- versions ---------------------------------------------------------------
+def resolve(conn: Connection, ref: str) -> int:
+    """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``."""
+    name, at, tag = ref.partition("@")
+    if at and not tag:
+        raise InvalidArgumentError(f"{ref!r}: after '@' comes a version number or an alias "
+                                   f"(e.g. {name}@1)")
+    tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
+    if tokenizer_id is None:
+        raise _no_tokenizer(conn, name)
+    rows = conn.execute(select(versions.c.id, versions.c.number, versions.c.status)
+                        .where(versions.c.tokenizer_id == tokenizer_id).order_by(versions.c.number)).all()
+    numbers = ", ".join(f"{name}@{r.number}" for r in rows)
+    if not tag:
+        complete = [r for r in rows if r.status == "complete"]
+        if not complete:
+            raise NotFoundError(f"{name} has no complete version yet ({numbers}); name one, "
+                                f"or resume {name}@N to finish it")
+        return complete[-1].id
+    if NUMBER.fullmatch(tag):
+        for r in rows:
+            if r.number == int(tag):
+                return r.id
+        raise NotFoundError(f"{name} has no version {tag} (versions: {numbers})")
+    version_id = conn.execute(select(aliases.c.version_id).where(
+        aliases.c.tokenizer_id == tokenizer_id, aliases.c.name == tag)).scalar()
+    if version_id is None:
+        raise NotFoundError(f"{name} has no version or alias {tag!r} (versions: {numbers})")
+    return version_id
+
+
+def newest_version(conn: Connection, name: str) -> int:
+    """The id of a tokenizer's newest version, complete or not."""
+    found = conn.execute(select(versions.c.id).join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+                         .where(tokenizers.c.name == name)
+                         .order_by(versions.c.number.desc()).limit(1)).scalar()
+    if found is None:
+        raise _no_tokenizer(conn, name)
+    return found
+
+
+def _no_tokenizer(conn: Connection, name: str) -> NotFoundError:
+    known = conn.execute(select(tokenizers.c.name).order_by(tokenizers.c.name)).scalars().all()
+    hint = f"known: {', '.join(known)}" if known else "none yet: train or import one"
+    return NotFoundError(f"no tokenizer named {name!r} ({hint})")
+
+
+def version_info(conn: Connection, version_id: int) -> VersionInfo:
+    return version_infos(conn, ids=[version_id])[0]
+
+
+def version_infos(conn: Connection, *, name: str | None = None,
+                  ids: Sequence[int] | None = None) -> list[VersionInfo]:
+    """The versions of one tokenizer, or with these ids, or all; by name and number.
+
+    Two queries however many versions there are.
+    """
+    chosen: ColumnElement[bool] | None = None
+    if name is not None:
+        chosen = tokenizers.c.name == name
+    elif ids is not None:
+        chosen = versions.c.id.in_(ids)
+    parent, parent_tokenizer = versions.alias("parent"), tokenizers.alias("parent_tokenizer")
+    query = (select(versions, tokenizers.c.name.label("tokenizer_name"),
+                    corpora.c.name.label("corpus_name"),
+                    parent_tokenizer.c.name.label("parent_name"), parent.c.number.label("parent_number"),
+                    _rows_of(tokens).label("n_tokens"), _rows_of(merges).label("n_merges"))
+             .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+             .outerjoin(corpora, corpora.c.id == versions.c.corpus_id)
+             .outerjoin(parent, parent.c.id == versions.c.parent_id)
+             .outerjoin(parent_tokenizer, parent_tokenizer.c.id == parent.c.tokenizer_id)
+             .order_by(tokenizers.c.name, versions.c.number))
+    alias_query = (select(aliases.c.version_id, aliases.c.name)
+                   .join(versions, versions.c.id == aliases.c.version_id)
+                   .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+                   .order_by(aliases.c.name))
+    if chosen is not None:
+        query, alias_query = query.where(chosen), alias_query.where(chosen)
+    rows = conn.execute(query).all()
+    if name is not None and not rows and conn.execute(
+            select(tokenizers.c.id).where(tokenizers.c.name == name)).first() is None:
+        raise _no_tokenizer(conn, name)
+    aliases_of: dict[int, list[str]] = {}
+    for version_id, alias in conn.execute(alias_query):
+        aliases_of.setdefault(version_id, []).append(alias)
+    return [VersionInfo(
+        id=v.id, name=v.tokenizer_name, number=v.number, status=v.status, source=v.source,
+        vocab_size=v.n_tokens, n_merges=v.n_merges, target_vocab_size=v.target_vocab_size,
+        target_merges=v.target_merges, corpus=v.corpus_name,
+        parent=None if v.parent_id is None else f"{v.parent_name}@{v.parent_number}",
+        spec=TokenizerSpec.from_json(v.spec), min_frequency=v.min_frequency,
+        max_token_length=v.max_token_length, corpus_digest=v.corpus_digest, fingerprint=v.fingerprint,
+        created_at=_utc(v.created_at), updated_at=_utc(v.updated_at),
+        aliases=tuple(aliases_of.get(v.id, ()))) for v in rows]
+
+
+def _rows_of(table: Table) -> Any:
+    """How many rows of ``table`` belong to the version of the enclosing query."""
+    return select(func.count()).select_from(table).where(table.c.version_id == versions.c.id).scalar_subquery()
+
+
+def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str, source: str,
+                corpus_id: int | None = None, parent_id: int | None = None,
+                target_vocab_size: int | None = None, target_merges: int | None = None,
+                min_frequency: int = 1, max_token_length: int | None = None,
+                corpus_digest: str | None = None, fingerprint: str | None = None) -> int:
+    """Insert the next version row of tokenizer ``name`` (created if new); returns its id."""
+    check_name(name, "tokenizer", "name")
+    # Create the tokenizer row if missing, then lock it, so two processes
+    # never take the same version number (SQLite's write lock does this alone).
+    conn.execute(_dialect(conn).insert(tokenizers).values(name=name, created_at=_now())
+                 .on_conflict_do_nothing(index_elements=[tokenizers.c.name]))
+    tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)
+                                .with_for_update()).scalar()
+    number = (conn.execute(select(func.max(versions.c.number))
+                           .where(versions.c.tokenizer_id == tokenizer_id)).scalar() or 0) + 1
+    now = _now()
+    inserted = conn.execute(insert(versions).values(
+        tokenizer_id=tokenizer_id, number=number, parent_id=parent_id, corpus_id=corpus_id,
+        spec=spec.to_json(), target_vocab_size=target_vocab_size, target_merges=target_merges,
+        min_frequency=min_frequency, max_token_length=max_token_length, status=status, source=source,
+        corpus_digest=corpus_digest, fingerprint=fingerprint, created_at=now, updated_at=now))
+    return inserted.inserted_primary_key[0]  # type: ignore[index]  # None only for statements that insert nothing
+
+
+def version_state(conn: Connection, version_id: int) -> str:
+    """What changes when a version does: its fingerprint, or while training its merge count."""
+    fingerprint = conn.execute(select(versions.c.fingerprint).where(versions.c.id == version_id)).scalar()
+    if fingerprint is not None:
+        return fingerprint
+    n_merges = conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id))
+    return f"training:{n_merges.scalar()}"
+
+
+def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None = None) -> None:
+    """Stamp a version's ``updated_at``; with its fingerprint, mark it complete."""
+    values: dict[str, Any] = {"updated_at": _now()}
+    if fingerprint is not None:
+        values.update(status="complete", fingerprint=fingerprint)
+    conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
+
+
+def set_alias(conn: Connection, ref: str, alias: str) -> int:
+    """Point ``NAME@ALIAS`` at the version ``ref`` (moving it if it exists); returns its id."""
+    check_name(alias, "alias", "alias")
+    if NUMBER.fullmatch(alias):
+        raise InvalidArgumentError(f"an alias cannot be a number ({alias!r} would read as a version)",
+                                   params=("alias",))
+    version_id = resolve(conn, ref)
+    tokenizer_id = conn.execute(select(versions.c.tokenizer_id).where(versions.c.id == version_id)).scalar()
+    stmt = _dialect(conn).insert(aliases).values(tokenizer_id=tokenizer_id, name=alias, version_id=version_id)
+    conn.execute(stmt.on_conflict_do_update(index_elements=[aliases.c.tokenizer_id, aliases.c.name],
+                                            set_={"version_id": version_id}))
+    return version_id
+
+
+# -- tokens and merges --------------------------------------------------------
+class Vocabulary:
+    """A version's tokens (in id order) and merges (in rank order)."""
+
+    def __init__(self, token_rows: Iterable[Any], merge_rows: Iterable[Any]) -> None:
+        self.tokens: dict[int, bytes] = {}
+        self.kinds: dict[int, str] = {}
+        for token_id, data, kind in token_rows:
+            self.tokens[token_id] = bytes(data)
+            self.kinds[token_id] = kind
+        # The merges as byte pairs (what a Tokenizer takes) and as columns of ints,
+        # made into Merge records only when asked: for GPT-2's 50,000 merges,
+        # records (or a tuple per merge) would add a quarter to the load.
+        self.pairs: list[tuple[bytes, bytes]] = []
+        ranks: list[int] = []
+        lefts: list[int] = []
+        rights: list[int] = []
+        made: list[int] = []
+        counts: list[int] = []
+        self._columns = ranks, lefts, rights, made, counts
+        for rank, left, right, token, count in merge_rows:
+            self.pairs.append((self.tokens[left], self.tokens[right]))
+            ranks.append(rank)
+            lefts.append(left)
+            rights.append(right)
+            made.append(token)
+            counts.append(count)
+
+    @cached_property
+    def merges(self) -> list[Merge]:
+        return list(map(Merge, *self._columns))
+
+    def special_ids(self) -> dict[str, int]:
+        return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
+
+
+def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
+    return Vocabulary(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
+                                   .where(tokens.c.version_id == version_id).order_by(tokens.c.id)),
+                      conn.execute(_merges_of(version_id)))
+
+
+def _merges_of(version_id: int) -> Select:
+    return (select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
+            .where(merges.c.version_id == version_id).order_by(merges.c.rank))
+
+
+def add_tokens(conn: Connection, version_id: int, rows: Iterable[tuple[int, bytes, str]]) -> None:
+    """Insert tokens given as (id, bytes, kind)."""
+    _insert_rows(conn, tokens, [(version_id, token_id, data, kind) for token_id, data, kind in rows])
+
+
+def add_merges(conn: Connection, version_id: int, merge_rows: Iterable[Merge]) -> None:
+    _insert_rows(conn, merges, [(version_id, m.rank, m.left, m.right, m.token, m.count) for m in merge_rows])
+
+
+def _insert_rows(conn: Connection, table: Table, rows: list[tuple]) -> None:
+    """INSERT rows (tuples in the table's column order) with the driver's executemany."""
+    if not rows:
+        return
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    columns = ", ".join(c.name for c in table.columns)
+    conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) "
+                         f"VALUES ({', '.join([mark] * len(table.columns))})", rows)
+
+
+def copy_merges(conn: Connection, source_id: int, target_id: int, *, n_merges: int | None = None,
+                token_ids: tuple[int, int | None] = (0, None)) -> None:
+    """Copy version ``source_id``'s first ``n_merges`` merges (all when None) and its
+    tokens with ids in ``token_ids`` (start, end; end None: all) into ``target_id``."""
+    start, end = token_ids
+    token_rows = select(literal(target_id), tokens.c.id, tokens.c.bytes, tokens.c.kind).where(
+        tokens.c.version_id == source_id, tokens.c.id >= start)
+    if end is not None:
+        token_rows = token_rows.where(tokens.c.id < end)
+    merge_rows = select(literal(target_id), merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id,
+                        merges.c["count"]).where(merges.c.version_id == source_id)
+    if n_merges is not None:
+        merge_rows = merge_rows.where(merges.c.rank < n_merges)
+    conn.execute(insert(tokens).from_select(["version_id", "id", "bytes", "kind"], token_rows))
+    conn.execute(insert(merges).from_select(
+        ["version_id", "rank", "left_id", "right_id", "token_id", "count"], merge_rows))
+
+
+def longest_equal_run(conn: Connection, version_id: int) -> tuple[VersionInfo, list[Merge]] | None:
+    """The other version that trained like this one, with the most merges, and its merges.
+
+    Like this one: a root version trained by bpestore on the same corpus with
+    the same counts (corpus digest), spec, min_frequency and max_token_length.
+    None when there is none with a merge.
+    """
+    new = versions.alias("new")
+    n_merges = _rows_of(merges)
+    best = conn.execute(
+        select(versions.c.id).join(new, new.c.id == version_id).where(
+            versions.c.id != version_id, versions.c.source == "trained", versions.c.parent_id.is_(None),
+            versions.c.corpus_id == new.c.corpus_id, versions.c.corpus_digest == new.c.corpus_digest,
+            versions.c.spec == new.c.spec, versions.c.min_frequency == new.c.min_frequency,
+            versions.c.max_token_length.is_not_distinct_from(new.c.max_token_length), n_merges > 0)
+        .order_by(n_merges.desc(), versions.c.id).limit(1)).scalar()
+    if best is None:
+        return None
+    return version_info(conn, best), list(itertools.starmap(Merge, conn.execute(_merges_of(best))))
+
+
+# -- helpers -------------------------------------------------------------------
+def _dialect(conn: Connection) -> Any:
+    """The SQLAlchemy dialect module with INSERT ... ON CONFLICT for this database."""
+    dialect = {"sqlite": sqlite, "postgresql": postgresql}.get(conn.dialect.name)
+    if dialect is None:
+        raise InvalidArgumentError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}",
+                                   params=("db",))
+    return dialect
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every timestamp bpestore writes is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

@@ -1,0 +1,328 @@
+"""Training versions: a new run, a run reusing an equal run's merges, an
+extension of a parent, a resumed run; and the checkpoint writer.
+
+The merges come from the pure trainer (``BpeTrainer``); every read and write
+goes through the repository. Merges are written as they are made, so a run
+stopped anywhere resumes from its last checkpoint and ends with exactly the
+merges of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+
+from ..alphabet import (
+    hf_order,
+    initial_kinds,
+    initial_vocab,
+    initial_words,
+    merge_filter,
+)
+from ..errors import ConflictError, DamagedDataError, InvalidArgumentError
+from ..records import Merge, Progress
+from ..spec import TokenizerSpec
+from ..trainer import BpeTrainer
+from . import repository
+from .repository import Transactions
+
+DEFAULT_CHECKPOINT_EVERY = 1000
+DEFAULT_CHECKPOINT_SECONDS = 10.0
+# The spec fields that say how words become initial symbols; an extension keeps its parent's.
+SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space")
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """How to train a version: the options of ``Store.train`` (listed there) as
+    one value, checked when made.
+
+    >>> TrainOptions(vocab_size=1000, tie_break="hf").spec_changes()
+    {'tie_break': 'hf'}
+    """
+
+    vocab_size: int | None = None
+    merges: int | None = None
+    min_frequency: int = 1
+    tie_break: str | None = None
+    special_tokens: Sequence[str] | None = None
+    parent: str | None = None
+    max_token_length: int | None = None
+    alphabet: str | None = None
+    unk_token: str | None = None
+    byte_fallback: bool | None = None
+    end_of_word: str | None = None
+    start_of_word: str | None = None
+    no_inner_space: bool | None = None
+    checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
+    checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.special_tokens is not None:
+            object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        if (self.vocab_size is None) == (self.merges is None):
+            raise InvalidArgumentError("give either vocab_size or merges", params=("vocab_size", "merges"))
+        for param in ("vocab_size", "merges"):
+            if (getattr(self, param) or 0) < 0:
+                raise InvalidArgumentError(f"{param} cannot be negative", params=(param,))
+        if self.checkpoint_every < 1:
+            raise InvalidArgumentError("checkpoint_every must be at least 1", params=("checkpoint_every",))
+
+    @classmethod
+    def given(cls, options: TrainOptions | None, settings: Mapping[str, Any]) -> TrainOptions:
+        """``options`` (or the defaults) with ``settings``, options by name, on top."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(settings) - set(names))
+        if unknown:
+            raise InvalidArgumentError(f"unknown training option {', '.join(unknown)}; the options are "
+                                       f"{', '.join(names)}", params=tuple(unknown))
+        return cls(**settings) if options is None else dataclasses.replace(options, **settings)
+
+    def spec_changes(self) -> dict[str, Any]:
+        """The spec fields these options set; the others come from the corpus (or the parent)."""
+        return {name: getattr(self, name) for name in ("special_tokens", "tie_break", *SYMBOLIZATION)
+                if getattr(self, name) is not None}
+
+
+def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
+          progress: Callable[[Progress], None] | None = None) -> int:
+    """Train the next version of ``name`` on ``corpus``; returns its id, complete.
+
+    Creating the version (its row, initial tokens, and the merges it takes from
+    a parent or an equal run) is one transaction; training on is checkpointed.
+    """
+    with db.writing() as conn:
+        corpus_id = repository.corpus_id(conn, corpus)
+        corpus_spec = repository.corpus_spec(conn, corpus)
+        assert corpus_spec is not None
+        if not repository.has_words(conn, corpus_id):
+            raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first", params=("corpus",))
+        settings: dict[str, Any] = dict(
+            corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
+            min_frequency=options.min_frequency, max_token_length=options.max_token_length,
+            status="training", source="trained", corpus_digest=repository.corpus_digest(conn, corpus_id))
+        if options.parent is None:
+            version_id = _new_root(conn, name, corpus_spec, options, settings)
+            if _reuse_merges(conn, version_id):
+                return version_id
+        else:
+            version_id = _extend(conn, name, corpus_spec, options, settings)
+    run(db, version_id, options.checkpoint_every, options.checkpoint_seconds, progress)
+    return version_id
+
+
+def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
+              settings: dict[str, Any]) -> int:
+    """A version without parent: its spec is the corpus' with the options' changes."""
+    spec = corpus_spec.replace(**options.spec_changes())
+    initial = initial_vocab(spec, None if spec.byte_level else repository.words(conn, settings["corpus_id"]))
+    if options.vocab_size is not None and options.vocab_size < len(initial):
+        raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
+                                   f"and {len(spec.special_tokens)} special tokens)", params=("vocab_size",))
+    version_id = repository.new_version(conn, name, spec=spec, **settings)
+    kinds = initial_kinds(spec, initial)
+    repository.add_tokens(conn, version_id, [(i, data, kinds[i]) for i, data in enumerate(initial)])
+    return version_id
+
+
+def _reuse_merges(conn: Connection, version_id: int) -> bool:
+    """Start a new version from the merges of an equal run, if there is one.
+
+    Training is deterministic and its stopping point does not change the
+    merges before it, so a root version trained on the same counts (same
+    corpus digest) with the same spec and limits holds a prefix of this
+    version's merges, or all of them. Copies that prefix; returns True when
+    it already reaches the target (the version is then complete).
+    """
+    found = repository.longest_equal_run(conn, version_id)
+    if found is None:
+        return False
+    donor, donor_merges = found
+    new = repository.version_info(conn, version_id)
+    n_initial = new.vocab_size
+    # The prefix this version's own run would make before reaching its target.
+    taken, n_tokens = 0, n_initial
+    for merge in donor_merges:
+        if (new.target_vocab_size is not None and n_tokens >= new.target_vocab_size) or (
+                new.target_merges is not None and taken >= new.target_merges):
+            break
+        taken += 1
+        n_tokens = max(n_tokens, merge.token + 1)
+    reached = (n_tokens >= new.target_vocab_size if new.target_vocab_size is not None
+               else new.target_merges is not None and taken >= new.target_merges)
+    # A complete donor that stopped short of its own target ran out of pairs:
+    # this run would stop at the same place.
+    exhausted = donor.status == "complete" and taken == len(donor_merges) and (
+        (donor.target_vocab_size is not None and n_tokens < donor.target_vocab_size)
+        or (donor.target_merges is not None and taken < donor.target_merges))
+    repository.copy_merges(conn, donor.id, version_id, n_merges=taken, token_ids=(n_initial, n_tokens))
+    if not (reached or exhausted):
+        return False
+    repository.record_checkpoint(conn, version_id, fingerprint(new.spec, new.corpus_digest, donor_merges[:taken]))
+    return True
+
+
+def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
+            settings: dict[str, Any]) -> int:
+    """A child of ``options.parent`` holding copies of its tokens and merges."""
+    assert options.parent is not None
+    parent_id = repository.resolve(conn, options.parent)
+    p = repository.version_info(conn, parent_id)
+    changes = options.spec_changes()
+    kept = [k for k in SYMBOLIZATION if k in changes and getattr(p.spec, k) != changes[k]]
+    if kept:
+        raise InvalidArgumentError(f"an extension keeps the {', '.join(kept)} of {p.ref}; leave "
+                                   f"{', '.join(kept)} out (or train a new tokenizer)", params=tuple(kept))
+    if p.status != "complete":
+        raise ConflictError(f"{p.ref} is still training; resume it first to finish it", params=("parent",))
+    if p.source != "trained":
+        raise InvalidArgumentError(f"{p.ref} was imported ({p.source}); only versions trained by bpestore "
+                                   "can be extended so far (their ids 0-255 are the bytes)", params=("parent",))
+    if p.spec.corpus_key() != corpus_spec.corpus_key():
+        raise InvalidArgumentError(f"the corpus was ingested with another spec than {p.ref}'s; an "
+                                   "extension continues on words made the same way", params=("corpus",))
+    if options.special_tokens is not None and options.special_tokens != p.spec.special_tokens:
+        raise InvalidArgumentError(f"an extension keeps the special tokens of {p.ref} "
+                                   f"({', '.join(p.spec.special_tokens) or 'none'})", params=("special_tokens",))
+    if options.vocab_size is not None and options.vocab_size < p.vocab_size:
+        raise InvalidArgumentError(f"{p.ref} already has {p.vocab_size} tokens; an extension's "
+                                   "vocab_size must be at least that", params=("vocab_size",))
+    if options.merges is not None and options.merges < p.n_merges:
+        raise InvalidArgumentError(f"{p.ref} already has {p.n_merges} merges; an extension's "
+                                   "merges must be at least that", params=("merges",))
+    spec = p.spec.replace(tie_break=options.tie_break or p.spec.tie_break)
+    version_id = repository.new_version(conn, name, spec=spec, parent_id=parent_id, **settings)
+    repository.copy_merges(conn, parent_id, version_id)
+    return version_id
+
+
+def resume(db: Transactions, ref: str, *, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
+           checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+           progress: Callable[[Progress], None] | None = None) -> int:
+    """Continue a version that stopped before its target (``ref`` alone: its newest)."""
+    with db.reading() as conn:
+        version_id = repository.resolve(conn, ref) if "@" in ref else repository.newest_version(conn, ref)
+        v = repository.version_info(conn, version_id)
+        if v.status == "complete":
+            raise ConflictError(f"{v.ref} is complete; nothing to resume")
+        assert v.corpus is not None  # only trained versions are ever incomplete
+        if repository.corpus_digest(conn, repository.corpus_id(conn, v.corpus)) != v.corpus_digest:
+            raise ConflictError(
+                f"corpus {v.corpus!r} has changed since {v.ref} started (new sources were ingested), "
+                f"so resuming would not give the run it began. Extend it instead: train {v.name} with "
+                f"parent={v.ref!r} (bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)",
+                params=("parent",))
+    run(db, version_id, checkpoint_every, checkpoint_seconds, progress)
+    return version_id
+
+
+def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
+             progress: Callable[[Progress], None] | None) -> None:
+    """Replay the version's stored merges, then merge on to its target, writing checkpoints."""
+    with db.reading() as conn:
+        v = repository.version_info(conn, version_id)
+        assert v.corpus is not None
+        corpus_id = repository.corpus_id(conn, v.corpus)
+        # In the same read as the counts: were they what the version pinned?
+        if repository.corpus_digest(conn, corpus_id) != v.corpus_digest:
+            raise ConflictError(f"corpus {v.corpus!r} changed while {v.ref} was starting; "
+                                f"resume {v.ref} again")
+        counts = repository.counts(conn, corpus_id)
+        stored = repository.vocabulary(conn, version_id)
+    spec = v.spec
+    initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
+    trainer = BpeTrainer(
+        initial_words(spec, counts, initial),
+        initial,
+        tie_break=spec.tie_break,
+        hf_order=hf_order(spec, initial) if spec.tie_break == "hf" else None,
+        min_frequency=v.min_frequency,
+        max_token_length=v.max_token_length,
+        allow_merge=merge_filter(spec),
+        special_ids=[token_id for token_id, kind in stored.kinds.items() if kind == "special"],
+    )
+    del counts  # the trainer holds the words now
+    trainer.replay([(m.left, m.right) for m in stored.merges], [m.count for m in stored.merges])
+    if [m.token for m in trainer.merges] != [m.token for m in stored.merges] or any(
+            m.token not in stored.tokens for m in stored.merges):
+        raise DamagedDataError(f"{v.ref}'s stored merges do not replay to their stored tokens; "
+                               "the version is damaged")
+    writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
+                              every=checkpoint_every, seconds=checkpoint_seconds)
+    # Progress counts merges; a vocabulary target counts the alphabet and specials too.
+    target = v.target_merges if v.target_merges is not None else v.target_vocab_size
+    total = None if target is None else target - (len(initial) if v.target_merges is None else 0)
+    try:
+        for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
+            writer.add(merge)
+            if progress is not None:
+                progress(Progress("train", v.ref, merge.rank + 1, total, "merges",
+                                  merge=merge, token=trainer.token_bytes[merge.token]))
+    except BaseException as exc:
+        # Keep what was merged: the rows are valid checkpoints to resume from.
+        if writer.pending:
+            try:
+                writer.save()
+            except Exception as save_error:
+                exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
+        raise
+    writer.save(fingerprint(spec, v.corpus_digest, trainer.merges))
+
+
+class CheckpointWriter:
+    """Writes a run's merges as they come, each batch with the tokens it makes.
+
+    A batch is written every ``every`` merges or ``seconds``, in one
+    transaction; one that fails stays pending and the next save writes it
+    again, whole.
+    """
+
+    def __init__(self, db: Transactions, version_id: int, token_bytes: Sequence[bytes], n_tokens: int,
+                 *, every: int, seconds: float) -> None:
+        """``token_bytes``: the trainer's tokens by id (it grows as merges come);
+        ``n_tokens``: how many of them are written already."""
+        self.db = db
+        self.version_id = version_id
+        self.token_bytes = token_bytes
+        self.n_tokens = n_tokens
+        self.every = every
+        self.seconds = seconds
+        self.pending: list[Merge] = []
+        self.last_save = time.monotonic()
+
+    def add(self, merge: Merge) -> None:
+        self.pending.append(merge)
+        if len(self.pending) >= self.every or time.monotonic() - self.last_save >= self.seconds:
+            self.save()
+
+    def save(self, fingerprint: str | None = None) -> None:
+        """Write the pending merges; given the run's fingerprint, mark the version complete."""
+        new_tokens = [m.token for m in self.pending if m.token >= self.n_tokens]
+        with self.db.writing() as conn:
+            self.write(conn, self.pending, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint)
+        # Only once committed: a failed batch is written again, whole.
+        self.n_tokens = max(new_tokens, default=self.n_tokens - 1) + 1
+        self.pending = []
+        self.last_save = time.monotonic()
+
+    def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
+              fingerprint: str | None) -> None:
+        """One checkpoint's rows, in the caller's transaction."""
+        repository.add_merges(conn, self.version_id, merges)
+        repository.add_tokens(conn, self.version_id, new_tokens)
+        repository.record_checkpoint(conn, self.version_id, fingerprint)
+
+
+def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
+    """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
+    h = hashlib.sha256(spec.to_json().encode())
+    h.update((corpus_digest or "").encode())
+    for m in merge_list:
+        h.update(f"{m.left},{m.right},{m.token};".encode())
+    return h.hexdigest()
