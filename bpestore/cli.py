@@ -24,7 +24,7 @@ import click
 
 from . import __version__
 from .encoder import Tokenizer
-from .errors import BpestoreError, DatabaseError
+from .errors import BpestoreError
 from .formats import EXPORT_FORMATS
 from .ingest import ERROR_POLICIES
 from .queries import token_text
@@ -65,8 +65,6 @@ class BpestoreGroup(click.Group):
             if isinstance(exc, BpestoreError):
                 command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
                 message = with_flags(message, exc.params, command)
-            if isinstance(exc, DatabaseError):
-                message = f"database error: {message}"
             raise click.ClickException(message) from None
 
 

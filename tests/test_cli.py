@@ -170,7 +170,7 @@ def test_error_database_from_newer_bpestore(cli_run):
 
 
 def test_error_bad_options(trained):
-    assert_error(trained("train", "x", "--corpus", "ref"), "give either vocab_size")
+    assert_error(trained("train", "x", "--corpus", "ref"), "give either --vocab-size or --merges")
     assert_error(trained("train", "x", "--corpus", "nope", "--vocab-size", "300"), "no corpus named 'nope'")
     assert_error(trained("train", "x", "--corpus", "ref", "--vocab-size", "100"), "at least 257")
     assert_error(trained("train", "--resume", "en@1"), "complete; nothing to resume")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
+from ..alphabet import ordinary_ids
 from ..errors import InvalidArgumentError
 from ..records import Merge
 from ..spec import TokenizerSpec
@@ -25,7 +26,7 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
         raise InvalidArgumentError(f"special token {missing[0]!r} is not in the vocabulary",
                                    params=("special_tokens",))
     reserved = {first_id[t.encode("utf-8")] for t in spec.special_tokens}
-    id_of = _lowest_ordinary_ids(vocab, reserved)
+    id_of = ordinary_ids(vocab, reserved)
     merges = []
     for rank, (left, right) in enumerate(merge_list):
         if left not in id_of or right not in id_of or left + right not in id_of:
@@ -42,7 +43,3 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
         repository.add_merges(conn, version_id, merges)
     return version_id
 
-
-def _lowest_ordinary_ids(vocab: Mapping[int, bytes], reserved: Collection[int]) -> dict[bytes, int]:
-    """The lowest id of each ordinary (not special) byte string, as the encoder uses it."""
-    return {data: i for i, data in sorted(vocab.items(), reverse=True) if i not in reserved}
