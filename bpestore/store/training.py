@@ -102,7 +102,7 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
         corpus_spec = repository.corpus_spec(conn, corpus)
         assert corpus_spec is not None
         if not repository.has_words(conn, corpus_id):
-            raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first", params=("corpus",))
+            raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first")
         settings: dict[str, Any] = dict(
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
             min_frequency=options.min_frequency, max_token_length=options.max_token_length,
@@ -186,7 +186,7 @@ def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: Tr
                                    "can be extended so far (their ids 0-255 are the bytes)", params=("parent",))
     if p.spec.corpus_key() != corpus_spec.corpus_key():
         raise InvalidArgumentError(f"the corpus was ingested with another spec than {p.ref}'s; an "
-                                   "extension continues on words made the same way", params=("corpus",))
+                                   "extension continues on words made the same way")
     if options.special_tokens is not None and options.special_tokens != p.spec.special_tokens:
         raise InvalidArgumentError(f"an extension keeps the special tokens of {p.ref} "
                                    f"({', '.join(p.spec.special_tokens) or 'none'})", params=("special_tokens",))
