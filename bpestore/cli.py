@@ -64,13 +64,13 @@ class BpestoreGroup(click.Group):
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if isinstance(exc, BpestoreError):
                 command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
-                message = with_flags(message, exc.params, command)
+                message = with_flags(message, exc.params, command, ctx.command)
             raise click.ClickException(message) from None
 
 
-def with_flags(message: str, params: Sequence[str], command: click.Command | None) -> str:
+def with_flags(message: str, params: Sequence[str], *commands: click.Command | None) -> str:
     """A message in Python-API terms, in the command's terms: each of ``params``
-    that is an option of ``command`` becomes its flag (``vocab_size`` ->
+    that is an option of one of ``commands`` becomes its flag (``vocab_size`` ->
     ``--vocab-size``, ``errors='replace'`` -> ``--errors replace``,
     ``byte_fallback=True`` -> ``--byte-fallback``); other names stay.
 
@@ -82,7 +82,8 @@ def with_flags(message: str, params: Sequence[str], command: click.Command | Non
     ...            ("vocab_size", "errors", "merges"), train)
     '--vocab-size must be at least 257; or pass --errors replace'
     """
-    options = {p.name: p for p in command.params if isinstance(p, click.Option)} if command else {}
+    options = {p.name: p for command in commands if command for p in command.params
+               if isinstance(p, click.Option)}
     for name in params:
         option = options.get(name)
         if option is None:

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
-from ..errors import BpestoreError
+from ..errors import ConflictError, DamagedDataError, DatabaseError, InvalidArgumentError, NotFoundError
 
 DEFAULT_DB = "bpestore.db"
 
@@ -27,20 +27,20 @@ def resolve_url(db: str | os.PathLike | None = None) -> str:
     """
     db = os.fspath(db) if db is not None else os.environ.get("BPESTORE_DB") or DEFAULT_DB
     if not db.strip():
-        raise BpestoreError("the database is empty: give --db PATH_OR_URL (or set BPESTORE_DB)")
+        raise InvalidArgumentError("db is empty: give a path or a database URL (or set BPESTORE_DB)", params=("db",))
     if db == ":memory:":
         return "sqlite://"
     if "://" in db:
         try:
             make_url(db)
         except ArgumentError as exc:
-            raise BpestoreError(f"not a database URL: {db} ({exc})") from None
+            raise InvalidArgumentError(f"not a database URL: {db} ({exc})") from None
         return db
     path = Path(db).expanduser()
     if path.parent and not path.parent.exists():
-        raise BpestoreError(f"folder {path.parent} does not exist (database {db})")
+        raise NotFoundError(f"folder {path.parent} does not exist (database {db})")
     if path.is_dir():
-        raise BpestoreError(f"{db} is a folder; give a database file path, e.g. {path / DEFAULT_DB}")
+        raise InvalidArgumentError(f"{db} is a folder; give a database file path, e.g. {path / DEFAULT_DB}")
     return f"sqlite:///{path.resolve()}"
 
 
@@ -78,10 +78,10 @@ def make_engine(url: str) -> Engine:
     try:
         engine = create_engine(url, **options)
     except ModuleNotFoundError as exc:
-        raise BpestoreError(f"no driver for {display_url(url)} ({exc}); for PostgreSQL: "
+        raise DatabaseError(f"no driver for {display_url(url)} ({exc}); for PostgreSQL: "
                             "pip install 'bpestore[postgres]'") from None
     except Exception as exc:  # unknown dialect
-        raise BpestoreError(f"cannot open database {display_url(url)}: {exc}") from None
+        raise DatabaseError(f"cannot open database {display_url(url)}: {exc}") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
@@ -94,7 +94,7 @@ def migrations_dir() -> Path:
     for candidate in (here.parent.parent / "migrations", here.parents[2] / "migrations"):
         if (candidate / "env.py").exists():
             return candidate
-    raise BpestoreError("bpestore's migrations are missing from this installation; reinstall bpestore")
+    raise DamagedDataError("bpestore's migrations are missing from this installation; reinstall bpestore")
 
 
 def alembic_config() -> Config:
@@ -112,6 +112,8 @@ def upgrade_schema(engine: Engine) -> str:
     config = alembic_config()
     script = ScriptDirectory.from_config(config)
     head = script.get_current_head()
+    if head is None:
+        raise DamagedDataError("bpestore's migrations have no head revision; reinstall bpestore")
     with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
         current = MigrationContext.configure(conn).get_current_revision()
         if current == head:
@@ -120,7 +122,7 @@ def upgrade_schema(engine: Engine) -> str:
             try:
                 script.get_revision(current)
             except (CommandError, KeyError):
-                raise BpestoreError(
+                raise ConflictError(
                     f"this database has schema revision {current}, which this bpestore "
                     f"(schema {head}) does not know: it was written by a newer bpestore. "
                     "Upgrade bpestore (pip install -U bpestore) to open it.") from None

@@ -270,7 +270,8 @@ def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_sec
             try:
                 writer.save()
             except Exception as save_error:
-                exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
+                if hasattr(exc, "add_note"):  # Python 3.11+
+                    exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
         raise
     writer.save(fingerprint(spec, v.corpus_digest, trainer.merges))
 
