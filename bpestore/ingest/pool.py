@@ -1,12 +1,12 @@
-"""Counting words in worker processes: typed tasks in, ``Counted`` results out. No SQL.
+"""Counting words in worker processes: ``Task`` s in, ``Counted`` results out. No SQL.
 
-A task is ``CountRanges`` (byte ranges of plain files, read by the worker
-itself: a piece of a large file, or several small files whole) or
-``CountText`` (a piece of a source read by the caller: standard input, a
-compressed file, JSON Lines). Workers keep nothing between tasks: every
-result carries its counts back. A source that cannot be read, decoded or
-parsed comes back as ``Counted.error``, an exception the caller raises; what
-was counted before it in the task is kept.
+A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain
+file, read by the worker itself), a ``FileBytes`` (a small file, read and
+hashed by the caller) or a ``TextPiece`` (text the caller read and decoded:
+standard input, a compressed file, JSON Lines). Workers keep nothing between
+tasks: every result carries its counts back. A source that cannot be read,
+decoded or parsed comes back as ``Counted.error``, an exception the caller
+raises; the pieces before it in the task are counted.
 
 ``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
 enough text was submitted (less is counted in this process), whose workers
@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -36,30 +35,42 @@ from .sources import decode, read_range
 
 
 @dataclass(frozen=True)
-class Range:
+class FileRange:
     """Bytes ``start:end`` of a plain file."""
 
-    path: str
+    name: str
     start: int
     end: int
-
-
-@dataclass(frozen=True)
-class CountRanges:
-    """Read and count each range; with several, each is counted alone too (for its
-    own distinct words)."""
-
-    ranges: Sequence[Range]
+    first_line = 1
 
     @property
     def size(self) -> int:
-        return sum(r.end - r.start for r in self.ranges)
+        return self.end - self.start
+
+    def decoded(self, errors: str) -> str:
+        return decode(read_range(self.name, self.start, self.end), self.name, errors, self.start)
 
 
 @dataclass(frozen=True)
-class CountText:
-    """Count a piece of text read from source ``name``, whose first line is line
-    ``first_line`` of the source (for JSON Lines messages)."""
+class FileBytes:
+    """The content of a small file."""
+
+    name: str
+    data: bytes
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def decoded(self, errors: str) -> str:
+        return decode(self.data, self.name, errors)
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """Text of source ``name`` whose first line is line ``first_line`` of the
+    source (for JSON Lines messages)."""
 
     name: str
     text: str
@@ -69,15 +80,30 @@ class CountText:
     def size(self) -> int:
         return len(self.text)
 
+    def decoded(self, errors: str) -> str:
+        return self.text
 
-Task = CountRanges | CountText
+
+Piece = FileRange | FileBytes | TextPiece
+
+
+@dataclass(frozen=True)
+class Task:
+    """Pieces to count together; with several, each is counted alone too (for its
+    own distinct words)."""
+
+    pieces: tuple[Piece, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(piece.size for piece in self.pieces)
 
 
 @dataclass
 class Counted:
-    """A task's counts (UTF-8 keys), and the words and distinct words of each range
-    or text it counted, in order. With ``error``, the next one failed: it and the
-    rest of the task are not counted."""
+    """A task's counts (UTF-8 keys), and the words and distinct words of each piece
+    it counted, in order. With ``error``, the next piece failed: it and the rest
+    of the task are not counted."""
 
     counts: dict[bytes, int]
     words: list[tuple[int, int]]
@@ -95,16 +121,12 @@ class TaskCounter:
         self.part_chars = part_chars
 
     def count(self, task: Task) -> Counted:
-        pieces = task.ranges if isinstance(task, CountRanges) else [task]
         counts: Counter = Counter()
         words: list[tuple[int, int]] = []
-        for piece in pieces:
-            own = counts if len(pieces) == 1 else Counter()
+        for piece in task.pieces:
+            own = counts if len(task.pieces) == 1 else Counter()
             try:
-                if isinstance(piece, Range):
-                    data = read_range(piece.path, piece.start, piece.end)
-                    piece = CountText(piece.path, decode(data, piece.path, self.errors, piece.start))
-                n_words = self.count_text(piece, own)
+                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, own)
             except BpestoreError as exc:
                 # Only the pieces before the failing one count.
                 return Counted(_as_bytes(counts) if own is not counts else {}, words, exc)
@@ -113,15 +135,14 @@ class TaskCounter:
                 counts.update(own)
         return Counted(_as_bytes(counts), words)
 
-    def count_text(self, piece: CountText, counts: Counter) -> int:
+    def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts."""
         if self.jsonl_field is None:
-            return self.pipeline.count_strings(piece.text, counts, part_chars=self.part_chars)
+            return self.pipeline.count_strings(text, counts, part_chars=self.part_chars)
         n_words = 0
-        for line_no, line in enumerate(piece.text.split("\n"), start=piece.first_line):
+        for line_no, line in enumerate(text.split("\n"), start=first_line):
             if line.strip():
-                document = self.document(line, piece.name, line_no)
-                n_words += self.pipeline.count_strings(document, counts)
+                n_words += self.pipeline.count_strings(self.document(line, name, line_no), counts)
         return n_words
 
     def document(self, line: str, name: str, line_no: int) -> str:
@@ -236,16 +257,16 @@ class Pool:
         future.set_result(self.local.count(task))
         return future
 
+    @staticmethod
+    def take(future: Future[Counted]) -> Counted:
+        """A task's result, waiting for it; a worker's bug is raised here."""
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            raise BpestoreError("a counting process died; see the messages above") from None
+
     def close(self) -> None:
         """Stop the workers (a task already running ends first)."""
         if self.executor is not None:
             self.executor.shutdown(wait=True, cancel_futures=True)
             self.executor = None
-
-
-def result(future: Future[Counted]) -> Counted:
-    """A task's result (waiting for it); a worker's bug is raised here."""
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        raise BpestoreError("a counting process died; see the messages above") from None

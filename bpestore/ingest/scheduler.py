@@ -8,7 +8,7 @@ Sources are taken in order:
 * a compressed file, standard input or a large JSON Lines file is read here
   (hashed and decoded as it is read), re-cut at safe places (``text.rechunk``)
   and sent in pieces;
-* small files are hashed here and counted whole, several to a task.
+* small files are read and hashed here and sent whole, several to a task.
 
 A large source is a batch of its own; small ones share batches of about
 ``batch_bytes``. Results are taken in the order the tasks were sent, so the
@@ -28,7 +28,7 @@ from ..errors import BpestoreError
 from ..records import Progress, Source
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, CountRanges, CountText, Pool, Range, Task, default_workers, result
+from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers
 from .sources import (Opened, TextReader, check_errors, file_sha256, file_size, is_compressed,
                       read_range)
 
@@ -142,7 +142,7 @@ class _Counting:
         self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
         self.small: _Group | None = None  # the open group of small sources
-        self.unsent: list[tuple[Source, Range]] = []  # its sources not yet in a task
+        self.unsent: list[tuple[Source, FileBytes]] = []  # its sources not yet in a task
         self.unsent_bytes = 0
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
@@ -187,7 +187,7 @@ class _Counting:
                 group.sources[0].n_distinct = len(group.counts)
             yield CountedBatch(group.sources, group.counts if group.counts is not None else Counter())
 
-    # -- small sources: hashed here, counted and written together ------------
+    # -- small sources: read whole, counted and written together --------------
     def add_small(self, index: int, path: str) -> None:
         data = read_range(path)
         stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
@@ -200,16 +200,16 @@ class _Counting:
         self.small.size += stats.size_bytes
         if self.is_repeat(stats):
             return
-        self.unsent.append((stats, Range(path, 0, len(data))))
+        self.unsent.append((stats, FileBytes(path, data)))
         self.unsent_bytes += len(data)
         if self.unsent_bytes >= self.tuning.task_bytes:
             self.send_small()
 
     def send_small(self) -> None:
         if self.unsent:
-            sources, ranges = zip(*self.unsent)
+            sources, pieces = zip(*self.unsent)
             self.unsent, self.unsent_bytes = [], 0
-            self.send(CountRanges(ranges), self.small, list(sources))
+            self.send(Task(pieces), self.small, list(sources))
 
     def close_small(self) -> None:
         if self.small is not None:
@@ -249,7 +249,7 @@ class _Counting:
         with open(path, "rb") as f:
             points = cut_points(path, stats.size_bytes, self.pipeline, self.tuning)
             for start, end in zip(points, points[1:]):
-                self.send(CountRanges([Range(path, start, end)]), group, [stats])
+                self.send(Task((FileRange(path, start, end),)), group, [stats])
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
                 self.report(path, end, stats.size_bytes, index, final=end == stats.size_bytes)
@@ -270,7 +270,7 @@ class _Counting:
                 pieces = recut(texts, _after_last_line) if self.jsonl else rechunk(texts, self.pipeline)
                 first_line = 1
                 for piece in pieces:
-                    self.send(CountText(path, piece, first_line), group, [stats])
+                    self.send(Task((TextPiece(path, piece, first_line),)), group, [stats])
                     if self.jsonl:
                         first_line += piece.count("\n")
                     yield from self.finished()
@@ -315,7 +315,7 @@ class _Counting:
     def take_result(self) -> None:
         """Take the oldest task's result (waiting for it) into its group."""
         sent = self.sent.popleft()
-        counted = result(sent.future)
+        counted = self.pool.take(sent.future)
         group = sent.group
         group.pending -= 1
         if group.counts is None:
