@@ -24,8 +24,8 @@ import regex
 from sqlalchemy import func, select
 
 from bpestore import BpestoreError, TokenizerSpec
-from bpestore.errors import SourceError
 from bpestore import ingest
+from bpestore.errors import SourceError
 from bpestore.ingest import IngestTuning, count_sources, expand_paths
 from bpestore.store.schema import ingests, word_counts
 
@@ -145,6 +145,18 @@ def test_workers_hand_back_the_counts_of_every_task(parallel, tmp_path):
     path = tmp_path / "g.txt"
     path.write_bytes(text.encode())
     assert only_batch([path], TokenizerSpec(), workers=2, tuning=tuning).counts == reference_counts(text, GPT2)
+
+
+def test_workers_end_before_the_last_batch_is_handed_on(parallel, tmp_path):
+    import multiprocessing
+
+    path = tmp_path / "g.txt"
+    path.write_text(read_corpus("german_1M.txt")[:300_000], encoding="utf-8")
+    seen = []
+    for _ in count_sources([str(path)], TokenizerSpec(), workers=2, tuning=parallel,
+                           progress=lambda _: seen.append(len(multiprocessing.active_children()))):
+        assert multiprocessing.active_children() == []  # their memory is gone while it is written
+    assert max(seen) == 2
 
 
 @pytest.mark.slow

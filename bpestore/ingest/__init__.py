@@ -19,7 +19,7 @@ raises ``SourceError`` after the batches of the sources before it.
 
 from .pool import default_workers
 from .scheduler import CountedBatch, IngestTuning, count_sources
-from .sources import ERROR_POLICIES, TextReader, expand_paths, file_sha256, open_source
+from .sources import ERROR_POLICIES, TextReader, expand_paths, open_source
 
 __all__ = ["ERROR_POLICIES", "CountedBatch", "IngestTuning", "TextReader", "count_sources",
-           "default_workers", "expand_paths", "file_sha256", "open_source"]
+           "default_workers", "expand_paths", "open_source"]

@@ -200,7 +200,8 @@ def _exit_when_orphaned(parent: int) -> None:
 
 
 def _count(task: Task) -> Counted:
-    _trim_heap()
+    assert _counter is not None, "not a worker"
+    _trim_heap()  # what the last task freed
     return _counter.count(task)
 
 

@@ -5,9 +5,10 @@ Sources are taken in order:
 * a large plain file is cut into ranges of about ``chunk_bytes``, each at a
   place no word or special token spans (``TextPipeline.cut_anywhere``); the
   workers read and count the ranges while this process hashes the file;
-* a compressed file, standard input or a large JSON Lines file is read here
-  (hashed and decoded as it is read), re-cut at safe places (``text.rechunk``)
-  and sent in pieces;
+* a compressed file, standard input, a large JSON Lines file (or any large
+  file, under a spec without a pre-tokenizer pattern) is read here, hashed and
+  decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
+  pieces;
 * small files are read and hashed here and sent whole, several to a task.
 
 A large source is a batch of its own; small ones share batches of about
