@@ -23,8 +23,7 @@ import pytest
 import regex
 from sqlalchemy import func, select
 
-from bpestore import BpestoreError, TokenizerSpec
-from bpestore import ingest
+from bpestore import BpestoreError, TokenizerSpec, ingest
 from bpestore.errors import SourceError
 from bpestore.ingest import IngestTuning, count_sources, expand_paths
 from bpestore.store.schema import ingests, word_counts
@@ -144,7 +143,8 @@ def test_workers_hand_back_the_counts_of_every_task(parallel, tmp_path):
     text = read_corpus("german_1M.txt")[:400_000]
     path = tmp_path / "g.txt"
     path.write_bytes(text.encode())
-    assert only_batch([path], TokenizerSpec(), workers=2, tuning=tuning).counts == reference_counts(text, GPT2)
+    batch = only_batch([path], TokenizerSpec(), workers=2, tuning=tuning)
+    assert batch.counts == reference_counts(text, GPT2)
 
 
 def test_workers_end_before_the_last_batch_is_handed_on(parallel, tmp_path):
@@ -277,8 +277,9 @@ def test_invalid_utf8_deep_in_a_large_source_names_the_offset(parallel, tmp_path
         for batch in count_sources([str(good), str(bad)], TokenizerSpec(), workers=2, tuning=parallel):
             batches.append(batch)
     # Found by a worker; raised here with its fields.
-    assert (type(failed.value), failed.value.source, failed.value.offset) == (SourceError, str(bad), len(prefix))
-    assert failed.value.params == ("errors",) and "errors='replace'" in str(failed.value)
+    error = failed.value
+    assert (type(error), error.source, error.offset) == (SourceError, str(bad), len(prefix))
+    assert error.params == ("errors",) and "errors='replace'" in str(error)
     assert [[s.source for s in b.sources] for b in batches] == [[str(good)]]
     for errors, python_errors in [("replace", "replace"), ("skip", "ignore")]:
         [batch] = count_sources([str(bad)], TokenizerSpec(), errors=errors, workers=2, tuning=parallel)

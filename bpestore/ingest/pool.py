@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -205,6 +206,7 @@ def _count(task: Task) -> Counted:
     return _counter.count(task)
 
 
+_malloc_trim: Callable[[int], int] | None
 try:
     _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
 except (OSError, AttributeError):  # not glibc

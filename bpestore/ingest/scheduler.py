@@ -19,6 +19,7 @@ batches come out in source order.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
@@ -30,8 +31,7 @@ from ..records import Progress, Source
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers
-from .sources import (Opened, TextReader, check_errors, file_sha256, file_size, is_compressed,
-                      read_range)
+from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class _Counting:
             self.send_small()
 
     def send_small(self) -> None:
-        if self.unsent:
+        if self.small is not None and self.unsent:
             sources, pieces = zip(*self.unsent)
             self.unsent, self.unsent_bytes = [], 0
             self.send(Task(pieces), self.small, list(sources))
@@ -224,17 +224,18 @@ class _Counting:
         group = _Group([stats])
         self.groups.append(group)
         plain = path != "-" and not is_compressed(path)
+        size = self.sizes[index] or 0  # known for every file
         hashed_first = plain and not self.force and bool(self.seen)
         if hashed_first:
             # This content may be in already: hashing a plain file first is cheap,
             # and spares counting a repeat.
-            stats.sha256, stats.size_bytes = file_sha256(path), self.sizes[index]
+            stats.sha256, stats.size_bytes = file_sha256(path), size
             if self.is_repeat(stats):
                 group.closed = True
                 self.report(path, stats.size_bytes, stats.size_bytes, index)
                 return
         if plain and not self.jsonl and self.pipeline.pattern is not None:
-            yield from self.add_ranges(index, path, group)
+            yield from self.add_ranges(index, path, size, group)
         else:
             yield from self.add_stream(index, path, group)
         if self.failure is None:
@@ -242,18 +243,17 @@ class _Counting:
                 group.counts = None
             group.closed = True
 
-    def add_ranges(self, index: int, path: str, group: _Group) -> Iterator[CountedBatch]:
+    def add_ranges(self, index: int, path: str, size: int, group: _Group) -> Iterator[CountedBatch]:
         """A plain file: the workers read it themselves, each a range between safe cuts."""
         stats = group.sources[0]
-        stats.size_bytes = self.sizes[index]
+        stats.size_bytes = size
         hasher = None if stats.sha256 else hashlib.sha256()
         with open(path, "rb") as f:
-            points = cut_points(path, stats.size_bytes, self.pipeline, self.tuning)
-            for start, end in zip(points, points[1:]):
+            for start, end in itertools.pairwise(cut_points(path, size, self.pipeline, self.tuning)):
                 self.send(Task((FileRange(path, start, end),)), group, [stats])
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
-                self.report(path, end, stats.size_bytes, index, final=end == stats.size_bytes)
+                self.report(path, end, size, index, final=end == size)
                 yield from self.finished()
                 if self.failure is not None:
                     return

@@ -15,15 +15,15 @@ import hashlib
 import lzma
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import InvalidArgumentError, NotFoundError, SourceError
 
 ERROR_POLICIES = ("strict", "replace", "skip")
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
-_OPENERS = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+_OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
 
 # Bytes read at a time.
 READ_BYTES = 1 << 20
