@@ -8,6 +8,7 @@ whole text, summed with ``collections.Counter``.
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -22,9 +23,9 @@ import pytest
 import regex
 from sqlalchemy import func, select
 
-from bpestore import BpestoreError, TokenizerSpec
-from bpestore import ingest
-from bpestore.ingest import count_sources, expand_paths
+from bpestore import BpestoreError, TokenizerSpec, ingest
+from bpestore.errors import SourceError
+from bpestore.ingest import IngestTuning, count_sources, expand_paths
 from bpestore.store.schema import ingests, word_counts
 
 from .conftest import read_corpus
@@ -52,15 +53,23 @@ def reference_counts(text: str, pattern: str, special: str | None = None) -> Cou
     return counts
 
 
+PARALLEL = IngestTuning(parallel_min_bytes=0, chunk_bytes=50_000, cut_window=3_000, part_chars=7_000,
+                        small_source_bytes=10_000, task_bytes=20_000)
+
+
 @pytest.fixture
-def parallel(monkeypatch):
-    """Force worker processes and many small pieces, even for a small text."""
-    monkeypatch.setattr(ingest, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 50_000)
-    monkeypatch.setattr(ingest, "CUT_WINDOW", 3_000)
-    monkeypatch.setattr(ingest, "PART_CHARS", 7_000)
-    monkeypatch.setattr(ingest, "SMALL_SOURCE_BYTES", 10_000)
-    monkeypatch.setattr(ingest, "TASK_BYTES", 20_000)
+def parallel():
+    """Worker processes and many small pieces, even for a small text."""
+    return PARALLEL
+
+
+@pytest.fixture
+def parallel_store(store, monkeypatch):
+    """A store that ingests with PARALLEL (until Store takes an IngestTuning)."""
+    from functools import partial
+
+    monkeypatch.setattr("bpestore.store.store.count_sources", partial(count_sources, tuning=PARALLEL))
+    return store
 
 
 def only_batch(paths, spec, **options):
@@ -79,7 +88,7 @@ def test_parallel_counts_equal_a_counter_on_every_shared_corpus(name, parallel, 
     text = read_corpus(name)[:1_500_000]
     path = tmp_path / "corpus.txt"
     path.write_bytes(text.encode("utf-8"))
-    batch = only_batch([path], TokenizerSpec(), workers=2)
+    batch = only_batch([path], TokenizerSpec(), workers=2, tuning=parallel)
     expected = reference_counts(text, GPT2)
     assert batch.counts == expected
     assert batch.sources[0].sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -94,14 +103,13 @@ def test_parallel_counts_with_tiktoken_patterns(name, pretokenizer, parallel, tm
     path = tmp_path / "corpus.txt.gz"
     with gzip.open(path, "wb") as f:  # a compressed stream: read here, counted by the workers
         f.write(text.encode("utf-8"))
-    batch = only_batch([path], TokenizerSpec(pretokenizer=pretokenizer), workers=2)
+    batch = only_batch([path], TokenizerSpec(pretokenizer=pretokenizer), workers=2, tuning=parallel)
     assert batch.counts == reference_counts(text, PUBLISHED[pretokenizer])
 
 
-def test_special_tokens_at_chunk_boundaries(parallel, monkeypatch, tmp_path):
+def test_special_tokens_at_chunk_boundaries(parallel, tmp_path):
     """Special tokens and multi-byte characters right at, before and after every read boundary."""
-    monkeypatch.setattr(ingest, "CHUNK_BYTES", 97)
-    monkeypatch.setattr(ingest, "CUT_WINDOW", 41)
+    tuning = dataclasses.replace(parallel, chunk_bytes=97, cut_window=41)
     rng = random.Random(7)
     words = ["the", " cat", "é", "日本", " ", "\n", "  ", "x1", "!!", "<|", "|>"]
     text = ""
@@ -116,7 +124,7 @@ def test_special_tokens_at_chunk_boundaries(parallel, monkeypatch, tmp_path):
     assert text.count(EOT) > 100
     for packed in (path, tmp_path / "specials.txt.gz"):  # file ranges, and a stream re-cut here
         packed.write_bytes(gzip.compress(text.encode()) if packed.suffix == ".gz" else text.encode())
-        batch = only_batch([packed], TokenizerSpec(special_tokens=(EOT,)), workers=2)
+        batch = only_batch([packed], TokenizerSpec(special_tokens=(EOT,)), workers=2, tuning=tuning)
         assert batch.counts == reference_counts(text, GPT2, EOT)
 
 
@@ -129,12 +137,26 @@ def test_gpt2_pattern_is_gpt2s(tmp_path):
         assert regex.findall(PATTERNS["gpt2"], text) == regex.findall(GPT2, text)
 
 
-def test_workers_hand_back_counts_when_they_hold_too_many(parallel, monkeypatch, tmp_path):
-    monkeypatch.setattr(ingest, "KEPT_WORDS_LIMIT", 500)
+def test_workers_hand_back_the_counts_of_every_task(parallel, tmp_path):
+    """Workers keep no counts between tasks: a source's are added up here, from many small ranges."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=5_000, cut_window=1_000)
     text = read_corpus("german_1M.txt")[:400_000]
     path = tmp_path / "g.txt"
     path.write_bytes(text.encode())
-    assert only_batch([path], TokenizerSpec(), workers=2).counts == reference_counts(text, GPT2)
+    batch = only_batch([path], TokenizerSpec(), workers=2, tuning=tuning)
+    assert batch.counts == reference_counts(text, GPT2)
+
+
+def test_workers_end_before_the_last_batch_is_handed_on(parallel, tmp_path):
+    import multiprocessing
+
+    path = tmp_path / "g.txt"
+    path.write_text(read_corpus("german_1M.txt")[:300_000], encoding="utf-8")
+    seen = []
+    for _ in count_sources([str(path)], TokenizerSpec(), workers=2, tuning=parallel,
+                           progress=lambda _: seen.append(len(multiprocessing.active_children()))):
+        assert multiprocessing.active_children() == []  # their memory is gone while it is written
+    assert max(seen) == 2
 
 
 @pytest.mark.slow
@@ -158,7 +180,7 @@ def test_directory_of_small_files_counts_each_and_all(parallel, tmp_path):
     (folder / "notes.md").write_text("not counted", encoding="utf-8")
     files = expand_paths([folder], glob="*.txt")
     assert len(files) == len(pieces) and files == sorted(files)
-    batches = list(count_sources(files, TokenizerSpec(), workers=2))
+    batches = list(count_sources(files, TokenizerSpec(), workers=2, tuning=parallel))
     stats = [s for b in batches for s in b.sources]
     assert [s.source for s in stats] == files
     by_name = {s.source: s for s in stats}
@@ -189,11 +211,11 @@ def test_repeated_large_sources_are_skipped(parallel, tmp_path):
     b.write_text(text, encoding="utf-8")
     c.write_bytes(gzip.compress(text.encode()))
     sha = hashlib.sha256(text.encode()).hexdigest()
-    batches = list(count_sources([str(a), str(b), str(c)], TokenizerSpec(), workers=2))
+    batches = list(count_sources([str(a), str(b), str(c)], TokenizerSpec(), workers=2, tuning=parallel))
     assert [(s.sha256, s.skipped) for bt in batches for s in bt.sources] == [
         (sha, False), (sha, True), (sha, True)]
     assert sum((bt.counts for bt in batches), Counter()) == reference_counts(text, GPT2)
-    [again] = count_sources([str(b)], TokenizerSpec(), workers=2, already_counted={sha})
+    [again] = count_sources([str(b)], TokenizerSpec(), workers=2, already_counted={sha}, tuning=parallel)
     assert again.sources[0].skipped and not again.counts
 
 
@@ -228,7 +250,7 @@ def test_jsonl_counts_each_record_text(parallel, tmp_path):
     with lzma.open(path, "wt", encoding="utf-8") as f:
         for i, doc in enumerate(docs):
             f.write(json.dumps({"id": i, "text": doc}) + "\n")
-    batch = only_batch([path], TokenizerSpec(), workers=2, jsonl_field="text")
+    batch = only_batch([path], TokenizerSpec(), workers=2, jsonl_field="text", tuning=parallel)
     expected = sum((reference_counts(doc, GPT2) for doc in docs), Counter())
     assert batch.counts == expected
 
@@ -251,12 +273,16 @@ def test_invalid_utf8_deep_in_a_large_source_names_the_offset(parallel, tmp_path
     prefix = "ok text é\n".encode() * 20_000
     bad.write_bytes(prefix + b"\xff tail" + b" more" * 1000)
     batches = []
-    with pytest.raises(BpestoreError, match=f"bad.txt is not valid UTF-8 at byte {len(prefix)}"):
-        for batch in count_sources([str(good), str(bad)], TokenizerSpec(), workers=2):
+    with pytest.raises(BpestoreError, match=f"bad.txt is not valid UTF-8 at byte {len(prefix)}") as failed:
+        for batch in count_sources([str(good), str(bad)], TokenizerSpec(), workers=2, tuning=parallel):
             batches.append(batch)
+    # Found by a worker; raised here with its fields.
+    error = failed.value
+    assert (type(error), error.source, error.offset) == (SourceError, str(bad), len(prefix))
+    assert error.params == ("errors",) and "errors='replace'" in str(error)
     assert [[s.source for s in b.sources] for b in batches] == [[str(good)]]
     for errors, python_errors in [("replace", "replace"), ("skip", "ignore")]:
-        [batch] = count_sources([str(bad)], TokenizerSpec(), errors=errors, workers=2)
+        [batch] = count_sources([str(bad)], TokenizerSpec(), errors=errors, workers=2, tuning=parallel)
         assert batch.counts == reference_counts(bad.read_bytes().decode("utf-8", python_errors), GPT2)
 
 
@@ -269,11 +295,25 @@ def test_a_failing_small_source_keeps_the_ones_before_it(parallel, tmp_path):
     kept = []
     with pytest.raises(BpestoreError, match="25.jsonl: line 1 is not valid JSON"):
         for batch in count_sources([str(p) for p in names], TokenizerSpec(), workers=2,
-                                   jsonl_field="text"):
+                                   jsonl_field="text", tuning=parallel):
             kept.append(batch)
     assert [s.source for b in kept for s in b.sources] == [str(p) for p in names[:25]]
     assert sum((b.counts for b in kept), Counter()) == Counter(
         {b"doc": 25, **{f" {i}".encode(): 1 for i in range(25)}})
+
+
+def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
+    good, bad = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    good.write_text('{"text": "kept"}\n', encoding="utf-8")
+    bad.write_text('{"text": "lost"}\nnot json\n', encoding="utf-8")
+    kept = []
+    with pytest.raises(SourceError, match="b.jsonl: line 2 is not valid JSON") as failed:
+        for batch in count_sources([str(good), str(bad)], TokenizerSpec(), jsonl_field="text",
+                                   tuning=IngestTuning(task_bytes=1)):  # each source a task of its own
+            kept.append(batch)
+    assert failed.value.source == str(bad)
+    assert [s.source for b in kept for s in b.sources] == [str(good)]
+    assert sum((b.counts for b in kept), Counter()) == {b"kept": 1}
 
 
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
@@ -318,7 +358,8 @@ def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, t
         assert conn.execute(select(func.count()).select_from(ingests)).scalar() == 0
 
 
-def test_store_failure_in_a_worker_leaves_no_counts(store, parallel, tmp_path):
+def test_store_failure_in_a_worker_leaves_no_counts(parallel_store, tmp_path):
+    store = parallel_store
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine words " * 20_000 + b"\xc3(" + b" more" * 100)
     with pytest.raises(BpestoreError, match="not valid UTF-8 at byte 220000"):
@@ -329,7 +370,8 @@ def test_store_failure_in_a_worker_leaves_no_counts(store, parallel, tmp_path):
 
 
 # -- the store: re-ingest, force, directories, specs ---------------------------
-def test_reingesting_a_directory_is_a_noop_and_force_doubles(store, parallel, tmp_path):
+def test_reingesting_a_directory_is_a_noop_and_force_doubles(parallel_store, tmp_path):
+    store = parallel_store
     folder = tmp_path / "d"
     folder.mkdir()
     text = read_corpus("dracula.txt")[:120_000]
@@ -460,15 +502,16 @@ def test_workers_end_when_the_ingesting_process_is_killed(tmp_path):
     path.write_text("some words here\n" * 400_000, encoding="utf-8")
     script = (
         "import os, sys, time\n"
-        "from bpestore import TokenizerSpec, ingest\n"
-        "ingest.PARALLEL_MIN_BYTES = 0\n"
+        "from bpestore import TokenizerSpec\n"
+        "from bpestore.ingest import IngestTuning, count_sources\n"
         "def progress(state):\n"
         "    pid = os.getpid()\n"
         "    kids = open(f'/proc/{pid}/task/{pid}/children').read().split()\n"
         "    if kids:\n"
         "        print(' '.join(kids), flush=True)\n"
         "        time.sleep(60)\n"
-        "list(ingest.count_sources([sys.argv[1]], TokenizerSpec(), workers=2, progress=progress))\n")
+        "list(count_sources([sys.argv[1]], TokenizerSpec(), workers=2, progress=progress,\n"
+        "                   tuning=IngestTuning(parallel_min_bytes=0)))\n")
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE,
                             text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})

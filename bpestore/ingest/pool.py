@@ -1,0 +1,275 @@
+"""Counting words in worker processes: ``Task`` s in, ``Counted`` results out. No SQL.
+
+A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain
+file, read by the worker itself), a ``FileBytes`` (a small file, read and
+hashed by the caller) or a ``TextPiece`` (text the caller read and decoded:
+standard input, a compressed file, JSON Lines). Workers keep nothing between
+tasks: every result carries its counts back. A source that cannot be read,
+decoded or parsed comes back as ``Counted.error``, an exception the caller
+raises; the pieces before it in the task are counted.
+
+``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
+enough text was submitted (less is counted in this process), whose workers
+ignore Ctrl-C (the parent stops them) and end when the parent is killed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+from ..errors import BpestoreError, SourceError
+from ..spec import TokenizerSpec
+from ..text import TextPipeline
+from .sources import decode, read_range
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``start:end`` of a plain file."""
+
+    name: str
+    start: int
+    end: int
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def decoded(self, errors: str) -> str:
+        return decode(read_range(self.name, self.start, self.end), self.name, errors, self.start)
+
+
+@dataclass(frozen=True)
+class FileBytes:
+    """The content of a small file."""
+
+    name: str
+    data: bytes
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def decoded(self, errors: str) -> str:
+        return decode(self.data, self.name, errors)
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """Text of source ``name`` whose first line is line ``first_line`` of the
+    source (for JSON Lines messages)."""
+
+    name: str
+    text: str
+    first_line: int = 1
+
+    @property
+    def size(self) -> int:
+        return len(self.text)
+
+    def decoded(self, errors: str) -> str:
+        return self.text
+
+
+Piece = FileRange | FileBytes | TextPiece
+
+
+@dataclass(frozen=True)
+class Task:
+    """Pieces to count together; with several, each is counted alone too (for its
+    own distinct words)."""
+
+    pieces: tuple[Piece, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(piece.size for piece in self.pieces)
+
+
+@dataclass
+class Counted:
+    """A task's counts (UTF-8 keys), and the words and distinct words of each piece
+    it counted, in order. With ``error``, the next piece failed: it and the rest
+    of the task are not counted."""
+
+    counts: dict[bytes, int]
+    words: list[tuple[int, int]]
+    error: BpestoreError | None = None
+
+
+class TaskCounter:
+    """Counts the words of tasks with one spec's pipeline."""
+
+    def __init__(self, spec: TokenizerSpec, errors: str, jsonl_field: str | None,
+                 part_chars: int) -> None:
+        self.pipeline = TextPipeline(spec)
+        self.errors = errors
+        self.jsonl_field = jsonl_field
+        self.part_chars = part_chars
+
+    def count(self, task: Task) -> Counted:
+        counts: Counter = Counter()
+        words: list[tuple[int, int]] = []
+        for piece in task.pieces:
+            own = counts if len(task.pieces) == 1 else Counter()
+            try:
+                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, own)
+            except BpestoreError as exc:
+                # Only the pieces before the failing one count.
+                return Counted(_as_bytes(counts) if own is not counts else {}, words, exc)
+            words.append((n_words, len(own)))
+            if own is not counts:
+                counts.update(own)
+        return Counted(_as_bytes(counts), words)
+
+    def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
+        """Add the words of a text (or of each JSON Lines record in it) to counts."""
+        if self.jsonl_field is None:
+            return self.pipeline.count_strings(text, counts, part_chars=self.part_chars)
+        n_words = 0
+        for line_no, line in enumerate(text.split("\n"), start=first_line):
+            if line.strip():
+                n_words += self.pipeline.count_strings(self.document(line, name, line_no), counts)
+        return n_words
+
+    def document(self, line: str, name: str, line_no: int) -> str:
+        """The text field of one JSON Lines record."""
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{name}: line {line_no} is not valid JSON ({exc.msg}); "
+                              "fix the line or leave the file out", source=name) from None
+        doc = record.get(self.jsonl_field) if isinstance(record, dict) else None
+        if not isinstance(doc, str):
+            raise SourceError(f"{name}: line {line_no} has no text field {self.jsonl_field!r}; "
+                              "name the field with jsonl_field", source=name, params=("jsonl_field",))
+        try:
+            doc.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate escaped in JSON ("\\ud800"): not a character.
+            if self.errors == "strict":
+                raise SourceError(f"{name}: line {line_no} holds a lone surrogate (an invalid "
+                                  "\\uXXXX escape); pass errors='replace' or errors='skip'",
+                                  source=name, params=("errors",)) from None
+            replacement = "\ufffd" if self.errors == "replace" else ""
+            doc = "".join(c if not "\ud800" <= c <= "\udfff" else replacement for c in doc)
+        return doc
+
+
+def _as_bytes(counts: Counter) -> dict[bytes, int]:
+    """The counts with UTF-8 keys (they pickle without re-encoding, and the store
+    wants them); ``counts`` is emptied as it goes, so both never hold every word."""
+    as_bytes = {}
+    while counts:
+        word, n = counts.popitem()
+        as_bytes[word.encode("utf-8", "surrogatepass")] = n
+    return as_bytes
+
+
+# -- the worker processes ------------------------------------------------------------
+_counter: TaskCounter | None = None  # a worker's, set when it starts
+
+
+def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_chars: int,
+                  parent: int) -> None:
+    global _counter
+    # Ctrl-C reaches the whole process group; the parent stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field, part_chars)
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """A killed parent cannot stop its workers: they notice and end."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _count(task: Task) -> Counted:
+    assert _counter is not None, "not a worker"
+    _trim_heap()  # what the last task freed
+    return _counter.count(task)
+
+
+_malloc_trim: Callable[[int], int] | None
+try:
+    _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
+except (OSError, AttributeError):  # not glibc
+    _malloc_trim = None
+
+
+def _trim_heap() -> None:
+    """Give freed heap memory back to the system (glibc keeps it otherwise, and
+    a worker's size would creep up with the length of the input)."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def default_workers() -> int:
+    """The number of cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class Pool:
+    """Counts tasks in ``workers`` processes, started once ``start_at`` bytes of
+    text were submitted; until then (and with one worker) in this process."""
+
+    def __init__(self, spec: TokenizerSpec, *, errors: str, jsonl_field: str | None,
+                 part_chars: int, workers: int, start_at: int) -> None:
+        self.local = TaskCounter(spec, errors, jsonl_field, part_chars)
+        self.config = (spec.to_json(), errors, jsonl_field, part_chars, os.getpid())
+        self.workers = workers
+        self.start_at = start_at
+        self.submitted = 0
+        self.executor: ProcessPoolExecutor | None = None
+
+    @property
+    def capacity(self) -> int:
+        """How many tasks to keep submitted and not yet taken: one more than the
+        workers, so none waits for the next."""
+        return self.workers + 1
+
+    def submit(self, task: Task) -> Future[Counted]:
+        self.submitted += task.size
+        if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
+            # Forked where that is safe: no import or set-up again in each worker.
+            context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=context,
+                                                initializer=_start_worker, initargs=self.config)
+        if self.executor is not None:
+            return self.executor.submit(_count, task)
+        future: Future[Counted] = Future()
+        future.set_result(self.local.count(task))
+        return future
+
+    @staticmethod
+    def take(future: Future[Counted]) -> Counted:
+        """A task's result, waiting for it; a worker's bug is raised here."""
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            raise BpestoreError("a counting process died; see the messages above") from None
+
+    def close(self) -> None:
+        """Stop the workers (a task already running ends first)."""
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor = None

@@ -1,0 +1,385 @@
+"""``count_sources``: which source is counted how, and in what batches its counts come back. No SQL.
+
+Sources are taken in order:
+
+* a large plain file is cut into ranges of about ``chunk_bytes``, each at a
+  place no word or special token spans (``TextPipeline.cut_anywhere``); the
+  workers read and count the ranges while this process hashes the file;
+* a compressed file, standard input, a large JSON Lines file (or any large
+  file, under a spec without a pre-tokenizer pattern) is read here, hashed and
+  decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
+  pieces;
+* small files are read and hashed here and sent whole, several to a task.
+
+A large source is a batch of its own; small ones share batches of about
+``batch_bytes``. Results are taken in the order the tasks were sent, so the
+batches come out in source order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ..errors import BpestoreError
+from ..records import Progress, Source
+from ..spec import TokenizerSpec
+from ..text import TextPipeline, rechunk, recut
+from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers
+from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
+
+
+@dataclass(frozen=True)
+class IngestTuning:
+    """Sizes that trade memory, parallelism and overhead in ``count_sources``."""
+
+    chunk_bytes: int = 1 << 20  # bytes read at a time; a range or piece counted is about this size
+    small_source_bytes: int = 1 << 20  # plain files up to this size are counted whole, with others
+    task_bytes: int = 1 << 20  # small sources are grouped into tasks of about this many bytes...
+    batch_bytes: int = 64 << 20  # ...and into batches (one transaction each) of about this many
+    parallel_min_bytes: int = 4 << 20  # less text than this is counted in this process
+    cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
+    part_chars: int = 1 << 18  # a text is pre-tokenized in parts of about this many characters
+
+
+@dataclass
+class CountedBatch:
+    """Sources counted together, in order, and the merged counts of those not skipped."""
+
+    sources: list[Source]
+    counts: Counter = field(default_factory=Counter)
+
+
+def count_sources(
+    paths: Sequence[str],
+    spec: TokenizerSpec,
+    *,
+    errors: str = "strict",
+    workers: int | None = None,
+    jsonl_field: str | None = None,
+    already_counted: Collection[str] = (),
+    force: bool = False,
+    progress: Callable[[Progress], None] | None = None,
+    stdin: BinaryIO | None = None,
+    tuning: IngestTuning = IngestTuning(),
+) -> Iterator[CountedBatch]:
+    """Count the words of each source (a file or ``-``), in order, in batches.
+
+    A source whose sha256 is in ``already_counted``, or repeats one counted
+    earlier in the call, is reported as skipped unless ``force``. ``workers``
+    processes count (default: one per core); ``jsonl_field`` reads every
+    source as JSON Lines and counts that field of each record. A source that
+    cannot be read or decoded raises ``SourceError`` after the batches of the
+    sources before it: nothing of it is in any batch. The counts equal one
+    ``collections.Counter`` over each whole source.
+    """
+    check_errors(errors)
+    counting = _Counting(list(paths), spec, errors=errors,
+                         workers=workers if workers is not None else default_workers(),
+                         jsonl_field=jsonl_field, already_counted=already_counted, force=force,
+                         progress=progress, stdin=stdin, tuning=tuning)
+    return counting.run()
+
+
+@dataclass(eq=False)
+class _Group:
+    """Sources on their way to becoming one CountedBatch."""
+
+    sources: list[Source] = field(default_factory=list)
+    counts: Counter | None = field(default_factory=Counter)  # None: not kept (a repeat, a failure)
+    size: int = 0  # bytes of its sources
+    pending: int = 0  # its tasks not yet answered
+    closed: bool = False  # no more sources or tasks come
+
+    @property
+    def done(self) -> bool:
+        return self.closed and self.pending == 0
+
+    def drop(self) -> None:
+        """Keep nothing of it."""
+        self.sources, self.counts, self.closed = [], None, True
+
+
+@dataclass(eq=False)
+class _Sent:
+    """A task on its way: the group it counts for, and the sources it counts, in order."""
+
+    future: Future[Counted]
+    group: _Group
+    sources: list[Source]
+
+
+class _Counting:
+    """The state of one ``count_sources`` call."""
+
+    def __init__(self, paths: list[str], spec: TokenizerSpec, *, errors: str, workers: int,
+                 jsonl_field: str | None, already_counted: Collection[str], force: bool,
+                 progress: Callable[[Progress], None] | None, stdin: BinaryIO | None,
+                 tuning: IngestTuning) -> None:
+        self.paths = paths
+        self.pipeline = TextPipeline(spec)
+        self.jsonl = jsonl_field is not None
+        self.force = force
+        self.seen = set(already_counted)  # sha256 of contents counted (skip repeats)
+        self.progress = progress
+        self.stdin = stdin
+        self.errors = errors
+        self.tuning = tuning
+        self.sizes = [file_size(p) for p in paths]
+        known = [s for s in self.sizes if s is not None]
+        self.total = None if len(known) < len(self.sizes) else sum(known)
+        # Compressed text is several times its size on disk.
+        expected = sum(s * (4 if is_compressed(p) else 1)
+                       for p, s in zip(paths, self.sizes) if s is not None)
+        self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
+                         part_chars=tuning.part_chars, workers=workers,
+                         start_at=0 if expected >= tuning.parallel_min_bytes
+                         else tuning.parallel_min_bytes)
+        self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
+        self.sent: deque[_Sent] = deque()  # tasks in the order sent
+        self.small: _Group | None = None  # the open group of small sources
+        self.unsent: list[tuple[Source, FileBytes]] = []  # its sources not yet in a task
+        self.unsent_bytes = 0
+        self.done_bytes = 0
+        self.failure: BpestoreError | None = None  # the first source that failed
+
+    # -- the main loop ---------------------------------------------------
+    def run(self) -> Iterator[CountedBatch]:
+        try:
+            for index, path in enumerate(self.paths):
+                try:
+                    size = self.sizes[index]
+                    if size is not None and size <= self.tuning.small_source_bytes and \
+                            not is_compressed(path):
+                        self.add_small(index, path)
+                    else:
+                        self.close_small()
+                        yield from self.add_large(index, path)
+                except BpestoreError as exc:
+                    # This source failed while being read: the ones before it still count.
+                    self.failure = exc
+                if self.failure is not None:
+                    break
+                yield from self.finished()
+            self.close_small()
+            while self.sent:
+                self.take_result()
+            # All counted: the workers' memory goes before the last batches are written.
+            self.pool.close()
+            yield from self.finished()
+        finally:
+            self.pool.close()
+        if self.failure is not None:
+            raise self.failure
+
+    def finished(self) -> Iterator[CountedBatch]:
+        """Hand on the groups at the head of the queue whose counting is done."""
+        while self.groups and self.groups[0].done:
+            group = self.groups.popleft()
+            if not group.sources:
+                continue
+            if len(group.sources) == 1 and group.counts is not None:
+                # A large source's pieces each report their own distinct words.
+                group.sources[0].n_distinct = len(group.counts)
+            yield CountedBatch(group.sources, group.counts if group.counts is not None else Counter())
+
+    # -- small sources: read whole, counted and written together --------------
+    def add_small(self, index: int, path: str) -> None:
+        data = read_range(path)
+        stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
+        self.report(path, stats.size_bytes, stats.size_bytes, index)
+        if self.small is None or self.small.size >= self.tuning.batch_bytes:
+            self.close_small()
+            self.small = _Group()
+            self.groups.append(self.small)
+        self.small.sources.append(stats)
+        self.small.size += stats.size_bytes
+        if self.is_repeat(stats):
+            return
+        self.unsent.append((stats, FileBytes(path, data)))
+        self.unsent_bytes += len(data)
+        if self.unsent_bytes >= self.tuning.task_bytes:
+            self.send_small()
+
+    def send_small(self) -> None:
+        if self.small is not None and self.unsent:
+            sources, pieces = zip(*self.unsent)
+            self.unsent, self.unsent_bytes = [], 0
+            self.send(Task(pieces), self.small, list(sources))
+
+    def close_small(self) -> None:
+        if self.small is not None:
+            self.send_small()
+            self.small.closed = True
+            self.small = None
+
+    # -- large sources: counted in pieces, a batch of their own ----------------
+    def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
+        stats = Source(path)
+        group = _Group([stats])
+        self.groups.append(group)
+        plain = path != "-" and not is_compressed(path)
+        size = self.sizes[index] or 0  # known for every file
+        hashed_first = plain and not self.force and bool(self.seen)
+        if hashed_first:
+            # This content may be in already: hashing a plain file first is cheap,
+            # and spares counting a repeat.
+            stats.sha256, stats.size_bytes = file_sha256(path), size
+            if self.is_repeat(stats):
+                group.closed = True
+                self.report(path, stats.size_bytes, stats.size_bytes, index)
+                return
+        if plain and not self.jsonl and self.pipeline.pattern is not None:
+            yield from self.add_ranges(index, path, size, group)
+        else:
+            yield from self.add_stream(index, path, group)
+        if self.failure is None:
+            if not hashed_first and self.is_repeat(stats):  # hashed only now: drop the counts
+                group.counts = None
+            group.closed = True
+
+    def add_ranges(self, index: int, path: str, size: int, group: _Group) -> Iterator[CountedBatch]:
+        """A plain file: the workers read it themselves, each a range between safe cuts."""
+        stats = group.sources[0]
+        stats.size_bytes = size
+        hasher = None if stats.sha256 else hashlib.sha256()
+        with open(path, "rb") as f:
+            for start, end in itertools.pairwise(cut_points(path, size, self.pipeline, self.tuning)):
+                self.send(Task((FileRange(path, start, end),)), group, [stats])
+                if hasher is not None:  # hash while the workers count
+                    hasher.update(f.read(end - start))
+                self.report(path, end, size, index, final=end == size)
+                yield from self.finished()
+                if self.failure is not None:
+                    return
+        if hasher is not None:
+            stats.sha256 = hasher.hexdigest()
+
+    def add_stream(self, index: int, path: str, group: _Group) -> Iterator[CountedBatch]:
+        """Standard input, a compressed file, JSON Lines: read here, sent in pieces."""
+        stats = group.sources[0]
+        try:
+            with Opened(path, self.stdin) as opened:
+                reader = TextReader(opened.stream, path, errors=self.errors,
+                                    chunk_bytes=self.tuning.chunk_bytes)
+                texts = self.reported(reader, opened, index)
+                pieces = recut(texts, _after_last_line) if self.jsonl else rechunk(texts, self.pipeline)
+                first_line = 1
+                for piece in pieces:
+                    self.send(Task((TextPiece(path, piece, first_line),)), group, [stats])
+                    if self.jsonl:
+                        first_line += piece.count("\n")
+                    yield from self.finished()
+                    if self.failure is not None:
+                        return
+        except BpestoreError:
+            group.drop()  # nothing of a source that failed is kept
+            raise
+        if not stats.sha256:
+            stats.sha256 = reader.sha256.hexdigest()
+        stats.size_bytes = reader.size
+
+    def reported(self, reader: TextReader, opened: Opened, index: int) -> Iterator[str]:
+        for text in reader:
+            position = opened.position()
+            self.report(reader.name, reader.size if position is None else position,
+                        self.sizes[index], index, final=False)
+            yield text
+        self.report(reader.name, opened.position() or reader.size, self.sizes[index], index)
+
+    # -- shared steps ------------------------------------------------------
+    def is_repeat(self, stats: Source) -> bool:
+        """Whether this content was counted already (then the source is skipped)."""
+        if not self.force and stats.sha256 in self.seen:
+            stats.skipped = True
+            stats.n_words = stats.n_distinct = 0
+            return True
+        self.seen.add(stats.sha256)
+        return False
+
+    def send(self, task: Task, group: _Group, sources: list[Source]) -> None:
+        """Send a task counting sources of a group; take the results that are in."""
+        while len(self.sent) >= self.pool.capacity:
+            self.take_result()
+        if group.closed:
+            return  # failed: nothing more is counted for it
+        group.pending += 1
+        self.sent.append(_Sent(self.pool.submit(task), group, sources))
+        while self.sent and self.sent[0].future.done():
+            self.take_result()
+
+    def take_result(self) -> None:
+        """Take the oldest task's result (waiting for it) into its group."""
+        sent = self.sent.popleft()
+        counted = self.pool.take(sent.future)
+        group = sent.group
+        group.pending -= 1
+        if group.counts is None:
+            return  # a repeat found late: not kept
+        for stats, (n_words, n_distinct) in zip(sent.sources, counted.words):
+            stats.n_words += n_words
+            stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
+        group.counts.update(counted.counts)
+        if counted.error is not None:
+            self.fail(group, sent.sources[len(counted.words)], counted.error)
+
+    def fail(self, group: _Group, failed: Source, error: BpestoreError) -> None:
+        """A source failed in a task: it and every later source are not kept, and
+        no task sent after it is taken."""
+        self.failure = error
+        del group.sources[next(i for i, s in enumerate(group.sources) if s is failed):]
+        group.closed = True
+        if not group.sources:
+            group.drop()
+        for later in list(self.groups)[list(self.groups).index(group) + 1:]:
+            later.drop()
+        for sent in self.sent:
+            sent.future.cancel()
+            sent.group.pending -= 1
+        self.sent.clear()
+        self.unsent, self.unsent_bytes = [], 0
+
+    def report(self, name: str, source_done: int, source_size: int | None, index: int, *,
+               final: bool = True) -> None:
+        if self.progress is None:
+            return
+        done = self.done_bytes + source_done
+        if final:
+            self.done_bytes = done
+        self.progress(Progress("ingest", name, done, self.total, "bytes",
+                               sources_done=index + final, sources_total=len(self.paths)))
+
+
+def cut_points(path: str, size: int, pipeline: TextPipeline, tuning: IngestTuning) -> list[int]:
+    """Byte offsets that cut a file into ranges of about ``tuning.chunk_bytes``,
+    each countable alone (``TextPipeline.cut_anywhere``), from 0 to ``size``."""
+    step = tuning.chunk_bytes
+    points = [0]
+    with open(path, "rb") as f:
+        target = step
+        while target + step // 2 < size:
+            f.seek(target)
+            window = f.read(tuning.cut_window)
+            # Start at a character: skip the continuation bytes of one cut in two.
+            skip = 0
+            while skip < 3 and skip < len(window) and 0x80 <= window[skip] < 0xC0:
+                skip += 1
+            # surrogateescape: any bytes decode, and encode back to the same length.
+            text = window[skip:].decode("utf-8", "surrogateescape")
+            cut = pipeline.cut_anywhere(text)
+            if cut:
+                points.append(target + skip + len(text[:cut].encode("utf-8", "surrogateescape")))
+                target = points[-1] + step
+            else:
+                target += tuning.cut_window  # no place to cut here: look further on
+    points.append(size)
+    return points
+
+
+def _after_last_line(text: str) -> int:
+    return text.rfind("\n") + 1

@@ -1,0 +1,199 @@
+"""Sources: naming them, opening them (decompressing), reading, hashing and decoding. No SQL.
+
+A source is a file, ``-`` for standard input, or a ``.gz``/``.xz``/``.bz2`` file.
+Decoding follows an ``errors`` policy (one of ``ERROR_POLICIES``): ``strict``
+raises ``SourceError`` naming the byte of the first invalid UTF-8 sequence,
+``replace`` substitutes U+FFFD, ``skip`` drops the invalid bytes.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import hashlib
+import lzma
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..errors import InvalidArgumentError, NotFoundError, SourceError
+
+ERROR_POLICIES = ("strict", "replace", "skip")
+COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
+_OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+
+# Bytes read at a time.
+READ_BYTES = 1 << 20
+
+
+def expand_paths(paths: Iterable[str | Path], *, glob: str | None = None) -> list[str]:
+    """The files to read: each path as given, and the files under each directory
+    (recursively, sorted, those matching ``glob`` such as ``"*.txt"``)."""
+    files: list[str] = []
+    for path in map(str, paths):
+        if path == "-":
+            if "-" in files:
+                raise InvalidArgumentError("'-' (standard input) can be given only once")
+            files.append(path)
+            continue
+        p = Path(path)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.rglob(glob or "*") if f.is_file())
+            if not found:
+                raise NotFoundError(f"no files{f' matching {glob!r}' if glob else ''} under {path}")
+            files.extend(found)
+        elif p.exists():
+            files.append(path)
+        else:
+            raise NotFoundError(f"file not found: {path}")
+    return files
+
+
+def is_compressed(path: str) -> bool:
+    return path.endswith(COMPRESSED_SUFFIXES)
+
+
+def file_size(path: str) -> int | None:
+    """The size of a file on disk; None for standard input."""
+    if path == "-":
+        return None
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        raise NotFoundError(f"file not found: {path}") from None
+
+
+class Opened:
+    """A source opened for binary reading: ``stream`` gives its (decompressed)
+    bytes, ``position()`` how far into the file on disk reading has got."""
+
+    def __init__(self, name: str, stdin: BinaryIO | None = None) -> None:
+        self.raw: BinaryIO | None = None
+        if name == "-":
+            self.stream = stdin if stdin is not None else sys.stdin.buffer
+            return
+        try:
+            self.raw = open(name, "rb")
+        except FileNotFoundError:
+            raise NotFoundError(f"file not found: {name}") from None
+        except IsADirectoryError:
+            raise InvalidArgumentError(f"{name} is a directory; give the files in it") from None
+        except OSError as exc:
+            raise SourceError(f"cannot read {name}: {exc.strerror}", source=name) from None
+        opener = _OPENERS.get(Path(name).suffix)
+        self.stream = opener(self.raw, "rb") if opener else self.raw
+
+    def position(self) -> int | None:
+        return self.raw.tell() if self.raw is not None else None
+
+    def close(self) -> None:
+        if self.raw is not None:
+            if self.stream is not self.raw:
+                self.stream.close()
+            self.raw.close()
+
+    def __enter__(self) -> Opened:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_source(path: str | Path) -> BinaryIO:
+    """A source opened for binary reading, .gz/.xz/.bz2 decompressed; '-' is
+    stdin. Closing the stream closes the file."""
+    name = str(path)
+    if name == "-":
+        return sys.stdin.buffer
+    opened = Opened(name)  # the checks and their messages
+    if opened.stream is opened.raw:
+        return opened.raw
+    opened.close()
+    # A decompressing stream opened by name owns (and closes) its file.
+    return _OPENERS[Path(name).suffix](name, "rb")
+
+
+def read_range(path: str, start: int = 0, end: int | None = None) -> bytes:
+    """Bytes ``start:end`` of a plain file (to its end if ``end`` is None)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read() if end is None else f.read(end - start)
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror}", source=path) from None
+
+
+class TextReader:
+    """Iterate the decoded text of a binary stream, hashing the bytes as read.
+
+    ``errors``: one of ``ERROR_POLICIES`` (see the module).
+    """
+
+    def __init__(self, stream: BinaryIO, name: str, *, errors: str = "strict",
+                 chunk_bytes: int = READ_BYTES) -> None:
+        check_errors(errors)
+        self.stream = stream
+        self.name = name
+        self.errors = _CODEC_ERRORS[errors]
+        self.chunk_bytes = chunk_bytes
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def __iter__(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")(self.errors)
+        while True:
+            try:
+                data = self.stream.read(self.chunk_bytes)
+            except (OSError, EOFError, lzma.LZMAError) as exc:
+                raise SourceError(f"cannot read {self.name}: {exc}", source=self.name,
+                                  offset=self.size) from None
+            final = not data
+            pending = len(decoder.getstate()[0])
+            try:
+                text = decoder.decode(data, final)
+            except UnicodeDecodeError as exc:
+                raise invalid_utf8(self.name, self.size - pending + exc.start) from None
+            self.sha256.update(data)
+            self.size += len(data)
+            if text:
+                yield text
+            if final:
+                return
+
+
+def decode(data: bytes, name: str, errors: str, offset: int = 0) -> str:
+    """The text of bytes found at ``offset`` in a source, under an ``errors`` policy."""
+    try:
+        return data.decode("utf-8", _CODEC_ERRORS[errors])
+    except UnicodeDecodeError as exc:
+        raise invalid_utf8(name, offset + exc.start) from None
+
+
+_CODEC_ERRORS = {"strict": "strict", "replace": "replace", "skip": "ignore"}
+
+
+def invalid_utf8(name: str, offset: int) -> SourceError:
+    return SourceError(f"{name} is not valid UTF-8 at byte {offset}; "
+                       "pass errors='replace' or errors='skip' to accept it",
+                       source=name, offset=offset, params=("errors",))
+
+
+def check_errors(errors: str) -> None:
+    if errors not in ERROR_POLICIES:
+        raise InvalidArgumentError(f"errors must be one of {', '.join(ERROR_POLICIES)}, not {errors!r}",
+                                   params=("errors",))
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a source's content (decompressed), read in chunks."""
+    h = hashlib.sha256()
+    with Opened(str(path)) as opened:
+        try:
+            while data := opened.stream.read(READ_BYTES):
+                h.update(data)
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise SourceError(f"cannot read {path}: {exc}", source=str(path)) from None
+    return h.hexdigest()
