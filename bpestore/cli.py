@@ -190,10 +190,7 @@ def cli(ctx: click.Context, db: str | None, debug: bool) -> None:
 @click.pass_obj
 def init(obj: Context) -> None:
     """Create the database, or upgrade its schema to this bpestore's."""
-    from .store.db import display_url, schema_revision
-
-    store = obj.store
-    click.echo(f"{display_url(store.url)}: schema revision {schema_revision(store.engine)}")
+    click.echo(f"{obj.store.location}: schema revision {obj.store.schema_revision()}")
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import pytest
 import regex
 from sqlalchemy import func, select
 
-from bpestore import BpestoreError, TokenizerSpec, ingest
+from bpestore import BpestoreError, TokenizerSpec
 from bpestore.errors import SourceError
 from bpestore.ingest import IngestTuning, count_sources, expand_paths
 from bpestore.store.schema import ingests, word_counts
@@ -61,15 +61,6 @@ PARALLEL = IngestTuning(parallel_min_bytes=0, chunk_bytes=50_000, cut_window=3_0
 def parallel():
     """Worker processes and many small pieces, even for a small text."""
     return PARALLEL
-
-
-@pytest.fixture
-def parallel_store(store, monkeypatch):
-    """A store that ingests with PARALLEL (until Store takes an IngestTuning)."""
-    from functools import partial
-
-    monkeypatch.setattr("bpestore.store.store.count_sources", partial(count_sources, tuning=PARALLEL))
-    return store
 
 
 def only_batch(paths, spec, **options):
@@ -220,7 +211,7 @@ def test_repeated_large_sources_are_skipped(parallel, tmp_path):
 
 
 def test_stdin_and_compressed_sources(tmp_path):
-    data = "Stdin, gzip, xz and bz2 all read the same.\n".encode() * 100
+    data = b"Stdin, gzip, xz and bz2 all read the same.\n" * 100
     for suffix, opener in [(".gz", gzip.open), (".xz", lzma.open), (".bz2", bz2.open)]:
         with opener(tmp_path / f"t{suffix}", "wb") as f:
             f.write(data)
@@ -319,7 +310,7 @@ def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
     from bpestore.store import repository
 
-    monkeypatch.setattr(ingest, "SMALL_SOURCE_BYTES", 5)  # each source a transaction of its own
+    one_each = IngestTuning(small_source_bytes=5)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
@@ -333,11 +324,11 @@ def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, 
         real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half})
     monkeypatch.setattr(repository, "upsert_counts", fail_half_way)
     with pytest.raises(RuntimeError, match="disk full"):
-        store.ingest("c", [good, big])
+        store.ingest("c", [good, big], tuning=one_each)
     assert store.word_counts("c") == {b"kept": 1, b" words": 1}
     assert [s.source for s in store.corpus_sources("c")] == [str(good)]
     monkeypatch.setattr(repository, "upsert_counts", real)
-    store.ingest("c", [good, big])  # the failed source was not recorded: it is counted now
+    store.ingest("c", [good, big], tuning=one_each)  # the failed source was not recorded: it is counted now
     assert store.word_counts("c") == (reference_counts(good.read_text(), GPT2)
                                       + reference_counts(big.read_text(), GPT2))
 
@@ -358,33 +349,31 @@ def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, t
         assert conn.execute(select(func.count()).select_from(ingests)).scalar() == 0
 
 
-def test_store_failure_in_a_worker_leaves_no_counts(parallel_store, tmp_path):
-    store = parallel_store
+def test_store_failure_in_a_worker_leaves_no_counts(store, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine words " * 20_000 + b"\xc3(" + b" more" * 100)
     with pytest.raises(BpestoreError, match="not valid UTF-8 at byte 220000"):
-        store.ingest("c", [bad], workers=2)
+        store.ingest("c", [bad], workers=2, tuning=PARALLEL)
     with store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(word_counts)).scalar() == 0
         assert conn.execute(select(func.count()).select_from(ingests)).scalar() == 0
 
 
 # -- the store: re-ingest, force, directories, specs ---------------------------
-def test_reingesting_a_directory_is_a_noop_and_force_doubles(parallel_store, tmp_path):
-    store = parallel_store
+def test_reingesting_a_directory_is_a_noop_and_force_doubles(store, tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
     text = read_corpus("dracula.txt")[:120_000]
     for i in range(0, len(text), 4000):
         (folder / f"{i:06d}.txt").write_text(text[i:i + 4000], encoding="utf-8")
-    first = store.ingest("c", [folder], workers=2)
+    first = store.ingest("c", [folder], workers=2, tuning=PARALLEL)
     counts = store.word_counts("c")
     assert counts == sum((reference_counts(text[i:i + 4000], GPT2) for i in range(0, len(text), 4000)),
                          Counter())
-    again = store.ingest("c", [folder], workers=2)
+    again = store.ingest("c", [folder], workers=2, tuning=PARALLEL)
     assert all(r.skipped for r in again) and len(again) == len(first)
     assert store.word_counts("c") == counts
-    store.ingest("c", [folder], workers=2, force=True)
+    store.ingest("c", [folder], workers=2, force=True, tuning=PARALLEL)
     assert store.word_counts("c") == {w: 2 * n for w, n in counts.items()}
     assert store.corpus("c").n_sources == 2 * len(first)
 

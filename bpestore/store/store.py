@@ -22,12 +22,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..encoder import Tokenizer
 from ..errors import BpestoreError, DatabaseError, InvalidArgumentError, NotFoundError
-from ..ingest import count_sources, expand_paths
+from ..ingest import IngestTuning, count_sources, expand_paths
 from ..queries import diff_versions, first_merges, merge_tree
 from ..records import CorpusInfo, Progress, Source, VersionInfo
 from ..spec import TokenizerSpec
 from . import corpora, imports, repository, training
-from .db import display_url, make_engine, resolve_url, upgrade_schema
+from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
 from .training import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS, TrainOptions
 
 
@@ -94,6 +94,16 @@ class Store:
     def __repr__(self) -> str:
         return f"<Store {display_url(self.url)}>"
 
+    @property
+    def location(self) -> str:
+        """The database URL, any password hidden."""
+        return display_url(self.url)
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision the database is at."""
+        with _database_errors():
+            return schema_revision(self.engine)
+
     @contextmanager
     def reading(self) -> Iterator[Connection]:
         """A read transaction: its queries see one state of the database."""
@@ -125,6 +135,7 @@ class Store:
         jsonl_field: str | None = None,
         on_source: Callable[[Source], None] | None = None,
         progress: Callable[[Progress], None] | None = None,
+        tuning: IngestTuning | None = None,
     ) -> list[Source]:
         """Count the words of each source into ``corpus`` (created if new).
 
@@ -134,7 +145,8 @@ class Store:
         (special tokens, pre-tokenizer, pattern, normalizer) is set by its
         first ingest; later ones must agree or leave them out. A source whose
         content (sha256) is already in the corpus is skipped unless ``force``.
-        ``workers`` processes count (default: one per core).
+        ``workers`` processes count (default: one per core); ``tuning`` sets
+        the sizes of the pieces they get (``IngestTuning``).
 
         Every source is written whole or not at all: a large source is one
         transaction; small ones share transactions (each is still all or
@@ -153,7 +165,8 @@ class Store:
             counted_before = set() if force else repository.source_shas(conn, corpus)
         results: list[Source] = []
         for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
-                                   already_counted=counted_before, force=force, progress=progress):
+                                   already_counted=counted_before, force=force, progress=progress,
+                                   tuning=tuning or IngestTuning()):
             corpora.add_batch(self, corpus, spec, batch, force=force)
             for source in batch.sources:
                 results.append(source)
