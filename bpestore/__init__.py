@@ -25,7 +25,7 @@ from .errors import (
     NotFoundError,
     SourceError,
 )
-from .records import CorpusInfo, Merge, Progress, Source, VersionInfo
+from .records import CorpusInfo, Merge, Progress, Source, VerifyResult, VersionInfo
 from .spec import TokenizerSpec
 from .store import Store, TrainOptions
 from .trainer import BpeTrainer, train_word_counts
@@ -38,7 +38,7 @@ __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
     "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
     "Progress", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
-    "TrainOptions", "TrainProgress", "VersionInfo", "open", "train_bpe",
+    "TrainOptions", "TrainProgress", "VerifyResult", "VersionInfo", "open", "train_bpe",
 ]
 
 

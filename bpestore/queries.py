@@ -1,12 +1,13 @@
-"""Questions about stored vocabularies: what is this token, what changed. Pure.
+"""Questions about stored vocabularies and corpora: what is this token, what
+changed. Pure.
 
 Works on the vocabularies and merges of versions (plus the pair count each
-merge had when it was made); the store fetches them.
+merge had when it was made) and on word counts; the store fetches them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .records import Merge
@@ -70,4 +71,29 @@ def diff_versions(vocab_a: dict[int, bytes], merges_a: Sequence[Merge],
         "changed_ids": sorted(i for i in vocab_a.keys() & vocab_b.keys() if vocab_a[i] != vocab_b[i]),
         "only_a": sorted(token_text(t) for t in strings_a - strings_b),
         "only_b": sorted(token_text(t) for t in strings_b - strings_a),
+    }
+
+
+def diff_counts(a: Mapping[bytes, int], b: Mapping[bytes, int], *, limit: int = 20) -> dict[str, Any]:
+    """What changed from word counts A to B: the words new in B and vanished from A
+    (most frequent first), and the ``limit`` largest count changes.
+
+    >>> d = diff_counts({b"a": 2, b"b": 1}, {b"a": 5, b"c": 1}, limit=5)
+    >>> d["new"], d["vanished"], d["changed"]
+    ([{'word': 'c', 'count': 1}], [{'word': 'b', 'count': 1}], [{'word': 'a', 'from': 2, 'to': 5, 'delta': 3}])
+    """
+    def top(words: Mapping[bytes, int], keys: set[bytes]) -> list[dict[str, Any]]:
+        ranked = sorted(keys, key=lambda w: (-words[w], w))[:limit]
+        return [{"word": token_text(w), "count": words[w]} for w in ranked]
+
+    new, vanished = b.keys() - a.keys(), a.keys() - b.keys()
+    changed = sorted((w for w in a.keys() & b.keys() if a[w] != b[w]), key=lambda w: (-abs(b[w] - a[w]), w))
+    return {
+        "new_words": len(new),
+        "vanished_words": len(vanished),
+        "changed_words": len(changed),
+        "new": top(b, new),
+        "vanished": top(a, vanished),
+        "changed": [{"word": token_text(w), "from": a[w], "to": b[w], "delta": b[w] - a[w]}
+                    for w in changed[:limit]],
     }

@@ -39,6 +39,7 @@ class Source:
     skipped: bool = False
     corpus: str | None = None
     created_at: datetime | None = None
+    generation: int | None = None  # the corpus generation it entered in
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if v is not None}
@@ -49,7 +50,15 @@ class Source:
 
 @dataclass(frozen=True)
 class CorpusInfo:
-    """A corpus: its spec and totals over its sources."""
+    """A corpus as of one of its generations (``C@N``; by default the newest):
+    its spec and totals over the sources it had then.
+
+    ``created_at``: when the corpus was created; ``generated_at``: when this
+    generation was (None for a corpus without sources, generation 0).
+    ``sources_added``: the sources that entered in this generation. ``kept``:
+    its word counts are readable (the newest, or pinned by the versions in
+    ``pinned_by``).
+    """
 
     name: str
     spec: TokenizerSpec
@@ -59,11 +68,23 @@ class CorpusInfo:
     n_distinct: int
     created_at: datetime
     digest: str
+    generation: int = 0
+    sources_added: int = 0
+    kept: bool = True
+    pinned_by: tuple[str, ...] = ()
+    generated_at: datetime | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.generation}"
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
+        d["ref"] = self.ref
         d["spec"] = self.spec.to_dict()
         d["created_at"] = self.created_at.isoformat()
+        d["generated_at"] = self.generated_at.isoformat() if self.generated_at else None
+        d["pinned_by"] = list(self.pinned_by)
         return d
 
 
@@ -90,10 +111,18 @@ class VersionInfo:
     created_at: datetime
     updated_at: datetime
     aliases: tuple[str, ...] = ()
+    corpus_generation: int | None = None  # the generation of ``corpus`` it was trained on
 
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.number}"
+
+    @property
+    def corpus_ref(self) -> str | None:
+        """``C@N``: the corpus generation it was trained on (``C`` when unknown)."""
+        if self.corpus is None:
+            return None
+        return self.corpus if self.corpus_generation is None else f"{self.corpus}@{self.corpus_generation}"
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "id"}
@@ -103,6 +132,25 @@ class VersionInfo:
         d["created_at"] = self.created_at.isoformat()
         d["updated_at"] = self.updated_at.isoformat()
         return d
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``verify`` found: whether retraining ``ref`` from its pinned corpus
+    generation and settings gave its stored merges (same ``fingerprint``).
+
+    ``first_difference``: None when equal, else ``{"rank", "stored",
+    "retrained"}`` with each side's pair as text (None past its last merge).
+    """
+
+    ref: str
+    ok: bool
+    fingerprint: str | None
+    retrained: str
+    first_difference: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

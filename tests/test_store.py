@@ -134,15 +134,18 @@ def test_reuse_needs_the_same_counts_and_limits(shakespeare_store):
     assert store.tokenizer(other.ref).merges == merges
 
 
-def test_resume_refuses_a_grown_corpus(shakespeare_store, tmp_path):
+def test_resume_after_growth_continues_on_the_pinned_generation(shakespeare_store, tmp_path):
     store = shakespeare_store
+    vocab, merges = uninterrupted(store, "shakes", 400)
     with pytest.raises(Stop):
-        store.train("en", corpus="shakes", vocab_size=400, progress=stop_after(10))
+        store.train("en", corpus="shakes", vocab_size=400, checkpoint_every=5, progress=stop_after(10))
     more = tmp_path / "more.txt"
-    more.write_text("brand new words", encoding="utf-8")
+    more.write_text("brand new words the the the" * 200, encoding="utf-8")
     store.ingest("shakes", [more])
-    with pytest.raises(BpestoreError, match="--from en@1"):
-        store.resume("en@1")
+    resumed = store.resume("en@1")
+    assert (resumed.status, resumed.corpus_generation) == ("complete", 1)
+    assert store.tokenizer("en@1").merges == merges and store.tokenizer("en@1").vocab == vocab
+    assert store.corpus("shakes").generation == 2
 
 
 def test_extension_keeps_parent_ids_and_sees_new_text(shakespeare_store, tmp_path):

@@ -36,9 +36,11 @@ def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:
 
 
 def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
-    """Write a batch of counted sources: the corpus (if new), their rows and counts, in
-    one transaction. A source another process counted meanwhile is marked skipped."""
+    """Write a batch of counted sources as the corpus' next generation: the corpus (if
+    new), their rows and counts, in one transaction. A source another process counted
+    meanwhile is marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
+    generation = None
     if counted:
         with db.writing() as conn:
             # Check the stored spec inside this transaction: a concurrent first
@@ -54,10 +56,10 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
                         "same time; ingest again (sources already in are skipped)")
                 counted[0].skipped = True
                 counted = []
-            if counted:
-                repository.add_sources(conn, corpus_id, counted)
-                repository.upsert_counts(conn, corpus_id, batch.counts)
+            generation = repository.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
     for s in batch.sources:
         s.corpus = corpus
+        if not s.skipped:
+            s.generation = generation
         if s.skipped:
             s.n_words = s.n_distinct = 0

@@ -15,21 +15,47 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from functools import cached_property
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, Connection, Select, Table, func, insert, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    LargeBinary,
+    Select,
+    Table,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, Source, VersionInfo
 from ..spec import TokenizerSpec
-from .schema import aliases, corpora, ingests, merges, tokenizers, tokens, versions, word_counts
+from .schema import (
+    aliases,
+    corpora,
+    generations,
+    ingests,
+    merges,
+    tokenizers,
+    tokens,
+    versions,
+    word_count_history,
+    word_counts,
+)
 
 UPSERT_BATCH = 20_000
+HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
 NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
 
 
@@ -73,38 +99,146 @@ def _no_corpus(conn: Connection, name: str) -> NotFoundError:
     return NotFoundError(f"no corpus named {name!r} ({hint})")
 
 
-def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
-    """Every corpus (or the one named) with its totals, in two queries."""
-    def over_sources(column: Any) -> Any:
-        return select(column).where(ingests.c.corpus_id == corpora.c.id).scalar_subquery()
+def corpus_ref(conn: Connection, ref: str) -> tuple[int, int | None]:
+    """The corpus id and generation of ``C@N``; ``C`` alone: the newest (None)."""
+    name, at, tag = ref.partition("@")
+    found = corpus_id(conn, name)
+    if not at:
+        return found, None
+    newest = newest_generation(conn, found)
+    if not NUMBER.fullmatch(tag):
+        raise InvalidArgumentError(f"{ref!r}: after '@' comes a generation number "
+                                   f"(e.g. {name}@{max(newest, 1)})")
+    if not 1 <= int(tag) <= newest:
+        known = f"generations: {name}@1 to {name}@{newest}" if newest else "no generation yet: ingest text first"
+        raise NotFoundError(f"corpus {name!r} has no generation {int(tag)} ({known})")
+    return found, int(tag)
 
-    query = select(
-        corpora,
-        over_sources(func.count()).label("n_sources"),
-        over_sources(func.coalesce(func.sum(ingests.c.size_bytes), 0)).label("size_bytes"),
-        over_sources(func.coalesce(func.sum(ingests.c.n_words), 0)).label("n_words"),
-        select(func.count()).select_from(word_counts).where(word_counts.c.corpus_id == corpora.c.id)
-        .scalar_subquery().label("n_distinct"),
-    ).order_by(corpora.c.name)
-    shas = select(ingests.c.corpus_id, ingests.c.sha256).join(corpora, corpora.c.id == ingests.c.corpus_id)
+
+def readable_generation(conn: Connection, ref: str) -> tuple[int, int]:
+    """Like ``corpus_ref``, for reading counts: the generation (the newest when
+    not named) must be kept; one that is not raises NotFoundError naming those
+    that are."""
+    found, generation = corpus_ref(conn, ref)
+    newest = newest_generation(conn, found)
+    if generation is None or generation == newest:
+        return found, newest
+    kept = kept_generations(conn, found)
+    if generation not in kept:
+        name = ref.partition("@")[0]
+        raise NotFoundError(f"the word counts of {name}@{generation} are not kept (kept: "
+                            f"{', '.join(f'{name}@{g}' for g in kept)}): only the newest generation and "
+                            "those a version was trained on are")
+    return found, generation
+
+
+def read_counts(conn: Connection, ref: str, read: Callable[[int, int | None], Any]) -> Any:
+    """``read(corpus_id, generation)`` for the corpus generation ``ref`` (``C``:
+    the newest, read as None); the generation must be kept. An unpinned newest
+    generation that another ingest replaced during the read raises NotFoundError."""
+    found, generation = readable_generation(conn, ref)
+    if "@" not in ref:
+        return read(found, None)
+    result = read(found, generation)
+    if generation != newest_generation(conn, found) and generation not in pinned_generations(conn, found):
+        raise NotFoundError(f"{ref} stopped being the newest generation while it was read, and no version "
+                            "keeps it; read it again by name, or train on it to keep it")
+    return result
+
+
+def newest_generation(conn: Connection, corpus_id: int) -> int:
+    """The number of a corpus' newest generation; 0 before its first source."""
+    return conn.execute(select(func.coalesce(func.max(generations.c.number), 0))
+                        .where(generations.c.corpus_id == corpus_id)).scalar_one()
+
+
+def pinned_generations(conn: Connection, corpus_id: int) -> list[int]:
+    """The generations of a corpus that versions were trained on, ascending."""
+    return sorted(conn.execute(select(versions.c.corpus_generation).distinct().where(
+        versions.c.corpus_id == corpus_id, versions.c.corpus_generation.is_not(None))).scalars())
+
+
+def kept_generations(conn: Connection, corpus_id: int) -> list[int]:
+    """The generations whose counts are readable: the pinned ones and the newest."""
+    newest = newest_generation(conn, corpus_id)
+    return sorted(set(pinned_generations(conn, corpus_id)) | ({newest} if newest else set()))
+
+
+def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
+    """Every corpus (or the one named) as of its newest generation, in three queries."""
+    later = generations.alias("later")
+    newest = select(func.max(later.c.number)).where(later.c.corpus_id == corpora.c.id).scalar_subquery()
+    query = (select(corpora, generations.c.number, generations.c.n_sources, generations.c.size_bytes,
+                    generations.c.n_words, generations.c.n_distinct, generations.c.digest,
+                    generations.c.created_at.label("generated_at"))
+             .select_from(corpora).outerjoin(generations, (generations.c.corpus_id == corpora.c.id) & (generations.c.number == newest))
+             .order_by(corpora.c.name))
     if name is not None:
-        query, shas = query.where(corpora.c.name == name), shas.where(corpora.c.name == name)
+        query = query.where(corpora.c.name == name)
     rows = conn.execute(query).all()
     if name is not None and not rows:
         raise _no_corpus(conn, name)
-    shas_of: dict[int, list[str]] = {}
-    for cid, sha in conn.execute(shas):
-        shas_of.setdefault(cid, []).append(sha)
-    return [CorpusInfo(name=r.name, spec=TokenizerSpec.from_json(r.spec), n_sources=r.n_sources,
-                       size_bytes=int(r.size_bytes), n_words=int(r.n_words), n_distinct=r.n_distinct,
-                       created_at=_utc(r.created_at), digest=_digest(r.spec, shas_of.get(r.id, [])))
-            for r in rows]
+    pins = _pins(conn, None if name is None else rows[0].id)
+    added = _sources_added(conn, None if name is None else rows[0].id)
+    return [_corpus_info(r, r.number or 0, pins, added, kept=True) for r in rows]
 
 
-def corpus_digest(conn: Connection, corpus_id: int) -> str:
-    spec = conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one()
-    return _digest(spec, conn.execute(select(ingests.c.sha256)
-                                      .where(ingests.c.corpus_id == corpus_id)).scalars())
+def corpus_log(conn: Connection, corpus_id: int) -> list[CorpusInfo]:
+    """Every generation of a corpus, oldest first."""
+    corpus = conn.execute(select(corpora).where(corpora.c.id == corpus_id)).one()
+    rows = conn.execute(select(generations, generations.c.created_at.label("generated_at"))
+                        .where(generations.c.corpus_id == corpus_id).order_by(generations.c.number)).all()
+    pins, added = _pins(conn, corpus_id), _sources_added(conn, corpus_id)
+    newest = rows[-1].number if rows else 0
+    return [_corpus_info(corpus, r.number, pins, added, kept=r.number == newest or (corpus_id, r.number) in pins,
+                         totals=r) for r in rows]
+
+
+def _corpus_info(corpus: Any, generation: int, pins: Mapping[tuple[int, int], list[str]],
+                 added: Mapping[tuple[int, int], int], *, kept: bool, totals: Any = None) -> CorpusInfo:
+    totals = corpus if totals is None else totals
+    if not generation:  # no source yet
+        return CorpusInfo(name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=0,
+                          size_bytes=0, n_words=0, n_distinct=0, created_at=_utc(corpus.created_at),
+                          digest=_digest(corpus.spec, []))
+    return CorpusInfo(
+        name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=totals.n_sources,
+        size_bytes=int(totals.size_bytes), n_words=int(totals.n_words), n_distinct=int(totals.n_distinct),
+        created_at=_utc(corpus.created_at), digest=totals.digest, generation=generation,
+        sources_added=added.get((corpus.id, generation), 0), kept=kept,
+        pinned_by=tuple(pins.get((corpus.id, generation), ())), generated_at=_utc(totals.generated_at))
+
+
+def _pins(conn: Connection, corpus_id: int | None) -> dict[tuple[int, int], list[str]]:
+    """The refs of the versions trained on each (corpus id, generation)."""
+    query = (select(versions.c.corpus_id, versions.c.corpus_generation, tokenizers.c.name, versions.c.number)
+             .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
+             .where(versions.c.corpus_generation.is_not(None)).order_by(tokenizers.c.name, versions.c.number))
+    if corpus_id is not None:
+        query = query.where(versions.c.corpus_id == corpus_id)
+    pins: dict[tuple[int, int], list[str]] = {}
+    for cid, generation, name, number in conn.execute(query):
+        pins.setdefault((cid, generation), []).append(f"{name}@{number}")
+    return pins
+
+
+def _sources_added(conn: Connection, corpus_id: int | None) -> dict[tuple[int, int], int]:
+    query = select(ingests.c.corpus_id, ingests.c.generation, func.count()).group_by(
+        ingests.c.corpus_id, ingests.c.generation)
+    if corpus_id is not None:
+        query = query.where(ingests.c.corpus_id == corpus_id)
+    return {(cid, generation): n for cid, generation, n in conn.execute(query)}
+
+
+def generation_digest(conn: Connection, corpus_id: int, generation: int | None) -> str:
+    """The digest of a generation (None: the newest)."""
+    if generation is None:
+        generation = newest_generation(conn, corpus_id)
+    digest = conn.execute(select(generations.c.digest).where(
+        generations.c.corpus_id == corpus_id, generations.c.number == generation)).scalar()
+    if digest is None:  # no source yet
+        return _digest(conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one(), [])
+    return digest
 
 
 def _digest(spec_json: str, shas: Iterable[str]) -> str:
@@ -115,11 +249,13 @@ def _digest(spec_json: str, shas: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-def corpus_sources(conn: Connection, corpus_id: int) -> list[Source]:
-    """The sources counted into a corpus, oldest first."""
-    rows = conn.execute(select(ingests).where(ingests.c.corpus_id == corpus_id).order_by(ingests.c.id))
+def corpus_sources(conn: Connection, corpus_id: int, generation: int | None = None) -> list[Source]:
+    """The sources counted into a corpus (up to a generation), oldest first."""
+    query = select(ingests).where(ingests.c.corpus_id == corpus_id).order_by(ingests.c.id)
+    if generation is not None:
+        query = query.where(ingests.c.generation <= generation)
     return [Source(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct,
-                   created_at=_utc(r.created_at)) for r in rows]
+                   created_at=_utc(r.created_at), generation=r.generation) for r in conn.execute(query)]
 
 
 def source_shas(conn: Connection, corpus: str) -> set[str]:
@@ -138,6 +274,12 @@ def lock_corpus(conn: Connection, name: str, spec: TokenizerSpec) -> tuple[int, 
     return found, TokenizerSpec.from_json(stored)
 
 
+def lock_corpus_row(conn: Connection, corpus_id: int) -> None:
+    """Lock a corpus' row until the transaction ends: ingests into it wait (PostgreSQL;
+    on SQLite every writer holds the database's write lock)."""
+    conn.execute(select(corpora.c.id).where(corpora.c.id == corpus_id).with_for_update())
+
+
 def any_source_present(conn: Connection, corpus_id: int, shas: Sequence[str]) -> bool:
     """Whether any of these contents is already a source of the corpus."""
     for start in range(0, len(shas), 500):
@@ -148,35 +290,85 @@ def any_source_present(conn: Connection, corpus_id: int, shas: Sequence[str]) ->
     return False
 
 
-def add_sources(conn: Connection, corpus_id: int, sources: Sequence[Source]) -> None:
+def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int]) -> int:
+    """The corpus' next generation: its sources, counts and totals; returns its number.
+
+    Call with the corpus row locked (``lock_corpus``). Before a count changes,
+    its row is copied to word_count_history if a version pins a generation the
+    row is valid in; with nothing pinned, this is one upsert, as before
+    generations.
+    """
+    previous = conn.execute(select(generations).where(generations.c.corpus_id == corpus_id)
+                            .order_by(generations.c.number.desc()).limit(1)).first()
+    number = (previous.number if previous else 0) + 1
+    pinned = pinned_generations(conn, corpus_id)
+    if pinned:
+        _keep_history(conn, corpus_id, counts, pinned[-1], number)
     now = _now()
     conn.execute(insert(ingests), [
         {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256, "size_bytes": s.size_bytes,
-         "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": now} for s in sources])
+         "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": now, "generation": number}
+        for s in sources])
+    upsert_counts(conn, corpus_id, counts, number)
+    spec = conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one()
+    conn.execute(insert(generations).values(
+        corpus_id=corpus_id, number=number,
+        n_sources=(previous.n_sources if previous else 0) + len(sources),
+        size_bytes=(previous.size_bytes if previous else 0) + sum(s.size_bytes for s in sources),
+        n_words=(previous.n_words if previous else 0) + sum(s.n_words for s in sources),
+        n_distinct=conn.execute(select(func.count()).select_from(word_counts)
+                                .where(word_counts.c.corpus_id == corpus_id)).scalar_one(),
+        digest=_digest(spec, conn.execute(select(ingests.c.sha256)
+                                          .where(ingests.c.corpus_id == corpus_id)).scalars()),
+        created_at=now))
+    return number
 
 
-def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int]) -> None:
-    """Add counts to word_counts: INSERT ... ON CONFLICT DO UPDATE, in batches.
+def _keep_history(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], newest_pin: int,
+                  number: int) -> None:
+    """Copy the rows of the words about to change that a pinned generation reads
+    (changed in ``newest_pin`` or before) to word_count_history, valid until ``number``."""
+    word = bindparam("word", type_=LargeBinary)
+    match = [word_counts.c.corpus_id == bindparam("corpus_id"), word_counts.c.word == word]
+    if conn.dialect.name == "postgresql":  # the unique index is on sha256(word)
+        match.append(func.sha256(word_counts.c.word) == func.sha256(word))
+    rows = select(word_counts.c.corpus_id, word_counts.c.word, word_counts.c["count"], word_counts.c.changed_in,
+                  bindparam("valid_to", type_=Integer)).where(
+        *match, word_counts.c.changed_in <= bindparam("newest_pin", type_=Integer))
+    stmt = insert(word_count_history).from_select(
+        ["corpus_id", "word", "count", "valid_from", "valid_to"], rows)
+    _execute_many(conn, stmt, ("corpus_id", "word", "valid_to", "newest_pin"),
+                  ((corpus_id, w, number, newest_pin) for w in sorted(counts)))
 
-    Built with SQLAlchemy Core, compiled for the connection's dialect, run
-    with the driver's executemany on plain tuples.
-    """
+
+def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
+    """Add counts to word_counts, marking the rows changed in ``generation``:
+    INSERT ... ON CONFLICT DO UPDATE, in batches."""
     stmt = _dialect(conn).insert(word_counts)
     stmt = stmt.on_conflict_do_update(index_elements=word_count_key(conn),
-                                      set_={"count": word_counts.c.count + stmt.excluded["count"]})
+                                      set_={"count": word_counts.c.count + stmt.excluded["count"],
+                                            "changed_in": stmt.excluded["changed_in"]})
+    # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
+    _execute_many(conn, stmt, ("corpus_id", "word", "count", "changed_in"),
+                  ((corpus_id, word, count, generation) for word, count in sorted(counts.items())))
+
+
+def _execute_many(conn: Connection, stmt: Any, names: Sequence[str], rows: Iterable[tuple]) -> None:
+    """Run ``stmt`` once per row (tuples of the parameters ``names``), in batches:
+    compiled once with SQLAlchemy Core, run with the driver's executemany."""
     compiled = stmt.compile(dialect=conn.dialect)
     sql = str(compiled)
-    plain_order = compiled.positional and list(compiled.positiontup) == ["corpus_id", "word", "count"]
-    # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
-    items = iter(sorted(counts.items()))
+    order = list(compiled.positiontup) if compiled.positional else None
+    items = iter(rows)
     while batch := list(itertools.islice(items, UPSERT_BATCH)):
-        if plain_order:  # SQLite's "?" parameters, in column order
-            rows: list = [(corpus_id, word, count) for word, count in batch]
+        if order == list(names):  # SQLite's "?" parameters, in our order
+            conn.exec_driver_sql(sql, batch)
+            continue
+        dicts = [dict(zip(names, row)) for row in batch]
+        if order is not None:
+            conn.exec_driver_sql(sql, [tuple(d[name] for name in order) for d in dicts])
         else:
-            rows = [{"corpus_id": corpus_id, "word": word, "count": count} for word, count in batch]
-            if compiled.positional:
-                rows = [tuple(row[name] for name in compiled.positiontup) for row in rows]
-        conn.exec_driver_sql(sql, rows)
+            conn.exec_driver_sql(sql, dicts)
 
 
 def word_count_key(conn: Connection) -> list:
@@ -188,30 +380,54 @@ def word_count_key(conn: Connection) -> list:
     return [word_counts.c.corpus_id, word_counts.c.word]
 
 
-def counts(conn: Connection, corpus_id: int) -> dict[bytes, int]:
-    """Every word of a corpus with its count."""
-    result = conn.execute(select(word_counts.c.word, word_counts.c.count)
-                          .where(word_counts.c.corpus_id == corpus_id))
-    return {bytes(word): count for word, count in result}
+def _counts_of(corpus_id: int, generation: int | None) -> Any:
+    """(word, count) of a corpus' generation (None: the newest) as one statement,
+    so it reads one snapshot: the rows unchanged since, and the history rows
+    valid in it. The generation must be kept (``readable_generation``)."""
+    newest = select(word_counts.c.word, word_counts.c["count"]).where(word_counts.c.corpus_id == corpus_id)
+    if generation is None:
+        return newest
+    return newest.where(word_counts.c.changed_in <= generation).union_all(
+        select(word_count_history.c.word, word_count_history.c["count"]).where(
+            word_count_history.c.corpus_id == corpus_id, word_count_history.c.valid_from <= generation,
+            word_count_history.c.valid_to > generation))
 
 
-def words(conn: Connection, corpus_id: int) -> Iterator[bytes]:
-    """Every distinct word of a corpus, without counts."""
-    for word in conn.execute(select(word_counts.c.word).where(word_counts.c.corpus_id == corpus_id)).scalars():
+def counts(conn: Connection, corpus_id: int, generation: int | None = None) -> dict[bytes, int]:
+    """Every word of a corpus' generation (None: the newest) with its count."""
+    return {bytes(word): count for word, count in conn.execute(_counts_of(corpus_id, generation))}
+
+
+def words(conn: Connection, corpus_id: int, generation: int | None = None) -> Iterator[bytes]:
+    """Every distinct word of a corpus' generation, without counts."""
+    for word, _count in conn.execute(_counts_of(corpus_id, generation)):
         yield bytes(word)
 
 
-def has_words(conn: Connection, corpus_id: int) -> bool:
-    return conn.execute(select(word_counts.c.word).where(word_counts.c.corpus_id == corpus_id)
-                        .limit(1)).first() is not None
+def top_words(conn: Connection, corpus_id: int, n: int, generation: int | None = None) -> list[tuple[bytes, int]]:
+    """The ``n`` most frequent words of a corpus' generation with their counts (ties by bytes)."""
+    rows = _counts_of(corpus_id, generation).subquery()
+    result = conn.execute(select(rows.c.word, rows.c["count"])
+                          .order_by(rows.c["count"].desc(), rows.c.word).limit(n))
+    return [(bytes(word), count) for word, count in result]
 
 
-def top_words(conn: Connection, corpus_id: int, n: int) -> list[tuple[bytes, int]]:
-    """The ``n`` most frequent words of a corpus with their counts (ties by bytes)."""
-    rows = conn.execute(select(word_counts.c.word, word_counts.c["count"])
-                        .where(word_counts.c.corpus_id == corpus_id)
-                        .order_by(word_counts.c["count"].desc(), word_counts.c.word).limit(n))
-    return [(bytes(word), count) for word, count in rows]
+def has_words(conn: Connection, corpus_id: int, generation: int | None = None) -> bool:
+    return conn.execute(_counts_of(corpus_id, generation).limit(1)).first() is not None
+
+
+def compact(conn: Connection, corpus_id: int) -> tuple[int, int]:
+    """Delete the history rows no pinned generation reads; returns (rows, bytes) freed,
+    the bytes as the rows' data (word, count, generations)."""
+    pinned = select(versions.c.id).where(
+        versions.c.corpus_id == corpus_id, versions.c.corpus_generation >= word_count_history.c.valid_from,
+        versions.c.corpus_generation < word_count_history.c.valid_to)
+    unneeded = (word_count_history.c.corpus_id == corpus_id) & ~pinned.exists()
+    rows, size = conn.execute(select(func.count(), func.coalesce(func.sum(func.length(word_count_history.c.word)), 0))
+                              .where(unneeded)).one()
+    if rows:
+        conn.execute(delete(word_count_history).where(unneeded))
+    return rows, int(size) + rows * HISTORY_ROW_BYTES
 
 
 # -- versions ---------------------------------------------------------------
@@ -307,7 +523,7 @@ def version_infos(conn: Connection, *, name: str | None = None,
         spec=TokenizerSpec.from_json(v.spec), min_frequency=v.min_frequency,
         max_token_length=v.max_token_length, corpus_digest=v.corpus_digest, fingerprint=v.fingerprint,
         created_at=_utc(v.created_at), updated_at=_utc(v.updated_at),
-        aliases=tuple(aliases_of.get(v.id, ()))) for v in rows]
+        aliases=tuple(aliases_of.get(v.id, ())), corpus_generation=v.corpus_generation) for v in rows]
 
 
 def _rows_of(table: Table) -> Any:
@@ -319,7 +535,8 @@ def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str
                 corpus_id: int | None = None, parent_id: int | None = None,
                 target_vocab_size: int | None = None, target_merges: int | None = None,
                 min_frequency: int = 1, max_token_length: int | None = None,
-                corpus_digest: str | None = None, fingerprint: str | None = None) -> int:
+                corpus_digest: str | None = None, corpus_generation: int | None = None,
+                fingerprint: str | None = None) -> int:
     """Insert the next version row of tokenizer ``name`` (created if new); returns its id."""
     check_name(name, "tokenizer", "name")
     # Create the tokenizer row if missing, then lock it, so two processes
@@ -335,7 +552,8 @@ def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str
         tokenizer_id=tokenizer_id, number=number, parent_id=parent_id, corpus_id=corpus_id,
         spec=spec.to_json(), target_vocab_size=target_vocab_size, target_merges=target_merges,
         min_frequency=min_frequency, max_token_length=max_token_length, status=status, source=source,
-        corpus_digest=corpus_digest, fingerprint=fingerprint, created_at=now, updated_at=now))
+        corpus_digest=corpus_digest, corpus_generation=corpus_generation, fingerprint=fingerprint,
+        created_at=now, updated_at=now))
     return inserted.inserted_primary_key[0]  # type: ignore[index]  # None only for statements that insert nothing
 
 

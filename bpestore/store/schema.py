@@ -47,7 +47,22 @@ ingests = Table(
     Column("n_words", BigInteger, nullable=False),
     Column("n_distinct", BigInteger, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("generation", Integer, nullable=False, server_default="1"),  # the generation it entered in
     Index("ix_ingests_corpus_sha256", "corpus_id", "sha256"),
+)
+
+# One row per generation of a corpus: its totals and digest as of that generation
+# (revision 0003). Every ingest transaction that adds sources makes the next one.
+generations = Table(
+    "generations", metadata,
+    Column("corpus_id", Integer, ForeignKey("corpora.id", ondelete="CASCADE"), primary_key=True),
+    Column("number", Integer, primary_key=True, autoincrement=False),
+    Column("n_sources", Integer, nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("n_words", BigInteger, nullable=False),
+    Column("n_distinct", BigInteger, nullable=False),
+    Column("digest", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
 )
 
 word_counts = Table(
@@ -55,6 +70,7 @@ word_counts = Table(
     Column("corpus_id", Integer, ForeignKey("corpora.id", ondelete="CASCADE"), nullable=False),
     Column("word", LargeBinary, nullable=False),
     Column("count", BigInteger, nullable=False),
+    Column("changed_in", Integer, nullable=False, server_default="1"),  # the generation that last changed it
     PrimaryKeyConstraint("corpus_id", "word").ddl_if(dialect="sqlite"),
 )
 # A PostgreSQL btree entry holds at most 2704 bytes, too few for a long word
@@ -62,6 +78,18 @@ word_counts = Table(
 # (revision 0002).
 Index("ux_word_counts_corpus_word_sha256", word_counts.c.corpus_id, func.sha256(word_counts.c.word),
       unique=True).ddl_if(dialect="postgresql")
+
+# The count a word had in generations [valid_from, valid_to), copied from word_counts
+# when an ingest changes it and a version pins a generation in that range (revision 0003).
+word_count_history = Table(
+    "word_count_history", metadata,
+    Column("corpus_id", Integer, ForeignKey("corpora.id", ondelete="CASCADE"), nullable=False),
+    Column("word", LargeBinary, nullable=False),
+    Column("count", BigInteger, nullable=False),
+    Column("valid_from", Integer, nullable=False),
+    Column("valid_to", Integer, nullable=False),
+    Index("ix_word_count_history_corpus_to", "corpus_id", "valid_to"),
+)
 
 tokenizers = Table(
     "tokenizers", metadata,
@@ -85,6 +113,7 @@ versions = Table(
     Column("status", String(16), nullable=False),  # training | complete
     Column("source", String(32), nullable=False),  # trained | gpt2 (import)
     Column("corpus_digest", String(64), nullable=True),
+    Column("corpus_generation", Integer, nullable=True),  # the generation it was trained on
     Column("fingerprint", String(64), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),

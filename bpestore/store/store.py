@@ -23,8 +23,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..encoder import Tokenizer
 from ..errors import BpestoreError, DatabaseError, InvalidArgumentError, NotFoundError
 from ..ingest import count_sources, expand_paths
-from ..queries import diff_versions, first_merges, merge_tree
-from ..records import CorpusInfo, Progress, Source, VersionInfo
+from ..queries import diff_counts, diff_versions, first_merges, merge_tree
+from ..records import CorpusInfo, Progress, Source, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
 from . import corpora, imports, repository, training
 from .db import display_url, make_engine, resolve_url, upgrade_schema
@@ -162,28 +162,55 @@ class Store:
         return results
 
     def corpora(self) -> list[CorpusInfo]:
-        """Every corpus with its totals."""
+        """Every corpus with its totals (as of its newest generation)."""
         with self.reading() as conn:
             return repository.corpus_infos(conn)
 
-    def corpus(self, name: str) -> CorpusInfo:
+    def corpus(self, ref: str) -> CorpusInfo:
+        """A corpus as of generation ``C@N``, or ``C``: its newest."""
         with self.reading() as conn:
-            return repository.corpus_infos(conn, name)[0]
+            corpus_id, generation = repository.corpus_ref(conn, ref)
+            if generation is None:
+                return repository.corpus_infos(conn, ref)[0]
+            return repository.corpus_log(conn, corpus_id)[generation - 1]
+
+    def corpus_log(self, corpus: str) -> list[CorpusInfo]:
+        """Every generation of a corpus, oldest first (``kept``: its counts are readable)."""
+        with self.reading() as conn:
+            return repository.corpus_log(conn, repository.corpus_id(conn, corpus))
 
     def corpus_sources(self, corpus: str) -> list[Source]:
-        """The sources counted into a corpus, oldest first."""
+        """The sources of corpus generation ``C@N`` (``C``: the newest), oldest first."""
         with self.reading() as conn:
-            return repository.corpus_sources(conn, repository.corpus_id(conn, corpus))
+            return repository.corpus_sources(conn, *repository.corpus_ref(conn, corpus))
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
-        """The ``n`` most frequent words of a corpus with their counts (ties by bytes)."""
+        """The ``n`` most frequent words of ``C@N`` (``C``: the newest) with their counts (ties by bytes)."""
         with self.reading() as conn:
-            return repository.top_words(conn, repository.corpus_id(conn, corpus), n)
+            return repository.read_counts(conn, corpus, lambda c, g: repository.top_words(conn, c, n, g))
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
-        """All word counts of a corpus."""
+        """All word counts of ``C@N`` (``C``: the newest); the generation must be kept."""
         with self.reading() as conn:
-            return repository.counts(conn, repository.corpus_id(conn, corpus))
+            return repository.read_counts(conn, corpus, lambda c, g: repository.counts(conn, c, g))
+
+    def corpus_diff(self, ref_a: str, ref_b: str, *, limit: int = 20) -> dict[str, Any]:
+        """What changed from corpus generation ``C@A`` to ``C@B``: new and vanished
+        words, the largest count changes (``limit`` of each), both totals."""
+        with self.reading() as conn:
+            a, b = (repository.read_counts(conn, ref, lambda c, g: repository.counts(conn, c, g))
+                    for ref in (ref_a, ref_b))
+        result = diff_counts(a, b, limit=limit)
+        return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
+
+    def compact(self, corpus: str) -> dict[str, Any]:
+        """Delete the history no version pins; says what it freed and which generations stay readable."""
+        with self.writing() as conn:
+            corpus_id = repository.corpus_id(conn, corpus)
+            repository.lock_corpus_row(conn, corpus_id)
+            rows, size = repository.compact(conn, corpus_id)
+            return {"corpus": corpus, "rows_freed": rows, "bytes_freed": size,
+                    "kept": repository.kept_generations(conn, corpus_id)}
 
     # -- versions ----------------------------------------------------------------
     def versions(self, name: str | None = None) -> list[VersionInfo]:
@@ -204,7 +231,8 @@ class Store:
     # -- training ----------------------------------------------------------------
     def train(self, name: str, *, corpus: str, options: TrainOptions | None = None,
               progress: Callable[[Progress], None] | None = None, **settings: Any) -> VersionInfo:
-        """Train a new version ``NAME@N`` from the word counts of ``corpus``.
+        """Train a new version ``NAME@N`` from the word counts of ``corpus``: ``C``
+        (its newest generation) or ``C@N`` (a kept one). The version pins it.
 
         The options are ``TrainOptions`` fields, given as keywords or as
         ``options`` (keywords win):
@@ -235,11 +263,17 @@ class Store:
     def resume(self, ref: str, *, checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY,
                checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
                progress: Callable[[Progress], None] | None = None) -> VersionInfo:
-        """Continue a version that stopped before its target (``ref`` alone: its newest)."""
+        """Continue a version that stopped before its target (``ref`` alone: its newest),
+        on the corpus generation it pins, whatever was ingested since."""
         version_id = training.resume(self, ref, checkpoint_every=checkpoint_every,
                                      checkpoint_seconds=checkpoint_seconds, progress=progress)
         self.tokenizer_cache.clear()
         return self._version(version_id)
+
+    def verify(self, ref: str) -> VerifyResult:
+        """Retrain version ``ref`` from its pinned corpus generation and settings (an
+        extension: from its parent's merges) and compare: ``ok`` when the merges are equal."""
+        return training.verify(self, ref)
 
     def _version(self, version_id: int) -> VersionInfo:
         with self.reading() as conn:

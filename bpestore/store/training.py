@@ -26,7 +26,8 @@ from ..alphabet import (
     merge_filter,
 )
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError
-from ..records import Merge, Progress
+from ..queries import token_text
+from ..records import Merge, Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
 from ..trainer import BpeTrainer
 from . import repository
@@ -92,21 +93,26 @@ class TrainOptions:
 
 def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
           progress: Callable[[Progress], None] | None = None) -> int:
-    """Train the next version of ``name`` on ``corpus``; returns its id, complete.
+    """Train the next version of ``name`` on ``corpus`` (``C@N``: generation N,
+    ``C``: the newest); returns its id, complete. The version pins the generation.
 
     Creating the version (its row, initial tokens, and the merges it takes from
     a parent or an equal run) is one transaction; training on is checkpointed.
     """
+    corpus_name = corpus.partition("@")[0]
     with db.writing() as conn:
-        corpus_id = repository.corpus_id(conn, corpus)
-        corpus_spec = repository.corpus_spec(conn, corpus)
+        # Locked, so an ingest either sees this version's pin or makes the generation it pins.
+        repository.lock_corpus_row(conn, repository.corpus_id(conn, corpus_name))
+        corpus_id, generation = repository.readable_generation(conn, corpus)
+        corpus_spec = repository.corpus_spec(conn, corpus_name)
         assert corpus_spec is not None
-        if not repository.has_words(conn, corpus_id):
+        if not repository.has_words(conn, corpus_id, generation):
             raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first")
         settings: dict[str, Any] = dict(
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
             min_frequency=options.min_frequency, max_token_length=options.max_token_length,
-            status="training", source="trained", corpus_digest=repository.corpus_digest(conn, corpus_id))
+            status="training", source="trained", corpus_generation=generation,
+            corpus_digest=repository.generation_digest(conn, corpus_id, generation))
         if options.parent is None:
             version_id = _new_root(conn, name, corpus_spec, options, settings)
             if _reuse_merges(conn, version_id):
@@ -121,7 +127,8 @@ def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: 
               settings: dict[str, Any]) -> int:
     """A version without parent: its spec is the corpus' with the options' changes."""
     spec = corpus_spec.replace(**options.spec_changes())
-    initial = initial_vocab(spec, None if spec.byte_level else repository.words(conn, settings["corpus_id"]))
+    initial = initial_vocab(spec, None if spec.byte_level else repository.words(
+        conn, settings["corpus_id"], settings["corpus_generation"]))
     if options.vocab_size is not None and options.vocab_size < len(initial):
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
                                    f"and {len(spec.special_tokens)} special tokens)", params=("vocab_size",))
@@ -211,32 +218,36 @@ def resume(db: Transactions, ref: str, *, checkpoint_every: int = DEFAULT_CHECKP
         v = repository.version_info(conn, version_id)
         if v.status == "complete":
             raise ConflictError(f"{v.ref} is complete; nothing to resume")
-        assert v.corpus is not None  # only trained versions are ever incomplete
-        if repository.corpus_digest(conn, repository.corpus_id(conn, v.corpus)) != v.corpus_digest:
-            raise ConflictError(
-                f"corpus {v.corpus!r} has changed since {v.ref} started (new sources were ingested), "
-                f"so resuming would not give the run it began. Extend it instead: train {v.name} with "
-                f"parent={v.ref!r} (bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)",
-                params=("parent",))
     run(db, version_id, checkpoint_every, checkpoint_seconds, progress)
     return version_id
 
 
-def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
-             progress: Callable[[Progress], None] | None) -> None:
-    """Replay the version's stored merges, then merge on to its target, writing checkpoints."""
-    with db.reading() as conn:
-        v = repository.version_info(conn, version_id)
-        assert v.corpus is not None
-        corpus_id = repository.corpus_id(conn, v.corpus)
-        # In the same read as the counts: were they what the version pinned?
-        if repository.corpus_digest(conn, corpus_id) != v.corpus_digest:
-            raise ConflictError(f"corpus {v.corpus!r} changed while {v.ref} was starting; "
-                                f"resume {v.ref} again")
-        counts = repository.counts(conn, corpus_id)
-        stored = repository.vocabulary(conn, version_id)
+def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], str]:
+    """The word counts a version trains on (its pinned generation's) and their digest.
+
+    A version from before generations pins none: it trains on the newest counts
+    if they are still the ones it began on.
+    """
+    if v.corpus is None:
+        raise InvalidArgumentError(f"{v.ref} was imported ({v.source}); it has no corpus to train on")
+    corpus_id = repository.corpus_id(conn, v.corpus)
+    if v.corpus_generation is None:
+        if repository.generation_digest(conn, corpus_id, None) != v.corpus_digest:
+            raise ConflictError(
+                f"{v.ref} was trained before corpus generations existed and {v.corpus!r} has grown since: "
+                f"its counts are not kept. Extend it instead: train {v.name} with parent={v.ref!r} "
+                f"(bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)", params=("parent",))
+        return repository.counts(conn, corpus_id), repository.generation_digest(conn, corpus_id, None)
+    # Pinned, so kept: one statement reads it whatever is ingested meanwhile.
+    return (repository.counts(conn, corpus_id, v.corpus_generation),
+            repository.generation_digest(conn, corpus_id, v.corpus_generation))
+
+
+def _trainer(v: VersionInfo, counts: Mapping[bytes, int], stored: repository.Vocabulary,
+             initial: list[bytes], replayed: Sequence[Merge]) -> BpeTrainer:
+    """A trainer for version ``v`` on ``counts``, from the ``initial`` tokens, with
+    ``replayed`` merges (stored ones) made again; checks they give the same tokens."""
     spec = v.spec
-    initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
     trainer = BpeTrainer(
         initial_words(spec, counts, initial),
         initial,
@@ -247,12 +258,25 @@ def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_sec
         allow_merge=merge_filter(spec),
         special_ids=[token_id for token_id, kind in stored.kinds.items() if kind == "special"],
     )
-    del counts  # the trainer holds the words now
-    trainer.replay([(m.left, m.right) for m in stored.merges], [m.count for m in stored.merges])
-    if [m.token for m in trainer.merges] != [m.token for m in stored.merges] or any(
-            m.token not in stored.tokens for m in stored.merges):
+    trainer.replay([(m.left, m.right) for m in replayed], [m.count for m in replayed])
+    if [m.token for m in trainer.merges] != [m.token for m in replayed] or any(
+            m.token not in stored.tokens for m in replayed):
         raise DamagedDataError(f"{v.ref}'s stored merges do not replay to their stored tokens; "
                                "the version is damaged")
+    return trainer
+
+
+def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
+        progress: Callable[[Progress], None] | None) -> None:
+    """Replay the version's stored merges, then merge on to its target, writing checkpoints."""
+    with db.reading() as conn:
+        v = repository.version_info(conn, version_id)
+        counts, _digest = pinned_counts(conn, v)
+        stored = repository.vocabulary(conn, version_id)
+    spec = v.spec
+    initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
+    trainer = _trainer(v, counts, stored, initial, stored.merges)
+    del counts  # the trainer holds the words now
     writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
                               every=checkpoint_every, seconds=checkpoint_seconds)
     # Progress counts merges; a vocabulary target counts the alphabet and specials too.
@@ -317,6 +341,50 @@ class CheckpointWriter:
         repository.add_merges(conn, self.version_id, merges)
         repository.add_tokens(conn, self.version_id, new_tokens)
         repository.record_checkpoint(conn, self.version_id, fingerprint)
+
+
+def verify(db: Transactions, ref: str) -> VerifyResult:
+    """Retrain a complete version from its pinned generation and settings (an
+    extension: from its parent's merges) and compare the merges."""
+    with db.reading() as conn:
+        v = repository.version_info(conn, repository.resolve(conn, ref))
+        if v.status != "complete":
+            raise ConflictError(f"{v.ref} is still training; resume it first, then verify it")
+        counts, digest = pinned_counts(conn, v)
+        stored = repository.vocabulary(conn, v.id)
+        parent = None
+        if v.parent is not None:
+            parent = repository.vocabulary(conn, repository.resolve(conn, v.parent))
+    n_initial = len([k for k in stored.kinds.values() if k != "merge"])
+    if parent is None:
+        initial = initial_vocab(v.spec, None if v.spec.byte_level else counts)
+    else:
+        initial = [data for token_id, data in parent.tokens.items() if parent.kinds[token_id] != "merge"]
+    if len(initial) != n_initial or any(stored.tokens.get(i) != data for i, data in enumerate(initial)):
+        raise DamagedDataError(f"{v.ref}'s initial tokens are not those its spec and corpus give; "
+                               "the version is damaged")
+    trainer = _trainer(v, counts, stored, initial, parent.merges if parent is not None else [])
+    del counts
+    list(trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges))
+    retrained = fingerprint(v.spec, digest, trainer.merges)
+    difference = None
+    if retrained != v.fingerprint:
+        difference = _first_difference(stored.merges, stored.tokens, trainer.merges, trainer.token_bytes)
+    return VerifyResult(v.ref, retrained == v.fingerprint, v.fingerprint, retrained, difference)
+
+
+def _first_difference(stored: Sequence[Merge], stored_tokens: Mapping[int, bytes], retrained: Sequence[Merge],
+                      retrained_tokens: Sequence[bytes]) -> dict[str, Any]:
+    """The first rank where two merge lists differ, each side's pair as text."""
+    rank = next((i for i, (a, b) in enumerate(zip(stored, retrained))
+                 if (a.left, a.right, a.token) != (b.left, b.right, b.token)), min(len(stored), len(retrained)))
+
+    def pair(merges: Sequence[Merge], tokens: Any) -> list[str] | None:
+        if rank >= len(merges):
+            return None
+        return [token_text(tokens[merges[rank].left]), token_text(tokens[merges[rank].right])]
+
+    return {"rank": rank, "stored": pair(stored, stored_tokens), "retrained": pair(retrained, retrained_tokens)}
 
 
 def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
