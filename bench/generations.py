@@ -128,6 +128,7 @@ def _ten_ingests(p: Params, pin: bool) -> cases.Timed:
             for ref in [CORPUS, *pinned]:
                 seconds, counts = _timed(store.word_counts, ref)
                 reads.setdefault(ref, []).append(seconds)
+                details.setdefault("read_words", {})[ref] = len(counts)
                 if not p.code:  # a versioned store: check the generation's counts add up to its log
                     info = store.corpus(ref)
                     if (len(counts), sum(counts.values())) != (info.n_distinct, info.n_words):
@@ -250,17 +251,28 @@ class Detailed(TreeResult):
         self.details: list[dict] = []
 
     def add(self, report: dict) -> str:
-        self.details.append(report.get("details") or {})
-        return super().add(report)
+        details = report.get("details") or {}
+        self.details.append(details)
+        line = super().add(report)
+        if "ingest_s" in details:
+            return f"{line}; ingests {sum(details['ingest_s']):.2f} s"
+        if "s" in details:
+            return f"{line}; day 2 {details['s']['day 2']:.2f} s"
+        return line
 
     def median(self, key) -> float:
         """The median over runs of ``key(details)``."""
         return statistics.median(key(d) for d in self.details)
 
 
-def measure_detailed(cases_: list[Case], runs: int) -> list[Detailed]:
-    """``ingestion.measure_tree``, keeping what each run's timed callable returned."""
-    return measure(cases_, runs, run=run_tree, result_type=Detailed)
+def measure_detailed(suite: str, cases_: list[Case], runs: int) -> list[Detailed]:
+    """``ingestion.measure_tree``, keeping what each run's timed callable returned (also
+    written, every run's, to bench/.data/<suite>-<time>.json)."""
+    results = measure(cases_, runs, run=run_tree, result_type=Detailed)
+    out = DATA / f"{suite}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps({r.label: {"seconds": r.times, "details": r.details} for r in results}, indent=1))
+    print(f"  every run's figures: {out}", file=sys.stderr, flush=True)
+    return results
 
 
 def _mb(n: float) -> str:
@@ -272,7 +284,7 @@ def generations(corpus: Path, name: str, runs: int, vocab_size: int, *, baseline
     """Item 5: ten successive ingests, unversioned vs versioned (nothing pinned, all pinned)."""
     code = str(baseline_checkout(baseline))
     folder = str(_split(corpus, slices))
-    today, unpinned, pinned = measure_detailed([
+    today, unpinned, pinned = measure_detailed("generations", [
         Case(f"(a) today's store ({BASELINE})", ingests_unversioned, Params(corpus=folder, code=code)),
         Case("(b) generations, nothing pinned", ingests_unversioned, Params(corpus=folder)),
         Case("(c) generations, every one pinned", ingests_pinned, Params(corpus=folder))], runs)
@@ -296,10 +308,17 @@ def generations(corpus: Path, name: str, runs: int, vocab_size: int, *, baseline
          "size / (a)", "word_counts rows", "history rows", "read newest (s)"], rows)
 
     newest = pinned.median(lambda d: d["read_s"][CORPUS])
+    words = pinned.details[0]["read_words"]
     refs = [ref for ref in pinned.details[0]["read_s"] if ref != CORPUS]
-    read_rows = [[f"`{ref}` (pinned)", f"{pinned.median(lambda d, r=ref: d['read_s'][r]):.3f}", f"{newest:.3f}",
-                  f"{pinned.median(lambda d, r=ref: d['read_s'][r]) / newest:.2f}×"] for ref in refs]
-    read_table = markdown_table(["read `word_counts`", "time (s)", f"newest `{CORPUS}` (s)", "ratio"], read_rows)
+
+    def read_row(ref: str) -> list[str]:
+        seconds = pinned.median(lambda d: d["read_s"][ref])
+        per_word = seconds / words[ref] / (newest / words[CORPUS])
+        return [f"`{ref}` (pinned)", f"{words[ref]:,}", f"{seconds:.3f}", f"{newest:.3f}", f"{seconds / newest:.2f}×",
+                f"{per_word:.2f}×"]
+    read_table = markdown_table(["read `word_counts`", "words", "time (s)", f"newest `{CORPUS}` (s, "
+                                 f"{words[CORPUS]:,} words)", "time / newest's", "per word / newest's"],
+                                [read_row(ref) for ref in refs])
 
     def compact_row(label: str, r: Detailed, key: str) -> list[str]:
         return [label, f"{r.median(lambda d: d[key]['rows_freed']):,.0f}",
@@ -322,7 +341,7 @@ def incremental(corpus: Path, name: str, runs: int, vocab_size: int, *, baseline
     code = str(baseline_checkout(baseline))
     halves = str(_split(corpus, 2))
     larger = vocab_size * 5 // 4
-    ours, first, today, hf = measure_detailed([
+    ours, first, today, hf = measure_detailed("incremental", [
         Case("generations: two days", two_days, Params(corpus=halves, vocab_size=vocab_size)),
         Case("generations: two days, en@2 before the ingest", two_days_en2_first,
              Params(corpus=halves, vocab_size=vocab_size)),
