@@ -28,7 +28,7 @@ from .errors import BpestoreError
 from .formats import EXPORT_FORMATS
 from .ingest import ERROR_POLICIES
 from .queries import token_text
-from .records import Progress, Source, VersionInfo
+from .records import CorpusInfo, Progress, Source, VersionInfo
 from .spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
 from .store import Store
 
@@ -337,32 +337,92 @@ def corpus_group() -> None:
     """Look into one corpus."""
 
 
+def generation_line(c: CorpusInfo) -> str:
+    pins = f"  pinned by {','.join(c.pinned_by)}" if c.pinned_by else ""
+    when = f"{c.generated_at:%Y-%m-%d %H:%M}" if c.generated_at else "-"
+    return (f"{c.ref}\t{when}\t+{c.sources_added} sources ({c.n_sources} in all)\t{c.size_bytes:,} bytes\t"
+            f"{c.n_words:,} words\t{c.n_distinct:,} distinct\tdigest {c.digest[:12]}\t"
+            f"{'kept' if c.kept else 'not kept'}{pins}")
+
+
 @corpus_group.command("show")
-@click.argument("name")
+@click.argument("name", metavar="C[@N]")
 @click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
               help="How many of the most frequent words to list.")
 @json_option
 @click.pass_obj
 def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
-    """A corpus' spec, sources, totals and most frequent words."""
+    """A corpus (as of generation N; default: the newest): spec, sources, totals, most frequent words."""
     info = obj.store.corpus(name)
     sources = obj.store.corpus_sources(name)
-    words = obj.store.top_words(name, top) if top else []
+    words = obj.store.top_words(name, top) if top and info.kept else []
     if as_json:
         emit_json({**info.to_dict(), "sources": [s.to_dict() for s in sources],
                    "top_words": [{"word": token_text(w), "count": n} for w, n in words]})
         return
     click.echo(f"{info.name}: {info.n_sources:,} sources, {info.size_bytes:,} bytes, "
                f"{info.n_words:,} words, {info.n_distinct:,} distinct")
+    click.echo(f"generation: {generation_line(info)}")
     click.echo(f"spec: {info.spec.to_json()}")
     click.echo("sources:")
     for s in sources:
         click.echo(f"  {s.source}  {s.size_bytes:,} bytes  {s.n_words:,} words  {s.n_distinct:,} distinct  "
-                   f"sha256 {s.sha256[:12]}  {s.created_at:%Y-%m-%d %H:%M}")
+                   f"sha256 {s.sha256[:12]}  {s.created_at:%Y-%m-%d %H:%M}  @{s.generation}")
     if words:
         click.echo(f"top {len(words)} words:")
         for rank, (word, count) in enumerate(words, start=1):
             click.echo(f"  {rank:>4}  {count:>12,}  {token_text(word)!r}")
+    elif top and not info.kept:
+        click.echo("word counts: not kept (only the newest generation and those a version was trained on are)")
+
+
+@corpus_group.command("log")
+@click.argument("name", metavar="C")
+@json_option
+@click.pass_obj
+def corpus_log(obj: Context, name: str, as_json: bool) -> None:
+    """The generations of corpus C, oldest first: sources, totals, digest, what pins them."""
+    emit_listing(obj.store.corpus_log(name), as_json, f"{name} has no generation yet: bpestore ingest {name} PATH...",
+                 generation_line)
+
+
+@corpus_group.command("diff")
+@click.argument("ref_a", metavar="C@A")
+@click.argument("ref_b", metavar="C@B")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Words to list in each part.")
+@json_option
+@click.pass_obj
+def corpus_diff(obj: Context, ref_a: str, ref_b: str, limit: int, as_json: bool) -> None:
+    """What changed from generation A to B: new and vanished words, the largest count changes."""
+    d = obj.store.corpus_diff(ref_a, ref_b, limit=limit)
+    if as_json:
+        emit_json(d)
+        return
+    a, b = d["from"], d["to"]
+    click.echo(f"{a['ref']} -> {b['ref']}: words {a['n_words']:,} -> {b['n_words']:,}, distinct "
+               f"{a['n_distinct']:,} -> {b['n_distinct']:,}, sources {a['n_sources']:,} -> {b['n_sources']:,}")
+    for part, count in (("new", "new_words"), ("vanished", "vanished_words")):
+        shown = ", ".join(f"{w['word']!r} x{w['count']:,}" for w in d[part])
+        click.echo(f"{part} words ({d[count]:,}): {shown}")
+    click.echo(f"largest changes ({d['changed_words']:,} words changed):")
+    for w in d["changed"]:
+        click.echo(f"  {w['delta']:>+12,}  {w['from']:>12,} -> {w['to']:<12,}  {w['word']!r}")
+
+
+@corpus_group.command("compact")
+@click.argument("name", metavar="C")
+@json_option
+@click.pass_obj
+def corpus_compact(obj: Context, name: str, as_json: bool) -> None:
+    """Delete the word-count history of C that no version pins; says what it freed."""
+    result = obj.store.compact(name)
+    if as_json:
+        emit_json(result)
+        return
+    kept = ", ".join(f"{name}@{g}" for g in result["kept"]) or "-"
+    click.echo(f"{name}: freed {result['rows_freed']:,} history rows ({result['bytes_freed']:,} bytes); "
+               f"counts kept for {kept}")
 
 
 # ---------------------------------------------------------------------------
@@ -380,7 +440,8 @@ def refuse_new_settings(ctx: click.Context, allowed: Sequence[str]) -> None:
 
 @cli.command()
 @click.argument("name", required=False)
-@click.option("--corpus", help="The corpus whose word counts to train on.")
+@click.option("--corpus", metavar="C[@N]",
+              help="The corpus whose word counts to train on (@N: its generation N; default: the newest).")
 @training_options
 @symbol_options
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=1000, show_default=True,
@@ -534,7 +595,7 @@ def decode(obj: Context, ref: str, ids: tuple[int, ...], path: str | None,
 def version_line(v: VersionInfo) -> str:
     target = v.target_vocab_size if v.target_vocab_size is not None else f"{v.target_merges} merges"
     parts = [v.ref, v.status, f"{v.vocab_size:,}/{target} tokens" if v.status != "complete"
-             else f"{v.vocab_size:,} tokens", f"corpus={v.corpus or '-'}",
+             else f"{v.vocab_size:,} tokens", f"corpus={v.corpus_ref or '-'}",
              f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
              v.created_at.strftime("%Y-%m-%d %H:%M")]
     if v.fingerprint:
@@ -570,8 +631,28 @@ def show(obj: Context, ref: str, as_json: bool) -> None:
     click.echo(f"merges: {v.n_merges:,}   min frequency: {v.min_frequency}   "
                f"max token length: {v.max_token_length or '-'}")
     click.echo(f"spec: {v.spec.to_json()}")
-    click.echo(f"corpus digest: {v.corpus_digest or '-'}")
+    click.echo(f"corpus: {v.corpus_ref or '-'}   corpus digest: {v.corpus_digest or '-'}")
     click.echo(f"fingerprint: {v.fingerprint or '- (not complete)'}")
+
+
+@cli.command()
+@click.argument("ref")
+@json_option
+@click.pass_obj
+def verify(obj: Context, ref: str, as_json: bool) -> None:
+    """Retrain REF from its corpus generation and settings and compare; exit 1 if the merges differ."""
+    result = obj.store.verify(ref)
+    if as_json:
+        emit_json(result.to_dict())
+    elif result.ok:
+        click.echo(f"{result.ref}: ok, retraining gives the same merges (fingerprint {result.retrained[:12]})")
+    else:
+        d = result.first_difference or {}
+        click.echo(f"{result.ref}: DIFFERENT at merge {d.get('rank')}: stored {d.get('stored')}, "
+                   f"retrained {d.get('retrained')} (fingerprint {(result.fingerprint or '-')[:12]}, "
+                   f"retrained {result.retrained[:12]})")
+    if not result.ok:
+        sys.exit(1)
 
 
 @cli.command()

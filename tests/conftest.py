@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+# tests/data holds fixtures; its make_store_0002.py is a script, not a module to import.
+collect_ignore = ["data"]
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
 

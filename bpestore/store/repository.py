@@ -171,7 +171,8 @@ def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
     query = (select(corpora, generations.c.number, generations.c.n_sources, generations.c.size_bytes,
                     generations.c.n_words, generations.c.n_distinct, generations.c.digest,
                     generations.c.created_at.label("generated_at"))
-             .select_from(corpora).outerjoin(generations, (generations.c.corpus_id == corpora.c.id) & (generations.c.number == newest))
+             .select_from(corpora)
+             .outerjoin(generations, (generations.c.corpus_id == corpora.c.id) & (generations.c.number == newest))
              .order_by(corpora.c.name))
     if name is not None:
         query = query.where(corpora.c.name == name)

@@ -367,10 +367,12 @@ def verify(db: Transactions, ref: str) -> VerifyResult:
     del counts
     list(trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges))
     retrained = fingerprint(v.spec, digest, trainer.merges)
+    # The stored merges, and the fingerprint recorded when they were made, must both agree.
+    same = [(m.left, m.right, m.token) for m in stored.merges] == [(m.left, m.right, m.token) for m in trainer.merges]
     difference = None
-    if retrained != v.fingerprint:
+    if not same:
         difference = _first_difference(stored.merges, stored.tokens, trainer.merges, trainer.token_bytes)
-    return VerifyResult(v.ref, retrained == v.fingerprint, v.fingerprint, retrained, difference)
+    return VerifyResult(v.ref, same and retrained == v.fingerprint, v.fingerprint, retrained, difference)
 
 
 def _first_difference(stored: Sequence[Merge], stored_tokens: Mapping[int, bytes], retrained: Sequence[Merge],
