@@ -3,6 +3,8 @@
 ingest: Store.ingest into a fresh SQLite db vs HF training a 300-token vocab
 (read + pre-tokenize + count). train: ingest + train, and retraining from the
 stored counts, vs HF training. encode: GPT-2 encode_ordinary vs tiktoken and HF.
+generations, incremental: corpus generations (issue 9) vs today's unversioned
+store (--baseline) and HF (bench/generations.py says how).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -16,10 +18,12 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from bench.common import MIXES, REPO, prepare_corpus
+from bench.generations import BASELINE
+from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
 from bench.suites import SUITES
 
-SUITES = {**SUITES, **INGESTION_SUITES}
+SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES}
 
 
 def _versions() -> str:
@@ -45,6 +49,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per case; the median is shown")
     parser.add_argument("--vocab-size", type=int, default=10_000,
                         help="vocabulary size for train (default: 10000)")
+    parser.add_argument("--baseline", metavar="PATH",
+                        help="generations, incremental: a checkout of today's unversioned store whose "
+                             f"bpestore/ the baseline cases import (default: commit {BASELINE} extracted "
+                             "under bench/.data)")
+    parser.add_argument("--slices", type=int, default=10,
+                        help="generations: how many slices the corpus is ingested in (default: 10)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -52,7 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     print(_versions(), flush=True)
     corpus = prepare_corpus(args.corpus)
     names = list(SUITES) if args.what == "all" else [args.what]
-    sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size) for n in names]
+    sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size,
+                          **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else {}))
+                for n in names]
     print("\n" + "\n\n".join(sections))
 
 

@@ -2,7 +2,8 @@
 
 Usage: ``python -m bench.child '{"func": "bench.cases:NAME", ...Params}'``. The
 case function does its untimed set-up and returns the callable to time; the
-last stdout line is ``{"seconds", "maxrss_kb", "digest"}``.
+last stdout line is ``{"seconds", "maxrss_kb", "digest"}``, plus ``"details"``
+when the callable returns a dict (measures it took itself).
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ def main(argv: list[str]) -> None:
     start = time.perf_counter()
     value = timed()
     seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "maxrss_kb": peak_rss_kb(), "digest": _digest(value)}))
+    report = {"seconds": seconds, "maxrss_kb": peak_rss_kb(), "digest": _digest(value)}
+    if isinstance(value, dict):
+        report["details"] = value
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

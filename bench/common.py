@@ -32,6 +32,7 @@ class Params:
     tmp: str = ""
     db: str = ""
     vocab_size: int = 0
+    code: str = ""  # a checkout whose bpestore the case imports instead of this tree's (bench.generations)
 
 
 @dataclass(frozen=True)
