@@ -94,9 +94,13 @@ def corpus_id(conn: Connection, name: str) -> int:
 
 
 def _no_corpus(conn: Connection, name: str) -> NotFoundError:
-    known = conn.execute(select(corpora.c.name).order_by(corpora.c.name)).scalars().all()
-    hint = f"corpora: {', '.join(known)}" if known else "no corpus yet: ingest text first"
-    return NotFoundError(f"no corpus named {name!r} ({hint})")
+    return _not_found(conn, corpora, f"no corpus named {name!r}", "corpora", "no corpus yet: ingest text first")
+
+
+def _not_found(conn: Connection, table: Table, message: str, known_as: str, none_yet: str) -> NotFoundError:
+    """``message``, with the names the table does hold (or ``none_yet``)."""
+    known = conn.execute(select(table.c.name).order_by(table.c.name)).scalars().all()
+    return NotFoundError(f"{message} ({f'{known_as}: ' + ', '.join(known) if known else none_yet})")
 
 
 def corpus_ref(conn: Connection, ref: str) -> tuple[int, int | None]:
@@ -473,9 +477,7 @@ def newest_version(conn: Connection, name: str) -> int:
 
 
 def _no_tokenizer(conn: Connection, name: str) -> NotFoundError:
-    known = conn.execute(select(tokenizers.c.name).order_by(tokenizers.c.name)).scalars().all()
-    hint = f"known: {', '.join(known)}" if known else "none yet: train or import one"
-    return NotFoundError(f"no tokenizer named {name!r} ({hint})")
+    return _not_found(conn, tokenizers, f"no tokenizer named {name!r}", "known", "none yet: train or import one")
 
 
 def version_info(conn: Connection, version_id: int) -> VersionInfo:
