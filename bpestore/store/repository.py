@@ -24,11 +24,8 @@ from typing import Any, Protocol
 from sqlalchemy import (
     ColumnElement,
     Connection,
-    Integer,
-    LargeBinary,
     Select,
     Table,
-    bindparam,
     delete,
     func,
     insert,
@@ -332,18 +329,17 @@ def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], 
 def _keep_history(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], newest_pin: int,
                   number: int) -> None:
     """Copy the rows of the words about to change that a pinned generation reads
-    (changed in ``newest_pin`` or before) to word_count_history, valid until ``number``."""
-    word = bindparam("word", type_=LargeBinary)
-    match = [word_counts.c.corpus_id == bindparam("corpus_id"), word_counts.c.word == word]
-    if conn.dialect.name == "postgresql":  # the unique index is on sha256(word)
-        match.append(func.sha256(word_counts.c.word) == func.sha256(word))
-    rows = select(word_counts.c.corpus_id, word_counts.c.word, word_counts.c["count"], word_counts.c.changed_in,
-                  bindparam("valid_to", type_=Integer)).where(
-        *match, word_counts.c.changed_in <= bindparam("newest_pin", type_=Integer))
-    stmt = insert(word_count_history).from_select(
-        ["corpus_id", "word", "count", "valid_from", "valid_to"], rows)
-    _execute_many(conn, stmt, ("corpus_id", "word", "valid_to", "newest_pin"),
-                  ((corpus_id, w, number, newest_pin) for w in sorted(counts)))
+    (changed in ``newest_pin`` or before) to word_count_history, valid until ``number``:
+    one scan of those rows, then one executemany of the copies (a lookup per word of
+    the batch cost more when a batch touches most of the corpus)."""
+    rows = conn.execute(select(word_counts.c.word, word_counts.c["count"], word_counts.c.changed_in)
+                        .where(word_counts.c.corpus_id == corpus_id, word_counts.c.changed_in <= newest_pin))
+    copies = []
+    for word, count, changed_in in rows:
+        word = bytes(word)
+        if word in counts:
+            copies.append((corpus_id, word, count, changed_in, number))
+    _insert_rows(conn, word_count_history, copies)
 
 
 def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
