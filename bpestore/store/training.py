@@ -232,12 +232,13 @@ def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], s
         raise InvalidArgumentError(f"{v.ref} was imported ({v.source}); it has no corpus to train on")
     corpus_id = repository.corpus_id(conn, v.corpus)
     if v.corpus_generation is None:
-        if repository.generation_digest(conn, corpus_id, None) != v.corpus_digest:
+        newest_digest = repository.generation_digest(conn, corpus_id, None)
+        if newest_digest != v.corpus_digest:
             raise ConflictError(
                 f"{v.ref} was trained before corpus generations existed and {v.corpus!r} has grown since: "
                 f"its counts are not kept. Extend it instead: train {v.name} with parent={v.ref!r} "
                 f"(bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)", params=("parent",))
-        return repository.counts(conn, corpus_id), repository.generation_digest(conn, corpus_id, None)
+        return repository.counts(conn, corpus_id), newest_digest
     # Pinned, so kept: one statement reads it whatever is ingested meanwhile.
     return (repository.counts(conn, corpus_id, v.corpus_generation),
             repository.generation_digest(conn, corpus_id, v.corpus_generation))
