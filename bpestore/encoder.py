@@ -32,7 +32,7 @@ from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
 from . import alphabet
 from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
 from .errors import InvalidArgumentError, NotFoundError
-from .records import Progress
+from .records import EncoderFacts, Progress
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
@@ -41,6 +41,9 @@ PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
+# What Tokenizer._build_ids and _build_tables make (on first use, where the tokenizer was given its facts).
+_IDS = frozenset({"_id_of", "_word_symbols", "_byte_ids"})
+_TABLES = frozenset({"_ranks", "_merged_ids", "_joinable", "_longest_match"})
 
 # Token ids: a list, or a uint32 array (id files, worker results).
 Ids: TypeAlias = "list[int] | array[int]"
@@ -110,12 +113,16 @@ class Tokenizer:
         spec: TokenizerSpec | None = None,
         name: str | None = None,
         fast: bool = True,
+        facts: EncoderFacts | None = None,
     ) -> None:
         """``vocab`` maps ids to bytes; ``merges`` are byte pairs in rank order;
         ``special_tokens`` are in ``vocab`` as their UTF-8 bytes; pass a dict
         (text -> id) where a special token's bytes also name an ordinary token.
         ``fast=False`` keeps to the pure-Python encoder even where tiktoken's
-        core could run (see ``bpestore.fast``)."""
+        core could run (see ``bpestore.fast``). ``facts``: this tokenizer's
+        ``facts`` computed before (a store passes those of a complete version,
+        checked when it completed): nothing is computed or checked again, and
+        the pure-Python encoder's tables are built when first needed."""
         special_ids = dict(special_tokens) if isinstance(special_tokens, dict) else {}
         special_tokens = list(special_tokens)
         if spec is None:
@@ -134,33 +141,10 @@ class Tokenizer:
                                                params=("special_tokens",))
                 special_ids[text] = found[0]
         self.special_tokens: dict[str, int] = special_ids
-        self._id_of = alphabet.ordinary_ids(self._vocab, special_ids.values())
-        # How a pre-token becomes initial ids: its bytes (the byte path below),
-        # or the spec's own symbols (characters, word markers).
-        self._word_symbols = alphabet.symbolizer(spec, self._id_of)
-        self._byte_ids = alphabet.byte_ids(self._id_of) if spec.byte_level else []
-        # Merge table: pair of ids -> rank, and the id each rank makes.
-        self._ranks: dict[int, int] = {}
-        self._merged_ids: list[int] = []
-        for rank, (left, right) in enumerate(self._merges):
-            try:
-                key = (self._id_of[left] << PAIR_SHIFT) | self._id_of[right]
-                merged = self._id_of[left + right]
-            except KeyError:
-                raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a "
-                                           "token missing from the vocabulary", params=("merges",)) from None
-            self._ranks.setdefault(key, rank)
-            self._merged_ids.append(merged)
-        # Byte pairs that some token holds side by side: a word is cut
-        # between any other two bytes (bpe.split_bytes).
-        self._joinable = joinable_table(self._merges)
-        self._longest_match = None
-        if spec.segmentation == "longest-match":
-            if self._word_symbols is not None:
-                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
-                                           "word markers so far", params=("spec",))
-            self._longest_match = LongestMatch(
-                {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
+        self._facts = facts
+        if facts is None:
+            self._build_ids()
+            self._build_tables()  # checks the merges against the vocabulary now
         self._pipeline = TextPipeline(spec.replace(special_tokens=()))
         self._cutters: dict[frozenset[str], TextPipeline] = {}  # for cutting streams
         self._special_regex_cache: dict[frozenset[str], object] = {}
@@ -174,7 +158,74 @@ class Tokenizer:
     def __reduce__(self):
         # Pickled (for worker processes started by spawn) without caches.
         return (_rebuild, (self._vocab, self._merges, self.special_tokens, self.spec, self.name,
-                           self._use_fast))
+                           self._use_fast, self._facts))
+
+    def _build_tables(self) -> None:
+        """The ids of tokens and the pure-Python encoder's tables; an error
+        where the merges use or make a token the vocabulary lacks."""
+        spec = self.spec
+        id_of = self._id_of
+        # Merge table: pair of ids -> rank, and the id each rank makes.
+        ranks: dict[int, int] = {}
+        merged_ids: list[int] = []
+        for rank, (left, right) in enumerate(self._merges):
+            try:
+                key = (id_of[left] << PAIR_SHIFT) | id_of[right]
+                merged = id_of[left + right]
+            except KeyError:
+                raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a "
+                                           "token missing from the vocabulary", params=("merges",)) from None
+            ranks.setdefault(key, rank)
+            merged_ids.append(merged)
+        longest_match = None
+        if spec.segmentation == "longest-match":
+            if self._word_symbols is not None:
+                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
+                                           "word markers so far", params=("spec",))
+            longest_match = LongestMatch(
+                {tuple(self._symbolize(data)): token_id for data, token_id in id_of.items()})
+        self._ranks, self._merged_ids, self._longest_match = ranks, merged_ids, longest_match
+        # Byte pairs that some token holds side by side: a word is cut
+        # between any other two bytes (bpe.split_bytes).
+        self._joinable = joinable_table(self._merges)
+
+    def _build_ids(self) -> None:
+        """The id of each ordinary token's bytes, and how a pre-token becomes ids."""
+        id_of = alphabet.ordinary_ids(self._vocab, self.special_tokens.values())
+        # How a pre-token becomes initial ids: its bytes (the byte path below),
+        # or the spec's own symbols (characters, word markers).
+        self._word_symbols = alphabet.symbolizer(self.spec, id_of)
+        self._byte_ids = alphabet.byte_ids(id_of) if self.spec.byte_level else []
+        self._id_of = id_of
+
+    def __getattr__(self, name: str):
+        # The tables of _build_ids and _build_tables, where the tokenizer was
+        # given its facts and has not needed them yet (called for a missing attribute only).
+        if "_facts" in self.__dict__:
+            if name in _IDS:
+                self._build_ids()
+                return self.__dict__[name]
+            if name in _TABLES:
+                self._build_tables()
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def facts(self) -> EncoderFacts:
+        """What this tokenizer's merges and spec decide about encoding, the same
+        on every machine (computed on first use unless given)."""
+        if self._facts is None:
+            from . import fast
+
+            problem = fast.spec_problem(self.spec)
+            if problem is None:
+                problem = fast.rank_equivalence_problem(self._merges, self._id_of, self._encode_bytes)
+            self._facts = EncoderFacts(problem)
+        return self._facts
+
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        """One pre-token's bytes, merged by rank (no cutting, no cache)."""
+        return merge_word(self._symbolize(data), self._ranks, self._merged_ids)
 
     # -- what it is --------------------------------------------------------
     @property
@@ -540,11 +591,7 @@ class Tokenizer:
 
         if not self._use_fast:
             return None, "python (fast=False)"
-        problem = fast.spec_problem(self.spec) or fast.tiktoken_problem()
-        if problem is None:
-            problem = fast.rank_equivalence_problem(
-                self._merges, self._id_of,
-                lambda data: merge_word(self._symbolize(data), self._ranks, self._merged_ids))
+        problem = fast.spec_problem(self.spec) or fast.tiktoken_problem() or self.facts.fast_problem
         if problem is not None:
             return None, f"python ({problem})"
         return fast.FastEncoder(self.spec, self._byte_ids, self._merges, self._id_of), "tiktoken"
@@ -641,8 +688,8 @@ def _into(ids: Ids, container: Callable[[], IdsT]) -> IdsT:
     return cast(IdsT, ids.tolist() if container is list and isinstance(ids, array) else ids)
 
 
-def _rebuild(vocab, merges, special_tokens, spec, name, fast) -> Tokenizer:
-    return Tokenizer(vocab, merges, special_tokens, spec=spec, name=name, fast=fast)
+def _rebuild(vocab, merges, special_tokens, spec, name, fast, facts) -> Tokenizer:
+    return Tokenizer(vocab, merges, special_tokens, spec=spec, name=name, fast=fast, facts=facts)
 
 
 # -- text helpers ---------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The records bpestore hands around: one type per concept, used everywhere.
 
 ``Merge`` (one training step), ``Source`` (one source of a corpus),
-``CorpusInfo``, ``VersionInfo`` and ``Progress`` (where a long job stands, the
+``CorpusInfo``, ``VersionInfo``, ``EncoderFacts`` (what a version's merges
+decide about encoding) and ``Progress`` (where a long job stands, the
 same shape for ingesting, training and encoding). Plain data: no SQL, no I/O.
 """
 
@@ -24,6 +25,19 @@ class Merge:
     right: int
     token: int
     count: int
+
+
+@dataclass(frozen=True)
+class EncoderFacts:
+    """What a tokenizer's merges and spec decide about encoding, the same on
+    every machine: computed once (``Tokenizer.facts``), and kept by a store for
+    each complete version so that loading it computes nothing.
+
+    ``fast_problem``: why tiktoken's core may not encode with these merges and
+    spec (see ``bpestore.fast``); None: it may, wherever tiktoken is installed.
+    """
+
+    fast_problem: str | None
 
 
 @dataclass

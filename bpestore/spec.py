@@ -16,8 +16,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import regex
-
 from .errors import InvalidArgumentError
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
@@ -75,6 +73,8 @@ class TokenizerSpec:
             raise InvalidArgumentError("pretokenizer='regex' needs pattern=REGEX",
                                        params=("pretokenizer", "pattern"))
         if self.pattern is not None:
+            import regex  # only a custom pattern needs it here
+
             try:
                 regex.compile(self.pattern)
             except regex.error as exc:

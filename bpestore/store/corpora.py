@@ -6,15 +6,17 @@ large source, or several small ones) is one transaction with the corpus row.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
 from ..errors import ConflictError, InvalidArgumentError
-from ..ingest import CountedBatch
 from ..spec import TokenizerSpec
 from . import repository
 from .repository import Transactions
+
+if TYPE_CHECKING:
+    from ..ingest import CountedBatch
 
 
 def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:

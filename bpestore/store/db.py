@@ -1,23 +1,28 @@
-"""Engines and schema upgrades: the connection set-up shared by every store."""
+"""Engines and schema upgrades: the connection set-up shared by every store.
+
+Alembic is imported only where the database is not at ``HEAD``: opening an
+up-to-date store costs one query (``tests/test_schema.py`` checks that
+``HEAD`` is the newest revision in migrations/).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
 from ..errors import ConflictError, DamagedDataError, DatabaseError, InvalidArgumentError, NotFoundError
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 DEFAULT_DB = "bpestore.db"
+HEAD = "0004"  # the newest revision in migrations/versions
 
 
 def resolve_url(db: str | os.PathLike | None = None) -> str:
@@ -98,9 +103,24 @@ def migrations_dir() -> Path:
 
 
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     return config
+
+
+def stored_revision(conn: Connection) -> str | None:
+    """The revision stamped in the database; None where it has none (a new database).
+
+    One query, without Alembic. The failed query of a database without the
+    table is rolled back to a savepoint (PostgreSQL aborts the transaction otherwise).
+    """
+    try:
+        with conn.begin_nested():
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except SQLAlchemyError:
+        return None
 
 
 def upgrade_schema(engine: Engine) -> str:
@@ -109,6 +129,14 @@ def upgrade_schema(engine: Engine) -> str:
     A database stamped with a revision this bpestore does not know was written
     by a newer bpestore, and is refused rather than touched.
     """
+    with engine.connect() as conn, conn.begin():
+        if stored_revision(conn) == HEAD:
+            return HEAD
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+    from alembic.util.exc import CommandError
+
     config = alembic_config()
     script = ScriptDirectory.from_config(config)
     head = script.get_current_head()
@@ -132,5 +160,5 @@ def upgrade_schema(engine: Engine) -> str:
 
 
 def schema_revision(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+    with engine.connect() as conn, conn.begin():
+        return stored_revision(conn)

@@ -15,20 +15,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..encoder import Tokenizer
 from ..errors import BpestoreError, DatabaseError, InvalidArgumentError, NotFoundError
-from ..ingest import IngestTuning, count_sources, expand_paths
-from ..queries import diff_counts, diff_versions, first_merges, merge_tree
 from ..records import CorpusInfo, Progress, Source, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
-from . import corpora, imports, repository, training
+from . import repository
 from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
-from .training import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS, TrainOptions
+
+if TYPE_CHECKING:
+    # Imported where used: a query loads neither the encoder, the ingest workers nor the trainer.
+    from ..encoder import Tokenizer
+    from ..ingest import IngestTuning
+    from .training import TrainOptions
+
+DEFAULT_CHECKPOINT_EVERY = 1000  # merges (training.py's defaults, kept equal by tests/test_store.py)
+DEFAULT_CHECKPOINT_SECONDS = 10.0
 
 
 class TokenizerCache:
@@ -155,6 +160,9 @@ class Store:
 
         >>> store.ingest("books", ["books/"], glob="*.txt")  # doctest: +SKIP
         """
+        from ..ingest import IngestTuning, count_sources, expand_paths
+        from . import corpora
+
         repository.check_name(corpus, "corpus", "corpus")
         files = expand_paths(paths, glob=glob)
         if not files:
@@ -213,6 +221,8 @@ class Store:
         with self.reading() as conn:
             a, b = (repository.read_counts(conn, ref, lambda c, g: repository.counts(conn, c, g))
                     for ref in (ref_a, ref_b))
+        from ..queries import diff_counts
+
         result = diff_counts(a, b, limit=limit)
         return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
 
@@ -269,7 +279,9 @@ class Store:
         >>> store.train("en", corpus="books", vocab_size=1000)  # doctest: +SKIP
         <VersionInfo en@1 complete ...>
         """
-        version_id = training.train(self, name, corpus, TrainOptions.given(options, settings), progress)
+        from . import training
+
+        version_id = training.train(self, name, corpus, training.TrainOptions.given(options, settings), progress)
         self.tokenizer_cache.clear()  # a version changed: drop what it may have held
         return self._version(version_id)
 
@@ -278,6 +290,8 @@ class Store:
                progress: Callable[[Progress], None] | None = None) -> VersionInfo:
         """Continue a version that stopped before its target (``ref`` alone: its newest),
         on the corpus generation it pins, whatever was ingested since."""
+        from . import training
+
         version_id = training.resume(self, ref, checkpoint_every=checkpoint_every,
                                      checkpoint_seconds=checkpoint_seconds, progress=progress)
         self.tokenizer_cache.clear()
@@ -286,6 +300,8 @@ class Store:
     def verify(self, ref: str) -> VerifyResult:
         """Retrain version ``ref`` from its pinned corpus generation and settings (an
         extension: from its parent's merges) and compare: ``ok`` when the merges are equal."""
+        from . import training
+
         return training.verify(self, ref)
 
     def _version(self, version_id: int) -> VersionInfo:
@@ -302,6 +318,8 @@ class Store:
             if cached is not None:
                 return cached
             version, vocab = repository.version_info(conn, version_id), repository.vocabulary(conn, version_id)
+        from ..encoder import Tokenizer
+
         tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref)
         self.tokenizer_cache.put(key, tok)
         return tok
@@ -327,6 +345,8 @@ class Store:
         """
         with self.reading() as conn:
             vocab = repository.vocabulary(conn, repository.resolve(conn, ref))
+        from ..queries import first_merges, merge_tree
+
         if isinstance(token, int):
             token_id = token
             if token_id not in vocab.tokens:
@@ -346,6 +366,8 @@ class Store:
         with self.reading() as conn:
             a, b = (repository.version_info(conn, repository.resolve(conn, ref)) for ref in (ref_a, ref_b))
             vocab_a, vocab_b = repository.vocabulary(conn, a.id), repository.vocabulary(conn, b.id)
+        from ..queries import diff_versions
+
         result = diff_versions(vocab_a.tokens, vocab_a.merges, vocab_b.tokens, vocab_b.merges)
         spec_a, spec_b = a.spec.to_dict(), b.spec.to_dict()
         result["spec_changes"] = {k: [spec_a[k], spec_b[k]] for k in spec_a if spec_a[k] != spec_b.get(k)}
@@ -355,6 +377,8 @@ class Store:
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
                      source: str = "import") -> VersionInfo:
         """Store a vocabulary and merges made elsewhere as a new complete version."""
+        from . import imports
+
         spec = (spec or TokenizerSpec()).replace(special_tokens=tuple(special_tokens))
         return self._version(imports.import_version(self, name, vocab, merge_list, spec, source=source))
 
