@@ -215,13 +215,19 @@ class Tokenizer:
         """What this tokenizer's merges and spec decide about encoding, the same
         on every machine (computed on first use unless given)."""
         if self._facts is None:
-            from . import fast
-
-            problem = fast.spec_problem(self.spec)
-            if problem is None:
-                problem = fast.rank_equivalence_problem(self._merges, self._id_of, self._encode_bytes)
-            self._facts = EncoderFacts(problem)
+            self._facts = self._computed_facts()
         return self._facts
+
+    def _computed_facts(self, *, checked: int = 0) -> EncoderFacts:
+        """The facts, computed; ``checked``: the first merges are known to
+        encode to themselves (see ``fast.rank_equivalence_problem``)."""
+        from . import fast
+
+        problem = fast.spec_problem(self.spec)
+        if problem is None:
+            problem = fast.rank_equivalence_problem(self._merges, self._id_of, self._encode_bytes,
+                                                    checked=checked)
+        return EncoderFacts(problem)
 
     def _encode_bytes(self, data: bytes) -> list[int]:
         """One pre-token's bytes, merged by rank (no cutting, no cache)."""

@@ -8,8 +8,8 @@ from ..alphabet import ordinary_ids
 from ..errors import InvalidArgumentError
 from ..records import Merge
 from ..spec import TokenizerSpec
-from . import repository
-from .repository import Transactions
+from . import facts, repository
+from .repository import Transactions, Vocabulary
 from .training import fingerprint
 
 
@@ -33,13 +33,15 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
             raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a token "
                                        "missing from the vocabulary", params=("merge_list",))
         merges.append(Merge(rank, id_of[left], id_of[right], id_of[left + right], 0))
+    tokens = dict(sorted(vocab.items()))
+    kinds = {i: "special" if i in reserved else ("byte" if len(data) == 1 else "merge") for i, data in tokens.items()}
+    stored = Vocabulary(tokens, kinds, [m.left for m in merges], [m.right for m in merges],
+                        [m.token for m in merges], [m.count for m in merges])
     with db.writing() as conn:
         version_id = repository.new_version(conn, name, spec=spec, status="complete", source=source,
                                             target_vocab_size=len(vocab),
                                             fingerprint=fingerprint(spec, None, merges))
-        repository.add_tokens(conn, version_id, [
-            (i, data, "special" if i in reserved else ("byte" if len(data) == 1 else "merge"))
-            for i, data in sorted(vocab.items())])
+        repository.add_tokens(conn, version_id, [(i, data, kinds[i]) for i, data in tokens.items()])
         repository.add_merges(conn, version_id, merges)
+        facts.seal(conn, version_id, vocab=stored)
     return version_id
-

@@ -50,6 +50,7 @@ from .schema import (
     word_count_history,
     word_counts,
 )
+from .schema import version_facts as version_facts_table
 
 UPSERT_BATCH = 20_000
 HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
@@ -589,44 +590,70 @@ def set_alias(conn: Connection, ref: str, alias: str) -> int:
 
 # -- tokens and merges --------------------------------------------------------
 class Vocabulary:
-    """A version's tokens (in id order) and merges (in rank order)."""
+    """A version's tokens (in id order) and merges (in rank order), from its rows
+    (``vocabulary``) or from its packed facts (``facts.unpack``).
 
-    def __init__(self, token_rows: Iterable[Any], merge_rows: Iterable[Any]) -> None:
-        self.tokens: dict[int, bytes] = {}
-        self.kinds: dict[int, str] = {}
+    The merges are kept as columns of ints and made into byte pairs or Merge
+    records only when asked: for GPT-2's 50,000 merges, a record (or a tuple)
+    per merge would add a quarter to the load.
+    """
+
+    def __init__(self, tokens: dict[int, bytes], kinds: dict[int, str], lefts: Sequence[int],
+                 rights: Sequence[int], made: Sequence[int], counts: Sequence[int]) -> None:
+        self.tokens = tokens
+        self.kinds = kinds
+        self.columns = lefts, rights, made, counts
+
+    @classmethod
+    def from_rows(cls, token_rows: Iterable[Any], merge_rows: Iterable[Any]) -> Vocabulary:
+        tokens: dict[int, bytes] = {}
+        kinds: dict[int, str] = {}
         for token_id, data, kind in token_rows:
-            self.tokens[token_id] = bytes(data)
-            self.kinds[token_id] = kind
-        # The merges as byte pairs (what a Tokenizer takes) and as columns of ints,
-        # made into Merge records only when asked: for GPT-2's 50,000 merges,
-        # records (or a tuple per merge) would add a quarter to the load.
-        self.pairs: list[tuple[bytes, bytes]] = []
-        ranks: list[int] = []
+            tokens[token_id] = bytes(data)
+            kinds[token_id] = kind
         lefts: list[int] = []
         rights: list[int] = []
         made: list[int] = []
         counts: list[int] = []
-        self._columns = ranks, lefts, rights, made, counts
-        for rank, left, right, token, count in merge_rows:
-            self.pairs.append((self.tokens[left], self.tokens[right]))
-            ranks.append(rank)
+        for _rank, left, right, token, count in merge_rows:
             lefts.append(left)
             rights.append(right)
             made.append(token)
             counts.append(count)
+        return cls(tokens, kinds, lefts, rights, made, counts)
+
+    @cached_property
+    def pairs(self) -> list[tuple[bytes, bytes]]:
+        """The merges as byte pairs (what a Tokenizer takes)."""
+        tokens = self.tokens
+        return [(tokens[left], tokens[right]) for left, right in zip(*self.columns[:2])]
 
     @cached_property
     def merges(self) -> list[Merge]:
-        return list(map(Merge, *self._columns))
+        return list(map(Merge, range(len(self.columns[0])), *self.columns))
 
     def special_ids(self) -> dict[str, int]:
         return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
 
 
 def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
-    return Vocabulary(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
-                                   .where(tokens.c.version_id == version_id).order_by(tokens.c.id)),
-                      conn.execute(_merges_of(version_id)))
+    """A version's vocabulary read from its token and merge rows."""
+    return Vocabulary.from_rows(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
+                                             .where(tokens.c.version_id == version_id).order_by(tokens.c.id)),
+                                conn.execute(_merges_of(version_id)))
+
+
+def version_facts(conn: Connection, version_id: int) -> Any:
+    """The version_facts row of a version, with its fingerprint; None where it has none."""
+    return conn.execute(select(version_facts_table, versions.c.fingerprint)
+                        .join(versions, versions.c.id == version_facts_table.c.version_id)
+                        .where(version_facts_table.c.version_id == version_id)).first()
+
+
+def add_version_facts(conn: Connection, version_id: int, *, format: int, packed: bytes,  # noqa: A002
+                      fast_problem: str | None, digest: str) -> None:
+    conn.execute(insert(version_facts_table).values(version_id=version_id, format=format, packed=packed,
+                                                    fast_problem=fast_problem, digest=digest))
 
 
 def _merges_of(version_id: int) -> Select:

@@ -145,6 +145,18 @@ tokens = Table(
     Column("kind", String(8), nullable=False),  # byte | special | merge | char
 )
 
+# The facts of a complete version, computed once when it completes (revision 0004):
+# its tokens and merges packed in one blob (what loading its tokenizer reads; see
+# store/facts.py) and why tiktoken's core may not encode with it (NULL: it may).
+version_facts = Table(
+    "version_facts", metadata,
+    Column("version_id", Integer, ForeignKey("versions.id", ondelete="CASCADE"), primary_key=True),
+    Column("format", Integer, nullable=False),
+    Column("packed", LargeBinary, nullable=False),
+    Column("fast_problem", Text, nullable=True),
+    Column("digest", String(64), nullable=False),  # sha256 of the version's fingerprint and the columns above
+)
+
 
 def created_on(item: SchemaItem, dialect: str) -> bool:
     """Whether the schema has item on databases of this dialect (see ``ddl_if``)."""

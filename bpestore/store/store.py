@@ -23,7 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..errors import BpestoreError, DatabaseError, InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Progress, Source, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
-from . import repository
+from . import facts, repository
 from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
 
 if TYPE_CHECKING:
@@ -317,10 +317,14 @@ class Store:
             cached = self.tokenizer_cache.get(key)
             if cached is not None:
                 return cached
-            version, vocab = repository.version_info(conn, version_id), repository.vocabulary(conn, version_id)
+            version = repository.version_info(conn, version_id)
+            # A complete version: one row, its facts known; one still training: its rows.
+            sealed = facts.load(conn, version_id)
+            vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
         from ..encoder import Tokenizer
 
-        tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref)
+        tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref,
+                        facts=known)
         self.tokenizer_cache.put(key, tok)
         return tok
 
@@ -344,7 +348,7 @@ class Store:
         262
         """
         with self.reading() as conn:
-            vocab = repository.vocabulary(conn, repository.resolve(conn, ref))
+            vocab = facts.vocabulary(conn, repository.resolve(conn, ref))
         from ..queries import first_merges, merge_tree
 
         if isinstance(token, int):
@@ -365,7 +369,7 @@ class Store:
         """What changed between two versions: shared merge prefix, changed ids, new tokens."""
         with self.reading() as conn:
             a, b = (repository.version_info(conn, repository.resolve(conn, ref)) for ref in (ref_a, ref_b))
-            vocab_a, vocab_b = repository.vocabulary(conn, a.id), repository.vocabulary(conn, b.id)
+            vocab_a, vocab_b = facts.vocabulary(conn, a.id), facts.vocabulary(conn, b.id)
         from ..queries import diff_versions
 
         result = diff_versions(vocab_a.tokens, vocab_a.merges, vocab_b.tokens, vocab_b.merges)

@@ -30,7 +30,7 @@ from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
 from ..trainer import BpeTrainer
-from . import repository
+from . import facts, repository
 from .repository import Transactions
 
 DEFAULT_CHECKPOINT_EVERY = 1000
@@ -172,6 +172,7 @@ def _reuse_merges(conn: Connection, version_id: int) -> bool:
     if not (reached or exhausted):
         return False
     repository.record_checkpoint(conn, version_id, fingerprint(new.spec, new.corpus_digest, donor_merges[:taken]))
+    facts.seal(conn, version_id, copied_from=donor.id if donor.status == "complete" else None)
     return True
 
 
@@ -343,6 +344,8 @@ class CheckpointWriter:
         repository.add_merges(conn, self.version_id, merges)
         repository.add_tokens(conn, self.version_id, new_tokens)
         repository.record_checkpoint(conn, self.version_id, fingerprint)
+        if fingerprint is not None:  # complete
+            facts.seal(conn, self.version_id)
 
 
 def verify(db: Transactions, ref: str) -> VerifyResult:
