@@ -5,6 +5,7 @@ ingest: Store.ingest into a fresh SQLite db vs HF training a 300-token vocab
 stored counts, vs HF training. encode: GPT-2 encode_ordinary vs tiktoken and HF.
 generations, incremental: corpus generations (issue 9) vs today's unversioned
 store (--baseline) and HF (bench/generations.py says how).
+startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -21,9 +22,11 @@ from bench.common import MIXES, REPO, prepare_corpus
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
+from bench.startup import BASELINE as STARTUP_BASELINE
+from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
 
-SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES}
+SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES}
 
 
 def _versions() -> str:
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline", metavar="PATH",
                         help="generations, incremental: a checkout of today's unversioned store whose "
                              f"bpestore/ the baseline cases import (default: commit {BASELINE} extracted "
-                             "under bench/.data)")
+                             "under bench/.data); startup, first-encode: a checkout to compare with (default: "
+                             f"commit {STARTUP_BASELINE}; 'none': no baseline rows)")
     parser.add_argument("--slices", type=int, default=10,
                         help="generations: how many slices the corpus is ingested in (default: 10)")
     args = parser.parse_args(argv)
@@ -63,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     corpus = prepare_corpus(args.corpus)
     names = list(SUITES) if args.what == "all" else [args.what]
     sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size,
-                          **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else {}))
+                          **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else
+                             {"baseline": args.baseline} if n in STARTUP_SUITES else {}))
                 for n in names]
     print("\n" + "\n\n".join(sections))
 

@@ -22,7 +22,7 @@ def token_text(data: bytes) -> str:
     return data.decode("utf-8", "backslashreplace")
 
 
-def merge_tree(token: int, vocab: dict[int, bytes], made_by: dict[int, Merge]) -> dict[str, Any]:
+def merge_tree(token: int, vocab: dict[int, bytes], made_by: Mapping[int, Merge]) -> dict[str, Any]:
     """How a token was built: the merge that made it, and recursively its parts.
 
     >>> vocab = {97: b"a", 98: b"b", 99: b"c", 300: b"ab", 301: b"abc"}

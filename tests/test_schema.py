@@ -167,3 +167,12 @@ def test_alembic_command_line_upgrades_and_downgrades(db_url):
     with engine.connect() as conn:
         assert differences(conn, metadata) == []
     engine.dispose()
+
+
+def test_head_is_the_newest_revision():
+    """store/db.py opens an up-to-date store without Alembic by comparing with HEAD."""
+    from alembic.script import ScriptDirectory
+
+    from bpestore.store.db import HEAD, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD

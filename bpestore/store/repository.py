@@ -625,15 +625,37 @@ class Vocabulary:
     @cached_property
     def pairs(self) -> list[tuple[bytes, bytes]]:
         """The merges as byte pairs (what a Tokenizer takes)."""
-        tokens = self.tokens
-        return [(tokens[left], tokens[right]) for left, right in zip(*self.columns[:2])]
+        lefts, rights = self.columns[:2]
+        return list(zip(map(self.tokens.__getitem__, lefts), map(self.tokens.__getitem__, rights)))
 
     @cached_property
     def merges(self) -> list[Merge]:
         return list(map(Merge, range(len(self.columns[0])), *self.columns))
 
+    def made_by(self) -> Mapping[int, Merge]:
+        """The merge that first made each token (``queries.first_merges``), each
+        Merge record made when looked up."""
+        made = self.columns[2]
+        first = dict(zip(reversed(made), range(len(made) - 1, -1, -1)))  # the lowest rank wins
+        return _MadeBy(first, self.columns)
+
     def special_ids(self) -> dict[str, int]:
         return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
+
+
+class _MadeBy(Mapping[int, Merge]):
+    def __init__(self, first: dict[int, int], columns: tuple[Sequence[int], ...]) -> None:
+        self._first, self._columns = first, columns
+
+    def __getitem__(self, token: int) -> Merge:
+        rank = self._first[token]
+        return Merge(rank, *(column[rank] for column in self._columns))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._first)
+
+    def __len__(self) -> int:
+        return len(self._first)
 
 
 def vocabulary(conn: Connection, version_id: int) -> Vocabulary:

@@ -349,18 +349,19 @@ class Store:
         """
         with self.reading() as conn:
             vocab = facts.vocabulary(conn, repository.resolve(conn, ref))
-        from ..queries import first_merges, merge_tree
+        from ..queries import merge_tree
 
         if isinstance(token, int):
             token_id = token
             if token_id not in vocab.tokens:
                 raise NotFoundError(f"{ref} has no token id {token_id} (ids 0..{max(vocab.tokens)})")
         else:
-            matches = [i for i, data in vocab.tokens.items() if data == token.encode("utf-8")]
+            wanted = token.encode("utf-8")
+            matches = [i for i, data in vocab.tokens.items() if data == wanted]
             if not matches:
                 raise NotFoundError(f"{token!r} is not a token of {ref}; encoding it shows how it is split")
             token_id = matches[0]
-        info = merge_tree(token_id, vocab.tokens, first_merges(vocab.merges))
+        info = merge_tree(token_id, vocab.tokens, vocab.made_by())
         info["kind"] = vocab.kinds[token_id]
         info["bytes"] = vocab.tokens[token_id].hex()
         return info

@@ -1,0 +1,205 @@
+"""Start-up (issue 10): what a fresh process costs, as a user runs bpestore.
+
+``startup``: the command line on a store holding GPT-2 (imported from the
+shared vocab.json + merges.txt): ``--help``, ``versions``, ``show``, ``token
+gpt2 " the"``, ``encode gpt2 "short text"``, ``decode gpt2 ...``, each a
+fresh process timed from outside (interpreter start included), beside the
+floor (``python -c "import sqlalchemy"``) and, unless ``--baseline none``,
+the same commands run by ``BASELINE`` (main before this work).
+
+``first-encode --corpus C``: a fresh process that loads GPT-2 and encodes C
+once, the imports included: ``bpestore.open(db).tokenizer("gpt2")`` +
+``encode_ordinary``, beside tiktoken loading the same ranks from a tiktoken
+file (``load_tiktoken_bpe``), building its ``Encoding`` and encoding. Each
+script times itself from before its first import to the ids (reading the
+text is not timed); the ratio is throughput over tiktoken's, and the ids
+must be equal.
+
+Every case runs ``--runs`` times, interleaved; the tables show medians.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import cases
+from bench.common import DATA, GPT2_MERGES, GPT2_VOCAB, REPO, Case, Params, Result, markdown_table, measure
+
+BASELINE = "d23181f"  # main before the start-up work of issue 10
+SPECIAL = "<|endoftext|>"
+
+CLI = "import sys; from bpestore.cli import main; sys.argv[0] = 'bpestore'; main()"
+COMMANDS = {  # row -> arguments after --db DB
+    "`bpestore --help`": ["--help"],
+    "`versions`": ["versions"],
+    "`show gpt2`": ["show", "gpt2"],
+    '`token gpt2 " the"`': ["token", "gpt2", " the"],
+    '`encode gpt2 "short text"`': ["encode", "gpt2", "short text"],
+    "`decode gpt2 1212 318 257 1332`": ["decode", "gpt2", "1212", "318", "257", "1332"],
+}
+TARGETS = {"`bpestore --help`": 0.15}  # seconds; the others: 0.45
+
+# Each script prints one JSON line: the seconds from before its imports to the ids, and their digest.
+BPESTORE_SCRIPT = """
+import hashlib, json, sys, time
+from array import array
+text = open(sys.argv[2], encoding="utf-8").read()
+start = time.perf_counter()
+import bpestore
+ids = bpestore.open(sys.argv[1]).tokenizer("gpt2").encode_ordinary(text)
+seconds = time.perf_counter() - start
+digest = hashlib.sha256(array("q", ids).tobytes()).hexdigest()[:12]
+print(json.dumps({"seconds": seconds, "digest": f"{len(ids)}:{digest}"}))
+"""
+TIKTOKEN_SCRIPT = """
+import hashlib, json, sys, time
+from array import array
+text = open(sys.argv[2], encoding="utf-8").read()
+start = time.perf_counter()
+import tiktoken
+from tiktoken.load import load_tiktoken_bpe
+ranks = load_tiktoken_bpe(sys.argv[1])
+enc = tiktoken.Encoding(name="gpt2", pat_str=sys.argv[3], mergeable_ranks=ranks,
+                        special_tokens={"<|endoftext|>": len(ranks)})
+ids = enc.encode_ordinary(text)
+seconds = time.perf_counter() - start
+digest = hashlib.sha256(array("q", ids).tobytes()).hexdigest()[:12]
+print(json.dumps({"seconds": seconds, "digest": f"{len(ids)}:{digest}"}))
+"""
+
+
+def baseline_checkout(path: str | None) -> Path | None:
+    """``path`` (``none``: no baseline), or BASELINE's bpestore/ and migrations/ extracted once."""
+    if path == "none":
+        return None
+    root = Path(path).resolve() if path else DATA / f"baseline-{BASELINE}"
+    if not path and not (root / "bpestore" / "__init__.py").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", BASELINE, "bpestore", "migrations"], cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    if not (root / "bpestore" / "__init__.py").exists():
+        raise SystemExit(f"Error: no bpestore package in the baseline checkout {root}")
+    return root
+
+
+def _env(code: str) -> dict[str, str]:
+    """The environment of a child that imports bpestore from ``code`` (a checkout)."""
+    return {**os.environ, "PYTHONPATH": code}
+
+
+def _gpt2_store(folder: Path, code: Path) -> str:
+    """A store holding GPT-2, written by the bpestore of ``code`` (untimed)."""
+    db = folder / f"gpt2-{code.name}.db"
+    script = ("import sys, bpestore; bpestore.open(sys.argv[1]).import_gpt2("
+              "'gpt2', vocab=sys.argv[2], merges=sys.argv[3])")
+    subprocess.run([sys.executable, "-c", script, str(db), str(GPT2_VOCAB), str(GPT2_MERGES)],
+                   cwd=folder, env=_env(str(code)), check=True)
+    return str(db)
+
+
+# -- runners: the case's func gives the command line; these time it ------------------------------
+def _run_outside(case: Case) -> dict:
+    """Wall time of the whole process, interpreter start included."""
+    argv = case.func(case.params)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=case.params.tmp, env=_env(case.params.code), capture_output=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"Error: {case.label} failed:\n{proc.stderr.decode(errors='replace')}")
+    return {"seconds": seconds, "maxrss_kb": 0, "digest": ""}
+
+
+def _run_inside(case: Case) -> dict:
+    """The seconds the script measured itself (imports to ids), and its ids' digest."""
+    proc = subprocess.run(case.func(case.params), cwd=case.params.tmp, env=_env(case.params.code),
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"Error: {case.label} failed:\n{proc.stderr}")
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "maxrss_kb": 0}
+
+
+def _command(args: list[str]):
+    def argv(p: Params) -> list[str]:
+        return [sys.executable, "-c", CLI, "--db", p.db, *args]
+    return argv
+
+
+def _floor(p: Params) -> list[str]:
+    return [sys.executable, "-c", "import sqlalchemy"]
+
+
+def startup(corpus: Path, name: str, runs: int, vocab_size: int, baseline: str | None = None) -> str:
+    """The CLI rows, beside the floor and the baseline's."""
+    old = baseline_checkout(baseline)
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
+        folder = Path(tmp)
+        ours = Params(db=_gpt2_store(folder, REPO), tmp=tmp, code=str(REPO))
+        theirs = Params(db=_gpt2_store(folder, old), tmp=tmp, code=str(old)) if old else None
+        todo = [Case("floor: python -c 'import sqlalchemy'", _floor, ours)]
+        for row, args in COMMANDS.items():
+            todo.append(Case(row, _command(args), ours))
+            if theirs:
+                todo.append(Case(f"{row} ({BASELINE})", _command(args), theirs))
+        results = {r.label: r for r in measure(todo, runs, run=_run_outside)}
+    floor = results[todo[0].label].seconds
+    rows = []
+    for row in COMMANDS:
+        ours_s = results[row].seconds
+        target = TARGETS.get(row, 0.45)
+        cells = [row, f"{ours_s:.3f}", f"{ours_s / floor:.2f}×", f"≤ {target:.2f} s: "
+                 + ("met" if ours_s <= target else "**not met**")]
+        if theirs:
+            before = results[f"{row} ({BASELINE})"].seconds
+            cells += [f"{before:.3f}", f"{ours_s / before:.2f}×"]
+        rows.append(cells)
+    headers = ["fresh process", "bpestore (s)", "/ floor", "target"]
+    if theirs:
+        headers += [f"{BASELINE} (s)", f"bpestore / {BASELINE}"]
+    return (f"### Start-up, GPT-2 in the store (median of {runs}; floor: `python -c 'import sqlalchemy'` "
+            f"{floor:.3f} s)\n\n" + markdown_table(headers, rows))
+
+
+def first_encode(corpus: Path, name: str, runs: int, vocab_size: int, baseline: str | None = None) -> str:
+    """A fresh process's load + first encode, beside tiktoken's (and the baseline's)."""
+    from bpestore.text import PATTERNS
+
+    old = baseline_checkout(baseline)
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
+        folder = Path(tmp)
+        ranks_file = folder / "gpt2.tiktoken"
+        tok = cases.tiktoken_gpt2()
+        from tiktoken.load import dump_tiktoken_bpe
+
+        dump_tiktoken_bpe(tok._mergeable_ranks, str(ranks_file))
+
+        def script(text_of: str, *args: str):
+            return lambda p: [sys.executable, "-c", text_of, *args]
+
+        todo = [Case("tiktoken: load ranks + Encoding + encode_ordinary",
+                     script(TIKTOKEN_SCRIPT, str(ranks_file), str(corpus), PATTERNS["gpt2"]),
+                     Params(tmp=tmp, code=str(REPO))),
+                Case("bpestore: open + tokenizer('gpt2') + encode_ordinary",
+                     script(BPESTORE_SCRIPT, _gpt2_store(folder, REPO), str(corpus)),
+                     Params(tmp=tmp, code=str(REPO)))]
+        if old:
+            todo.append(Case(f"bpestore {BASELINE}: the same",
+                             script(BPESTORE_SCRIPT, _gpt2_store(folder, old), str(corpus)),
+                             Params(tmp=tmp, code=str(old))))
+        results: list[Result] = measure(todo, runs, run=_run_inside)
+    base = results[0]
+    size = corpus.stat().st_size
+    rows = [[r.label, f"{r.seconds:.3f}", f"{size / 1e6 / r.seconds:.2f}", f"{base.seconds / r.seconds:.2f}×",
+             "yes" if r.digest == base.digest else f"**no** ({r.digest})"] for r in results]
+    return (f"### Fresh process: load GPT-2 + first encode of `{name}` ({size / 1e6:.1f} MB), imports included "
+            f"(median of {runs})\n\n" + markdown_table(
+                ["process", "seconds", "MB/s", "throughput / tiktoken's", "same ids as tiktoken"], rows))
+
+
+SUITES = {"startup": startup, "first-encode": first_encode}
