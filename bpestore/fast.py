@@ -79,6 +79,7 @@ import re
 import unicodedata
 from array import array
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from .spec import TokenizerSpec
@@ -86,6 +87,7 @@ from .text import PATTERNS
 
 # Pre-tokenizers whose pattern tiktoken ships and runs with the same meaning.
 FAST_PRETOKENIZERS = ("gpt2", "cl100k", "o200k")
+CONCURRENT_CHECK_AFTER = 1 << 20  # characters of a text whose check runs beside its encoding
 
 
 def spec_problem(spec: TokenizerSpec) -> str | None:
@@ -155,42 +157,62 @@ class FastEncoder:
                  merges: Sequence[tuple[bytes, bytes]], id_of: dict[bytes, int]) -> None:
         import tiktoken
 
-        ranks = {bytes([b]): byte_ids[b] for b in range(256)}
-        for left, right in merges:
-            ranks[left + right] = id_of[left + right]
+        if len(id_of) == 256 + len(merges):
+            # Every ordinary token is a byte or the token of one merge (distinct, by gate 2).
+            ranks = id_of
+        else:
+            ranks = {bytes([b]): byte_ids[b] for b in range(256)}
+            for left, right in merges:
+                ranks[left + right] = id_of[left + right]
         # One special token that is never allowed: without any, the special
         # pattern of tiktoken's encode() is empty and matches everywhere (slow).
         never = {"<|bpestore: never allowed|>": max(ranks.values()) + 1}
         self._encoding = tiktoken.Encoding(name="bpestore", pat_str=PATTERNS[spec.pretokenizer],
                                            mergeable_ranks=ranks, special_tokens=never)
-        _unassigned_or_astral()  # compiled once per process, here rather than in the first call
 
     def encode_into(self, text: str, out: list | array) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array, which
         gets them without a Python int each); False, adding nothing, where the
         text holds a lone surrogate or a character the two regex engines might
-        classify differently."""
-        if not text.isascii() and not all_assigned(text):
-            return False
+        classify differently.
+
+        On a long text that is not ASCII, that check of its characters runs
+        while tiktoken's core encodes it (the core releases the GIL), so it
+        costs no time where a second core is free."""
         if _long_space_run(text):
             # tiktoken's regex engine overflows its stack (a Rust panic) on a
             # run of about a million whitespace characters.
             return False
+        if text.isascii():
+            ids = self._encode_core(text, out)
+        elif len(text) < CONCURRENT_CHECK_AFTER:
+            ids = self._encode_core(text, out) if all_assigned(text) else None
+        else:
+            with ThreadPoolExecutor(1) as pool:
+                encoded = pool.submit(self._encode_core, text, out)
+                assigned = all_assigned(text)
+                ids = encoded.result()
+            if not assigned:
+                return False
+        if ids is None:
+            return False
+        out.extend(ids)
+        return True
+
+    def _encode_core(self, text: str, out: list | array) -> Sequence[int] | None:
+        """The ids of text from tiktoken's core, as ``out`` takes them; None where the core panicked."""
         core = self._encoding._core_bpe
         try:
-            ids: Sequence[int]
             if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
                 # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
                 ids = array("I")
                 ids.frombytes(memoryview(core.encode_to_tiktoken_buffer(text, set())).cast("B"))
-            else:
-                ids = self._encoding.encode_ordinary(text)
+                return ids
+            return self._encoding.encode_ordinary(text)
         except BaseException as exc:  # a Rust panic is a BaseException
             if type(exc).__name__ != "PanicException":
                 raise
-            return False
-        out.extend(ids)
-        return True
+            return None
 
 
 _SPACE_RUN = re.compile(r"\s{50000}")

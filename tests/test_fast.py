@@ -193,6 +193,25 @@ def test_text_with_characters_newer_than_python_takes_the_pure_path(gpt2_tokeniz
     assert gpt2_tokenizer.encode_ordinary(text) == pure.encode_ordinary(text)
 
 
+def test_a_long_text_is_checked_beside_its_encoding(gpt2_tokenizer, monkeypatch):
+    """Past CONCURRENT_CHECK_AFTER characters the check runs while tiktoken
+    encodes; the answer is the same: tiktoken's ids where the text passes,
+    the pure path's where it holds an unassigned character."""
+    import bpestore.fast
+
+    monkeypatch.setattr(bpestore.fast, "CONCURRENT_CHECK_AFTER", 100)
+    pure = Tokenizer(gpt2_tokenizer.vocab, gpt2_tokenizer.merges, gpt2_tokenizer.special_tokens, fast=False)
+    passing = "Grüße aus Köln, 日本語 and 🦄. " * 500
+    unassigned = passing + "\u0378" + passing  # U+0378 is unassigned in every Unicode version
+    fast = Tokenizer(gpt2_tokenizer.vocab, gpt2_tokenizer.merges, gpt2_tokenizer.special_tokens)
+    assert fast.backend == "tiktoken"
+    encoder = fast._fast_encoder()
+    out: list[int] = []
+    assert encoder.encode_into(passing, out) and out == pure.encode_ordinary(passing)
+    assert not encoder.encode_into(unassigned, out) and out == pure.encode_ordinary(passing)  # nothing added
+    assert fast.encode_ordinary(unassigned) == pure.encode_ordinary(unassigned)
+
+
 def _probe_ranks() -> dict[bytes, int]:
     """Bytes plus every pair of a probe character and any byte: token
     boundaries then show where the regex split the text."""
