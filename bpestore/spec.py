@@ -22,6 +22,7 @@ NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric"
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex")
 ALPHABETS = ("bytes", "chars")
 TIE_BREAKS = ("lexicographic", "hf")
+ERROR_POLICIES = ("strict", "replace", "skip")  # what reading text does with invalid UTF-8
 # How a word is cut into tokens: BPE merges by rank, or greedy longest vocabulary match.
 SEGMENTATIONS = ("merge", "longest-match")
 

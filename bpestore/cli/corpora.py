@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from ..ingest.sources import ERROR_POLICIES
 from ..queries import token_text
 from ..records import CorpusInfo, Source
+from ..spec import ERROR_POLICIES
 from .base import BpestoreGroup, Context
 from .options import ProgressLine, emit_json, emit_listing, json_option, quiet_option, text_options
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
-from ..ingest.sources import ERROR_POLICIES
 from ..queries import token_text
+from ..spec import ERROR_POLICIES
 from .base import Context
 from .options import ProgressLine, dtype_option, emit_json, json_option, quiet_option
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..errors import InvalidArgumentError, NotFoundError, SourceError
+from ..spec import ERROR_POLICIES
 
-ERROR_POLICIES = ("strict", "replace", "skip")
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
 _OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
 
