@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 from ..alphabet import bytes_to_unicode
 from ..errors import DamagedDataError, NotFoundError
@@ -79,15 +80,13 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
 
 
 def write_gpt2(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str],
-               vocab_path: str | Path, merges_path: str | Path) -> None:
-    """Write GPT-2 style files (merges.txt with the ``#version: 0.2`` header)."""
+               vocab_file: IO[str], merges_file: IO[str]) -> None:
+    """Write GPT-2 style files (merges.txt with the ``#version: 0.2`` header) into open text files."""
     special_bytes = {t.encode("utf-8"): t for t in special_tokens}
     encoder = {}
     for token_id, data in sorted(vocab.items()):
         encoder[special_bytes.get(data) or token_to_str(data)] = token_id
-    with open(vocab_path, "w", encoding="utf-8") as f:
-        json.dump(encoder, f, ensure_ascii=False)
-    with open(merges_path, "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n")
-        for left, right in merges:
-            f.write(f"{token_to_str(left)} {token_to_str(right)}\n")
+    json.dump(encoder, vocab_file, ensure_ascii=False)
+    merges_file.write("#version: 0.2\n")
+    for left, right in merges:
+        merges_file.write(f"{token_to_str(left)} {token_to_str(right)}\n")

@@ -6,7 +6,7 @@ Sources are taken in order:
   place no word or special token spans (``TextPipeline.cut_anywhere``); the
   workers read and count the ranges while this process hashes the file;
 * a compressed file, standard input, a large JSON Lines file (or any large
-  file, under a spec without a pre-tokenizer pattern) is read here, hashed and
+  file, under a spec without a built-in pre-tokenizer pattern) is read here, hashed and
   decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
   pieces;
 * small files are read and hashed here and sent whole, several to a task.
@@ -234,7 +234,7 @@ class _Counting:
                 group.closed = True
                 self.report(path, stats.size_bytes, stats.size_bytes, index)
                 return
-        if plain and not self.jsonl and self.pipeline.pattern is not None:
+        if plain and not self.jsonl and self.pipeline.cuts_words:
             yield from self.add_ranges(index, path, size, group)
         else:
             yield from self.add_stream(index, path, group)

@@ -269,7 +269,30 @@ def _trainer(v: VersionInfo, counts: Mapping[bytes, int], stored: repository.Voc
 
 def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
         progress: Callable[[Progress], None] | None) -> None:
-    """Replay the version's stored merges, then merge on to its target, writing checkpoints."""
+    """Replay the version's stored merges, then merge on to its target, writing checkpoints.
+
+    One run per version at a time: a second one raises ConflictError (at once
+    on PostgreSQL, at its first checkpoint elsewhere) and writes nothing.
+    """
+    with db.session() as session:
+        if not repository.try_lock_training(session, version_id):
+            raise ConflictError(f"{_ref(db, version_id)} is being trained by another process right now; "
+                                "wait for it to finish (or resume it once that process stopped)")
+        session.commit()  # the lock is the session's; no transaction stays open
+        try:
+            _run(db, version_id, checkpoint_every, checkpoint_seconds, progress)
+        finally:
+            repository.unlock_training(session, version_id)
+            session.commit()
+
+
+def _ref(db: Transactions, version_id: int) -> str:
+    with db.reading() as conn:
+        return repository.version_info(conn, version_id).ref
+
+
+def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
+         progress: Callable[[Progress], None] | None) -> None:
     with db.reading() as conn:
         v = repository.version_info(conn, version_id)
         counts, _digest = pinned_counts(conn, v)
@@ -340,6 +363,12 @@ class CheckpointWriter:
     def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
               fingerprint: str | None) -> None:
         """One checkpoint's rows, in the caller's transaction."""
+        stored = repository.n_merges(conn, self.version_id)
+        if merges and stored != merges[0].rank:
+            # Another run of this version wrote merges since this one read them.
+            raise ConflictError(f"{repository.version_info(conn, self.version_id).ref} is being trained by "
+                                f"another process ({stored:,} merges stored, this run expected "
+                                f"{merges[0].rank:,}); wait for it to finish, then resume it if it stopped")
         repository.add_merges(conn, self.version_id, merges)
         repository.add_tokens(conn, self.version_id, new_tokens)
         repository.record_checkpoint(conn, self.version_id, fingerprint)
