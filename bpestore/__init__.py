@@ -11,11 +11,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .encoder import DisallowedSpecialError, Tokenizer
 from .errors import (
     BpestoreError,
     ConflictError,
@@ -25,14 +24,37 @@ from .errors import (
     NotFoundError,
     SourceError,
 )
-from .records import CorpusInfo, Merge, Progress, Source, VerifyResult, VersionInfo
-from .spec import TokenizerSpec
-from .store import Store, TrainOptions
-from .trainer import BpeTrainer, train_word_counts
 
+if TYPE_CHECKING:
+    from .encoder import DisallowedSpecialError, Tokenizer
+    from .records import CorpusInfo, Merge, Progress, Source, VerifyResult, VersionInfo
+    from .spec import TokenizerSpec
+    from .store import Store, TrainOptions
+    from .trainer import BpeTrainer, train_word_counts  # noqa: F401
+
+# The public names are imported when first used, so that `import bpestore` (and the
+# command line's start-up) does not pay for SQLAlchemy, the encoder or the trainer.
+_LAZY = {
+    "DisallowedSpecialError": "encoder", "Tokenizer": "encoder",
+    "CorpusInfo": "records", "Merge": "records", "Progress": "records", "Source": "records",
+    "VerifyResult": "records", "VersionInfo": "records", "IngestResult": "records", "SourceInfo": "records",
+    "TrainProgress": "records",
+    "TokenizerSpec": "spec", "Store": "store", "TrainOptions": "store",
+    "BpeTrainer": "trainer", "train_word_counts": "trainer",
+}
 # Earlier names of the Source and Progress records (one record per concept).
-IngestResult = SourceInfo = Source
-TrainProgress = Progress
+_RENAMED = {"IngestResult": "Source", "SourceInfo": "Source", "TrainProgress": "Progress"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
@@ -47,6 +69,8 @@ def open(db: str | Path | None = None) -> Store:  # noqa: A001 - the documented 
 
     Without ``db``: ``$BPESTORE_DB``, else ``./bpestore.db``.
     """
+    from .store import Store
+
     return Store(db)
 
 
@@ -69,7 +93,11 @@ def train_bpe(
 
     >>> vocab, merges = train_bpe("corpus.txt", 500, ["<|endoftext|>"])  # doctest: +SKIP
     """
+    from collections import Counter
+
     from .ingest import count_sources, expand_paths
+    from .spec import TokenizerSpec
+    from .trainer import train_word_counts
 
     if vocab_size < 256 + len(special_tokens):
         raise InvalidArgumentError(f"vocab_size must be at least {256 + len(special_tokens)} "

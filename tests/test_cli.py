@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
@@ -340,3 +341,27 @@ def test_python_m_bpestore_is_the_same_program(tmp_path):
                          check=True, cwd=tmp_path)
     assert out.stdout.strip() == f"bpestore, version {bpestore.__version__}"
     assert version("bpestore") == bpestore.__version__
+
+
+def test_help_lists_every_command_with_its_own_first_line():
+    """`bpestore --help` reads COMMANDS without importing the commands: each entry
+    must name a real command whose docstring starts with the line listed."""
+    from bpestore.cli import COMMANDS, LazyGroup
+
+    group = cli
+    assert isinstance(group, LazyGroup)
+    ctx = click.Context(group)
+    for name, (_, _, short_help) in COMMANDS.items():
+        command = group.get_command(ctx, name)
+        assert command is not None and command.name == name
+        assert (command.help or "").split("\n\n")[0].replace("\n", " ").strip() == short_help, name
+
+
+def test_help_imports_neither_the_store_nor_the_encoder():
+    code = ("import sys; from bpestore.cli import main; sys.argv = ['bpestore', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('sqlalchemy', 'alembic', 'bpestore.encoder', 'bpestore.store', 'bpestore.trainer',"
+            " 'regex') if m in sys.modules]\nprint('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out, out
+    assert "ingest" in out and "Count the words" in out

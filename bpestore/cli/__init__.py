@@ -1,0 +1,96 @@
+"""The ``bpestore`` command line: each command is a thin call into the Python API.
+
+One module per family of commands (``corpora``, ``training``, ``encoding``,
+``versions``, ``exchange``); ``options`` holds the option bundles they share
+and ``base`` the error handling. Commands are imported only when invoked, so
+``bpestore --help`` and a query load neither the trainer nor the encoder.
+
+To add a command: write it as a ``click.command`` (or ``click.group(cls=BpestoreGroup)``)
+in one of those modules (or a new one), then list it in ``COMMANDS`` with the first
+line of its docstring (``tests/test_cli.py`` checks the two agree).
+
+A ``BpestoreError`` becomes one ``Error:`` line and exit status 1; the Python
+argument names its message mentions (its ``params``) become the command's flags.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from .. import __version__
+from .base import BpestoreGroup, Context, with_flags
+
+# name: (module of this package, attribute, the first line of its help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("versions", "init", "Create the database, or upgrade its schema to this bpestore's."),
+    "ingest": ("corpora", "ingest", "Count the words of PATH... (files, directories, - for stdin) into CORPUS."),
+    "corpora": ("corpora", "corpora_command", "List corpora with their sources and word totals."),
+    "corpus": ("corpora", "corpus_group", "Look into one corpus."),
+    "train": ("training", "train", "Train NAME@N from a corpus, or continue one with --resume NAME@N."),
+    "verify": ("training", "verify",
+               "Retrain REF from its corpus generation and settings and compare; exit 1 if the merges differ."),
+    "encode": ("encoding", "encode",
+               "Encode TEXT (or --file) with version REF; prints the ids, or writes them to --out."),
+    "decode": ("encoding", "decode", "Decode token IDS (or --file) with version REF."),
+    "versions": ("versions", "versions",
+               "List versions (of NAME) with status, size, corpus, parent and creation time."),
+    "show": ("versions", "show", "Everything about one version: spec, targets, digests, fingerprint."),
+    "alias": ("versions", "alias", "Point NAME@ALIAS at version REF (e.g. bpestore alias en@3 prod)."),
+    "token": ("versions", "token",
+               'Look up TOKEN (its text, e.g. " the", or with --id an id) in REF: the merges that made it.'),
+    "diff": ("versions", "diff", "What changed from REF_A to REF_B: shared merges, changed ids, tokens on each side."),
+    "import": ("exchange", "import_group", "Import a tokenizer made elsewhere as a new version."),
+    "export": ("exchange", "export", "Write version REF in another tokenizer's file format."),
+}
+
+
+class LazyGroup(BpestoreGroup):
+    """A group whose commands are imported when invoked; ``--help`` lists them
+    from ``COMMANDS`` without importing any."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute, _ = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        rows = [(name, click.Command(name, help=line).get_short_help_str(limit))
+                for name, (_, _, line) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="BPESTORE_DB", metavar="PATH_OR_URL",
+              help="SQLite path or SQLAlchemy URL [env: BPESTORE_DB; default: ./bpestore.db]")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(__version__, prog_name="bpestore")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, debug: bool) -> None:
+    """Byte-pair-encoding tokenizers whose state lives in a database."""
+    ctx.obj = Context(db, debug)
+
+
+def main() -> None:
+    cli(prog_name="bpestore")
+
+
+def __getattr__(name: str) -> Any:
+    """``from bpestore.cli import train`` (a command, or ``ProgressLine``) keeps working."""
+    for module in ("options", *sorted({m for m, _, _ in COMMANDS.values()})):
+        namespace = importlib.import_module(f"{__name__}.{module}")
+        if hasattr(namespace, name):
+            return getattr(namespace, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["COMMANDS", "BpestoreGroup", "Context", "LazyGroup", "cli", "main", "with_flags"]

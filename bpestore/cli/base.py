@@ -1,0 +1,91 @@
+"""What every command shares, and nothing heavy: the store is opened (and
+SQLAlchemy imported) only when a command first asks for it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..errors import BpestoreError
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+
+class Context:
+    """What every command shares: the database option and the lazily opened store."""
+
+    def __init__(self, db: str | None, debug: bool) -> None:
+        self.db = db
+        self.debug = debug
+        self._store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            from ..store import Store
+
+            self._store = Store(self.db)
+        return self._store
+
+
+class BpestoreGroup(click.Group):
+    """Turns a user mistake into one ``Error:`` line and exit status 1."""
+
+    group_class = type  # subgroups (corpus, import) catch their commands' errors alike
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (BpestoreError, OSError, UnicodeError) as exc:
+            if ctx.obj is not None and ctx.obj.debug:
+                raise
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, BpestoreError):
+                command = self.get_command(ctx, ctx.invoked_subcommand) if ctx.invoked_subcommand else None
+                message = with_flags(message, exc.params, command, ctx.command)
+            raise click.ClickException(message) from None
+
+
+def with_flags(message: str, params: Sequence[str], *commands: click.Command | None) -> str:
+    """A message in Python-API terms, in the command's terms: each of ``params``
+    that is an option of one of ``commands`` becomes its flag (``vocab_size`` ->
+    ``--vocab-size``, ``errors='replace'`` -> ``--errors replace``,
+    ``byte_fallback=True`` -> ``--byte-fallback``); other names stay.
+
+    >>> @click.command()
+    ... @click.option("--vocab-size", type=int)
+    ... @click.option("--errors")
+    ... def train(vocab_size, errors): ...
+    >>> with_flags("vocab_size must be at least 257; or pass errors='replace'",
+    ...            ("vocab_size", "errors", "merges"), train)
+    '--vocab-size must be at least 257; or pass --errors replace'
+    """
+    options = {p.name: p for command in commands if command for p in command.params
+               if isinstance(p, click.Option)}
+    for name in params:
+        option = options.get(name)
+        if option is None:
+            continue
+        flag = next((o for o in option.opts if o.startswith("--")), option.opts[0])
+        # The name as a word of its own (not part of a path, a flag or another
+        # name), with the value it is given, if any.
+        pattern = rf"(?<![\w./\\-]){re.escape(name)}(?:=('[^']*'|\"[^\"]*\"|[^\s,;:)]+))?(?![\w/\\-]|\.\w)"
+        message = re.sub(pattern, _flag_with_value(flag, option.is_flag), message)
+    return message
+
+
+def _flag_with_value(flag: str, is_flag: bool) -> Callable[[re.Match[str]], str]:
+    """``name`` -> ``flag``, ``name=True`` -> ``flag`` (a flag option), ``name='x'`` -> ``flag x``."""
+    def replace(match: re.Match[str]) -> str:
+        value = match.group(1)
+        if value is None or (is_flag and value == "True"):
+            return flag
+        if value[:1] in "'\"" and value[-1:] == value[:1]:
+            value = value[1:-1]
+        return f"{flag} {shlex.quote(value)}"
+    return replace

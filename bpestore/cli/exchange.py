@@ -1,0 +1,42 @@
+"""`import gpt2` and `export`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..formats import EXPORT_FORMATS
+from .base import BpestoreGroup, Context
+from .options import emit_json, json_option
+
+
+@click.group("import", cls=BpestoreGroup)
+def import_group() -> None:
+    """Import a tokenizer made elsewhere as a new version."""
+
+
+@import_group.command("gpt2")
+@click.argument("name")
+@click.option("--vocab", required=True, type=click.Path(dir_okay=False), help="vocab.json")
+@click.option("--merges", required=True, type=click.Path(dir_okay=False), help="merges.txt")
+@json_option
+@click.pass_obj
+def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool) -> None:
+    """Import GPT-2 style vocab.json + merges.txt as NAME@N."""
+    info = obj.store.import_gpt2(name, vocab=vocab, merges=merges)
+    if as_json:
+        emit_json(info.to_dict())
+    else:
+        click.echo(f"{info.ref}: imported {info.vocab_size:,} tokens, {info.n_merges:,} merges")
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--format", "format", type=click.Choice(EXPORT_FORMATS), required=True)
+@click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
+@click.pass_obj
+def export(obj: Context, ref: str, format: str, out: str) -> None:
+    """Write version REF in another tokenizer's file format."""
+    for path in obj.store.export(ref, format=format, out=Path(out)):
+        click.echo(f"wrote {path}")
