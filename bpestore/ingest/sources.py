@@ -44,12 +44,25 @@ def expand_paths(paths: Iterable[str | Path], *, glob: str | None = None) -> lis
             found = sorted(str(f) for f in p.rglob(glob or "*") if f.is_file())
             if not found:
                 raise NotFoundError(f"no files{f' matching {glob!r}' if glob else ''} under {path}")
+            for name in found:
+                _check_file_name(name)
             files.extend(found)
         elif p.exists():
+            _check_file_name(path)
             files.append(path)
         else:
             raise NotFoundError(f"file not found: {path}")
     return files
+
+
+def _check_file_name(name: str) -> None:
+    """A file's name is stored as text: one that is not UTF-8 is named (its bytes escaped) and refused."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+        raise SourceError(f"the file name {shown} is not valid UTF-8; rename it, or leave it out "
+                          "(glob='*.txt')", source=shown, params=("glob",)) from None
 
 
 def is_compressed(path: str) -> bool:

@@ -209,6 +209,7 @@ class Store:
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words of ``C@N`` (``C``: the newest) with their counts (ties by bytes)."""
+        n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
         with self.reading() as conn:
             return repository.read_counts(conn, corpus, lambda c, g: repository.top_words(conn, c, n, g))
 

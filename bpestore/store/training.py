@@ -34,6 +34,7 @@ from . import repository
 from .repository import Transactions
 
 DEFAULT_CHECKPOINT_EVERY = 1000
+MAX_COUNT = 2**31 - 1  # what the database's integer columns hold
 DEFAULT_CHECKPOINT_SECONDS = 10.0
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
 SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space")
@@ -69,9 +70,14 @@ class TrainOptions:
             object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
         if (self.vocab_size is None) == (self.merges is None):
             raise InvalidArgumentError("give either vocab_size or merges", params=("vocab_size", "merges"))
-        for param in ("vocab_size", "merges"):
-            if (getattr(self, param) or 0) < 0:
+        for param in ("vocab_size", "merges", "min_frequency", "max_token_length", "checkpoint_every"):
+            value = getattr(self, param)
+            if value is not None and not isinstance(value, int):
+                raise InvalidArgumentError(f"{param} must be a whole number, not {value!r}", params=(param,))
+            if (value or 0) < 0:
                 raise InvalidArgumentError(f"{param} cannot be negative", params=(param,))
+            if (value or 0) > MAX_COUNT:
+                raise InvalidArgumentError(f"{param} must be at most {MAX_COUNT:,}, not {value:,}", params=(param,))
         if self.checkpoint_every < 1:
             raise InvalidArgumentError("checkpoint_every must be at least 1", params=("checkpoint_every",))
 
