@@ -172,9 +172,9 @@ def test_a_second_resume_of_a_version_in_training_is_refused(store, tmp_path):
 
 @pytest.mark.skipif(not PG_URL, reason="a PostgreSQL session lock")
 def test_postgres_refuses_a_resume_while_another_session_trains(tmp_path):
-    from sqlalchemy import create_engine, text
-
     import uuid
+
+    from sqlalchemy import create_engine, text
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_URL)
