@@ -677,6 +677,9 @@ _WORKER_TOKENIZER: Tokenizer | None = None
 
 def _start_worker(tokenizer: Tokenizer) -> None:
     global _WORKER_TOKENIZER
+    from .ingest.pool import die_with_parent
+
+    die_with_parent()  # a killed parent leaves no encoding process behind
     _WORKER_TOKENIZER = tokenizer
 
 

@@ -101,6 +101,11 @@ class TextPipeline:
         else:
             source = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
             self.pattern = regex.compile(source)
+        # A stream is cut inside a segment only under a built-in pattern (see
+        # _SAFE_CUT). Whether a cut changes what another regex finds cannot be
+        # known (a look-ahead sees past it, a match may span it), so a custom
+        # pattern meets each segment whole: exactly regex.findall's words.
+        self.cuts_words = spec.pretokenizer in PATTERNS
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -125,7 +130,9 @@ class TextPipeline:
         segment = normalize(segment, self.steps)
         if self.pattern is None:
             return [segment] if segment else []
-        return self.pattern.findall(segment)
+        words = self.pattern.findall(segment)
+        # A custom pattern may match the empty string (``x*``): that is no word.
+        return words if self.cuts_words else [w for w in words if w]
 
     def words(self, text: str) -> Iterator[str]:
         """The pre-tokens of a text, special tokens dropped."""
@@ -148,6 +155,11 @@ class TextPipeline:
             if self.pattern is None:
                 counts.update([segment] if segment else [])
                 n_words += bool(segment)
+                continue
+            if not self.cuts_words:
+                words = [w for w in self.pattern.findall(segment) if w]
+                n_words += len(words)
+                counts.update(words)
                 continue
             for start, end in _parts(segment, part_chars):
                 words = self.pattern.findall(segment, start, end)
@@ -187,7 +199,7 @@ class TextPipeline:
                 # A special token could still begin in the last max_len-1 characters.
                 limit = max(segment_start, len(text) - self.max_special_len + 1)
         cut = segment_start
-        if self.pattern is not None:
+        if self.cuts_words:
             m = _SAFE_CUT.search(text, segment_start, limit)
             if m is not None and m.end() < len(text):
                 cut = m.start()
@@ -209,7 +221,7 @@ class TextPipeline:
         >>> cut = pipe.cut_anywhere(window); window[:cut], window[cut:]
         ('one <|a b|> two', ' three four')
         """
-        if self.pattern is None:
+        if not self.cuts_words:
             return 0
         # Candidates lie in [first, last]; the search sees one more character,
         # for the look-ahead.

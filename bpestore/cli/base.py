@@ -33,14 +33,39 @@ class Context:
         return self._store
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage mistake shown as one ``Error:`` line with where to look, not
+    click's usage block (exit status 2, as click's)."""
+
+    def show(self, file: Any = None) -> None:
+        hint = f" (see {self.ctx.command_path} --help)" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message()}{hint}", err=True, file=file)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return exc  # converted already, or a bare group: its help is the answer
+    message = " ".join(exc.format_message().split())
+    return OneLineUsageError(message, exc.ctx)
+
+
 class BpestoreGroup(click.Group):
-    """Turns a user mistake into one ``Error:`` line and exit status 1."""
+    """Turns a user mistake into one ``Error:`` line: exit status 1, or 2 for a
+    usage mistake (an option's value, a missing argument)."""
 
     group_class = type  # subgroups (corpus, import) catch their commands' errors alike
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
         except (BpestoreError, OSError, UnicodeError) as exc:
             if ctx.obj is not None and ctx.obj.debug:
                 raise

@@ -12,7 +12,16 @@ from ..queries import token_text
 from ..records import CorpusInfo, Source
 from ..spec import ERROR_POLICIES
 from .base import BpestoreGroup, Context
-from .options import ProgressLine, emit_json, emit_listing, json_option, quiet_option, text_options
+from .options import (
+    MAX_WORKERS,
+    ProgressLine,
+    count_range,
+    emit_json,
+    emit_listing,
+    json_option,
+    quiet_option,
+    text_options,
+)
 
 
 class SourceLines:
@@ -55,7 +64,7 @@ def ingest_summary(corpus: str, results: Sequence[Source], n_distinct: int, seco
 @click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
 @click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
 @text_options
-@click.option("--workers", type=click.IntRange(min=1), help="Counting processes [default: one per core].")
+@click.option("--workers", type=count_range(1, MAX_WORKERS), help="Counting processes [default: one per core].")
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
 @click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8.")
@@ -100,7 +109,7 @@ def generation_line(c: CorpusInfo) -> str:
 
 @corpus_group.command("show")
 @click.argument("name", metavar="C[@N]")
-@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--top", type=count_range(0), default=20, show_default=True,
               help="How many of the most frequent words to list.")
 @json_option
 @click.pass_obj
@@ -142,7 +151,7 @@ def corpus_log(obj: Context, name: str, as_json: bool) -> None:
 @corpus_group.command("diff")
 @click.argument("ref_a", metavar="C@A")
 @click.argument("ref_b", metavar="C@B")
-@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--limit", type=count_range(0), default=20, show_default=True,
               help="Words to list in each part.")
 @json_option
 @click.pass_obj

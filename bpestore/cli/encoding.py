@@ -15,7 +15,7 @@ import click
 from ..queries import token_text
 from ..spec import ERROR_POLICIES
 from .base import Context
-from .options import ProgressLine, dtype_option, emit_json, json_option, quiet_option
+from .options import MAX_WORKERS, ProgressLine, count_range, dtype_option, emit_json, json_option, quiet_option
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer
@@ -68,7 +68,7 @@ def emit_ids(tok: Tokenizer, ids: list[int], show_tokens: bool, as_json: bool) -
 @click.option("--out", type=click.Path(dir_okay=False),
               help="Write the ids of --file as a flat little-endian binary file (numpy.memmap-able).")
 @dtype_option
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--workers", type=count_range(1, MAX_WORKERS), default=1, show_default=True,
               help="Encode --file in this many threads (tiktoken path) or processes.")
 @click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8 in --file.")

@@ -35,8 +35,9 @@ def import_gpt2(obj: Context, name: str, vocab: str, merges: str, as_json: bool)
 @click.argument("ref")
 @click.option("--format", "format", type=click.Choice(EXPORT_FORMATS), required=True)
 @click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
+@click.option("--force", is_flag=True, help="Replace files that exist.")
 @click.pass_obj
-def export(obj: Context, ref: str, format: str, out: str) -> None:
+def export(obj: Context, ref: str, format: str, out: str, force: bool) -> None:
     """Write version REF in another tokenizer's file format."""
-    for path in obj.store.export(ref, format=format, out=Path(out)):
+    for path in obj.store.export(ref, format=format, out=Path(out), force=force):
         click.echo(f"wrote {path}")

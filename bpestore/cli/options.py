@@ -43,6 +43,17 @@ def emit_listing(items: Sequence[Any], as_json: bool, empty: str, line: Callable
         click.echo(line(item))
 
 
+# The largest count an option takes: what the database's integer columns hold.
+MAX_COUNT = 2**31 - 1
+# The most processes or threads a command starts.
+MAX_WORKERS = 1024
+
+
+def count_range(min: int, max: int = MAX_COUNT) -> click.IntRange:  # noqa: A002
+    """An integer option's type: ``min`` to ``max``, so an absurd value is one ``Error:`` line."""
+    return click.IntRange(min=min, max=max)
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 # No --special-token given: None (a corpus or a parent keeps its own).
@@ -62,15 +73,15 @@ text_options = options(
 )
 # What a training run aims at and which pairs it may merge.
 training_options = options(
-    click.option("--vocab-size", type=click.IntRange(min=1), help="Target tokens: 256 bytes + specials + merges."),
-    click.option("--merges", type=click.IntRange(min=0), help="Target number of merges (instead of --vocab-size)."),
-    click.option("--min-frequency", type=click.IntRange(min=1), default=1, show_default=True,
+    click.option("--vocab-size", type=count_range(1), help="Target tokens: 256 bytes + specials + merges."),
+    click.option("--merges", type=count_range(0), help="Target number of merges (instead of --vocab-size)."),
+    click.option("--min-frequency", type=count_range(1), default=1, show_default=True,
                  help="Stop when no pair occurs this often."),
     click.option("--tie-break", type=click.Choice(TIE_BREAKS),
                  help="Rule among equal counts [default: lexicographic]."),
     special_option,
     click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid)."),
-    click.option("--max-token-length", type=click.IntRange(min=2), help="Longest token, in bytes."),
+    click.option("--max-token-length", type=count_range(2), help="Longest token, in bytes."),
 )
 # How a word becomes its first symbols (alphabet.py).
 symbol_options = options(

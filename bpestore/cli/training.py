@@ -10,7 +10,15 @@ from typing import Any
 import click
 
 from .base import Context
-from .options import ProgressLine, emit_json, json_option, quiet_option, symbol_options, training_options
+from .options import (
+    ProgressLine,
+    count_range,
+    emit_json,
+    json_option,
+    quiet_option,
+    symbol_options,
+    training_options,
+)
 
 
 def refuse_new_settings(ctx: click.Context, allowed: Sequence[str]) -> None:
@@ -29,7 +37,7 @@ def refuse_new_settings(ctx: click.Context, allowed: Sequence[str]) -> None:
               help="The corpus whose word counts to train on (@N: its generation N; default: the newest).")
 @training_options
 @symbol_options
-@click.option("--checkpoint-every", type=click.IntRange(min=1), default=1000, show_default=True,
+@click.option("--checkpoint-every", type=count_range(1), default=1000, show_default=True,
               help="Write merges to the database every K merges.")
 @click.option("--resume", "resume_ref", metavar="NAME@N", help="Continue an unfinished version.")
 @json_option

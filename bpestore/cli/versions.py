@@ -8,7 +8,7 @@ import click
 
 from ..records import VersionInfo
 from .base import Context
-from .options import emit_json, emit_listing, json_option
+from .options import count_range, emit_json, emit_listing, json_option
 
 
 @click.command()
@@ -99,7 +99,7 @@ def token(obj: Context, ref: str, token: str, by_id: bool, as_json: bool) -> Non
 @click.command()
 @click.argument("ref_a")
 @click.argument("ref_b")
-@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True,
+@click.option("--limit", type=count_range(0), default=20, show_default=True,
               help="Tokens to list on each side.")
 @json_option
 @click.pass_obj

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from ..errors import InvalidArgumentError, NotFoundError
+from ..errors import ConflictError, InvalidArgumentError, NotFoundError
 from ..text import PATTERNS
 from .gpt2 import token_to_str, write_gpt2
 
@@ -17,35 +21,94 @@ if TYPE_CHECKING:
 EXPORT_FORMATS = ("gpt2", "hf", "tiktoken")
 
 
-def export_tokenizer(tok: Tokenizer, format: str, out: Path) -> list[Path]:  # noqa: A002
-    """Write a Tokenizer in ``format`` (one of EXPORT_FORMATS); returns the files written."""
+def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = False) -> list[Path]:  # noqa: A002
+    """Write a Tokenizer in ``format`` (one of EXPORT_FORMATS); returns the files written.
+
+    Each file is written whole or not at all (``atomic_file``); an existing
+    one is replaced only with ``force``. ``out``'s folder must exist (for
+    ``gpt2``, ``out`` is a folder; it is made if its parent exists).
+    """
+    if format not in EXPORT_FORMATS:
+        raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
+                                   params=("format",))
     if not tok.spec.byte_level:
         raise InvalidArgumentError("only byte-level versions can be exported")
+    paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
+    _parent_exists(out)
+    for path in paths:
+        _free(path, force)
     if format == "gpt2":
-        out.mkdir(parents=True, exist_ok=True)
-        paths = [out / "vocab.json", out / "merges.txt"]
-        write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), *paths)
-        return paths
-    if format == "tiktoken":
-        _parent_exists(out)
+        if out.exists() and not out.is_dir():
+            raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files",
+                                       params=("out",))
+        out.mkdir(exist_ok=True)
+        with atomic_file(paths[0], force=force) as vocab_file, atomic_file(paths[1], force=force) as merges_file:
+            write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), vocab_file, merges_file)
+    elif format == "tiktoken":
         specials = set(tok.special_tokens.values())
-        with open(out, "w", encoding="ascii") as f:
+        with atomic_file(out, force=force) as f:
             for token_id, data in sorted(tok.vocab.items()):
                 if token_id not in specials:
                     f.write(f"{base64.b64encode(data).decode()} {token_id}\n")
-        return [out]
-    if format == "hf":
-        _parent_exists(out)
-        with open(out, "w", encoding="utf-8") as f:
+    else:
+        with atomic_file(out, force=force) as f:
             json.dump(hf_tokenizer_json(tok), f, ensure_ascii=False, indent=1)
-        return [out]
-    raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
-                               params=("format",))
+    return paths
 
 
 def _parent_exists(out: Path) -> None:
-    if not out.parent.exists():
-        raise NotFoundError(f"folder {out.parent} does not exist", params=("out",))
+    if not out.parent.is_dir():
+        raise NotFoundError(f"folder {out.parent} does not exist; create it first", params=("out",))
+
+
+def _free(path: Path, force: bool) -> None:
+    if path.is_dir():
+        raise InvalidArgumentError(f"{path} is a folder; give a file path", params=("out",))
+    if path.exists() and not force:
+        raise ConflictError(f"{path} exists; pass force=True to replace it", params=("force",))
+
+
+@contextmanager
+def atomic_file(path: Path, *, force: bool = False) -> Iterator[IO[str]]:
+    """A text file written next to ``path`` and renamed onto it once complete
+    and on disk (fsync): a failure or a kill leaves ``path`` as it was. Without
+    ``force`` an existing ``path`` (even one made meanwhile) is not replaced.
+
+    >>> with atomic_file(Path("t.json")) as f: f.write("{}")  # doctest: +SKIP
+    """
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with open(fd, "w", encoding="utf-8") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        if force:
+            os.replace(temp, path)
+        else:
+            try:
+                os.link(temp, path)  # fails if path exists: no check-then-write race
+            except FileExistsError:
+                raise ConflictError(f"{path} exists; pass force=True to replace it", params=("force",)) from None
+            os.unlink(temp)
+        _fsync_folder(path.parent)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (where the system allows opening folders)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 _HF_NORMALIZERS = {"nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD", "lowercase": "Lowercase"}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 from ..alphabet import bytes_to_unicode
 from ..errors import DamagedDataError, NotFoundError
@@ -40,7 +42,7 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
     """
     try:
         with open(vocab_path, encoding="utf-8") as f:
-            encoder = json.load(f)
+            encoder = json.load(f, object_pairs_hook=_no_repeats(vocab_path))
     except FileNotFoundError:
         raise NotFoundError(f"vocabulary file not found: {vocab_path}", params=("vocab",)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -68,26 +70,46 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
     vocab: dict[int, bytes] = {}
     specials: list[str] = []
     for text, token_id in encoder.items():
-        if not isinstance(token_id, int):
-            raise DamagedDataError(f"{vocab_path}: id of {text!r} is not an integer", params=("vocab",))
+        if type(token_id) is not int or not 0 <= token_id < len(encoder):
+            raise DamagedDataError(f"{vocab_path}: the id of {text!r} is {token_id!r}; ids are the whole "
+                                   f"numbers 0 to {len(encoder) - 1}, each once", params=("vocab",))
+        if token_id in vocab:
+            raise DamagedDataError(f"{vocab_path}: id {token_id} is given twice", params=("vocab",))
         data = str_to_token(text) if all(c in unicode_to_bytes() for c in text) else None
         if data is None or (len(data) > 1 and data not in merged):
+            if data is not None and not SPECIAL_LOOK.fullmatch(text):
+                raise DamagedDataError(f"{vocab_path}: {text!r} (id {token_id}) is made by no merge of "
+                                       f"{merges_path} (is it cut short?)", params=("vocab", "merges"))
             specials.append(text)
             data = text.encode("utf-8")
         vocab[token_id] = data
     return vocab, merges, specials
 
 
+# An entry that no merge makes is a special token if it looks like one: <|endoftext|>, [CLS], <s>.
+SPECIAL_LOOK = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
+
+
+def _no_repeats(path: str | Path):  # noqa: ANN202
+    """A json object_pairs_hook that refuses a key given twice (json keeps the last)."""
+    def build(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        built: dict[str, object] = {}
+        for key, value in pairs:
+            if key in built:
+                raise DamagedDataError(f"{path}: {key!r} is given twice", params=("vocab",))
+            built[key] = value
+        return built
+    return build
+
+
 def write_gpt2(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str],
-               vocab_path: str | Path, merges_path: str | Path) -> None:
-    """Write GPT-2 style files (merges.txt with the ``#version: 0.2`` header)."""
+               vocab_file: IO[str], merges_file: IO[str]) -> None:
+    """Write GPT-2 style files (merges.txt with the ``#version: 0.2`` header) into open text files."""
     special_bytes = {t.encode("utf-8"): t for t in special_tokens}
     encoder = {}
     for token_id, data in sorted(vocab.items()):
         encoder[special_bytes.get(data) or token_to_str(data)] = token_id
-    with open(vocab_path, "w", encoding="utf-8") as f:
-        json.dump(encoder, f, ensure_ascii=False)
-    with open(merges_path, "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n")
-        for left, right in merges:
-            f.write(f"{token_to_str(left)} {token_to_str(right)}\n")
+    json.dump(encoder, vocab_file, ensure_ascii=False)
+    merges_file.write("#version: 0.2\n")
+    for left, right in merges:
+        merges_file.write(f"{token_to_str(left)} {token_to_str(right)}\n")

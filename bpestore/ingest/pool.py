@@ -189,8 +189,22 @@ def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_cha
     global _counter
     # Ctrl-C reaches the whole process group; the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
     _counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field, part_chars)
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+
+
+def die_with_parent() -> None:
+    """On Linux, the kernel kills this worker the moment its parent dies
+    (PR_SET_PDEATHSIG): the thread below may wait for a long regex to let go of the GIL."""
+    if sys.platform != "linux":
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _exit_when_orphaned(parent: int) -> None:

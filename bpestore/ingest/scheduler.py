@@ -6,7 +6,7 @@ Sources are taken in order:
   place no word or special token spans (``TextPipeline.cut_anywhere``); the
   workers read and count the ranges while this process hashes the file;
 * a compressed file, standard input, a large JSON Lines file (or any large
-  file, under a spec without a pre-tokenizer pattern) is read here, hashed and
+  file, under a spec without a built-in pre-tokenizer pattern) is read here, hashed and
   decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
   pieces;
 * small files are read and hashed here and sent whole, several to a task.
@@ -20,18 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..errors import BpestoreError
+from ..errors import BpestoreError, InvalidArgumentError, SourceError
 from ..records import Progress, Source
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers
 from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
+
+MAX_WORKERS = 1024
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ def count_sources(
     ``collections.Counter`` over each whole source.
     """
     check_errors(errors)
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise InvalidArgumentError(f"workers must be 1 to {MAX_WORKERS}, not {workers}", params=("workers",))
     counting = _Counting(list(paths), spec, errors=errors,
                          workers=workers if workers is not None else default_workers(),
                          jsonl_field=jsonl_field, already_counted=already_counted, force=force,
@@ -147,6 +152,7 @@ class _Counting:
         self.unsent_bytes = 0
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
+        self.stamps: dict[str, tuple[int, int, int] | None] = {}  # each file's stat when its reading began
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
@@ -183,6 +189,10 @@ class _Counting:
             group = self.groups.popleft()
             if not group.sources:
                 continue
+            for source in group.sources:
+                if not source.skipped and _stamp(source.source) != self.stamps.get(source.source):
+                    raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
+                                      "ingest it again once it stays as it is", source=source.source)
             if len(group.sources) == 1 and group.counts is not None:
                 # A large source's pieces each report their own distinct words.
                 group.sources[0].n_distinct = len(group.counts)
@@ -190,6 +200,7 @@ class _Counting:
 
     # -- small sources: read whole, counted and written together --------------
     def add_small(self, index: int, path: str) -> None:
+        self.stamps[path] = _stamp(path)
         data = read_range(path)
         stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
         self.report(path, stats.size_bytes, stats.size_bytes, index)
@@ -220,6 +231,7 @@ class _Counting:
 
     # -- large sources: counted in pieces, a batch of their own ----------------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
+        self.stamps[path] = _stamp(path)
         stats = Source(path)
         group = _Group([stats])
         self.groups.append(group)
@@ -234,7 +246,7 @@ class _Counting:
                 group.closed = True
                 self.report(path, stats.size_bytes, stats.size_bytes, index)
                 return
-        if plain and not self.jsonl and self.pipeline.pattern is not None:
+        if plain and not self.jsonl and self.pipeline.cuts_words:
             yield from self.add_ranges(index, path, size, group)
         else:
             yield from self.add_stream(index, path, group)
@@ -353,6 +365,17 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is written: its size, modification time and inode (None: stdin, or gone)."""
+    if path == "-":
+        return None
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
 
 
 def cut_points(path: str, size: int, pipeline: TextPipeline, tuning: IngestTuning) -> list[int]:

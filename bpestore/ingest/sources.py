@@ -2,8 +2,8 @@
 
 A source is a file, ``-`` for standard input, or a ``.gz``/``.xz``/``.bz2`` file.
 Decoding follows an ``errors`` policy (one of ``ERROR_POLICIES``): ``strict``
-raises ``SourceError`` naming the byte of the first invalid UTF-8 sequence,
-``replace`` substitutes U+FFFD, ``skip`` drops the invalid bytes.
+raises ``SourceError`` naming the byte of the first invalid UTF-8 sequence (or NUL
+byte: text holds none), ``replace`` substitutes U+FFFD, ``skip`` drops the invalid bytes.
 """
 
 from __future__ import annotations
@@ -44,12 +44,27 @@ def expand_paths(paths: Iterable[str | Path], *, glob: str | None = None) -> lis
             found = sorted(str(f) for f in p.rglob(glob or "*") if f.is_file())
             if not found:
                 raise NotFoundError(f"no files{f' matching {glob!r}' if glob else ''} under {path}")
+            for name in found:
+                _check_file_name(name)
             files.extend(found)
         elif p.exists():
+            _check_file_name(path)
+            if p.is_file() and p.stat().st_size == 0:
+                raise SourceError(f"{path} is empty: there is nothing to count in it", source=path)
             files.append(path)
         else:
             raise NotFoundError(f"file not found: {path}")
     return files
+
+
+def _check_file_name(name: str) -> None:
+    """A file's name is stored as text: one that is not UTF-8 is named (its bytes escaped) and refused."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(name).decode("utf-8", "backslashreplace")
+        raise SourceError(f"the file name {shown} is not valid UTF-8; rename it, or leave it out "
+                          "(glob='*.txt')", source=shown, params=("glob",)) from None
 
 
 def is_compressed(path: str) -> bool:
@@ -156,6 +171,8 @@ class TextReader:
                 text = decoder.decode(data, final)
             except UnicodeDecodeError as exc:
                 raise invalid_utf8(self.name, self.size - pending + exc.start) from None
+            if self.errors == "strict" and (nul := data.find(b"\0")) >= 0:
+                raise nul_byte(self.name, self.size + nul)
             self.sha256.update(data)
             self.size += len(data)
             if text:
@@ -167,9 +184,12 @@ class TextReader:
 def decode(data: bytes, name: str, errors: str, offset: int = 0) -> str:
     """The text of bytes found at ``offset`` in a source, under an ``errors`` policy."""
     try:
-        return data.decode("utf-8", _CODEC_ERRORS[errors])
+        text = data.decode("utf-8", _CODEC_ERRORS[errors])
     except UnicodeDecodeError as exc:
         raise invalid_utf8(name, offset + exc.start) from None
+    if errors == "strict" and (nul := data.find(b"\0")) >= 0:
+        raise nul_byte(name, offset + nul)
+    return text
 
 
 _CODEC_ERRORS = {"strict": "strict", "replace": "replace", "skip": "ignore"}
@@ -178,6 +198,12 @@ _CODEC_ERRORS = {"strict": "strict", "replace": "replace", "skip": "ignore"}
 def invalid_utf8(name: str, offset: int) -> SourceError:
     return SourceError(f"{name} is not valid UTF-8 at byte {offset}; "
                        "pass errors='replace' or errors='skip' to accept it",
+                       source=name, offset=offset, params=("errors",))
+
+
+def nul_byte(name: str, offset: int) -> SourceError:
+    return SourceError(f"{name} holds a NUL byte at byte {offset}: it looks like a binary file, not text; "
+                       "pass errors='replace' to count it as text anyway",
                        source=name, offset=offset, params=("errors",))
 
 

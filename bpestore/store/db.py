@@ -8,10 +8,12 @@ up-to-date store costs one query (``tests/test_schema.py`` checks that
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -20,6 +22,7 @@ from ..errors import ConflictError, DamagedDataError, DatabaseError, InvalidArgu
 
 if TYPE_CHECKING:
     from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 DEFAULT_DB = "bpestore.db"
 HEAD = "0004"  # the newest revision in migrations/versions
@@ -37,25 +40,42 @@ def resolve_url(db: str | os.PathLike | None = None) -> str:
         return "sqlite://"
     if "://" in db:
         try:
-            make_url(db)
-        except ArgumentError as exc:
-            raise InvalidArgumentError(f"not a database URL: {db} ({exc})") from None
+            url = make_url(db)
+            url.port  # noqa: B018 (parsed lazily: a port that is not a number raises here)
+        except (ArgumentError, ValueError) as exc:
+            raise InvalidArgumentError(f"not a database URL: {display_url(db)} ({exc})", params=("db",)) from None
         return db
     path = Path(db).expanduser()
     if path.parent and not path.parent.exists():
         raise NotFoundError(f"folder {path.parent} does not exist (database {db})")
     if path.is_dir():
         raise InvalidArgumentError(f"{db} is a folder; give a database file path, e.g. {path / DEFAULT_DB}")
-    return f"sqlite:///{path.resolve()}"
+    path = path.resolve()
+    if path.exists() and not _writable(path):
+        # Read it without writing anything: no WAL files are made, and in a
+        # read-only folder without them, nothing can change it (immutable).
+        immutable = "" if os.access(path.parent, os.W_OK) or Path(f"{path}-wal").exists() else "&immutable=1"
+        return f"sqlite:///file:{quote(str(path))}?mode=ro{immutable}&uri=true"
+    return f"sqlite:///{path}"
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def is_read_only(engine: Engine) -> bool:
+    """A SQLite database opened read-only (its file or folder is not writable)."""
+    return engine.dialect.name == "sqlite" and engine.url.query.get("mode") == "ro"
+
+
+def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False) -> None:
     # Let SQLAlchemy, not the driver, decide where transactions begin (see below).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    if not read_only:  # a read-only file stays as it is (its journal mode included)
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
@@ -73,8 +93,8 @@ def display_url(url: str) -> str:
     """The URL with any password hidden, for messages."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+    except (ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def make_engine(url: str) -> Engine:
@@ -88,7 +108,9 @@ def make_engine(url: str) -> Engine:
     except Exception as exc:  # unknown dialect
         raise DatabaseError(f"cannot open database {display_url(url)}: {exc}") from None
     if engine.dialect.name == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
+        read_only = is_read_only(engine)
+        event.listen(engine, "connect", lambda dbapi_connection, record: _sqlite_pragmas(
+            dbapi_connection, record, read_only))
         event.listen(engine, "begin", _sqlite_begin)
     return engine
 
@@ -142,10 +164,18 @@ def upgrade_schema(engine: Engine) -> str:
     head = script.get_current_head()
     if head is None:
         raise DamagedDataError("bpestore's migrations have no head revision; reinstall bpestore")
+    if is_read_only(engine):
+        return _check_read_only(engine, script, head)
     with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
+        if conn.dialect.name == "postgresql":
+            # Processes opening a new database at once: one creates the schema,
+            # the others wait for it here (until this transaction ends).
+            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('bpestore schema ' || current_schema()))"))
         current = MigrationContext.configure(conn).get_current_revision()
         if current == head:
             return head
+        if current is None:
+            _refuse_foreign(conn)
         if current is not None:
             try:
                 script.get_revision(current)
@@ -156,6 +186,37 @@ def upgrade_schema(engine: Engine) -> str:
                     "Upgrade bpestore (pip install -U bpestore) to open it.") from None
         config.attributes["connection"] = conn
         command.upgrade(config, "head")
+    return head
+
+
+def _refuse_foreign(conn: Connection) -> None:
+    """A database that holds tables but no bpestore schema belongs to something else: leave it alone."""
+    tables = [t for t in inspect(conn).get_table_names() if t != "alembic_version"]
+    if tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise ConflictError(f"{display_url(str(conn.engine.url))} is not a bpestore database (it holds other "
+                            f"tables: {shown}); give a new file or an empty database", params=("db",))
+
+
+def _check_read_only(engine: Engine, script: ScriptDirectory, head: str) -> str:
+    """A read-only database is used as it is: it must be at this bpestore's schema."""
+    from alembic.util.exc import CommandError
+
+    with engine.connect() as conn:
+        current = stored_revision(conn)
+        if current is None:
+            _refuse_foreign(conn)
+    if current != head:
+        where = display_url(str(engine.url))
+        if current is None:
+            raise NotFoundError(f"{where} is read-only and holds no bpestore schema yet", params=("db",))
+        try:
+            script.get_revision(current)
+        except (CommandError, KeyError):
+            raise ConflictError(f"{where} has schema revision {current}, unknown to this bpestore (schema "
+                                f"{head}): it was written by a newer bpestore. Upgrade bpestore to open it.") from None
+        raise ConflictError(f"{where} is read-only and at schema revision {current}; this bpestore needs "
+                            f"{head}: open it once where it is writable to upgrade it", params=("db",))
     return head
 
 

@@ -12,6 +12,8 @@ from . import facts, repository
 from .repository import Transactions, Vocabulary
 from .training import fingerprint
 
+MAX_ID = 2**31 - 1  # what the database's id column holds (and uint32 id files)
+
 
 def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
                    merge_list: Sequence[tuple[bytes, bytes]], spec: TokenizerSpec, *, source: str) -> int:
@@ -19,7 +21,16 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     ``name``; returns its id. ``spec.special_tokens`` must be in ``vocab``."""
     repository.check_name(name, "tokenizer", "name")
     first_id: dict[bytes, int] = {}
+    specials = {t.encode("utf-8") for t in spec.special_tokens}
     for token_id, data in vocab.items():
+        if type(token_id) is not int or not 0 <= token_id <= MAX_ID:
+            raise InvalidArgumentError(f"token id {token_id!r} is out of range: ids are 0 to {MAX_ID:,}",
+                                       params=("vocab",))
+        if not isinstance(data, bytes) or not data:
+            raise InvalidArgumentError(f"token {token_id} is {data!r}, not non-empty bytes", params=("vocab",))
+        if data in first_id and data not in specials:
+            raise InvalidArgumentError(f"tokens {first_id[data]} and {token_id} are both {data!r}; "
+                                       "a vocabulary holds each token once", params=("vocab",))
         first_id.setdefault(data, token_id)
     missing = [t for t in spec.special_tokens if t.encode("utf-8") not in first_id]
     if missing:

@@ -64,11 +64,13 @@ class Transactions(Protocol):
 
     def writing(self) -> AbstractContextManager[Connection]: ...
 
+    def session(self) -> AbstractContextManager[Connection]: ...
+
 
 def check_name(name: str, what: str, param: str) -> None:
-    """Names are stored as text: non-empty, printable, '@'-free UTF-8."""
-    if not name or "@" in name or not name.isprintable():
-        raise InvalidArgumentError(f"a {what} name must be non-empty printable text without '@', "
+    """Names are stored as text: printable, '@'-free UTF-8, not only spaces."""
+    if not name.strip() or "@" in name or not name.isprintable():
+        raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
                                    f"not {name!r}", params=(param,))
     try:
         name.encode("utf-8")
@@ -564,6 +566,25 @@ def version_state(conn: Connection, version_id: int) -> str:
         return fingerprint
     n_merges = conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id))
     return f"training:{n_merges.scalar()}"
+
+
+def n_merges(conn: Connection, version_id: int) -> int:
+    return conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id)).scalar_one()
+
+
+def try_lock_training(conn: Connection, version_id: int) -> bool:
+    """Claim the right to train a version for as long as ``conn`` stays open; False
+    if another session holds it. PostgreSQL only (a session advisory lock);
+    elsewhere True: the checkpoint's merge count check is the guard there."""
+    if conn.dialect.name != "postgresql":
+        return True
+    return bool(conn.execute(select(func.pg_try_advisory_lock(func.hashtext("bpestore train"), version_id)))
+                .scalar())
+
+
+def unlock_training(conn: Connection, version_id: int) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_unlock(func.hashtext("bpestore train"), version_id)))
 
 
 def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None = None) -> None:

@@ -111,9 +111,13 @@ class Store:
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:
-        """A read transaction: its queries see one state of the database."""
-        with _database_errors(), self.engine.connect() as conn, conn.begin():
-            yield conn
+        """A read transaction: its queries see one state of the database (one
+        snapshot: on PostgreSQL REPEATABLE READ, as SQLite's reads always are)."""
+        with _database_errors(), self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def writing(self) -> Iterator[Connection]:
@@ -121,6 +125,12 @@ class Store:
         concurrent writers wait for each other instead of failing)."""
         with _database_errors(), self.engine.connect().execution_options(bpestore_write=True) as conn, \
                 conn.begin():
+            yield conn
+
+    @contextmanager
+    def session(self) -> Iterator[Connection]:
+        """A connection of its own, for what lasts beyond a transaction (a session lock)."""
+        with _database_errors(), self.engine.connect() as conn:
             yield conn
 
     # -- corpora and ingestion --------------------------------------------------
@@ -207,6 +217,7 @@ class Store:
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words of ``C@N`` (``C``: the newest) with their counts (ties by bytes)."""
+        n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
         with self.reading() as conn:
             return repository.read_counts(conn, corpus, lambda c, g: repository.top_words(conn, c, n, g))
 
@@ -328,16 +339,18 @@ class Store:
         self.tokenizer_cache.put(key, tok)
         return tok
 
-    def export(self, ref: str, *, format: str, out: str | Path) -> list[Path]:  # noqa: A002
+    def export(self, ref: str, *, format: str, out: str | Path, force: bool = False) -> list[Path]:  # noqa: A002
         """Write a version as GPT-2 files (``out`` a folder), a Hugging Face
         ``tokenizer.json`` or a tiktoken rank file; returns the files written.
+        Each file is written whole or not at all; an existing one is replaced
+        only with ``force``; ``out``'s folder must exist.
 
         >>> store.export("en@1", format="hf", out="tokenizer.json")  # doctest: +SKIP
         [PosixPath('tokenizer.json')]
         """
         from ..formats import export_tokenizer
 
-        return export_tokenizer(self.tokenizer(ref), format, Path(out))
+        return export_tokenizer(self.tokenizer(ref), format, Path(out), force=force)
 
     def token(self, ref: str, token: str | int) -> dict[str, Any]:
         """A token of a version: its id, bytes, kind and the merges that built it.

@@ -34,6 +34,7 @@ from . import facts, repository
 from .repository import Transactions
 
 DEFAULT_CHECKPOINT_EVERY = 1000
+MAX_COUNT = 2**31 - 1  # what the database's integer columns hold
 DEFAULT_CHECKPOINT_SECONDS = 10.0
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
 SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space")
@@ -69,9 +70,14 @@ class TrainOptions:
             object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
         if (self.vocab_size is None) == (self.merges is None):
             raise InvalidArgumentError("give either vocab_size or merges", params=("vocab_size", "merges"))
-        for param in ("vocab_size", "merges"):
-            if (getattr(self, param) or 0) < 0:
+        for param in ("vocab_size", "merges", "min_frequency", "max_token_length", "checkpoint_every"):
+            value = getattr(self, param)
+            if value is not None and not isinstance(value, int):
+                raise InvalidArgumentError(f"{param} must be a whole number, not {value!r}", params=(param,))
+            if (value or 0) < 0:
                 raise InvalidArgumentError(f"{param} cannot be negative", params=(param,))
+            if (value or 0) > MAX_COUNT:
+                raise InvalidArgumentError(f"{param} must be at most {MAX_COUNT:,}, not {value:,}", params=(param,))
         if self.checkpoint_every < 1:
             raise InvalidArgumentError("checkpoint_every must be at least 1", params=("checkpoint_every",))
 
@@ -270,7 +276,30 @@ def _trainer(v: VersionInfo, counts: Mapping[bytes, int], stored: repository.Voc
 
 def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
         progress: Callable[[Progress], None] | None) -> None:
-    """Replay the version's stored merges, then merge on to its target, writing checkpoints."""
+    """Replay the version's stored merges, then merge on to its target, writing checkpoints.
+
+    One run per version at a time: a second one raises ConflictError (at once
+    on PostgreSQL, at its first checkpoint elsewhere) and writes nothing.
+    """
+    with db.session() as session:
+        if not repository.try_lock_training(session, version_id):
+            raise ConflictError(f"{_ref(db, version_id)} is being trained by another process right now; "
+                                "wait for it to finish (or resume it once that process stopped)")
+        session.commit()  # the lock is the session's; no transaction stays open
+        try:
+            _run(db, version_id, checkpoint_every, checkpoint_seconds, progress)
+        finally:
+            repository.unlock_training(session, version_id)
+            session.commit()
+
+
+def _ref(db: Transactions, version_id: int) -> str:
+    with db.reading() as conn:
+        return repository.version_info(conn, version_id).ref
+
+
+def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
+         progress: Callable[[Progress], None] | None) -> None:
     with db.reading() as conn:
         v = repository.version_info(conn, version_id)
         counts, _digest = pinned_counts(conn, v)
@@ -341,6 +370,12 @@ class CheckpointWriter:
     def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
               fingerprint: str | None) -> None:
         """One checkpoint's rows, in the caller's transaction."""
+        stored = repository.n_merges(conn, self.version_id)
+        if merges and stored != merges[0].rank:
+            # Another run of this version wrote merges since this one read them.
+            raise ConflictError(f"{repository.version_info(conn, self.version_id).ref} is being trained by "
+                                f"another process ({stored:,} merges stored, this run expected "
+                                f"{merges[0].rank:,}); wait for it to finish, then resume it if it stopped")
         repository.add_merges(conn, self.version_id, merges)
         repository.add_tokens(conn, self.version_id, new_tokens)
         repository.record_checkpoint(conn, self.version_id, fingerprint)
