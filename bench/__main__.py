@@ -6,6 +6,7 @@ stored counts, vs HF training. encode: GPT-2 encode_ordinary vs tiktoken and HF.
 generations, incremental: corpus generations (issue 9) vs today's unversioned
 store (--baseline) and HF (bench/generations.py says how).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
+queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -22,11 +23,12 @@ from bench.common import MIXES, REPO, prepare_corpus
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
+from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
 
-SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES}
+SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES}
 
 
 def _versions() -> str:

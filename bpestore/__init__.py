@@ -60,7 +60,7 @@ __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
     "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
     "Progress", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
-    "TrainOptions", "TrainProgress", "VerifyResult", "VersionInfo", "open", "train_bpe",
+    "TrainOptions", "TrainProgress", "VerifyResult", "VersionInfo", "open", "sample_path", "train_bpe",
 ]
 
 
@@ -72,6 +72,17 @@ def open(db: str | Path | None = None) -> Store:  # noqa: A001 - the documented 
     from .store import Store
 
     return Store(db)
+
+
+def sample_path() -> Path:
+    """The sample text shipped inside the package: Bram Stoker's *Dracula*
+    (public domain, 845,427 bytes, xz-compressed; every reader of bpestore
+    decompresses it). What ``bpestore ingest CORPUS --sample`` counts.
+
+    >>> sample_path().name
+    'dracula.txt.xz'
+    """
+    return Path(__file__).resolve().parent / "data" / "dracula.txt.xz"
 
 
 def train_bpe(

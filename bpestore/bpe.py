@@ -62,6 +62,27 @@ def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> 
     return ids
 
 
+def merge_steps(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[tuple[int, int, list[int]]]:
+    """``merge_word`` one step at a time, for showing: each step as (rank,
+    position, the ids after it). The last step's ids are ``merge_word``'s result
+    (the word itself when there is no step).
+
+    >>> merge_steps([97, 98, 99], {pair_key(97, 98): 0, pair_key(256, 99): 1}, [256, 257])
+    [(0, 0, [256, 99]), (1, 0, [257])]
+    """
+    ids = list(ids)
+    steps = []
+    while len(ids) > 1:
+        found = [(rank, i) for i, rank in enumerate(ranks.get(pair_key(a, b)) for a, b in zip(ids, ids[1:]))
+                 if rank is not None]
+        if not found:
+            break
+        rank, i = min(found)  # the lowest rank, leftmost among equals: as merge_word
+        ids[i:i + 2] = [merged_ids[rank]]
+        steps.append((rank, i, list(ids)))
+    return steps
+
+
 def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
     """Heap + linked list version of merge_word for long words: O(n log n).
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
-from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
+from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_steps, merge_word, merge_word_dropout, split_bytes
 from .errors import InvalidArgumentError, NotFoundError
-from .records import EncoderFacts, Progress
+from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar, WordExplanation
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
@@ -450,6 +450,58 @@ class Tokenizer:
             raise InvalidArgumentError(f"this vocabulary has ids up to {self.n_vocab - 1}, more than uint16 "
                                        "holds; use dtype='uint32'", params=("dtype",))
         return ID_DTYPES[dtype]
+
+    def explain(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = "all") -> Explanation:
+        """How ``text`` is encoded, pre-token by pre-token: the initial symbols,
+        each merge applied (pair, rank, position), where characters unseen in
+        training went, and the ids; ``.ids`` equals ``encode(text,
+        allowed_special=allowed_special, disallowed_special=())``.
+
+        >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")])
+        >>> [(w.text, w.ids, [(s.rank, s.position) for s in w.steps]) for w in tok.explain("abc ab").words]
+        [('abc', (256, 99), [(0, 0)]), (' ab', (32, 256), [(0, 1)])]
+        """
+        rules = self._rules(allowed_special=allowed_special, disallowed_special=())
+        words: list[WordExplanation] = []
+        start = 0
+        for m in self._specials_regex(rules.allowed).finditer(text) if rules.allowed else ():
+            words += self._explain_segment(text[start:m.start()])
+            token_id = self.special_tokens[m.group()]
+            words.append(WordExplanation(m.group(), (token_id,), (token_id,), segmentation="special"))
+            start = m.end()
+        words += self._explain_segment(text[start:])
+        mentioned = {i for w in words for i in (*w.symbols, *w.ids, *(s.token for s in w.steps))}
+        return Explanation(self.name or "", text, tuple(words), {i: self._vocab[i] for i in sorted(mentioned)})
+
+    def _explain_segment(self, text: str) -> Iterator[WordExplanation]:
+        for word in self._pipeline.pretokenize(_fix_surrogates(text)) if text else ():
+            symbols = self._initial_ids(word)
+            if self._longest_match is not None:
+                yield WordExplanation(word, tuple(symbols), tuple(self._longest_match.segment(symbols)),
+                                      segmentation="longest-match")
+                continue
+            steps = tuple(MergeStep(rank, i, *self._pair_of(rank), tuple(ids))
+                          for rank, i, ids in merge_steps(symbols, self._ranks, self._merged_ids))
+            yield WordExplanation(word, tuple(symbols), steps[-1].ids if steps else tuple(symbols),
+                                  steps=steps, unknown=tuple(self._unknown_chars(word)))
+
+    def _pair_of(self, rank: int) -> tuple[int, int, int]:
+        """The ids a merge joins and makes."""
+        left, right = self._merges[rank]
+        return self._id_of[left], self._id_of[right], self._merged_ids[rank]
+
+    def _unknown_chars(self, word: str) -> Iterator[UnknownChar]:
+        """The characters of a pre-token that a ``chars`` alphabet lacks, and their ids."""
+        if self.spec.byte_level:
+            return
+        for position, char in enumerate(word):
+            data = char.encode("utf-8", "surrogatepass")
+            if data in self._id_of:
+                continue
+            if self.spec.byte_fallback:
+                yield UnknownChar(char, position, "bytes", tuple(self._id_of[bytes([b])] for b in data))
+            elif self.spec.unk_token is not None:
+                yield UnknownChar(char, position, "unk", (self._id_of[self.spec.unk_token.encode("utf-8")],))
 
     # -- encoding internals --------------------------------------------------
     def _rules(

@@ -1,5 +1,5 @@
-"""Questions about stored vocabularies and corpora: what is this token, what
-changed. Pure.
+"""Questions about stored vocabularies and corpora: what is this token, which
+tokens match, what changed, how a text encodes. Pure.
 
 Works on the vocabularies and merges of versions (plus the pair count each
 merge had when it was made) and on word counts; the store fetches them.
@@ -7,10 +7,14 @@ merge had when it was made) and on word counts; the store fetches them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
+from .errors import InvalidArgumentError
 from .records import Merge
+
+Row = TypeVar("Row", bound=tuple)
 
 
 def token_text(data: bytes) -> str:
@@ -97,3 +101,75 @@ def diff_counts(a: Mapping[bytes, int], b: Mapping[bytes, int], *, limit: int = 
         "changed": [{"word": token_text(w), "from": a[w], "to": b[w], "delta": b[w] - a[w]}
                     for w in changed[:limit]],
     }
+
+
+def pick_tokens(rows: Iterable[Row], *, grep: str | None = None, prefix: str | None = None,
+                longest: int | None = None, limit: int | None = None) -> list[Row]:
+    """The rows ``(id, bytes, ...)`` of the tokens wanted, by id: those whose bytes
+    start with ``prefix`` (as UTF-8) and whose text (``token_text``) matches the
+    regular expression ``grep`` anywhere; ``longest``: the N longest (in bytes)
+    of those instead, longest first, ties by id; then at most ``limit``.
+
+    >>> rows = [(1, b"a"), (2, b"the"), (3, b" the"), (4, b"then"), (5, b"\\xe2")]
+    >>> [r[0] for r in pick_tokens(rows, grep="the", longest=2)]
+    [3, 4]
+    >>> [r[0] for r in pick_tokens(rows, prefix="th")], [r[0] for r in pick_tokens(rows, grep=r"^\\\\x")]
+    ([2, 4], [5])
+    """
+    for name, value in (("longest", longest), ("limit", limit)):
+        if value is not None and value < 0:
+            raise InvalidArgumentError(f"{name} cannot be negative, not {value}", params=(name,))
+    picked = list(rows)
+    if prefix:
+        start = prefix.encode("utf-8", "surrogatepass")
+        picked = [r for r in picked if r[1].startswith(start)]
+    match = token_matcher(grep)
+    if match is not None:
+        picked = [r for r in picked if match(r[1])]
+    if longest is not None:
+        picked = sorted(picked, key=lambda r: (-len(r[1]), r[0]))[:longest]
+    return picked if limit is None else picked[:limit]
+
+
+def token_matcher(grep: str | None) -> Callable[[bytes], bool] | None:
+    """Whether a token's text (``token_text``) matches the regular expression
+    ``grep`` anywhere; None for no ``grep``.
+
+    >>> token_matcher(r"^ t")(b" the"), token_matcher(r"\\\\xff")(b"\\xff")
+    (True, True)
+    """
+    if grep is None:
+        return None
+    try:
+        search = re.compile(grep).search
+    except re.error as exc:
+        raise InvalidArgumentError(f"grep is not a regular expression: {exc} in {grep!r}",
+                                   params=("grep",)) from None
+    return lambda data: search(data.decode("utf-8", "backslashreplace")) is not None
+
+
+class TextTotals:
+    """The UTF-8 bytes and the words of a text read in chunks; a word is a run
+    of non-space characters, which a chunk's end may cut.
+
+    >>> totals = TextTotals()
+    >>> list(totals.watch(["ab c", "d é"]))
+    ['ab c', 'd é']
+    >>> totals.bytes, totals.words
+    (8, 3)
+    """
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.words = 0
+
+    def watch(self, chunks: Iterable[str]) -> Iterator[str]:
+        """The chunks, unchanged, counted as they pass."""
+        in_word = False
+        for chunk in chunks:
+            if not chunk:
+                continue
+            self.bytes += len(chunk.encode("utf-8", "surrogatepass"))
+            self.words += len(chunk.split()) - (in_word and not chunk[0].isspace())
+            in_word = not chunk[-1].isspace()
+            yield chunk

@@ -197,3 +197,187 @@ class Progress:
     def fraction(self) -> float | None:
         """How much of the job is done (0..1), when its size is known."""
         return min(1.0, self.done / self.total) if self.total else None
+
+
+def _text(data: bytes) -> str:
+    """Bytes as readable text (``queries.token_text``): valid UTF-8 as is, other bytes as \\xNN."""
+    return data.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token of a version as ``vocab`` lists it: its id, bytes and kind, and the
+    merge that first made it (``rank``, and ``count``: how often the pair occurred
+    then, 0 when imported; both None for bytes, characters, markers and specials)."""
+
+    id: int
+    data: bytes
+    kind: str
+    rank: int | None = None
+    count: int | None = None
+
+    @property
+    def text(self) -> str:
+        return _text(self.data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "token": self.text, "bytes": len(self.data), "hex": self.data.hex(),
+                "kind": self.kind, "rank": self.rank, "count": self.count}
+
+
+@dataclass(frozen=True)
+class MergeInfo:
+    """A merge of a version as ``merges`` lists it: ``Merge``'s fields and the
+    bytes of the pair (the token made is ``left_bytes + right_bytes``)."""
+
+    rank: int
+    left: int
+    right: int
+    token: int
+    count: int
+    left_bytes: bytes
+    right_bytes: bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rank": self.rank, "left": self.left, "right": self.right, "token": self.token,
+                "count": self.count, "pair": [_text(self.left_bytes), _text(self.right_bytes)],
+                "text": _text(self.left_bytes + self.right_bytes)}
+
+
+@dataclass(frozen=True)
+class MergeStep:
+    """One merge applied inside one pre-token: the pair at ``position`` (ids
+    ``left``, ``right``) became ``token`` by the merge of ``rank``; ``ids`` are
+    the pre-token's ids after it."""
+
+    rank: int
+    position: int
+    left: int
+    right: int
+    token: int
+    ids: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["ids"] = list(self.ids)
+        return d
+
+
+@dataclass(frozen=True)
+class UnknownChar:
+    """A character a ``chars`` version never saw in training, and where it went:
+    ``to="unk"`` (the unknown token) or ``"bytes"`` (byte fallback), as ``ids``.
+    ``position`` is its index in the pre-token."""
+
+    char: str
+    position: int
+    to: str
+    ids: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"char": self.char, "position": self.position, "to": self.to, "ids": list(self.ids)}
+
+
+@dataclass(frozen=True)
+class WordExplanation:
+    """How one pre-token (or special token) became ids: its initial symbols, the
+    merges applied one by one (``segmentation="merge"``), or the tokens of a
+    greedy longest match (``"longest-match"``), and the final ``ids``.
+    ``segmentation="special"``: a special token, one id."""
+
+    text: str
+    symbols: tuple[int, ...]
+    ids: tuple[int, ...]
+    segmentation: str = "merge"
+    steps: tuple[MergeStep, ...] = ()
+    unknown: tuple[UnknownChar, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "segmentation": self.segmentation, "symbols": list(self.symbols),
+                "steps": [s.to_dict() for s in self.steps], "unknown": [u.to_dict() for u in self.unknown],
+                "ids": list(self.ids)}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What ``explain`` found: every pre-token of ``text`` step by step; ``ids``
+    (all the words' ids in order) equal what ``encode`` gives."""
+
+    ref: str
+    text: str
+    words: tuple[WordExplanation, ...]
+    tokens: dict[int, bytes]  # the bytes of every id the explanation mentions
+
+    @property
+    def ids(self) -> list[int]:
+        return [i for word in self.words for i in word.ids]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "text": self.text, "ids": self.ids, "words": [w.to_dict() for w in self.words],
+                "tokens": {str(i): _text(data) for i, data in sorted(self.tokens.items())}}
+
+
+@dataclass(frozen=True)
+class EncodingStats:
+    """How a version encodes one file (``stats``): ``bytes`` of UTF-8 text,
+    ``words`` (runs of non-space characters, the same for every version),
+    ``tokens``; ``unknown`` tokens (the unknown token, or bytes standing for an
+    unseen character under byte fallback; None for byte-level versions, which
+    have neither); ``used_ids`` distinct ids out of ``vocab_size``."""
+
+    ref: str
+    file: str
+    bytes: int
+    words: int
+    tokens: int
+    unknown: int | None
+    used_ids: int
+    vocab_size: int
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+    @property
+    def tokens_per_word(self) -> float:
+        return self.tokens / self.words if self.words else 0.0
+
+    @property
+    def unknown_share(self) -> float | None:
+        if self.unknown is None:
+            return None
+        return self.unknown / self.tokens if self.tokens else 0.0
+
+    @property
+    def vocab_use(self) -> float:
+        """The share of the version's ids that occur in the file."""
+        return self.used_ids / self.vocab_size if self.vocab_size else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.update(bytes_per_token=self.bytes_per_token, tokens_per_word=self.tokens_per_word,
+                 unknown_share=self.unknown_share, vocab_use=self.vocab_use)
+        return d
+
+
+@dataclass(frozen=True)
+class LineageNode:
+    """A version in the tree ``lineage`` draws: the version (its parent, corpus
+    generation and aliases are in ``VersionInfo``) and the versions extending it."""
+
+    version: VersionInfo
+    children: tuple[LineageNode, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.version.to_dict(), "children": [c.to_dict() for c in self.children]}
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What ``remove`` deleted: versions (with their merges and tokens) and aliases, as refs."""
+
+    versions: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"versions": list(self.versions), "aliases": list(self.aliases)}

@@ -1,7 +1,7 @@
 """The ``bpestore`` command line: each command is a thin call into the Python API.
 
 One module per family of commands (``corpora``, ``training``, ``encoding``,
-``versions``, ``exchange``); ``options`` holds the option bundles they share
+``versions``, ``queries``, ``exchange``); ``options`` holds the option bundles they share
 and ``base`` the error handling. Commands are imported only when invoked, so
 ``bpestore --help`` and a query load neither the trainer nor the encoder.
 
@@ -42,6 +42,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "token": ("versions", "token",
                'Look up TOKEN (its text, e.g. " the", or with --id an id) in REF: the merges that made it.'),
     "diff": ("versions", "diff", "What changed from REF_A to REF_B: shared merges, changed ids, tokens on each side."),
+    "vocab": ("queries", "vocab", "List the tokens of REF: id, text, length, kind, and the merge that made each."),
+    "merges": ("queries", "merges",
+               "List the merges of REF in rank order: the pair, the token it made, the pair's count."),
+    "explain": ("queries", "explain",
+                "Show how REF encodes TEXT: each pre-token's merges, step by step, down to the ids."),
+    "stats": ("queries", "stats",
+              "Compare versions on a file: bytes per token, tokens per word, unknown tokens, vocabulary used."),
+    "lineage": ("queries", "lineage",
+                "Draw the versions of NAME as a tree: parents, extensions, aliases, corpus generations."),
+    "rm": ("queries", "rm",
+           "Remove version NAME@N (refused while extended or aliased, unless --force), or alias NAME@ALIAS."),
     "import": ("exchange", "import_group", "Import a tokenizer made elsewhere as a new version."),
     "export": ("exchange", "export", "Write version REF in another tokenizer's file format."),
 }

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
 
+from .. import sample_path
 from ..queries import token_text
 from ..records import CorpusInfo, Source
 from ..spec import ERROR_POLICIES
@@ -60,7 +62,9 @@ def ingest_summary(corpus: str, results: Sequence[Source], n_distinct: int, seco
 
 @click.command()
 @click.argument("corpus")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option("--sample", is_flag=True,
+              help="Count the sample text shipped with bpestore (Dracula, public domain) too.")
 @click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
 @click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
 @text_options
@@ -71,8 +75,13 @@ def ingest_summary(corpus: str, results: Sequence[Source], n_distinct: int, seco
 @json_option
 @quiet_option
 @click.pass_obj
-def ingest(obj: Context, corpus: str, paths: tuple[str, ...], as_json: bool, quiet: bool, **options: Any) -> None:
+def ingest(obj: Context, corpus: str, paths: tuple[str, ...], sample: bool, as_json: bool, quiet: bool,
+           **options: Any) -> None:
     """Count the words of PATH... (files, directories, - for stdin) into CORPUS."""
+    if sample:
+        paths += (_shown_path(sample_path()),)
+    if not paths:
+        raise click.UsageError("give the PATH... to count, or --sample")
     started = time.monotonic()
     with ProgressLine(not quiet and not as_json) as progress:
         results = obj.store.ingest(corpus, paths, on_source=SourceLines(corpus, progress, not (as_json or quiet)),
@@ -82,6 +91,15 @@ def ingest(obj: Context, corpus: str, paths: tuple[str, ...], as_json: bool, qui
     elif not quiet:
         n_distinct = obj.store.corpus(corpus).n_distinct if results else 0
         click.echo(ingest_summary(corpus, results, n_distinct, time.monotonic() - started))
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (as a source is
+    named and shown), else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 @click.command("corpora")

@@ -37,10 +37,7 @@ def emit_listing(items: Sequence[Any], as_json: bool, empty: str, line: Callable
     if as_json:
         emit_json([item.to_dict() for item in items])
         return
-    if not items:
-        click.echo(empty)
-    for item in items:
-        click.echo(line(item))
+    click.echo("\n".join(map(line, items)) if items else empty)  # one write: listings can be 200,000 lines
 
 
 # The largest count an option takes: what the database's integer columns hold.

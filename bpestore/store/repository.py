@@ -16,7 +16,7 @@ import hashlib
 import importlib
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from functools import cached_property
@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 
 from ..errors import InvalidArgumentError, NotFoundError
-from ..records import CorpusInfo, Merge, Source, VersionInfo
+from ..records import CorpusInfo, Merge, MergeInfo, Source, VersionInfo
 from ..spec import TokenizerSpec
 from .schema import (
     aliases,
@@ -578,13 +578,17 @@ def try_lock_training(conn: Connection, version_id: int) -> bool:
     elsewhere True: the checkpoint's merge count check is the guard there."""
     if conn.dialect.name != "postgresql":
         return True
-    return bool(conn.execute(select(func.pg_try_advisory_lock(func.hashtext("bpestore train"), version_id)))
-                .scalar())
+    return bool(conn.execute(select(func.pg_try_advisory_lock(_training_lock_space(), version_id))).scalar())
 
 
 def unlock_training(conn: Connection, version_id: int) -> None:
     if conn.dialect.name == "postgresql":
-        conn.execute(select(func.pg_advisory_unlock(func.hashtext("bpestore train"), version_id)))
+        conn.execute(select(func.pg_advisory_unlock(_training_lock_space(), version_id)))
+
+
+def _training_lock_space() -> Any:
+    """Advisory locks are database-wide: the schema's name keeps stores in other schemas apart."""
+    return func.hashtext(func.concat("bpestore train ", func.current_schema()))
 
 
 def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None = None) -> None:
@@ -760,6 +764,101 @@ def longest_equal_run(conn: Connection, version_id: int) -> tuple[VersionInfo, l
     if best is None:
         return None
     return version_info(conn, best), list(itertools.starmap(Merge, conn.execute(_merges_of(best))))
+
+
+# -- queries over stored vocabularies, and removal ------------------------------
+IN_LIST = 500  # ids per IN (...) list
+
+
+def token_rows(conn: Connection, version_id: int, *, prefix: bytes = b"",
+               match: Callable[[bytes], bool] | None = None) -> list[tuple[int, bytes, str]]:
+    """The tokens of a version as (id, bytes, kind), by id: those starting with
+    ``prefix`` and (if given) for whose bytes ``match`` is true. On SQLite
+    ``match`` runs inside the query, so rows that fail it are never fetched."""
+    query = (select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
+             .where(tokens.c.version_id == version_id).order_by(tokens.c.id))
+    if prefix:
+        query = query.where(func.substr(tokens.c.bytes, 1, len(prefix)) == prefix)
+    in_query = match is not None and conn.dialect.name == "sqlite"
+    if in_query:
+        conn.connection.driver_connection.create_function(  # type: ignore[union-attr]
+            "bpestore_match", 1, match, deterministic=True)
+        query = query.where(func.bpestore_match(tokens.c.bytes) == 1)
+    rows = [(token_id, bytes(data), kind) for token_id, data, kind in conn.execute(query).all()]
+    return rows if match is None or in_query else [r for r in rows if match(r[1])]
+
+
+def first_merges(conn: Connection, version_id: int, token_ids: Collection[int] | None = None
+                 ) -> dict[int, tuple[int, int]]:
+    """The (rank, count) of the merge that first made each token (of ``token_ids``,
+    or all). A few ids are looked up; many read every merge once."""
+    query = (select(merges.c.token_id, merges.c.rank, merges.c["count"])
+             .where(merges.c.version_id == version_id).order_by(merges.c.rank))
+    if token_ids is not None and len(token_ids) <= IN_LIST:
+        query = query.where(merges.c.token_id.in_(list(token_ids)))
+    made: dict[int, tuple[int, int]] = {}
+    for token_id, rank, count in conn.execute(query):
+        made.setdefault(token_id, (rank, count))
+    return made
+
+
+def merge_infos(conn: Connection, version_id: int, start: int = 0, limit: int | None = None) -> list[MergeInfo]:
+    """A version's merges from rank ``start`` on (``limit`` of them), with the bytes of each pair."""
+    left, right = tokens.alias("left_token"), tokens.alias("right_token")
+    query = (select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"],
+                    left.c.bytes, right.c.bytes)
+             .join(left, (left.c.version_id == merges.c.version_id) & (left.c.id == merges.c.left_id))
+             .join(right, (right.c.version_id == merges.c.version_id) & (right.c.id == merges.c.right_id))
+             .where(merges.c.version_id == version_id, merges.c.rank >= start).order_by(merges.c.rank))
+    if limit is not None:
+        query = query.limit(limit)
+    return [MergeInfo(rank, a, b, token, count, bytes(data_a), bytes(data_b))
+            for rank, a, b, token, count, data_a, data_b in conn.execute(query)]
+
+
+def descendants(conn: Connection, version_id: int) -> list[int]:
+    """The versions extending ``version_id``, their extensions and so on: children before grandchildren."""
+    found: list[int] = []
+    frontier = [version_id]
+    while frontier:
+        frontier = list(conn.execute(select(versions.c.id).where(versions.c.parent_id.in_(frontier))
+                                     .order_by(versions.c.id)).scalars())
+        found += frontier
+    return found
+
+
+def alias_refs(conn: Connection, version_ids: Sequence[int]) -> list[str]:
+    """The aliases pointing at these versions, as ``NAME@ALIAS``."""
+    return list(conn.execute(select(tokenizers.c.name + "@" + aliases.c.name)
+                             .join(tokenizers, tokenizers.c.id == aliases.c.tokenizer_id)
+                             .where(aliases.c.version_id.in_(version_ids))
+                             .order_by(tokenizers.c.name, aliases.c.name)).scalars())
+
+
+def alias_target(conn: Connection, ref: str) -> int | None:
+    """The version an alias ``NAME@ALIAS`` points at, or None when ``ref`` names no alias."""
+    name, _, tag = ref.partition("@")
+    return conn.execute(select(aliases.c.version_id).join(tokenizers, tokenizers.c.id == aliases.c.tokenizer_id)
+                        .where(tokenizers.c.name == name, aliases.c.name == tag)).scalar()
+
+
+def delete_alias(conn: Connection, ref: str) -> None:
+    name, _, tag = ref.partition("@")
+    tokenizer_id = select(tokenizers.c.id).where(tokenizers.c.name == name).scalar_subquery()
+    conn.execute(delete(aliases).where(aliases.c.tokenizer_id == tokenizer_id, aliases.c.name == tag))
+
+
+def delete_versions(conn: Connection, version_ids: Sequence[int]) -> None:
+    """Delete versions (extensions after their parents in ``version_ids``), their
+    merges, tokens and aliases, and the tokenizers left without a version."""
+    owners = list(conn.execute(select(versions.c.tokenizer_id).distinct()
+                               .where(versions.c.id.in_(version_ids))).scalars())
+    for table in (aliases, merges, tokens):
+        conn.execute(delete(table).where(table.c.version_id.in_(version_ids)))
+    for version_id in reversed(version_ids):  # an extension goes before its parent
+        conn.execute(delete(versions).where(versions.c.id == version_id))
+    has_version = select(versions.c.id).where(versions.c.tokenizer_id == tokenizers.c.id).exists()
+    conn.execute(delete(tokenizers).where(tokenizers.c.id.in_(owners), ~has_version))
 
 
 # -- helpers -------------------------------------------------------------------

@@ -20,8 +20,21 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..errors import BpestoreError, DatabaseError, InvalidArgumentError, NotFoundError
-from ..records import CorpusInfo, Progress, Source, VerifyResult, VersionInfo
+from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
+from ..queries import TextTotals, pick_tokens, token_matcher
+from ..records import (
+    CorpusInfo,
+    EncodingStats,
+    Explanation,
+    LineageNode,
+    MergeInfo,
+    Progress,
+    Removed,
+    Source,
+    TokenInfo,
+    VerifyResult,
+    VersionInfo,
+)
 from ..spec import TokenizerSpec
 from . import facts, repository
 from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
@@ -391,6 +404,129 @@ class Store:
         result["spec_changes"] = {k: [spec_a[k], spec_b[k]] for k in spec_a if spec_a[k] != spec_b.get(k)}
         return result
 
+    # -- queries over stored vocabularies ------------------------------------------
+    def vocab(self, ref: str, *, grep: str | None = None, prefix: str | None = None,
+              longest: int | None = None, limit: int | None = None) -> list[TokenInfo]:
+        """A version's tokens, by id, with the merge that first made each: those
+        starting with ``prefix``, whose text matches the regular expression
+        ``grep`` (searched in the text ``token_text`` shows: ``\\xNN`` for a
+        byte outside UTF-8); ``longest=N``: the N longest instead, longest
+        first; at most ``limit``.
+
+        >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
+        [' the', ' then']
+        """
+        with self.reading() as conn:
+            version_id = repository.resolve(conn, ref)
+            rows = repository.token_rows(conn, version_id, prefix=(prefix or "").encode("utf-8", "surrogatepass"),
+                                         match=token_matcher(grep))
+            rows = pick_tokens(rows, longest=longest, limit=limit)
+            made = repository.first_merges(conn, version_id, [r[0] for r in rows])
+        return [TokenInfo(token_id, data, kind, *made.get(token_id, (None, None))) for token_id, data, kind in rows]
+
+    def merges(self, ref: str, *, start: int = 0, limit: int | None = None) -> list[MergeInfo]:
+        """A version's merges in rank order, from rank ``start`` on, at most ``limit``."""
+        for name, value in (("start", start), ("limit", limit)):
+            if value is not None and value < 0:
+                raise InvalidArgumentError(f"{name} cannot be negative, not {value}", params=(name,))
+        with self.reading() as conn:
+            return repository.merge_infos(conn, repository.resolve(conn, ref), start, limit)
+
+    def explain(self, ref: str, text: str) -> Explanation:
+        """How a version encodes ``text``: per pre-token the merges applied step by
+        step (pair, rank) down to the ids, and where unseen characters went
+        (``Tokenizer.explain``); special tokens in the text are recognised."""
+        return self.tokenizer(ref).explain(text)
+
+    def stats(self, refs: Sequence[str], file: str | Path, *, errors: str = "strict",
+              workers: int = 1) -> list[EncodingStats]:
+        """How each version encodes a file (``.gz``/``.xz``/``.bz2`` read as text; not
+        stdin, which cannot be read again): bytes per token, tokens per word (words:
+        runs of non-space characters), the share of unknown tokens, the share of the
+        vocabulary used, side by side (``EncodingStats``). One encoding pass over the
+        file per version and nothing more; special tokens count as one token each.
+
+        >>> [s.bytes_per_token for s in store.stats(["en@1", "en@2"], "held_out.txt")]  # doctest: +SKIP
+        [3.17, 3.41]
+        """
+        from ..ingest import TextReader, open_source
+        from ..ingest.sources import check_errors
+
+        check_errors(errors)
+        if not refs:
+            raise InvalidArgumentError("refs must name at least one version", params=("refs",))
+        if str(file) == "-":
+            raise InvalidArgumentError("stats reads the file once per version: give a file, not -",
+                                       params=("file",))
+        found = [self.version(ref) for ref in refs]  # every ref checked before any work
+        results = []
+        totals = TextTotals()  # the file's bytes and words, counted in the first pass
+        for version in found:
+            tok = self.tokenizer(version.ref)
+            unknown = _unknown_ids(tok)
+            count_unknown = _counter(unknown or set())
+            seen: set[int] = set()
+            tokens = n_unknown = 0
+            with open_source(str(file)) as stream:
+                text = TextReader(stream, str(file), errors=errors)
+                for ids in tok.encode_chunks(totals.watch(text) if version is found[0] else text,
+                                             workers=workers, allowed_special="all"):
+                    seen.update(ids)
+                    tokens += len(ids)
+                    n_unknown += count_unknown(ids)
+            results.append(EncodingStats(
+                ref=version.ref, file=str(file), bytes=totals.bytes, words=totals.words, tokens=tokens,
+                unknown=None if unknown is None else n_unknown, used_ids=len(seen), vocab_size=version.vocab_size))
+        return results
+
+    # -- the versions' tree, and removal ---------------------------------------------
+    def lineage(self, name: str) -> list[LineageNode]:
+        """The versions of tokenizer ``name`` as a forest: each root (a version trained
+        or imported afresh, or extending another tokenizer's version: see its
+        ``parent``) with the versions extending it, in any tokenizer, below it."""
+        with self.reading() as conn:
+            repository.newest_version(conn, name)  # an unknown name raises, naming those there are
+            every = repository.version_infos(conn)
+        children: dict[str | None, list[VersionInfo]] = {}
+        for v in every:
+            children.setdefault(v.parent, []).append(v)
+
+        def node(v: VersionInfo) -> LineageNode:
+            return LineageNode(v, tuple(node(c) for c in children.get(v.ref, ())))
+        return [node(v) for v in every
+                if v.name == name and (v.parent is None or v.parent.partition("@")[0] != name)]
+
+    def remove(self, ref: str, *, force: bool = False) -> Removed:
+        """Delete version ``NAME@N`` (its merges and tokens), in one transaction; or,
+        given an alias ``NAME@ALIAS``, that alias only (the version stays).
+
+        A version that others extend or that aliases point at is refused unless
+        ``force``, which deletes those extensions (and theirs) and aliases with
+        it: no version is ever left with a missing parent.
+        """
+        name, at, tag = ref.partition("@")
+        if not at or not tag:
+            raise InvalidArgumentError(f"name the version to remove as {name}@N, or an alias as {name}@ALIAS "
+                                       f"(not {ref!r})", params=("ref",))
+        with self.writing() as conn:
+            version_id = repository.resolve(conn, ref)
+            if not repository.NUMBER.fullmatch(tag):
+                repository.delete_alias(conn, ref)
+                return Removed(aliases=(ref,))
+            doomed = [version_id, *repository.descendants(conn, version_id)]
+            infos = {v.id: v for v in repository.version_infos(conn, ids=doomed)}
+            alias_refs = repository.alias_refs(conn, doomed)
+            extensions = [infos[i].ref for i in doomed[1:]]
+            if (extensions or alias_refs) and not force:
+                held = "; ".join(part for part in (
+                    f"extended by {', '.join(extensions)}" if extensions else "",
+                    f"aliases {', '.join(alias_refs)} point at it" if alias_refs else "") if part)
+                raise ConflictError(f"{ref} is in use ({held}); remove those first, or pass force=True to "
+                                    "remove them with it", params=("force",))
+            repository.delete_versions(conn, doomed)
+        self.tokenizer_cache.clear()
+        return Removed(versions=tuple(infos[i].ref for i in doomed), aliases=tuple(alias_refs))
+
     def import_vocab(self, name: str, vocab: dict[int, bytes], merge_list: Sequence[tuple[bytes, bytes]],
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
                      source: str = "import") -> VersionInfo:
@@ -406,3 +542,22 @@ class Store:
 
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+
+def _unknown_ids(tok: Tokenizer) -> set[int] | None:
+    """The ids that stand for a character a ``chars`` version never saw: its
+    unknown token, or with byte fallback the bytes that are no character by
+    themselves (0x80 and up); None for byte-level versions, which have neither."""
+    if tok.spec.byte_level:
+        return None
+    found = {tok.token_id(tok.spec.unk_token)} if tok.spec.unk_token is not None else set()
+    if tok.spec.byte_fallback:
+        found.update(tok.token_id(bytes([b])) for b in range(0x80, 0x100))
+    return {i for i in found if i is not None}
+
+
+def _counter(wanted: set[int]) -> Callable[[list[int]], int]:
+    """How many of a list's ids are in ``wanted``, the fastest way for its size."""
+    if len(wanted) <= 4:
+        return lambda ids: sum(map(ids.count, wanted))
+    return lambda ids: sum(map(wanted.__contains__, ids))

@@ -1,0 +1,168 @@
+"""`vocab`, `merges`, `explain`, `stats`, `lineage` and `rm`: questions about stored
+vocabularies, and removing versions and aliases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import click
+
+from ..queries import token_text
+from ..records import EncodingStats, Explanation, LineageNode, MergeInfo, TokenInfo, VersionInfo
+from .base import Context
+from .options import emit_json, emit_listing, json_option
+
+
+def token_line(t: TokenInfo) -> str:
+    made = f"\trank {t.rank:,}, pair count {t.count:,}" if t.rank is not None else ""
+    return f"{t.id}\t{t.text!r}\t{len(t.data)} bytes\t{t.kind}{made}"
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--grep", metavar="REGEX",
+              help=r"Tokens whose text matches this Python regular expression (anywhere; a byte outside "
+                   r"UTF-8 reads \xNN).")
+@click.option("--prefix", metavar="TEXT", help="Tokens that start with TEXT.")
+@click.option("--longest", type=click.IntRange(min=0), metavar="N",
+              help="The N longest tokens (in bytes), longest first.")
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="At most N tokens.")
+@json_option
+@click.pass_obj
+def vocab(obj: Context, ref: str, grep: str | None, prefix: str | None, longest: int | None, limit: int | None,
+          as_json: bool) -> None:
+    """List the tokens of REF: id, text, length, kind, and the merge that made each."""
+    emit_listing(obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit), as_json,
+                 "no token matches", token_line)
+
+
+def merge_line(m: MergeInfo) -> str:
+    left, right = token_text(m.left_bytes), token_text(m.right_bytes)
+    return f"{m.rank}\t{left!r} + {right!r} -> {m.token} {left + right!r}\tpair count {m.count:,}"
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--start", type=click.IntRange(min=0), default=0, metavar="RANK", help="The first rank to list.")
+@click.option("--limit", type=click.IntRange(min=0), metavar="N", help="At most N merges.")
+@json_option
+@click.pass_obj
+def merges(obj: Context, ref: str, start: int, limit: int | None, as_json: bool) -> None:
+    """List the merges of REF in rank order: the pair, the token it made, the pair's count."""
+    emit_listing(obj.store.merges(ref, start=start, limit=limit), as_json, "no merges there", merge_line)
+
+
+def explanation_lines(e: Explanation) -> list[str]:
+    def shown(ids: Sequence[int]) -> str:
+        return " ".join(repr(token_text(e.tokens[i])) for i in ids)
+
+    lines = []
+    for w in e.words:
+        if w.segmentation == "special":
+            lines.append(f"{w.text!r}: special token {w.ids[0]}")
+            continue
+        lines.append(f"{w.text!r}: {shown(w.symbols)}")
+        for u in w.unknown:
+            lines.append(f"  unseen {u.char!r} -> {'the unknown token' if u.to == 'unk' else 'bytes'} "
+                         f"{' '.join(map(str, u.ids))}")
+        for s in w.steps:
+            made = f"{shown([s.left])} + {shown([s.right])} -> {shown([s.token])} ({s.token})"
+            lines.append(f"  rank {s.rank:,}: {made}: {shown(s.ids)}")
+        if w.segmentation == "longest-match":
+            lines.append(f"  longest match: {shown(w.ids)}")
+        lines.append(f"  = {' '.join(map(str, w.ids))}")
+    lines.append(f"ids: {' '.join(map(str, e.ids))}")
+    return lines
+
+
+@click.command()
+@click.argument("ref")
+@click.argument("text")
+@json_option
+@click.pass_obj
+def explain(obj: Context, ref: str, text: str, as_json: bool) -> None:
+    """Show how REF encodes TEXT: each pre-token's merges, step by step, down to the ids."""
+    e = obj.store.explain(ref, text)
+    if as_json:
+        emit_json(e.to_dict())
+    else:
+        click.echo("\n".join(explanation_lines(e)))
+
+
+STATS_ROWS: list[tuple[str, Callable[[EncodingStats], str]]] = [
+    ("tokens", lambda s: f"{s.tokens:,}"),
+    ("bytes per token", lambda s: f"{s.bytes_per_token:.3f}"),
+    ("tokens per word", lambda s: f"{s.tokens_per_word:.3f}"),
+    ("unknown tokens", lambda s: "-" if s.unknown_share is None else f"{100 * s.unknown_share:.2f}%"),
+    ("vocabulary used", lambda s: f"{100 * s.vocab_use:.1f}% of {s.vocab_size:,}"),
+]
+
+
+@click.command()
+@click.argument("refs", nargs=-1, required=True, metavar="REF...")
+@click.option("--file", "path", required=True, type=click.Path(dir_okay=False),
+              help="The text to encode (.gz/.xz/.bz2 read as text).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Encoding processes.")
+@json_option
+@click.pass_obj
+def stats(obj: Context, refs: tuple[str, ...], path: str, workers: int, as_json: bool) -> None:
+    """Compare versions on a file: bytes per token, tokens per word, unknown tokens, vocabulary used."""
+    results = obj.store.stats(refs, path, workers=workers)
+    if as_json:
+        emit_json([s.to_dict() for s in results])
+        return
+    click.echo(f"{path}: {results[0].bytes:,} bytes, {results[0].words:,} words")
+    table = [["", *(s.ref for s in results)]] + [[label, *map(cell, results)] for label, cell in STATS_ROWS]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        click.echo("  ".join([row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:]))]).rstrip())
+
+
+def lineage_line(v: VersionInfo) -> str:
+    parts = [v.ref, v.status, f"{v.vocab_size:,} tokens", f"corpus={v.corpus_ref or '-'}"]
+    if v.aliases:
+        parts.append("aliases=" + ",".join(v.aliases))
+    if v.source != "trained":
+        parts.append(f"imported ({v.source})")
+    return "  ".join(parts)
+
+
+def tree_lines(node: LineageNode, lead: str = "", branch: str = "") -> list[str]:
+    lines = [branch + lineage_line(node.version)]
+    for i, child in enumerate(node.children):
+        last = i == len(node.children) - 1
+        lines += tree_lines(child, lead + ("    " if last else "│   "), lead + ("└── " if last else "├── "))
+    return lines
+
+
+@click.command()
+@click.argument("name")
+@json_option
+@click.pass_obj
+def lineage(obj: Context, name: str, as_json: bool) -> None:
+    """Draw the versions of NAME as a tree: parents, extensions, aliases, corpus generations."""
+    roots = obj.store.lineage(name)
+    if as_json:
+        emit_json([r.to_dict() for r in roots])
+        return
+    for root in roots:
+        if root.version.parent:
+            click.echo(f"(extends {root.version.parent})")
+        click.echo("\n".join(tree_lines(root)))
+
+
+@click.command()
+@click.argument("ref")
+@click.option("--force", is_flag=True, help="Also remove the versions extending it and the aliases pointing at it.")
+@json_option
+@click.pass_obj
+def rm(obj: Context, ref: str, force: bool, as_json: bool) -> None:
+    """Remove version NAME@N (refused while extended or aliased, unless --force), or alias NAME@ALIAS."""
+    removed = obj.store.remove(ref, force=force)
+    if as_json:
+        emit_json(removed.to_dict())
+        return
+    if removed.versions:
+        click.echo(f"removed {', '.join(removed.versions)}")
+    if removed.aliases:
+        click.echo(f"removed alias{'es' if len(removed.aliases) > 1 else ''} {', '.join(removed.aliases)}")
