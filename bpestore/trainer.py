@@ -26,6 +26,7 @@ ids for one byte string.
 from __future__ import annotations
 
 import heapq
+import importlib
 import multiprocessing
 import os
 import sys
@@ -46,9 +47,11 @@ def _load_core() -> tuple[object | None, str]:
     if os.environ.get("BPESTORE_PURE"):
         return None, "BPESTORE_PURE is set"
     try:
-        from . import _mergecore  # type: ignore[attr-defined]
-    except ImportError as exc:
-        return None, f"not built: {exc}"
+        _mergecore = importlib.import_module(f"{__package__}._mergecore")
+    except ModuleNotFoundError:
+        return None, "not built: installed without a C compiler?"
+    except ImportError as exc:  # built, but not loadable here
+        return None, f"not loadable: {exc}"
     return _mergecore, "compiled (C)"
 
 
