@@ -342,13 +342,14 @@ class Store:
             if cached is not None:
                 return cached
             version = repository.version_info(conn, version_id)
-            # A complete version: one row, its facts known; one still training: its rows.
-            sealed = facts.load(conn, version_id)
-            vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
-        from ..encoder import Tokenizer
+            from ..encoder import Tokenizer, gc_paused
 
-        tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref,
-                        facts=known)
+            with gc_paused():  # 50,000 tokens and merges: objects without cycles
+                # A complete version: one row, its facts known; one still training: its rows.
+                sealed = facts.load(conn, version_id)
+                vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
+                tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec,
+                                name=version.ref, facts=known, merge_ids=vocab.columns[:3])
         self.tokenizer_cache.put(key, tok)
         return tok
 
