@@ -63,6 +63,23 @@ class Source:
 
 
 @dataclass(frozen=True)
+class CountsInfo:
+    """A counts file (``bpestore count``): the spec its words were made with, the
+    sources counted into it (sha256, size, name, words) and its totals."""
+
+    path: str
+    spec: TokenizerSpec
+    sources: tuple[Source, ...]
+    n_words: int
+    n_distinct: int
+    digest: str  # sha256 of its (word, count) rows, in word order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "spec": self.spec.to_dict(), "sources": [s.to_dict() for s in self.sources],
+                "n_words": self.n_words, "n_distinct": self.n_distinct, "digest": self.digest}
+
+
+@dataclass(frozen=True)
 class CorpusInfo:
     """A corpus as of one of its generations (``C@N``; by default the newest):
     its spec and totals over the sources it had then.

@@ -27,6 +27,8 @@ from .base import BpestoreGroup, Context, with_flags
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("versions", "init", "Create the database, or upgrade its schema to this bpestore's."),
     "ingest": ("corpora", "ingest", "Count the words of PATH... (files, directories, - for stdin) into CORPUS."),
+    "count": ("corpora", "count",
+              "Count the words of PATH... into a counts file, for bpestore ingest CORPUS --counts FILE."),
     "corpora": ("corpora", "corpora_command", "List corpora with their sources and word totals."),
     "corpus": ("corpora", "corpus_group", "Look into one corpus."),
     "train": ("training", "train", "Train NAME@N from a corpus, or continue one with --resume NAME@N."),

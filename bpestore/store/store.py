@@ -205,6 +205,35 @@ class Store:
                     on_source(source)
         return results
 
+    def ingest_counts(self, corpus: str, files: Iterable[str | Path], *, force: bool = False,
+                      on_source: Callable[[Source], None] | None = None) -> list[Source]:
+        """Add counts files (``bpestore.counts.count_files``, e.g. made on a cluster)
+        to ``corpus`` (created with their spec if new) as one new generation, in one
+        transaction; a directory stands for the files under it.
+
+        Every file is checked whole (its digest) before anything is written, and
+        its spec must be the corpus'. A file whose sources (by sha256) are all in
+        the corpus already is skipped, so ingesting the same files again changes
+        nothing; one holding only some of them is refused, unless ``force``
+        (which adds every file again).
+
+        >>> store.ingest_counts("books", ["counts/"])  # doctest: +SKIP
+        """
+        from ..counts import read_counts
+        from ..ingest import expand_paths
+        from . import corpora
+
+        repository.check_name(corpus, "corpus", "corpus")
+        names = expand_paths(files)
+        if not names or "-" in names:
+            raise InvalidArgumentError("files must name counts files (bpestore count writes them)",
+                                       params=("files",))
+        results = corpora.add_counts(self, corpus, [read_counts(name) for name in names], force=force)
+        for source in results:
+            if on_source:
+                on_source(source)
+        return results
+
     def corpora(self) -> list[CorpusInfo]:
         """Every corpus with its totals (as of its newest generation)."""
         with self.reading() as conn:
