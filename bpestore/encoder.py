@@ -21,7 +21,7 @@ import os
 import random
 import sys
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
-from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_steps, merge_word, merge_word_dropout, split_bytes
+from .bpe import (
+    PAIR_SHIFT,
+    LongestMatch,
+    joinable_table,
+    merge_ranks,
+    merge_steps,
+    merge_word,
+    merge_word_dropout,
+    split_bytes,
+)
 from .errors import InvalidArgumentError, NotFoundError
 from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar, WordExplanation
 from .spec import TokenizerSpec
@@ -484,6 +493,61 @@ class Tokenizer:
                           for rank, i, ids in merge_steps(symbols, self._ranks, self._merged_ids))
             yield WordExplanation(word, tuple(symbols), steps[-1].ids if steps else tuple(symbols),
                                   steps=steps, unknown=tuple(self._unknown_chars(word)))
+
+    # -- the compression curve (bpestore.analysis) ---------------------------
+    def count_pretokens(self, chunks: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
+        """The pre-tokens of a stream of text with their counts, and the special
+        tokens in it with theirs (every special token recognised, as
+        ``encode(..., allowed_special="all")`` does); encoding each pre-token
+        (``merge_ranks``) gives the ids of the whole text."""
+        words: Counter[str] = Counter()
+        specials: Counter[str] = Counter()
+        allowed = frozenset(self.special_tokens)
+        regex = self._specials_regex(allowed)
+        pretokenize = self._pipeline.pretokenize
+        for piece in rechunk(_sliced(chunks, PIECE_CHARS), self._stream_cutter(allowed)):
+            start = 0
+            for m in regex.finditer(piece) if regex is not None else ():
+                if m.start() > start:
+                    words.update(pretokenize(_fix_surrogates(piece[start:m.start()])))
+                specials[m.group()] += 1
+                start = m.end()
+            if start < len(piece):
+                words.update(pretokenize(_fix_surrogates(piece[start:])))
+        return words, specials
+
+    def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
+        """One pre-token's ids (as ``encode``), the rank of each merge applied on
+        the way, in order, and for each the highest rank applied so far in its
+        stretch of the word: the merge is applied by a tokenizer keeping the
+        first K merges exactly where K exceeds that number (merging applies the
+        lowest rank present; with fewer merges it stops at the first one missing).
+
+        >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"bc", 257: b"abc"},
+        ...                 [(b"b", b"c"), (b"a", b"bc")])
+        >>> tok.merge_ranks("abc")
+        ([257], [0, 1], [0, 1])
+        """
+        if self.spec.segmentation != "merge":
+            raise InvalidArgumentError(f"a curve along the merge ranks needs merge segmentation; this version "
+                                       f"segments by {self.spec.segmentation}", params=("ref",))
+        if self._word_symbols is not None:
+            pieces = [self._word_symbols(word)]
+        else:
+            pieces = [self._symbolize(piece) for piece in split_bytes(word.encode("utf-8"), self._joinable)]
+        ids: list[int] = []
+        ranks: list[int] = []
+        needed: list[int] = []
+        for symbols in pieces:
+            piece_ids, applied = merge_ranks(symbols, self._ranks, self._merged_ids)
+            ids += piece_ids
+            ranks += applied
+            highest = -1
+            for rank in applied:
+                if rank > highest:
+                    highest = rank
+                needed.append(highest)
+        return ids, ranks, needed
 
     def _pair_of(self, rank: int) -> tuple[int, int, int]:
         """The ids a merge joins and makes."""
