@@ -5,6 +5,7 @@ tiktoken with the prefix of the ranks) encoding the whole text."""
 
 from __future__ import annotations
 
+import json
 import lzma
 from collections import Counter
 
@@ -14,7 +15,7 @@ import bpestore
 from bpestore import InvalidArgumentError, NotFoundError, Tokenizer
 from bpestore.analysis import TextCounts, curve_ranks, version_chart
 
-from .conftest import read_corpus, tiktoken_pattern
+from .conftest import assert_error, read_corpus, tiktoken_pattern
 
 EOT = "<|endoftext|>"
 
@@ -165,3 +166,94 @@ def test_curve_ranks_and_mistakes(store, sample_file, held_out):
     longest = Tokenizer(tok.vocab, tok.merges, spec=tok.spec.replace(segmentation="longest-match"))
     with pytest.raises(InvalidArgumentError, match="needs merge segmentation"):
         version_chart(longest, TextCounts(2, {"hi": 1}), ref="x", file="t")
+
+
+# -- bpestore plot ------------------------------------------------------------------
+@pytest.fixture
+def cli_trained(cli_run, sample_file):
+    assert cli_run("ingest", "books", str(sample_file)).exit_code == 0
+    assert cli_run("train", "en", "--corpus", "books", "--vocab-size", "400").exit_code == 0
+    assert cli_run("train", "ch", "--corpus", "books", "--vocab-size", "200", "--alphabet", "chars",
+                   "--unk-token", "<unk>").exit_code == 0
+    return cli_run
+
+
+def svg_ids(path) -> list[str]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()  # a parse error fails the test
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return [e.get("id") for e in root.iter() if e.get("id")]
+
+
+def test_plot_writes_a_png_and_an_svg_with_a_line_per_version(cli_trained, held_out, tmp_path):
+    pytest.importorskip("matplotlib")
+    path, text = held_out
+    png, svg = tmp_path / "chart.png", tmp_path / "chart.svg"
+    result = cli_trained("plot", "en", "ch@1", "--file", str(path), "--out", str(png), "--points", "20")
+    assert result.exit_code == 0, result.output
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR" and data[-8:-4] == b"IEND"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width > 2.5 * height > 500  # three panels side by side
+    store = bpestore.open(cli_trained.db)
+    charts = store.charts(["en", "ch"], path, points=20)
+    assert result.stdout == (f"{png}: en@1, ch@1 on {path} ({charts[0].bytes_per_token:.3f}, "
+                             f"{charts[1].bytes_per_token:.3f} bytes per token)\n")
+    assert cli_trained("plot", "en", "ch", "--file", str(path), "--out", str(svg)).exit_code == 0
+    ids = svg_ids(svg)
+    assert sum(i.startswith("axes_") for i in ids) == 3  # three panels
+    assert sorted(i for i in ids if i.split("-")[0] in ("curve", "counts", "lengths")) == \
+           ["counts-0", "counts-1", "curve-0", "curve-1", "lengths-0", "lengths-1"]
+    assert oct(svg.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_plot_json_needs_no_matplotlib(cli_trained, held_out, monkeypatch):
+    import sys
+
+    path, _ = held_out
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    result = cli_trained("plot", "en", "ch", "--file", str(path), "--json", "--points", "5")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    expected = bpestore.open(cli_trained.db).charts(["en", "ch"], path, points=5)
+    assert data == [json.loads(json.dumps(c.to_dict())) for c in expected]
+    assert [len(d["curve"]) for d in data] == [5, 5] and data[0]["curve"][-1]["tokens"] == data[0]["tokens"]
+
+
+def test_plot_without_matplotlib_is_one_error_line(cli_trained, held_out, tmp_path, monkeypatch):
+    import sys
+
+    path, _ = held_out
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    out = tmp_path / "chart.png"
+    assert_error(cli_trained("plot", "en", "--file", str(path), "--out", str(out)),
+                 "plot needs matplotlib, which is not installed: pip install 'bpestore[plot]'")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("plot", "nope", "--file", "{file}", "--out", "{tmp}/c.png"), "no tokenizer named 'nope' (known: ch, en)"),
+    (("plot", "en", "en@7", "--file", "{file}", "--out", "{tmp}/c.png"), "en has no version 7"),
+    (("plot", "en", "--file", "{file}", "--out", "{tmp}/c.pdf"), "--out must name a .png or .svg file"),
+    (("plot", "en", "--file", "{file}", "--out", "{tmp}/none/c.svg"), "folder not found"),
+    (("plot", "en", "--file", "{tmp}/absent.txt", "--out", "{tmp}/c.png"), "file not found"),
+    (("plot", "en", "--file", "{file}"), "give --out chart.png (or .svg), or --json"),
+    (("plot", "en", "--file", "{file}", "--json", "--points", "1"), "--points"),
+])
+def test_plot_mistakes_are_one_error_line(cli_trained, held_out, tmp_path, args, message):
+    pytest.importorskip("matplotlib")
+    path, _ = held_out
+    filled = [a.format(file=path, tmp=tmp_path) for a in args]
+    assert_error(cli_trained(*filled), message)
+    assert not any(p.suffix in (".png", ".svg", ".pdf") for p in tmp_path.rglob("*"))
