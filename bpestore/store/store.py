@@ -618,6 +618,16 @@ class Store:
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
 
+    def import_hf(self, name: str, path: str | Path) -> VersionInfo:
+        """Import a Hugging Face ``tokenizer.json`` holding a BPE model (byte-level,
+        or characters with an unknown token) as a new version; a part bpestore has
+        no equivalent for is refused, naming it."""
+        from ..formats.hf import read_hf
+
+        model = read_hf(path)
+        return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
+                                 source="hf")
+
 
 def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
     """A file's (or a text's) bytes, pre-tokens and special tokens, as ``tok`` cuts them."""
