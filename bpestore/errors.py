@@ -9,7 +9,8 @@ Every one is a ``BpestoreError``; catch a subclass to handle one kind:
   ``ReadOnlyError``, one of them: a write to a store opened read-only;
 * ``DamagedDataError``: stored data or an input file is not what it claims to be;
 * ``SourceError``: a source cannot be read or decoded; says which and where;
-* ``DatabaseError``: the database itself failed (unreachable, locked, disk full).
+* ``DatabaseError``: the database itself failed (unreachable, locked, disk full);
+* ``MissingExtraError``: an optional feature whose extra (``bpestore[parquet]``) is not installed.
 
 Messages speak in the Python API's terms (``vocab_size``, ``errors='replace'``);
 ``params`` names the arguments a message is about, so the CLI can say
@@ -41,6 +42,15 @@ class NotFoundError(BpestoreError, LookupError):
 
 class InvalidArgumentError(BpestoreError, ValueError):
     """An argument or spec that cannot be used as given."""
+
+
+class MissingExtraError(BpestoreError, ImportError):
+    """An optional feature whose extra is not installed: ``extra`` names it
+    (``pip install 'bpestore[EXTRA]'``)."""
+
+    def __init__(self, message: str, *, extra: str, params: Sequence[str] = ()) -> None:
+        super().__init__(message, params=params)
+        self.extra = extra
 
 
 class ConflictError(BpestoreError):

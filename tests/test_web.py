@@ -144,6 +144,18 @@ def test_encode_gives_the_cli_tokens_with_their_places(db, client, ref):
     assert ok(client, "/api/encode", ref=ref, text=sample) == got
 
 
+def test_curve_is_the_plot_json(db, client, tmp_path):
+    sample = "The Count smiled. 'Welcome to my house!'\nI am Dracula.\n" * 30
+    (tmp_path / "t.txt").write_text(sample, encoding="utf-8")
+    expected = cli_json(db, "plot", "en@2", "--file", str(tmp_path / "t.txt"), "--points", "7")[0]
+    got = client.post("/api/curve", json={"ref": "en@2", "text": sample, "points": 7}).json()
+    assert {**got, "file": None} == {**expected, "file": None}
+    whole = ok(client, "/api/curve", ref="en@1", points="5")  # on the packaged sample
+    assert whole == cli_json(db, "plot", "en@1", "--file", str(bpestore.sample_path()), "--points", "5")[0]
+    assert whole["curve"][-1]["merges"] == 400 - 256 and whole["curve"][0]["bytes_per_token"] == 1.0
+    assert client.get("/api/curve", params={"ref": "en@1", "points": "1"}).status_code == 400
+
+
 def test_markup_in_tokens_is_returned_as_data(client):
     tokens = [t["token"] for t in ok(client, "/api/vocab", ref="xss@1")]
     assert any("<script>" in t for t in tokens) and any('"' in t for t in tokens)

@@ -257,18 +257,14 @@ def api_progress(store: Store, p: Params) -> Any:
 
 
 def api_curve(store: Store, p: Params) -> Any:
-    chart = getattr(store, "chart", None)
-    if chart is None:
-        raise RequestError(404, "this bpestore has no compression curve (Store.chart) yet")
-    return _jsonable(chart(p.need("ref")))
+    """``plot REF --file F --json`` (its one chart) on ``text``, or without one on the
+    sample text shipped in the package (``bpestore.sample_path()``)."""
+    ref, points = p.need("ref"), p.num("points", 50, low=2, high=1000) or 50
+    if p.opt("text") is None:
+        from .. import sample_path
 
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
+        return store.chart(ref, sample_path(), points=points).to_dict()
+    return store.chart(ref, text=p.text(), points=points).to_dict()
 
 
 Endpoint = Callable[[Store, Params], Any]
@@ -288,7 +284,7 @@ API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "stats": (("ref", "text"), api_stats),
     "encode": (("ref", "text"), Encoder()),
     "progress": (("ref", "last"), api_progress),
-    "curve": (("ref",), api_curve),
+    "curve": (("ref", "text", "points"), api_curve),
 }
 
 

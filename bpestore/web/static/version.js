@@ -88,9 +88,12 @@ function lineChart(points, xLabel, yLabel) {
 async function loadCurve() {
   const where = document.getElementById("curve");
   try {
-    const curve = await api("curve", {ref});
-    const points = (curve.points || curve).map((p) => Array.isArray(p) ? p : [p.x ?? p.merges ?? p.vocab_size, p.y ?? p.bytes_per_token]);
-    where.replaceChildren(lineChart(points, curve.x_label || "merges", curve.y_label || "bytes per token"));
+    const chart = await api("curve", {ref, points: 60});
+    const points = chart.curve.map((p) => [p.merges, p.bytes_per_token]);
+    const on = chart.file.endsWith("dracula.txt.xz") ? "the sample text (Dracula)" : chart.file;
+    where.replaceChildren(lineChart(points, "merges (first N of " + ref + ")", "bytes per token"),
+      el("p", {className: "muted"}, "Bytes per token on " + on + " (" + fmt(chart.bytes) + " bytes) as the " +
+        "vocabulary grows along the merge ranks; the whole version: " + chart.bytes_per_token.toFixed(3) + "."));
   } catch (error) {
     where.replaceChildren(el("p", {className: "muted"}, "No compression curve: " + error.message));
   }
