@@ -63,7 +63,8 @@ def read_ranks(path: str | Path) -> dict[bytes, int]:
 def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
     """The merge making each token of more than one byte, in rank order.
 
-    >>> derive_merges({b"a": 0, b"b": 1, b"ab": 2, b"aab": 3, b"aa": 4})
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> derive_merges({**ranks, b"ab": 256, b"aab": 257, b"aa": 258})
     [(b'a', b'b'), (b'a', b'ab'), (b'a', b'a')]
     """
     missing = [b for b in range(256) if bytes([b]) not in ranks]
