@@ -199,3 +199,140 @@ def test_hf_refusals_name_the_part_and_store_nothing(case, cli_run, tmp_path):
     if case in HF_REFUSED:
         assert HF_REFUSED[case][1] in lines[0]
     assert "x@" not in cli_run("versions").output
+
+
+# -- tiktoken rank files -----------------------------------------------------------------------------
+def _both_paths(store, ref: str):
+    """The version's tokenizer (tiktoken's core where its facts allow) and its pure-Python path."""
+    from bpestore import Tokenizer
+
+    tok = store.tokenizer(ref)
+    pure = Tokenizer(tok.vocab, tok.merges, dict(tok.special_tokens), spec=tok.spec, fast=False)
+    return tok, pure
+
+
+def test_gpt2_rank_file_gives_gpt2_merges_and_tiktoken_ids(store, tmp_path, gpt2_files, tiktoken_gpt2):
+    import base64
+
+    # The rank file as tiktoken writes one (dump_tiktoken_bpe, which needs blobfile), from tiktoken's ranks.
+    (tmp_path / "r50k.tiktoken").write_bytes(b"".join(
+        base64.b64encode(token) + b" " + str(rank).encode() + b"\n"
+        for token, rank in sorted(tiktoken_gpt2._mergeable_ranks.items(), key=lambda kv: kv[1])))
+    info = store.import_tiktoken("r50k", tmp_path / "r50k.tiktoken", pattern="gpt2",
+                                 special_tokens={"<|endoftext|>": 50256})
+    # The derived merges are GPT-2's merges.txt, line for line (an independent reference).
+    lines = [line for line in gpt2_files[1].read_text(encoding="utf-8").splitlines()
+             if line and not line.startswith("#version")]
+    assert len(lines) == 50_000
+    from bpestore.formats.gpt2 import token_to_str
+
+    assert [f"{token_to_str(a)} {token_to_str(b)}" for a, b in store.tokenizer("r50k").merges] == lines
+    gpt2 = store.import_gpt2("g", vocab=gpt2_files[0], merges=gpt2_files[1])
+    assert info.fingerprint == gpt2.fingerprint
+    tok, pure = _both_paths(store, "r50k")
+    text = "".join(_texts()) + read_corpus("japanese_1M.txt")[:SLICE]
+    expected = tiktoken_gpt2.encode(text + "<|endoftext|>", allowed_special="all")
+    assert tok.encode(text + "<|endoftext|>", allowed_special="all") == expected
+    assert tok.backend == "tiktoken"
+    assert pure.encode(text + "<|endoftext|>", allowed_special="all") == expected
+
+
+def test_trained_version_tiktoken_round_trip(store, tmp_path, corpora_dir):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    from tests.conftest import tiktoken_pattern
+
+    store.ingest("c", [corpora_dir / "tinyshakespeare.txt", corpora_dir / "german_1M.txt"], pretokenizer="cl100k",
+                 special_tokens=["<|endoftext|>"], workers=1)
+    trained = store.train("t", corpus="c", vocab_size=1500)
+    special = {"<|endoftext|>": store.tokenizer("t").special_tokens["<|endoftext|>"]}
+    store.export("t", format="tiktoken", out=tmp_path / "t.tiktoken")
+    first = store.import_tiktoken("t1", tmp_path / "t.tiktoken", pattern="cl100k", special_tokens=special)
+    store.export("t1", format="tiktoken", out=tmp_path / "t1.tiktoken")
+    second = store.import_tiktoken("t2", tmp_path / "t1.tiktoken", pattern="cl100k", special_tokens=special)
+    assert first.fingerprint == second.fingerprint
+    assert store.tokenizer("t1").merges == store.tokenizer(trained.ref).merges
+    ranks = load_tiktoken_bpe(str(tmp_path / "t.tiktoken"))
+    ref = tiktoken.Encoding("t", pat_str=tiktoken_pattern("cl100k"), mergeable_ranks=ranks, special_tokens=special)
+    tok, pure = _both_paths(store, "t1")
+    for text in _texts():
+        expected = ref.encode_ordinary(text)
+        assert tok.encode(text) == expected == pure.encode(text)
+        assert store.tokenizer(trained.ref).encode(text) == expected
+
+
+def test_rank_file_with_a_custom_pattern_and_an_unordered_vocabulary(store, tmp_path):
+    """Ranks where a token's parts are not its merge by bpestore's order of training: the
+    derived merges still encode like tiktoken (here ' ab' joins ' a'+'b', not ' '+'ab')."""
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)}
+    for token in (b" a", b"ab", b" ab", b"abc", b"bc", b" abc", b"cc", b"ccc"):
+        ranks[token] = len(ranks)
+    path = tmp_path / "r.tiktoken"
+    path.write_text("".join(f"{__import__('base64').b64encode(t).decode()} {r}\n" for t, r in ranks.items()))
+    pattern = r" ?[a-z]+|[^a-z ]+| +"
+    store.import_tiktoken("r", path, pattern=pattern, special_tokens={"<s>": 1000})
+    ref = tiktoken.Encoding("r", pat_str=pattern, mergeable_ranks=ranks, special_tokens={"<s>": 1000})
+    tok, pure = _both_paths(store, "r")
+    texts = ["abc abc ab cccc bcab", " abcc <s> x", "a b c " * 3000]
+    for text in texts:
+        expected = ref.encode(text, allowed_special="all")
+        assert tok.encode(text, allowed_special="all") == expected == pure.encode(text, allowed_special="all")
+
+
+def _rank_file(folder: Path, name: str, extra: str = "", *, drop: int | None = None) -> Path:
+    import base64
+
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256) if b != drop]
+    lines += [f"{base64.b64encode(b'ab').decode()} 256", f"{base64.b64encode(b'abc').decode()} 257"]
+    path = folder / f"tt-{name}.tiktoken"
+    path.write_text("\n".join(lines) + "\n" + extra, encoding="utf-8")
+    return path
+
+
+def write_tiktoken_cases(folder: Path) -> dict[str, list[str]]:
+    """Refused rank files and special tokens: case -> the import's argument list (after NAME)."""
+    import base64
+
+    ok = str(_rank_file(folder, "ok"))
+    return {
+        "duplicate ranks": [str(_rank_file(folder, "duplicate_ranks", f"{base64.b64encode(b'cd').decode()} 257\n")),
+                            "--pattern", "gpt2"],
+        "duplicate token": [str(_rank_file(folder, "duplicate_token", f"{base64.b64encode(b'ab').decode()} 300\n")),
+                            "--pattern", "gpt2"],
+        "not base64": [str(_rank_file(folder, "not_base64", "!!!! 300\n")), "--pattern", "gpt2"],
+        "rank not a number": [str(_rank_file(folder, "rank_text", "Y2Q= x\n")), "--pattern", "gpt2"],
+        "missing byte": [str(_rank_file(folder, "missing_byte", drop=7)), "--pattern", "gpt2"],
+        "not made by merging": [str(_rank_file(folder, "unmade", f"{base64.b64encode(b'xyz').decode()} 300\n")),
+                                "--pattern", "gpt2"],
+        "special token without id": [ok, "--pattern", "gpt2", "--special-token", "<s>"],
+        "special token id not a number": [ok, "--pattern", "gpt2", "--special-token", "<s>=x"],
+        "special token on a rank": [ok, "--pattern", "gpt2", "--special-token", "<s>=256"],
+        "special token twice": [ok, "--pattern", "gpt2", "--special-token", "<s>=300", "--special-token",
+                                "<t>=300"],
+        "bad pattern": [ok, "--pattern", "(unclosed"],
+        "missing file": [str(folder / "missing.tiktoken"), "--pattern", "gpt2"],
+    }
+
+
+def test_a_valid_small_rank_file_imports(store, tmp_path):
+    store.import_tiktoken("ok", _rank_file(tmp_path, "ok"), pattern="gpt2", special_tokens={"<s>": 300})
+    assert store.tokenizer("ok").encode("abcab") == [257, 256]
+
+
+TIKTOKEN_REFUSED = [
+    "duplicate ranks", "duplicate token", "not base64", "rank not a number", "missing byte", "not made by merging",
+    "special token without id", "special token id not a number", "special token on a rank", "special token twice",
+    "bad pattern", "missing file"]
+
+
+@pytest.mark.parametrize("case", TIKTOKEN_REFUSED)
+def test_tiktoken_refusals_are_one_error_line_and_store_nothing(case, cli_run, tmp_path):
+    args = write_tiktoken_cases(tmp_path)[case]
+    result = cli_run("import", "tiktoken", "x", *args)
+    assert result.exit_code != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "x@" not in cli_run("versions").output

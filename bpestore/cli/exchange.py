@@ -55,3 +55,20 @@ def export(obj: Context, ref: str, format: str, out: str, force: bool) -> None:
 def import_hf(obj: Context, name: str, path: str, as_json: bool) -> None:
     """Import a Hugging Face tokenizer.json (a BPE model) as NAME@N."""
     _report(obj.store.import_hf(name, path), as_json)
+
+
+@import_group.command("tiktoken")
+@click.argument("name")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--pattern", required=True, help="gpt2, cl100k, o200k or a regex: how text is pre-tokenized.")
+@click.option("--special-token", "special_tokens", multiple=True, metavar="TOK=ID",
+              help="A special token and its id (repeatable).")
+@json_option
+@click.pass_obj
+def import_tiktoken(obj: Context, name: str, path: str, pattern: str, special_tokens: tuple[str, ...],
+                    as_json: bool) -> None:
+    """Import a tiktoken rank file as NAME@N (merges derived from the ranks)."""
+    from ..formats.tiktoken_ranks import parse_special_tokens
+
+    specials = parse_special_tokens(special_tokens)
+    _report(obj.store.import_tiktoken(name, path, pattern=pattern, special_tokens=specials), as_json)

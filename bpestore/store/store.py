@@ -13,7 +13,7 @@ tokenizer cache, and has one short method per public call. The work is done by:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -671,6 +671,21 @@ class Store:
         model = read_hf(path)
         return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
                                  source="hf")
+
+    def import_tiktoken(self, name: str, path: str | Path, *, pattern: str,
+                        special_tokens: Mapping[str, int] | None = None) -> VersionInfo:
+        """Import a tiktoken rank file as a new version: ids are the ranks, the
+        merges are derived from them (each token's split by tiktoken's rule over
+        the ranks below it); ``pattern``: gpt2, cl100k, o200k or a regex;
+        ``special_tokens``: text -> id, ids the file does not use.
+
+        >>> store.import_tiktoken("r50k", "r50k_base.tiktoken", pattern="gpt2",
+        ...                       special_tokens={"<|endoftext|>": 50256})  # doctest: +SKIP
+        """
+        from ..formats.tiktoken_ranks import read_ranks, tiktoken_version
+
+        vocab, merge_list, spec = tiktoken_version(read_ranks(path), pattern, special_tokens or {})
+        return self.import_vocab(name, vocab, merge_list, spec.special_tokens, spec=spec, source="tiktoken")
 
 
 def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
