@@ -172,7 +172,7 @@ def test_playground_spans_are_the_encode_tokens(server, browser, db):
         wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, "section[data-ref='xss@1']")
              .get_attribute("data-text") == area.get_attribute("value"))
         (ROOT / "docs").mkdir(exist_ok=True)
-        browser.set_window_size(1100, 460)
+        browser.set_window_size(1100, 620)
         browser.save_screenshot(str(ROOT / "docs" / "playground.png"))
         browser.set_window_size(1280, 900)
 
