@@ -12,7 +12,7 @@ tokenizer cache, and has one short method per public call. The work is done by:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -617,6 +617,31 @@ class Store:
 
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+    def import_hf(self, name: str, path: str | Path) -> VersionInfo:
+        """Import a Hugging Face ``tokenizer.json`` holding a BPE model (byte-level,
+        or characters with an unknown token) as a new version; a part bpestore has
+        no equivalent for is refused, naming it."""
+        from ..formats.hf import read_hf
+
+        model = read_hf(path)
+        return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
+                                 source="hf")
+
+    def import_tiktoken(self, name: str, path: str | Path, *, pattern: str,
+                        special_tokens: Mapping[str, int] | None = None) -> VersionInfo:
+        """Import a tiktoken rank file as a new version: ids are the ranks, the
+        merges are derived from them (each token's split by tiktoken's rule over
+        the ranks below it); ``pattern``: gpt2, cl100k, o200k or a regex;
+        ``special_tokens``: text -> id, ids the file does not use.
+
+        >>> store.import_tiktoken("r50k", "r50k_base.tiktoken", pattern="gpt2",
+        ...                       special_tokens={"<|endoftext|>": 50256})  # doctest: +SKIP
+        """
+        from ..formats.tiktoken_ranks import read_ranks, tiktoken_version
+
+        vocab, merge_list, spec = tiktoken_version(read_ranks(path), pattern, special_tokens or {})
+        return self.import_vocab(name, vocab, merge_list, spec.special_tokens, spec=spec, source="tiktoken")
 
 
 def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
