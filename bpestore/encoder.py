@@ -549,6 +549,10 @@ class Tokenizer:
                 words.update(pretokenize(_fix_surrogates(piece[start:])))
         return words, specials
 
+    def merge_ids(self) -> list[tuple[int, int, int]]:
+        """The merges as ids, by rank: (left, right, the token made)."""
+        return [self._pair_of(rank) for rank in range(len(self._merges))]
+
     def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
         """One pre-token's ids (as ``encode``), the rank of each merge applied on
         the way, in order, and for each the highest rank applied so far in the
