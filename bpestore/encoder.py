@@ -189,15 +189,35 @@ class Tokenizer:
             merged_ids.append(merged)
         longest_match = None
         if spec.segmentation == "longest-match":
-            if self._word_symbols is not None:
-                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
-                                           "word markers so far", params=("spec",))
-            longest_match = LongestMatch(
-                {tuple(self._symbolize(data)): token_id for data, token_id in id_of.items()})
+            longest_match = LongestMatch(self._token_symbols(merged_ids))
         self._ranks, self._merged_ids, self._longest_match = ranks, merged_ids, longest_match
         # Byte pairs that some token holds side by side: a word is cut
         # between any other two bytes (bpe.split_bytes).
         self._joinable = joinable_table(self._merges)
+
+    def _token_symbols(self, merged_ids: list[int]) -> dict[tuple[int, ...], int]:
+        """Each ordinary token as the initial symbols a word holds where the
+        token stands (what longest match looks for): a merged token, its pair's
+        symbols joined; any other token, itself (a byte, a character, a word
+        marker, the unknown token), or on byte-level specs its bytes."""
+        id_of = self._id_of
+        symbols: dict[int, tuple[int, ...]] = {}
+        for (left, right), made in zip(self._merges, merged_ids):
+            if made not in symbols:
+                symbols[made] = self._symbols_of(left, symbols) + self._symbols_of(right, symbols)
+        tokens: dict[tuple[int, ...], int] = {}
+        for data, token_id in id_of.items():
+            tokens.setdefault(symbols.get(token_id) or self._symbols_of(data, symbols), token_id)
+        return tokens
+
+    def _symbols_of(self, data: bytes, made: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+        token_id = self._id_of[data]
+        found = made.get(token_id)
+        if found is not None:
+            return found
+        if self.spec.byte_level and self._word_symbols is None:
+            return tuple(self._symbolize(data))
+        return (token_id,)
 
     def _build_ids(self) -> None:
         """The id of each ordinary token's bytes, and how a pre-token becomes ids."""
@@ -710,6 +730,8 @@ class Tokenizer:
         with characters or word markers use their own symbols, whole."""
         if self._word_symbols is not None:
             ids = self._word_symbols(word)
+            if self._longest_match is not None:
+                return self._longest_match.segment(ids)
             return merge_word(ids, self._ranks, self._merged_ids) if len(ids) > 1 else ids
         data = word.encode("utf-8")
         if self._longest_match is not None:

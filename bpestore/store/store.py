@@ -346,6 +346,10 @@ class Store:
           ``start_of_word``, ``no_inner_space``: the symbolization (see
           ``TokenizerSpec``), recorded in the version's spec; an extension
           keeps its parent's;
+        * ``segmentation``: how encoding cuts a word, ``"merge"`` (BPE merges
+          by rank, the default) or ``"longest-match"`` (greedy longest
+          vocabulary match, seed 002's segmenter); recorded in the spec, so in
+          the fingerprint;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
