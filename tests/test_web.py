@@ -326,3 +326,24 @@ def test_progress_while_training_reads_the_checkpointed_rows(db_url, tmp_path):
     with bpestore.open(db_url) as store:
         final = [m.to_dict() for m in store.merges("en@1")]
     assert len(final) == 120 and info["last_merges"] == final[info["merges"] - 4:info["merges"]]
+
+
+def test_serve_mistakes_are_one_error_line(tmp_path, monkeypatch):
+    """`bpestore serve`: a missing database, a port in use, a bad port: one Error: line, nothing created."""
+    import socket
+
+    from .conftest import assert_error
+
+    runner = CliRunner()
+    missing = tmp_path / "absent.db"
+    assert_error(runner.invoke(cli, ["--db", str(missing), "serve"]), "no database at")
+    assert not missing.exists()
+    db = tmp_path / "ok.db"
+    bpestore.open(db).close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert_error(runner.invoke(cli, ["--db", str(db), "serve", "--port", str(port)]), "cannot listen on")
+    result = runner.invoke(cli, ["--db", str(db), "serve", "--port", "70000"])
+    assert result.exit_code == 2 and "--port" in result.stderr
