@@ -347,3 +347,22 @@ def test_serve_mistakes_are_one_error_line(tmp_path, monkeypatch):
         assert_error(runner.invoke(cli, ["--db", str(db), "serve", "--port", str(port)]), "cannot listen on")
     result = runner.invoke(cli, ["--db", str(db), "serve", "--port", "70000"])
     assert result.exit_code == 2 and "--port" in result.stderr
+
+
+def test_concurrent_requests_share_the_tokenizer_cache_safely(db, monkeypatch):
+    """Many threads encoding with four versions through a cache of two (evicting all the
+    time) get exactly the sequential answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bpestore.store.store import TokenizerCache
+
+    monkeypatch.setattr(Store, "tokenizer_cache", TokenizerCache(size=2))
+    app = create_app(db)
+    refs = ["en@1", "en@2", "xss@1", "en@prod"]
+    texts = [f"Dracula {i} <script>\"{i}\" welcome, Mr. Harker" * (1 + i % 5) for i in range(12)]
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        expected = {(r, t): c.post("/api/encode", json={"ref": r, "text": t}).json() for r in refs for t in texts}
+        jobs = [(r, t) for _ in range(3) for r in refs for t in texts]
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda job: c.post("/api/encode", json={"ref": job[0], "text": job[1]}).json(), jobs))
+    assert got == [expected[job] for job in jobs]
