@@ -9,6 +9,8 @@ ingest-workers, encode-workers: ingest and encode --out at each --workers count
 vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
+plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
+web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -21,6 +23,7 @@ import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
+from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
@@ -29,9 +32,11 @@ from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
+from bench.web import SUITES as WEB_SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers")
-SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES}
+SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
+          **CHART_SUITES, **WEB_SUITES}
 
 
 def _versions() -> str:

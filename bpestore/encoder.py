@@ -21,7 +21,7 @@ import os
 import random
 import sys
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
-from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_steps, merge_word, merge_word_dropout, split_bytes
+from .bpe import (
+    PAIR_SHIFT,
+    LongestMatch,
+    joinable_table,
+    merge_ranks,
+    merge_steps,
+    merge_word,
+    merge_word_dropout,
+    split_bytes,
+)
 from .errors import InvalidArgumentError, NotFoundError
 from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar, WordExplanation
 from .spec import TokenizerSpec
@@ -187,11 +196,7 @@ class Tokenizer:
             ranks, merged_ids = self._ranks_of_bytes()
         longest_match = None
         if spec.segmentation == "longest-match":
-            if self._word_symbols is not None:
-                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
-                                           "word markers so far", params=("spec",))
-            longest_match = LongestMatch(
-                {tuple(self._symbolize(data)): token_id for data, token_id in self._id_of.items()})
+            longest_match = LongestMatch(self._token_symbols(merged_ids))
         self._ranks, self._merged_ids, self._longest_match = ranks, merged_ids, longest_match
 
     def _ranks_of_bytes(self) -> tuple[dict[int, int], list[int]]:
@@ -210,6 +215,30 @@ class Tokenizer:
             ranks.setdefault(key, rank)
             merged_ids.append(merged)
         return ranks, merged_ids
+
+    def _token_symbols(self, merged_ids: list[int]) -> dict[tuple[int, ...], int]:
+        """Each ordinary token as the initial symbols a word holds where the
+        token stands (what longest match looks for): a merged token, its pair's
+        symbols joined; any other token, itself (a byte, a character, a word
+        marker, the unknown token), or on byte-level specs its bytes."""
+        id_of = self._id_of
+        symbols: dict[int, tuple[int, ...]] = {}
+        for (left, right), made in zip(self._merges, merged_ids):
+            if made not in symbols:
+                symbols[made] = self._symbols_of(left, symbols) + self._symbols_of(right, symbols)
+        tokens: dict[tuple[int, ...], int] = {}
+        for data, token_id in id_of.items():
+            tokens.setdefault(symbols.get(token_id) or self._symbols_of(data, symbols), token_id)
+        return tokens
+
+    def _symbols_of(self, data: bytes, made: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+        token_id = self._id_of[data]
+        found = made.get(token_id)
+        if found is not None:
+            return found
+        if self.spec.byte_level and self._word_symbols is None:
+            return tuple(self._symbolize(data))
+        return (token_id,)
 
     def _build_ids(self) -> None:
         """The id of each ordinary token's bytes, and how a pre-token becomes ids."""
@@ -552,6 +581,59 @@ class Tokenizer:
             yield WordExplanation(word, tuple(symbols), steps[-1].ids if steps else tuple(symbols),
                                   steps=steps, unknown=tuple(self._unknown_chars(word)))
 
+    # -- the compression curve (bpestore.analysis) ---------------------------
+    def count_pretokens(self, chunks: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
+        """The pre-tokens of a stream of text with their counts, and the special
+        tokens in it with theirs (every special token recognised, as
+        ``encode(..., allowed_special="all")`` does); encoding each pre-token
+        (``merge_ranks``) gives the ids of the whole text."""
+        words: Counter[str] = Counter()
+        specials: Counter[str] = Counter()
+        allowed = frozenset(self.special_tokens)
+        regex = self._specials_regex(allowed)
+        pretokenize = self._pipeline.pretokenize
+        for piece in rechunk(_sliced(chunks, PIECE_CHARS), self._stream_cutter(allowed)):
+            start = 0
+            for m in regex.finditer(piece) if regex is not None else ():
+                if m.start() > start:
+                    words.update(pretokenize(_fix_surrogates(piece[start:m.start()])))
+                specials[m.group()] += 1
+                start = m.end()
+            if start < len(piece):
+                words.update(pretokenize(_fix_surrogates(piece[start:])))
+        return words, specials
+
+    def merge_ids(self) -> list[tuple[int, int, int]]:
+        """The merges as ids, by rank: (left, right, the token made)."""
+        return [self._pair_of(rank) for rank in range(len(self._merges))]
+
+    def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
+        """One pre-token's ids (as ``encode``), the rank of each merge applied on
+        the way, in order, and for each the highest rank applied so far in the
+        word: the merge is applied by a tokenizer keeping the
+        first K merges exactly where K exceeds that number (merging applies the
+        lowest rank present; with fewer merges it stops at the first one missing).
+
+        >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"bc", 257: b"abc"},
+        ...                 [(b"b", b"c"), (b"a", b"bc")])
+        >>> tok.merge_ranks("abc")
+        ([257], [0, 1], [0, 1])
+        """
+        if self.spec.segmentation != "merge":
+            raise InvalidArgumentError(f"a curve along the merge ranks needs merge segmentation; this version "
+                                       f"segments by {self.spec.segmentation}", params=("ref",))
+        # The word whole (merging its pieces apart gives the same ids and, the
+        # pieces being independent, the same merges under every prefix).
+        symbols = self._word_symbols(word) if self._word_symbols is not None else self._symbolize(word.encode("utf-8"))
+        ids, ranks = merge_ranks(symbols, self._ranks, self._merged_ids)
+        needed = []
+        highest = -1
+        for rank in ranks:
+            if rank > highest:
+                highest = rank
+            needed.append(highest)
+        return ids, ranks, needed
+
     def _pair_of(self, rank: int) -> tuple[int, int, int]:
         """The ids a merge joins and makes."""
         left, right = self._merges[rank]
@@ -682,6 +764,8 @@ class Tokenizer:
         with characters or word markers use their own symbols, whole."""
         if self._word_symbols is not None:
             ids = self._word_symbols(word)
+            if self._longest_match is not None:
+                return self._longest_match.segment(ids)
             return merge_word(ids, self._ranks, self._merged_ids) if len(ids) > 1 else ids
         data = word.encode("utf-8")
         if self._longest_match is not None:

@@ -295,6 +295,15 @@ def any_source_present(conn: Connection, corpus_id: int, shas: Sequence[str]) ->
     return False
 
 
+def present_shas(conn: Connection, corpus_id: int, shas: Sequence[str]) -> set[str]:
+    """Which of these contents are already sources of the corpus."""
+    found: set[str] = set()
+    for start in range(0, len(shas), 500):
+        found.update(conn.execute(select(ingests.c.sha256).where(
+            ingests.c.corpus_id == corpus_id, ingests.c.sha256.in_(shas[start:start + 500]))).scalars())
+    return found
+
+
 def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int]) -> int:
     """The corpus' next generation: its sources, counts and totals; returns its number.
 
