@@ -6,9 +6,11 @@ Every one is a ``BpestoreError``; catch a subclass to handle one kind:
 * ``InvalidArgumentError``: an argument or spec is not acceptable (also a ``ValueError``);
 * ``ConflictError``: the store's state refuses the call now (a database from a newer
   bpestore, a corpus that changed, a concurrent writer, a version still training);
+  ``ReadOnlyError``, one of them: a write to a store opened read-only;
 * ``DamagedDataError``: stored data or an input file is not what it claims to be;
 * ``SourceError``: a source cannot be read or decoded; says which and where;
-* ``DatabaseError``: the database itself failed (unreachable, locked, disk full).
+* ``DatabaseError``: the database itself failed (unreachable, locked, disk full);
+* ``MissingExtraError``: an optional feature whose extra (``bpestore[parquet]``) is not installed.
 
 Messages speak in the Python API's terms (``vocab_size``, ``errors='replace'``);
 ``params`` names the arguments a message is about, so the CLI can say
@@ -42,8 +44,21 @@ class InvalidArgumentError(BpestoreError, ValueError):
     """An argument or spec that cannot be used as given."""
 
 
+class MissingExtraError(BpestoreError, ImportError):
+    """An optional feature whose extra is not installed: ``extra`` names it
+    (``pip install 'bpestore[EXTRA]'``)."""
+
+    def __init__(self, message: str, *, extra: str, params: Sequence[str] = ()) -> None:
+        super().__init__(message, params=params)
+        self.extra = extra
+
+
 class ConflictError(BpestoreError):
     """The store's current state refuses the operation (try again, or do something else)."""
+
+
+class ReadOnlyError(ConflictError):
+    """A write asked of a store opened read-only (``Store(db, read_only=True)``)."""
 
 
 class DamagedDataError(BpestoreError):

@@ -63,6 +63,23 @@ class Source:
 
 
 @dataclass(frozen=True)
+class CountsInfo:
+    """A counts file (``bpestore count``): the spec its words were made with, the
+    sources counted into it (sha256, size, name, words) and its totals."""
+
+    path: str
+    spec: TokenizerSpec
+    sources: tuple[Source, ...]
+    n_words: int
+    n_distinct: int
+    digest: str  # sha256 of its (word, count) rows, in word order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "spec": self.spec.to_dict(), "sources": [s.to_dict() for s in self.sources],
+                "n_words": self.n_words, "n_distinct": self.n_distinct, "digest": self.digest}
+
+
+@dataclass(frozen=True)
 class CorpusInfo:
     """A corpus as of one of its generations (``C@N``; by default the newest):
     its spec and totals over the sources it had then.
@@ -245,6 +262,38 @@ class MergeInfo:
 
 
 @dataclass(frozen=True)
+class VersionProgress:
+    """How far a version's training got, read from its checkpointed merge rows:
+    ``merges`` written of ``target_merges`` (None: up to ``target_vocab_size``),
+    ``rate`` merges per second from creation to the last checkpoint, the last merges."""
+
+    version: VersionInfo
+    merges: int
+    target_merges: int | None
+    rate: float | None
+    seconds_since_checkpoint: float
+    last_merges: tuple[MergeInfo, ...]
+
+    @property
+    def fraction(self) -> float | None:
+        """The share of the target reached (1.0 once complete)."""
+        if self.version.status == "complete":
+            return 1.0
+        if not self.target_merges:
+            return None
+        return min(1.0, self.merges / self.target_merges)
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.version
+        return {"ref": v.ref, "status": v.status, "merges": self.merges, "target_merges": self.target_merges,
+                "vocab_size": v.vocab_size, "target_vocab_size": v.target_vocab_size,
+                "fraction": self.fraction, "rate": self.rate,
+                "seconds_since_checkpoint": round(self.seconds_since_checkpoint, 3),
+                "created_at": v.created_at.isoformat(), "updated_at": v.updated_at.isoformat(),
+                "last_merges": [m.to_dict() for m in self.last_merges]}
+
+
+@dataclass(frozen=True)
 class MergeStep:
     """One merge applied inside one pre-token: the pair at ``position`` (ids
     ``left``, ``right``) became ``token`` by the merge of ``rank``; ``ids`` are
@@ -381,3 +430,53 @@ class Removed:
 
     def to_dict(self) -> dict[str, Any]:
         return {"versions": list(self.versions), "aliases": list(self.aliases)}
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One point of a compression curve: a tokenizer keeping the first ``merges``
+    merges of a version (``vocab_size`` tokens) encodes the file in ``tokens``."""
+
+    merges: int
+    vocab_size: int
+    tokens: int
+    bytes_per_token: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class VersionChart:
+    """What ``chart`` draws of one version on one text (``file``; ``"<text>"``
+    for a string): its ``bytes`` (UTF-8) and ``tokens``; ``curve``, bytes per
+    token as the vocabulary grows along the merge ranks (the last point is the
+    whole version); ``merge_counts``, each merge's pair count when it was made
+    (by rank; 0 for imported merges); ``merge_uses``, how often each merge is
+    applied encoding the text (by rank); ``vocab_lengths``, how many of the
+    version's tokens are N bytes long, and ``text_lengths``, how many tokens of
+    the encoded text are (pairs ``(N, how many)``, by N; special tokens
+    included)."""
+
+    ref: str
+    file: str
+    bytes: int
+    tokens: int
+    vocab_size: int
+    curve: tuple[CurvePoint, ...]
+    merge_counts: tuple[int, ...]
+    merge_uses: tuple[int, ...]
+    vocab_lengths: tuple[tuple[int, int], ...]
+    text_lengths: tuple[tuple[int, int], ...]
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "file": self.file, "bytes": self.bytes, "tokens": self.tokens,
+                "vocab_size": self.vocab_size, "bytes_per_token": self.bytes_per_token,
+                "curve": [p.to_dict() for p in self.curve],
+                "merge_counts": list(self.merge_counts), "merge_uses": list(self.merge_uses),
+                "vocab_lengths": [list(p) for p in self.vocab_lengths],
+                "text_lengths": [list(p) for p in self.text_lengths]}

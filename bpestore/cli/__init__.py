@@ -1,7 +1,7 @@
 """The ``bpestore`` command line: each command is a thin call into the Python API.
 
 One module per family of commands (``corpora``, ``training``, ``encoding``,
-``versions``, ``queries``, ``exchange``); ``options`` holds the option bundles they share
+``versions``, ``queries``, ``charts``, ``exchange``, ``web``); ``options`` holds the option bundles they share
 and ``base`` the error handling. Commands are imported only when invoked, so
 ``bpestore --help`` and a query load neither the trainer nor the encoder.
 
@@ -27,6 +27,8 @@ from .base import BpestoreGroup, Context, with_flags
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("versions", "init", "Create the database, or upgrade its schema to this bpestore's."),
     "ingest": ("corpora", "ingest", "Count the words of PATH... (files, directories, - for stdin) into CORPUS."),
+    "count": ("corpora", "count",
+              "Count the words of PATH... into a counts file, for bpestore ingest CORPUS --counts FILE."),
     "corpora": ("corpora", "corpora_command", "List corpora with their sources and word totals."),
     "corpus": ("corpora", "corpus_group", "Look into one corpus."),
     "train": ("training", "train", "Train NAME@N from a corpus, or continue one with --resume NAME@N."),
@@ -49,12 +51,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Show how REF encodes TEXT: each pre-token's merges, step by step, down to the ids."),
     "stats": ("queries", "stats",
               "Compare versions on a file: bytes per token, tokens per word, unknown tokens, vocabulary used."),
+    "plot": ("charts", "plot",
+             "Draw versions on a file: compression curve, merge counts by rank, token lengths."),
     "lineage": ("queries", "lineage",
                 "Draw the versions of NAME as a tree: parents, extensions, aliases, corpus generations."),
     "rm": ("queries", "rm",
            "Remove version NAME@N (refused while extended or aliased, unless --force), or alias NAME@ALIAS."),
     "import": ("exchange", "import_group", "Import a tokenizer made elsewhere as a new version."),
     "export": ("exchange", "export", "Write version REF in another tokenizer's file format."),
+    "serve": ("web", "serve",
+              "Serve a read-only web view of the store: versions, training progress, a token playground."),
 }
 
 

@@ -72,25 +72,68 @@ def ingest_summary(corpus: str, results: Sequence[Source], n_distinct: int, seco
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
 @click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8.")
+@click.option("--counts", is_flag=True,
+              help="PATH... are counts files (bpestore count): add them as one generation.")
 @json_option
 @quiet_option
 @click.pass_obj
 def ingest(obj: Context, corpus: str, paths: tuple[str, ...], sample: bool, as_json: bool, quiet: bool,
-           **options: Any) -> None:
+           counts: bool, **options: Any) -> None:
     """Count the words of PATH... (files, directories, - for stdin) into CORPUS."""
+    if counts:
+        given = [f"--{k.replace('_', '-')}" for k, v in options.items()
+                 if k not in ("force", "errors") and v is not None] + (["--sample"] if sample else [])
+        if given or options["errors"] != "strict":
+            raise click.UsageError(f"--counts takes the spec from the counts files: leave out "
+                                   f"{', '.join(given) or '--errors'}")
     if sample:
         paths += (_shown_path(sample_path()),)
     if not paths:
         raise click.UsageError("give the PATH... to count, or --sample")
     started = time.monotonic()
-    with ProgressLine(not quiet and not as_json) as progress:
-        results = obj.store.ingest(corpus, paths, on_source=SourceLines(corpus, progress, not (as_json or quiet)),
-                                   progress=progress, **options)
+    if counts:
+        results = obj.store.ingest_counts(corpus, paths, force=options["force"],
+                                          on_source=SourceLines(corpus, ProgressLine(False), not (as_json or quiet)))
+    else:
+        results = _ingest_paths(obj, corpus, paths, as_json, quiet, options)
     if as_json:
         emit_json([r.to_dict() for r in results])
     elif not quiet:
         n_distinct = obj.store.corpus(corpus).n_distinct if results else 0
         click.echo(ingest_summary(corpus, results, n_distinct, time.monotonic() - started))
+
+
+def _ingest_paths(obj: Context, corpus: str, paths: tuple[str, ...], as_json: bool, quiet: bool,
+                  options: dict[str, Any]) -> list[Source]:
+    with ProgressLine(not quiet and not as_json) as progress:
+        return obj.store.ingest(corpus, paths, on_source=SourceLines(corpus, progress, not (as_json or quiet)),
+                                progress=progress, **options)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--out", required=True, metavar="FILE", help="The counts file to write (Parquet).")
+@click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
+@click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
+@text_options
+@click.option("--workers", type=count_range(1, MAX_WORKERS), help="Counting processes [default: one per core].")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
+              show_default=True, help="What to do with invalid UTF-8.")
+@json_option
+@quiet_option
+def count(paths: tuple[str, ...], out: str, as_json: bool, quiet: bool, **options: Any) -> None:
+    """Count the words of PATH... into a counts file, for bpestore ingest CORPUS --counts FILE."""
+    from ..counts import count_files
+
+    started = time.monotonic()
+    with ProgressLine(not quiet and not as_json) as progress:
+        info = count_files(paths, out, progress=progress, **options)
+    if as_json:
+        emit_json(info.to_dict())
+    elif not quiet:
+        click.echo(f"{out}: {len(info.sources):,} source(s), {sum(s.size_bytes for s in info.sources):,} bytes, "
+                   f"{info.n_words:,} words, {info.n_distinct:,} distinct in {time.monotonic() - started:.1f}s")
 
 
 def _shown_path(path: Path) -> str:

@@ -295,6 +295,15 @@ def any_source_present(conn: Connection, corpus_id: int, shas: Sequence[str]) ->
     return False
 
 
+def present_shas(conn: Connection, corpus_id: int, shas: Sequence[str]) -> set[str]:
+    """Which of these contents are already sources of the corpus."""
+    found: set[str] = set()
+    for start in range(0, len(shas), 500):
+        found.update(conn.execute(select(ingests.c.sha256).where(
+            ingests.c.corpus_id == corpus_id, ingests.c.sha256.in_(shas[start:start + 500]))).scalars())
+    return found
+
+
 def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int]) -> int:
     """The corpus' next generation: its sources, counts and totals; returns its number.
 
@@ -352,9 +361,10 @@ def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int],
     stmt = stmt.on_conflict_do_update(index_elements=word_count_key(conn),
                                       set_={"count": word_counts.c.count + stmt.excluded["count"],
                                             "changed_in": stmt.excluded["changed_in"]})
-    # In word order, so concurrent upserts on PostgreSQL lock rows in one order.
+    # In word order, so concurrent upserts on PostgreSQL lock rows in one order
+    # (sorting the words alone: comparing (word, count) tuples costs more).
     _execute_many(conn, stmt, ("corpus_id", "word", "count", "changed_in"),
-                  ((corpus_id, word, count, generation) for word, count in sorted(counts.items())))
+                  ((corpus_id, word, counts[word], generation) for word in sorted(counts)))
 
 
 def _execute_many(conn: Connection, stmt: Any, names: Sequence[str], rows: Iterable[tuple]) -> None:

@@ -12,15 +12,18 @@ tokenizer cache, and has one short method per public call. The work is done by:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
+from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError, ReadOnlyError
 from ..queries import TextTotals, pick_tokens, token_matcher
 from ..records import (
     CorpusInfo,
@@ -33,7 +36,9 @@ from ..records import (
     Source,
     TokenInfo,
     VerifyResult,
+    VersionChart,
     VersionInfo,
+    VersionProgress,
 )
 from ..spec import TokenizerSpec
 from . import facts, repository
@@ -41,6 +46,7 @@ from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_
 
 if TYPE_CHECKING:
     # Imported where used: a query loads neither the encoder, the ingest workers nor the trainer.
+    from ..analysis import TextCounts
     from ..encoder import Tokenizer
     from ..ingest import IngestTuning
     from .training import TrainOptions
@@ -52,22 +58,27 @@ DEFAULT_CHECKPOINT_SECONDS = 10.0
 class TokenizerCache:
     """Tokenizers loaded in this process, by (database URL, version id, version
     state); the state changes with the version, so a changed version is never
-    served stale. When full, the oldest goes."""
+    served stale. When full, the oldest goes. Safe to share between threads
+    (a web server's requests)."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self._loaded: dict[tuple[str, int, str], Tokenizer] = {}
+        self._lock = threading.Lock()
 
     def get(self, key: tuple[str, int, str]) -> Tokenizer | None:
-        return self._loaded.get(key)
+        with self._lock:
+            return self._loaded.get(key)
 
     def put(self, key: tuple[str, int, str], tokenizer: Tokenizer) -> None:
-        if len(self._loaded) >= self.size:
-            self._loaded.pop(next(iter(self._loaded)))
-        self._loaded[key] = tokenizer
+        with self._lock:
+            if key not in self._loaded and len(self._loaded) >= self.size:
+                self._loaded.pop(next(iter(self._loaded)))
+            self._loaded[key] = tokenizer
 
     def clear(self) -> None:
-        self._loaded.clear()
+        with self._lock:
+            self._loaded.clear()
 
 
 @contextmanager
@@ -83,19 +94,24 @@ def _database_errors() -> Iterator[None]:
 class Store:
     """A bpestore database (SQLite path or SQLAlchemy URL).
 
+    ``read_only=True``: the store refuses every write (``ReadOnlyError``), and so
+    does the database (SQLite opened ``mode=ro``; PostgreSQL sessions with
+    ``default_transaction_read_only``); the schema is checked, never upgraded.
+
     >>> store = Store(":memory:")  # doctest: +SKIP
     """
 
     #: Shared by every Store of the process.
     tokenizer_cache: ClassVar[TokenizerCache] = TokenizerCache()
 
-    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True) -> None:
-        self.url = resolve_url(db)
-        self.engine = make_engine(self.url)
+    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self.url = resolve_url(db, read_only=read_only)
+        self.engine = make_engine(self.url, read_only=read_only)
         if upgrade:
             try:
                 with _database_errors():
-                    upgrade_schema(self.engine)
+                    upgrade_schema(self.engine, read_only=read_only)
             except BpestoreError:
                 self.engine.dispose()
                 raise
@@ -136,6 +152,7 @@ class Store:
     def writing(self) -> Iterator[Connection]:
         """A write transaction (on SQLite it takes the write lock at BEGIN, so
         concurrent writers wait for each other instead of failing)."""
+        self._check_writable()
         with _database_errors(), self.engine.connect().execution_options(bpestore_write=True) as conn, \
                 conn.begin():
             yield conn
@@ -143,8 +160,13 @@ class Store:
     @contextmanager
     def session(self) -> Iterator[Connection]:
         """A connection of its own, for what lasts beyond a transaction (a session lock)."""
+        self._check_writable()
         with _database_errors(), self.engine.connect() as conn:
             yield conn
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("this store is open read-only: nothing can be changed through it")
 
     # -- corpora and ingestion --------------------------------------------------
     def ingest(
@@ -203,6 +225,35 @@ class Store:
                 results.append(source)
                 if on_source:
                     on_source(source)
+        return results
+
+    def ingest_counts(self, corpus: str, files: Iterable[str | Path], *, force: bool = False,
+                      on_source: Callable[[Source], None] | None = None) -> list[Source]:
+        """Add counts files (``bpestore.counts.count_files``, e.g. made on a cluster)
+        to ``corpus`` (created with their spec if new) as one new generation, in one
+        transaction; a directory stands for the files under it.
+
+        Every file is checked whole (its digest) before anything is written, and
+        its spec must be the corpus'. A file whose sources (by sha256) are all in
+        the corpus already is skipped, so ingesting the same files again changes
+        nothing; one holding only some of them is refused, unless ``force``
+        (which adds every file again).
+
+        >>> store.ingest_counts("books", ["counts/"])  # doctest: +SKIP
+        """
+        from ..counts import read_counts
+        from ..ingest import expand_paths
+        from . import corpora
+
+        repository.check_name(corpus, "corpus", "corpus")
+        names = expand_paths(files)
+        if not names or "-" in names:
+            raise InvalidArgumentError("files must name counts files (bpestore count writes them)",
+                                       params=("files",))
+        results = corpora.add_counts(self, corpus, [read_counts(name) for name in names], force=force)
+        for source in results:
+            if on_source:
+                on_source(source)
         return results
 
     def corpora(self) -> list[CorpusInfo]:
@@ -295,6 +346,10 @@ class Store:
           ``start_of_word``, ``no_inner_space``: the symbolization (see
           ``TokenizerSpec``), recorded in the version's spec; an extension
           keeps its parent's;
+        * ``segmentation``: how encoding cuts a word, ``"merge"`` (BPE merges
+          by rank, the default) or ``"longest-match"`` (greedy longest
+          vocabulary match, seed 002's segmenter); recorded in the spec, so in
+          the fingerprint;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
@@ -342,13 +397,14 @@ class Store:
             if cached is not None:
                 return cached
             version = repository.version_info(conn, version_id)
-            # A complete version: one row, its facts known; one still training: its rows.
-            sealed = facts.load(conn, version_id)
-            vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
-        from ..encoder import Tokenizer
+            from ..encoder import Tokenizer, gc_paused
 
-        tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref,
-                        facts=known)
+            with gc_paused():  # 50,000 tokens and merges: objects without cycles
+                # A complete version: one row, its facts known; one still training: its rows.
+                sealed = facts.load(conn, version_id)
+                vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
+                tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec,
+                                name=version.ref, facts=known, merge_ids=vocab.columns[:3])
         self.tokenizer_cache.put(key, tok)
         return tok
 
@@ -406,20 +462,26 @@ class Store:
 
     # -- queries over stored vocabularies ------------------------------------------
     def vocab(self, ref: str, *, grep: str | None = None, prefix: str | None = None,
-              longest: int | None = None, limit: int | None = None) -> list[TokenInfo]:
+              longest: int | None = None, limit: int | None = None, timeout: float | None = None
+              ) -> list[TokenInfo]:
         """A version's tokens, by id, with the merge that first made each: those
         starting with ``prefix``, whose text matches the regular expression
         ``grep`` (searched in the text ``token_text`` shows: ``\\xNN`` for a
         byte outside UTF-8); ``longest=N``: the N longest instead, longest
-        first; at most ``limit``.
+        first; at most ``limit``. ``timeout``: seconds the ``grep`` may take in all
+        (``InvalidArgumentError`` past them; what a server sets).
 
         >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
         [' the', ' then']
         """
+        match = token_matcher(grep, timeout)
         with self.reading() as conn:
             version_id = repository.resolve(conn, ref)
             rows = repository.token_rows(conn, version_id, prefix=(prefix or "").encode("utf-8", "surrogatepass"),
-                                         match=token_matcher(grep))
+                                         match=match)
+            if getattr(match, "timed_out", False):
+                raise InvalidArgumentError(f"grep {grep!r} took longer than {timeout:g}s; give a simpler "
+                                           "pattern", params=("grep",))
             rows = pick_tokens(rows, longest=longest, limit=limit)
             made = repository.first_merges(conn, version_id, [r[0] for r in rows])
         return [TokenInfo(token_id, data, kind, *made.get(token_id, (None, None))) for token_id, data, kind in rows]
@@ -477,6 +539,78 @@ class Store:
             results.append(EncodingStats(
                 ref=version.ref, file=str(file), bytes=totals.bytes, words=totals.words, tokens=tokens,
                 unknown=None if unknown is None else n_unknown, used_ids=len(seen), vocab_size=version.vocab_size))
+        return results
+
+    def progress(self, ref: str, *, last: int = 5) -> VersionProgress:
+        """How far a version (training or complete) got, from its stored merge rows
+        and checkpoint time alone: merges so far against the target, the mean rate
+        from its creation to its last checkpoint, and its ``last`` merges."""
+        if last < 0:
+            raise InvalidArgumentError(f"last cannot be negative, not {last}", params=("last",))
+        with self.reading() as conn:
+            v = repository.version_info(conn, repository.resolve(conn, ref))
+            recent = repository.merge_infos(conn, v.id, max(0, v.n_merges - last)) if last else []
+        base = v.vocab_size - v.n_merges  # the tokens no merge made (bytes, specials, ...)
+        target = v.target_merges if v.target_merges is not None else (
+            None if v.target_vocab_size is None else max(0, v.target_vocab_size - base))
+        if v.status == "complete":
+            target = v.n_merges
+        seconds = (v.updated_at - v.created_at).total_seconds()
+        rate = v.n_merges / seconds if seconds > 0 and v.n_merges else None
+        since = (datetime.now(timezone.utc) - v.updated_at).total_seconds()
+        return VersionProgress(v, v.n_merges, target, rate, max(0.0, since), tuple(recent))
+
+    def chart(self, ref: str, file: str | Path | None = None, *, text: str | None = None, points: int = 50,
+              errors: str = "strict") -> VersionChart:
+        """What ``bpestore plot`` draws of one version on a file (``.gz``/``.xz``/``.bz2``
+        read as text) or on ``text`` (give one): the compression curve (bytes per
+        token as the vocabulary grows along the merge ranks, at ``points`` merge
+        counts), each merge's pair count and uses by rank, token lengths
+        (``VersionChart``). Costs one encoding of the text (as ``stats``), or
+        for some versions (characters, word markers) of each distinct pre-token.
+
+        >>> [p.bytes_per_token for p in store.chart("en@1", "held_out.txt", points=3).curve]  # doctest: +SKIP
+        [1.0, 2.84, 3.17]
+        """
+        return self.charts([ref], file, text=text, points=points, errors=errors)[0]
+
+    def charts(self, refs: Sequence[str], file: str | Path | None = None, *, text: str | None = None,
+               points: int = 50, errors: str = "strict") -> list[VersionChart]:
+        """``chart`` for several versions, side by side: one encoding of the text
+        per version where its merges allow (``analysis.tree_merges``), else the
+        text's pre-tokens counted once for all versions that cut words alike."""
+        from ..analysis import chart_of_ids, curve_ranks, tree_merges, version_chart
+        from ..ingest.sources import check_errors
+
+        check_errors(errors)
+        if not refs:
+            raise InvalidArgumentError("refs must name at least one version", params=("refs",))
+        if (file is None) == (text is None):
+            raise InvalidArgumentError("give a file or a text, not both and not neither", params=("file", "text"))
+        if file is not None and str(file) == "-":
+            raise InvalidArgumentError("chart reads a file: give a file, not -", params=("file",))
+        curve_ranks(0, points)  # points checked before any work
+        found = [self.version(ref) for ref in refs]  # every ref checked before any work
+        counted: dict[tuple[Any, ...], TextCounts] = {}
+        results = []
+        name = "<text>" if file is None else str(file)
+        for version in found:
+            tok = self.tokenizer(version.ref)
+            with self.reading() as conn:
+                merge_counts = facts.vocabulary(conn, repository.resolve(conn, version.ref)).columns[3]
+            tree = tree_merges(tok)
+            if tree is not None:  # one encoding of the text
+                n_bytes, id_counts = _count_ids(tok, file, text, errors)
+                results.append(chart_of_ids(tok, tree, n_bytes, id_counts, ref=version.ref, file=name,
+                                            points=points, merge_counts=merge_counts))
+                continue
+            spec = tok.spec
+            key = (spec.normalizer, spec.pretokenizer, spec.pattern, frozenset(tok.special_tokens))
+            counts = counted.get(key)
+            if counts is None:
+                counts = counted[key] = _count_text(tok, file, text, errors)
+            results.append(version_chart(tok, counts, ref=version.ref, file=name, points=points,
+                                         merge_counts=merge_counts))
         return results
 
     # -- the versions' tree, and removal ---------------------------------------------
@@ -542,6 +676,64 @@ class Store:
 
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+    def import_hf(self, name: str, path: str | Path) -> VersionInfo:
+        """Import a Hugging Face ``tokenizer.json`` holding a BPE model (byte-level,
+        or characters with an unknown token) as a new version; a part bpestore has
+        no equivalent for is refused, naming it."""
+        from ..formats.hf import read_hf
+
+        model = read_hf(path)
+        return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
+                                 source="hf")
+
+    def import_tiktoken(self, name: str, path: str | Path, *, pattern: str,
+                        special_tokens: Mapping[str, int] | None = None) -> VersionInfo:
+        """Import a tiktoken rank file as a new version: ids are the ranks, the
+        merges are derived from them (each token's split by tiktoken's rule over
+        the ranks below it); ``pattern``: gpt2, cl100k, o200k or a regex;
+        ``special_tokens``: text -> id, ids the file does not use.
+
+        >>> store.import_tiktoken("r50k", "r50k_base.tiktoken", pattern="gpt2",
+        ...                       special_tokens={"<|endoftext|>": 50256})  # doctest: +SKIP
+        """
+        from ..formats.tiktoken_ranks import read_ranks, tiktoken_version
+
+        vocab, merge_list, spec = tiktoken_version(read_ranks(path), pattern, special_tokens or {})
+        return self.import_vocab(name, vocab, merge_list, spec.special_tokens, spec=spec, source="tiktoken")
+
+
+def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
+    """A file's (or a text's) bytes, pre-tokens and special tokens, as ``tok`` cuts them."""
+    from ..analysis import TextCounts
+
+    if text is not None:
+        words, specials = tok.count_pretokens([text])
+        return TextCounts(len(text.encode("utf-8", "surrogatepass")), words, specials)
+    from ..ingest import TextReader, open_source
+
+    totals = TextTotals()
+    with open_source(str(file)) as stream:
+        words, specials = tok.count_pretokens(totals.watch(TextReader(stream, str(file), errors=errors)))
+    return TextCounts(totals.bytes, words, specials)
+
+
+def _count_ids(tok: Tokenizer, file: str | Path | None, text: str | None,
+               errors: str) -> tuple[int, Counter[int]]:
+    """A file's (or a text's) bytes, and how often each id occurs in its encoding
+    (special tokens recognised)."""
+    id_counts: Counter[int] = Counter()
+    if text is not None:
+        id_counts.update(tok.encode(text, allowed_special="all"))
+        return len(text.encode("utf-8", "surrogatepass")), id_counts
+    from ..ingest import TextReader, open_source
+
+    totals = TextTotals()
+    with open_source(str(file)) as stream:
+        for ids in tok.encode_chunks(totals.watch(TextReader(stream, str(file), errors=errors)),
+                                     allowed_special="all"):
+            id_counts.update(ids)
+    return totals.bytes, id_counts
 
 
 def _unknown_ids(tok: Tokenizer) -> set[int] | None:

@@ -1,0 +1,204 @@
+"""Counts files: word counts made anywhere, merged into a corpus later. No SQL.
+
+``count_files`` counts sources with exactly the pipeline ``Store.ingest`` uses
+(``ingest.count_sources``) and writes the counts as a Parquet file (through
+pyarrow: ``pip install 'bpestore[parquet]'``): columns ``word`` (binary) and
+``count`` (int64), in word order, and in the file's metadata (key
+``bpestore.counts``) the corpus spec, every source's sha256, size, name, words
+and distinct words, the totals and a digest of the rows. ``read_counts`` reads
+one back, checking all of it. ``Store.ingest_counts`` then adds counts files to
+a corpus: counting is embarrassingly parallel (any machine, any scheduler: see
+the Dask recipe in the README); merging counts is the store's job.
+
+>>> info = count_files(["a.txt"], "a.parquet", special_tokens=["<|endoftext|>"])  # doctest: +SKIP
+>>> bpestore.open("store.db").ingest_counts("books", ["a.parquet"])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import DamagedDataError, InvalidArgumentError, MissingExtraError, NotFoundError
+from .records import CountsInfo, Progress, Source
+from .spec import TokenizerSpec
+
+FORMAT = 1
+METADATA_KEY = b"bpestore.counts"
+ROW_GROUP = 1 << 17  # rows per Parquet row group
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise MissingExtraError("counts files need pyarrow, which is not installed: "
+                                "pip install 'bpestore[parquet]'", extra="parquet") from None
+    return pyarrow, pyarrow.parquet
+
+
+def corpus_spec(spec: TokenizerSpec | None = None, **given: Any) -> TokenizerSpec:
+    """The part of a spec that decides a corpus' words (what a corpus stores), from
+    ``spec`` or from the ingest options given (None: the default)."""
+    given = {k: v for k, v in given.items() if v is not None}
+    if spec is not None and given:
+        raise InvalidArgumentError(f"give spec or {', '.join(given)}, not both", params=("spec", *given))
+    if spec is None:
+        if "special_tokens" in given:
+            given["special_tokens"] = tuple(given["special_tokens"])
+        spec = TokenizerSpec(**given)
+    return TokenizerSpec.from_dict(spec.corpus_key())
+
+
+def rows_digest(counts: Mapping[bytes, int]) -> str:
+    """sha256 of the (word, count) rows in word order: equal counts, equal digest."""
+    h = hashlib.sha256()
+    for word in sorted(counts):
+        h.update(len(word).to_bytes(8, "little"))
+        h.update(word)
+        h.update(counts[word].to_bytes(8, "little"))
+    return h.hexdigest()
+
+
+def count_files(
+    paths: Iterable[str | Path],
+    out: str | Path,
+    *,
+    spec: TokenizerSpec | None = None,
+    special_tokens: Sequence[str] | None = None,
+    pretokenizer: str | None = None,
+    pattern: str | None = None,
+    normalizer: str | None = None,
+    errors: str = "strict",
+    workers: int | None = None,
+    glob: str | None = None,
+    jsonl_field: str | None = None,
+    force: bool = False,
+    progress: Callable[[Progress], None] | None = None,
+) -> CountsInfo:
+    """Count the words of ``paths`` (as ``Store.ingest`` would: files, directories,
+    compressed files, JSON Lines with ``jsonl_field``) and write them to the
+    counts file ``out``; returns what it holds.
+
+    The spec comes from ``spec`` or the ingest options (``special_tokens``,
+    ``pretokenizer``, ``pattern``, ``normalizer``). A source whose content
+    repeats an earlier one of the call is left out. ``out`` is written whole or
+    not at all (a temporary file renamed), and an existing file is replaced
+    only with ``force``.
+    """
+    from .ingest import count_sources, expand_paths
+
+    pa, pq = _pyarrow()
+    spec = corpus_spec(spec, special_tokens=special_tokens, pretokenizer=pretokenizer, pattern=pattern,
+                       normalizer=normalizer)
+    target = Path(out)
+    _check_target(target, force)
+    files = expand_paths(paths, glob=glob)
+    if not files:
+        raise InvalidArgumentError("paths must name at least one file to count", params=("paths",))
+    counts: Counter = Counter()
+    sources: list[Source] = []
+    for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
+                               progress=progress):
+        counts.update(batch.counts)
+        sources.extend(s for s in batch.sources if not s.skipped)
+    words = sorted(counts)
+    info = CountsInfo(str(target), spec, tuple(sources), sum(counts.values()), len(counts), rows_digest(counts))
+    table = pa.table({"word": pa.array(words, type=pa.binary()),
+                      "count": pa.array([counts[w] for w in words], type=pa.int64())})
+    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(_metadata(info), sort_keys=True)})
+    _write_atomic(target, lambda path: pq.write_table(table, path, row_group_size=ROW_GROUP), force)
+    return info
+
+
+def read_counts(path: str | Path) -> tuple[CountsInfo, dict[bytes, int]]:
+    """A counts file's description and its counts, each part checked: a file that is
+    not a bpestore counts file, truncated, or whose rows do not match its digest
+    raises ``DamagedDataError``."""
+    pa, pq = _pyarrow()
+    name = str(path)
+    if not Path(name).is_file():
+        raise NotFoundError(f"counts file not found: {name}")
+    try:
+        parquet = pq.ParquetFile(name)
+        metadata = parquet.schema_arrow.metadata or {}
+    except (pa.ArrowException, OSError) as exc:
+        raise DamagedDataError(f"{name} is not a readable Parquet file ({_first_line(exc)}); "
+                               "make it again with bpestore count") from None
+    if METADATA_KEY not in metadata:
+        raise DamagedDataError(f"{name} is a Parquet file but not a bpestore counts file "
+                               "(no bpestore.counts metadata); make one with bpestore count")
+    try:
+        meta = json.loads(metadata[METADATA_KEY])
+        info = _info(name, meta)
+    except (ValueError, KeyError, TypeError, InvalidArgumentError) as exc:
+        raise DamagedDataError(f"{name}: its bpestore.counts metadata is damaged ({_first_line(exc)})") from None
+    try:
+        table = parquet.read(columns=["word", "count"])
+    except (pa.ArrowException, OSError, KeyError) as exc:
+        raise DamagedDataError(f"{name}: its rows cannot be read ({_first_line(exc)})") from None
+    if table.schema.field("word").type != pa.binary() or table.schema.field("count").type != pa.int64():
+        raise DamagedDataError(f"{name}: columns word (binary) and count (int64) expected, "
+                               f"found {table.schema}")
+    counts = dict(zip(table.column("word").to_pylist(), table.column("count").to_pylist()))
+    if len(counts) != table.num_rows or any(c is None or c <= 0 for c in counts.values()) or \
+            rows_digest(counts) != info.digest or sum(counts.values()) != info.n_words:
+        raise DamagedDataError(f"{name}: its rows do not match its digest (changed after bpestore count "
+                               "wrote it); make it again")
+    return info, counts
+
+
+def _metadata(info: CountsInfo) -> dict[str, Any]:
+    return {"format": FORMAT, "spec": info.spec.to_json(), "n_words": info.n_words, "n_distinct": info.n_distinct,
+            "digest": info.digest,
+            "sources": [{"name": s.source, "sha256": s.sha256, "size": s.size_bytes, "n_words": s.n_words,
+                         "n_distinct": s.n_distinct} for s in info.sources]}
+
+
+def _info(name: str, meta: dict[str, Any]) -> CountsInfo:
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"format {meta.get('format')!r}, this bpestore reads format {FORMAT}")
+    sources = tuple(Source(str(s["name"]), sha256=str(s["sha256"]), size_bytes=int(s["size"]),
+                           n_words=int(s["n_words"]), n_distinct=int(s["n_distinct"])) for s in meta["sources"])
+    if not sources or any(len(s.sha256) != 64 for s in sources):
+        raise ValueError("no sources, or a sha256 that is not one")
+    if sum(s.n_words for s in sources) != int(meta["n_words"]):
+        raise ValueError("the sources' words do not add up to the total")
+    return CountsInfo(name, TokenizerSpec.from_json(meta["spec"]), sources, int(meta["n_words"]),
+                      int(meta["n_distinct"]), str(meta["digest"]))
+
+
+def _check_target(target: Path, force: bool) -> None:
+    if not target.parent.is_dir():
+        raise NotFoundError(f"folder {target.parent} does not exist (out {target})", params=("out",))
+    if target.is_dir():
+        raise InvalidArgumentError(f"out {target} is a folder; give a file name", params=("out",))
+    if target.exists() and not force:
+        raise InvalidArgumentError(f"{target} exists; pass force=True to replace it", params=("force",))
+
+
+def _write_atomic(target: Path, write: Callable[[str], None], force: bool) -> None:
+    """Write through a temporary file beside ``target``, renamed over it only when complete."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        write(temporary)
+        with open(temporary, "rb") as f:
+            os.fsync(f.fileno())
+        _check_target(target, force)  # another process may have written it meanwhile
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
