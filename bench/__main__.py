@@ -9,6 +9,8 @@ ingest-workers, encode-workers: ingest and encode --out at each --workers count
 vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
+training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --scale) vs HF,
+compiled vs pure-Python merge core (bench/training_scale.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
@@ -23,6 +25,7 @@ import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
+from bench import training_scale
 from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.generations import BASELINE
@@ -32,11 +35,12 @@ from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
+from bench.training_scale import SUITES as TRAINING_SCALE_SUITES
 from bench.web import SUITES as WEB_SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers")
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **WEB_SUITES}
+          **CHART_SUITES, **WEB_SUITES, **TRAINING_SCALE_SUITES}
 
 
 def _versions() -> str:
@@ -71,7 +75,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="generations: how many slices the corpus is ingested in (default: 10)")
     parser.add_argument("--workers", default="1,2",
                         help="ingest-workers, encode-workers: the worker counts, comma-separated (default: 1,2)")
+    parser.add_argument("--scale", type=float, default=0.1,
+                        help="training-scale: size of the synthetic corpus (1: 30 M words; default: 0.1)")
     args = parser.parse_args(argv)
+    if args.scale <= 0:
+        parser.error("--scale must be positive")
+    training_scale.SCALE = args.scale
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     try:
