@@ -7,6 +7,7 @@ generations, incremental: corpus generations (issue 9) vs today's unversioned
 store (--baseline) and HF (bench/generations.py says how).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
+dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -20,6 +21,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from bench.common import MIXES, REPO, prepare_corpus
+from bench.dask_count import SUITES as DASK_SUITES
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
@@ -28,7 +30,7 @@ from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
 
-SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES}
+SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES, **DASK_SUITES}
 
 
 def _versions() -> str:
