@@ -5,6 +5,8 @@ ingest: Store.ingest into a fresh SQLite db vs HF training a 300-token vocab
 stored counts, vs HF training. encode: GPT-2 encode_ordinary vs tiktoken and HF.
 generations, incremental: corpus generations (issue 9) vs today's unversioned
 store (--baseline) and HF (bench/generations.py says how).
+ingest-workers, encode-workers: ingest and encode --out at each --workers count
+vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
@@ -30,6 +32,7 @@ from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
 
+WORKER_SUITES = ("ingest-workers", "encode-workers")
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES, **DASK_SUITES}
 
 
@@ -63,16 +66,25 @@ def main(argv: list[str] | None = None) -> None:
                              f"commit {STARTUP_BASELINE}; 'none': no baseline rows)")
     parser.add_argument("--slices", type=int, default=10,
                         help="generations: how many slices the corpus is ingested in (default: 10)")
+    parser.add_argument("--workers", default="1,2",
+                        help="ingest-workers, encode-workers: the worker counts, comma-separated (default: 1,2)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    try:
+        workers = tuple(int(n) for n in args.workers.split(","))
+    except ValueError:
+        parser.error("--workers takes numbers separated by commas, e.g. 1,2,4")
+    if not workers or min(workers) < 1:
+        parser.error("--workers takes numbers of at least 1")
     print("$ python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv))
     print(_versions(), flush=True)
     corpus = prepare_corpus(args.corpus)
     names = list(SUITES) if args.what == "all" else [args.what]
     sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size,
                           **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else
-                             {"baseline": args.baseline} if n in STARTUP_SUITES else {}))
+                             {"baseline": args.baseline} if n in STARTUP_SUITES else
+                             {"workers": workers} if n in WORKER_SUITES else {}))
                 for n in names]
     print("\n" + "\n\n".join(sections))
 

@@ -33,6 +33,7 @@ class Params:
     db: str = ""
     vocab_size: int = 0
     code: str = ""  # a checkout whose bpestore the case imports instead of this tree's (bench.generations)
+    workers: int = 0  # worker processes or threads (bench ingest-workers, encode-workers)
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,86 @@ fast_stream_setup_only = _named("fast_stream_setup_only", lambda p: _stream_setu
 pure_stream_setup_only = _named("pure_stream_setup_only", lambda p: _stream_setup(p, False) and (lambda: None))
 
 
+# -- encode --file --out at N workers (issue 10: encoding on many cores) ----------------
+def bpestore_id_file_n(p: Params):
+    """``Tokenizer.encode_file`` to a uint16 id file with ``p.workers`` workers (the
+    tokenizer loaded and its path checked untimed)."""
+    tok = _tokenizer(p, fast=True)
+    out = Path(p.tmp) / "ids.bin"
+    return lambda: tok.encode_file(p.corpus, out, workers=p.workers, allowed_special="all") and None
+
+
+def bpestore_command_n(p: Params):
+    """``bpestore encode gpt2 --file F --out ids.bin --workers N`` as a user runs it
+    (interpreter start, imports, tokenizer load and check included)."""
+    import subprocess
+    import sys
+
+    from bench.common import REPO
+
+    argv = [sys.executable, str(REPO / "cli.py"), "--db", p.db, "encode", "gpt2", "--file", p.corpus,
+            "--out", str(Path(p.tmp) / "ids.bin"), "--workers", str(p.workers), "--quiet"]
+    return lambda: subprocess.run(argv, check=True) and None
+
+
+def _documents(text: str, n: int) -> list[str]:
+    """text cut at line ends into pieces of about n characters."""
+    docs, start = [], 0
+    while start < len(text):
+        end = text.find("\n", start + n)
+        end = len(text) if end < 0 else end + 1
+        docs.append(text[start:end])
+        start = end
+    return docs
+
+
+def tiktoken_batch_n(p: Params):
+    """tiktoken ``encode_ordinary_batch(num_threads=N)`` of the text in memory, cut
+    at line ends into 1M-character documents (reading and cutting untimed)."""
+    enc = cases.tiktoken_gpt2()
+    docs = _documents(Path(p.corpus).read_text(encoding="utf-8"), 1 << 20)
+    return lambda: enc.encode_ordinary_batch(docs, num_threads=p.workers) and None
+
+
+def tiktoken_id_file_n(p: Params):
+    """The same id file with tiktoken as a user would write it: read the file,
+    ``encode_ordinary_batch(num_threads=N)``, pack as uint16, write."""
+    from array import array
+
+    enc = cases.tiktoken_gpt2()
+    out = Path(p.tmp) / "ids.bin"
+
+    def run() -> None:
+        docs = _documents(Path(p.corpus).read_text(encoding="utf-8"), 1 << 20)
+        with open(out, "wb") as f:
+            for ids in enc.encode_ordinary_batch(docs, num_threads=p.workers):
+                f.write(array("H", ids).tobytes())
+    return run
+
+
+def encode_workers(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
+    """``encode --file --out`` at each worker count against tiktoken's batch on as many threads."""
+    size = corpus.stat().st_size
+    rows = []
+    with cases.gpt2_db() as db:
+        for n in workers:
+            p = Params(corpus=str(corpus), db=db, workers=n)
+            ours, batch, tk_file, command = measure([
+                Case(f"bpestore encode_file, {n} workers", bpestore_id_file_n, p),
+                Case(f"tiktoken encode_ordinary_batch, {n} threads", tiktoken_batch_n, p),
+                Case(f"tiktoken id file, {n} threads", tiktoken_id_file_n, p),
+                Case(f"bpestore encode command, {n} workers", bpestore_command_n, p)], runs)
+            rows.append([str(n), f"{ours.seconds:.2f}", f"{batch.seconds:.2f}",
+                         f"{batch.seconds / ours.seconds:.2f}×", f"{tk_file.seconds:.2f}",
+                         f"{tk_file.seconds / ours.seconds:.2f}×", f"{command.seconds:.2f}",
+                         f"{batch.seconds / command.seconds:.2f}×"])
+    return (f"### `encode --file --out ids.bin --workers N`: `{name}` ({size / 1e6:.1f} MB), GPT-2, "
+            f"vs tiktoken on N threads (medians of {runs}; ratios are throughput over tiktoken's)\n\n"
+            + markdown_table(["N", "bpestore `encode_file` (s)", "tiktoken `encode_ordinary_batch` (s)",
+                              "vs batch", "tiktoken read + batch + write uint16 (s)", "vs that",
+                              "`bpestore encode` command, fresh process (s)", "command vs batch"], rows))
+
+
 # -- suites ---------------------------------------------------------------------------
 def _speed_row(result: Result, base: Result, size: int) -> list[str]:
     same = ("yes" if result.digest == base.digest else "(an id file; see the tests)" if not result.digest

@@ -19,6 +19,7 @@ many cores other processes on the machine kept busy meanwhile: the noise.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -225,4 +226,38 @@ def ingest_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
             + memory + "\n\n#### Many sources\n\n" + sources)
 
 
-SUITES = {"ingest-scale": ingest_scale}
+# -- ingest at N workers (issue 10: memory that does not grow with cores) -----------------
+def bpestore_ingest_n(p: Params) -> cases.Timed:
+    """Store.ingest of a file, fresh SQLite, ``p.workers`` processes."""
+    import bpestore
+
+    store = bpestore.open(Path(p.tmp) / "bench.db")
+    return lambda: store.ingest("bench", [p.corpus], workers=p.workers)
+
+
+def hf_ingest_n(p: Params) -> cases.Timed:
+    """HF's 300-token training (``cases.hf_ingest``) on ``p.workers`` threads (RAYON_NUM_THREADS)."""
+    os.environ["RAYON_NUM_THREADS"] = str(p.workers)  # read when tokenizers starts its thread pool
+    return cases.hf_ingest(p)
+
+
+def ingest_workers(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
+    """Store.ingest at each worker count against HF on as many threads: time and the
+    process tree's peak PSS (and RSS)."""
+    size = corpus.stat().st_size
+    one = Params(corpus=str(corpus))
+    rows = []
+    for n in workers:
+        p = dataclasses.replace(one, workers=n)
+        ours, hf = measure_tree([Case(f"bpestore ingest, {n} workers", bpestore_ingest_n, p),
+                                 Case(f"HF train vocab 300, {n} threads", hf_ingest_n, p)], runs)
+        rows.append([str(n), f"{ours.seconds:.2f}", f"{hf.seconds:.2f}", f"{ours.seconds / hf.seconds:.2f}×",
+                     f"{ours.pss:.0f}", f"{hf.pss:.0f}", f"{ours.pss / hf.pss:.2f}×", f"{ours.rss:.0f}",
+                     f"{hf.rss:.0f}"])
+    return (f"### Ingest at N workers: `{name}` ({size / 1e6:.1f} MB), fresh SQLite, vs HF `train([file])` "
+            f"vocab {cases.INGEST_VOCAB} on N threads (medians of {runs})\n\n" + markdown_table(
+                ["N", "bpestore (s)", "HF (s)", "time / HF's", "bpestore tree PSS (MB)", "HF PSS (MB)",
+                 "PSS / HF's", "bpestore tree RSS (MB)", "HF RSS (MB)"], rows))
+
+
+SUITES = {"ingest-scale": ingest_scale, "ingest-workers": ingest_workers}

@@ -105,4 +105,5 @@ def hf_merges(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 SUITES: dict[str, Callable[[Path, str, int, int], str]] = {
     "ingest": ingest, "train": train, "encode": encode, "hf-merges": hf_merges,
-    "encoder": encode_paths.encoder, "encoder-worst": encode_paths.encoder_worst}
+    "encoder": encode_paths.encoder, "encoder-worst": encode_paths.encoder_worst,
+    "encode-workers": encode_paths.encode_workers}

@@ -62,6 +62,36 @@ def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> 
     return ids
 
 
+def merge_ranks(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> tuple[list[int], list[int]]:
+    """``merge_word``, also returning the rank of each merge applied, in the order
+    applied (``ids`` may be changed in place).
+
+    >>> merge_ranks([97, 98, 99], {pair_key(97, 98): 1, pair_key(256, 99): 0}, [257, 256])
+    ([257], [1, 0])
+    """
+    if len(ids) > _LONG_WORD:
+        applied: list[int] = []
+        return _merge_long_word(ids, ranks, merged_ids, applied), applied
+    get = ranks.get
+    missing = len(merged_ids)
+    applied = []
+    pair_ranks = [get((a << PAIR_SHIFT) | b, missing) for a, b in zip(ids, ids[1:])]
+    while pair_ranks:  # as merge_word
+        best = min(pair_ranks)
+        if best == missing:
+            break
+        applied.append(best)
+        i = pair_ranks.index(best)
+        ids[i] = new_id = merged_ids[best]
+        del ids[i + 1]
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = get((ids[i - 1] << PAIR_SHIFT) | new_id, missing)
+        if i < len(pair_ranks):
+            pair_ranks[i] = get((new_id << PAIR_SHIFT) | ids[i + 1], missing)
+    return ids, applied
+
+
 def merge_steps(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[tuple[int, int, list[int]]]:
     """``merge_word`` one step at a time, for showing: each step as (rank,
     position, the ids after it). The last step's ids are ``merge_word``'s result
@@ -83,7 +113,8 @@ def merge_steps(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) ->
     return steps
 
 
-def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
+def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int],
+                     applied: list[int] | None = None) -> list[int]:
     """Heap + linked list version of merge_word for long words: O(n log n).
 
     A heap entry is the int (rank << 32) | position, so equal ranks pop
@@ -91,6 +122,7 @@ def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int
     list loop. A stale entry (its pair changed since it was pushed) is
     recognised by re-reading the pair at that position; a merged-away
     position holds -1, which makes a negative key that no merge has.
+    ``applied``, where given, gets the rank of each merge applied, in order.
     """
     n = len(ids)
     tokens = list(ids)
@@ -107,6 +139,8 @@ def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int
         j = nxt[i]
         if j >= n or get((tokens[i] << PAIR_SHIFT) | tokens[j]) != r:
             continue  # stale
+        if applied is not None:
+            applied.append(r)
         # Merge tokens[i] and tokens[j] into position i; j leaves the list.
         new_id = tokens[i] = merged_ids[r]
         tokens[j] = -1

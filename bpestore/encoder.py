@@ -21,7 +21,7 @@ import os
 import random
 import sys
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -30,7 +30,16 @@ from pathlib import Path
 from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
-from .bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_steps, merge_word, merge_word_dropout, split_bytes
+from .bpe import (
+    PAIR_SHIFT,
+    LongestMatch,
+    joinable_table,
+    merge_ranks,
+    merge_steps,
+    merge_word,
+    merge_word_dropout,
+    split_bytes,
+)
 from .errors import InvalidArgumentError, NotFoundError
 from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar, WordExplanation
 from .spec import TokenizerSpec
@@ -40,6 +49,7 @@ WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
+RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a time
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 # What Tokenizer._build_ids and _build_tables make (on first use, where the tokenizer was given its facts).
 _IDS = frozenset({"_id_of", "_word_symbols", "_byte_ids"})
@@ -414,34 +424,66 @@ class Tokenizer:
         typecode = self._id_typecode(dtype, writing=True)
         out = Path(out)
         partial = out.with_name(out.name + ".partial")
-        stream = open_source(path)
-        reader = TextReader(stream, str(path), errors=errors)
+        stream = open_source(path)  # its checks and messages, also where workers read the file
         n_tokens = 0
         rules = self._rules(**options)
         name = str(path)
         total = None if name == "-" or name.endswith((".gz", ".xz", ".bz2")) else os.path.getsize(name)
+        reader = TextReader(stream, name, errors=errors, hashed=False)
+        parts: Iterator[tuple[bytes | bytearray | memoryview, int, int]]
+        if workers > 1 and total is not None and self._ranges_apply(rules):
+            parts = self._encode_ranges(name, total, rules, workers, typecode, errors)
+        else:
+            parts = ((_pack(ids, typecode), len(ids), reader.size)
+                     for ids in self._encode_stream(reader, rules, workers, _uint32_array))
         try:
             with open(partial, "wb") as f:
-                for ids in self._encode_stream(reader, rules, workers, _uint32_array):
-                    n_tokens += len(ids)
-                    if sys.byteorder != "little":
-                        ids.byteswap()
-                    data: bytes | bytearray = ids.tobytes()
-                    if typecode == "H":
-                        # Every id fits in 16 bits: keep the low two bytes of each four.
-                        narrow = bytearray(len(data) // 2)
-                        narrow[0::2], narrow[1::2] = data[0::4], data[1::4]
-                        data = narrow
+                for data, n, done in parts:
+                    n_tokens += n
                     f.write(data)
                     if progress is not None:
-                        progress(Progress("encode", name, reader.size, total, "bytes", tokens=n_tokens))
+                        progress(Progress("encode", name, done, total, "bytes", tokens=n_tokens))
             os.replace(partial, out)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
             if partial.exists():
                 partial.unlink()
-        return EncodedFile(path=str(out), tokens=n_tokens, bytes=reader.size, dtype=dtype)
+        return EncodedFile(path=str(out), tokens=n_tokens, bytes=total if total is not None else reader.size,
+                           dtype=dtype)
+
+    def _ranges_apply(self, rules: _Rules) -> bool:
+        """Whether worker processes may each read and encode their own ranges of a
+        plain file: forked (Linux), no dropout (its seeds follow the stream's
+        pieces), and a pre-tokenizer that lets a file be cut anywhere."""
+        return (sys.platform == "linux" and not rules.dropout
+                and self._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
+
+    def _encode_ranges(self, path: str, size: int, rules: _Rules, workers: int, typecode: str,
+                       errors: str) -> Iterator[tuple[bytes | bytearray, int, int]]:
+        """A plain file's ids, packed as ``typecode``, range by range in order:
+        each worker process reads, decodes, encodes and packs a range between
+        safe cuts; this process only writes. Yields (packed ids, ids, bytes done)."""
+        from .ingest import IngestTuning
+        from .ingest.scheduler import cut_points
+        from .ingest.sources import check_errors
+
+        check_errors(errors)
+        cutter = self._stream_cutter(rules.allowed | rules.disallowed)
+        points = cut_points(path, size, cutter, IngestTuning(chunk_bytes=RANGE_BYTES))
+        self._fast_encoder()  # decided (and checked) once, here: the workers inherit it
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                 initargs=(self,)) as pool:
+            window: deque = deque()
+            for start, end in zip(points, points[1:]):
+                window.append((pool.submit(_encode_range, path, start, end, errors, rules, typecode), end))
+                if len(window) >= 2 * workers:
+                    future, done = window.popleft()
+                    yield (*future.result(), done)
+            while window:
+                future, done = window.popleft()
+                yield (*future.result(), done)
 
     def _id_typecode(self, dtype: str, *, writing: bool) -> str:
         if dtype not in ID_DTYPES:
@@ -484,6 +526,61 @@ class Tokenizer:
                           for rank, i, ids in merge_steps(symbols, self._ranks, self._merged_ids))
             yield WordExplanation(word, tuple(symbols), steps[-1].ids if steps else tuple(symbols),
                                   steps=steps, unknown=tuple(self._unknown_chars(word)))
+
+    # -- the compression curve (bpestore.analysis) ---------------------------
+    def count_pretokens(self, chunks: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
+        """The pre-tokens of a stream of text with their counts, and the special
+        tokens in it with theirs (every special token recognised, as
+        ``encode(..., allowed_special="all")`` does); encoding each pre-token
+        (``merge_ranks``) gives the ids of the whole text."""
+        words: Counter[str] = Counter()
+        specials: Counter[str] = Counter()
+        allowed = frozenset(self.special_tokens)
+        regex = self._specials_regex(allowed)
+        pretokenize = self._pipeline.pretokenize
+        for piece in rechunk(_sliced(chunks, PIECE_CHARS), self._stream_cutter(allowed)):
+            start = 0
+            for m in regex.finditer(piece) if regex is not None else ():
+                if m.start() > start:
+                    words.update(pretokenize(_fix_surrogates(piece[start:m.start()])))
+                specials[m.group()] += 1
+                start = m.end()
+            if start < len(piece):
+                words.update(pretokenize(_fix_surrogates(piece[start:])))
+        return words, specials
+
+    def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
+        """One pre-token's ids (as ``encode``), the rank of each merge applied on
+        the way, in order, and for each the highest rank applied so far in its
+        stretch of the word: the merge is applied by a tokenizer keeping the
+        first K merges exactly where K exceeds that number (merging applies the
+        lowest rank present; with fewer merges it stops at the first one missing).
+
+        >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"bc", 257: b"abc"},
+        ...                 [(b"b", b"c"), (b"a", b"bc")])
+        >>> tok.merge_ranks("abc")
+        ([257], [0, 1], [0, 1])
+        """
+        if self.spec.segmentation != "merge":
+            raise InvalidArgumentError(f"a curve along the merge ranks needs merge segmentation; this version "
+                                       f"segments by {self.spec.segmentation}", params=("ref",))
+        if self._word_symbols is not None:
+            pieces = [self._word_symbols(word)]
+        else:
+            pieces = [self._symbolize(piece) for piece in split_bytes(word.encode("utf-8"), self._joinable)]
+        ids: list[int] = []
+        ranks: list[int] = []
+        needed: list[int] = []
+        for symbols in pieces:
+            piece_ids, applied = merge_ranks(symbols, self._ranks, self._merged_ids)
+            ids += piece_ids
+            ranks += applied
+            highest = -1
+            for rank in applied:
+                if rank > highest:
+                    highest = rank
+                needed.append(highest)
+        return ids, ranks, needed
 
     def _pair_of(self, rank: int) -> tuple[int, int, int]:
         """The ids a merge joins and makes."""
@@ -738,6 +835,31 @@ def _start_worker(tokenizer: Tokenizer) -> None:
 def _encode_in_worker(piece: str, rules: _Rules, index: int) -> array[int]:
     assert _WORKER_TOKENIZER is not None, "started by _start_worker"
     return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
+
+
+def _encode_range(path: str, start: int, end: int, errors: str, rules: _Rules,
+                  typecode: str) -> tuple[bytes | bytearray, int]:
+    """Bytes ``start:end`` of a plain file (cut at a safe place) encoded and
+    packed as ``typecode``: the packed ids and how many."""
+    from .ingest.sources import decode, read_range
+
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
+    text = decode(read_range(path, start, end), path, errors, start)
+    ids = _WORKER_TOKENIZER._encode(text, rules, None, _uint32_array())
+    return _pack(ids, typecode), len(ids)
+
+
+def _pack(ids: array[int], typecode: str) -> bytes | bytearray:
+    """uint32 ids as little-endian ``typecode`` (I, or H where every id fits in 16 bits)."""
+    if sys.byteorder != "little":
+        ids.byteswap()
+    if typecode == "I":
+        return ids.tobytes()
+    # Keep the low two bytes of each four.
+    data = memoryview(ids).cast("B")
+    narrow = bytearray(len(ids) * 2)
+    narrow[0::2], narrow[1::2] = data[0::4], data[1::4]
+    return narrow
 
 
 def _uint32_array() -> array[int]:

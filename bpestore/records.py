@@ -398,3 +398,53 @@ class Removed:
 
     def to_dict(self) -> dict[str, Any]:
         return {"versions": list(self.versions), "aliases": list(self.aliases)}
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One point of a compression curve: a tokenizer keeping the first ``merges``
+    merges of a version (``vocab_size`` tokens) encodes the file in ``tokens``."""
+
+    merges: int
+    vocab_size: int
+    tokens: int
+    bytes_per_token: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class VersionChart:
+    """What ``chart`` draws of one version on one text (``file``; ``"<text>"``
+    for a string): its ``bytes`` (UTF-8) and ``tokens``; ``curve``, bytes per
+    token as the vocabulary grows along the merge ranks (the last point is the
+    whole version); ``merge_counts``, each merge's pair count when it was made
+    (by rank; 0 for imported merges); ``merge_uses``, how often each merge is
+    applied encoding the text (by rank); ``vocab_lengths``, how many of the
+    version's tokens are N bytes long, and ``text_lengths``, how many tokens of
+    the encoded text are (pairs ``(N, how many)``, by N; special tokens
+    included)."""
+
+    ref: str
+    file: str
+    bytes: int
+    tokens: int
+    vocab_size: int
+    curve: tuple[CurvePoint, ...]
+    merge_counts: tuple[int, ...]
+    merge_uses: tuple[int, ...]
+    vocab_lengths: tuple[tuple[int, int], ...]
+    text_lengths: tuple[tuple[int, int], ...]
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ref": self.ref, "file": self.file, "bytes": self.bytes, "tokens": self.tokens,
+                "vocab_size": self.vocab_size, "bytes_per_token": self.bytes_per_token,
+                "curve": [p.to_dict() for p in self.curve],
+                "merge_counts": list(self.merge_counts), "merge_uses": list(self.merge_uses),
+                "vocab_lengths": [list(p) for p in self.vocab_lengths],
+                "text_lengths": [list(p) for p in self.text_lengths]}

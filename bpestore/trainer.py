@@ -211,7 +211,13 @@ class BpeTrainer:
         return None
 
     def _merge(self, key: int) -> Merge:
-        """Merge pair ``key`` in every word that holds it, updating the counts."""
+        """Merge pair ``key`` in every word that holds it, updating the counts.
+
+        A word with several occurrences is rebuilt once (slices between them
+        copied in C), so a word of n symbols with k occurrences costs O(n + k),
+        not the O(n k) of deleting in place occurrence by occurrence (issue 13:
+        one long word was quadratic); a word's only occurrence is merged in place.
+        """
         left, right = key >> PAIR_SHIFT, key & _LOW
         count = self.pair_counts[key]
         token = self._add_token(left, right)
@@ -219,33 +225,35 @@ class BpeTrainer:
         words, counts = self.words, self.counts
         get = pair_counts.get
         touched: set[int] = set()  # pairs with the new token whose count grew
+        token_left = token << PAIR_SHIFT
 
         for index in pair_words.pop(key, ()):
             word = words[index]
             # Visit each occurrence of `left` (found in C by list.index) and
-            # merge it in place when `right` follows it, left to right.
+            # merge it when `right` follows it, left to right, into `out`.
             remaining = word.count(left)
+            last = len(word) - 1
             n = counts[index]
+            out: list[int] | None = None
+            copied = 0  # word[:copied] is in `out` already (merged)
             i = -1
             while remaining:
                 i = word.index(left, i + 1)
                 remaining -= 1
-                if i + 1 < len(word) and word[i + 1] == right:
+                if i < last and word[i + 1] == right:
+                    if right == left:
+                        remaining -= 1  # the merged `right` was an occurrence too
                     # (prev, left) becomes (prev, token) and (right, next)
-                    # becomes (token, next); prev may already be the new
-                    # token when occurrences are adjacent ("a b a b").
-                    gains = []
-                    if i > 0:
-                        prev = word[i - 1]
-                        pair_counts[(prev << PAIR_SHIFT) | left] -= n
-                        gains.append((prev << PAIR_SHIFT) | token)
-                    if i + 2 < len(word):
-                        nxt = word[i + 2]
-                        pair_counts[(right << PAIR_SHIFT) | nxt] -= n
-                        gains.append((token << PAIR_SHIFT) | nxt)
-                    # Each gained pair is counted, marked for the heap, and
-                    # indexed (a word enters a bucket once).
-                    for gain in gains:
+                    # becomes (token, next); prev is the new token when the
+                    # occurrences are adjacent ("a b a b"): out[-1] holds it.
+                    if out is not None:
+                        out += word[copied:i]
+                        prev = out[-1] << PAIR_SHIFT
+                    else:
+                        prev = word[i - 1] << PAIR_SHIFT if i else -1
+                    if prev >= 0:
+                        pair_counts[prev | left] -= n
+                        gain = prev | token
                         pair_counts[gain] = get(gain, 0) + n
                         touched.add(gain)
                         bucket = pair_words.get(gain)
@@ -253,10 +261,30 @@ class BpeTrainer:
                             pair_words[gain] = [index]
                         elif bucket[-1] != index:
                             bucket.append(index)
-                    word[i] = token
-                    del word[i + 1]
-                    if right == left:
-                        remaining -= 1  # the merged `right` was an occurrence too
+                    if i + 2 <= last:
+                        nxt = word[i + 2]
+                        pair_counts[(right << PAIR_SHIFT) | nxt] -= n
+                        gain = token_left | nxt
+                        pair_counts[gain] = get(gain, 0) + n
+                        touched.add(gain)
+                        bucket = pair_words.get(gain)
+                        if bucket is None:
+                            pair_words[gain] = [index]
+                        elif bucket[-1] != index:
+                            bucket.append(index)
+                    if out is None:
+                        if not remaining:
+                            # The word's only occurrence (the common case): in place.
+                            word[i] = token
+                            del word[i + 1]
+                            break
+                        out = word[:i]
+                    out.append(token)
+                    copied = i + 2
+                    i += 1  # the merged `right` is not a start
+            if out is not None:
+                out += word[copied:]
+                words[index] = out
         # Every occurrence of the pair is gone (left-to-right merging leaves none).
         pair_counts.pop(key, None)
         tie = self._tie

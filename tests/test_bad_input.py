@@ -69,6 +69,10 @@ def inputs(tmp_path_factory) -> Path:
     (folder / "corrupt.xz").write_bytes(lzma.compress(TEXT.encode())[:60] + b"garbage" * 10)
     (folder / "exists.json").write_text("mine")
     _gpt2_files(folder)
+    from tests.test_formats import write_hf_cases, write_tiktoken_cases
+
+    write_hf_cases(folder)
+    write_tiktoken_cases(folder)
     return folder
 
 
@@ -180,6 +184,17 @@ CASES = [
                    "three_parts", "not_json", "not_a_map", "key_twice")],
     ("import gpt2: missing file", ["import", "gpt2", "g", "--vocab", "{in}/missing.json", "--merges",
                                    "{in}/truncated.txt"]),
+    *[(f"import hf: {case}", ["import", "hf", "h", f"{{in}}/hf-{case.replace(' ', '_')}.json"])
+      for case in ("truncated", "unknown model type", "merge naming an unknown token", "bad special token",
+                   "post-processor", "prefix space")],
+    ("import hf: missing file", ["import", "hf", "h", "{in}/missing.json"]),
+    *[(f"import tiktoken: {name}", ["import", "tiktoken", "t", f"{{in}}/tt-{name}.tiktoken", "--pattern", "gpt2"])
+      for name in ("duplicate_ranks", "duplicate_token", "not_base64", "missing_byte", "unmade")],
+    ("import tiktoken: special token on a rank", ["import", "tiktoken", "t", "{in}/tt-ok.tiktoken", "--pattern",
+                                                  "gpt2", "--special-token", "<s>=256"]),
+    ("import tiktoken: special token without id", ["import", "tiktoken", "t", "{in}/tt-ok.tiktoken", "--pattern",
+                                                   "gpt2", "--special-token", "<s>"]),
+    ("import tiktoken: bad pattern", ["import", "tiktoken", "t", "{in}/tt-ok.tiktoken", "--pattern", "(x"]),
     ("export into a missing folder", ["export", "en", "--format", "hf", "--out", "{in}/no/such/t.json"]),
     ("export over an existing file", ["export", "en", "--format", "hf", "--out", "{in}/exists.json"]),
     ("export gpt2 into a missing folder", ["export", "en", "--format", "gpt2", "--out", "{in}/no/such"]),

@@ -109,3 +109,74 @@ def test_encode_decode_mistakes(run, tmp_path):
     assert run("decode", "gpt2", "--file", str(broken)).stdout == "\ufffd"
     assert_error(run("decode", "gpt2", "--file", str(broken), "--errors", "strict"), "valid UTF-8")
     assert run("decode", "gpt2").exit_code == 2
+
+
+# -- encode --file --out --workers N: worker processes read and encode ranges of the file ----
+def _mixed_text() -> str:
+    """English, code, German, Russian, Japanese and Hindi with special tokens between
+    them (and one inside a line), so ranges are cut beside and far from them."""
+    parts = [read_corpus(name)[:n] for name, n in [("dracula.txt", 150_000), ("code_python_5M.txt.xz", 80_000),
+                                                    ("german_1M.txt", 60_000), ("russian_1M.txt", 60_000),
+                                                    ("japanese_1M.txt", 40_000), ("hindi_1M.txt", 40_000)]]
+    return EOT.join(parts) + " tail" + EOT + "x"
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32"])
+def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_path, tiktoken_gpt2, dtype,
+                                                                     monkeypatch):
+    import bpestore.encoder
+
+    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 40_000)  # many ranges from a small file
+    text = _mixed_text()
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    typecode = {"uint16": "H", "uint32": "I"}[dtype]
+    expected = tiktoken_gpt2.encode(text, allowed_special="all")
+    outputs = {}
+    for workers in ["1", "3", "8"]:
+        out = tmp_path / f"ids-{workers}.bin"
+        result = run("encode", "gpt2", "--file", str(source), "--out", str(out), "--dtype", dtype,
+                     "--workers", workers, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["tokens"] == len(expected)
+        outputs[workers] = out.read_bytes()
+    assert outputs["3"] == outputs["1"] and outputs["8"] == outputs["1"]
+    assert read_ids(tmp_path / "ids-8.bin", typecode) == expected
+
+
+def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_path, tiktoken_gpt2, monkeypatch):
+    import bpestore.encoder
+
+    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 15_000)
+    text = _mixed_text()[:120_000]
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    pure = bpestore.Tokenizer(gpt2_tokenizer.vocab, gpt2_tokenizer.merges, gpt2_tokenizer.special_tokens,
+                              spec=gpt2_tokenizer.spec, fast=False)
+    expected = tiktoken_gpt2.encode_ordinary(text)
+    for tok in (gpt2_tokenizer, pure):
+        for workers in (1, 3):
+            out = tmp_path / f"ids-{tok.backend[:6]}-{workers}.bin"
+            tok.encode_file(source, out, workers=workers, allowed_special=set(), disallowed_special=())
+            assert read_ids(out, "H") == expected, (tok.backend, workers)
+    assert pure.backend.startswith("python")
+
+
+def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
+    import bpestore.encoder
+
+    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 20_000)
+    source = tmp_path / "bad.txt"
+    source.write_bytes(b"fine words " * 10_000 + b"\xc3(" + b" more" * 2_000)
+    out = tmp_path / "ids.bin"
+    result = run("encode", "gpt2", "--file", str(source), "--out", str(out), "--workers", "3")
+    assert_error(result, "not valid UTF-8 at byte 110000")
+    assert not out.exists() and not (tmp_path / "ids.bin.partial").exists()
+    replaced = {}
+    for workers in ["1", "3"]:
+        target = tmp_path / f"ids-{workers}.bin"
+        result = run("encode", "gpt2", "--file", str(source), "--out", str(target), "--workers", workers,
+                     "--errors", "replace", "--quiet")
+        assert result.exit_code == 0, result.output
+        replaced[workers] = target.read_bytes()
+    assert replaced["3"] == replaced["1"]

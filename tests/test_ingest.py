@@ -518,3 +518,48 @@ def test_workers_end_when_the_ingesting_process_is_killed(tmp_path):
     while any(running(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(running(pid) for pid in workers)
+
+
+# -- the workers' shared memory budget (merge_bytes) ------------------------------
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_tiny_merge_budget_counts_the_same_as_the_default_and_one_worker(store, workers, tmp_path):
+    """Workers that hand on their counts after every task (a budget of a few bytes)
+    and workers that keep them all until the source ends store the same counts as
+    one worker, and as a plain Counter; a plain file and a compressed stream."""
+    text = read_corpus("dracula.txt")[:400_000] + read_corpus("russian_1M.txt")[:200_000]
+    plain = tmp_path / "corpus.txt"
+    plain.write_text(text, encoding="utf-8")
+    packed = tmp_path / "corpus.txt.xz"
+    packed.write_bytes(lzma.compress(text.encode("utf-8")))
+    expected = reference_counts(text, GPT2)
+    stored = {}
+    default = IngestTuning().merge_bytes
+    for name, w, merge_bytes in [("one", 1, default), ("default", workers, default),
+                                 ("tiny", workers, 1), ("some", workers, 40_000 * workers)]:
+        tuning = dataclasses.replace(PARALLEL, merge_bytes=merge_bytes)
+        for path in (plain, packed):
+            [source] = store.ingest(f"{name}-{path.suffix}", [path], workers=w, tuning=tuning)
+            stored[name, path.suffix] = store.word_counts(f"{name}-{path.suffix}")
+            assert (source.n_words, source.n_distinct) == (sum(expected.values()), len(expected))
+    assert all(counts == expected for counts in stored.values())
+
+
+def test_a_tiny_merge_budget_over_many_sources_and_a_failure(tmp_path):
+    """Large sources after one another (each flushed on its own), small ones
+    between them, then a failing source: the ones before it keep exact counts."""
+    texts = [read_corpus(n)[:150_000] for n in ("dracula.txt", "german_1M.txt", "tinyshakespeare.txt")]
+    paths = []
+    for i, text in enumerate(texts):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(text, encoding="utf-8")
+        paths.append(tmp_path / f"{i}-small.txt")
+        paths[-1].write_text(text[:3000], encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine words " * 20_000 + b"\xc3(")
+    tiny = dataclasses.replace(PARALLEL, merge_bytes=1)
+    batches = []
+    with pytest.raises(SourceError, match="not valid UTF-8"):
+        for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=3, tuning=tiny):
+            batches.append(batch)
+    got = sum((b.counts for b in batches), Counter())
+    assert got == sum((reference_counts(t, GPT2) + reference_counts(t[:3000], GPT2) for t in texts), Counter())

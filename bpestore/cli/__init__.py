@@ -1,7 +1,7 @@
 """The ``bpestore`` command line: each command is a thin call into the Python API.
 
 One module per family of commands (``corpora``, ``training``, ``encoding``,
-``versions``, ``queries``, ``exchange``); ``options`` holds the option bundles they share
+``versions``, ``queries``, ``charts``, ``exchange``); ``options`` holds the option bundles they share
 and ``base`` the error handling. Commands are imported only when invoked, so
 ``bpestore --help`` and a query load neither the trainer nor the encoder.
 
@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Show how REF encodes TEXT: each pre-token's merges, step by step, down to the ids."),
     "stats": ("queries", "stats",
               "Compare versions on a file: bytes per token, tokens per word, unknown tokens, vocabulary used."),
+    "plot": ("charts", "plot",
+             "Draw versions on a file: compression curve, merge counts by rank, token lengths."),
     "lineage": ("queries", "lineage",
                 "Draw the versions of NAME as a tree: parents, extensions, aliases, corpus generations."),
     "rm": ("queries", "rm",

@@ -9,11 +9,11 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
-from ..text import PATTERNS
-from .gpt2 import token_to_str, write_gpt2
+from .gpt2 import write_gpt2
+from .hf import hf_tokenizer_json
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer
@@ -31,8 +31,7 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
     if format not in EXPORT_FORMATS:
         raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
                                    params=("format",))
-    if not tok.spec.byte_level:
-        raise InvalidArgumentError("only byte-level versions can be exported")
+    refuse_unexportable(tok)
     paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
     _parent_exists(out)
     for path in paths:
@@ -111,47 +110,15 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-_HF_NORMALIZERS = {"nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD", "lowercase": "Lowercase"}
-
-
-def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
-    """A Hugging Face ``tokenizer.json`` that encodes like ``tok``."""
+def refuse_unexportable(tok: Tokenizer) -> None:
+    """InvalidArgumentError where the formats cannot express how ``tok``
+    tokenizes: a character alphabet, word markers, longest-match segmentation."""
     spec = tok.spec
-    steps = []
-    for step in spec.normalizer_steps:
-        if step not in _HF_NORMALIZERS:
-            raise InvalidArgumentError(f"normalizer {step!r} has no Hugging Face equivalent",
-                                       params=("format",))
-        steps.append({"type": _HF_NORMALIZERS[step]})
-    normalizer = None if not steps else steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps}
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    if spec.pretokenizer == "gpt2":
-        pre_tokenizer = byte_level
-    elif spec.pretokenizer == "none":
-        pre_tokenizer = dict(byte_level, use_regex=False)
-    else:
-        pattern = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
-        pre_tokenizer = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
-            dict(byte_level, use_regex=False)]}
-    specials = set(tok.special_tokens.values())
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [
-            {"id": i, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}
-            for text, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])],
-        "normalizer": normalizer,
-        "pre_tokenizer": pre_tokenizer,
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": {token_to_str(data): i for i, data in sorted(tok.vocab.items()) if i not in specials},
-            "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in tok.merges],
-        },
-    }
+    unsupported = [what for what, present in (
+        ("alphabet='chars' (the formats hold byte-level vocabularies)", not spec.byte_level),
+        ("segmentation='longest-match'", spec.segmentation != "merge"),
+        ("an end-of-word marker", spec.end_of_word is not None),
+        ("a start-of-word marker", spec.start_of_word is not None)) if present]
+    if unsupported:
+        raise InvalidArgumentError(f"{tok.name or 'this version'} uses {unsupported[0]}, which the export "
+                                   "formats cannot express; it cannot be exported", params=("ref",))

@@ -3,10 +3,16 @@
 A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain
 file, read by the worker itself), a ``FileBytes`` (a small file, read and
 hashed by the caller) or a ``TextPiece`` (text the caller read and decoded:
-standard input, a compressed file, JSON Lines). Workers keep nothing between
-tasks: every result carries its counts back. A source that cannot be read,
+standard input, a compressed file, JSON Lines). A source that cannot be read,
 decoded or parsed comes back as ``Counted.error``, an exception the caller
 raises; the pieces before it in the task are counted.
+
+A task of a large source (``Task.keep``, the key of its batch) is counted into
+the worker's own counts of that batch, which the worker hands back only once
+they outgrow its share of one memory budget (``hold_bytes``: the budget divided
+by the number of workers), and when the caller ``Pool.flush`` es the batch: the
+parent merges a few large partial counts instead of one per task, and the
+workers together hold about the same memory at any worker count.
 
 ``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
 enough text was submitted (less is counted in this process), whose workers
@@ -28,6 +34,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import BpestoreError, SourceError
 from ..spec import TokenizerSpec
@@ -94,6 +101,7 @@ class Task:
     own distinct words)."""
 
     pieces: tuple[Piece, ...]
+    keep: int = 0  # not 0: a worker keeps the counts of batch ``keep`` (one source) until they are flushed
 
     @property
     def size(self) -> int:
@@ -121,8 +129,9 @@ class TaskCounter:
         self.jsonl_field = jsonl_field
         self.part_chars = part_chars
 
-    def count(self, task: Task) -> Counted:
-        counts: Counter = Counter()
+    def count(self, task: Task, into: Counter | None = None) -> Counted:
+        """Count a task; with ``into`` (one piece), into those counts, and hand back none."""
+        counts: Counter = Counter() if into is None else into
         words: list[tuple[int, int]] = []
         for piece in task.pieces:
             own = counts if len(task.pieces) == 1 else Counter()
@@ -134,7 +143,7 @@ class TaskCounter:
             words.append((n_words, len(own)))
             if own is not counts:
                 counts.update(own)
-        return Counted(_as_bytes(counts), words)
+        return Counted({} if into is not None else _as_bytes(counts), words)
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts."""
@@ -181,18 +190,26 @@ def _as_bytes(counts: Counter) -> dict[bytes, int]:
 
 
 # -- the worker processes ------------------------------------------------------------
+# Roughly what one distinct word takes in a Counter (the str, its count, the
+# dict's slot): how a worker judges the size of the counts it keeps.
+WORD_BYTES = 128
+
 _counter: TaskCounter | None = None  # a worker's, set when it starts
+_held: dict[int, Counter] = {}  # a worker's counts kept per batch (Task.keep)
+_hold_bytes = 0  # a worker's share of the memory budget for them
+_barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
 
 
 def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_chars: int,
-                  parent: int) -> None:
-    global _counter
+                  parent: int, hold_bytes: int = 0, barrier: Any = None) -> None:
+    global _counter, _hold_bytes, _barrier
     # Ctrl-C reaches the whole process group; the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     if os.getppid() != parent:  # it died before the line above
         os._exit(1)
     _counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field, part_chars)
+    _hold_bytes, _barrier = hold_bytes, barrier
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
 
 
@@ -217,7 +234,27 @@ def _exit_when_orphaned(parent: int) -> None:
 def _count(task: Task) -> Counted:
     assert _counter is not None, "not a worker"
     _trim_heap()  # what the last task freed
-    return _counter.count(task)
+    if not task.keep or _barrier is None:
+        return _counter.count(task)
+    held = _held.setdefault(task.keep, Counter())
+    counted = _counter.count(task, into=held)
+    if counted.error is not None:
+        _held.pop(task.keep, None)  # the batch fails: nothing of it is kept
+    elif len(held) * WORD_BYTES >= _hold_bytes:
+        counted.counts = _as_bytes(_held.pop(task.keep))  # over this worker's share: hand them on
+    return counted
+
+
+def _flush(keep: int) -> Counted:
+    """This worker's counts of batch ``keep``; then wait for every other worker to
+    take a flush task too, so that each takes one."""
+    counts = _as_bytes(_held.pop(keep, Counter()))
+    assert _barrier is not None, "not a worker"
+    try:
+        _barrier.wait()
+    except threading.BrokenBarrierError:  # the parent stopped the flush (a source failed)
+        pass
+    return Counted(counts, [])
 
 
 _malloc_trim: Callable[[int], int] | None
@@ -247,13 +284,15 @@ class Pool:
     text were submitted; until then (and with one worker) in this process."""
 
     def __init__(self, spec: TokenizerSpec, *, errors: str, jsonl_field: str | None,
-                 part_chars: int, workers: int, start_at: int) -> None:
+                 part_chars: int, workers: int, start_at: int, merge_bytes: int = 64 << 20) -> None:
         self.local = TaskCounter(spec, errors, jsonl_field, part_chars)
-        self.config = (spec.to_json(), errors, jsonl_field, part_chars, os.getpid())
+        self.config: tuple = (spec.to_json(), errors, jsonl_field, part_chars, os.getpid())
+        self.hold_bytes = merge_bytes // max(workers, 1)
         self.workers = workers
         self.start_at = start_at
         self.submitted = 0
         self.executor: ProcessPoolExecutor | None = None
+        self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
 
     @property
     def capacity(self) -> int:
@@ -266,13 +305,23 @@ class Pool:
         if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
             # Forked where that is safe: no import or set-up again in each worker.
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
-            self.executor = ProcessPoolExecutor(self.workers, mp_context=context,
-                                                initializer=_start_worker, initargs=self.config)
+            # Workers keep counts only where all of them start at once (fork), so
+            # that a flush reaches every one.
+            self.barrier = context.Barrier(self.workers) if sys.platform == "linux" else None
+            self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
+                                                initargs=(*self.config, self.hold_bytes, self.barrier))
         if self.executor is not None:
             return self.executor.submit(_count, task)
         future: Future[Counted] = Future()
         future.set_result(self.local.count(task))
         return future
+
+    def flush(self, keep: int) -> list[Future[Counted]]:
+        """One task per worker that hands back the counts it kept of batch ``keep``
+        (none where the workers keep none)."""
+        if self.barrier is None or self.executor is None:
+            return []
+        return [self.executor.submit(_flush, keep) for _ in range(self.workers)]
 
     @staticmethod
     def take(future: Future[Counted]) -> Counted:
@@ -285,5 +334,7 @@ class Pool:
     def close(self) -> None:
         """Stop the workers (a task already running ends first)."""
         if self.executor is not None:
+            if self.barrier is not None:
+                self.barrier.abort()  # a flush cut short by a failure: its workers stop waiting
             self.executor.shutdown(wait=True, cancel_futures=True)
-            self.executor = None
+            self.executor, self.barrier = None, None

@@ -11,6 +11,9 @@ Sources are taken in order:
   pieces;
 * small files are read and hashed here and sent whole, several to a task.
 
+The workers keep a large source's counts and hand them back when their share
+of ``merge_bytes`` is full and when the source ends (``pool``).
+
 A large source is a batch of its own; small ones share batches of about
 ``batch_bytes``. Results are taken in the order the tasks were sent, so the
 batches come out in source order.
@@ -41,13 +44,14 @@ MAX_WORKERS = 1024
 class IngestTuning:
     """Sizes that trade memory, parallelism and overhead in ``count_sources``."""
 
-    chunk_bytes: int = 1 << 20  # bytes read at a time; a range or piece counted is about this size
+    chunk_bytes: int = 512 << 10  # bytes read at a time; a range or piece counted is about this size
     small_source_bytes: int = 1 << 20  # plain files up to this size are counted whole, with others
     task_bytes: int = 1 << 20  # small sources are grouped into tasks of about this many bytes...
     batch_bytes: int = 64 << 20  # ...and into batches (one transaction each) of about this many
     parallel_min_bytes: int = 4 << 20  # less text than this is counted in this process
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
-    part_chars: int = 1 << 18  # a text is pre-tokenized in parts of about this many characters
+    part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
+    merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
 
 
 @dataclass
@@ -97,6 +101,7 @@ class _Group:
 
     sources: list[Source] = field(default_factory=list)
     counts: Counter | None = field(default_factory=Counter)  # None: not kept (a repeat, a failure)
+    key: int = 0  # a large source's: the workers keep its counts (Task.keep)
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
     closed: bool = False  # no more sources or tasks come
@@ -142,7 +147,7 @@ class _Counting:
         expected = sum(s * (4 if is_compressed(p) else 1)
                        for p, s in zip(paths, self.sizes) if s is not None)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
-                         part_chars=tuning.part_chars, workers=workers,
+                         part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
                          start_at=0 if expected >= tuning.parallel_min_bytes
                          else tuning.parallel_min_bytes)
         self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
@@ -153,6 +158,7 @@ class _Counting:
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
         self.stamps: dict[str, tuple[int, int, int] | None] = {}  # each file's stat when its reading began
+        self.keys = itertools.count(1)  # Task.keep of each large source
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
@@ -233,7 +239,7 @@ class _Counting:
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
         self.stamps[path] = _stamp(path)
         stats = Source(path)
-        group = _Group([stats])
+        group = _Group([stats], key=next(self.keys))
         self.groups.append(group)
         plain = path != "-" and not is_compressed(path)
         size = self.sizes[index] or 0  # known for every file
@@ -253,6 +259,7 @@ class _Counting:
         if self.failure is None:
             if not hashed_first and self.is_repeat(stats):  # hashed only now: drop the counts
                 group.counts = None
+            self.flush(group)
             group.closed = True
 
     def add_ranges(self, index: int, path: str, size: int, group: _Group) -> Iterator[CountedBatch]:
@@ -262,7 +269,7 @@ class _Counting:
         hasher = None if stats.sha256 else hashlib.sha256()
         with open(path, "rb") as f:
             for start, end in itertools.pairwise(cut_points(path, size, self.pipeline, self.tuning)):
-                self.send(Task((FileRange(path, start, end),)), group, [stats])
+                self.send(Task((FileRange(path, start, end),), group.key), group, [stats])
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
                 self.report(path, end, size, index, final=end == size)
@@ -283,7 +290,7 @@ class _Counting:
                 pieces = recut(texts, _after_last_line) if self.jsonl else rechunk(texts, self.pipeline)
                 first_line = 1
                 for piece in pieces:
-                    self.send(Task((TextPiece(path, piece, first_line),)), group, [stats])
+                    self.send(Task((TextPiece(path, piece, first_line),), group.key), group, [stats])
                     if self.jsonl:
                         first_line += piece.count("\n")
                     yield from self.finished()
@@ -325,6 +332,14 @@ class _Counting:
         while self.sent and self.sent[0].future.done():
             self.take_result()
 
+    def flush(self, group: _Group) -> None:
+        """Ask every worker for the counts it kept of a large source (all its tasks are sent)."""
+        if group.closed:
+            return
+        for future in self.pool.flush(group.key):
+            group.pending += 1
+            self.sent.append(_Sent(future, group, []))
+
     def take_result(self) -> None:
         """Take the oldest task's result (waiting for it) into its group."""
         sent = self.sent.popleft()
@@ -336,7 +351,7 @@ class _Counting:
         for stats, (n_words, n_distinct) in zip(sent.sources, counted.words):
             stats.n_words += n_words
             stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
-        group.counts.update(counted.counts)
+        merge_counts(group.counts, counted.counts)
         if counted.error is not None:
             self.fail(group, sent.sources[len(counted.words)], counted.error)
 
@@ -365,6 +380,18 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
+
+
+def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
+    """Add ``part`` to ``total``: the words new to ``total`` in one C-level
+    ``dict.update``, a Python step only for the words both hold."""
+    if not total or not part:
+        total.update(part)  # Counter's own fast path for an empty total
+        return
+    common = part.keys() & total.keys()
+    summed = {word: total[word] + part[word] for word in common}
+    dict.update(total, part)
+    dict.update(total, summed)
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

@@ -142,19 +142,21 @@ def read_range(path: str, start: int = 0, end: int | None = None) -> bytes:
 
 
 class TextReader:
-    """Iterate the decoded text of a binary stream, hashing the bytes as read.
+    """Iterate the decoded text of a binary stream, hashing the bytes as read
+    (unless ``hashed`` is False).
 
     ``errors``: one of ``ERROR_POLICIES`` (see the module).
     """
 
     def __init__(self, stream: BinaryIO, name: str, *, errors: str = "strict",
-                 chunk_bytes: int = READ_BYTES) -> None:
+                 chunk_bytes: int = READ_BYTES, hashed: bool = True) -> None:
         check_errors(errors)
         self.stream = stream
         self.name = name
         self.errors = _CODEC_ERRORS[errors]
         self.chunk_bytes = chunk_bytes
         self.sha256 = hashlib.sha256()
+        self.hashed = hashed
         self.size = 0
 
     def __iter__(self) -> Iterator[str]:
@@ -173,7 +175,8 @@ class TextReader:
                 raise invalid_utf8(self.name, self.size - pending + exc.start) from None
             if self.errors == "strict" and (nul := data.find(b"\0")) >= 0:
                 raise nul_byte(self.name, self.size + nul)
-            self.sha256.update(data)
+            if self.hashed:
+                self.sha256.update(data)
             self.size += len(data)
             if text:
                 yield text

@@ -18,7 +18,8 @@ MAX_ID = 2**31 - 1  # what the database's id column holds (and uint32 id files)
 def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
                    merge_list: Sequence[tuple[bytes, bytes]], spec: TokenizerSpec, *, source: str) -> int:
     """Store ``vocab`` and ``merge_list`` (in rank order) as the next version of
-    ``name``; returns its id. ``spec.special_tokens`` must be in ``vocab``."""
+    ``name``; returns its id. ``spec.special_tokens`` must be in ``vocab``.
+    Tokens' kinds: special, byte, merge, and for ``alphabet='chars'`` unk and char."""
     repository.check_name(name, "tokenizer", "name")
     first_id: dict[bytes, int] = {}
     specials = {t.encode("utf-8") for t in spec.special_tokens}
@@ -39,20 +40,34 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     reserved = {first_id[t.encode("utf-8")] for t in spec.special_tokens}
     id_of = ordinary_ids(vocab, reserved)
     merges = []
+    made = {left + right for left, right in merge_list}
     for rank, (left, right) in enumerate(merge_list):
         if left not in id_of or right not in id_of or left + right not in id_of:
             raise InvalidArgumentError(f"merge {rank} ({left!r}, {right!r}) uses or makes a token "
                                        "missing from the vocabulary", params=("merge_list",))
         merges.append(Merge(rank, id_of[left], id_of[right], id_of[left + right], 0))
     tokens = dict(sorted(vocab.items()))
-    kinds = {i: "special" if i in reserved else ("byte" if len(data) == 1 else "merge") for i, data in tokens.items()}
-    stored = Vocabulary(tokens, kinds, [m.left for m in merges], [m.right for m in merges],
+    kind_of = {i: _kind(spec, data, i in reserved, made) for i, data in tokens.items()}
+    stored = Vocabulary(tokens, kind_of, [m.left for m in merges], [m.right for m in merges],
                         [m.token for m in merges], [m.count for m in merges])
     with db.writing() as conn:
         version_id = repository.new_version(conn, name, spec=spec, status="complete", source=source,
                                             target_vocab_size=len(vocab),
                                             fingerprint=fingerprint(spec, None, merges))
-        repository.add_tokens(conn, version_id, [(i, data, kinds[i]) for i, data in tokens.items()])
+        repository.add_tokens(conn, version_id, [(i, data, kind_of[i]) for i, data in tokens.items()])
         repository.add_merges(conn, version_id, merges)
         facts.seal(conn, version_id, vocab=stored)
     return version_id
+
+
+def _kind(spec: TokenizerSpec, data: bytes, special: bool, made: set[bytes]) -> str:
+    if special:
+        return "special"
+    if spec.unk_token is not None and data == spec.unk_token.encode("utf-8"):
+        return "unk"
+    if spec.byte_level or spec.byte_fallback:
+        if len(data) == 1:
+            return "byte"
+    elif data not in made:
+        return "char"
+    return "merge"

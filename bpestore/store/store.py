@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -35,6 +35,7 @@ from ..records import (
     Source,
     TokenInfo,
     VerifyResult,
+    VersionChart,
     VersionInfo,
 )
 from ..spec import TokenizerSpec
@@ -43,6 +44,7 @@ from .db import display_url, lock_wait_seconds, make_engine, resolve_url, schema
 
 if TYPE_CHECKING:
     # Imported where used: a query loads neither the encoder, the ingest workers nor the trainer.
+    from ..analysis import TextCounts
     from ..encoder import Tokenizer
     from ..ingest import CountedBatch, IngestTuning
     from .training import TrainOptions
@@ -551,6 +553,50 @@ class Store:
                 unknown=None if unknown is None else n_unknown, used_ids=len(seen), vocab_size=version.vocab_size))
         return results
 
+    def chart(self, ref: str, file: str | Path | None = None, *, text: str | None = None, points: int = 50,
+              errors: str = "strict") -> VersionChart:
+        """What ``bpestore plot`` draws of one version on a file (``.gz``/``.xz``/``.bz2``
+        read as text) or on ``text`` (give one): the compression curve (bytes per
+        token as the vocabulary grows along the merge ranks, at ``points`` merge
+        counts), each merge's pair count and uses by rank, token lengths
+        (``VersionChart``). Costs one encoding of each distinct pre-token.
+
+        >>> [p.bytes_per_token for p in store.chart("en@1", "held_out.txt", points=3).curve]  # doctest: +SKIP
+        [1.0, 2.84, 3.17]
+        """
+        return self.charts([ref], file, text=text, points=points, errors=errors)[0]
+
+    def charts(self, refs: Sequence[str], file: str | Path | None = None, *, text: str | None = None,
+               points: int = 50, errors: str = "strict") -> list[VersionChart]:
+        """``chart`` for several versions, side by side; the text's pre-tokens
+        are counted once for all versions that cut words alike."""
+        from ..analysis import curve_ranks, version_chart
+        from ..ingest.sources import check_errors
+
+        check_errors(errors)
+        if not refs:
+            raise InvalidArgumentError("refs must name at least one version", params=("refs",))
+        if (file is None) == (text is None):
+            raise InvalidArgumentError("give a file or a text, not both and not neither", params=("file", "text"))
+        if file is not None and str(file) == "-":
+            raise InvalidArgumentError("chart reads a file: give a file, not -", params=("file",))
+        curve_ranks(0, points)  # points checked before any work
+        found = [self.version(ref) for ref in refs]  # every ref checked before any work
+        counted: dict[tuple[Any, ...], TextCounts] = {}
+        results = []
+        for version in found:
+            tok = self.tokenizer(version.ref)
+            spec = tok.spec
+            key = (spec.normalizer, spec.pretokenizer, spec.pattern, frozenset(tok.special_tokens))
+            counts = counted.get(key)
+            if counts is None:
+                counts = counted[key] = _count_text(tok, file, text, errors)
+            with self.reading() as conn:
+                merge_counts = facts.vocabulary(conn, repository.resolve(conn, version.ref)).columns[3]
+            results.append(version_chart(tok, counts, ref=version.ref, file="<text>" if file is None else str(file),
+                                         points=points, merge_counts=merge_counts))
+        return results
+
     # -- the versions' tree, and removal ---------------------------------------------
     def lineage(self, name: str) -> list[LineageNode]:
         """The versions of tokenizer ``name`` as a forest: each root (a version trained
@@ -621,6 +667,46 @@ class Store:
 
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, source="gpt2")
+
+    def import_hf(self, name: str, path: str | Path) -> VersionInfo:
+        """Import a Hugging Face ``tokenizer.json`` holding a BPE model (byte-level,
+        or characters with an unknown token) as a new version; a part bpestore has
+        no equivalent for is refused, naming it."""
+        from ..formats.hf import read_hf
+
+        model = read_hf(path)
+        return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
+                                 source="hf")
+
+    def import_tiktoken(self, name: str, path: str | Path, *, pattern: str,
+                        special_tokens: Mapping[str, int] | None = None) -> VersionInfo:
+        """Import a tiktoken rank file as a new version: ids are the ranks, the
+        merges are derived from them (each token's split by tiktoken's rule over
+        the ranks below it); ``pattern``: gpt2, cl100k, o200k or a regex;
+        ``special_tokens``: text -> id, ids the file does not use.
+
+        >>> store.import_tiktoken("r50k", "r50k_base.tiktoken", pattern="gpt2",
+        ...                       special_tokens={"<|endoftext|>": 50256})  # doctest: +SKIP
+        """
+        from ..formats.tiktoken_ranks import read_ranks, tiktoken_version
+
+        vocab, merge_list, spec = tiktoken_version(read_ranks(path), pattern, special_tokens or {})
+        return self.import_vocab(name, vocab, merge_list, spec.special_tokens, spec=spec, source="tiktoken")
+
+
+def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
+    """A file's (or a text's) bytes, pre-tokens and special tokens, as ``tok`` cuts them."""
+    from ..analysis import TextCounts
+
+    if text is not None:
+        words, specials = tok.count_pretokens([text])
+        return TextCounts(len(text.encode("utf-8", "surrogatepass")), words, specials)
+    from ..ingest import TextReader, open_source
+
+    totals = TextTotals()
+    with open_source(str(file)) as stream:
+        words, specials = tok.count_pretokens(totals.watch(TextReader(stream, str(file), errors=errors)))
+    return TextCounts(totals.bytes, words, specials)
 
 
 def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **options: Any) -> CountedBatch:

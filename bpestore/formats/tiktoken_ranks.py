@@ -1,0 +1,142 @@
+"""tiktoken rank files (``base64-token rank`` per line) and the merges they imply.
+
+A rank file has no merge list: tiktoken encodes by joining, at each step, the
+adjacent pair whose concatenation has the lowest rank. The merge that makes a
+token is recovered the standard way: encode the token's bytes by that rule
+with only the ranks below its own; what remains is two parts, its merge (the
+recovery Hugging Face's converters and tiktoken's own educational module use).
+A token that stays in more than two parts can only come from tiktoken's
+whole-piece lookup, which bpestore has no equivalent for: refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
+from ..spec import TokenizerSpec
+
+NAMED_PATTERNS = ("gpt2", "cl100k", "o200k")
+
+
+def read_ranks(path: str | Path) -> dict[bytes, int]:
+    """The token -> rank map of a rank file; DamagedDataError naming the line
+    of a malformed entry, a token or a rank given twice."""
+    ranks: dict[bytes, int] = {}
+    seen: dict[int, int] = {}
+    try:
+        with open(path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                parts = line.split()
+                try:
+                    if len(parts) != 2:
+                        raise ValueError
+                    token = base64.b64decode(parts[0], validate=True)
+                    rank = int(parts[1])
+                except (ValueError, binascii.Error):
+                    raise DamagedDataError(f"{path}:{number}: a line is a base64 token and its rank, got "
+                                           f"{line[:80]!r}", params=("path",)) from None
+                if not token or not 0 <= rank < 2**31:
+                    raise DamagedDataError(f"{path}:{number}: an empty token or a rank out of range ({rank})",
+                                           params=("path",))
+                if token in ranks:
+                    raise DamagedDataError(f"{path}:{number}: token {token!r} is given twice", params=("path",))
+                if rank in seen:
+                    raise DamagedDataError(f"{path}:{number}: rank {rank} is given twice (line {seen[rank]} "
+                                           "has it too)", params=("path",))
+                ranks[token] = rank
+                seen[rank] = number
+    except FileNotFoundError:
+        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
+    except IsADirectoryError:
+        raise InvalidArgumentError(f"{path} is a folder; give the rank file", params=("path",)) from None
+    if not ranks:
+        raise DamagedDataError(f"{path} holds no ranks", params=("path",))
+    return ranks
+
+
+def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """The merge making each token of more than one byte, in rank order.
+
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> derive_merges({**ranks, b"ab": 256, b"aab": 257, b"aa": 258})
+    [(b'a', b'b'), (b'a', b'ab'), (b'a', b'a')]
+    """
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise DamagedDataError(f"the rank file lacks {len(missing)} single bytes (first: {missing[0]}); "
+                               "a tiktoken vocabulary holds all 256", params=("path",))
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) == 1:
+            continue
+        parts = _encode_below(ranks, token, rank)
+        if len(parts) != 2:
+            shown = b" | ".join(parts)
+            raise InvalidArgumentError(f"token {token!r} (rank {rank}) is not the join of two tokens of lower "
+                                       f"rank (tiktoken's rule leaves {shown!r}); bpestore can only import "
+                                       "tokens that merging makes", params=("path",))
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def _encode_below(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
+    """tiktoken's rule on ``token``'s bytes, with only the ranks below ``max_rank``."""
+    parts = [token[i:i + 1] for i in range(len(token))]
+    get = ranks.get
+    while len(parts) > 2:
+        best = max_rank
+        at = -1
+        for i in range(len(parts) - 1):
+            r = get(parts[i] + parts[i + 1])
+            if r is not None and r < best:
+                best, at = r, i
+        if at < 0:
+            break
+        parts[at:at + 2] = [parts[at] + parts[at + 1]]
+    return parts
+
+
+def parse_special_tokens(items: Iterable[str]) -> dict[str, int]:
+    """``TOK=ID`` strings as a map (the last ``=`` separates the id)."""
+    found: dict[str, int] = {}
+    for item in items:
+        text, eq, number = item.rpartition("=")
+        if not eq or not text:
+            raise InvalidArgumentError(f"special token {item!r} is not TOKEN=ID", params=("special_tokens",))
+        try:
+            found[text] = int(number)
+        except ValueError:
+            raise InvalidArgumentError(f"special token {item!r}: the id {number!r} is not a whole number",
+                                       params=("special_tokens",)) from None
+    return found
+
+
+def tiktoken_version(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int]
+                     ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], TokenizerSpec]:
+    """(vocab, merges, spec) of a rank file: the ids are the ranks, the special
+    tokens at their ids; ``pattern`` is gpt2, cl100k, o200k or a regex."""
+    vocab = {rank: token for token, rank in ranks.items()}
+    for text, token_id in special_tokens.items():
+        if not text:
+            raise InvalidArgumentError("a special token cannot be empty", params=("special_tokens",))
+        if type(token_id) is not int or not 0 <= token_id < 2**31:
+            raise InvalidArgumentError(f"special token {text!r}: id {token_id!r} is out of range",
+                                       params=("special_tokens",))
+        if token_id in vocab:
+            raise InvalidArgumentError(f"special token {text!r}: id {token_id} is already the rank of "
+                                       f"{vocab[token_id]!r}", params=("special_tokens",))
+        vocab[token_id] = text.encode("utf-8")
+    if not pattern:
+        raise InvalidArgumentError("pattern cannot be empty; give gpt2, cl100k, o200k or a regex",
+                                   params=("pattern",))
+    if pattern in NAMED_PATTERNS:
+        spec = TokenizerSpec(pretokenizer=pattern, special_tokens=tuple(special_tokens))
+    else:
+        spec = TokenizerSpec(pretokenizer="regex", pattern=pattern, special_tokens=tuple(special_tokens))
+    return vocab, derive_merges(ranks), spec
