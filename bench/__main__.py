@@ -9,6 +9,7 @@ ingest-workers, encode-workers: ingest and encode --out at each --workers count
 vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
+plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
@@ -22,6 +23,7 @@ import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
+from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.dask_count import SUITES as DASK_SUITES
 from bench.generations import BASELINE
@@ -33,7 +35,8 @@ from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers")
-SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES, **DASK_SUITES}
+SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
+          **CHART_SUITES, **DASK_SUITES}
 
 
 def _versions() -> str:

@@ -22,6 +22,7 @@ from .errors import (
     DatabaseError,
     InvalidArgumentError,
     NotFoundError,
+    ReadOnlyError,
     SourceError,
 )
 
@@ -59,19 +60,20 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
     "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
-    "Progress", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
+    "Progress", "ReadOnlyError", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
     "TrainOptions", "TrainProgress", "VerifyResult", "VersionInfo", "open", "sample_path", "train_bpe",
 ]
 
 
-def open(db: str | Path | None = None) -> Store:  # noqa: A001 - the documented name
+def open(db: str | Path | None = None, *, read_only: bool = False) -> Store:  # noqa: A001 - the documented name
     """Open (creating or upgrading) a store: a SQLite path or a SQLAlchemy URL.
 
-    Without ``db``: ``$BPESTORE_DB``, else ``./bpestore.db``.
+    Without ``db``: ``$BPESTORE_DB``, else ``./bpestore.db``. ``read_only=True``:
+    an existing store, only read (every write raises ``ReadOnlyError``).
     """
     from .store import Store
 
-    return Store(db)
+    return Store(db, read_only=read_only)
 
 
 def sample_path() -> Path:

@@ -551,8 +551,8 @@ class Tokenizer:
 
     def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
         """One pre-token's ids (as ``encode``), the rank of each merge applied on
-        the way, in order, and for each the highest rank applied so far in its
-        stretch of the word: the merge is applied by a tokenizer keeping the
+        the way, in order, and for each the highest rank applied so far in the
+        word: the merge is applied by a tokenizer keeping the
         first K merges exactly where K exceeds that number (merging applies the
         lowest rank present; with fewer merges it stops at the first one missing).
 
@@ -564,22 +564,16 @@ class Tokenizer:
         if self.spec.segmentation != "merge":
             raise InvalidArgumentError(f"a curve along the merge ranks needs merge segmentation; this version "
                                        f"segments by {self.spec.segmentation}", params=("ref",))
-        if self._word_symbols is not None:
-            pieces = [self._word_symbols(word)]
-        else:
-            pieces = [self._symbolize(piece) for piece in split_bytes(word.encode("utf-8"), self._joinable)]
-        ids: list[int] = []
-        ranks: list[int] = []
-        needed: list[int] = []
-        for symbols in pieces:
-            piece_ids, applied = merge_ranks(symbols, self._ranks, self._merged_ids)
-            ids += piece_ids
-            ranks += applied
-            highest = -1
-            for rank in applied:
-                if rank > highest:
-                    highest = rank
-                needed.append(highest)
+        # The word whole (merging its pieces apart gives the same ids and, the
+        # pieces being independent, the same merges under every prefix).
+        symbols = self._word_symbols(word) if self._word_symbols is not None else self._symbolize(word.encode("utf-8"))
+        ids, ranks = merge_ranks(symbols, self._ranks, self._merged_ids)
+        needed = []
+        highest = -1
+        for rank in ranks:
+            if rank > highest:
+                highest = rank
+            needed.append(highest)
         return ids, ranks, needed
 
     def _pair_of(self, rank: int) -> tuple[int, int, int]:

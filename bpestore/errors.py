@@ -6,6 +6,7 @@ Every one is a ``BpestoreError``; catch a subclass to handle one kind:
 * ``InvalidArgumentError``: an argument or spec is not acceptable (also a ``ValueError``);
 * ``ConflictError``: the store's state refuses the call now (a database from a newer
   bpestore, a corpus that changed, a concurrent writer, a version still training);
+  ``ReadOnlyError``, one of them: a write to a store opened read-only;
 * ``DamagedDataError``: stored data or an input file is not what it claims to be;
 * ``SourceError``: a source cannot be read or decoded; says which and where;
 * ``DatabaseError``: the database itself failed (unreachable, locked, disk full);
@@ -54,6 +55,10 @@ class MissingExtraError(BpestoreError, ImportError):
 
 class ConflictError(BpestoreError):
     """The store's current state refuses the operation (try again, or do something else)."""
+
+
+class ReadOnlyError(ConflictError):
+    """A write asked of a store opened read-only (``Store(db, read_only=True)``)."""
 
 
 class DamagedDataError(BpestoreError):

@@ -8,6 +8,7 @@ merge had when it was made) and on word counts; the store fetches them.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -131,15 +132,53 @@ def pick_tokens(rows: Iterable[Row], *, grep: str | None = None, prefix: str | N
     return picked if limit is None else picked[:limit]
 
 
-def token_matcher(grep: str | None) -> Callable[[bytes], bool] | None:
+class TimedMatcher:
+    """``token_matcher`` with a time limit over all its calls together (``timeout``
+    seconds from the first): a pattern that backtracks catastrophically stops.
+    Matches with the ``regex`` module (``re``'s syntax), which can stop a search;
+    after the limit every call is False and ``timed_out`` is set.
+
+    >>> m = TimedMatcher(r"(a|aa)+$", 0.05)
+    >>> m(b"a" * 40 + b"!"), m.timed_out
+    (False, True)
+    """
+
+    def __init__(self, grep: str, timeout: float) -> None:
+        import regex
+
+        try:
+            self.search = regex.compile(grep).search
+        except (regex.error, re.error) as exc:
+            raise InvalidArgumentError(f"grep is not a regular expression: {exc} in {grep!r}",
+                                       params=("grep",)) from None
+        self.timeout = timeout
+        self.deadline: float | None = None
+        self.timed_out = False
+
+    def __call__(self, data: bytes) -> bool:
+        if self.timed_out:
+            return False
+        now = time.monotonic()
+        if self.deadline is None:
+            self.deadline = now + self.timeout
+        try:
+            return self.search(data.decode("utf-8", "backslashreplace"), timeout=self.deadline - now) is not None
+        except TimeoutError:
+            self.timed_out = True
+            return False
+
+
+def token_matcher(grep: str | None, timeout: float | None = None) -> Callable[[bytes], bool] | None:
     """Whether a token's text (``token_text``) matches the regular expression
-    ``grep`` anywhere; None for no ``grep``.
+    ``grep`` anywhere; None for no ``grep``. With ``timeout``: a ``TimedMatcher``.
 
     >>> token_matcher(r"^ t")(b" the"), token_matcher(r"\\\\xff")(b"\\xff")
     (True, True)
     """
     if grep is None:
         return None
+    if timeout is not None:
+        return TimedMatcher(grep, timeout)
     try:
         search = re.compile(grep).search
     except re.error as exc:

@@ -262,6 +262,38 @@ class MergeInfo:
 
 
 @dataclass(frozen=True)
+class VersionProgress:
+    """How far a version's training got, read from its checkpointed merge rows:
+    ``merges`` written of ``target_merges`` (None: up to ``target_vocab_size``),
+    ``rate`` merges per second from creation to the last checkpoint, the last merges."""
+
+    version: VersionInfo
+    merges: int
+    target_merges: int | None
+    rate: float | None
+    seconds_since_checkpoint: float
+    last_merges: tuple[MergeInfo, ...]
+
+    @property
+    def fraction(self) -> float | None:
+        """The share of the target reached (1.0 once complete)."""
+        if self.version.status == "complete":
+            return 1.0
+        if not self.target_merges:
+            return None
+        return min(1.0, self.merges / self.target_merges)
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.version
+        return {"ref": v.ref, "status": v.status, "merges": self.merges, "target_merges": self.target_merges,
+                "vocab_size": v.vocab_size, "target_vocab_size": v.target_vocab_size,
+                "fraction": self.fraction, "rate": self.rate,
+                "seconds_since_checkpoint": round(self.seconds_since_checkpoint, 3),
+                "created_at": v.created_at.isoformat(), "updated_at": v.updated_at.isoformat(),
+                "last_merges": [m.to_dict() for m in self.last_merges]}
+
+
+@dataclass(frozen=True)
 class MergeStep:
     """One merge applied inside one pre-token: the pair at ``position`` (ids
     ``left``, ``right``) became ``token`` by the merge of ``rank``; ``ids`` are

@@ -46,10 +46,11 @@ def lock_wait_seconds() -> float:
     return seconds
 
 
-def resolve_url(db: str | os.PathLike | None = None) -> str:
+def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False) -> str:
     """``--db`` value, else $BPESTORE_DB, else ./bpestore.db; a plain path is SQLite.
 
-    ``:memory:`` is a private in-memory SQLite database.
+    ``:memory:`` is a private in-memory SQLite database. ``read_only``: a SQLite
+    file is opened with ``mode=ro`` (it must exist); other URLs are left as they are.
     """
     db = os.fspath(db) if db is not None else os.environ.get("BPESTORE_DB") or DEFAULT_DB
     if not db.strip():
@@ -69,7 +70,9 @@ def resolve_url(db: str | os.PathLike | None = None) -> str:
     if path.is_dir():
         raise InvalidArgumentError(f"{db} is a folder; give a database file path, e.g. {path / DEFAULT_DB}")
     path = path.resolve()
-    if path.exists() and not _writable(path):
+    if read_only and not path.exists():
+        raise NotFoundError(f"no database at {db} (a read-only store opens an existing one)", params=("db",))
+    if path.exists() and (read_only or not _writable(path)):
         # Read it without writing anything: no WAL files are made, and in a
         # read-only folder without them, nothing can change it (immutable).
         immutable = "" if os.access(path.parent, os.W_OK) or Path(f"{path}-wal").exists() else "&immutable=1"
@@ -125,8 +128,13 @@ def display_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for url; SQLite gets foreign keys, WAL and a busy timeout."""
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for url; SQLite gets foreign keys, WAL and a busy timeout, PostgreSQL a
+    lock_timeout (both ``lock_wait_seconds()``).
+
+    ``read_only`` on PostgreSQL: every transaction of every connection is read-only
+    (``default_transaction_read_only``), so the server itself refuses writes.
+    """
     options: dict = {"poolclass": StaticPool} if url == "sqlite://" else {}
     wait_ms = max(1, round(lock_wait_seconds() * 1000))
     if url.startswith("sqlite"):
@@ -143,10 +151,25 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", lambda dbapi_connection, record: _sqlite_pragmas(
             dbapi_connection, record, read_only, wait_ms))
         event.listen(engine, "begin", _sqlite_begin)
-    elif engine.dialect.name == "postgresql":
-        event.listen(engine, "connect", lambda dbapi_connection, record: _postgresql_lock_timeout(
-            dbapi_connection, record, wait_ms))
+    else:
+        if engine.dialect.name == "postgresql":
+            event.listen(engine, "connect", lambda dbapi_connection, record: _postgresql_lock_timeout(
+                dbapi_connection, record, wait_ms))
+        if read_only:
+            event.listen(engine, "connect", _read_only_session)
+            if engine.dialect.name == "postgresql":
+                # SQLAlchemy resets a returned connection to READ WRITE; this keeps every checkout read-only.
+                engine = engine.execution_options(postgresql_readonly=True)
     return engine
+
+
+def _read_only_session(dbapi_connection, _record) -> None:
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SET default_transaction_read_only = on")
+    cursor.close()
+    dbapi_connection.autocommit = autocommit
 
 
 def migrations_dir() -> Path:
@@ -179,11 +202,12 @@ def stored_revision(conn: Connection) -> str | None:
         return None
 
 
-def upgrade_schema(engine: Engine) -> str:
+def upgrade_schema(engine: Engine, *, read_only: bool = False) -> str:
     """Create or upgrade the schema to the newest revision; returns it.
 
     A database stamped with a revision this bpestore does not know was written
-    by a newer bpestore, and is refused rather than touched.
+    by a newer bpestore, and is refused rather than touched. A read-only one
+    (``read_only``, or a SQLite file opened ``mode=ro``) is only checked.
     """
     with engine.connect() as conn, conn.begin():
         if stored_revision(conn) == HEAD:
@@ -198,7 +222,7 @@ def upgrade_schema(engine: Engine) -> str:
     head = script.get_current_head()
     if head is None:
         raise DamagedDataError("bpestore's migrations have no head revision; reinstall bpestore")
-    if is_read_only(engine):
+    if read_only or is_read_only(engine):
         return _check_read_only(engine, script, head)
     with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
         if conn.dialect.name == "postgresql":

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
+from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError, ReadOnlyError
 from ..queries import TextTotals, pick_tokens, token_matcher
 from ..records import (
     CorpusInfo,
@@ -37,6 +39,7 @@ from ..records import (
     VerifyResult,
     VersionChart,
     VersionInfo,
+    VersionProgress,
 )
 from ..spec import TokenizerSpec
 from . import facts, repository
@@ -56,22 +59,27 @@ DEFAULT_CHECKPOINT_SECONDS = 10.0
 class TokenizerCache:
     """Tokenizers loaded in this process, by (database URL, version id, version
     state); the state changes with the version, so a changed version is never
-    served stale. When full, the oldest goes."""
+    served stale. When full, the oldest goes. Safe to share between threads
+    (a web server's requests)."""
 
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self._loaded: dict[tuple[str, int, str], Tokenizer] = {}
+        self._lock = threading.Lock()
 
     def get(self, key: tuple[str, int, str]) -> Tokenizer | None:
-        return self._loaded.get(key)
+        with self._lock:
+            return self._loaded.get(key)
 
     def put(self, key: tuple[str, int, str], tokenizer: Tokenizer) -> None:
-        if len(self._loaded) >= self.size:
-            self._loaded.pop(next(iter(self._loaded)))
-        self._loaded[key] = tokenizer
+        with self._lock:
+            if key not in self._loaded and len(self._loaded) >= self.size:
+                self._loaded.pop(next(iter(self._loaded)))
+            self._loaded[key] = tokenizer
 
     def clear(self) -> None:
-        self._loaded.clear()
+        with self._lock:
+            self._loaded.clear()
 
 
 @contextmanager
@@ -120,19 +128,24 @@ def _lock_given_up(exc: SQLAlchemyError) -> str | None:
 class Store:
     """A bpestore database (SQLite path or SQLAlchemy URL).
 
+    ``read_only=True``: the store refuses every write (``ReadOnlyError``), and so
+    does the database (SQLite opened ``mode=ro``; PostgreSQL sessions with
+    ``default_transaction_read_only``); the schema is checked, never upgraded.
+
     >>> store = Store(":memory:")  # doctest: +SKIP
     """
 
     #: Shared by every Store of the process.
     tokenizer_cache: ClassVar[TokenizerCache] = TokenizerCache()
 
-    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True) -> None:
-        self.url = resolve_url(db)
-        self.engine = make_engine(self.url)
+    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self.url = resolve_url(db, read_only=read_only)
+        self.engine = make_engine(self.url, read_only=read_only)
         if upgrade:
             try:
                 with _database_errors():
-                    upgrade_schema(self.engine)
+                    upgrade_schema(self.engine, read_only=read_only)
             except BpestoreError:
                 self.engine.dispose()
                 raise
@@ -173,6 +186,7 @@ class Store:
     def writing(self) -> Iterator[Connection]:
         """A write transaction (on SQLite it takes the write lock at BEGIN, so
         concurrent writers wait for each other instead of failing)."""
+        self._check_writable()
         with _database_errors(), self.engine.connect().execution_options(bpestore_write=True) as conn, \
                 conn.begin():
             yield conn
@@ -180,8 +194,13 @@ class Store:
     @contextmanager
     def session(self) -> Iterator[Connection]:
         """A connection of its own, for what lasts beyond a transaction (a session lock)."""
+        self._check_writable()
         with _database_errors(), self.engine.connect() as conn:
             yield conn
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("this store is open read-only: nothing can be changed through it")
 
     # -- corpora and ingestion --------------------------------------------------
     def ingest(
@@ -480,20 +499,26 @@ class Store:
 
     # -- queries over stored vocabularies ------------------------------------------
     def vocab(self, ref: str, *, grep: str | None = None, prefix: str | None = None,
-              longest: int | None = None, limit: int | None = None) -> list[TokenInfo]:
+              longest: int | None = None, limit: int | None = None, timeout: float | None = None
+              ) -> list[TokenInfo]:
         """A version's tokens, by id, with the merge that first made each: those
         starting with ``prefix``, whose text matches the regular expression
         ``grep`` (searched in the text ``token_text`` shows: ``\\xNN`` for a
         byte outside UTF-8); ``longest=N``: the N longest instead, longest
-        first; at most ``limit``.
+        first; at most ``limit``. ``timeout``: seconds the ``grep`` may take in all
+        (``InvalidArgumentError`` past them; what a server sets).
 
         >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
         [' the', ' then']
         """
+        match = token_matcher(grep, timeout)
         with self.reading() as conn:
             version_id = repository.resolve(conn, ref)
             rows = repository.token_rows(conn, version_id, prefix=(prefix or "").encode("utf-8", "surrogatepass"),
-                                         match=token_matcher(grep))
+                                         match=match)
+            if getattr(match, "timed_out", False):
+                raise InvalidArgumentError(f"grep {grep!r} took longer than {timeout:g}s; give a simpler "
+                                           "pattern", params=("grep",))
             rows = pick_tokens(rows, longest=longest, limit=limit)
             made = repository.first_merges(conn, version_id, [r[0] for r in rows])
         return [TokenInfo(token_id, data, kind, *made.get(token_id, (None, None))) for token_id, data, kind in rows]
@@ -552,6 +577,25 @@ class Store:
                 ref=version.ref, file=str(file), bytes=totals.bytes, words=totals.words, tokens=tokens,
                 unknown=None if unknown is None else n_unknown, used_ids=len(seen), vocab_size=version.vocab_size))
         return results
+
+    def progress(self, ref: str, *, last: int = 5) -> VersionProgress:
+        """How far a version (training or complete) got, from its stored merge rows
+        and checkpoint time alone: merges so far against the target, the mean rate
+        from its creation to its last checkpoint, and its ``last`` merges."""
+        if last < 0:
+            raise InvalidArgumentError(f"last cannot be negative, not {last}", params=("last",))
+        with self.reading() as conn:
+            v = repository.version_info(conn, repository.resolve(conn, ref))
+            recent = repository.merge_infos(conn, v.id, max(0, v.n_merges - last)) if last else []
+        base = v.vocab_size - v.n_merges  # the tokens no merge made (bytes, specials, ...)
+        target = v.target_merges if v.target_merges is not None else (
+            None if v.target_vocab_size is None else max(0, v.target_vocab_size - base))
+        if v.status == "complete":
+            target = v.n_merges
+        seconds = (v.updated_at - v.created_at).total_seconds()
+        rate = v.n_merges / seconds if seconds > 0 and v.n_merges else None
+        since = (datetime.now(timezone.utc) - v.updated_at).total_seconds()
+        return VersionProgress(v, v.n_merges, target, rate, max(0.0, since), tuple(recent))
 
     def chart(self, ref: str, file: str | Path | None = None, *, text: str | None = None, points: int = 50,
               errors: str = "strict") -> VersionChart:

@@ -1,0 +1,385 @@
+"""The Starlette application: pages, the JSON API, and the guards around both.
+
+Every API answer is what the CLI's ``--json`` prints for the same question
+(``tests/test_web.py`` compares them). The store is opened read-only. Bad requests
+get a JSON ``{"error": ...}`` with a 4xx status, never a traceback: an unknown
+version 404, a text over ``MAX_TEXT`` characters 413, a bad parameter 400.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
+from ..queries import token_text
+from ..store import Store
+
+STATIC = Path(__file__).resolve().parent / "static"
+MAX_TEXT = 100_000  # characters of text to encode, explain or measure
+MAX_BODY = 1_000_000  # bytes of a request body
+GREP_TIMEOUT = 2.0  # seconds a vocab --grep may take
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+PAGES = {"/": "versions.html", "/version": "version.html", "/playground": "playground.html", "/diff": "diff.html"}
+
+log = logging.getLogger("bpestore.web")
+
+
+class RequestError(Exception):
+    """A bad request: its status and message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+def status_of(exc: BpestoreError) -> int:
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, InvalidArgumentError):
+        return 400
+    if isinstance(exc, ConflictError):
+        return 409
+    if isinstance(exc, DatabaseError):
+        return 503
+    return 400
+
+
+class Params:
+    """A request's parameters (query string, or a JSON object body), each read once
+    by name; a name the endpoint does not take is refused."""
+
+    def __init__(self, values: dict[str, list[Any]], allowed: Iterable[str]) -> None:
+        unknown = sorted(set(values) - set(allowed))
+        if unknown:
+            raise RequestError(400, f"unknown parameter {unknown[0]!r} (this takes: {', '.join(allowed) or 'none'})")
+        self.values = values
+
+    @classmethod
+    async def of(cls, request: Request, allowed: Iterable[str]) -> Params:
+        values: dict[str, list[Any]] = {}
+        for key, value in request.query_params.multi_items():
+            values.setdefault(key, []).append(value)
+        if request.method == "POST":
+            if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+                raise RequestError(415, "send a JSON object (Content-Type: application/json)")
+            size = request.headers.get("content-length")
+            if size is not None and size.isdigit() and int(size) > MAX_BODY:
+                raise RequestError(413, f"the request is larger than {MAX_BODY:,} bytes")
+            body = b""
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY:
+                    raise RequestError(413, f"the request is larger than {MAX_BODY:,} bytes")
+            try:
+                data = json.loads(body or b"{}")
+            except (ValueError, UnicodeDecodeError):
+                raise RequestError(400, "the body is not JSON") from None
+            if not isinstance(data, dict):
+                raise RequestError(400, "the body must be a JSON object")
+            for key, value in data.items():
+                values.setdefault(key, []).extend(value if isinstance(value, list) else [value])
+        return cls(values, allowed)
+
+    def opt(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
+        found = self.values.get(name)
+        if not found:
+            if required:
+                raise RequestError(400, f"missing parameter {name!r}")
+            return default
+        if len(found) > 1:
+            raise RequestError(400, f"parameter {name!r} given more than once")
+        value = found[0]
+        if not isinstance(value, str):
+            raise RequestError(400, f"parameter {name!r} must be a string")
+        return value
+
+    def need(self, name: str) -> str:
+        value = self.opt(name, required=True)
+        assert value is not None
+        return value
+
+    def strs(self, name: str) -> list[str]:
+        found = self.values.get(name, [])
+        if not found or not all(isinstance(v, str) for v in found):
+            raise RequestError(400, f"parameter {name!r} must name one or more strings")
+        return found
+
+    def num(self, name: str, default: int | None = None, *, low: int = 0, high: int = 2**31 - 1) -> int | None:
+        found = self.values.get(name)
+        if not found:
+            return default
+        value = found[-1] if len(found) == 1 else None
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit() and value.isascii():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise RequestError(400, f"parameter {name!r} must be a whole number from {low} to {high:,}")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.opt(name)
+        if value in (None, "", "0", "false"):
+            return False
+        if value in ("1", "true"):
+            return True
+        raise RequestError(400, f"parameter {name!r} is 1 or 0")
+
+    def text(self, name: str = "text") -> str:
+        value = self.need(name)
+        if len(value) > MAX_TEXT:
+            raise RequestError(413, f"{name} is longer than {MAX_TEXT:,} characters ({len(value):,})")
+        return value
+
+
+# -- the API: what each CLI --json prints ---------------------------------------------------
+def api_versions(store: Store, p: Params) -> Any:
+    return [v.to_dict() for v in store.versions(p.opt("name"))]
+
+
+def api_show(store: Store, p: Params) -> Any:
+    return store.version(p.need("ref")).to_dict()
+
+
+def api_vocab(store: Store, p: Params) -> Any:
+    tokens = store.vocab(p.need("ref"), grep=p.opt("grep"), prefix=p.opt("prefix"), longest=p.num("longest"),
+                         limit=p.num("limit"), timeout=GREP_TIMEOUT)
+    return [t.to_dict() for t in tokens]
+
+
+def api_merges(store: Store, p: Params) -> Any:
+    return [m.to_dict() for m in store.merges(p.need("ref"), start=p.num("start", 0) or 0, limit=p.num("limit"))]
+
+
+def api_token(store: Store, p: Params) -> Any:
+    token = p.need("token")
+    if p.flag("id"):
+        if not (token.isascii() and token.isdigit()):
+            raise RequestError(400, f"with id=1, token is a number, not {token!r}")
+        return store.token(p.need("ref"), int(token))
+    return store.token(p.need("ref"), token)
+
+
+def api_diff(store: Store, p: Params) -> Any:
+    return store.diff(p.need("a"), p.need("b"))
+
+
+def api_explain(store: Store, p: Params) -> Any:
+    return store.explain(p.need("ref"), p.text()).to_dict()
+
+
+def api_lineage(store: Store, p: Params) -> Any:
+    return [r.to_dict() for r in store.lineage(p.need("name"))]
+
+
+def api_corpora(store: Store, p: Params) -> Any:
+    return [c.to_dict() for c in store.corpora()]
+
+
+def api_corpus(store: Store, p: Params) -> Any:
+    name, top = p.need("name"), p.num("top", 20) or 0
+    info = store.corpus(name)
+    words = store.top_words(name, top) if top and info.kept else []
+    return {**info.to_dict(), "sources": [s.to_dict() for s in store.corpus_sources(name)],
+            "top_words": [{"word": token_text(w), "count": n} for w, n in words]}
+
+
+def api_corpus_log(store: Store, p: Params) -> Any:
+    return [c.to_dict() for c in store.corpus_log(p.need("name"))]
+
+
+def api_corpus_diff(store: Store, p: Params) -> Any:
+    return store.corpus_diff(p.need("a"), p.need("b"), limit=p.num("limit", 20) or 0)
+
+
+def api_stats(store: Store, p: Params) -> Any:
+    """``stats REF... --file F --json`` over the given text (``file`` reads ``"-"``)."""
+    refs, text = p.strs("ref"), p.text()
+    fd, path = tempfile.mkstemp(prefix="bpestore-web-", suffix=".txt")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        results = store.stats(refs, path)
+    finally:
+        os.unlink(path)
+    return [{**s.to_dict(), "file": "-"} for s in results]
+
+
+class Encoder:
+    """Encodes for the API; one encoding at a time (a Tokenizer's caches are not
+    shared between threads)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self, store: Store, p: Params) -> Any:
+        ref, text = p.need("ref"), p.text()
+        version = store.version(ref)
+        tok = store.tokenizer(version.ref)
+        with self.lock:
+            ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+            tokens = [{"id": i, "token": token_text(tok.decode_single_token_bytes(i)), "start": start, "end": end}
+                      for i, (start, end) in zip(ids, spans)]
+        n_bytes = len(text.encode("utf-8", "surrogatepass"))
+        return {"ref": version.ref, "ids": ids, "tokens": tokens, "count": len(ids), "bytes": n_bytes,
+                "characters": len(text), "bytes_per_token": round(n_bytes / len(ids), 4) if ids else None}
+
+
+def api_progress(store: Store, p: Params) -> Any:
+    """Training progress of one version (``ref``), or of every version still training."""
+    last = p.num("last", 5, high=100) or 0
+    ref = p.opt("ref")
+    if ref is not None:
+        return store.progress(ref, last=last).to_dict()
+    return [store.progress(v.ref, last=last).to_dict() for v in store.versions() if v.status != "complete"]
+
+
+def api_curve(store: Store, p: Params) -> Any:
+    """``plot REF --file F --json`` (its one chart) on ``text``, or without one on the
+    sample text shipped in the package (``bpestore.sample_path()``)."""
+    ref, points = p.need("ref"), p.num("points", 50, low=2, high=1000) or 50
+    if p.opt("text") is None:
+        from .. import sample_path
+
+        return store.chart(ref, sample_path(), points=points).to_dict()
+    return store.chart(ref, text=p.text(), points=points).to_dict()
+
+
+Endpoint = Callable[[Store, Params], Any]
+API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
+    "versions": (("name",), api_versions),
+    "show": (("ref",), api_show),
+    "vocab": (("ref", "grep", "prefix", "longest", "limit"), api_vocab),
+    "merges": (("ref", "start", "limit"), api_merges),
+    "token": (("ref", "token", "id"), api_token),
+    "diff": (("a", "b"), api_diff),
+    "explain": (("ref", "text"), api_explain),
+    "lineage": (("name",), api_lineage),
+    "corpora": ((), api_corpora),
+    "corpus": (("name", "top"), api_corpus),
+    "corpus_log": (("name",), api_corpus_log),
+    "corpus_diff": (("a", "b", "limit"), api_corpus_diff),
+    "stats": (("ref", "text"), api_stats),
+    "encode": (("ref", "text"), Encoder()),
+    "progress": (("ref", "last"), api_progress),
+    "curve": (("ref", "text", "points"), api_curve),
+}
+
+
+def json_response(data: Any) -> Response:
+    body = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+    return Response(body, media_type="application/json")
+
+
+def api_route(store: Store, name: str, allowed: tuple[str, ...], endpoint: Endpoint
+              ) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        try:
+            params = await Params.of(request, allowed)
+            return json_response(await run_in_threadpool(endpoint, store, params))
+        except RequestError as exc:
+            return error_response(exc.status, str(exc))
+        except BpestoreError as exc:
+            return error_response(status_of(exc), str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    handle.__name__ = f"api_{name}"
+    return handle
+
+
+def page(filename: str) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        return FileResponse(STATIC / filename, media_type="text/html; charset=utf-8")
+    return handle
+
+
+class Guard:
+    """Refuses a request whose Host header is not one of ours (DNS rebinding: a page
+    elsewhere resolving its own name to 127.0.0.1), and sets the security headers
+    (a strict Content-Security-Policy: only our own scripts and styles) on every answer."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
+        self.app = app
+        self.hosts = {h.lower() for h in hosts}
+
+    def allowed(self, host: str) -> bool:
+        host = host.strip().lower()
+        if host.startswith("["):
+            name = host[:host.find("]") + 1] if "]" in host else host
+        else:
+            name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        return name in self.hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self.allowed(host):
+            response = error_response(400, f"this server answers to {', '.join(sorted(self.hosts))}, "
+                                           f"not to Host {host!r}")
+            await response(scope, receive, self._secured(send))
+            return
+        await self.app(scope, receive, self._secured(send))
+
+    @staticmethod
+    def _secured(send: Send) -> Send:
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                         (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer"),
+                         (b"cache-control", b"no-store")]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+        return secured
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+    return error_response(status, str(detail))
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    log.exception("error answering %s", request.url.path)
+    return error_response(500, "internal error (the server's log has the details)")
+
+
+def build_app(store_url: str | None, *, allowed_hosts: Iterable[str] = ()) -> Starlette:
+    store = Store(store_url, read_only=True)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        store.close()
+
+    routes: list[Any] = [Route(f"/api/{name}", api_route(store, name, allowed, endpoint), methods=["GET", "POST"])
+                         for name, (allowed, endpoint) in API.items()]
+    routes += [Route(path, page(filename), methods=["GET"]) for path, filename in PAGES.items()]
+    routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    middleware=[Middleware(Guard, hosts=[*LOOPBACK, *allowed_hosts])],
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
+    app.state.store = store
+    return app
