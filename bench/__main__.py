@@ -10,6 +10,7 @@ vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
+web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
@@ -33,10 +34,11 @@ from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
+from bench.web import SUITES as WEB_SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers")
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **DASK_SUITES}
+          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES}
 
 
 def _versions() -> str:

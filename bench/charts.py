@@ -4,6 +4,9 @@ GPT-2 (imported from the shared files into bench/.data/queries.db) on the corpus
 * ``encode --file --out`` (one encoding of the file) and ``stats`` (issue 11's
   measure: no more than one encoding per version) beside ``plot --json`` (the
   curve, merge counts and lengths) and ``plot --out chart.png`` (drawn too);
+* the same for a character-alphabet version (2,000 tokens, trained on the corpus into
+  bench/.data/charts.db once), which the pure-Python encoder runs and whose chart
+  comes from its distinct pre-tokens;
 * the peer: tiktoken building one Encoding per point from the first K ranks and
   encoding the whole file with each, the way a curve is made without bpestore;
   its token counts must equal ``plot``'s, point by point (checked).
@@ -47,6 +50,22 @@ print(f"inner {time.perf_counter() - started:.3f}", file=sys.stderr)
 """
 
 
+def _chars_store(path: Path, corpus: Path) -> Path:
+    """bench/.data/charts-CORPUS.db with chars@1: 2,000 tokens over the characters of the corpus."""
+    if path.exists():
+        return path
+    import bpestore
+
+    partial = path.with_suffix(".part")
+    partial.unlink(missing_ok=True)
+    store = bpestore.open(partial)
+    store.ingest("corpus", [corpus])
+    store.train("chars", corpus="corpus", vocab_size=2000, alphabet="chars", unk_token="<unk>")
+    store.close()
+    partial.rename(path)
+    return path
+
+
 def _run(argv: list[str]) -> tuple[float, float, str]:
     """Wall-clock and CPU (user + system) seconds of one run, and its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -60,6 +79,8 @@ def _run(argv: list[str]) -> tuple[float, float, str]:
 def plot(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str:
     db = _store(DATA / "queries.db")
     cli = [sys.executable, str(REPO / "cli.py"), "--db", str(db)]
+    chars_cli = [sys.executable, str(REPO / "cli.py"), "--db", str(_chars_store(DATA / f"charts-{corpus_name}.db",
+                                                                               corpus))]
     vocab_json = REPO.parent / "shared" / "corpora" / "gpt2_vocab.json"
     with tempfile.TemporaryDirectory() as tmp:
         cases = {
@@ -70,6 +91,10 @@ def plot(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str:
                 cli + ["plot", "gpt2", "--file", str(corpus), "--json", "--points", str(POINTS)],
             f"`bpestore plot gpt2 --file {corpus_name} --out chart.png` (50 points)":
                 cli + ["plot", "gpt2", "--file", str(corpus), "--out", str(Path(tmp) / "chart.png")],
+            f"`bpestore stats chars --file {corpus_name}` (2,000 characters and merges)":
+                chars_cli + ["stats", "chars", "--file", str(corpus)],
+            f"`bpestore plot chars --file {corpus_name} --json --points {POINTS}`":
+                chars_cli + ["plot", "chars", "--file", str(corpus), "--json", "--points", str(POINTS)],
             f"peer: tiktoken, one Encoding of the first K ranks per point, {POINTS} points":
                 [sys.executable, "-c", PEER, str(vocab_json), str(corpus), str(POINTS)],
         }
@@ -82,7 +107,7 @@ def plot(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str:
                   + " ".join(f"{c:.3f}" for _, c, _ in runs_of), file=sys.stderr, flush=True)
     names = list(cases)
     ours = [p["tokens"] for p in json.loads(found[names[2]][0][2])[0]["curve"]]
-    peer = json.loads(found[names[4]][0][2])
+    peer = json.loads(found[names[-1]][0][2])
     if ours != peer:
         raise SystemExit(f"the curves differ: bpestore {ours}, tiktoken {peer}")
     wall = {name: statistics.median(w for w, _, _ in r) for name, r in found.items()}
@@ -92,7 +117,10 @@ def plot(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str:
              f"{wall[name] / wall[encode]:.2f}x encode's wall, {cpu[name] / cpu[encode]:.2f}x its CPU"]
             for name in names]
     rows[0][3] = ""
-    rows[4][3] += f"; token counts equal plot's at all {len(ours)} points"
+    rows[-1][3] += f"; token counts equal plot's at all {len(ours)} points"
+    stats_chars, plot_chars = names[4], names[5]
+    rows[5][3] = (f"{wall[plot_chars] / wall[stats_chars]:.2f}x stats chars' wall, "
+                  f"{cpu[plot_chars] / cpu[stats_chars]:.2f}x its CPU")
     return (f"## bpestore plot (fresh processes, medians of {runs})\n\n"
             + markdown_table(["command", "wall (s)", "CPU (s)", "note"], rows))
 

@@ -105,12 +105,25 @@ def ordinary_ids(vocab: Mapping[int, bytes] | Sequence[bytes], special_ids: Iter
     >>> ordinary_ids({5: b"a", 3: b"a", 4: b"<s>"}, special_ids=[4])
     {b'a': 3}
     """
-    items = sorted(vocab.items()) if isinstance(vocab, Mapping) else enumerate(vocab)
+    if isinstance(vocab, Mapping):
+        ids: Sequence[int] = sorted(vocab)
+        datas = list(map(vocab.__getitem__, ids))
+    else:
+        ids, datas = range(len(vocab)), list(vocab)
+    # Written from the highest id down: where bytes repeat, the lowest id stays
+    # (one C-level pass; GPT-2's 50,000 tokens in milliseconds).
+    id_of = dict(zip(reversed(datas), reversed(ids)))
     specials = set(special_ids)
-    id_of: dict[bytes, int] = {}
-    for token_id, data in items:
-        if token_id not in specials:
-            id_of.setdefault(data, token_id)
+    for special in specials:
+        data = datas[ids.index(special)] if special in ids else None
+        if data is not None and id_of.get(data) == special:
+            # A special token's bytes: the lowest ordinary id with them, if any.
+            others = [] if datas.count(data) == 1 else \
+                [i for i, d in zip(ids, datas) if d == data and i not in specials]
+            if others:
+                id_of[data] = others[0]
+            else:
+                del id_of[data]
     return id_of
 
 

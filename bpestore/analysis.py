@@ -8,6 +8,14 @@ merges of the full run before the first one of rank K or more
 (``Tokenizer.merge_ranks``): a merge counts for every K above the highest rank
 applied up to it. Binned by that rank, the token counts at every K are one
 running sum: ``tokens(K) = tokens(0) - sum(bins[:K])``.
+
+Most versions need even less (``tree_merges``): where every token is made by
+one merge only, from tokens made before it, and the symbols are the bytes,
+merging a word applies its merges in rising rank order and exactly the merges
+of the final tokens' merge trees. Then the count of each id in the encoded
+text, pushed down the merge trees, gives every merge's uses (and bins): one
+encoding of the text (tiktoken's core where the version allows it), as
+``stats``.
 """
 
 from __future__ import annotations
@@ -56,12 +64,9 @@ def version_chart(tok: Tokenizer, text: TextCounts, *, ref: str, file: str, poin
     ``points`` merge counts, merge uses and counts by rank, token lengths.
     ``merge_counts``: each merge's pair count when it was made (the store's;
     zeros where not given)."""
-    merges = tok.merges
-    n_merges = len(merges)
-    ks = curve_ranks(n_merges, points)
-    vocab = tok.vocab
-    # Every merge applied, binned by the highest rank applied up to it in its stretch.
-    bins = [0] * (n_merges + 1)
+    n_merges = len(tok.merges)
+    # Every merge applied, binned by the highest rank applied up to it in its word.
+    bins = [0] * n_merges
     uses = [0] * n_merges
     final: Counter[int] = Counter()
     for word, count in text.words.items():
@@ -74,6 +79,57 @@ def version_chart(tok: Tokenizer, text: TextCounts, *, ref: str, file: str, poin
             bins[level] += count
     for special, count in text.specials.items():
         final[tok.special_tokens[special]] += count
+    return _chart(tok, text.bytes, final, uses, bins, ref=ref, file=file, points=points, merge_counts=merge_counts)
+
+
+def tree_merges(tok: Tokenizer) -> list[tuple[int, int, int]] | None:
+    """The merges of ``tok`` as ids ``(left, right, made)`` by rank where the
+    uses of its merges follow from the ids of an encoded text (``chart_of_ids``):
+    a byte-level version segmenting by merges, without word markers, each
+    token made by one merge only and from tokens made before it (or bytes);
+    else None (``version_chart`` then)."""
+    spec = tok.spec
+    if not spec.byte_level or spec.end_of_word or spec.start_of_word or spec.segmentation != "merge":
+        return None
+    merges = tok.merge_ids()
+    products = {made for _, _, made in merges}
+    if len(products) < len(merges):
+        return None  # a token made by two merges
+    made: set[int] = set()
+    for left, right, token in merges:
+        if (left in products and left not in made) or (right in products and right not in made):
+            return None  # a merge using a token made later
+        made.add(token)
+    return merges
+
+
+def chart_of_ids(tok: Tokenizer, merges: Sequence[tuple[int, int, int]], n_bytes: int,
+                 id_counts: Mapping[int, int], *, ref: str, file: str, points: int = 50,
+                 merge_counts: Sequence[int] | None = None) -> VersionChart:
+    """``version_chart`` from the count of each id in the encoded text, for a
+    version whose ``tree_merges`` are ``merges``: each merge is applied as
+    often as its token occurs, whole or inside a longer token's merge tree."""
+    node = Counter(id_counts)
+    uses = [0] * len(merges)
+    for rank in range(len(merges) - 1, -1, -1):  # a token before the tokens made from it
+        left, right, made = merges[rank]
+        count = uses[rank] = node[made]
+        if count:
+            node[left] += count
+            node[right] += count
+    # The merges of a word run in rising rank order: each is binned at its own rank.
+    return _chart(tok, n_bytes, Counter(id_counts), uses, list(uses), ref=ref, file=file, points=points,
+                  merge_counts=merge_counts)
+
+
+def _chart(tok: Tokenizer, n_bytes: int, final: Counter[int], uses: list[int], bins: list[int], *, ref: str,
+           file: str, points: int, merge_counts: Sequence[int] | None) -> VersionChart:
+    """The chart from the ids of the encoded text (``final``: id -> count) and
+    the merges' uses and bins by rank."""
+    merges = tok.merges
+    n_merges = len(merges)
+    ks = curve_ranks(n_merges, points)
+    vocab = tok.vocab
     tokens = sum(final.values())
     # With no merge at all every applied merge is undone: one more token each.
     tokens_at = tokens + sum(bins)
@@ -92,7 +148,7 @@ def version_chart(tok: Tokenizer, text: TextCounts, *, ref: str, file: str, poin
             tokens_at -= bins[k]
             size += made_from[k]
             k += 1
-        curve.append(CurvePoint(target, size, tokens_at, text.bytes / tokens_at if tokens_at else 0.0))
+        curve.append(CurvePoint(target, size, tokens_at, n_bytes / tokens_at if tokens_at else 0.0))
     counts = tuple(merge_counts) if merge_counts is not None else (0,) * n_merges
     if len(counts) != n_merges:
         raise InvalidArgumentError(f"merge_counts holds {len(counts)} counts for {n_merges} merges",
@@ -102,6 +158,6 @@ def version_chart(tok: Tokenizer, text: TextCounts, *, ref: str, file: str, poin
     for i, count in final.items():
         text_lengths[len(vocab[i])] += count
     return VersionChart(
-        ref=ref, file=file, bytes=text.bytes, tokens=tokens, vocab_size=len(vocab), curve=tuple(curve),
+        ref=ref, file=file, bytes=n_bytes, tokens=tokens, vocab_size=len(vocab), curve=tuple(curve),
         merge_counts=counts, merge_uses=tuple(uses),
         vocab_lengths=tuple(sorted(vocab_lengths.items())), text_lengths=tuple(sorted(text_lengths.items())))

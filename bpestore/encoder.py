@@ -16,7 +16,7 @@ the reference and the fallback. ``Tokenizer.backend`` says which one runs.
 from __future__ import annotations
 
 import codecs
-import multiprocessing
+import gc
 import os
 import random
 import sys
@@ -24,10 +24,10 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias, TypeVar, cast
 
 from . import alphabet
 from .bpe import (
@@ -45,6 +45,9 @@ from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar
 from .spec import TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
+if TYPE_CHECKING:  # imported where workers start: a short encode does without them
+    from concurrent.futures import Executor
+
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
@@ -53,7 +56,8 @@ RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a 
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
 # What Tokenizer._build_ids and _build_tables make (on first use, where the tokenizer was given its facts).
 _IDS = frozenset({"_id_of", "_word_symbols", "_byte_ids"})
-_TABLES = frozenset({"_ranks", "_merged_ids", "_joinable", "_longest_match"})
+_TABLES = frozenset({"_ranks", "_merged_ids", "_longest_match"})
+SHORT_WORD = 16  # bytes of a pre-token merged whole until a longer one needed the joinable table
 
 # Token ids: a list, or a uint32 array (id files, worker results).
 Ids: TypeAlias = "list[int] | array[int]"
@@ -124,6 +128,7 @@ class Tokenizer:
         name: str | None = None,
         fast: bool = True,
         facts: EncoderFacts | None = None,
+        merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]] | None = None,
     ) -> None:
         """``vocab`` maps ids to bytes; ``merges`` are byte pairs in rank order;
         ``special_tokens`` are in ``vocab`` as their UTF-8 bytes; pass a dict
@@ -132,7 +137,10 @@ class Tokenizer:
         core could run (see ``bpestore.fast``). ``facts``: this tokenizer's
         ``facts`` computed before (a store passes those of a complete version,
         checked when it completed): nothing is computed or checked again, and
-        the pure-Python encoder's tables are built when first needed."""
+        the pure-Python encoder's tables are built when first needed, from
+        ``merge_ids`` where given with them: each merge's left, right and
+        made token ids (a store has them), which spares looking up 150,000
+        byte strings."""
         special_ids = dict(special_tokens) if isinstance(special_tokens, dict) else {}
         special_tokens = list(special_tokens)
         if spec is None:
@@ -152,6 +160,7 @@ class Tokenizer:
                 special_ids[text] = found[0]
         self.special_tokens: dict[str, int] = special_ids
         self._facts = facts
+        self._merge_ids = merge_ids if facts is not None else None
         if facts is None:
             self._build_ids()
             self._build_tables()  # checks the merges against the vocabulary now
@@ -174,8 +183,26 @@ class Tokenizer:
         """The ids of tokens and the pure-Python encoder's tables; an error
         where the merges use or make a token the vocabulary lacks."""
         spec = self.spec
-        id_of = self._id_of
         # Merge table: pair of ids -> rank, and the id each rank makes.
+        ordinary = len(self._vocab) - len(set(self.special_tokens.values()))
+        if self._merge_ids is not None and len(self._id_of) == ordinary:
+            # Every ordinary token's bytes are its own: a merge's ids are those its bytes look up.
+            lefts, rights, made = self._merge_ids
+            keys = [(left << PAIR_SHIFT) | right for left, right in zip(lefts, rights)]
+            # Where a pair repeats, its lowest rank wins: the dict keeps the last value written.
+            ranks = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
+            merged_ids = list(made)
+        else:
+            ranks, merged_ids = self._ranks_of_bytes()
+        longest_match = None
+        if spec.segmentation == "longest-match":
+            longest_match = LongestMatch(self._token_symbols(merged_ids))
+        self._ranks, self._merged_ids, self._longest_match = ranks, merged_ids, longest_match
+
+    def _ranks_of_bytes(self) -> tuple[dict[int, int], list[int]]:
+        """The merge table from the merges' bytes; an error where a merge uses or
+        makes a token the vocabulary lacks."""
+        id_of = self._id_of
         ranks: dict[int, int] = {}
         merged_ids: list[int] = []
         for rank, (left, right) in enumerate(self._merges):
@@ -187,17 +214,31 @@ class Tokenizer:
                                            "token missing from the vocabulary", params=("merges",)) from None
             ranks.setdefault(key, rank)
             merged_ids.append(merged)
-        longest_match = None
-        if spec.segmentation == "longest-match":
-            if self._word_symbols is not None:
-                raise InvalidArgumentError("longest-match segmentation works on byte-level specs without "
-                                           "word markers so far", params=("spec",))
-            longest_match = LongestMatch(
-                {tuple(self._symbolize(data)): token_id for data, token_id in id_of.items()})
-        self._ranks, self._merged_ids, self._longest_match = ranks, merged_ids, longest_match
-        # Byte pairs that some token holds side by side: a word is cut
-        # between any other two bytes (bpe.split_bytes).
-        self._joinable = joinable_table(self._merges)
+        return ranks, merged_ids
+
+    def _token_symbols(self, merged_ids: list[int]) -> dict[tuple[int, ...], int]:
+        """Each ordinary token as the initial symbols a word holds where the
+        token stands (what longest match looks for): a merged token, its pair's
+        symbols joined; any other token, itself (a byte, a character, a word
+        marker, the unknown token), or on byte-level specs its bytes."""
+        id_of = self._id_of
+        symbols: dict[int, tuple[int, ...]] = {}
+        for (left, right), made in zip(self._merges, merged_ids):
+            if made not in symbols:
+                symbols[made] = self._symbols_of(left, symbols) + self._symbols_of(right, symbols)
+        tokens: dict[tuple[int, ...], int] = {}
+        for data, token_id in id_of.items():
+            tokens.setdefault(symbols.get(token_id) or self._symbols_of(data, symbols), token_id)
+        return tokens
+
+    def _symbols_of(self, data: bytes, made: dict[int, tuple[int, ...]]) -> tuple[int, ...]:
+        token_id = self._id_of[data]
+        found = made.get(token_id)
+        if found is not None:
+            return found
+        if self.spec.byte_level and self._word_symbols is None:
+            return tuple(self._symbolize(data))
+        return (token_id,)
 
     def _build_ids(self) -> None:
         """The id of each ordinary token's bytes, and how a pre-token becomes ids."""
@@ -213,11 +254,18 @@ class Tokenizer:
         # given its facts and has not needed them yet (called for a missing attribute only).
         if "_facts" in self.__dict__:
             if name in _IDS:
-                self._build_ids()
+                with gc_paused():
+                    self._build_ids()
                 return self.__dict__[name]
             if name in _TABLES:
-                self._build_tables()
+                with gc_paused():
+                    self._build_tables()
                 return self.__dict__[name]
+            if name == "_joinable":
+                # Byte pairs that some token holds side by side: a word is cut
+                # between any other two bytes (bpe.split_bytes).
+                self._joinable = joinable_table(self._merges)
+                return self._joinable
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
@@ -379,6 +427,9 @@ class Tokenizer:
             for index, piece in enumerate(pieces):
                 yield self._encode(piece, rules, index, container())
             return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
         threads = self._fast_encoder() is not None and not rules.dropout
         if threads:
             pool: Executor = ThreadPoolExecutor(workers)
@@ -464,6 +515,9 @@ class Tokenizer:
         """A plain file's ids, packed as ``typecode``, range by range in order:
         each worker process reads, decodes, encodes and packs a range between
         safe cuts; this process only writes. Yields (packed ids, ids, bytes done)."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         from .ingest import IngestTuning
         from .ingest.scheduler import cut_points
         from .ingest.sources import check_errors
@@ -548,6 +602,10 @@ class Tokenizer:
             if start < len(piece):
                 words.update(pretokenize(_fix_surrogates(piece[start:])))
         return words, specials
+
+    def merge_ids(self) -> list[tuple[int, int, int]]:
+        """The merges as ids, by rank: (left, right, the token made)."""
+        return [self._pair_of(rank) for rank in range(len(self._merges))]
 
     def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
         """One pre-token's ids (as ``encode``), the rank of each merge applied on
@@ -706,10 +764,15 @@ class Tokenizer:
         with characters or word markers use their own symbols, whole."""
         if self._word_symbols is not None:
             ids = self._word_symbols(word)
+            if self._longest_match is not None:
+                return self._longest_match.segment(ids)
             return merge_word(ids, self._ranks, self._merged_ids) if len(ids) > 1 else ids
         data = word.encode("utf-8")
         if self._longest_match is not None:
             return self._longest_match.segment(self._symbolize(data))
+        if len(data) <= SHORT_WORD and "_joinable" not in self.__dict__:
+            # Cutting is exact either way: a short text's few short words spare building the table.
+            return merge_word(self._symbolize(data), self._ranks, self._merged_ids)
         pieces = split_bytes(data, self._joinable)
         if len(pieces) == 1:
             return merge_word(self._symbolize(data), self._ranks, self._merged_ids)
@@ -867,6 +930,20 @@ def _into(ids: Ids, container: Callable[[], IdsT]) -> IdsT:
 
 def _rebuild(vocab, merges, special_tokens, spec, name, fast, facts) -> Tokenizer:
     return Tokenizer(vocab, merges, special_tokens, spec=spec, name=name, fast=fast, facts=facts)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage collection inside: building tables of 50,000 merges makes
+    tuples and dicts that hold no cycles, and collecting while they grow cost
+    as much again as building them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # -- text helpers ---------------------------------------------------------------

@@ -124,3 +124,28 @@ def test_scheme_option_mistakes_are_user_errors():
                          (dict(alphabet="letters"), "choose bytes or chars")]:
         with pytest.raises(BpestoreError, match=message):
             TokenizerSpec(**bad)
+
+
+def test_ordinary_ids_keep_the_lowest_id_and_leave_out_special_tokens():
+    """Against a plain loop over the ids in order (random vocabularies with repeated bytes)."""
+    import random
+
+    from bpestore.alphabet import ordinary_ids
+
+    def reference(vocab, specials):
+        items = sorted(vocab.items()) if isinstance(vocab, dict) else enumerate(vocab)
+        out = {}
+        for token_id, data in items:
+            if token_id not in specials:
+                out.setdefault(data, token_id)
+        return out
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        ids = rng.sample(range(30), rng.randint(0, 12))
+        vocab = {i: bytes([rng.randint(97, 100)]) * rng.randint(1, 2) for i in ids}
+        specials = rng.sample([*ids, 40], min(len(ids) + 1, rng.randint(0, 3)))
+        assert ordinary_ids(vocab, specials) == reference(vocab, set(specials))
+        listed = list(vocab.values())
+        in_list = [s for s in specials if s < len(listed)]
+        assert ordinary_ids(listed, in_list) == reference(listed, set(in_list))

@@ -13,7 +13,7 @@ import pytest
 
 import bpestore
 from bpestore import InvalidArgumentError, NotFoundError, Tokenizer
-from bpestore.analysis import TextCounts, curve_ranks, version_chart
+from bpestore.analysis import TextCounts, chart_of_ids, curve_ranks, tree_merges, version_chart
 
 from .conftest import assert_error, read_corpus, tiktoken_pattern
 
@@ -106,21 +106,52 @@ def test_merge_uses_counts_and_lengths(store, sample_file, held_out):
     assert same.file == "<text>" and same.curve == chart.curve and same.text_lengths == chart.text_lengths
 
 
-def test_one_encoding_per_distinct_pretoken(store, sample_file, held_out, monkeypatch):
+def test_one_encoding_per_version_or_per_distinct_pretoken(store, sample_file, held_out, monkeypatch):
     path, text = held_out
     store.ingest("books", [sample_file], special_tokens=[EOT])
     store.train("a", corpus="books", merges=100)
     store.train("b", corpus="books", merges=200)
-    counted, merged = [], []
-    count, merge = Tokenizer.count_pretokens, Tokenizer.merge_ranks
+    store.train("c", corpus="books", merges=100, alphabet="chars", unk_token="<unk>")
+    store.train("d", corpus="books", merges=200, alphabet="chars", unk_token="<unk>")
+    encoded, counted, merged = [], [], []
+    encode, count, merge = Tokenizer.encode_chunks, Tokenizer.count_pretokens, Tokenizer.merge_ranks
+    monkeypatch.setattr(Tokenizer, "encode_chunks", lambda self, chunks, **k: encoded.append(self.name) or
+                        encode(self, chunks, **k))
     monkeypatch.setattr(Tokenizer, "count_pretokens", lambda self, chunks: counted.append(self.name) or
                         count(self, chunks))
     monkeypatch.setattr(Tokenizer, "merge_ranks", lambda self, word: merged.append(word) or merge(self, word))
-    a, b = store.charts(["a", "b"], path, points=51)
-    assert counted == ["a@1"]  # the file read once: both versions cut words alike
-    words = store.tokenizer("a").count_pretokens([text])[0]
-    assert Counter(merged) == Counter({w: 2 for w in words})  # each distinct word once per version
-    assert len(b.curve) == 51 and a.curve[-1] == b.curve[25]  # a's merges are b's first 100
+    a, b, c, d = store.charts(["a", "b", "c", "d"], path, points=51)
+    # Byte-level: one encoding of the file per version, as stats.
+    assert encoded == ["a@1", "b@1"]
+    # Characters: the file's words counted once for both, each distinct word merged once per version.
+    assert counted == ["c@1"]
+    words = store.tokenizer("c").count_pretokens([text])[0]
+    assert Counter(merged) == Counter({w: 2 for w in words})
+    assert len(b.curve) == 51 and a.curve[-1] == b.curve[25] and c.curve[-1] == d.curve[25]  # prefixes
+
+
+@pytest.mark.parametrize("settings", [{}, {"tie_break": "hf", "max_token_length": 5}])
+def test_both_ways_to_the_chart_agree(store, sample_file, held_out, settings, monkeypatch):
+    path, text = held_out
+    store.ingest("books", [sample_file], special_tokens=[EOT])
+    store.train("en", corpus="books", merges=300, **settings)
+    assert tree_merges(store.tokenizer("en")) is not None
+    by_ids = store.chart("en", path, points=30)
+    import bpestore.analysis
+
+    monkeypatch.setattr(bpestore.analysis, "tree_merges", lambda tok: None)
+    by_words = store.chart("en", path, points=30)
+    assert by_ids == by_words
+
+
+def test_tree_merges_refuses_what_it_cannot_push_down():
+    vocab = {**{i: bytes([i]) for i in range(256)}, 256: b"ab", 257: b"abc"}
+    assert tree_merges(Tokenizer(vocab, [(b"a", b"b"), (b"ab", b"c")])) == [(97, 98, 256), (256, 99, 257)]
+    # A token made twice (b"abc" from "ab"+"c" and "a"+"bc"): not from its ids alone.
+    vocab2 = {**vocab, 258: b"bc"}
+    assert tree_merges(Tokenizer(vocab2, [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc")])) is None
+    # A merge using a token made later.
+    assert tree_merges(Tokenizer(vocab2, [(b"a", b"bc"), (b"b", b"c")])) is None
 
 
 def test_gpt2_prefixes_equal_tiktoken_with_the_prefix_of_its_ranks(gpt2_files, gpt2_tokenizer):
@@ -133,6 +164,11 @@ def test_gpt2_prefixes_equal_tiktoken_with_the_prefix_of_its_ranks(gpt2_files, g
     words, specials = gpt2_tokenizer.count_pretokens([text])
     chart = version_chart(gpt2_tokenizer, TextCounts(len(text.encode()), words, specials), ref="gpt2",
                           file="t", points=11)
+    merges = tree_merges(gpt2_tokenizer)
+    assert merges is not None
+    by_ids = chart_of_ids(gpt2_tokenizer, merges, len(text.encode()),
+                          Counter(gpt2_tokenizer.encode(text, allowed_special="all")), ref="gpt2", file="t", points=11)
+    assert by_ids == chart
     encoder = json.loads(gpt2_files[0].read_text(encoding="utf-8"))
     ranks = {str_to_token(s): i for s, i in encoder.items() if s != EOT}
     for point in chart.curve:

@@ -186,6 +186,68 @@ def test_seed002_jurafsky_martin_learner_with_callback(store, tmp_path):
     assert tokens(tok, "newer lower") == ["newer" + eow, "low", "er" + eow]
 
 
+class Seed002Trie:
+    """The notebook's segmenter (its TrieTree and segment_word), ported: a trie of the
+    vocabulary's strings; from the left, the longest token that matches, else one
+    character; every word ends with the end-of-word character."""
+
+    def __init__(self, vocabulary: set[str]) -> None:
+        self.root: dict = {}
+        for token in vocabulary:
+            node = self.root
+            for char in token:
+                node = node.setdefault(char, {})
+            node["is_token"] = True
+
+    def segment_word(self, word: str) -> list[str]:
+        out, pointer = [], 0
+        while pointer < len(word):
+            node, last = self.root, None
+            for end in range(pointer, len(word)):
+                node = node.get(word[end])
+                if node is None:
+                    break
+                if node.get("is_token"):
+                    last = end + 1
+            if last is None:
+                out.append(word[pointer])
+                pointer += 1
+            else:
+                out.append(word[pointer:last])
+                pointer = last
+        return out
+
+    def segment_string(self, text: str, eow: str) -> list[str]:
+        return [t for word in text.split() for t in self.segment_word(word + eow)]
+
+
+def test_seed002_segmenter_greedy_longest_match(store):
+    """--segmentation longest-match with seed 002's own setting (characters, end-of-word
+    U+E000, whitespace words) gives the notebook's segmenter's tokens, word for word."""
+    eow = "\ue000"
+    path = corpus_path("tinyshakespeare.txt")
+    store.ingest("shakes", [path], pretokenizer="whitespace")
+    n = 500 if SCALE == "full" else 200
+    trie = store.train("trie", corpus="shakes", merges=n, alphabet="chars", end_of_word=eow,
+                       segmentation="longest-match")
+    by_merge = store.train("bymerge", corpus="shakes", merges=n, alphabet="chars", end_of_word=eow)
+    assert trie.spec.segmentation == "longest-match" and trie.fingerprint != by_merge.fingerprint
+    tok = store.tokenizer(trie.ref)
+    assert tok.merges == store.tokenizer(by_merge.ref).merges  # the same learner; only segmenting differs
+    seed = Seed002Trie({data.decode() for data in tok.vocab.values()})
+    # The notebook's example sentence, then held-out text.
+    sentence = "hi alice how are you my dear friend"
+    assert tokens(tok, sentence) == seed.segment_string(sentence, eow)
+    text = corpus_path("dracula.txt").read_text(encoding="utf-8")[20_000:60_000]
+    alphabet = {data.decode() for data in tok.vocab.values() if len(data.decode()) == 1}
+    words = [word for word in text.split() if set(word) <= alphabet]  # the seed has no unknown token
+    assert len(words) > 5000
+    ours = [tokens(tok, word) for word in words]
+    assert ours == [seed.segment_word(word + eow) for word in words]
+    merged = [tokens(store.tokenizer(by_merge.ref), word) for word in words]
+    assert sum(a != b for a, b in zip(ours, merged)) > 10  # the segmenter matters
+
+
 # -- seed 003: lowercase, split on whitespace and ;:, , drop '.'; tokens per word ---------------
 SEED003_SENTENCE = ("Now when he was risen early on the first day of the week, he appeared first to "
                     "Mary Magdalene, from whom he had cast out seven demons.")

@@ -326,3 +326,43 @@ def test_progress_while_training_reads_the_checkpointed_rows(db_url, tmp_path):
     with bpestore.open(db_url) as store:
         final = [m.to_dict() for m in store.merges("en@1")]
     assert len(final) == 120 and info["last_merges"] == final[info["merges"] - 4:info["merges"]]
+
+
+def test_serve_mistakes_are_one_error_line(tmp_path, monkeypatch):
+    """`bpestore serve`: a missing database, a port in use, a bad port: one Error: line, nothing created."""
+    import socket
+
+    from .conftest import assert_error
+
+    runner = CliRunner()
+    missing = tmp_path / "absent.db"
+    assert_error(runner.invoke(cli, ["--db", str(missing), "serve"]), "no database at")
+    assert not missing.exists()
+    db = tmp_path / "ok.db"
+    bpestore.open(db).close()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert_error(runner.invoke(cli, ["--db", str(db), "serve", "--port", str(port)]), "cannot listen on")
+    result = runner.invoke(cli, ["--db", str(db), "serve", "--port", "70000"])
+    assert result.exit_code == 2 and "--port" in result.stderr
+
+
+def test_concurrent_requests_share_the_tokenizer_cache_safely(db, monkeypatch):
+    """Many threads encoding with four versions through a cache of two (evicting all the
+    time) get exactly the sequential answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bpestore.store.store import TokenizerCache
+
+    monkeypatch.setattr(Store, "tokenizer_cache", TokenizerCache(size=2))
+    app = create_app(db)
+    refs = ["en@1", "en@2", "xss@1", "en@prod"]
+    texts = [f"Dracula {i} <script>\"{i}\" welcome, Mr. Harker" * (1 + i % 5) for i in range(12)]
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        expected = {(r, t): c.post("/api/encode", json={"ref": r, "text": t}).json() for r in refs for t in texts}
+        jobs = [(r, t) for _ in range(3) for r in refs for t in texts]
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda job: c.post("/api/encode", json={"ref": job[0], "text": job[1]}).json(), jobs))
+    assert got == [expected[job] for job in jobs]

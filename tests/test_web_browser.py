@@ -29,6 +29,7 @@ pytest.importorskip("uvicorn", reason="the web extra is not installed: pip insta
 os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must never fetch a browser or driver
 
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -107,7 +108,9 @@ def browser():
 
 
 def wait(browser, condition, timeout: float = 20):
-    return WebDriverWait(browser, timeout, poll_frequency=0.05).until(lambda d: condition())
+    """Until ``condition()`` is true; an element re-rendered while it was read is read again."""
+    return WebDriverWait(browser, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: condition())
 
 
 def test_versions_page_shows_the_lineage_tree(server, browser, db):
@@ -186,9 +189,10 @@ def test_version_page_searches_tokens_and_draws_the_curve(server, browser, db):
     grep = browser.find_element(By.ID, "grep")
     grep.send_keys("script")
     expected = [str(t["id"]) for t in cli_json(db, "vocab", "xss@1", "--grep", "script")]
-    wait(browser, lambda: [r.get_attribute("data-id") for r in
-                           browser.find_elements(By.CSS_SELECTOR, ".tokens-table tr[data-id]")] == expected)
-    assert any("<script>" in c.text for c in browser.find_elements(By.CSS_SELECTOR, ".tokens-table td.text span"))
+    wait(browser, lambda: browser.execute_script(
+        "return [...document.querySelectorAll('.tokens-table tr[data-id]')].map((r) => r.dataset.id);") == expected)
+    assert any("<script>" in t for t in browser.execute_script(
+        "return [...document.querySelectorAll('.tokens-table td.text span')].map((s) => s.textContent);"))
     assert browser.execute_script("return document.querySelectorAll('main script').length") == 0
     merges = cli_json(db, "merges", "xss@1")
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#merges tr")) == len(merges) + 1)

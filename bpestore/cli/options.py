@@ -14,7 +14,7 @@ import click
 
 from ..queries import token_text
 from ..records import Progress
-from ..spec import ALPHABETS, PRETOKENIZERS, TIE_BREAKS
+from ..spec import ALPHABETS, PRETOKENIZERS, SEGMENTATIONS, TIE_BREAKS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,6 +79,8 @@ training_options = options(
     special_option,
     click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid)."),
     click.option("--max-token-length", type=count_range(2), help="Longest token, in bytes."),
+    click.option("--segmentation", type=click.Choice(SEGMENTATIONS),
+                 help="How encoding cuts a word: BPE merges by rank, or greedy longest match [default: merge]."),
 )
 # How a word becomes its first symbols (alphabet.py).
 symbol_options = options(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 import click
 
 from .base import Context
@@ -17,10 +19,15 @@ from .options import count_range
 @click.pass_obj
 def serve(obj: Context, host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
     """Serve a read-only web view of the store: versions, training progress, a token playground."""
-    from ..web import bound_host, create_app
+    from ..web import bound_host, check_address, create_app
     from ..web import serve as run
 
     app = create_app(obj.db, allowed_hosts=[*allow_hosts, *bound_host(host)])
+    check_address(host, port)
+    store = app.state.store
+    where = store.location
+    if store.engine.dialect.name == "sqlite" and store.engine.url.database:
+        where = unquote(store.engine.url.database.removeprefix("file:"))
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"serving {app.state.store.location} (read-only) at http://{shown}:{port}/ (Ctrl-C stops)", err=True)
+    click.echo(f"serving {where} (read-only) at http://{shown}:{port}/ (Ctrl-C stops)", err=True)
     run(host=host, port=port, app=app)

@@ -22,6 +22,7 @@ ignore Ctrl-C (the parent stops them) and end when the parent is killed.
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import multiprocessing
 import os
@@ -293,6 +294,7 @@ class Pool:
         self.submitted = 0
         self.executor: ProcessPoolExecutor | None = None
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
+        self.forked = False  # whether the workers were started
 
     @property
     def capacity(self) -> int:
@@ -311,7 +313,17 @@ class Pool:
             self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
                                                 initargs=(*self.config, self.hold_bytes, self.barrier))
         if self.executor is not None:
-            return self.executor.submit(_count, task)
+            if self.forked:
+                return self.executor.submit(_count, task)
+            # The workers are forked on the first submit: with the objects of this
+            # process frozen, their garbage collector never writes to them, so
+            # the pages stay shared instead of being copied into every worker.
+            gc.freeze()
+            try:
+                return self.executor.submit(_count, task)
+            finally:
+                self.forked = True
+                gc.unfreeze()
         future: Future[Counted] = Future()
         future.set_result(self.local.count(task))
         return future
@@ -337,4 +349,4 @@ class Pool:
             if self.barrier is not None:
                 self.barrier.abort()  # a flush cut short by a failure: its workers stop waiting
             self.executor.shutdown(wait=True, cancel_futures=True)
-            self.executor, self.barrier = None, None
+            self.executor, self.barrier, self.forked = None, None, False

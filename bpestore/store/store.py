@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
@@ -388,6 +389,10 @@ class Store:
           ``start_of_word``, ``no_inner_space``: the symbolization (see
           ``TokenizerSpec``), recorded in the version's spec; an extension
           keeps its parent's;
+        * ``segmentation``: how encoding cuts a word, ``"merge"`` (BPE merges
+          by rank, the default) or ``"longest-match"`` (greedy longest
+          vocabulary match, seed 002's segmenter); recorded in the spec, so in
+          the fingerprint;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
@@ -435,13 +440,14 @@ class Store:
             if cached is not None:
                 return cached
             version = repository.version_info(conn, version_id)
-            # A complete version: one row, its facts known; one still training: its rows.
-            sealed = facts.load(conn, version_id)
-            vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
-        from ..encoder import Tokenizer
+            from ..encoder import Tokenizer, gc_paused
 
-        tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec, name=version.ref,
-                        facts=known)
+            with gc_paused():  # 50,000 tokens and merges: objects without cycles
+                # A complete version: one row, its facts known; one still training: its rows.
+                sealed = facts.load(conn, version_id)
+                vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
+                tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec,
+                                name=version.ref, facts=known, merge_ids=vocab.columns[:3])
         self.tokenizer_cache.put(key, tok)
         return tok
 
@@ -603,7 +609,8 @@ class Store:
         read as text) or on ``text`` (give one): the compression curve (bytes per
         token as the vocabulary grows along the merge ranks, at ``points`` merge
         counts), each merge's pair count and uses by rank, token lengths
-        (``VersionChart``). Costs one encoding of each distinct pre-token.
+        (``VersionChart``). Costs one encoding of the text (as ``stats``), or
+        for some versions (characters, word markers) of each distinct pre-token.
 
         >>> [p.bytes_per_token for p in store.chart("en@1", "held_out.txt", points=3).curve]  # doctest: +SKIP
         [1.0, 2.84, 3.17]
@@ -612,9 +619,10 @@ class Store:
 
     def charts(self, refs: Sequence[str], file: str | Path | None = None, *, text: str | None = None,
                points: int = 50, errors: str = "strict") -> list[VersionChart]:
-        """``chart`` for several versions, side by side; the text's pre-tokens
-        are counted once for all versions that cut words alike."""
-        from ..analysis import curve_ranks, version_chart
+        """``chart`` for several versions, side by side: one encoding of the text
+        per version where its merges allow (``analysis.tree_merges``), else the
+        text's pre-tokens counted once for all versions that cut words alike."""
+        from ..analysis import chart_of_ids, curve_ranks, tree_merges, version_chart
         from ..ingest.sources import check_errors
 
         check_errors(errors)
@@ -628,17 +636,24 @@ class Store:
         found = [self.version(ref) for ref in refs]  # every ref checked before any work
         counted: dict[tuple[Any, ...], TextCounts] = {}
         results = []
+        name = "<text>" if file is None else str(file)
         for version in found:
             tok = self.tokenizer(version.ref)
+            with self.reading() as conn:
+                merge_counts = facts.vocabulary(conn, repository.resolve(conn, version.ref)).columns[3]
+            tree = tree_merges(tok)
+            if tree is not None:  # one encoding of the text
+                n_bytes, id_counts = _count_ids(tok, file, text, errors)
+                results.append(chart_of_ids(tok, tree, n_bytes, id_counts, ref=version.ref, file=name,
+                                            points=points, merge_counts=merge_counts))
+                continue
             spec = tok.spec
             key = (spec.normalizer, spec.pretokenizer, spec.pattern, frozenset(tok.special_tokens))
             counts = counted.get(key)
             if counts is None:
                 counts = counted[key] = _count_text(tok, file, text, errors)
-            with self.reading() as conn:
-                merge_counts = facts.vocabulary(conn, repository.resolve(conn, version.ref)).columns[3]
-            results.append(version_chart(tok, counts, ref=version.ref, file="<text>" if file is None else str(file),
-                                         points=points, merge_counts=merge_counts))
+            results.append(version_chart(tok, counts, ref=version.ref, file=name, points=points,
+                                         merge_counts=merge_counts))
         return results
 
     # -- the versions' tree, and removal ---------------------------------------------
@@ -768,6 +783,24 @@ def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **opti
         counts.update(again.counts)
         sources.extend(again.sources)
     return CountedBatch(gone + sources, counts)
+
+
+def _count_ids(tok: Tokenizer, file: str | Path | None, text: str | None,
+               errors: str) -> tuple[int, Counter[int]]:
+    """A file's (or a text's) bytes, and how often each id occurs in its encoding
+    (special tokens recognised)."""
+    id_counts: Counter[int] = Counter()
+    if text is not None:
+        id_counts.update(tok.encode(text, allowed_special="all"))
+        return len(text.encode("utf-8", "surrogatepass")), id_counts
+    from ..ingest import TextReader, open_source
+
+    totals = TextTotals()
+    with open_source(str(file)) as stream:
+        for ids in tok.encode_chunks(totals.watch(TextReader(stream, str(file), errors=errors)),
+                                     allowed_special="all"):
+            id_counts.update(ids)
+    return totals.bytes, id_counts
 
 
 def _unknown_ids(tok: Tokenizer) -> set[int] | None:

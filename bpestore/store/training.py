@@ -62,6 +62,7 @@ class TrainOptions:
     end_of_word: str | None = None
     start_of_word: str | None = None
     no_inner_space: bool | None = None
+    segmentation: str | None = None
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
 
@@ -93,7 +94,7 @@ class TrainOptions:
 
     def spec_changes(self) -> dict[str, Any]:
         """The spec fields these options set; the others come from the corpus (or the parent)."""
-        return {name: getattr(self, name) for name in ("special_tokens", "tie_break", *SYMBOLIZATION)
+        return {name: getattr(self, name) for name in ("special_tokens", "tie_break", "segmentation", *SYMBOLIZATION)
                 if getattr(self, name) is not None}
 
 
@@ -210,7 +211,8 @@ def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: Tr
     if options.merges is not None and options.merges < p.n_merges:
         raise InvalidArgumentError(f"{p.ref} already has {p.n_merges} merges; an extension's "
                                    "merges must be at least that", params=("merges",))
-    spec = p.spec.replace(tie_break=options.tie_break or p.spec.tie_break)
+    spec = p.spec.replace(tie_break=options.tie_break or p.spec.tie_break,
+                          segmentation=options.segmentation or p.spec.segmentation)
     version_id = repository.new_version(conn, name, spec=spec, parent_id=parent_id, **settings)
     repository.copy_merges(conn, parent_id, version_id)
     return version_id

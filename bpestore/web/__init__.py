@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidArgumentError
+from ..errors import ConflictError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -51,7 +51,21 @@ def serve(store_url: str | None = None, *, host: str = DEFAULT_HOST, port: int =
         raise InvalidArgumentError("the web view needs its extra: pip install 'bpestore[web]'") from None
     if app is None:
         app = create_app(store_url, allowed_hosts=[*allowed_hosts, *bound_host(host)])
+    check_address(host, port)
     uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+
+
+def check_address(host: str, port: int) -> None:
+    """That ``host:port`` can be listened on (a ``ConflictError`` saying why not)."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise ConflictError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", params=("host", "port")) from None
 
 
 def bound_host(host: str) -> list[str]:
@@ -59,4 +73,4 @@ def bound_host(host: str) -> list[str]:
     return [] if host in ("0.0.0.0", "::", "") else [f"[{host}]" if ":" in host else host]
 
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "bound_host", "create_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "bound_host", "check_address", "create_app", "serve"]

@@ -236,14 +236,13 @@ class Encoder:
 
     def __call__(self, store: Store, p: Params) -> Any:
         ref, text = p.need("ref"), p.text()
-        version = store.version(ref)
-        tok = store.tokenizer(version.ref)
+        tok = store.tokenizer(ref)  # cached; its name is the version's NAME@N
         with self.lock:
             ids, spans = tok.encode_with_offsets(text, allowed_special="all")
             tokens = [{"id": i, "token": token_text(tok.decode_single_token_bytes(i)), "start": start, "end": end}
                       for i, (start, end) in zip(ids, spans)]
         n_bytes = len(text.encode("utf-8", "surrogatepass"))
-        return {"ref": version.ref, "ids": ids, "tokens": tokens, "count": len(ids), "bytes": n_bytes,
+        return {"ref": tok.name, "ids": ids, "tokens": tokens, "count": len(ids), "bytes": n_bytes,
                 "characters": len(text), "bytes_per_token": round(n_bytes / len(ids), 4) if ids else None}
 
 
