@@ -26,10 +26,12 @@ ids for one byte string.
 from __future__ import annotations
 
 import heapq
+import importlib
 import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from . import alphabet
 from .bpe import PAIR_SHIFT, merge_word
@@ -38,6 +40,28 @@ from .records import Merge
 from .spec import TIE_BREAKS, TokenizerSpec
 
 _LOW = 0xFFFFFFFF
+
+
+def _load_core() -> tuple[object | None, str]:
+    """The compiled merge core (``bpestore._mergecore``) if built and allowed, and why (not)."""
+    if os.environ.get("BPESTORE_PURE"):
+        return None, "BPESTORE_PURE is set"
+    try:
+        _mergecore = importlib.import_module(f"{__package__}._mergecore")
+    except ModuleNotFoundError:
+        return None, "not built: installed without a C compiler?"
+    except ImportError as exc:  # built, but not loadable here
+        return None, f"not loadable: {exc}"
+    return _mergecore, "compiled (C)"
+
+
+# The merge loop's compiled core, or None: the pure-Python loop below (the reference).
+COMPILED_CORE, CORE_STATUS = _load_core()
+
+
+def merge_core() -> str:
+    """Which merge core training uses: ``compiled (C)`` or ``pure-Python (<reason>)``."""
+    return CORE_STATUS if COMPILED_CORE is not None else f"pure-Python ({CORE_STATUS})"
 PARALLEL_REPLAY_MIN_WORDS = 50_000  # words from which replay_words forks a helper
 
 
@@ -77,13 +101,17 @@ class BpeTrainer:
         max_token_length: int | None = None,
         allow_merge: Callable[[bytes, bytes], bool] | None = None,
         special_ids: Iterable[int] = (),
+        compiled: bool | None = None,
     ) -> None:
         """``words``: (initial token ids, count) pairs; ``token_bytes``: the
         initial vocabulary by id, special tokens (``special_ids``) included.
         ``hf_order`` lists the initial ids in Hugging Face's numbering (needed
         only for ``tie_break="hf"``). ``allow_merge(left, right)`` may forbid a
         pair for good (e.g. a token must not hold a space inside); like
-        ``max_token_length`` it is asked when the pair is about to be merged."""
+        ``max_token_length`` it is asked when the pair is about to be merged.
+        ``compiled``: use the compiled merge core (None: where it is built and
+        ``BPESTORE_PURE`` is not set; True: it must be built); both give the
+        same merges."""
         if tie_break not in TIE_BREAKS:
             raise InvalidArgumentError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}",
                                        params=("tie_break",))
@@ -111,6 +139,9 @@ class BpeTrainer:
             self._tie = [reversed_order_key(b) for b in self.token_bytes]
         self.merges: list[Merge] = []
         self._stats_ready = False
+        if compiled and COMPILED_CORE is None:
+            raise InvalidArgumentError(f"the compiled merge core is unavailable: {CORE_STATUS}", params=("compiled",))
+        self._core: Any = COMPILED_CORE if compiled is not False else None
 
     # -- set-up ----------------------------------------------------------
     def replay(self, merges: Sequence[tuple[int, int]], counts: Sequence[int] | None = None, *,
@@ -154,15 +185,18 @@ class BpeTrainer:
         """
         pair_counts: dict[int, int] = {}
         pair_words: dict[int, list[int]] = {}
-        for index, (word, count) in enumerate(zip(self.words, self.counts)):
-            for i in range(len(word) - 1):
-                key = (word[i] << PAIR_SHIFT) | word[i + 1]
-                pair_counts[key] = pair_counts.get(key, 0) + count
-                bucket = pair_words.get(key)
-                if bucket is None:
-                    pair_words[key] = [index]
-                elif bucket[-1] != index:
-                    bucket.append(index)
+        if self._core is not None:
+            self._core.build_stats(self.words, self.counts, pair_counts, pair_words)
+        else:
+            for index, (word, count) in enumerate(zip(self.words, self.counts)):
+                for i in range(len(word) - 1):
+                    key = (word[i] << PAIR_SHIFT) | word[i + 1]
+                    pair_counts[key] = pair_counts.get(key, 0) + count
+                    bucket = pair_words.get(key)
+                    if bucket is None:
+                        pair_words[key] = [index]
+                    elif bucket[-1] != index:
+                        bucket.append(index)
         tie = self._tie
         self.heap = [(-c, tie[k >> PAIR_SHIFT], tie[k & _LOW], k) for k, c in pair_counts.items()]
         heapq.heapify(self.heap)
@@ -224,7 +258,11 @@ class BpeTrainer:
         pair_counts, pair_words = self.pair_counts, self.pair_words
         words, counts = self.words, self.counts
         get = pair_counts.get
-        touched: set[int] = set()  # pairs with the new token whose count grew
+        if self._core is not None:
+            touched: set[int] = self._core.merge(words, counts, pair_counts, pair_words, pair_words.pop(key, ()),
+                                                 left, right, token)
+            return self._finish_merge(key, left, right, token, count, touched)
+        touched = set()  # pairs with the new token whose count grew
         token_left = token << PAIR_SHIFT
 
         for index in pair_words.pop(key, ()):
@@ -285,6 +323,11 @@ class BpeTrainer:
             if out is not None:
                 out += word[copied:]
                 words[index] = out
+        return self._finish_merge(key, left, right, token, count, touched)
+
+    def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> Merge:
+        """Drop the merged pair, push the pairs that grew onto the heap, record the merge."""
+        pair_counts = self.pair_counts
         # Every occurrence of the pair is gone (left-to-right merging leaves none).
         pair_counts.pop(key, None)
         tie = self._tie

@@ -158,3 +158,15 @@ def reference_merges() -> list[tuple[bytes, bytes]]:
 
     lines = corpus_path("train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines()
     return [tuple(str_to_token(part) for part in line.split(" ")) for line in lines if line]
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def merge_core(request, monkeypatch):
+    """Run a test on the compiled merge core and on the pure-Python one (the reference)."""
+    from bpestore import trainer
+
+    if request.param == "pure":
+        monkeypatch.setattr(trainer, "COMPILED_CORE", None)
+    elif trainer.COMPILED_CORE is None:
+        pytest.skip(f"the compiled merge core is not built here: {trainer.CORE_STATUS}")
+    return request.param

@@ -339,7 +339,8 @@ def test_python_m_bpestore_is_the_same_program(tmp_path):
 
     out = subprocess.run([sys.executable, "-m", "bpestore", "--version"], capture_output=True, text=True,
                          check=True, cwd=tmp_path)
-    assert out.stdout.strip() == f"bpestore, version {bpestore.__version__}"
+    assert out.stdout.splitlines()[0] == f"bpestore, version {bpestore.__version__}"
+    assert out.stdout.splitlines()[1].startswith("merge core: ")
     assert version("bpestore") == bpestore.__version__
 
 

@@ -17,6 +17,8 @@ from bpestore.trainer import PARALLEL_REPLAY_MIN_WORDS, BpeTrainer, train_word_c
 from .conftest import corpus_path, read_corpus, reference_merges
 
 EOT = "<|endoftext|>"
+# Every test here runs on the compiled merge core and on the pure-Python one.
+pytestmark = pytest.mark.usefixtures("merge_core")
 
 
 def test_train_bpe_matches_cs336_reference_merges_and_vocab():

@@ -86,11 +86,22 @@ class LazyGroup(BpestoreGroup):
             formatter.write_dl(rows)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--version: the version, and which merge core training uses (compiled, or pure-Python and why)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from ..trainer import merge_core
+
+    click.echo(f"bpestore, version {__version__}\nmerge core: {merge_core()}")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", envvar="BPESTORE_DB", metavar="PATH_OR_URL",
               help="SQLite path or SQLAlchemy URL [env: BPESTORE_DB; default: ./bpestore.db]")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-@click.version_option(__version__, prog_name="bpestore")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version (and the merge core) and exit.")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, debug: bool) -> None:
     """Byte-pair-encoding tokenizers whose state lives in a database."""
