@@ -13,6 +13,7 @@ training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --sc
 compiled vs pure-Python merge core (bench/training_scale.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
+dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -28,6 +29,7 @@ from importlib.metadata import PackageNotFoundError, version
 from bench import training_scale
 from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
+from bench.dask_count import SUITES as DASK_SUITES
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
@@ -40,7 +42,7 @@ from bench.web import SUITES as WEB_SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers")
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **WEB_SUITES, **TRAINING_SCALE_SUITES}
+          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES}
 
 
 def _versions() -> str:

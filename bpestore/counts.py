@@ -16,6 +16,7 @@ the Dask recipe in the README); merging counts is the store's job.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -116,6 +117,61 @@ def count_files(
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(_metadata(info), sort_keys=True)})
     _write_atomic(target, lambda path: pq.write_table(table, path, row_group_size=ROW_GROUP), force)
     return info
+
+
+def group_files(paths: Iterable[str | Path], *, group_bytes: int = 64 << 20,
+                glob: str | None = None) -> list[list[str]]:
+    """The files of ``paths`` (directories expanded, in order) in consecutive groups of
+    about ``group_bytes`` each (a larger file is a group of its own): the tasks of a
+    distributed count, one counts file per group."""
+    from .ingest import expand_paths
+
+    if group_bytes < 1:
+        raise InvalidArgumentError(f"group_bytes must be at least 1, not {group_bytes}", params=("group_bytes",))
+    groups: list[list[str]] = []
+    size = group_bytes
+    for name in expand_paths(paths, glob=glob):
+        if name == "-":
+            raise InvalidArgumentError("a distributed count reads files, not - (standard input)", params=("paths",))
+        if size >= group_bytes:
+            groups.append([])
+            size = 0
+        groups[-1].append(name)
+        size += os.path.getsize(name)
+    return groups
+
+
+def dask_count(client: Any, paths: Iterable[str | Path], out_dir: str | Path, *, group_bytes: int = 64 << 20,
+               glob: str | None = None, **options: Any) -> list[CountsInfo]:
+    """Count ``paths`` on a Dask cluster: one ``count_files`` task per group of about
+    ``group_bytes`` (``group_files``), each writing ``out_dir/part-NNNNN.parquet``;
+    returns the counts files' descriptions, in order, for ``Store.ingest_counts``.
+
+    ``client`` is a ``dask.distributed.Client``; the workers must see ``paths`` and
+    ``out_dir`` under the same names (a shared file system). ``options`` are
+    ``count_files``'s (spec options, ``errors``, ``jsonl_field``, ``force``); each
+    task counts in its worker's process (``workers=1``): the cluster is the parallelism.
+
+    >>> from dask.distributed import Client  # doctest: +SKIP
+    >>> infos = dask_count(Client("scheduler:8786"), ["/shared/corpus/"], "/shared/counts")  # doctest: +SKIP
+    >>> bpestore.open(URL).ingest_counts("web", [i.path for i in infos])  # doctest: +SKIP
+    """
+    _pyarrow()
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise NotFoundError(f"folder {out} does not exist (out_dir)", params=("out_dir",))
+    if "workers" in options:
+        raise InvalidArgumentError("dask_count counts one task per worker thread; leave out workers",
+                                   params=("workers",))
+    corpus_spec(options.get("spec"), **{k: options.get(k) for k in ("special_tokens", "pretokenizer", "pattern",
+                                                                    "normalizer")})  # checked here, once
+    groups = group_files(paths, group_bytes=group_bytes, glob=glob)
+    # A partial: Client.submit has keywords of its own (workers=, key=, retries=).
+    task = functools.partial(count_files, workers=1, **options)
+    futures = [client.submit(task, group, str(out / f"part-{i:05d}.parquet"), pure=False)
+               for i, group in enumerate(groups)]
+    infos: list[CountsInfo] = client.gather(futures)
+    return infos
 
 
 def read_counts(path: str | Path) -> tuple[CountsInfo, dict[bytes, int]]:

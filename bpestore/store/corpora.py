@@ -40,6 +40,16 @@ def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:
     return stored
 
 
+class PartlyCounted(Exception):
+    """Some sources of a batch were counted into the corpus by another process meanwhile
+    (``present``: their sha256): the batch's merged counts cannot be split, so the
+    caller counts the others again."""
+
+    def __init__(self, present: set[str]) -> None:
+        super().__init__(f"{len(present)} source(s) counted meanwhile")
+        self.present = present
+
+
 def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
     """Write a batch of counted sources as the corpus' next generation: the corpus (if
     new), their rows and counts, in one transaction. A source another process counted
@@ -54,12 +64,13 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
             if stored.corpus_key() != spec.corpus_key():
                 raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
                                     "a concurrent ingest; ingest again to see it")
-            if not force and repository.any_source_present(conn, corpus_id, [s.sha256 for s in counted]):
-                if len(counted) > 1:
-                    raise ConflictError(
-                        f"another process ingested some of these sources into {corpus!r} at the "
-                        "same time; ingest again (sources already in are skipped)")
-                counted[0].skipped = True
+            present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
+            if present:
+                if len(present) < len({s.sha256 for s in counted}):
+                    # Their counts are merged with the others': the others are counted again.
+                    raise PartlyCounted(present)
+                for s in counted:
+                    s.skipped = True
                 counted = []
             generation = repository.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
     for s in batch.sources:

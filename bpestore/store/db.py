@@ -26,6 +26,24 @@ if TYPE_CHECKING:
 
 DEFAULT_DB = "bpestore.db"
 HEAD = "0004"  # the newest revision in migrations/versions
+# How long a statement waits for a lock another process holds before it gives up
+# (SQLite's busy timeout, PostgreSQL's lock_timeout); $BPESTORE_LOCK_WAIT_SECONDS sets it.
+LOCK_WAIT_SECONDS = 30.0
+
+
+def lock_wait_seconds() -> float:
+    """The bounded lock wait: $BPESTORE_LOCK_WAIT_SECONDS, else LOCK_WAIT_SECONDS."""
+    value = os.environ.get("BPESTORE_LOCK_WAIT_SECONDS")
+    if value is None or not value.strip():
+        return LOCK_WAIT_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86_400:
+        raise InvalidArgumentError(f"BPESTORE_LOCK_WAIT_SECONDS must be a number of seconds from 0 to 86400 "
+                                   f"(not 0), not {value!r}")
+    return seconds
 
 
 def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False) -> str:
@@ -71,16 +89,26 @@ def is_read_only(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite" and engine.url.query.get("mode") == "ro"
 
 
-def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False) -> None:
+def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False, wait_ms: int = 30000) -> None:
     # Let SQLAlchemy, not the driver, decide where transactions begin (see below).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout={wait_ms}")  # first: the pragmas below may wait for a writer
     cursor.execute("PRAGMA foreign_keys=ON")
     if not read_only:  # a read-only file stays as it is (its journal mode included)
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def _postgresql_lock_timeout(dbapi_connection, _record, wait_ms: int) -> None:
+    # A lock held by another session is waited for this long, then the statement fails
+    # (LockNotAvailable), which becomes an Error naming the lock; never an endless wait.
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = {wait_ms}")
+    dbapi_connection.autocommit = autocommit
 
 
 def _sqlite_begin(conn) -> None:
@@ -101,12 +129,16 @@ def display_url(url: str) -> str:
 
 
 def make_engine(url: str, *, read_only: bool = False) -> Engine:
-    """An engine for url; SQLite gets foreign keys, WAL and a busy timeout.
+    """An engine for url; SQLite gets foreign keys, WAL and a busy timeout, PostgreSQL a
+    lock_timeout (both ``lock_wait_seconds()``).
 
     ``read_only`` on PostgreSQL: every transaction of every connection is read-only
     (``default_transaction_read_only``), so the server itself refuses writes.
     """
-    options = {"poolclass": StaticPool} if url == "sqlite://" else {}
+    options: dict = {"poolclass": StaticPool} if url == "sqlite://" else {}
+    wait_ms = max(1, round(lock_wait_seconds() * 1000))
+    if url.startswith("sqlite"):
+        options["connect_args"] = {"timeout": wait_ms / 1000}  # the driver's own wait, the same
     try:
         engine = create_engine(url, **options)
     except ModuleNotFoundError as exc:
@@ -117,13 +149,17 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     if engine.dialect.name == "sqlite":
         read_only = is_read_only(engine)
         event.listen(engine, "connect", lambda dbapi_connection, record: _sqlite_pragmas(
-            dbapi_connection, record, read_only))
+            dbapi_connection, record, read_only, wait_ms))
         event.listen(engine, "begin", _sqlite_begin)
-    elif read_only:
-        event.listen(engine, "connect", _read_only_session)
+    else:
         if engine.dialect.name == "postgresql":
-            # SQLAlchemy resets a returned connection to READ WRITE; this keeps every checkout read-only.
-            engine = engine.execution_options(postgresql_readonly=True)
+            event.listen(engine, "connect", lambda dbapi_connection, record: _postgresql_lock_timeout(
+                dbapi_connection, record, wait_ms))
+        if read_only:
+            event.listen(engine, "connect", _read_only_session)
+            if engine.dialect.name == "postgresql":
+                # SQLAlchemy resets a returned connection to READ WRITE; this keeps every checkout read-only.
+                engine = engine.execution_options(postgresql_readonly=True)
     return engine
 
 

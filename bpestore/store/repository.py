@@ -60,6 +60,8 @@ NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
 class Transactions(Protocol):
     """What the modules above the repository open connections with (the Store)."""
 
+    url: str
+
     def reading(self) -> AbstractContextManager[Connection]: ...
 
     def writing(self) -> AbstractContextManager[Connection]: ...
@@ -283,16 +285,6 @@ def lock_corpus_row(conn: Connection, corpus_id: int) -> None:
     """Lock a corpus' row until the transaction ends: ingests into it wait (PostgreSQL;
     on SQLite every writer holds the database's write lock)."""
     conn.execute(select(corpora.c.id).where(corpora.c.id == corpus_id).with_for_update())
-
-
-def any_source_present(conn: Connection, corpus_id: int, shas: Sequence[str]) -> bool:
-    """Whether any of these contents is already a source of the corpus."""
-    for start in range(0, len(shas), 500):
-        if conn.execute(select(ingests.c.id).where(
-                ingests.c.corpus_id == corpus_id,
-                ingests.c.sha256.in_(shas[start:start + 500])).limit(1)).first():
-            return True
-    return False
 
 
 def present_shas(conn: Connection, corpus_id: int, shas: Sequence[str]) -> set[str]:
@@ -589,6 +581,13 @@ def try_lock_training(conn: Connection, version_id: int) -> bool:
     if conn.dialect.name != "postgresql":
         return True
     return bool(conn.execute(select(func.pg_try_advisory_lock(_training_lock_space(), version_id))).scalar())
+
+
+def try_lock_training_xact(conn: Connection, version_id: int) -> bool:
+    """``try_lock_training`` until the transaction ends (PostgreSQL; elsewhere True)."""
+    if conn.dialect.name != "postgresql":
+        return True
+    return bool(conn.execute(select(func.pg_try_advisory_xact_lock(_training_lock_space(), version_id))).scalar())
 
 
 def unlock_training(conn: Connection, version_id: int) -> None:

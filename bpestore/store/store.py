@@ -12,10 +12,12 @@ tokenizer cache, and has one short method per public call. The work is done by:
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -42,13 +44,13 @@ from ..records import (
 )
 from ..spec import TokenizerSpec
 from . import facts, repository
-from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
+from .db import display_url, lock_wait_seconds, make_engine, resolve_url, schema_revision, upgrade_schema
 
 if TYPE_CHECKING:
     # Imported where used: a query loads neither the encoder, the ingest workers nor the trainer.
     from ..analysis import TextCounts
     from ..encoder import Tokenizer
-    from ..ingest import IngestTuning
+    from ..ingest import CountedBatch, IngestTuning
     from .training import TrainOptions
 
 DEFAULT_CHECKPOINT_EVERY = 1000  # merges (training.py's defaults, kept equal by tests/test_store.py)
@@ -83,12 +85,45 @@ class TokenizerCache:
 
 @contextmanager
 def _database_errors() -> Iterator[None]:
-    """Turn a failure of the database (SQLAlchemy's errors) into a DatabaseError."""
+    """Turn a failure of the database (SQLAlchemy's errors) into a DatabaseError; a lock
+    waited for longer than the bounded wait into one that names the lock."""
     try:
         yield
     except SQLAlchemyError as exc:
+        lock = _lock_given_up(exc)
+        if lock is not None:
+            raise DatabaseError(f"gave up after {lock_wait_seconds():g} s waiting for {lock}, which another "
+                                "process holds; try again when it is done (BPESTORE_LOCK_WAIT_SECONDS sets "
+                                "how long to wait)") from exc
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DatabaseError(f"database error: {message}") from exc
+
+
+# What holds a row lock of each table on PostgreSQL.
+_ROW_LOCKS = {"corpora": "an ingest into it, or a training pinning it",
+              "versions": "a training or removal of it", "tokenizers": "a new version of it"}
+
+
+def _lock_given_up(exc: SQLAlchemyError) -> str | None:
+    """The lock a statement gave up waiting for (the bounded lock wait ran out), in words; None otherwise."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig or exc)
+    if "database is locked" in text or "database table is locked" in text:
+        return "the SQLite database's write lock"
+    if getattr(orig, "sqlstate", None) != "55P03":  # PostgreSQL's lock_not_available
+        return None
+    diag = getattr(orig, "diag", None)
+    context = " ".join((getattr(diag, "context", None) or "").split())
+    statement = getattr(exc, "statement", "") or ""
+    if "advisory" in statement:
+        return "PostgreSQL's schema lock (another process is creating or upgrading the schema)" \
+            if "schema" in statement else "a PostgreSQL advisory lock"
+    found = re.search(r'relation "([^"]+)"', context) or re.search(r"\bFROM (\w+)", statement)
+    if found:
+        table = found.group(1)
+        held = _ROW_LOCKS.get(table)
+        return f"a lock on table {table} ({context or 'a row'}){f'; held by {held}' if held else ''}"
+    return f"a PostgreSQL lock ({context or statement.split(chr(10))[0][:80]})"
 
 
 class Store:
@@ -217,10 +252,18 @@ class Store:
                                        pattern=pattern, normalizer=normalizer)
             counted_before = set() if force else repository.source_shas(conn, corpus)
         results: list[Source] = []
+        tuning = tuning or IngestTuning()
         for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
                                    already_counted=counted_before, force=force, progress=progress,
-                                   tuning=tuning or IngestTuning()):
-            corpora.add_batch(self, corpus, spec, batch, force=force)
+                                   tuning=tuning):
+            while True:
+                try:
+                    corpora.add_batch(self, corpus, spec, batch, force=force)
+                    break
+                except corpora.PartlyCounted as meanwhile:
+                    # Another process counted some of these sources meanwhile: the rest, again.
+                    batch = _recount(batch, meanwhile.present, spec, errors=errors, jsonl_field=jsonl_field,
+                                     tuning=tuning)
             for source in batch.sources:
                 results.append(source)
                 if on_source:
@@ -642,12 +685,19 @@ class Store:
         if not at or not tag:
             raise InvalidArgumentError(f"name the version to remove as {name}@N, or an alias as {name}@ALIAS "
                                        f"(not {ref!r})", params=("ref",))
-        with self.writing() as conn:
+        from . import locks
+
+        with ExitStack() as training_locks, self.writing() as conn:
             version_id = repository.resolve(conn, ref)
             if not repository.NUMBER.fullmatch(tag):
                 repository.delete_alias(conn, ref)
                 return Removed(aliases=(ref,))
             doomed = [version_id, *repository.descendants(conn, version_id)]
+            for doomed_id in doomed:  # held until the removal commits: no training starts meanwhile
+                if not (training_locks.enter_context(locks.version_lock(self.url, doomed_id))
+                        and repository.try_lock_training_xact(conn, doomed_id)):
+                    raise ConflictError(f"{repository.version_info(conn, doomed_id).ref} is being trained by "
+                                        "another process right now; stop it (or wait for it to finish) first")
             infos = {v.id: v for v in repository.version_infos(conn, ids=doomed)}
             alias_refs = repository.alias_refs(conn, doomed)
             extensions = [infos[i].ref for i in doomed[1:]]
@@ -716,6 +766,23 @@ def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, error
     with open_source(str(file)) as stream:
         words, specials = tok.count_pretokens(totals.watch(TextReader(stream, str(file), errors=errors)))
     return TextCounts(totals.bytes, words, specials)
+
+
+def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **options: Any) -> CountedBatch:
+    """A batch of small sources counted again without those whose content is in ``present``."""
+    from collections import Counter
+
+    from ..ingest import CountedBatch, count_sources
+
+    kept = [s for s in batch.sources if not s.skipped and s.sha256 not in present]
+    gone = [dataclasses.replace(s, skipped=True, n_words=0, n_distinct=0)
+            for s in batch.sources if s.skipped or s.sha256 in present]
+    counts: Counter = Counter()
+    sources: list[Source] = []
+    for again in count_sources([s.source for s in kept], spec, workers=1, already_counted=present, **options):
+        counts.update(again.counts)
+        sources.extend(again.sources)
+    return CountedBatch(gone + sources, counts)
 
 
 def _count_ids(tok: Tokenizer, file: str | Path | None, text: str | None,

@@ -30,7 +30,7 @@ from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
 from ..trainer import BpeTrainer
-from . import facts, repository
+from . import facts, locks, repository
 from .repository import Transactions
 
 DEFAULT_CHECKPOINT_EVERY = 1000
@@ -280,11 +280,11 @@ def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_sec
         progress: Callable[[Progress], None] | None) -> None:
     """Replay the version's stored merges, then merge on to its target, writing checkpoints.
 
-    One run per version at a time: a second one raises ConflictError (at once
-    on PostgreSQL, at its first checkpoint elsewhere) and writes nothing.
+    One run per version at a time: a second one raises ConflictError at once
+    and writes nothing (a PostgreSQL advisory lock; on SQLite ``locks.version_lock``).
     """
-    with db.session() as session:
-        if not repository.try_lock_training(session, version_id):
+    with locks.version_lock(db.url, version_id) as held, db.session() as session:
+        if not held or not repository.try_lock_training(session, version_id):
             raise ConflictError(f"{_ref(db, version_id)} is being trained by another process right now; "
                                 "wait for it to finish (or resume it once that process stopped)")
         session.commit()  # the lock is the session's; no transaction stays open

@@ -1,0 +1,60 @@
+"""Training locks on SQLite: one run per version at a time, and no removal of a
+version while it trains. No SQL.
+
+PostgreSQL has advisory locks (``repository.try_lock_training``); SQLite has none,
+so a version's lock is byte ``version_id`` of the file ``<database>-train.lock``
+beside the database, locked with an open-file-description lock (Linux ``F_OFD_SETLK``;
+a POSIX record lock elsewhere). The kernel drops it when its holder ends, killed or
+not, so a stopped run never leaves a version locked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
+
+
+def lock_file(url: str) -> Path | None:
+    """``<database>-train.lock`` of a writable SQLite file; None for other databases."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.query.get("mode") == "ro":
+        return None
+    if parsed.database.startswith("file:"):
+        return None
+    return Path(f"{parsed.database}-train.lock")
+
+
+@contextmanager
+def version_lock(url: str, version_id: int) -> Iterator[bool]:
+    """Hold version ``version_id``'s training lock while the block runs; yields False
+    (holding nothing) when another process or file holds it. True where there is
+    no file to lock (PostgreSQL locks in the database; an in-memory SQLite)."""
+    path = lock_file(url)
+    if path is None:
+        yield True
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        yield _try_lock(fd, version_id)
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def _try_lock(fd: int, offset: int) -> bool:
+    try:
+        if _SETLK is not None:
+            # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padded.
+            fcntl.fcntl(fd, _SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+        else:  # pragma: no cover - not Linux
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+    except OSError:
+        return False
+    return True
