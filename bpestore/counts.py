@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import DamagedDataError, InvalidArgumentError, MissingExtraError, NotFoundError
 from .records import CountsInfo, Progress, Source
-from .spec import TokenizerSpec
+from .spec import TokenizerSpec, check_special_tokens
 
 FORMAT = 1
 METADATA_KEY = b"bpestore.counts"
@@ -54,6 +54,7 @@ def corpus_spec(spec: TokenizerSpec | None = None, **given: Any) -> TokenizerSpe
     if spec is None:
         if "special_tokens" in given:
             given["special_tokens"] = tuple(given["special_tokens"])
+            check_special_tokens(given["special_tokens"])
         spec = TokenizerSpec(**given)
     return TokenizerSpec.from_dict(spec.corpus_key())
 

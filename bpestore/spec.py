@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,21 @@ SEGMENTATIONS = ("merge", "longest-match")
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
 CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens")
+
+
+def check_special_tokens(tokens: Sequence[str]) -> None:
+    """Refuse special tokens for a new corpus or training that are empty, repeated, or
+    overlap (one inside another: which one a text holds would depend on a rule, not the text)."""
+    if any(not tok for tok in tokens):
+        raise InvalidArgumentError("a special token cannot be empty", params=("special_tokens",))
+    if len(set(tokens)) != len(tokens):
+        raise InvalidArgumentError("a special token is given twice", params=("special_tokens",))
+    for short in tokens:
+        for long in tokens:
+            if short != long and short in long:
+                raise InvalidArgumentError(f"special tokens {short!r} and {long!r} overlap (one is part of the "
+                                           "other); give special tokens none of which holds another",
+                                           params=("special_tokens",))
 
 
 @dataclass(frozen=True)

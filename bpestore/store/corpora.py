@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 
 from ..errors import ConflictError, InvalidArgumentError
-from ..spec import TokenizerSpec
+from ..spec import TokenizerSpec, check_special_tokens
 from . import repository
 from .repository import Transactions
 
@@ -27,6 +27,7 @@ def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:
     given = {k: v for k, v in given.items() if v is not None}
     if "special_tokens" in given:
         given["special_tokens"] = tuple(given["special_tokens"])
+        check_special_tokens(given["special_tokens"])
     stored = repository.corpus_spec(conn, corpus)
     if stored is None:
         return TokenizerSpec(**given)

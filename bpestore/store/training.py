@@ -28,7 +28,7 @@ from ..alphabet import (
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError
 from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
-from ..spec import TokenizerSpec
+from ..spec import TokenizerSpec, check_special_tokens
 from ..trainer import BpeTrainer
 from . import facts, locks, repository
 from .repository import Transactions
@@ -69,6 +69,7 @@ class TrainOptions:
     def __post_init__(self) -> None:
         if self.special_tokens is not None:
             object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+            check_special_tokens(self.special_tokens)
         if (self.vocab_size is None) == (self.merges is None):
             raise InvalidArgumentError("give either vocab_size or merges", params=("vocab_size", "merges"))
         for param in ("vocab_size", "merges", "min_frequency", "max_token_length", "checkpoint_every"):
