@@ -76,9 +76,11 @@ def test_sigkill_ingest_at_random_moments(db_url, sources):
     folder, counts = sources
     rng = random.Random(13)
     bpestore.open(db_url).close()
+    killed = 0
     for moment in range(MOMENTS):
         corpus = f"c{moment}"
-        _killed(db_url, ["ingest", corpus, str(folder), "--workers", "2", "-q"], rng.uniform(0.3, 3.0))
+        code = _killed(db_url, ["ingest", corpus, str(folder), "--workers", "2", "-q"], rng.uniform(0.3, 2.0))
+        killed += code == -signal.SIGKILL
         _integrity(db_url)
         with bpestore.open(db_url) as store:
             if any(c.name == corpus for c in store.corpora()):
@@ -91,35 +93,43 @@ def test_sigkill_ingest_at_random_moments(db_url, sources):
         with bpestore.open(db_url) as store:
             assert store.word_counts(corpus) == sum(counts.values(), Counter())
             assert store.corpus(corpus).n_sources == len(counts)
+    assert killed > 0  # the moments did fall inside ingests
 
 
 @pytest.mark.slow
 def test_sigkill_training_at_random_moments(db_url, tmp_path):
-    text = tmp_path / "t.txt"
-    text.write_text(corpus_path("tinyshakespeare.txt").read_text(encoding="utf-8"), encoding="utf-8")
-    with bpestore.open(db_url) as store:
-        store.ingest("c", [text], workers=1)
-        store.train("clean", corpus="c", vocab_size=1200, checkpoint_every=10)
-        clean = store.tokenizer("clean").merges
+    """Each moment trains its own corpus (a line of its own added: no equal earlier run whose
+    merges it could copy); the reference is the same training, uninterrupted, in another store."""
+    base = corpus_path("german_1M.txt").read_text(encoding="utf-8")
     rng = random.Random(31)
+    killed_midway = 0
     for moment in range(MOMENTS):
-        name = f"k{moment}"
-        _killed(db_url, ["train", name, "--corpus", "c", "--vocab-size", "1200", "--checkpoint-every", "10", "-q"],
-                rng.uniform(0.5, 4.0))
+        text = tmp_path / f"t{moment}.txt"
+        text.write_text(f"moment {moment} of {MOMENTS}\n" + base, encoding="utf-8")
+        with bpestore.open(tmp_path / f"reference{moment}.db") as reference:
+            reference.ingest("c", [text], workers=1)
+            reference.train("clean", corpus="c", vocab_size=3000)
+            clean = reference.tokenizer("clean").merges
+        corpus, name = f"c{moment}", f"k{moment}"
+        with bpestore.open(db_url) as store:
+            store.ingest(corpus, [text], workers=1)
+        _killed(db_url, ["train", name, "--corpus", corpus, "--vocab-size", "3000", "--checkpoint-every", "10",
+                         "-q"], rng.uniform(0.4, 2.0))
         _integrity(db_url)
         with bpestore.open(db_url) as store:
-            versions = [v for v in store.versions(name)] if any(v.name == name for v in store.versions()) else []
-            if not versions:
+            if not any(v.name == name for v in store.versions()):
                 continue  # killed before the version was created: nothing of it is there
-            (version,) = versions
+            (version,) = store.versions(name)
             stored = store.tokenizer(version.ref).merges
             assert stored == clean[:len(stored)]  # whatever is checkpointed is a prefix of the clean run
             if version.status != "complete":
+                killed_midway += 1
                 resumed = subprocess.run([sys.executable, "-m", "bpestore", "--db", db_url, "train", "--resume",
                                           version.ref, "-q"], capture_output=True, text=True, env=_env(), timeout=300)
                 assert resumed.returncode == 0, resumed.stderr
             bpestore.Store.tokenizer_cache.clear()
             assert store.tokenizer(version.ref).merges == clean
+    assert killed_midway > 0  # the moments did fall inside training
 
 
 def test_a_full_disk_is_one_error_and_nothing_half_written(tmp_path):
