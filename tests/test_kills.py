@@ -63,7 +63,7 @@ def sources(tmp_path) -> tuple[Path, dict[str, Counter]]:
     lines = corpus_path("tinyshakespeare.txt").read_text(encoding="utf-8").splitlines(keepends=True)
     for i in range(40):
         (folder / f"s{i:02d}.txt").write_text("".join(lines[i * 200:(i + 1) * 200]), encoding="utf-8")
-    (folder / "z_large.txt").write_text(corpus_path("german_1M.txt").read_text(encoding="utf-8") * 3,
+    (folder / "z_large.txt").write_text(corpus_path("german_1M.txt").read_text(encoding="utf-8") * 8,
                                         encoding="utf-8")
     pattern = regex.compile(tiktoken_pattern("gpt2"))
     counts = {str(p): Counter(w.encode() for w in pattern.findall(p.read_text(encoding="utf-8")))
@@ -79,7 +79,7 @@ def test_sigkill_ingest_at_random_moments(db_url, sources):
     killed = 0
     for moment in range(MOMENTS):
         corpus = f"c{moment}"
-        code = _killed(db_url, ["ingest", corpus, str(folder), "--workers", "2", "-q"], rng.uniform(0.3, 2.0))
+        code = _killed(db_url, ["ingest", corpus, str(folder), "--workers", "2", "-q"], rng.uniform(0.2, 1.5))
         killed += code == -signal.SIGKILL
         _integrity(db_url)
         with bpestore.open(db_url) as store:
@@ -114,7 +114,7 @@ def test_sigkill_training_at_random_moments(db_url, tmp_path):
         with bpestore.open(db_url) as store:
             store.ingest(corpus, [text], workers=1)
         _killed(db_url, ["train", name, "--corpus", corpus, "--vocab-size", "3000", "--checkpoint-every", "10",
-                         "-q"], rng.uniform(0.4, 2.0))
+                         "-q"], rng.uniform(0.4, 1.4))
         _integrity(db_url)
         with bpestore.open(db_url) as store:
             if not any(v.name == name for v in store.versions()):
