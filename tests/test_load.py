@@ -6,6 +6,7 @@ Also: a version being trained cannot be removed."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -173,7 +174,7 @@ def test_a_version_being_trained_is_not_removed(db_url, tmp_path):
     with bpestore.open(db_url) as store:
         store.ingest("c", [text_path], workers=1)
     trainer = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db_url, "train", "big", "--corpus", "c",
-                                "--vocab-size", "3000", "--checkpoint-every", "10", "-q"],
+                                "--vocab-size", "8000", "--checkpoint-every", "10", "-q"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         deadline = time.monotonic() + 60
@@ -181,12 +182,17 @@ def test_a_version_being_trained_is_not_removed(db_url, tmp_path):
             with bpestore.open(db_url) as store:
                 if any(v.ref == "big@1" and v.n_merges > 0 for v in store.versions()):
                     break
-            time.sleep(0.2)
+            time.sleep(0.05)
+        # Paused, the run keeps its locks but cannot finish before rm asks (the compiled
+        # merge core trains this in well under a second).
+        trainer.send_signal(signal.SIGSTOP)
+        assert trainer.poll() is None, "the training ended before rm could be tried"
         removed = cli(db_url, "rm", "big@1", "--force")
         assert removed.returncode != 0, removed.stdout
         lines = removed.stderr.strip().splitlines()
         assert len(lines) == 1 and "being trained" in lines[0], removed.stderr
     finally:
+        trainer.send_signal(signal.SIGCONT)
         out, err = trainer.communicate(timeout=300)
     assert trainer.returncode == 0, err
     assert cli(db_url, "verify", "big@1").returncode == 0

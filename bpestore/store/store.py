@@ -685,19 +685,18 @@ class Store:
         if not at or not tag:
             raise InvalidArgumentError(f"name the version to remove as {name}@N, or an alias as {name}@ALIAS "
                                        f"(not {ref!r})", params=("ref",))
-        from . import locks
-
+        if repository.NUMBER.fullmatch(tag):
+            # Asked first outside a write transaction, so a run busy writing a checkpoint
+            # is reported at once instead of after the lock wait.
+            with ExitStack() as probe, self.reading() as conn:
+                self._claim_training(conn, probe, repository.resolve(conn, ref))
         with ExitStack() as training_locks, self.writing() as conn:
             version_id = repository.resolve(conn, ref)
             if not repository.NUMBER.fullmatch(tag):
                 repository.delete_alias(conn, ref)
                 return Removed(aliases=(ref,))
-            doomed = [version_id, *repository.descendants(conn, version_id)]
-            for doomed_id in doomed:  # held until the removal commits: no training starts meanwhile
-                if not (training_locks.enter_context(locks.version_lock(self.url, doomed_id))
-                        and repository.try_lock_training_xact(conn, doomed_id)):
-                    raise ConflictError(f"{repository.version_info(conn, doomed_id).ref} is being trained by "
-                                        "another process right now; stop it (or wait for it to finish) first")
+            # Held until the removal commits: no training starts meanwhile.
+            doomed = self._claim_training(conn, training_locks, version_id)
             infos = {v.id: v for v in repository.version_infos(conn, ids=doomed)}
             alias_refs = repository.alias_refs(conn, doomed)
             extensions = [infos[i].ref for i in doomed[1:]]
@@ -710,6 +709,19 @@ class Store:
             repository.delete_versions(conn, doomed)
         self.tokenizer_cache.clear()
         return Removed(versions=tuple(infos[i].ref for i in doomed), aliases=tuple(alias_refs))
+
+    def _claim_training(self, conn: Connection, stack: ExitStack, version_id: int) -> list[int]:
+        """Take the training locks of a version and its extensions for as long as ``stack``
+        and the transaction last; ConflictError if a run holds one. Returns their ids."""
+        from . import locks
+
+        doomed = [version_id, *repository.descendants(conn, version_id)]
+        for doomed_id in doomed:
+            if not (stack.enter_context(locks.version_lock(self.url, doomed_id))
+                    and repository.try_lock_training_xact(conn, doomed_id)):
+                raise ConflictError(f"{repository.version_info(conn, doomed_id).ref} is being trained by "
+                                    "another process right now; stop it (or wait for it to finish) first")
+        return doomed
 
     def import_vocab(self, name: str, vocab: dict[int, bytes], merge_list: Sequence[tuple[bytes, bytes]],
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,
