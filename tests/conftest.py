@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,12 +48,10 @@ def _pg_schema_url(schema: str) -> str:
     return f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
-    """A fresh, empty database: a SQLite file, or a new schema on the test PostgreSQL."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "test.db")
-        return
+@contextmanager
+def pg_schema() -> Iterator[str]:
+    """A new schema on the test PostgreSQL, dropped afterwards; yields its store URL.
+    Skips the test (with the reason) where BPESTORE_TEST_PG_URL is not set."""
     if not PG_URL:
         pytest.skip("BPESTORE_TEST_PG_URL is not set (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
     from sqlalchemy import create_engine, text
@@ -69,6 +69,35 @@ def db_url(request, tmp_path) -> str:
         with admin.begin() as conn:
             conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> Iterator[str]:
+    """A fresh, empty database: a SQLite file, or a new schema on the test PostgreSQL."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "test.db")
+        return
+    with pg_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def sample_text() -> str:
+    """The sample text shipped in the package (Dracula)."""
+    import lzma
+
+    import bpestore
+
+    with lzma.open(bpestore.sample_path(), "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.fixture
+def sample_file(sample_text, tmp_path) -> Path:
+    """The sample's first 60,000 characters as a file."""
+    path = tmp_path / "sample.txt"
+    path.write_text(sample_text[:60_000], encoding="utf-8")
+    return path
 
 
 @pytest.fixture

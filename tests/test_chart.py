@@ -6,7 +6,6 @@ tiktoken with the prefix of the ranks) encoding the whole text."""
 from __future__ import annotations
 
 import json
-import lzma
 from collections import Counter
 
 import pytest
@@ -18,19 +17,6 @@ from bpestore.analysis import TextCounts, chart_of_ids, curve_ranks, tree_merges
 from .conftest import assert_error, read_corpus, tiktoken_pattern
 
 EOT = "<|endoftext|>"
-
-
-@pytest.fixture(scope="module")
-def sample_text() -> str:
-    with lzma.open(bpestore.sample_path(), "rt", encoding="utf-8") as f:
-        return f.read()
-
-
-@pytest.fixture
-def sample_file(sample_text, tmp_path):
-    path = tmp_path / "sample.txt"
-    path.write_text(sample_text[:60_000], encoding="utf-8")
-    return path
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import lzma
 import os
 import random
 import re
@@ -26,19 +25,6 @@ from bpestore.store import repository
 from .conftest import assert_error
 
 EOT = "<|endoftext|>"
-
-
-@pytest.fixture(scope="module")
-def sample_text() -> str:
-    with lzma.open(bpestore.sample_path(), "rt", encoding="utf-8") as f:
-        return f.read()
-
-
-@pytest.fixture
-def sample_file(sample_text, tmp_path):
-    path = tmp_path / "sample.txt"
-    path.write_text(sample_text[:60_000], encoding="utf-8")
-    return path
 
 
 @pytest.fixture

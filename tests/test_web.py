@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 
 import pytest
 
@@ -15,7 +14,7 @@ pytest.importorskip("starlette", reason="the web extra (starlette) is not instal
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx: pip install -e '.[test]'")
 
 from click.testing import CliRunner  # noqa: E402
-from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy import text  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
@@ -25,7 +24,7 @@ from bpestore.cli import cli  # noqa: E402
 from bpestore.web import app as web_app  # noqa: E402
 from bpestore.web import create_app  # noqa: E402
 
-from .conftest import PG_URL, _pg_schema_url  # noqa: E402
+from .conftest import pg_schema  # noqa: E402
 
 XSS = '<script>"x"</script>'
 
@@ -52,21 +51,9 @@ def db(request, tmp_path_factory):
         build_store(url, tmp)
         yield url
         return
-    if not PG_URL:
-        pytest.skip("BPESTORE_TEST_PG_URL is not set (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        url = _pg_schema_url(schema)
+    with pg_schema() as url:
         build_store(url, tmp)
         yield url
-    finally:
-        Store.tokenizer_cache.clear()
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 @pytest.fixture(scope="module")

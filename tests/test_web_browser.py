@@ -37,7 +37,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 import bpestore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-XSS = '<script>"x"</script>'
+from .test_web import XSS, build_store  # noqa: E402
 
 
 def bpestore_cli(db: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -59,15 +59,7 @@ def free_port() -> int:
 def db(tmp_path_factory) -> str:
     tmp = tmp_path_factory.mktemp("browser")
     path = str(tmp / "web.db")
-    corpus = tmp / "xss.txt"
-    corpus.write_text(f"{XSS} plain\n" * 50, encoding="utf-8")
-    with bpestore.open(path) as store:
-        store.ingest("books", [str(bpestore.sample_path())], workers=1)
-        store.train("en", corpus="books", vocab_size=400)
-        store.train("en", corpus="books", vocab_size=450, parent="en@1")
-        store.set_alias("en@1", "prod")
-        store.ingest("xss", [str(corpus)], pretokenizer="whitespace", workers=1)
-        store.train("xss", corpus="xss", merges=40)
+    build_store(path, tmp)
     return path
 
 
