@@ -369,7 +369,8 @@ class Tokenizer:
     def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
         """The ids of text and, for each, the (start, end) characters of text it
         covers. A token that holds part of a character covers that character.
-        Takes the same keyword options as ``encode``.
+        Takes the same keyword options as ``encode``. InvalidArgumentError where
+        the tokens do not spell the text (a normalizer, markers, dropped spaces).
 
         >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"ab"}, [(b"a", b"b")])
         >>> tok.encode_with_offsets("abé")
@@ -377,6 +378,11 @@ class Tokenizer:
         """
         text = _fix_surrogates(text)
         ids = self._encode(text, self._rules(**options), None, [])
+        if b"".join(map(self._vocab.__getitem__, ids)) != text.encode("utf-8"):
+            raise InvalidArgumentError(
+                f"the tokens of {self.name or 'this tokenizer'} do not spell the text byte for byte (a normalizer, "
+                "word markers, an unknown token or a pre-tokenizer that drops characters change it), so they have "
+                "no places in it; use encode", params=("text",))
         # The character each byte of the UTF-8 text belongs to.
         char_of_byte = []
         for i, ch in enumerate(text):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import bpestore
 import bpestore.encoder
-from bpestore import DisallowedSpecialError, Tokenizer, TokenizerSpec
+from bpestore import DisallowedSpecialError, InvalidArgumentError, Tokenizer, TokenizerSpec
 from bpestore.bpe import _merge_long_word, merge_word
 
 from .conftest import corpus_path, read_corpus
@@ -274,6 +274,18 @@ def test_encode_with_offsets_hand_checked():
     ids, spans = tok.encode_with_offsets("xab é\ud800")
     assert ids == [120, 256, 32, 195, 169, 239, 191, 189]
     assert spans == [(0, 1), (1, 3), (3, 4), (4, 5), (4, 5), (5, 6), (5, 6), (5, 6)]
+
+
+def test_encode_with_offsets_refuses_tokens_that_do_not_spell_the_text():
+    vocab = {i: bytes([i]) for i in range(256)}
+    dropping = Tokenizer(vocab, [], spec=TokenizerSpec(pretokenizer="whitespace"))  # the spaces vanish
+    assert bytes(dropping.encode("a b")) == b"ab"
+    with pytest.raises(InvalidArgumentError, match="do not spell the text"):
+        dropping.encode_with_offsets("a b")
+    lowering = Tokenizer(vocab, [], spec=TokenizerSpec(normalizer="lowercase"))
+    with pytest.raises(InvalidArgumentError, match="use encode"):
+        lowering.encode_with_offsets("AB")
+    assert lowering.encode_with_offsets("ab") == ([97, 98], [(0, 1), (1, 2)])  # unchanged text: places as usual
 
 
 # -- segmentation modes --------------------------------------------------------

@@ -238,7 +238,12 @@ class Encoder:
         ref, text = p.need("ref"), p.text()
         tok = store.tokenizer(ref)  # cached; its name is the version's NAME@N
         with self.lock:
-            ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+            spans: list[tuple[int, int]] | list[tuple[None, None]]
+            try:
+                ids, spans = tok.encode_with_offsets(text, allowed_special="all")
+            except InvalidArgumentError:  # the tokens do not spell the text: no places to give
+                ids = tok.encode(text, allowed_special="all")
+                spans = [(None, None)] * len(ids)
             tokens = [{"id": i, "token": token_text(tok.decode_single_token_bytes(i)), "start": start, "end": end}
                       for i, (start, end) in zip(ids, spans)]
         n_bytes = len(text.encode("utf-8", "surrogatepass"))
