@@ -21,8 +21,19 @@ from .options import (
     emit_json,
     emit_listing,
     json_option,
+    options,
     quiet_option,
     text_options,
+)
+
+# How sources are read and counted: the same for ingest and count.
+source_options = options(
+    click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt')."),
+    click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record."),
+    text_options,
+    click.option("--workers", type=count_range(1, MAX_WORKERS), help="Counting processes [default: one per core]."),
+    click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
+                 show_default=True, help="What to do with invalid UTF-8."),
 )
 
 
@@ -65,13 +76,8 @@ def ingest_summary(corpus: str, results: Sequence[Source], n_distinct: int, seco
 @click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option("--sample", is_flag=True,
               help="Count the sample text shipped with bpestore (Dracula, public domain) too.")
-@click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
-@click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
-@text_options
-@click.option("--workers", type=count_range(1, MAX_WORKERS), help="Counting processes [default: one per core].")
+@source_options
 @click.option("--force", is_flag=True, help="Count a source again even if its content is in the corpus.")
-@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
-              show_default=True, help="What to do with invalid UTF-8.")
 @click.option("--counts", is_flag=True,
               help="PATH... are counts files (bpestore count): add them as one generation.")
 @json_option
@@ -113,13 +119,8 @@ def _ingest_paths(obj: Context, corpus: str, paths: tuple[str, ...], as_json: bo
 @click.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--out", required=True, metavar="FILE", help="The counts file to write (Parquet).")
-@click.option("--glob", metavar="PATTERN", help="In directories, only files matching this (e.g. '*.txt').")
-@click.option("--jsonl-field", metavar="FIELD", help="Read sources as JSON Lines; count this field of each record.")
-@text_options
-@click.option("--workers", type=count_range(1, MAX_WORKERS), help="Counting processes [default: one per core].")
+@source_options
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
-@click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
-              show_default=True, help="What to do with invalid UTF-8.")
 @json_option
 @quiet_option
 def count(paths: tuple[str, ...], out: str, as_json: bool, quiet: bool, **options: Any) -> None:
