@@ -20,13 +20,13 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .errors import DamagedDataError, InvalidArgumentError, MissingExtraError, NotFoundError
+from .files import atomic_path
 from .records import CountsInfo, Progress, Source
 from .spec import TokenizerSpec, check_special_tokens
 
@@ -116,7 +116,8 @@ def count_files(
     table = pa.table({"word": pa.array(words, type=pa.binary()),
                       "count": pa.array([counts[w] for w in words], type=pa.int64())})
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(_metadata(info), sort_keys=True)})
-    _write_atomic(target, lambda path: pq.write_table(table, path, row_group_size=ROW_GROUP), force)
+    with atomic_path(target, force=force) as temp:
+        pq.write_table(table, temp, row_group_size=ROW_GROUP)
     return info
 
 
@@ -239,21 +240,6 @@ def _check_target(target: Path, force: bool) -> None:
         raise InvalidArgumentError(f"out {target} is a folder; give a file name", params=("out",))
     if target.exists() and not force:
         raise InvalidArgumentError(f"{target} exists; pass force=True to replace it", params=("force",))
-
-
-def _write_atomic(target: Path, write: Callable[[str], None], force: bool) -> None:
-    """Write through a temporary file beside ``target``, renamed over it only when complete."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        write(temporary)
-        with open(temporary, "rb") as f:
-            os.fsync(f.fileno())
-        _check_target(target, force)  # another process may have written it meanwhile
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _first_line(exc: BaseException) -> str:

@@ -8,13 +8,12 @@ no display is touched.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidArgumentError, MissingExtraError, NotFoundError
+from .files import atomic_path
 from .records import VersionChart
 
 FORMATS = ("png", "svg")
@@ -99,15 +98,6 @@ def _save(fig: Any, out: Path, fmt: str) -> Path:
     import matplotlib
 
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-    handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=f".{fmt}", dir=out.parent)
-    try:
-        with os.fdopen(handle, "wb") as f, matplotlib.rc_context({"svg.hashsalt": "bpestore"}):
-            fig.savefig(f, format=fmt, dpi=110, metadata=metadata)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as a file opened for writing would be (mkstemp's is private)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(out, force=True) as temp, matplotlib.rc_context({"svg.hashsalt": "bpestore"}):
+        fig.savefig(temp, format=fmt, dpi=110, metadata=metadata)
     return out

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from ..errors import ConflictError, InvalidArgumentError, NotFoundError
+from ..files import atomic_file
 from .gpt2 import write_gpt2
 from .hf import hf_tokenizer_json
 
@@ -65,49 +62,6 @@ def _free(path: Path, force: bool) -> None:
         raise InvalidArgumentError(f"{path} is a folder; give a file path", params=("out",))
     if path.exists() and not force:
         raise ConflictError(f"{path} exists; pass force=True to replace it", params=("force",))
-
-
-@contextmanager
-def atomic_file(path: Path, *, force: bool = False) -> Iterator[IO[str]]:
-    """A text file written next to ``path`` and renamed onto it once complete
-    and on disk (fsync): a failure or a kill leaves ``path`` as it was. Without
-    ``force`` an existing ``path`` (even one made meanwhile) is not replaced.
-
-    >>> with atomic_file(Path("t.json")) as f: f.write("{}")  # doctest: +SKIP
-    """
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with open(fd, "w", encoding="utf-8") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        if force:
-            os.replace(temp, path)
-        else:
-            try:
-                os.link(temp, path)  # fails if path exists: no check-then-write race
-            except FileExistsError:
-                raise ConflictError(f"{path} exists; pass force=True to replace it", params=("force",)) from None
-            os.unlink(temp)
-        _fsync_folder(path.parent)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (where the system allows opening folders)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def refuse_unexportable(tok: Tokenizer) -> None:
