@@ -494,12 +494,12 @@ class Tokenizer:
         ``progress`` gets a ``Progress`` (bytes read, ids written) after each piece.
         The file appears only once complete. Takes ``encode``'s keyword options.
         """
+        from .files import atomic_path
         from .ingest import TextReader, open_source
 
         dtype = dtype or ("uint16" if self.n_vocab <= 1 << 16 else "uint32")
         typecode = self._id_typecode(dtype, writing=True)
         out = Path(out)
-        partial = out.with_name(out.name + ".partial")
         stream = open_source(path)  # its checks and messages, also where workers read the file
         n_tokens = 0
         rules = self._rules(**options)
@@ -513,18 +513,16 @@ class Tokenizer:
             parts = ((_pack(ids, typecode), len(ids), reader.size)
                      for ids in self._encode_stream(reader, rules, workers, _uint32_array))
         try:
-            with open(partial, "wb") as f:
+            # Replaces an existing ``out`` by design (ids files are outputs of a run).
+            with atomic_path(out, force=True) as temp, open(temp, "wb") as f:
                 for data, n, done in parts:
                     n_tokens += n
                     f.write(data)
                     if progress is not None:
                         progress(Progress("encode", name, done, total, "bytes", tokens=n_tokens))
-            os.replace(partial, out)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-            if partial.exists():
-                partial.unlink()
         return EncodedFile(path=str(out), tokens=n_tokens, bytes=total if total is not None else reader.size,
                            dtype=dtype)
 
