@@ -735,6 +735,11 @@ class Tokenizer:
         if dropout:
             rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
         if not rules.allowed:
+            if not dropout and type(out) is list and not out:
+                fast = self._fast_for(text)
+                found = fast.encode(text) if fast is not None else None
+                if found is not None:
+                    return cast(IdsT, found)  # tiktoken's own list: no copy of a long text's ids
             self._encode_segment(text, out, dropout, rng)
             return out
         start = 0
@@ -756,8 +761,7 @@ class Tokenizer:
                 out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
                                               self._merged_ids, dropout, rng))
             return
-        # A short text does not pay for the fast path's once-per-version check.
-        fast = self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
+        fast = self._fast_for(text)
         if fast is not None and fast.encode_into(text, out):
             return
         cache = self._words
@@ -768,6 +772,11 @@ class Tokenizer:
                     cache.clear()
                 ids = cache[word] = tuple(self._encode_word(word))
             out.extend(ids)
+
+    def _fast_for(self, text: str):
+        """tiktoken's core where it may encode ``text``: a short text does not pay
+        for deciding that (the tables the pure path needs are smaller)."""
+        return self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
 
     def _initial_ids(self, word: str) -> list[int]:
         """A pre-token's initial symbols: the spec's own, or its bytes."""
