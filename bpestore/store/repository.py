@@ -470,6 +470,31 @@ def counts(conn: Connection, corpus_id: int, generation: int | None = None) -> d
     return {bytes(word): count for word, count in conn.execute(_counts_of(corpus_id, generation))}
 
 
+def count_rows(conn: Connection, corpus_id: int, generation: int | None = None, *,
+               batch: int = 1 << 16) -> Iterator[tuple[bytes, int]]:
+    """Every (word, count) of a corpus' generation (None: the newest), streamed
+    from the driver's cursor ``batch`` rows at a time: for millions of words,
+    neither a dict of them all nor a SQLAlchemy row per word (a third of the
+    time). Consume it inside the transaction of ``conn``."""
+    stmt = _counts_of(corpus_id, generation)
+    if conn.dialect.driver not in ("pysqlite", "psycopg"):  # other drivers: the portable way
+        for word, count in conn.execute(stmt):
+            yield bytes(word), count
+        return
+    compiled = stmt.compile(dialect=conn.dialect)
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup or ()) if compiled.positional else params
+    raw: Any = conn.connection.driver_connection
+    # PostgreSQL: a server-side cursor (rows come as they are read, not all at once).
+    cursor = raw.cursor(name="bpestore_count_rows") if conn.dialect.name == "postgresql" else raw.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+    finally:
+        cursor.close()
+
+
 def words(conn: Connection, corpus_id: int, generation: int | None = None) -> Iterator[bytes]:
     """Every distinct word of a corpus' generation, without counts."""
     for word, _count in conn.execute(_counts_of(corpus_id, generation)):
@@ -638,6 +663,13 @@ def version_state(conn: Connection, version_id: int) -> str:
 
 def n_merges(conn: Connection, version_id: int) -> int:
     return conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id)).scalar_one()
+
+
+def next_rank(conn: Connection, version_id: int) -> int:
+    """The rank of a version's next merge (its merges are ranks 0, 1, ...): one
+    index lookup, where counting them reads every one (a checkpoint asks each time)."""
+    return conn.execute(select(func.coalesce(func.max(merges.c.rank) + 1, 0))
+                        .where(merges.c.version_id == version_id)).scalar_one()
 
 
 def try_lock_training(conn: Connection, version_id: int) -> bool:
