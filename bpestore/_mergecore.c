@@ -1,283 +1,734 @@
-/* The merge loop's hot work in C: the optional compiled core of bpestore.trainer.
+/* The merge loop in C: the optional compiled core of bpestore.trainer.
  *
- * It works on the pure trainer's own Python structures (words: list of lists of
- * ints; counts: list of ints; pair_counts: dict pair -> count; pair_words:
- * dict pair -> list of word indices) and does exactly what the pure-Python
- * BpeTrainer._build_stats and the word loop of BpeTrainer._merge do, in the
- * same order, so the merge lists are identical by construction (and tested to
- * be: tests/test_merge_core.py). The heap, tie-breaks and stopping rules stay
- * in Python. A pair (a, b) is the int (a << 32) | b.
+ * A `Trainer` holds the whole training state outside Python objects:
+ *   - words as one flat uint32 array of symbol ids (offset + length per word,
+ *     rewritten in place: a merge only shortens a word), counts as int64;
+ *   - pair counts in an open-addressing hash table (linear probing, deletion
+ *     by backward shift) keyed by the 64-bit pair (left << 32) | right;
+ *   - for each pair, the words it may occur in: a compact array of uint32 word
+ *     indices (a superset, as in the pure trainer: a word that loses the pair
+ *     is skipped when the pair merges; a pair whose count drops to 0 is
+ *     forgotten, bucket and all);
+ *   - the lazy max-heap of (count, pair) with both tie-breaks of the pure
+ *     trainer: "lexicographic" (the greater (left bytes, right bytes) wins)
+ *     and "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair.
+ *
+ * It does exactly what the pure-Python BpeTrainer does (bpestore/trainer.py, the
+ * reference), so the merge lists are identical (tests/test_merge_core.py). Python
+ * keeps the stopping rules it must ask about (allow_merge, max_token_length: it
+ * pops candidates until one is allowed), the ids of new tokens and the records.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define SHIFT 32
+#define EMPTY UINT64_MAX
+#define INLINE_CAP 2
 
-typedef unsigned long long u64;
+typedef struct {
+    uint64_t key;      /* EMPTY when the slot is free */
+    int64_t count;
+    union {
+        uint32_t *ptr;               /* cap > INLINE_CAP */
+        uint32_t inl[INLINE_CAP];    /* cap <= INLINE_CAP */
+    } w;
+    uint32_t n, cap;   /* words indexed under the pair */
+} Slot;
 
-/* The value of an id (a non-negative Python int). */
-static int id_of(PyObject *obj, u64 *out) {
-    u64 v = PyLong_AsUnsignedLongLong(obj);
-    if (v == (u64)-1 && PyErr_Occurred()) return -1;
-    *out = v;
+typedef struct {
+    int64_t count;
+    uint64_t key;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    int hf;                 /* tie-break: 1 hf, 0 lexicographic */
+    int broken;             /* a failed allocation left the state half-updated */
+    int built;
+    /* tokens */
+    uint32_t n_tokens, cap_tokens;
+    uint32_t *tie;          /* hf: tie value by token */
+    uint64_t *tok_off;      /* lexicographic: bytes of token t at bytes[tok_off[t]], tok_len[t] */
+    uint32_t *tok_len;
+    unsigned char *bytes;
+    uint64_t n_bytes, cap_bytes;
+    /* words */
+    uint32_t *sym;
+    uint64_t n_sym, cap_sym;
+    uint64_t *off;
+    uint32_t *len;
+    int64_t *cnt;
+    uint32_t n_words, cap_words;
+    /* pairs */
+    Slot *slots;
+    uint64_t mask, used;    /* capacity - 1; slots in use */
+    /* heap */
+    Entry *heap;
+    uint64_t n_heap, cap_heap;
+    /* pairs that grew during a merge */
+    uint64_t *touched;
+    uint64_t n_touched, cap_touched;
+} Trainer;
+
+/* -- memory ------------------------------------------------------------------ */
+/* Grow *p (of elements of `size`) to hold at least `need`; 0 or -1 (MemoryError set). */
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t size) {
+    if (need <= *cap) return 0;
+    uint64_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    if (c > (uint64_t)PY_SSIZE_T_MAX / size) { PyErr_NoMemory(); return -1; }
+    void *q = realloc(*p, (size_t)(c * size));
+    if (q == NULL) { PyErr_NoMemory(); return -1; }
+    *p = q;
+    *cap = c;
     return 0;
 }
 
-/* counts[key] += delta (the key is created at 0 when absent). */
-static int add_count(PyObject *counts, PyObject *key, long long delta) {
-    long long value = 0;
-    PyObject *old = PyDict_GetItemWithError(counts, key); /* borrowed */
-    if (old != NULL) {
-        value = PyLong_AsLongLong(old);
-        if (value == -1 && PyErr_Occurred()) return -1;
-    } else if (PyErr_Occurred()) {
-        return -1;
-    }
-    PyObject *updated = PyLong_FromLongLong(value + delta);
-    if (updated == NULL) return -1;
-    int rc = PyDict_SetItem(counts, key, updated);
-    Py_DECREF(updated);
-    return rc;
+static int grow32(void **p, uint32_t *cap, uint64_t need, size_t size) {
+    if (need > UINT32_MAX - 1) { PyErr_SetString(PyExc_OverflowError, "too many words or tokens"); return -1; }
+    uint64_t c = *cap;
+    if (grow(p, &c, need, size) < 0) return -1;
+    *cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+    return 0;
 }
 
-/* Word `index` (the int object `index_obj`) holds pair `key`: add it to the
- * pair's bucket unless it is its last entry already. */
-static int index_word(PyObject *pair_words, PyObject *key, PyObject *index_obj, Py_ssize_t index) {
-    PyObject *bucket = PyDict_GetItemWithError(pair_words, key); /* borrowed */
-    if (bucket == NULL) {
-        if (PyErr_Occurred()) return -1;
-        PyObject *fresh = PyList_New(1);
-        if (fresh == NULL) return -1;
-        Py_INCREF(index_obj);
-        PyList_SET_ITEM(fresh, 0, index_obj);
-        int rc = PyDict_SetItem(pair_words, key, fresh);
-        Py_DECREF(fresh);
-        return rc;
-    }
-    if (!PyList_Check(bucket)) {
-        PyErr_SetString(PyExc_TypeError, "pair_words values must be lists");
-        return -1;
-    }
-    Py_ssize_t size = PyList_GET_SIZE(bucket);
-    if (size > 0) {
-        Py_ssize_t last = PyLong_AsSsize_t(PyList_GET_ITEM(bucket, size - 1));
-        if (last == -1 && PyErr_Occurred()) return -1;
-        if (last == index) return 0;
-    }
-    return PyList_Append(bucket, index_obj);
+/* -- pair table ---------------------------------------------------------------- */
+static inline uint64_t hash(uint64_t key) {
+    key ^= key >> 29;
+    key *= 0xbf58476d1ce4e5b9ULL;
+    key ^= key >> 32;
+    return key;
 }
 
-/* pair_counts[pair] -= n */
-static int lose(PyObject *pair_counts, u64 pair, long long n) {
-    PyObject *key = PyLong_FromUnsignedLongLong(pair);
-    if (key == NULL) return -1;
-    int rc = add_count(pair_counts, key, -n);
-    Py_DECREF(key);
-    return rc;
+static inline uint32_t *bucket(Slot *s) { return s->cap > INLINE_CAP ? s->w.ptr : s->w.inl; }
+
+static void free_bucket(Slot *s) {
+    if (s->cap > INLINE_CAP) free(s->w.ptr);
+    s->n = 0;
+    s->cap = 0;
 }
 
-/* pair_counts[pair] += n, the pair marked touched and word `index` indexed under it. */
-static int gain(PyObject *pair_counts, PyObject *pair_words, PyObject *touched, u64 pair, long long n,
-                PyObject *index_obj, Py_ssize_t index) {
-    PyObject *key = PyLong_FromUnsignedLongLong(pair);
-    if (key == NULL) return -1;
-    int rc = add_count(pair_counts, key, n);
-    if (rc == 0) rc = PySet_Add(touched, key);
-    if (rc == 0) rc = index_word(pair_words, key, index_obj, index);
-    Py_DECREF(key);
-    return rc;
+static Slot *find(Trainer *t, uint64_t key) {
+    uint64_t i = hash(key) & t->mask;
+    for (;;) {
+        Slot *s = &t->slots[i];
+        if (s->key == key) return s;
+        if (s->key == EMPTY) return NULL;
+        i = (i + 1) & t->mask;
+    }
 }
 
-static PyObject *word_list(PyObject *words, Py_ssize_t index) {
-    if (index < 0 || index >= PyList_GET_SIZE(words)) {
-        PyErr_SetString(PyExc_IndexError, "word index out of range");
-        return NULL;
-    }
-    PyObject *word = PyList_GET_ITEM(words, index);
-    if (!PyList_Check(word)) {
-        PyErr_SetString(PyExc_TypeError, "words must be lists of ints");
-        return NULL;
-    }
-    return word;
-}
-
-PyDoc_STRVAR(build_stats_doc,
-"build_stats(words, counts, pair_counts, pair_words)\n--\n\n"
-"Count every adjacent pair of every word (times its count) into pair_counts and\n"
-"index the words each pair occurs in into pair_words (as BpeTrainer._build_stats).");
-
-static PyObject *build_stats(PyObject *self, PyObject *args) {
-    PyObject *words, *counts, *pair_counts, *pair_words;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &words, &PyList_Type, &counts,
-                          &PyDict_Type, &pair_counts, &PyDict_Type, &pair_words))
-        return NULL;
-    Py_ssize_t n_words = PyList_GET_SIZE(words);
-    if (PyList_GET_SIZE(counts) != n_words) {
-        PyErr_SetString(PyExc_ValueError, "words and counts differ in length");
-        return NULL;
-    }
-    for (Py_ssize_t index = 0; index < n_words; index++) {
-        PyObject *word = word_list(words, index);
-        if (word == NULL) return NULL;
-        Py_ssize_t len = PyList_GET_SIZE(word);
-        if (len < 2) continue;
-        long long n = PyLong_AsLongLong(PyList_GET_ITEM(counts, index));
-        if (n == -1 && PyErr_Occurred()) return NULL;
-        PyObject *index_obj = PyLong_FromSsize_t(index);
-        if (index_obj == NULL) return NULL;
-        u64 a, b;
-        if (id_of(PyList_GET_ITEM(word, 0), &a) < 0) goto fail;
-        for (Py_ssize_t i = 1; i < len; i++) {
-            if (id_of(PyList_GET_ITEM(word, i), &b) < 0) goto fail;
-            PyObject *key = PyLong_FromUnsignedLongLong((a << SHIFT) | b);
-            if (key == NULL) goto fail;
-            int rc = add_count(pair_counts, key, n);
-            if (rc == 0) rc = index_word(pair_words, key, index_obj, index);
-            Py_DECREF(key);
-            if (rc < 0) goto fail;
-            a = b;
+static int rehash(Trainer *t, uint64_t capacity) {
+    Slot *fresh = malloc(capacity * sizeof(Slot));
+    if (fresh == NULL) { PyErr_NoMemory(); return -1; }
+    for (uint64_t i = 0; i < capacity; i++) fresh[i].key = EMPTY;
+    uint64_t mask = capacity - 1;
+    if (t->slots != NULL) {
+        for (uint64_t i = 0; i <= t->mask; i++) {
+            Slot *s = &t->slots[i];
+            if (s->key == EMPTY) continue;
+            uint64_t j = hash(s->key) & mask;
+            while (fresh[j].key != EMPTY) j = (j + 1) & mask;
+            fresh[j] = *s;
         }
-        Py_DECREF(index_obj);
-        continue;
-    fail:
-        Py_DECREF(index_obj);
-        return NULL;
+        free(t->slots);
+    }
+    t->slots = fresh;
+    t->mask = mask;
+    return 0;
+}
+
+/* The slot of `key`, created (count 0, no words) when absent; NULL on MemoryError. */
+static Slot *find_or_add(Trainer *t, uint64_t key) {
+    if ((t->used + 1) * 10 > (t->mask + 1) * 7 && rehash(t, (t->mask + 1) * 2) < 0) return NULL;
+    uint64_t i = hash(key) & t->mask;
+    for (;;) {
+        Slot *s = &t->slots[i];
+        if (s->key == key) return s;
+        if (s->key == EMPTY) {
+            s->key = key;
+            s->count = 0;
+            s->n = 0;
+            s->cap = 0;
+            t->used++;
+            return s;
+        }
+        i = (i + 1) & t->mask;
+    }
+}
+
+/* Forget slot `s` (its bucket freed): backward-shift deletion keeps probes short. */
+static void delete_slot(Trainer *t, Slot *s) {
+    free_bucket(s);
+    uint64_t i = (uint64_t)(s - t->slots);
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & t->mask;
+        Slot *n = &t->slots[j];
+        if (n->key == EMPTY) break;
+        uint64_t home = hash(n->key) & t->mask;
+        /* n may move to i unless its home lies cyclically in (i, j] */
+        if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
+        t->slots[i] = *n;
+        i = j;
+    }
+    t->slots[i].key = EMPTY;
+    t->used--;
+}
+
+/* Index word `w` under slot `s` unless it is the bucket's last entry already. */
+static int add_word(Slot *s, uint32_t w) {
+    uint32_t *b = bucket(s);
+    if (s->n > 0 && b[s->n - 1] == w) return 0;
+    if (s->n == s->cap) {
+        if (s->cap >= UINT32_MAX / 2) { PyErr_SetString(PyExc_OverflowError, "too many words"); return -1; }
+        uint32_t cap = s->cap < INLINE_CAP ? INLINE_CAP : s->cap * 2;
+        if (cap > INLINE_CAP) {
+            uint32_t *q;
+            if (s->cap > INLINE_CAP) {
+                q = realloc(s->w.ptr, (size_t)cap * sizeof(uint32_t));
+                if (q == NULL) { PyErr_NoMemory(); return -1; }
+            } else {
+                q = malloc((size_t)cap * sizeof(uint32_t));
+                if (q == NULL) { PyErr_NoMemory(); return -1; }
+                memcpy(q, s->w.inl, (size_t)s->n * sizeof(uint32_t));
+            }
+            s->w.ptr = q;
+        }
+        s->cap = cap;
+        b = bucket(s);
+    }
+    b[s->n++] = w;
+    return 0;
+}
+
+/* -- heap ----------------------------------------------------------------------- */
+/* Compare the bytes of tokens a and b: <0, 0, >0. */
+static inline int cmp_bytes(const Trainer *t, uint32_t a, uint32_t b) {
+    if (a == b) return 0;
+    uint32_t la = t->tok_len[a], lb = t->tok_len[b];
+    int c = memcmp(t->bytes + t->tok_off[a], t->bytes + t->tok_off[b], la < lb ? la : lb);
+    if (c) return c;
+    return la < lb ? -1 : la > lb;
+}
+
+/* Does entry x come out of the heap before entry y? */
+static inline int before(const Trainer *t, const Entry *x, const Entry *y) {
+    if (x->count != y->count) return x->count > y->count;
+    uint32_t xl = (uint32_t)(x->key >> 32), xr = (uint32_t)x->key;
+    uint32_t yl = (uint32_t)(y->key >> 32), yr = (uint32_t)y->key;
+    if (t->hf) {
+        if (t->tie[xl] != t->tie[yl]) return t->tie[xl] < t->tie[yl];
+        if (t->tie[xr] != t->tie[yr]) return t->tie[xr] < t->tie[yr];
+    } else {
+        int c = cmp_bytes(t, xl, yl);
+        if (c) return c > 0;
+        c = cmp_bytes(t, xr, yr);
+        if (c) return c > 0;
+    }
+    return x->key < y->key;
+}
+
+static void sift_down(Trainer *t, uint64_t i) {
+    Entry *h = t->heap;
+    uint64_t n = t->n_heap;
+    Entry e = h[i];
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && before(t, &h[c + 1], &h[c])) c++;
+        if (!before(t, &h[c], &e)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = e;
+}
+
+static int push(Trainer *t, int64_t count, uint64_t key) {
+    if (grow((void **)&t->heap, &t->cap_heap, t->n_heap + 1, sizeof(Entry)) < 0) return -1;
+    Entry e = {count, key};
+    Entry *h = t->heap;
+    uint64_t i = t->n_heap++;
+    while (i > 0) {
+        uint64_t p = (i - 1) / 2;
+        if (!before(t, &e, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+    return 0;
+}
+
+static void pop_top(Trainer *t) {
+    t->n_heap--;
+    if (t->n_heap > 0) {
+        t->heap[0] = t->heap[t->n_heap];
+        sift_down(t, 0);
+    }
+}
+
+/* -- tokens --------------------------------------------------------------------- */
+/* Append a token: its tie value (hf) or its bytes (lexicographic). With data NULL
+ * the bytes are in place already at the end of t->bytes (a merge copies them there). */
+static int add_token_bytes(Trainer *t, const unsigned char *data, uint64_t size, uint32_t tie) {
+    uint32_t old_cap = t->cap_tokens;
+    if (grow32((void **)&t->tie, &t->cap_tokens, (uint64_t)t->n_tokens + 1, sizeof(uint32_t)) < 0) return -1;
+    if (t->cap_tokens != old_cap || t->tok_off == NULL) {
+        /* the three token arrays share cap_tokens: grow the other two to match */
+        uint32_t cap = t->cap_tokens;
+        uint64_t *off = realloc(t->tok_off, (size_t)cap * sizeof(uint64_t));
+        if (off == NULL) { t->cap_tokens = old_cap; PyErr_NoMemory(); return -1; }
+        t->tok_off = off;
+        uint32_t *len = realloc(t->tok_len, (size_t)cap * sizeof(uint32_t));
+        if (len == NULL) { t->cap_tokens = old_cap; PyErr_NoMemory(); return -1; }
+        t->tok_len = len;
+    }
+    if (!t->hf) {
+        if (size > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "token too long"); return -1; }
+        if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
+        if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
+        t->tok_off[t->n_tokens] = t->n_bytes;
+        t->tok_len[t->n_tokens] = (uint32_t)size;
+        t->n_bytes += size;
+    }
+    t->tie[t->n_tokens] = tie;
+    t->n_tokens++;
+    return 0;
+}
+
+/* -- the type --------------------------------------------------------------------- */
+static void Trainer_dealloc(Trainer *t) {
+    if (t->slots != NULL) {
+        for (uint64_t i = 0; i <= t->mask; i++)
+            if (t->slots[i].key != EMPTY) free_bucket(&t->slots[i]);
+        free(t->slots);
+    }
+    free(t->tie);
+    free(t->tok_off);
+    free(t->tok_len);
+    free(t->bytes);
+    free(t->sym);
+    free(t->off);
+    free(t->len);
+    free(t->cnt);
+    free(t->heap);
+    free(t->touched);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static int Trainer_init(Trainer *t, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"token_bytes", "tie", NULL};
+    PyObject *tokens, *tie = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O", kwlist, &tokens, &tie)) return -1;
+    if (t->n_tokens || t->slots) {
+        PyErr_SetString(PyExc_RuntimeError, "Trainer.__init__ called twice");
+        return -1;
+    }
+    t->hf = tie != Py_None;
+    PyObject *seq = PySequence_Fast(tokens, "token_bytes must be a sequence of bytes");
+    if (seq == NULL) return -1;
+    PyObject *ties = NULL;
+    if (t->hf) {
+        ties = PySequence_Fast(tie, "tie must be a sequence of ints");
+        if (ties == NULL) goto error;
+        if (PySequence_Fast_GET_SIZE(ties) != PySequence_Fast_GET_SIZE(seq)) {
+            PyErr_SetString(PyExc_ValueError, "tie must have one value per token");
+            goto error;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        char *data;
+        Py_ssize_t size;
+        if (PyBytes_AsStringAndSize(item, &data, &size) < 0) goto error;
+        unsigned long value = 0;
+        if (ties != NULL) {
+            value = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(ties, i));
+            if (value == (unsigned long)-1 && PyErr_Occurred()) goto error;
+            if (value > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "tie value too large"); goto error; }
+        }
+        if (add_token_bytes(t, (const unsigned char *)data, (uint64_t)size, (uint32_t)value) < 0) goto error;
+    }
+    Py_DECREF(seq);
+    Py_XDECREF(ties);
+    return rehash(t, 1024);
+error:
+    Py_DECREF(seq);
+    Py_XDECREF(ties);
+    return -1;
+}
+
+static int usable(Trainer *t, int built) {
+    if (t->slots == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Trainer not initialised");
+        return 0;
+    }
+    if (t->broken) {
+        PyErr_SetString(PyExc_RuntimeError, "the trainer ran out of memory earlier; its state is unusable");
+        return 0;
+    }
+    if (t->built != built) {
+        PyErr_SetString(PyExc_RuntimeError, built ? "call build() first" : "words come before build()");
+        return 0;
+    }
+    return 1;
+}
+
+/* Append one word (its symbols from a bytes object or a sequence of ints). */
+static int append_word(Trainer *t, PyObject *symbols, int64_t count) {
+    Py_ssize_t n;
+    if (PyBytes_Check(symbols)) {
+        n = PyBytes_GET_SIZE(symbols);
+        if (n < 2) return 0;  /* no pair, ever */
+        if (grow((void **)&t->sym, &t->cap_sym, t->n_sym + (uint64_t)n, sizeof(uint32_t)) < 0) return -1;
+        const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(symbols);
+        uint32_t *out = t->sym + t->n_sym;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (data[i] >= t->n_tokens) {
+                PyErr_SetString(PyExc_IndexError, "symbol id out of range");
+                return -1;
+            }
+            out[i] = data[i];
+        }
+    } else {
+        PyObject *seq = PySequence_Fast(symbols, "a word must be a sequence of ids");
+        if (seq == NULL) return -1;
+        n = PySequence_Fast_GET_SIZE(seq);
+        if (n < 2) { Py_DECREF(seq); return 0; }
+        if (grow((void **)&t->sym, &t->cap_sym, t->n_sym + (uint64_t)n, sizeof(uint32_t)) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        uint32_t *out = t->sym + t->n_sym;
+        PyObject **items = PySequence_Fast_ITEMS(seq);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            unsigned long v = PyLong_AsUnsignedLong(items[i]);
+            if (v == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+            if (v >= t->n_tokens) {
+                PyErr_SetString(PyExc_IndexError, "symbol id out of range");
+                Py_DECREF(seq);
+                return -1;
+            }
+            out[i] = (uint32_t)v;
+        }
+        Py_DECREF(seq);
+    }
+    if ((uint64_t)n > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "word too long"); return -1; }
+    uint64_t need = (uint64_t)t->n_words + 1;
+    uint32_t cap = t->cap_words;
+    if (grow32((void **)&t->off, &cap, need, sizeof(uint64_t)) < 0) return -1;
+    if (cap != t->cap_words) {
+        uint32_t *len = realloc(t->len, (size_t)cap * sizeof(uint32_t));
+        if (len == NULL) { PyErr_NoMemory(); return -1; }
+        t->len = len;
+        int64_t *cnt = realloc(t->cnt, (size_t)cap * sizeof(int64_t));
+        if (cnt == NULL) { PyErr_NoMemory(); return -1; }
+        t->cnt = cnt;
+        t->cap_words = cap;
+    }
+    t->off[t->n_words] = t->n_sym;
+    t->len[t->n_words] = (uint32_t)n;
+    t->cnt[t->n_words] = count;
+    t->n_words++;
+    t->n_sym += (uint64_t)n;
+    return 0;
+}
+
+PyDoc_STRVAR(add_words_doc,
+"add_words(words) -> None\n\n"
+"Append (symbols, count) pairs: symbols a bytes object (ids 0-255) or a sequence of ids.\n"
+"Words with a count below 1 or fewer than two symbols are left out (they never merge).");
+
+static PyObject *Trainer_add_words(Trainer *t, PyObject *words) {
+    if (!usable(t, 0)) return NULL;
+    PyObject *it = PyObject_GetIter(words);
+    if (it == NULL) return NULL;
+    PyObject *item;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *pair = PySequence_Fast(item, "each word must be a (symbols, count) pair");
+        Py_DECREF(item);
+        if (pair == NULL) goto error;
+        if (PySequence_Fast_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_ValueError, "each word must be a (symbols, count) pair");
+            Py_DECREF(pair);
+            goto error;
+        }
+        long long count = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(pair, 1));
+        if ((count == -1 && PyErr_Occurred()) ||
+                (count > 0 && append_word(t, PySequence_Fast_GET_ITEM(pair, 0), count) < 0)) {
+            Py_DECREF(pair);
+            goto error;
+        }
+        Py_DECREF(pair);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(it);
+    return NULL;
+}
+
+PyDoc_STRVAR(build_doc,
+"build() -> None\n\nCount every adjacent pair, index the words each occurs in, make the heap.");
+
+static PyObject *Trainer_build(Trainer *t, PyObject *unused) {
+    if (!usable(t, 0)) return NULL;
+    for (uint32_t w = 0; w < t->n_words; w++) {
+        const uint32_t *s = t->sym + t->off[w];
+        uint32_t n = t->len[w];
+        int64_t c = t->cnt[w];
+        for (uint32_t i = 0; i + 1 < n; i++) {
+            Slot *slot = find_or_add(t, ((uint64_t)s[i] << 32) | s[i + 1]);
+            if (slot == NULL || add_word(slot, w) < 0) { t->broken = 1; return NULL; }
+            slot->count += c;
+        }
+    }
+    if (grow((void **)&t->heap, &t->cap_heap, t->used + 1, sizeof(Entry)) < 0) { t->broken = 1; return NULL; }
+    for (uint64_t i = 0; i <= t->mask; i++) {
+        Slot *s = &t->slots[i];
+        if (s->key != EMPTY) {
+            t->heap[t->n_heap].count = s->count;
+            t->heap[t->n_heap].key = s->key;
+            t->n_heap++;
+        }
+    }
+    for (uint64_t i = t->n_heap / 2; i-- > 0;) sift_down(t, i);
+    t->built = 1;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(pop_doc,
+"pop(min_frequency) -> (pair, count) | None\n\n"
+"Take the most frequent pair off the heap (stale entries refreshed on the way), or None\n"
+"when none is left or the best is below min_frequency (then it stays).");
+
+static PyObject *Trainer_pop(Trainer *t, PyObject *arg) {
+    if (!usable(t, 1)) return NULL;
+    long long min_frequency = PyLong_AsLongLong(arg);
+    if (min_frequency == -1 && PyErr_Occurred()) return NULL;
+    while (t->n_heap > 0) {
+        Entry *top = &t->heap[0];
+        Slot *s = find(t, top->key);
+        int64_t current = s != NULL ? s->count : 0;
+        if (current != top->count) {
+            /* stale: its count dropped since it was pushed */
+            if (current > 0) {
+                top->count = current;
+                sift_down(t, 0);
+            } else {
+                pop_top(t);
+            }
+            continue;
+        }
+        if (current < min_frequency) Py_RETURN_NONE;
+        uint64_t key = top->key;
+        pop_top(t);
+        return Py_BuildValue("KL", (unsigned long long)key, (long long)current);
     }
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(merge_doc,
-"merge(words, counts, pair_counts, pair_words, indices, left, right, token) -> set\n--\n\n"
-"Merge (left, right) into token, left to right, in the words listed in indices\n"
-"(the pair's bucket, already removed from pair_words), updating pair_counts and\n"
-"pair_words as BpeTrainer._merge does; returns the pairs whose count grew.\n"
-"A word that held the pair is changed in place.");
+static inline int lose(Trainer *t, uint64_t key, int64_t n, uint64_t merged) {
+    Slot *s = find(t, key);
+    if (s == NULL) {  /* not reached (the pair is there); keeps the arithmetic */
+        s = find_or_add(t, key);
+        if (s == NULL) return -1;
+    }
+    s->count -= n;
+    if (s->count == 0 && key != merged) delete_slot(t, s);
+    return 0;
+}
 
-static PyObject *merge(PyObject *self, PyObject *args) {
-    PyObject *words, *counts, *pair_counts, *pair_words, *indices, *token_obj;
-    unsigned long long left, right;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OKKO", &PyList_Type, &words, &PyList_Type, &counts,
-                          &PyDict_Type, &pair_counts, &PyDict_Type, &pair_words, &indices, &left, &right,
-                          &token_obj))
-        return NULL;
-    u64 token;
-    if (id_of(token_obj, &token) < 0) return NULL;
-    PyObject *seq = PySequence_Fast(indices, "indices must be a sequence");
-    if (seq == NULL) return NULL;
-    PyObject *touched = PySet_New(NULL);
-    if (touched == NULL) {
-        Py_DECREF(seq);
+static inline int gain(Trainer *t, uint64_t key, int64_t n, uint32_t w) {
+    Slot *s = find_or_add(t, key);
+    if (s == NULL) return -1;
+    s->count += n;
+    if (add_word(s, w) < 0) return -1;
+    if (grow((void **)&t->touched, &t->cap_touched, t->n_touched + 1, sizeof(uint64_t)) < 0) return -1;
+    t->touched[t->n_touched++] = key;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+PyDoc_STRVAR(merge_doc,
+"merge(pair, token) -> None\n\n"
+"Merge pair (left << 32 | right) into `token` in every word that holds it, left to right,\n"
+"updating the pair counts and index; push the pairs that grew. A token id equal to the\n"
+"number of tokens is new (its bytes: left's + right's).");
+
+static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
+    unsigned long long key_arg;
+    unsigned long token_arg;
+    if (!PyArg_ParseTuple(args, "Kk", &key_arg, &token_arg)) return NULL;
+    if (!usable(t, 1)) return NULL;
+    uint64_t key = key_arg;
+    uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key;
+    if (left >= t->n_tokens || right >= t->n_tokens || token_arg > t->n_tokens) {
+        PyErr_SetString(PyExc_IndexError, "token id out of range");
         return NULL;
     }
-    PyObject **out = NULL; /* the merged word's items, new references */
-    Py_ssize_t out_cap = 0;
-    Py_ssize_t n_indices = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t k = 0; k < n_indices; k++) {
-        PyObject *index_obj = PySequence_Fast_GET_ITEM(seq, k);
-        Py_ssize_t index = PyLong_AsSsize_t(index_obj);
-        if (index == -1 && PyErr_Occurred()) goto error;
-        PyObject *word = word_list(words, index);
-        if (word == NULL) goto error;
-        if (index >= PyList_GET_SIZE(counts)) {
-            PyErr_SetString(PyExc_IndexError, "word index out of range of counts");
-            goto error;
+    uint32_t token = (uint32_t)token_arg;
+    if (token == t->n_tokens) {
+        if (t->hf) {
+            if (add_token_bytes(t, NULL, 0, token) < 0) return NULL;
+        } else {
+            uint64_t lo = t->tok_off[left], ll = t->tok_len[left];
+            uint64_t ro = t->tok_off[right], rl = t->tok_len[right];
+            /* copy both into place (the buffer may move: grow first) */
+            if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + ll + rl + 1, 1) < 0) return NULL;
+            uint64_t at = t->n_bytes;
+            memcpy(t->bytes + at, t->bytes + lo, (size_t)ll);
+            memcpy(t->bytes + at + ll, t->bytes + ro, (size_t)rl);
+            if (add_token_bytes(t, NULL, ll + rl, token) < 0) return NULL;
         }
-        long long n = PyLong_AsLongLong(PyList_GET_ITEM(counts, index));
-        if (n == -1 && PyErr_Occurred()) goto error;
-        Py_ssize_t len = PyList_GET_SIZE(word);
-        Py_ssize_t copied = 0; /* word[:copied] is in out already (merged) */
-        Py_ssize_t n_out = 0;
-        int merged = 0;
-        Py_ssize_t i = 0;
-        while (i + 1 < len) {
-            u64 a, b;
-            if (id_of(PyList_GET_ITEM(word, i), &a) < 0) goto error;
-            if (a != left) {
-                i++;
-                continue;
-            }
-            if (id_of(PyList_GET_ITEM(word, i + 1), &b) < 0) goto error;
-            if (b != right) {
-                i++;
-                continue;
-            }
-            /* (prev, left) becomes (prev, token); prev is the new token when the
-             * previous occurrence ends right before this one ("a b a b"). */
-            if (i > 0) {
-                u64 prev;
-                if (merged && copied == i) {
-                    prev = token;
-                } else if (id_of(PyList_GET_ITEM(word, i - 1), &prev) < 0) {
-                    goto error;
+    }
+    Slot *slot = find(t, key);
+    uint32_t *words = NULL, n_words = 0;
+    uint32_t inl[INLINE_CAP];
+    if (slot != NULL) {
+        n_words = slot->n;
+        if (slot->cap > INLINE_CAP) {
+            words = slot->w.ptr;
+        } else {
+            memcpy(inl, slot->w.inl, sizeof(inl));
+            words = inl;
+        }
+        slot->n = slot->cap = 0;  /* detached: ours to free */
+    }
+    t->n_touched = 0;
+    uint64_t token_left = (uint64_t)token << 32;
+    for (uint32_t k = 0; k < n_words; k++) {
+        uint32_t w = words[k];
+        uint32_t *s = t->sym + t->off[w];
+        uint32_t n = t->len[w];
+        int64_t c = t->cnt[w];
+        uint32_t i = 0;
+        while (i + 1 < n && !(s[i] == left && s[i + 1] == right)) i++;
+        if (i + 1 >= n) continue;  /* lost the pair since it was indexed */
+        uint32_t j = i;            /* s[:j] is the word's merged start */
+        while (i < n) {
+            if (i + 1 < n && s[i] == left && s[i + 1] == right) {
+                if (j > 0) {
+                    uint64_t prev = (uint64_t)s[j - 1] << 32;
+                    if (lose(t, prev | left, c, key) < 0 || gain(t, prev | token, c, w) < 0) goto error;
                 }
-                if (lose(pair_counts, (prev << SHIFT) | left, n) < 0) goto error;
-                if (gain(pair_counts, pair_words, touched, (prev << SHIFT) | token, n, index_obj, index) < 0)
-                    goto error;
-            }
-            /* (right, next) becomes (token, next); next is as in the word before this merge. */
-            if (i + 2 < len) {
-                u64 next;
-                if (id_of(PyList_GET_ITEM(word, i + 2), &next) < 0) goto error;
-                if (lose(pair_counts, (right << SHIFT) | next, n) < 0) goto error;
-                if (gain(pair_counts, pair_words, touched, (token << SHIFT) | next, n, index_obj, index) < 0)
-                    goto error;
-            }
-            if (!merged) {
-                merged = 1;
-                if (out_cap < len) {
-                    PyObject **grown = PyMem_Realloc(out, (size_t)len * sizeof(PyObject *));
-                    if (grown == NULL) {
-                        PyErr_NoMemory();
+                if (i + 2 < n) {
+                    uint64_t next = s[i + 2];
+                    if (lose(t, ((uint64_t)right << 32) | next, c, key) < 0 || gain(t, token_left | next, c, w) < 0)
                         goto error;
-                    }
-                    out = grown;
-                    out_cap = len;
                 }
+                s[j++] = token;
+                i += 2;
+            } else {
+                s[j++] = s[i++];
             }
-            for (Py_ssize_t j = copied; j < i; j++) {
-                out[n_out] = PyList_GET_ITEM(word, j);
-                Py_INCREF(out[n_out++]);
-            }
-            Py_INCREF(token_obj);
-            out[n_out++] = token_obj;
-            copied = i + 2;
-            i += 2;
         }
-        if (merged) {
-            /* The word becomes out, in place (no new list: nothing for the
-             * garbage collector to count). */
-            for (Py_ssize_t j = copied; j < len; j++) {
-                out[n_out] = PyList_GET_ITEM(word, j);
-                Py_INCREF(out[n_out++]);
-            }
-            for (Py_ssize_t j = 0; j < n_out; j++) {
-                PyObject *old = PyList_GET_ITEM(word, j);
-                PyList_SET_ITEM(word, j, out[j]); /* steals the reference */
-                Py_DECREF(old);
-            }
-            if (PyList_SetSlice(word, n_out, len, NULL) < 0) goto error;
+        t->len[w] = j;
+    }
+    if (words != inl) free(words);
+    words = NULL;
+    /* every occurrence of the pair is gone */
+    slot = find(t, key);
+    if (slot != NULL) delete_slot(t, slot);
+    if (t->n_touched > 1) qsort(t->touched, (size_t)t->n_touched, sizeof(uint64_t), cmp_u64);
+    for (uint64_t k = 0; k < t->n_touched; k++) {
+        uint64_t pair = t->touched[k];
+        if (k > 0 && pair == t->touched[k - 1]) continue;
+        Slot *p = find(t, pair);
+        if (p == NULL) continue;
+        if (p->count > 0) {
+            if (push(t, p->count, pair) < 0) goto error;
+        } else {
+            delete_slot(t, p);
         }
     }
-    PyMem_Free(out);
-    Py_DECREF(seq);
-    return touched;
+    t->n_touched = 0;
+    Py_RETURN_NONE;
 error:
-    PyMem_Free(out);
-    Py_DECREF(seq);
-    Py_DECREF(touched);
+    if (words != inl) free(words);
+    t->broken = 1;
     return NULL;
 }
 
-static PyMethodDef methods[] = {
-    {"build_stats", build_stats, METH_VARARGS, build_stats_doc},
-    {"merge", merge, METH_VARARGS, merge_doc},
+PyDoc_STRVAR(count_doc, "count(pair) -> int\n\nThe pair's current count (0 when absent).");
+
+static PyObject *Trainer_count(Trainer *t, PyObject *arg) {
+    unsigned long long key = PyLong_AsUnsignedLongLong(arg);
+    if (key == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (t->slots == NULL) return PyLong_FromLong(0);
+    Slot *s = find(t, key);
+    return PyLong_FromLongLong(s != NULL ? s->count : 0);
+}
+
+PyDoc_STRVAR(stats_doc,
+"stats() -> dict\n\nSizes: words, symbols, pairs, heap entries, tokens and bytes allocated (approximate).");
+
+static PyObject *Trainer_stats(Trainer *t, PyObject *unused) {
+    uint64_t bucket_bytes = 0, live_symbols = 0;
+    if (t->slots != NULL)
+        for (uint64_t i = 0; i <= t->mask; i++)
+            if (t->slots[i].key != EMPTY && t->slots[i].cap > INLINE_CAP)
+                bucket_bytes += (uint64_t)t->slots[i].cap * sizeof(uint32_t);
+    for (uint32_t w = 0; w < t->n_words; w++) live_symbols += t->len[w];
+    uint64_t allocated = t->cap_sym * 4 + (uint64_t)t->cap_words * 20 + (t->slots ? (t->mask + 1) * sizeof(Slot) : 0)
+                         + bucket_bytes + t->cap_heap * sizeof(Entry) + (uint64_t)t->cap_tokens * 16 + t->cap_bytes
+                         + t->cap_touched * 8;
+    return Py_BuildValue("{s:I,s:K,s:K,s:K,s:I,s:K}", "words", t->n_words, "symbols",
+                         (unsigned long long)live_symbols, "pairs", (unsigned long long)t->used, "heap",
+                         (unsigned long long)t->n_heap, "tokens", t->n_tokens, "allocated",
+                         (unsigned long long)allocated);
+}
+
+static PyMethodDef Trainer_methods[] = {
+    {"add_words", (PyCFunction)Trainer_add_words, METH_O, add_words_doc},
+    {"build", (PyCFunction)Trainer_build, METH_NOARGS, build_doc},
+    {"pop", (PyCFunction)Trainer_pop, METH_O, pop_doc},
+    {"merge", (PyCFunction)Trainer_merge, METH_VARARGS, merge_doc},
+    {"count", (PyCFunction)Trainer_count, METH_O, count_doc},
+    {"stats", (PyCFunction)Trainer_stats, METH_NOARGS, stats_doc},
     {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(Trainer_doc,
+"Trainer(token_bytes, tie=None)\n\n"
+"The merge loop's state in C. token_bytes: the initial tokens by id; tie: None for the\n"
+"lexicographic tie-break (the greater (left bytes, right bytes) wins), else the hf\n"
+"tie value of each token (the smaller (tie[left], tie[right]) wins; a new token's is its id).");
+
+static PyTypeObject TrainerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bpestore._mergecore.Trainer",
+    .tp_basicsize = sizeof(Trainer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = Trainer_doc,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Trainer_init,
+    .tp_dealloc = (destructor)Trainer_dealloc,
+    .tp_methods = Trainer_methods,
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "bpestore._mergecore",
-    "The optional compiled core of bpestore.trainer's merge loop (the pure-Python trainer is the reference).",
-    -1, methods,
+    "The optional compiled merge loop of bpestore.trainer (the pure-Python trainer is the reference).",
+    -1, NULL,
 };
 
-PyMODINIT_FUNC PyInit__mergecore(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__mergecore(void) {
+    if (PyType_Ready(&TrainerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&TrainerType);
+    if (PyModule_AddObject(m, "Trainer", (PyObject *)&TrainerType) < 0) {
+        Py_DECREF(&TrainerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DamagedDataError, InvalidArgumentError, MissingExtraError, NotFoundError
-from .files import atomic_path
+from .files import atomic_path, check_target
 from .records import CountsInfo, Progress, Source
 from .spec import TokenizerSpec, check_special_tokens
 
@@ -101,7 +101,7 @@ def count_files(
     spec = corpus_spec(spec, special_tokens=special_tokens, pretokenizer=pretokenizer, pattern=pattern,
                        normalizer=normalizer)
     target = Path(out)
-    _check_target(target, force)
+    check_target(target, force=force)
     files = expand_paths(paths, glob=glob)
     if not files:
         raise InvalidArgumentError("paths must name at least one file to count", params=("paths",))
@@ -231,15 +231,6 @@ def _info(name: str, meta: dict[str, Any]) -> CountsInfo:
         raise ValueError("the sources' words do not add up to the total")
     return CountsInfo(name, TokenizerSpec.from_json(meta["spec"]), sources, int(meta["n_words"]),
                       int(meta["n_distinct"]), str(meta["digest"]))
-
-
-def _check_target(target: Path, force: bool) -> None:
-    if not target.parent.is_dir():
-        raise NotFoundError(f"folder {target.parent} does not exist (out {target})", params=("out",))
-    if target.is_dir():
-        raise InvalidArgumentError(f"out {target} is a folder; give a file name", params=("out",))
-    if target.exists() and not force:
-        raise InvalidArgumentError(f"{target} exists; pass force=True to replace it", params=("force",))
 
 
 def _first_line(exc: BaseException) -> str:

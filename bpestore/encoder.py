@@ -121,7 +121,7 @@ class Tokenizer:
     def __init__(
         self,
         vocab: dict[int, bytes],
-        merges: Sequence[tuple[bytes, bytes]],
+        merges: Sequence[tuple[bytes, bytes]] | None,
         special_tokens: Iterable[str] | dict[str, int] = (),
         *,
         spec: TokenizerSpec | None = None,
@@ -140,7 +140,8 @@ class Tokenizer:
         the pure-Python encoder's tables are built when first needed, from
         ``merge_ids`` where given with them: each merge's left, right and
         made token ids (a store has them), which spares looking up 150,000
-        byte strings."""
+        byte strings; then ``merges`` may be None: the byte pairs are made from
+        ``merge_ids`` when first needed (decoding and short texts need none)."""
         special_ids = dict(special_tokens) if isinstance(special_tokens, dict) else {}
         special_tokens = list(special_tokens)
         if spec is None:
@@ -150,7 +151,12 @@ class Tokenizer:
         self.spec = spec
         self.name = name
         self._vocab = dict(vocab)
-        self._merges = list(merges)
+        if merges is None and merge_ids is None:
+            raise InvalidArgumentError("give the merges (or their ids as merge_ids)", params=("merges",))
+        if merges is not None:
+            self._merges = list(merges)
+        elif facts is None:
+            self._merges = self._pairs_of(merge_ids)  # type: ignore[arg-type]  # not None: checked above
         for text in spec.special_tokens:
             if text not in special_ids:
                 found = [i for i, b in sorted(self._vocab.items()) if b == text.encode("utf-8")]
@@ -249,6 +255,15 @@ class Tokenizer:
         self._byte_ids = alphabet.byte_ids(id_of) if self.spec.byte_level else []
         self._id_of = id_of
 
+    def _pairs_of(self, merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]]) -> list[tuple[bytes, bytes]]:
+        """The merges as byte pairs, from their left and right ids; an error where an id is not in the vocabulary."""
+        vocab = self._vocab
+        try:
+            return list(zip(map(vocab.__getitem__, merge_ids[0]), map(vocab.__getitem__, merge_ids[1])))
+        except KeyError as exc:
+            raise InvalidArgumentError(f"a merge uses id {exc.args[0]}, which the vocabulary lacks",
+                                       params=("merge_ids",)) from None
+
     def __getattr__(self, name: str):
         # The tables of _build_ids and _build_tables, where the tokenizer was
         # given its facts and has not needed them yet (called for a missing attribute only).
@@ -261,6 +276,10 @@ class Tokenizer:
                 with gc_paused():
                     self._build_tables()
                 return self.__dict__[name]
+            if name == "_merges":
+                assert self._merge_ids is not None, "a tokenizer given its facts without merges has merge_ids"
+                self._merges = self._pairs_of(self._merge_ids)
+                return self._merges
             if name == "_joinable":
                 # Byte pairs that some token holds side by side: a word is cut
                 # between any other two bytes (bpe.split_bytes).
@@ -475,12 +494,12 @@ class Tokenizer:
         ``progress`` gets a ``Progress`` (bytes read, ids written) after each piece.
         The file appears only once complete. Takes ``encode``'s keyword options.
         """
+        from .files import atomic_path
         from .ingest import TextReader, open_source
 
         dtype = dtype or ("uint16" if self.n_vocab <= 1 << 16 else "uint32")
         typecode = self._id_typecode(dtype, writing=True)
         out = Path(out)
-        partial = out.with_name(out.name + ".partial")
         stream = open_source(path)  # its checks and messages, also where workers read the file
         n_tokens = 0
         rules = self._rules(**options)
@@ -494,18 +513,16 @@ class Tokenizer:
             parts = ((_pack(ids, typecode), len(ids), reader.size)
                      for ids in self._encode_stream(reader, rules, workers, _uint32_array))
         try:
-            with open(partial, "wb") as f:
+            # Replaces an existing ``out`` by design (ids files are outputs of a run).
+            with atomic_path(out, force=True) as temp, open(temp, "wb") as f:
                 for data, n, done in parts:
                     n_tokens += n
                     f.write(data)
                     if progress is not None:
                         progress(Progress("encode", name, done, total, "bytes", tokens=n_tokens))
-            os.replace(partial, out)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
-            if partial.exists():
-                partial.unlink()
         return EncodedFile(path=str(out), tokens=n_tokens, bytes=total if total is not None else reader.size,
                            dtype=dtype)
 

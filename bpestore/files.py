@@ -9,7 +9,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from .errors import ConflictError
+from .errors import ConflictError, InvalidArgumentError, NotFoundError
+
+
+def check_target(path: Path, *, force: bool = False) -> None:
+    """Refuse early, before any work, what ``atomic_path`` could not write: a
+    missing folder (NotFoundError), a folder as ``path`` (InvalidArgumentError),
+    an existing file without ``force`` (ConflictError; checked again on rename)."""
+    if not path.parent.is_dir():
+        raise NotFoundError(f"folder {path.parent} does not exist; create it first", params=("out",))
+    if path.is_dir():
+        raise InvalidArgumentError(f"{path} is a folder; give a file path", params=("out",))
+    if path.exists() and not force:
+        raise ConflictError(f"{path} exists; pass force=True to replace it", params=("force",))
 
 
 @contextmanager

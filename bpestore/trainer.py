@@ -21,6 +21,13 @@ Ties between equal counts:
 A token whose bytes already exist (two merges can spell the same string) keeps
 its existing id, as in Hugging Face ``tokenizers``: a vocabulary never has two
 ids for one byte string.
+
+The compiled core (``bpestore._mergecore.Trainer``, optional) holds the same
+state in C (flat word arrays, a pair hash table, per-pair word arrays, the heap
+with both tie-breaks) and does the same steps; Python keeps the stopping rules
+it must ask about (``allow_merge``, ``max_token_length``), the token ids and the
+records. The words go to it one at a time from the iterable given, so they
+never exist as Python lists all at once.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ def merge_core() -> str:
     """Which merge core training uses: ``compiled (C)`` or ``pure-Python (<reason>)``."""
     return CORE_STATUS if COMPILED_CORE is not None else f"pure-Python ({CORE_STATUS})"
 PARALLEL_REPLAY_MIN_WORDS = 50_000  # words from which replay_words forks a helper
+_CHUNK = 65_536  # replayed words handed to the compiled core at a time
 
 
 _REVERSE_BYTES = bytes(range(255, -1, -1))
@@ -119,12 +127,22 @@ class BpeTrainer:
         self.min_frequency = max(1, min_frequency)
         self.max_token_length = max_token_length
         self.allow_merge = allow_merge
+        if compiled and COMPILED_CORE is None:
+            raise InvalidArgumentError(f"the compiled merge core is unavailable: {CORE_STATUS}", params=("compiled",))
+        self._core: Any = COMPILED_CORE if compiled is not False else None
+        self._state: Any = None  # the compiled core's Trainer, made by _build_stats
+        # Compiled: the words stay in the iterable until _build_stats feeds them to C.
+        self._source: Iterable[tuple[Sequence[int], int]] = words if self._core is not None else ()
+        self._replays: list[tuple[dict[int, int], list[int]]] = []
+        self._replay_min_words = PARALLEL_REPLAY_MIN_WORDS
+        self._best_count = 0  # the count of the pair _pop_best chose (compiled)
         self.words: list[list[int]] = []
         self.counts: list[int] = []
-        for symbols, count in words:
-            if count > 0:
-                self.words.append(list(symbols))
-                self.counts.append(count)
+        if self._core is None:
+            for symbols, count in words:
+                if count > 0:
+                    self.words.append(list(symbols))
+                    self.counts.append(count)
         self.token_bytes: list[bytes] = list(token_bytes)
         # Ordinary tokens by bytes (a merge never yields a special token's id).
         self.id_of_bytes = alphabet.ordinary_ids(self.token_bytes, special_ids)
@@ -139,9 +157,6 @@ class BpeTrainer:
             self._tie = [reversed_order_key(b) for b in self.token_bytes]
         self.merges: list[Merge] = []
         self._stats_ready = False
-        if compiled and COMPILED_CORE is None:
-            raise InvalidArgumentError(f"the compiled merge core is unavailable: {CORE_STATUS}", params=("compiled",))
-        self._core: Any = COMPILED_CORE if compiled is not False else None
 
     # -- set-up ----------------------------------------------------------
     def replay(self, merges: Sequence[tuple[int, int]], counts: Sequence[int] | None = None, *,
@@ -164,6 +179,10 @@ class BpeTrainer:
             merged_ids.append(token)
             self.merges.append(Merge(len(self.merges), left, right, token,
                                      counts[len(self.merges)] if counts else 0))
+        if self._core is not None:
+            self._replays.append((ranks, merged_ids))  # applied as the words go to C
+            self._replay_min_words = parallel_min_words
+            return
         self.words = replay_words(self.words, ranks, merged_ids, parallel_min_words=parallel_min_words)
 
     def _add_token(self, left: int, right: int) -> int:
@@ -183,25 +202,50 @@ class BpeTrainer:
         per bucket: its occurrences are visited together); it is never pruned,
         so a word that lost the pair is simply skipped when the pair merges.
         """
+        if self._core is not None:
+            self._build_compiled()
+            return
         pair_counts: dict[int, int] = {}
         pair_words: dict[int, list[int]] = {}
-        if self._core is not None:
-            self._core.build_stats(self.words, self.counts, pair_counts, pair_words)
-        else:
-            for index, (word, count) in enumerate(zip(self.words, self.counts)):
-                for i in range(len(word) - 1):
-                    key = (word[i] << PAIR_SHIFT) | word[i + 1]
-                    pair_counts[key] = pair_counts.get(key, 0) + count
-                    bucket = pair_words.get(key)
-                    if bucket is None:
-                        pair_words[key] = [index]
-                    elif bucket[-1] != index:
-                        bucket.append(index)
+        for index, (word, count) in enumerate(zip(self.words, self.counts)):
+            for i in range(len(word) - 1):
+                key = (word[i] << PAIR_SHIFT) | word[i + 1]
+                pair_counts[key] = pair_counts.get(key, 0) + count
+                bucket = pair_words.get(key)
+                if bucket is None:
+                    pair_words[key] = [index]
+                elif bucket[-1] != index:
+                    bucket.append(index)
         tie = self._tie
         self.heap = [(-c, tie[k >> PAIR_SHIFT], tie[k & _LOW], k) for k, c in pair_counts.items()]
         heapq.heapify(self.heap)
         self.pair_counts = pair_counts
         self.pair_words = pair_words
+        self._stats_ready = True
+
+    def _build_compiled(self) -> None:
+        """Hand the words to the compiled core (replayed first, if merges were
+        replayed) and let it count the pairs and make the heap."""
+        state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None)
+        source, self._source = self._source, ()
+        if not self._replays:
+            state.add_words(source)  # one word at a time: no list of them all
+        else:
+            words: list[list[int]] = []
+            counts: list[int] = []
+            for symbols, count in source:
+                if count > 0:
+                    words.append(list(symbols))
+                    counts.append(count)
+            del source
+            for ranks, merged_ids in self._replays:
+                words = replay_words(words, ranks, merged_ids, parallel_min_words=self._replay_min_words)
+            self._replays = []
+            while words:  # in order, each chunk's lists freed once in C
+                state.add_words(zip(words[:_CHUNK], counts[:_CHUNK]))
+                del words[:_CHUNK], counts[:_CHUNK]
+        state.build()
+        self._state = state
         self._stats_ready = True
 
     # -- the loop --------------------------------------------------------
@@ -220,8 +264,20 @@ class BpeTrainer:
 
     def _pop_best(self) -> int | None:
         """The most frequent pair (ties broken by the rule), or None to stop."""
-        heap, pair_counts = self.heap, self.pair_counts
         max_len = self.max_token_length
+        if self._state is not None:
+            while True:
+                best = self._state.pop(self.min_frequency)
+                if best is None:
+                    return None
+                key = best[0]
+                left, right = self.token_bytes[key >> PAIR_SHIFT], self.token_bytes[key & _LOW]
+                if (max_len is not None and len(left) + len(right) > max_len) or (
+                        self.allow_merge is not None and not self.allow_merge(left, right)):
+                    continue  # forbidden: dropped for good, as below
+                self._best_count = best[1]
+                return key
+        heap, pair_counts = self.heap, self.pair_counts
         while heap:
             neg_count, tie_left, tie_right, key = heap[0]
             current = pair_counts.get(key, 0)
@@ -253,16 +309,19 @@ class BpeTrainer:
         one long word was quadratic); a word's only occurrence is merged in place.
         """
         left, right = key >> PAIR_SHIFT, key & _LOW
+        if self._state is not None:
+            count = self._best_count
+            token = self._add_token(left, right)
+            self._state.merge(key, token)
+            merge = Merge(len(self.merges), left, right, token, count)
+            self.merges.append(merge)
+            return merge
         count = self.pair_counts[key]
         token = self._add_token(left, right)
         pair_counts, pair_words = self.pair_counts, self.pair_words
         words, counts = self.words, self.counts
         get = pair_counts.get
-        if self._core is not None:
-            touched: set[int] = self._core.merge(words, counts, pair_counts, pair_words, pair_words.pop(key, ()),
-                                                 left, right, token)
-            return self._finish_merge(key, left, right, token, count, touched)
-        touched = set()  # pairs with the new token whose count grew
+        touched: set[int] = set()  # pairs with the new token whose count grew
         token_left = token << PAIR_SHIFT
 
         for index in pair_words.pop(key, ()):

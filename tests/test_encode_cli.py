@@ -46,7 +46,7 @@ def test_encode_file_to_uint16_ids(run, tmp_path, tiktoken_gpt2, workers):
     n_bytes = len(text.encode())
     assert f"{len(expected):,} tokens (uint16) from {n_bytes:,} bytes" in result.stdout
     assert f"{n_bytes / len(expected):.2f} bytes/token" in result.stdout
-    assert not (tmp_path / "ids.bin.partial").exists()
+    assert not list(tmp_path.glob(".ids.bin.*")), "no temporary file is left behind"
 
 
 def test_encode_summary_json_and_uint32(run, tmp_path, tiktoken_gpt2):
@@ -171,7 +171,7 @@ def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
     out = tmp_path / "ids.bin"
     result = run("encode", "gpt2", "--file", str(source), "--out", str(out), "--workers", "3")
     assert_error(result, "not valid UTF-8 at byte 110000")
-    assert not out.exists() and not (tmp_path / "ids.bin.partial").exists()
+    assert not out.exists() and not list(tmp_path.glob(".ids.bin.*")), "nothing written, no temporary left"
     replaced = {}
     for workers in ["1", "3"]:
         target = tmp_path / f"ids-{workers}.bin"

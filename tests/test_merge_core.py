@@ -146,3 +146,178 @@ def test_version_says_which_core():
     out = subprocess.run([sys.executable, "-m", "bpestore", "--version"], capture_output=True, text=True,
                          check=True, env=env)
     assert out.stdout.splitlines()[1] == "merge core: pure-Python (BPESTORE_PURE is set)"
+
+
+# -- randomized: every knob of BpeTrainer, the C state against the pure-Python reference --------------
+def _random_case(seed: int) -> tuple[list, list[bytes], dict]:
+    """Random words over a small alphabet (overlaps, repeated tokens, merges whose bytes
+    exist already), given as lists, tuples, bytes or ranges, some with count 0 or a
+    single symbol, and random settings: tie-break (a random HF numbering), min_frequency,
+    max_token_length, allow_merge, special tokens."""
+    rng = random.Random(seed)
+    letters = rng.sample(range(97, 123), rng.choice((2, 3, 4, 8)))
+    words: list = []
+    for _ in range(rng.randint(1, 400)):
+        symbols = [rng.choice(letters) for _ in range(rng.choice((0, 1, 2, 3, 5, 8, 13, 40)))]
+        count = rng.choice((0, 1, 1, 2, 3, 7, 1 << 33))
+        kind = rng.randrange(4)
+        words.append((bytes(symbols) if kind == 0 else tuple(symbols) if kind == 1 else symbols, count))
+    # Initial tokens beyond the bytes: a special and strings merges will spell again.
+    initial = [bytes([i]) for i in range(256)] + [b"<s>"]
+    for _ in range(rng.randint(0, 4)):
+        data = bytes(rng.choice(letters) for _ in range(rng.randint(2, 3)))
+        if data not in initial:
+            initial.append(data)
+    words.append(([256, letters[0], 256], 5))  # the special never merges
+    if len(initial) > 257:
+        words.append(([len(initial) - 1, letters[0]], 4))  # an initial multi-byte token in a word
+    settings: dict = {"special_ids": [256]}
+    if rng.random() < 0.5:
+        order = list(range(len(initial)))
+        rng.shuffle(order)
+        settings.update(tie_break="hf", hf_order=order)
+    if rng.random() < 0.3:
+        settings["min_frequency"] = rng.choice((2, 3, 10))
+    if rng.random() < 0.3:
+        settings["max_token_length"] = rng.choice((2, 3, 5))
+    if rng.random() < 0.3:
+        banned = rng.choice(letters)
+        settings["allow_merge"] = lambda left, right: not (left.endswith(bytes([banned])) and len(right) > 1)
+    return words, initial, settings
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_words_and_settings_on_both_cores(seed):
+    words, initial, settings = _random_case(seed)
+    stop = {"max_merges": 150} if seed % 2 else {"vocab_size": len(initial) + 100}
+    results = []
+    for compiled in (True, False):
+        t = BpeTrainer(iter(words), initial, compiled=compiled, **settings)
+        results.append(([(m.rank, m.left, m.right, m.token, m.count) for m in t.train(**stop)], t.token_bytes))
+    assert results[0] == results[1]
+
+
+def test_random_cases_reuse_existing_tokens():
+    """The randomized cases do hit merges whose bytes exist already (the token keeps its id)."""
+    reused = 0
+    for seed in range(40):
+        words, initial, settings = _random_case(seed)
+        t = BpeTrainer(words, initial, compiled=True, **settings)
+        merges = list(t.train(max_merges=150))
+        reused += sum(1 for m in merges if m.token < len(initial) or
+                      any(n.token == m.token for n in merges[:m.rank]))
+    assert reused > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_replay_then_continue_and_train_in_steps(seed):
+    words, initial, settings = _random_case(seed)
+    full = [(m.left, m.right, m.token, m.count)
+            for m in BpeTrainer(words, initial, compiled=False, **settings).train(max_merges=120)]
+    stop = len(full) // 2
+    for compiled in (True, False):
+        t = BpeTrainer(words, initial, compiled=compiled, **settings)
+        t.replay([m[:2] for m in full[:stop]], [m[3] for m in full[:stop]], parallel_min_words=50)
+        rest = list(t.train(max_merges=stop + 10)) + list(t.train(max_merges=120))
+        assert [(m.left, m.right, m.token, m.count) for m in rest] == full[stop:], compiled
+
+
+def test_cs336_reference_merges_on_the_compiled_state():
+    from .conftest import corpus_path, reference_merges
+
+    spec = TokenizerSpec(special_tokens=(EOT,))
+    counts = TextPipeline(spec).count_words(corpus_path("corpus.en").read_text(encoding="utf-8"))
+    t = BpeTrainer(alphabet.initial_words(spec, counts), alphabet.initial_vocab(spec),
+                   special_ids=alphabet.special_ids(spec), compiled=True)
+    merges = [(t.token_bytes[m.left], t.token_bytes[m.right]) for m in t.train(vocab_size=500)]
+    assert merges == reference_merges()
+
+
+def test_state_in_c_holds_no_python_words(shakespeare_counts):
+    spec = TokenizerSpec()
+    t = BpeTrainer(alphabet.initial_words(spec, shakespeare_counts), alphabet.initial_vocab(spec), compiled=True)
+    next(t.train(max_merges=1))
+    assert t.words == [] and t._state is not None
+    stats = t._state.stats()
+    assert stats["words"] == sum(1 for w in shakespeare_counts if len(w) > 1)
+    assert stats["tokens"] == 257 and stats["pairs"] > 0
+    first = t.merges[0]
+    assert t._state.count((first.left << 32) | first.right) == 0  # merged: gone
+
+
+def test_bad_words_raise_cleanly():
+    initial = [bytes([i]) for i in range(256)]
+    with pytest.raises(IndexError):
+        list(BpeTrainer([([1, 999], 1)], initial, compiled=True).train(max_merges=1))
+    with pytest.raises((TypeError, ValueError)):
+        list(BpeTrainer([([1, 2], 1, 3)], initial, compiled=True).train(max_merges=1))
+    core = trainer.COMPILED_CORE.Trainer(initial)
+    with pytest.raises(RuntimeError):
+        core.pop(1)  # before build()
+    core.build()
+    with pytest.raises(RuntimeError):
+        core.add_words([([1, 2], 1)])  # after build()
+    with pytest.raises(IndexError):
+        core.merge((1 << 32) | 2, 300)  # not the next id
+
+
+_MEMORY_SCRIPT = """
+import resource, sys
+from bpestore import trainer
+core = trainer.COMPILED_CORE.Trainer([bytes([i]) for i in range(256)])
+word = bytes(range(97, 123)) * 400_000  # 10.4 MB
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+with open("/proc/self/statm") as f:
+    used = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (used + 100 * 2**20, hard))
+try:
+    core.add_words((word, 1) for _ in range(1000))  # 40 MB of symbols per word in C
+except MemoryError:
+    print("MemoryError")
+"""
+
+
+def test_allocation_failure_is_memory_error():
+    out = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "MemoryError"
+
+
+def test_memory_stays_flat_over_many_trainings(shakespeare_counts):
+    spec = TokenizerSpec()
+    words = list(alphabet.initial_words(spec, shakespeare_counts))
+
+    def rss() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    def once() -> None:
+        t = BpeTrainer(words, alphabet.initial_vocab(spec), compiled=True)
+        for _ in t.train(vocab_size=1500):
+            pass
+
+    for _ in range(3):
+        once()
+    before = rss()
+    for _ in range(30):
+        once()
+    # One training allocates ~2.6 MB in C (its heap alone ~0.4 MB): 30 leaks of any part show.
+    assert rss() - before < 2 * 2**20
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_synthetic_corpus_at_small_scale_on_both_cores(tmp_path, tie_break):
+    """The synthetic corpus of the scale benchmark (bench/synthetic.py): ~37,000 distinct
+    words, most merges deep in the loop (vocab 4,000)."""
+    from bench import synthetic
+
+    synthetic.generate(tmp_path / "s.txt", scale=0.01, seed=0)
+    spec = TokenizerSpec(tie_break=tie_break)
+    counts = TextPipeline(spec).count_words((tmp_path / "s.txt").read_text(encoding="utf-8"))
+
+    def make(compiled):
+        return BpeTrainer(alphabet.initial_words(spec, counts), alphabet.initial_vocab(spec), tie_break=tie_break,
+                          hf_order=alphabet.hf_order(spec) if tie_break == "hf" else None, compiled=compiled)
+
+    merges, _ = both(make, vocab_size=4000)
+    assert len(merges) == 4000 - 256

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import ConflictError, InvalidArgumentError, NotFoundError
-from ..files import atomic_file
+from ..errors import InvalidArgumentError
+from ..files import atomic_file, check_target
 from .gpt2 import write_gpt2
 from .hf import hf_tokenizer_json
 
@@ -30,13 +30,11 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
                                    params=("format",))
     refuse_unexportable(tok)
     paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
-    _parent_exists(out)
-    for path in paths:
-        _free(path, force)
+    if format == "gpt2" and out.exists() and not out.is_dir():
+        raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files", params=("out",))
+    for path in paths if out.exists() or format != "gpt2" else [out]:  # a missing folder: only its parent
+        check_target(path, force=force)
     if format == "gpt2":
-        if out.exists() and not out.is_dir():
-            raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files",
-                                       params=("out",))
         out.mkdir(exist_ok=True)
         with atomic_file(paths[0], force=force) as vocab_file, atomic_file(paths[1], force=force) as merges_file:
             write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), vocab_file, merges_file)
@@ -50,18 +48,6 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
         with atomic_file(out, force=force) as f:
             json.dump(hf_tokenizer_json(tok), f, ensure_ascii=False, indent=1)
     return paths
-
-
-def _parent_exists(out: Path) -> None:
-    if not out.parent.is_dir():
-        raise NotFoundError(f"folder {out.parent} does not exist; create it first", params=("out",))
-
-
-def _free(path: Path, force: bool) -> None:
-    if path.is_dir():
-        raise InvalidArgumentError(f"{path} is a folder; give a file path", params=("out",))
-    if path.exists() and not force:
-        raise ConflictError(f"{path} exists; pass force=True to replace it", params=("force",))
 
 
 def refuse_unexportable(tok: Tokenizer) -> None:

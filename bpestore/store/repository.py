@@ -15,11 +15,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import itertools
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from functools import cached_property
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -32,12 +30,14 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    text,
     update,
 )
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, MergeInfo, Source, VersionInfo
 from ..spec import TokenizerSpec
+from . import reads
 from .schema import (
     aliases,
     corpora,
@@ -51,11 +51,12 @@ from .schema import (
     word_counts,
 )
 from .schema import version_facts as version_facts_table
+from .vocabulary import Vocabulary  # also imported from here (migrations/versions/0004)
 
 UPSERT_BATCH = 20_000
 ROWS_PER_STATEMENT = 500  # rows in one INSERT statement of the SQLite upsert (2 parameters each)
 HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
-NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
+NUMBER = reads.NUMBER  # a version number (ASCII digits only)
 
 
 class Transactions(Protocol):
@@ -528,34 +529,17 @@ def compact(conn: Connection, corpus_id: int) -> tuple[int, int]:
 
 
 # -- versions ---------------------------------------------------------------
+def runner(conn: Connection) -> reads.Run:
+    """``conn`` as the Run that store/reads.py's statements take (SQL text, named parameters)."""
+    def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        return conn.execute(text(sql), params).all()
+    return run
+
+
 def resolve(conn: Connection, ref: str) -> int:
-    """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``."""
-    name, at, tag = ref.partition("@")
-    if at and not tag:
-        raise InvalidArgumentError(f"{ref!r}: after '@' comes a version number or an alias "
-                                   f"(e.g. {name}@1)")
-    tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
-    if tokenizer_id is None:
-        raise _no_tokenizer(conn, name)
-    rows = conn.execute(select(versions.c.id, versions.c.number, versions.c.status)
-                        .where(versions.c.tokenizer_id == tokenizer_id).order_by(versions.c.number)).all()
-    numbers = ", ".join(f"{name}@{r.number}" for r in rows)
-    if not tag:
-        complete = [r for r in rows if r.status == "complete"]
-        if not complete:
-            raise NotFoundError(f"{name} has no complete version yet ({numbers}); name one, "
-                                f"or resume {name}@N to finish it")
-        return complete[-1].id
-    if NUMBER.fullmatch(tag):
-        for r in rows:
-            if r.number == int(tag):
-                return r.id
-        raise NotFoundError(f"{name} has no version {tag} (versions: {numbers})")
-    version_id = conn.execute(select(aliases.c.version_id).where(
-        aliases.c.tokenizer_id == tokenizer_id, aliases.c.name == tag)).scalar()
-    if version_id is None:
-        raise NotFoundError(f"{name} has no version or alias {tag!r} (versions: {numbers})")
-    return version_id
+    """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``
+    (``reads.resolve``: the same statements where ``sqlite3`` reads the store)."""
+    return reads.resolve(runner(conn), ref)
 
 
 def newest_version(conn: Connection, name: str) -> int:
@@ -569,7 +553,7 @@ def newest_version(conn: Connection, name: str) -> int:
 
 
 def _no_tokenizer(conn: Connection, name: str) -> NotFoundError:
-    return _not_found(conn, tokenizers, f"no tokenizer named {name!r}", "known", "none yet: train or import one")
+    return reads.no_tokenizer(runner(conn), name)
 
 
 def version_info(conn: Connection, version_id: int) -> VersionInfo:
@@ -721,75 +705,6 @@ def set_alias(conn: Connection, ref: str, alias: str) -> int:
 
 
 # -- tokens and merges --------------------------------------------------------
-class Vocabulary:
-    """A version's tokens (in id order) and merges (in rank order), from its rows
-    (``vocabulary``) or from its packed facts (``facts.unpack``).
-
-    The merges are kept as columns of ints and made into byte pairs or Merge
-    records only when asked: for GPT-2's 50,000 merges, a record (or a tuple)
-    per merge would add a quarter to the load.
-    """
-
-    def __init__(self, tokens: dict[int, bytes], kinds: dict[int, str], lefts: Sequence[int],
-                 rights: Sequence[int], made: Sequence[int], counts: Sequence[int]) -> None:
-        self.tokens = tokens
-        self.kinds = kinds
-        self.columns = lefts, rights, made, counts
-
-    @classmethod
-    def from_rows(cls, token_rows: Iterable[Any], merge_rows: Iterable[Any]) -> Vocabulary:
-        tokens: dict[int, bytes] = {}
-        kinds: dict[int, str] = {}
-        for token_id, data, kind in token_rows:
-            tokens[token_id] = bytes(data)
-            kinds[token_id] = kind
-        lefts: list[int] = []
-        rights: list[int] = []
-        made: list[int] = []
-        counts: list[int] = []
-        for _rank, left, right, token, count in merge_rows:
-            lefts.append(left)
-            rights.append(right)
-            made.append(token)
-            counts.append(count)
-        return cls(tokens, kinds, lefts, rights, made, counts)
-
-    @cached_property
-    def pairs(self) -> list[tuple[bytes, bytes]]:
-        """The merges as byte pairs (what a Tokenizer takes)."""
-        lefts, rights = self.columns[:2]
-        return list(zip(map(self.tokens.__getitem__, lefts), map(self.tokens.__getitem__, rights)))
-
-    @cached_property
-    def merges(self) -> list[Merge]:
-        return list(map(Merge, range(len(self.columns[0])), *self.columns))
-
-    def made_by(self) -> Mapping[int, Merge]:
-        """The merge that first made each token (``queries.first_merges``), each
-        Merge record made when looked up."""
-        made = self.columns[2]
-        first = dict(zip(reversed(made), range(len(made) - 1, -1, -1)))  # the lowest rank wins
-        return _MadeBy(first, self.columns)
-
-    def special_ids(self) -> dict[str, int]:
-        return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
-
-
-class _MadeBy(Mapping[int, Merge]):
-    def __init__(self, first: dict[int, int], columns: tuple[Sequence[int], ...]) -> None:
-        self._first, self._columns = first, columns
-
-    def __getitem__(self, token: int) -> Merge:
-        rank = self._first[token]
-        return Merge(rank, *(column[rank] for column in self._columns))
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._first)
-
-    def __len__(self) -> int:
-        return len(self._first)
-
-
 def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
     """A version's vocabulary read from its token and merge rows."""
     return Vocabulary.from_rows(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
@@ -797,11 +712,9 @@ def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
                                 conn.execute(_merges_of(version_id)))
 
 
-def version_facts(conn: Connection, version_id: int) -> Any:
+def version_facts(conn: Connection, version_id: int) -> reads.FactsRow | None:
     """The version_facts row of a version, with its fingerprint; None where it has none."""
-    return conn.execute(select(version_facts_table, versions.c.fingerprint)
-                        .join(versions, versions.c.id == version_facts_table.c.version_id)
-                        .where(version_facts_table.c.version_id == version_id)).first()
+    return reads.facts_row(runner(conn), version_id)
 
 
 def add_version_facts(conn: Connection, version_id: int, *, format: int, packed: bytes,  # noqa: A002
