@@ -333,6 +333,7 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
             # The words go from the cursor into the trainer one by one: never all
             # of them as rows, or as a dict, beside the trainer's own lists.
             trainer = _trainer(v, pinned_rows(conn, v), stored, initial, stored.merges)
+            trainer.prepare()  # the words are taken while the cursor is open
         spec = v.spec
         writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
                                   every=checkpoint_every, seconds=checkpoint_seconds)
