@@ -54,6 +54,7 @@ from .schema import version_facts as version_facts_table
 from .vocabulary import Vocabulary  # also imported from here (migrations/versions/0004)
 
 UPSERT_BATCH = 20_000
+ROWS_PER_STATEMENT = 500  # rows in one INSERT statement of the SQLite upsert (2 parameters each)
 HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
 NUMBER = reads.NUMBER  # a version number (ASCII digits only)
 
@@ -349,15 +350,80 @@ def _keep_history(conn: Connection, corpus_id: int, counts: Mapping[bytes, int],
 
 def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
     """Add counts to word_counts, marking the rows changed in ``generation``:
-    INSERT ... ON CONFLICT DO UPDATE, in batches."""
+    INSERT ... ON CONFLICT DO UPDATE.
+
+    Millions of distinct words are the common case (one large source), so the
+    rows never go through SQLAlchemy or a Python step per row: on SQLite, many
+    rows per statement, in word order (the index grows at its end); on
+    PostgreSQL with psycopg, one binary COPY into a temporary table and one
+    INSERT ... SELECT of it (a round trip per row cost 30 s per million words).
+    """
+    if not counts:
+        return
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+        _upsert_counts_copy(conn, corpus_id, counts, generation)
+        return
+    # In word order: the index grows at its end, and concurrent upserts on
+    # PostgreSQL lock rows in one order (sorting the words alone: comparing
+    # (word, count) tuples costs more).
+    ordered = sorted(counts)
+    if conn.dialect.name == "sqlite":
+        _upsert_sqlite(conn, corpus_id, ordered, counts, generation)
+        return
     stmt = _dialect(conn).insert(word_counts)
     stmt = stmt.on_conflict_do_update(index_elements=word_count_key(conn),
                                       set_={"count": word_counts.c.count + stmt.excluded["count"],
                                             "changed_in": stmt.excluded["changed_in"]})
-    # In word order, so concurrent upserts on PostgreSQL lock rows in one order
-    # (sorting the words alone: comparing (word, count) tuples costs more).
     _execute_many(conn, stmt, ("corpus_id", "word", "count", "changed_in"),
-                  ((corpus_id, word, counts[word], generation) for word in sorted(counts)))
+                  zip(itertools.repeat(corpus_id), ordered, map(counts.__getitem__, ordered),
+                      itertools.repeat(generation)))
+
+
+def _upsert_sqlite(conn: Connection, corpus_id: int, ordered: list[bytes], counts: Mapping[bytes, int],
+                   generation: int) -> None:
+    """The upsert with ``ROWS_PER_STATEMENT`` rows to a statement: the sqlite3
+    module's cost per statement run is most of an executemany's time. The
+    corpus id and generation are the same in every row: written into the
+    statement (ints), a row binds only its word and count."""
+    row = f"({int(corpus_id)}, ?, ?, {int(generation)})"
+
+    def statement(n: int) -> str:
+        return (f"INSERT INTO {word_counts.name} (corpus_id, word, count, changed_in) VALUES "
+                f"{', '.join([row] * n)} ON CONFLICT (corpus_id, word) DO UPDATE "
+                "SET count = word_counts.count + excluded.count, changed_in = excluded.changed_in")
+    full, step = statement(ROWS_PER_STATEMENT), 2 * ROWS_PER_STATEMENT
+    get = counts.__getitem__
+    for start in range(0, len(ordered), UPSERT_BATCH):
+        chunk = ordered[start:start + UPSERT_BATCH]
+        flat = list(itertools.chain.from_iterable(zip(chunk, map(get, chunk))))
+        whole = len(chunk) // ROWS_PER_STATEMENT * ROWS_PER_STATEMENT
+        if whole:
+            conn.exec_driver_sql(full, [tuple(flat[i:i + step]) for i in range(0, 2 * whole, step)])
+        if whole < len(chunk):
+            conn.exec_driver_sql(statement(len(chunk) - whole), tuple(flat[2 * whole:]))
+
+
+def _upsert_counts_copy(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
+    """PostgreSQL (psycopg): COPY the rows into a temporary table, then one upsert from it.
+
+    The rows go in ordered by the key of the unique index (sha256 of the word),
+    so the index is walked in order, and concurrent ingests lock rows in one order."""
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    cursor.execute("DROP TABLE IF EXISTS pg_temp.bpestore_staged_counts")
+    cursor.execute("CREATE TEMPORARY TABLE bpestore_staged_counts (word bytea NOT NULL, count bigint NOT NULL) "
+                   "ON COMMIT DROP")
+    with cursor.copy("COPY bpestore_staged_counts (word, count) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(["bytea", "int8"])
+        for item in counts.items():
+            copy.write_row(item)
+    cursor.execute(
+        f"INSERT INTO {word_counts.name} (corpus_id, word, count, changed_in) "
+        "SELECT %s, word, count, %s FROM bpestore_staged_counts ORDER BY sha256(word) "
+        "ON CONFLICT (corpus_id, sha256(word)) DO UPDATE "
+        "SET count = word_counts.count + excluded.count, changed_in = excluded.changed_in",
+        (corpus_id, generation))
+    cursor.execute("DROP TABLE bpestore_staged_counts")
+    cursor.close()
 
 
 def _execute_many(conn: Connection, stmt: Any, names: Sequence[str], rows: Iterable[tuple]) -> None:
@@ -368,7 +434,7 @@ def _execute_many(conn: Connection, stmt: Any, names: Sequence[str], rows: Itera
     order = list(compiled.positiontup) if compiled.positional else None
     items = iter(rows)
     while batch := list(itertools.islice(items, UPSERT_BATCH)):
-        if order == list(names):  # SQLite's "?" parameters, in our order
+        if order == list(names):  # "?" or "%s" parameters, in our order
             conn.exec_driver_sql(sql, batch)
             continue
         dicts = [dict(zip(names, row)) for row in batch]
@@ -403,6 +469,31 @@ def _counts_of(corpus_id: int, generation: int | None) -> Any:
 def counts(conn: Connection, corpus_id: int, generation: int | None = None) -> dict[bytes, int]:
     """Every word of a corpus' generation (None: the newest) with its count."""
     return {bytes(word): count for word, count in conn.execute(_counts_of(corpus_id, generation))}
+
+
+def count_rows(conn: Connection, corpus_id: int, generation: int | None = None, *,
+               batch: int = 1 << 16) -> Iterator[tuple[bytes, int]]:
+    """Every (word, count) of a corpus' generation (None: the newest), streamed
+    from the driver's cursor ``batch`` rows at a time: for millions of words,
+    neither a dict of them all nor a SQLAlchemy row per word (a third of the
+    time). Consume it inside the transaction of ``conn``."""
+    stmt = _counts_of(corpus_id, generation)
+    if conn.dialect.driver not in ("pysqlite", "psycopg"):  # other drivers: the portable way
+        for word, count in conn.execute(stmt):
+            yield bytes(word), count
+        return
+    compiled = stmt.compile(dialect=conn.dialect)
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup or ()) if compiled.positional else params
+    raw: Any = conn.connection.driver_connection
+    # PostgreSQL: a server-side cursor (rows come as they are read, not all at once).
+    cursor = raw.cursor(name="bpestore_count_rows") if conn.dialect.name == "postgresql" else raw.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+    finally:
+        cursor.close()
 
 
 def words(conn: Connection, corpus_id: int, generation: int | None = None) -> Iterator[bytes]:
@@ -556,6 +647,13 @@ def version_state(conn: Connection, version_id: int) -> str:
 
 def n_merges(conn: Connection, version_id: int) -> int:
     return conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id)).scalar_one()
+
+
+def next_rank(conn: Connection, version_id: int) -> int:
+    """The rank of a version's next merge (its merges are ranks 0, 1, ...): one
+    index lookup, where counting them reads every one (a checkpoint asks each time)."""
+    return conn.execute(select(func.coalesce(func.max(merges.c.rank) + 1, 0))
+                        .where(merges.c.version_id == version_id)).scalar_one()
 
 
 def try_lock_training(conn: Connection, version_id: int) -> bool:
