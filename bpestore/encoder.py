@@ -41,12 +41,13 @@ from .bpe import (
     split_bytes,
 )
 from .errors import InvalidArgumentError, NotFoundError
-from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar, WordExplanation
-from .spec import TokenizerSpec
+from .spec import EncoderFacts, TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
-if TYPE_CHECKING:  # imported where workers start: a short encode does without them
+if TYPE_CHECKING:  # imported where used: encoding does without them
     from concurrent.futures import Executor
+
+    from .records import Explanation, Progress, UnknownChar, WordExplanation
 
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
@@ -496,6 +497,7 @@ class Tokenizer:
         """
         from .files import atomic_path
         from .ingest import TextReader, open_source
+        from .records import Progress
 
         dtype = dtype or ("uint16" if self.n_vocab <= 1 << 16 else "uint32")
         typecode = self._id_typecode(dtype, writing=True)
@@ -580,6 +582,8 @@ class Tokenizer:
         >>> [(w.text, w.ids, [(s.rank, s.position) for s in w.steps]) for w in tok.explain("abc ab").words]
         [('abc', (256, 99), [(0, 0)]), (' ab', (32, 256), [(0, 1)])]
         """
+        from .records import Explanation, WordExplanation
+
         rules = self._rules(allowed_special=allowed_special, disallowed_special=())
         words: list[WordExplanation] = []
         start = 0
@@ -593,6 +597,8 @@ class Tokenizer:
         return Explanation(self.name or "", text, tuple(words), {i: self._vocab[i] for i in sorted(mentioned)})
 
     def _explain_segment(self, text: str) -> Iterator[WordExplanation]:
+        from .records import MergeStep, WordExplanation
+
         for word in self._pipeline.pretokenize(_fix_surrogates(text)) if text else ():
             symbols = self._initial_ids(word)
             if self._longest_match is not None:
@@ -666,6 +672,8 @@ class Tokenizer:
         """The characters of a pre-token that a ``chars`` alphabet lacks, and their ids."""
         if self.spec.byte_level:
             return
+        from .records import UnknownChar
+
         for position, char in enumerate(word):
             data = char.encode("utf-8", "surrogatepass")
             if data in self._id_of:
@@ -735,6 +743,11 @@ class Tokenizer:
         if dropout:
             rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
         if not rules.allowed:
+            if not dropout and type(out) is list and not out:
+                fast = self._fast_for(text)
+                found = fast.encode(text) if fast is not None else None
+                if found is not None:
+                    return cast(IdsT, found)  # tiktoken's own list: no copy of a long text's ids
             self._encode_segment(text, out, dropout, rng)
             return out
         start = 0
@@ -756,8 +769,7 @@ class Tokenizer:
                 out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
                                               self._merged_ids, dropout, rng))
             return
-        # A short text does not pay for the fast path's once-per-version check.
-        fast = self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
+        fast = self._fast_for(text)
         if fast is not None and fast.encode_into(text, out):
             return
         cache = self._words
@@ -768,6 +780,11 @@ class Tokenizer:
                     cache.clear()
                 ids = cache[word] = tuple(self._encode_word(word))
             out.extend(ids)
+
+    def _fast_for(self, text: str):
+        """tiktoken's core where it may encode ``text``: a short text does not pay
+        for deciding that (the tables the pure path needs are smaller)."""
+        return self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
 
     def _initial_ids(self, word: str) -> list[int]:
         """A pre-token's initial symbols: the spec's own, or its bytes."""

@@ -271,6 +271,8 @@ def test_a_long_text_is_checked_beside_its_encoding(gpt2_tokenizer, monkeypatch)
     assert encoder.encode_into(passing, out) and out == pure.encode_ordinary(passing)
     assert not encoder.encode_into(unassigned, out) and out == pure.encode_ordinary(passing)  # nothing added
     assert fast.encode_ordinary(unassigned) == pure.encode_ordinary(unassigned)
+    assert fast.encode_ordinary(passing) == pure.encode_ordinary(passing)  # tiktoken's own list
+    assert encoder.encode(passing) == out and encoder.encode(unassigned) is None
 
 
 def _probe_ranks() -> dict[bytes, int]:

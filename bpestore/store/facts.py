@@ -26,8 +26,7 @@ from array import array
 from typing import TYPE_CHECKING
 
 from ..errors import DamagedDataError
-from ..records import EncoderFacts
-from ..spec import TokenizerSpec
+from ..spec import EncoderFacts, TokenizerSpec
 from .reads import FactsRow
 from .vocabulary import KindCodes, Vocabulary
 

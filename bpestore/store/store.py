@@ -20,40 +20,40 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError, ReadOnlyError
-from ..queries import TextTotals, pick_tokens, token_matcher
-from ..records import (
-    CorpusInfo,
-    EncoderFacts,
-    EncodingStats,
-    Explanation,
-    LineageNode,
-    MergeInfo,
-    Progress,
-    Removed,
-    Source,
-    TokenInfo,
-    VerifyResult,
-    VersionChart,
-    VersionInfo,
-    VersionProgress,
-)
 from ..spec import TokenizerSpec
 from . import reads
 from .db import display_url, lock_wait_seconds, resolve_url
 
 if TYPE_CHECKING:
+    # Imported where used: a query loads neither the encoder, the ingest workers nor the
+    # trainer; loading a tokenizer through sqlite3 (reads.py) loads neither SQLAlchemy nor
+    # the records and queries.
     from sqlalchemy import Connection, Engine
     from sqlalchemy.exc import SQLAlchemyError
 
-    # Imported where used: a query loads neither the encoder, the ingest workers nor the trainer.
     from ..analysis import TextCounts
     from ..encoder import Tokenizer
     from ..ingest import CountedBatch, IngestTuning
+    from ..records import (
+        CorpusInfo,
+        EncodingStats,
+        Explanation,
+        LineageNode,
+        MergeInfo,
+        Progress,
+        Removed,
+        Source,
+        TokenInfo,
+        VerifyResult,
+        VersionChart,
+        VersionInfo,
+        VersionProgress,
+    )
+    from ..spec import EncoderFacts
     from . import facts, repository
     from .training import TrainOptions
     from .vocabulary import Vocabulary
@@ -628,6 +628,9 @@ class Store:
         >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
         [' the', ' then']
         """
+        from ..queries import pick_tokens, token_matcher
+        from ..records import TokenInfo
+
         match = token_matcher(grep, timeout)
         with self.reading() as conn:
             version_id = repository.resolve(conn, ref)
@@ -667,6 +670,8 @@ class Store:
         """
         from ..ingest import TextReader, open_source
         from ..ingest.sources import check_errors
+        from ..queries import TextTotals
+        from ..records import EncodingStats
 
         check_errors(errors)
         if not refs:
@@ -699,6 +704,10 @@ class Store:
         """How far a version (training or complete) got, from its stored merge rows
         and checkpoint time alone: merges so far against the target, the mean rate
         from its creation to its last checkpoint, and its ``last`` merges."""
+        from datetime import datetime, timezone
+
+        from ..records import VersionProgress
+
         if last < 0:
             raise InvalidArgumentError(f"last cannot be negative, not {last}", params=("last",))
         with self.reading() as conn:
@@ -772,6 +781,8 @@ class Store:
         """The versions of tokenizer ``name`` as a forest: each root (a version trained
         or imported afresh, or extending another tokenizer's version: see its
         ``parent``) with the versions extending it, in any tokenizer, below it."""
+        from ..records import LineageNode
+
         with self.reading() as conn:
             repository.newest_version(conn, name)  # an unknown name raises, naming those there are
             every = repository.version_infos(conn)
@@ -792,6 +803,8 @@ class Store:
         ``force``, which deletes those extensions (and theirs) and aliases with
         it: no version is ever left with a missing parent.
         """
+        from ..records import Removed
+
         name, at, tag = ref.partition("@")
         if not at or not tag:
             raise InvalidArgumentError(f"name the version to remove as {name}@N, or an alias as {name}@ALIAS "
@@ -890,6 +903,7 @@ def _tokenizer_of(version: reads.VersionRow, vocab: Vocabulary, known: EncoderFa
 def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
     """A file's (or a text's) bytes, pre-tokens and special tokens, as ``tok`` cuts them."""
     from ..analysis import TextCounts
+    from ..queries import TextTotals
 
     if text is not None:
         words, specials = tok.count_pretokens([text])
@@ -928,6 +942,7 @@ def _count_ids(tok: Tokenizer, file: str | Path | None, text: str | None,
         id_counts.update(tok.encode(text, allowed_special="all"))
         return len(text.encode("utf-8", "surrogatepass")), id_counts
     from ..ingest import TextReader, open_source
+    from ..queries import TextTotals
 
     totals = TextTotals()
     with open_source(str(file)) as stream:

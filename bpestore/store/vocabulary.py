@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..records import Merge
+if TYPE_CHECKING:
+    from ..records import Merge
 
 
 class KindCodes(NamedTuple):
@@ -70,6 +71,8 @@ class Vocabulary:
 
     @cached_property
     def merges(self) -> list[Merge]:
+        from ..records import Merge
+
         return list(map(Merge, range(len(self.columns[0])), *self.columns))
 
     def made_by(self) -> Mapping[int, Merge]:
@@ -96,11 +99,13 @@ class Vocabulary:
         return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
 
 
-class _MadeBy(Mapping[int, Merge]):
+class _MadeBy(Mapping[int, "Merge"]):
     def __init__(self, first: dict[int, int], columns: tuple[Sequence[int], ...]) -> None:
         self._first, self._columns = first, columns
 
     def __getitem__(self, token: int) -> Merge:
+        from ..records import Merge
+
         rank = self._first[token]
         return Merge(rank, *(column[rank] for column in self._columns))
 
