@@ -600,3 +600,16 @@ def test_merge_counts_adds_like_a_counter():
         merge_counts(total, part)
         reference.update(part)
         assert total == reference
+
+
+def test_upsert_counts_without_a_staging_table(store, monkeypatch):
+    """Where PostgreSQL refuses this role a temporary table, the rows go by executemany: same counts."""
+    from bpestore.store import repository
+
+    monkeypatch.setattr(repository, "_staging_table", lambda conn: False)
+    with store.writing() as conn:
+        corpus_id, _ = repository.lock_corpus(conn, "c", TokenizerSpec())
+        repository.upsert_counts(conn, corpus_id, {b"a": 1, b"b" * 3000: 2}, 1)
+        repository.upsert_counts(conn, corpus_id, {b"a": 5, b"c": 1}, 2)
+    with store.reading() as conn:
+        assert repository.counts(conn, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}

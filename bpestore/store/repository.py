@@ -360,7 +360,7 @@ def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int],
     """
     if not counts:
         return
-    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg":
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg" and _staging_table(conn):
         _upsert_counts_copy(conn, corpus_id, counts, generation)
         return
     # In word order: the index grows at its end, and concurrent upserts on
@@ -403,15 +403,30 @@ def _upsert_sqlite(conn: Connection, corpus_id: int, ordered: list[bytes], count
             conn.exec_driver_sql(statement(len(chunk) - whole), tuple(flat[2 * whole:]))
 
 
+def _staging_table(conn: Connection) -> bool:
+    """Make the temporary table the COPY upsert fills (dropped at commit); False where
+    this role may not make temporary tables (then the rows go by executemany)."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        with conn.begin_nested():  # a refusal must not abort the ingest's transaction
+            conn.exec_driver_sql("DROP TABLE IF EXISTS pg_temp.bpestore_staged_counts")
+            conn.exec_driver_sql("CREATE TEMPORARY TABLE bpestore_staged_counts "
+                                 "(word bytea NOT NULL, count bigint NOT NULL) ON COMMIT DROP")
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) == "42501":  # insufficient_privilege
+            return False
+        raise
+    return True
+
+
 def _upsert_counts_copy(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
-    """PostgreSQL (psycopg): COPY the rows into a temporary table, then one upsert from it.
+    """PostgreSQL (psycopg): COPY the rows into the temporary table (``_staging_table``),
+    then one upsert from it.
 
     The rows go in ordered by the key of the unique index (sha256 of the word),
     so the index is walked in order, and concurrent ingests lock rows in one order."""
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    cursor.execute("DROP TABLE IF EXISTS pg_temp.bpestore_staged_counts")
-    cursor.execute("CREATE TEMPORARY TABLE bpestore_staged_counts (word bytea NOT NULL, count bigint NOT NULL) "
-                   "ON COMMIT DROP")
     with cursor.copy("COPY bpestore_staged_counts (word, count) FROM STDIN (FORMAT BINARY)") as copy:
         copy.set_types(["bytea", "int8"])
         for item in counts.items():
