@@ -49,6 +49,14 @@ def bpestore_cold(p: Params) -> cases.Timed:
     return run
 
 
+def bpestore_ingest(p: Params) -> cases.Timed:
+    """Ingest alone (2 workers), fresh SQLite: the store-side part of the cold row."""
+    import bpestore
+
+    store = bpestore.open(Path(p.tmp) / "bench.db")
+    return lambda: store.ingest("syn", [p.corpus], workers=WORKERS)
+
+
 def hf_cold(p: Params) -> cases.Timed:
     return cases._hf_train(p.corpus, p.vocab_size, [])
 
@@ -93,11 +101,12 @@ def training_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
             store.ingest("syn", [str(text)], workers=WORKERS)
             distinct = store.corpus("syn").n_distinct
         p = Params(corpus=str(text), db=str(ingested), vocab_size=vocab)
-        cold, hf, compiled, pure = measure_tree([
+        cold, hf, compiled, pure, ingest = measure_tree([
             Case("bpestore ingest+train", bpestore_cold, p),
             Case("HF train", hf_cold, p),
             Case("bpestore train (compiled core)", bpestore_retrain_compiled, p),
-            Case("bpestore train (pure-Python core)", bpestore_retrain_pure, p)], runs)
+            Case("bpestore train (pure-Python core)", bpestore_retrain_pure, p),
+            Case("bpestore ingest", bpestore_ingest, p)], runs)
 
     def row(work, peer, ours, theirs):
         return [work, peer, f"{ours.seconds:.1f}", f"{theirs.seconds:.1f}", f"{ours.seconds / theirs.seconds:.2f}×",
@@ -107,6 +116,7 @@ def training_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     rows = [
         row(f"ingest ({WORKERS} workers) + train, synthetic scale {SCALE:g} ({size}, {distinct:,} distinct words), "
             f"vocab {vocab:,}", hf_peer, cold, hf),
+        row(f"ingest alone ({WORKERS} workers), fresh SQLite", hf_peer, ingest, hf),
         row("train from stored counts, compiled merge core", hf_peer, compiled, hf),
         row("train from stored counts, compiled merge core", "same, pure-Python core", compiled, pure),
     ]

@@ -202,24 +202,28 @@ def _is_utf8(data: bytes) -> bool:
         return False
 
 
-def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int],
+def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
                   vocab: Sequence[bytes] | None = None) -> Iterator[tuple[list[int], int]]:
     """Each counted word as its initial symbol ids, with its count.
 
-    ``vocab`` is the version's initial vocabulary (default: ``initial_vocab``
-    of these words). The unknown token never merges: a word holding one is
-    handed to the trainer as the pieces on either side of it.
+    ``word_counts``: a mapping, or (word, count) pairs read once (then ``vocab``
+    must be given). ``vocab`` is the version's initial vocabulary (default:
+    ``initial_vocab`` of these words). The unknown token never merges: a word
+    holding one is handed to the trainer as the pieces on either side of it.
     """
     if vocab is None:
+        if not isinstance(word_counts, Mapping):
+            raise TypeError("initial_words needs vocab when the words come as pairs")
         vocab = initial_vocab(spec, word_counts)
+    pairs = word_counts.items() if isinstance(word_counts, Mapping) else word_counts
     id_of = ordinary_ids(vocab, special_ids(spec))
     symbols = symbolizer(spec, id_of)
     if symbols is None:
-        for word, count in word_counts.items():
+        for word, count in pairs:
             yield list(word), count
         return
     unk = id_of.get(spec.unk_token.encode("utf-8")) if spec.unk_token else None
-    for word, count in word_counts.items():
+    for word, count in pairs:
         ids = symbols(word.decode("utf-8", "surrogatepass"))
         if unk is None or unk not in ids:
             yield ids, count

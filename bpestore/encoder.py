@@ -41,12 +41,13 @@ from .bpe import (
     split_bytes,
 )
 from .errors import InvalidArgumentError, NotFoundError
-from .records import EncoderFacts, Explanation, MergeStep, Progress, UnknownChar, WordExplanation
-from .spec import TokenizerSpec
+from .spec import EncoderFacts, TokenizerSpec
 from .text import TextPipeline, rechunk, special_tokens_regex
 
-if TYPE_CHECKING:  # imported where workers start: a short encode does without them
+if TYPE_CHECKING:  # imported where used: encoding does without them
     from concurrent.futures import Executor
+
+    from .records import Explanation, Progress, UnknownChar, WordExplanation
 
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
@@ -121,7 +122,7 @@ class Tokenizer:
     def __init__(
         self,
         vocab: dict[int, bytes],
-        merges: Sequence[tuple[bytes, bytes]],
+        merges: Sequence[tuple[bytes, bytes]] | None,
         special_tokens: Iterable[str] | dict[str, int] = (),
         *,
         spec: TokenizerSpec | None = None,
@@ -140,7 +141,8 @@ class Tokenizer:
         the pure-Python encoder's tables are built when first needed, from
         ``merge_ids`` where given with them: each merge's left, right and
         made token ids (a store has them), which spares looking up 150,000
-        byte strings."""
+        byte strings; then ``merges`` may be None: the byte pairs are made from
+        ``merge_ids`` when first needed (decoding and short texts need none)."""
         special_ids = dict(special_tokens) if isinstance(special_tokens, dict) else {}
         special_tokens = list(special_tokens)
         if spec is None:
@@ -150,7 +152,12 @@ class Tokenizer:
         self.spec = spec
         self.name = name
         self._vocab = dict(vocab)
-        self._merges = list(merges)
+        if merges is None and merge_ids is None:
+            raise InvalidArgumentError("give the merges (or their ids as merge_ids)", params=("merges",))
+        if merges is not None:
+            self._merges = list(merges)
+        elif facts is None:
+            self._merges = self._pairs_of(merge_ids)  # type: ignore[arg-type]  # not None: checked above
         for text in spec.special_tokens:
             if text not in special_ids:
                 found = [i for i, b in sorted(self._vocab.items()) if b == text.encode("utf-8")]
@@ -249,6 +256,15 @@ class Tokenizer:
         self._byte_ids = alphabet.byte_ids(id_of) if self.spec.byte_level else []
         self._id_of = id_of
 
+    def _pairs_of(self, merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]]) -> list[tuple[bytes, bytes]]:
+        """The merges as byte pairs, from their left and right ids; an error where an id is not in the vocabulary."""
+        vocab = self._vocab
+        try:
+            return list(zip(map(vocab.__getitem__, merge_ids[0]), map(vocab.__getitem__, merge_ids[1])))
+        except KeyError as exc:
+            raise InvalidArgumentError(f"a merge uses id {exc.args[0]}, which the vocabulary lacks",
+                                       params=("merge_ids",)) from None
+
     def __getattr__(self, name: str):
         # The tables of _build_ids and _build_tables, where the tokenizer was
         # given its facts and has not needed them yet (called for a missing attribute only).
@@ -261,6 +277,10 @@ class Tokenizer:
                 with gc_paused():
                     self._build_tables()
                 return self.__dict__[name]
+            if name == "_merges":
+                assert self._merge_ids is not None, "a tokenizer given its facts without merges has merge_ids"
+                self._merges = self._pairs_of(self._merge_ids)
+                return self._merges
             if name == "_joinable":
                 # Byte pairs that some token holds side by side: a word is cut
                 # between any other two bytes (bpe.split_bytes).
@@ -477,6 +497,7 @@ class Tokenizer:
         """
         from .files import atomic_path
         from .ingest import TextReader, open_source
+        from .records import Progress
 
         dtype = dtype or ("uint16" if self.n_vocab <= 1 << 16 else "uint32")
         typecode = self._id_typecode(dtype, writing=True)
@@ -561,6 +582,8 @@ class Tokenizer:
         >>> [(w.text, w.ids, [(s.rank, s.position) for s in w.steps]) for w in tok.explain("abc ab").words]
         [('abc', (256, 99), [(0, 0)]), (' ab', (32, 256), [(0, 1)])]
         """
+        from .records import Explanation, WordExplanation
+
         rules = self._rules(allowed_special=allowed_special, disallowed_special=())
         words: list[WordExplanation] = []
         start = 0
@@ -574,6 +597,8 @@ class Tokenizer:
         return Explanation(self.name or "", text, tuple(words), {i: self._vocab[i] for i in sorted(mentioned)})
 
     def _explain_segment(self, text: str) -> Iterator[WordExplanation]:
+        from .records import MergeStep, WordExplanation
+
         for word in self._pipeline.pretokenize(_fix_surrogates(text)) if text else ():
             symbols = self._initial_ids(word)
             if self._longest_match is not None:
@@ -647,6 +672,8 @@ class Tokenizer:
         """The characters of a pre-token that a ``chars`` alphabet lacks, and their ids."""
         if self.spec.byte_level:
             return
+        from .records import UnknownChar
+
         for position, char in enumerate(word):
             data = char.encode("utf-8", "surrogatepass")
             if data in self._id_of:
@@ -716,6 +743,11 @@ class Tokenizer:
         if dropout:
             rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}")
         if not rules.allowed:
+            if not dropout and type(out) is list and not out:
+                fast = self._fast_for(text)
+                found = fast.encode(text) if fast is not None else None
+                if found is not None:
+                    return cast(IdsT, found)  # tiktoken's own list: no copy of a long text's ids
             self._encode_segment(text, out, dropout, rng)
             return out
         start = 0
@@ -737,8 +769,7 @@ class Tokenizer:
                 out.extend(merge_word_dropout(self._initial_ids(word), self._ranks,
                                               self._merged_ids, dropout, rng))
             return
-        # A short text does not pay for the fast path's once-per-version check.
-        fast = self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
+        fast = self._fast_for(text)
         if fast is not None and fast.encode_into(text, out):
             return
         cache = self._words
@@ -749,6 +780,11 @@ class Tokenizer:
                     cache.clear()
                 ids = cache[word] = tuple(self._encode_word(word))
             out.extend(ids)
+
+    def _fast_for(self, text: str):
+        """tiktoken's core where it may encode ``text``: a short text does not pay
+        for deciding that (the tables the pure path needs are smaller)."""
+        return self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
 
     def _initial_ids(self, word: str) -> list[int]:
         """A pre-token's initial symbols: the spec's own, or its bytes."""

@@ -68,8 +68,11 @@ with MB by (S).
 
 (S) is also what GitHub's ``bpe`` crate asserts of every dictionary it loads
 ("token ... encodes to ... instead of to itself"); (W) holds for every version
-bpestore trains (ids are 256 + specials + rank) and for GPT-2's files. The
-check costs one ``merge_word`` per merge, once per version per process.
+bpestore trains (ids are 256 + specials + rank) and for GPT-2's files. (S) is
+decided without encoding a token (``_seam_problem``: a walk along the two
+merge-tree spines at each token's seam, exact, about a third of the cost of
+encoding every token for GPT-2); a store decides it once per complete version
+and keeps the answer (store/facts.py).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from typing import cast
 
 from .spec import TokenizerSpec
 from .text import PATTERNS
@@ -110,15 +114,16 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[
     """Check (W) and (S) of the module docstring; the first failure, or None.
 
     ``id_of`` maps ordinary token bytes to ids; ``encode_bytes`` is the
-    reference encoder of one word's bytes (merge rule, no pre-tokenizer).
-    (S) is checked by encoding every merged token: about 0.2 s for GPT-2's
-    50,000 merges, which is why a store keeps the answer of each complete
-    version. ``checked``: the first merges are those of a list that passed
-    (an extension's parent), so their tokens need no encoding: whether a
-    token encodes to itself depends only on the merges before it, once (W)
-    holds for the whole list. (A walk over the two merge-tree spines that
-    meet at each token's seam, as GitHub's ``bpe`` crate does, needs no
-    encoding but was no faster in Python.)
+    reference encoder of one word's bytes (merge rule, no pre-tokenizer),
+    which says what a token that fails encodes to. (S) is decided for each
+    token in rank order by ``_seam_problem`` (below), a walk down the two
+    merge-tree spines that meet at the token's seam, which gives exactly the
+    answer of encoding the token (``_encoding_problem``, the definition, which
+    tests/test_fast.py compares it with) at a fraction of the cost: a store
+    keeps the answer of each complete version all the same. ``checked``: the
+    first merges are those of a list that passed (an extension's parent), so
+    their tokens need no check: whether a token encodes to itself depends only
+    on the merges before it, once (W) holds for the whole list.
     """
     made_at: dict[bytes, int] = {}
     last_id = -1
@@ -134,12 +139,73 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[
             return f"ids do not grow with merge rank (merge {k} makes id {token_id})"
         made_at[token] = k
         last_id = token_id
+    failed = _seam_problem(merges, made_at, checked)
+    if failed is None:
+        return None
+    token = merges[failed][0] + merges[failed][1]
+    return f"token {token!r} (merge {failed}) does not encode to itself but to {encode_bytes(token)}"
+
+
+def _encoding_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[bytes, int],
+                      encode_bytes: Callable[[bytes], list[int]], checked: int = 0) -> int | None:
+    """(S) by its definition: the first merge from ``checked`` on whose token does
+    not encode to itself (one ``encode_bytes`` per token), or None."""
     for k in range(checked, len(merges)):
         left, right = merges[k]
-        token = left + right
-        ids = encode_bytes(token)
-        if ids != [id_of[token]]:
-            return f"token {token!r} (merge {k}) does not encode to itself but to {ids}"
+        if encode_bytes(left + right) != [id_of[left + right]]:
+            return k
+    return None
+
+
+def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, int], checked: int = 0) -> int | None:
+    """(S) without encoding: the first merge from ``checked`` on whose token does
+    not encode to itself, or None. Requires (W) (``made_at``: each token's merge).
+
+    Why it is exact. Take the tokens in rank order and suppose every token made
+    before t_k = l_k + r_k encodes to itself. The merge rule applies merges in
+    non-decreasing rank, so t_k encodes to itself iff merges below k leave the
+    bytes of t_k as [l_k, r_k]: iff no merge below k ever joins two tokens
+    across the seam between l_k's bytes and r_k's. Until one does, l_k's bytes
+    evolve as l_k alone does, and since l_k encodes to itself, every merge is
+    its pair's own (merge j joins (l_j, r_j)), so the token at the seam's left
+    runs up the right spine of l_k's merge tree (its last byte, ..., r(r(l_k)),
+    r(l_k), l_k), each made at its rank; likewise the token at the seam's right
+    runs up the left spine of r_k's. The pair (x, y) standing at the seam joins
+    when its rank c comes before either side changes: c below the rank at
+    which x grows, and c at most the rank at which y grows (equal ranks are the
+    same pair, and the leftmost pair goes first). Walking both spines from the
+    top, always undoing the later of the two merges (the right one where both
+    sides grow by the same merge), visits every pair that ever stands at the
+    seam with the rank that bounds it: this is the check GitHub's ``bpe``
+    crate makes of each token (``is_valid_token_pair``), here with merge ranks.
+    It costs the length of the two spines per token, not an encoding.
+    """
+    n = len(merges)
+    # Each token as a code: a merge's rank, or -1 - b for the byte b (below every rank).
+    lefts = [0] * n
+    rights = [0] * n
+    for k, (left, right) in enumerate(merges):
+        lefts[k] = made_at[left] if len(left) != 1 else -1 - left[0]
+        rights[k] = made_at[right] if len(right) != 1 else -1 - right[0]
+    # The rank of each pair of codes (W: each pair makes one token), as one int key.
+    pair_rank = {((a + 256) << 32) | (b + 256): k for k, (a, b) in enumerate(zip(lefts, rights))}
+    get = pair_rank.get
+    for k in range(checked, n):
+        x, y = lefts[k], rights[k]
+        limit = k  # below this rank, the pair at the seam would join (t_k's own merge is k)
+        while x >= 0 or y >= 0:
+            c = get(((x + 256) << 32) | (y + 256))
+            if c is not None and c < limit:
+                return k
+            if x > y:  # x grew last: undo it (its pair's right token stood at the seam before)
+                limit = x
+                x = rights[x]
+            else:  # y grew last (or both by one merge, the right one last)
+                limit = y + 1
+                y = lefts[y]
+        c = get(((x + 256) << 32) | (y + 256))  # the two bytes
+        if c is not None and c < limit:
+            return k
     return None
 
 
@@ -170,40 +236,51 @@ class FastEncoder:
         self._encoding = tiktoken.Encoding(name="bpestore", pat_str=PATTERNS[spec.pretokenizer],
                                            mergeable_ranks=ranks, special_tokens=never)
 
+    def encode(self, text: str) -> list[int] | None:
+        """The ids of text as a new list (tiktoken's own: no copy); None where
+        ``encode_into`` would add nothing."""
+        ids = self._checked_ids(text, as_array=False)
+        return cast("list[int] | None", ids)
+
     def encode_into(self, text: str, out: list | array) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array, which
         gets them without a Python int each); False, adding nothing, where the
         text holds a lone surrogate or a character the two regex engines might
-        classify differently.
-
-        On a long text that is not ASCII, that check of its characters runs
-        while tiktoken's core encodes it (the core releases the GIL), so it
-        costs no time where a second core is free."""
-        if _long_space_run(text):
-            # tiktoken's regex engine overflows its stack (a Rust panic) on a
-            # run of about a million whitespace characters.
-            return False
-        if text.isascii():
-            ids = self._encode_core(text, out)
-        elif len(text) < CONCURRENT_CHECK_AFTER:
-            ids = self._encode_core(text, out) if all_assigned(text) else None
-        else:
-            with ThreadPoolExecutor(1) as pool:
-                encoded = pool.submit(self._encode_core, text, out)
-                assigned = all_assigned(text)
-                ids = encoded.result()
-            if not assigned:
-                return False
+        classify differently."""
+        ids = self._checked_ids(text, as_array=isinstance(out, array))
         if ids is None:
             return False
         out.extend(ids)
         return True
 
-    def _encode_core(self, text: str, out: list | array) -> Sequence[int] | None:
-        """The ids of text from tiktoken's core, as ``out`` takes them; None where the core panicked."""
+    def _checked_ids(self, text: str, *, as_array: bool) -> Sequence[int] | None:
+        """The ids of text (a list, or with ``as_array`` a uint32 array), or None
+        where the text holds a lone surrogate or a character the two regex
+        engines might classify differently.
+
+        On a long text that is not ASCII, that check of its characters runs in
+        a second thread while tiktoken's core encodes it in this one (the core
+        releases the GIL), so it costs no time where a second core is free.
+        (The other way round, the core ran 20-25% slower in a thread of its own
+        than in the thread that started it, here.)"""
+        if _long_space_run(text):
+            # tiktoken's regex engine overflows its stack (a Rust panic) on a
+            # run of about a million whitespace characters.
+            return None
+        if text.isascii():
+            return self._encode_core(text, as_array)
+        if len(text) < CONCURRENT_CHECK_AFTER:
+            return self._encode_core(text, as_array) if all_assigned(text) else None
+        with ThreadPoolExecutor(1) as pool:
+            assigned = pool.submit(all_assigned, text)
+            ids = self._encode_core(text, as_array)
+            return ids if assigned.result() else None
+
+    def _encode_core(self, text: str, as_array: bool) -> Sequence[int] | None:
+        """The ids of text from tiktoken's core; None where the core panicked."""
         core = self._encoding._core_bpe
         try:
-            if isinstance(out, array) and hasattr(core, "encode_to_tiktoken_buffer"):
+            if as_array and hasattr(core, "encode_to_tiktoken_buffer"):
                 # The ids as a buffer of uint32 (tiktoken >= 0.9); no specials here.
                 ids = array("I")
                 ids.frombytes(memoryview(core.encode_to_tiktoken_buffer(text, set())).cast("B"))
@@ -293,10 +370,20 @@ def _unassigned_or_astral() -> re.Pattern:
     return re.compile(f"[{body}\\U00010000-\\U0010ffff]")
 
 
+SCAN_CHARS = 1 << 16  # characters searched per call (see all_assigned)
+
+
 def all_assigned(text: str) -> bool:
-    """True where every character of text is assigned in Python's Unicode version."""
-    for m in _unassigned_or_astral().finditer(text):
-        ch = m.group()
-        if ch <= "\uffff" or unicodedata.category(ch) == "Cn":
-            return False
+    """True where every character of text is assigned in Python's Unicode version.
+
+    The text is searched a stretch at a time: one search holds the GIL until
+    it ends, and run beside tiktoken's core (``FastEncoder._checked_ids``), a
+    search of the whole text kept the core from starting (it needs the GIL to
+    take the text) until the search was done, so the two ran one after the other."""
+    pattern = _unassigned_or_astral()
+    for start in range(0, len(text), SCAN_CHARS):
+        for m in pattern.finditer(text, start, start + SCAN_CHARS):
+            ch = m.group()
+            if ch <= "\uffff" or unicodedata.category(ch) == "Cn":
+                return False
     return True

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .spec import EncoderFacts as EncoderFacts  # defined with the spec: loading a tokenizer needs no records
 from .spec import TokenizerSpec
 
 
@@ -25,19 +26,6 @@ class Merge:
     right: int
     token: int
     count: int
-
-
-@dataclass(frozen=True)
-class EncoderFacts:
-    """What a tokenizer's merges and spec decide about encoding, the same on
-    every machine: computed once (``Tokenizer.facts``), and kept by a store for
-    each complete version so that loading it computes nothing.
-
-    ``fast_problem``: why tiktoken's core may not encode with these merges and
-    spec (see ``bpestore.fast``); None: it may, wherever tiktoken is installed.
-    """
-
-    fast_problem: str | None
 
 
 @dataclass

@@ -182,3 +182,18 @@ class TokenizerSpec:
         if not isinstance(data, dict):
             raise InvalidArgumentError("a tokenizer spec must be a JSON object")
         return cls.from_dict(data)
+
+
+@dataclass(frozen=True)
+class EncoderFacts:
+    """What a tokenizer's merges and spec decide about encoding, the same on
+    every machine: computed once (``Tokenizer.facts``), and kept by a store for
+    each complete version so that loading it computes nothing. (A record of
+    ``bpestore.records``, defined here so that loading a tokenizer imports no
+    other record.)
+
+    ``fast_problem``: why tiktoken's core may not encode with these merges and
+    spec (see ``bpestore.fast``); None: it may, wherever tiktoken is installed.
+    """
+
+    fast_problem: str | None

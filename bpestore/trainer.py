@@ -248,6 +248,13 @@ class BpeTrainer:
         self._state = state
         self._stats_ready = True
 
+    def prepare(self) -> None:
+        """Take the words and count their pairs now (``train`` does it first
+        otherwise): a caller streaming the words from a database cursor calls
+        it while the cursor is open."""
+        if not self._stats_ready:
+            self._build_stats()
+
     # -- the loop --------------------------------------------------------
     def train(self, *, vocab_size: int | None = None, max_merges: int | None = None) -> Iterator[Merge]:
         """Yield merges until the vocabulary has ``vocab_size`` tokens, ``max_merges``

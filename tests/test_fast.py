@@ -118,6 +118,67 @@ def test_where_the_check_passes_tiktoken_gives_the_merge_rule_ids(merges, words)
         assert any(rank_based.encode_ordinary(t) != pure.encode_ordinary(t) for t in tokens)
 
 
+def _reference_and_walk(merges: list[tuple[bytes, bytes]], checked: int = 0) -> tuple[int | None, int | None]:
+    """The first token that does not encode to itself: by encoding each (the
+    definition) and by the seam walk."""
+    from bpestore.fast import _encoding_problem, _seam_problem
+
+    tok = Tokenizer(byte_vocab(*(left + right for left, right in merges)), merges, fast=False)
+    made_at = {left + right: k for k, (left, right) in enumerate(merges)}
+    return (_encoding_problem(merges, tok._id_of, tok._encode_bytes, checked),
+            _seam_problem(merges, made_at, checked))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(merge_lists(), st.integers(0, 30))
+def test_the_seam_walk_finds_what_encoding_every_token_finds(merges, checked):
+    """(S) decided without encoding gives the definition's answer, token for token:
+    the first failing merge (from ``checked`` on, where the tokens before pass)."""
+    by_encoding, by_walk = _reference_and_walk(merges)
+    assert by_walk == by_encoding
+    if by_encoding is None or by_encoding >= checked:
+        assert _reference_and_walk(merges, checked) == (by_encoding, by_encoding)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text("abc", min_size=1, max_size=14).map(str.encode), st.integers(1, 30), min_size=1,
+                       max_size=25), st.integers(1, 80), st.sampled_from(["lexicographic", "hf"]))
+def test_the_seam_walk_on_trained_merge_lists(counts, n_merges, tie_break):
+    """Trained lists (deep merge trees, mostly passing) give the same answer both ways."""
+    from bpestore.trainer import train_word_counts
+
+    _, merges = train_word_counts(counts, vocab_size=256 + n_merges, tie_break=tie_break)
+    by_encoding, by_walk = _reference_and_walk(merges)
+    assert by_walk == by_encoding
+
+
+@pytest.mark.parametrize("merges, first", [
+    ([(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")], 2),  # abc = ab + c, but b c joins first
+    ([(b"a", b"a"), (b"aa", b"a")], None),  # aaa: the leftmost pair first, then aa + a
+    ([(b"a", b"a"), (b"a", b"aa")], 1),  # ... so a + aa never stands
+    ([(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"a")], None),
+    ([(b"a", b"a"), (b"aa", b"aa"), (b"a", b"aaaa")], 2),
+    ([(b"a", b"b"), (b"b", b"a"), (b"ab", b"a")], None),  # aba: a b joins first
+    ([(b"a", b"b"), (b"b", b"a"), (b"a", b"ba")], 2),
+])
+def test_the_seam_walk_on_small_cases(merges, first):
+    assert _reference_and_walk(merges) == (first, first)
+
+
+def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
+    from bpestore.fast import _encoding_problem, _seam_problem
+
+    tok = gpt2_tokenizer
+    made_at = {left + right: k for k, (left, right) in enumerate(tok.merges)}
+    assert _seam_problem(tok.merges, made_at) is None
+    for tie_break in ("lexicographic", "hf"):
+        vocab, merges = bpestore.train_bpe(corpus_path("tinyshakespeare.txt"), vocab_size=1200,
+                                           tie_break=tie_break)
+        pure = Tokenizer(vocab, merges, fast=False)
+        made_at = {left + right: k for k, (left, right) in enumerate(merges)}
+        assert _seam_problem(merges, made_at) == _encoding_problem(merges, pure._id_of, pure._encode_bytes)
+
+
 # -- gate 1: the spec --------------------------------------------------------------
 @pytest.mark.parametrize("spec, reason", [
     (TokenizerSpec(normalizer="nfkc"), "normalizer"),
@@ -181,6 +242,18 @@ def _newer_letter() -> str | None:
     return None
 
 
+def test_the_check_searches_a_stretch_at_a_time(monkeypatch):
+    """all_assigned finds an unassigned character in any stretch, at either end of one."""
+    import bpestore.fast
+
+    monkeypatch.setattr(bpestore.fast, "SCAN_CHARS", 7)
+    base = "abc 日本語 🦄 xyz" * 5
+    assert all_assigned(base)
+    for at in range(len(base) + 1):
+        assert not all_assigned(base[:at] + "\u0378" + base[at:]), at  # unassigned in every Unicode version
+        assert all_assigned(base[:at] + "\U0001F984" + base[at:]), at  # an assigned astral character
+
+
 def test_text_with_characters_newer_than_python_takes_the_pure_path(gpt2_tokenizer):
     letter = _newer_letter()
     if letter is None:
@@ -210,6 +283,8 @@ def test_a_long_text_is_checked_beside_its_encoding(gpt2_tokenizer, monkeypatch)
     assert encoder.encode_into(passing, out) and out == pure.encode_ordinary(passing)
     assert not encoder.encode_into(unassigned, out) and out == pure.encode_ordinary(passing)  # nothing added
     assert fast.encode_ordinary(unassigned) == pure.encode_ordinary(unassigned)
+    assert fast.encode_ordinary(passing) == pure.encode_ordinary(passing)  # tiktoken's own list
+    assert encoder.encode(passing) == out and encoder.encode(unassigned) is None
 
 
 def _probe_ranks() -> dict[bytes, int]:

@@ -563,3 +563,53 @@ def test_a_tiny_merge_budget_over_many_sources_and_a_failure(tmp_path):
             batches.append(batch)
     got = sum((b.counts for b in batches), Counter())
     assert got == sum((reference_counts(t, GPT2) + reference_counts(t[:3000], GPT2) for t in texts), Counter())
+
+
+@pytest.mark.parametrize("sizes", [(1,), (499, 500, 501), (20_001, 3)])
+def test_upsert_counts_adds_rows_at_every_batch_size(store, sizes):
+    """The bulk upsert (many rows per statement on SQLite, COPY on PostgreSQL) adds
+    counts exactly as a Counter does, across its batch and statement boundaries,
+    for any bytes (NUL, invalid UTF-8, a word longer than an index entry)."""
+    from bpestore.store import repository
+
+    rng = random.Random(len(sizes))
+    pool = [b"\x00", b"\xff\xfe", b" a", b"x" * 5000] + [
+        bytes(rng.randrange(256) for _ in range(rng.randint(1, 12))) for _ in range(30_000)]
+    expected: Counter = Counter()
+    with store.writing() as conn:
+        corpus_id, _ = repository.lock_corpus(conn, "c", TokenizerSpec())
+    for generation, size in enumerate(sizes, start=1):
+        counts = {word: rng.randint(1, 2**40) for word in rng.sample(pool, size)}
+        expected.update(counts)
+        with store.writing() as conn:
+            repository.upsert_counts(conn, corpus_id, counts, generation)
+        with store.reading() as conn:
+            assert repository.counts(conn, corpus_id) == expected
+            changed = dict(conn.execute(select(word_counts.c.word, word_counts.c.changed_in)).all())
+        assert {bytes(w) for w, g in changed.items() if g == generation} == set(counts)
+
+
+def test_merge_counts_adds_like_a_counter():
+    from bpestore.ingest.scheduler import merge_counts
+
+    rng = random.Random(7)
+    total: Counter = Counter()
+    reference: Counter = Counter()
+    for _ in range(20):
+        part = {rng.randbytes(2): rng.randint(1, 9) for _ in range(rng.choice([0, 1, 500]))}
+        merge_counts(total, part)
+        reference.update(part)
+        assert total == reference
+
+
+def test_upsert_counts_without_a_staging_table(store, monkeypatch):
+    """Where PostgreSQL refuses this role a temporary table, the rows go by executemany: same counts."""
+    from bpestore.store import repository
+
+    monkeypatch.setattr(repository, "_staging_table", lambda conn: False)
+    with store.writing() as conn:
+        corpus_id, _ = repository.lock_corpus(conn, "c", TokenizerSpec())
+        repository.upsert_counts(conn, corpus_id, {b"a": 1, b"b" * 3000: 2}, 1)
+        repository.upsert_counts(conn, corpus_id, {b"a": 5, b"c": 1}, 2)
+    with store.reading() as conn:
+        assert repository.counts(conn, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}

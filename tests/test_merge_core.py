@@ -241,6 +241,8 @@ def test_state_in_c_holds_no_python_words(shakespeare_counts):
     stats = t._state.stats()
     assert stats["words"] == sum(1 for w in shakespeare_counts if len(w) > 1)
     assert stats["tokens"] == 257 and stats["pairs"] > 0
+    first = t.merges[0]
+    assert t._state.count((first.left << 32) | first.right) == 0  # merged: gone
 
 
 def test_bad_words_raise_cleanly():
@@ -301,3 +303,21 @@ def test_memory_stays_flat_over_many_trainings(shakespeare_counts):
         once()
     # One training allocates ~2.6 MB in C (its heap alone ~0.4 MB): 30 leaks of any part show.
     assert rss() - before < 2 * 2**20
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_synthetic_corpus_at_small_scale_on_both_cores(tmp_path, tie_break):
+    """The synthetic corpus of the scale benchmark (bench/synthetic.py): ~37,000 distinct
+    words, most merges deep in the loop (vocab 4,000)."""
+    from bench import synthetic
+
+    synthetic.generate(tmp_path / "s.txt", scale=0.01, seed=0)
+    spec = TokenizerSpec(tie_break=tie_break)
+    counts = TextPipeline(spec).count_words((tmp_path / "s.txt").read_text(encoding="utf-8"))
+
+    def make(compiled):
+        return BpeTrainer(alphabet.initial_words(spec, counts), alphabet.initial_vocab(spec), tie_break=tie_break,
+                          hf_order=alphabet.hf_order(spec) if tie_break == "hf" else None, compiled=compiled)
+
+    merges, _ = both(make, vocab_size=4000)
+    assert len(merges) == 4000 - 256

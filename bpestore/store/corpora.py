@@ -100,6 +100,8 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
     one holding some of them is refused, since its counts cannot be split."""
     from collections import Counter
 
+    from ..ingest.scheduler import merge_counts
+
     spec = files[0][0].spec
     for info, _ in files:
         check_spec(corpus, spec, info.spec, f"counts file {info.path}")
@@ -124,7 +126,7 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
                                     f"are in {corpus!r} already (e.g. {name}) and others that are not; its counts "
                                     "cannot be split: count the new sources alone, or pass force=True")
             else:
-                merged.update(counts)
+                merge_counts(merged, counts)
                 added.extend(sources)
                 if not force:
                     seen |= shas

@@ -2,7 +2,9 @@
 
 Alembic is imported only where the database is not at ``HEAD``: opening an
 up-to-date store costs one query (``tests/test_schema.py`` checks that
-``HEAD`` is the newest revision in migrations/).
+``HEAD`` is the newest revision in migrations/). SQLAlchemy is imported only
+where an engine is made or a URL parsed: a SQLite store at ``HEAD`` can be
+read without it (``store/sealed.py``).
 """
 
 from __future__ import annotations
@@ -13,16 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from sqlalchemy import create_engine, event, inspect, text
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
-
 from ..errors import ConflictError, DamagedDataError, DatabaseError, InvalidArgumentError, NotFoundError
 
 if TYPE_CHECKING:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
+    from sqlalchemy.engine import Connection, Engine
 
 DEFAULT_DB = "bpestore.db"
 HEAD = "0004"  # the newest revision in migrations/versions
@@ -58,6 +56,9 @@ def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False)
     if db == ":memory:":
         return "sqlite://"
     if "://" in db:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
         try:
             url = make_url(db)
             url.port  # noqa: B018 (parsed lazily: a port that is not a number raises here)
@@ -122,6 +123,9 @@ def _sqlite_begin(conn) -> None:
 
 def display_url(url: str) -> str:
     """The URL with any password hidden, for messages."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):
@@ -135,6 +139,9 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     ``read_only`` on PostgreSQL: every transaction of every connection is read-only
     (``default_transaction_read_only``), so the server itself refuses writes.
     """
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.pool import StaticPool
+
     options: dict = {"poolclass": StaticPool} if url == "sqlite://" else {}
     wait_ms = max(1, round(lock_wait_seconds() * 1000))
     if url.startswith("sqlite"):
@@ -195,6 +202,9 @@ def stored_revision(conn: Connection) -> str | None:
     One query, without Alembic. The failed query of a database without the
     table is rolled back to a savepoint (PostgreSQL aborts the transaction otherwise).
     """
+    from sqlalchemy import text
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         with conn.begin_nested():
             return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
@@ -216,6 +226,7 @@ def upgrade_schema(engine: Engine, *, read_only: bool = False) -> str:
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
+    from sqlalchemy import text
 
     config = alembic_config()
     script = ScriptDirectory.from_config(config)
@@ -249,6 +260,8 @@ def upgrade_schema(engine: Engine, *, read_only: bool = False) -> str:
 
 def _refuse_foreign(conn: Connection) -> None:
     """A database that holds tables but no bpestore schema belongs to something else: leave it alone."""
+    from sqlalchemy import inspect
+
     tables = [t for t in inspect(conn).get_table_names() if t != "alembic_version"]
     if tables:
         shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")

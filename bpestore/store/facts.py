@@ -23,15 +23,15 @@ import json
 import struct
 import sys
 from array import array
-from typing import Any
-
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING
 
 from ..errors import DamagedDataError
-from ..records import EncoderFacts
-from ..spec import TokenizerSpec
-from . import repository
-from .repository import Vocabulary
+from ..spec import EncoderFacts, TokenizerSpec
+from .reads import FactsRow
+from .vocabulary import KindCodes, Vocabulary
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 FORMAT = 1  # the layout of ``pack``; another layout comes with a new revision that rewrites the rows
 _HEADER = struct.Struct("<III")  # tokens, merges, bytes of the kind names
@@ -84,7 +84,9 @@ def unpack(data: bytes) -> Vocabulary:
     at = ends[-1]
     if at != len(data):
         raise ValueError("the packed vocabulary's length does not match its header")
-    return Vocabulary(tokens, dict(zip(ids, [names[k] for k in kinds])), lefts, rights, made, counts)
+    if kinds and max(kinds) >= len(names):
+        raise ValueError("a token's kind is not one of the packed names")
+    return Vocabulary(tokens, KindCodes(ids, kinds, names), lefts, rights, made, counts)
 
 
 def digest(fingerprint: str | None, fast_problem: str | None, packed: bytes) -> str:
@@ -114,6 +116,8 @@ def seal(conn: Connection, version_id: int, *, vocab: Vocabulary | None = None,
     A version whose merges start with those of a version that may take
     tiktoken's core (its parent, or ``copied_from``) checks only its own.
     """
+    from . import repository
+
     v = repository.version_info(conn, version_id)
     if vocab is None:
         vocab = repository.vocabulary(conn, version_id)
@@ -136,13 +140,17 @@ def load(conn: Connection, version_id: int) -> tuple[Vocabulary, EncoderFacts] |
     """A complete version's vocabulary and facts from its one row; None where it
     has none (a version still training). DamagedDataError where the row does not
     match its digest."""
+    from . import repository
+
     row = repository.version_facts(conn, version_id)
     if row is None:
         return None
-    return _checked(row, version_id)
+    return checked(row, version_id)
 
 
-def _checked(row: Any, version_id: int) -> tuple[Vocabulary, EncoderFacts]:
+def checked(row: FactsRow, version_id: int) -> tuple[Vocabulary, EncoderFacts]:
+    """The vocabulary and facts of a version_facts row, once its digest matches;
+    DamagedDataError where it does not, or where the blob cannot be read."""
     packed = bytes(row.packed)
     if row.format != FORMAT or digest(row.fingerprint, row.fast_problem, packed) != row.digest:
         raise DamagedDataError(f"the stored facts of version id {version_id} do not match their digest; "
@@ -157,5 +165,7 @@ def _checked(row: Any, version_id: int) -> tuple[Vocabulary, EncoderFacts]:
 
 def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
     """A version's vocabulary: from its facts where it is complete, else from its rows."""
+    from . import repository
+
     found = load(conn, version_id)
     return found[0] if found is not None else repository.vocabulary(conn, version_id)

@@ -15,11 +15,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import itertools
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from functools import cached_property
 from typing import Any, Protocol
 
 from sqlalchemy import (
@@ -32,12 +30,14 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    text,
     update,
 )
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, MergeInfo, Source, VersionInfo
 from ..spec import TokenizerSpec
+from . import reads
 from .schema import (
     aliases,
     corpora,
@@ -51,10 +51,12 @@ from .schema import (
     word_counts,
 )
 from .schema import version_facts as version_facts_table
+from .vocabulary import Vocabulary  # also imported from here (migrations/versions/0004)
 
 UPSERT_BATCH = 20_000
+ROWS_PER_STATEMENT = 500  # rows in one INSERT statement of the SQLite upsert (2 parameters each)
 HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
-NUMBER = re.compile(r"[0-9]+")  # a version number (ASCII digits only)
+NUMBER = reads.NUMBER  # a version number (ASCII digits only)
 
 
 class Transactions(Protocol):
@@ -348,15 +350,95 @@ def _keep_history(conn: Connection, corpus_id: int, counts: Mapping[bytes, int],
 
 def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
     """Add counts to word_counts, marking the rows changed in ``generation``:
-    INSERT ... ON CONFLICT DO UPDATE, in batches."""
+    INSERT ... ON CONFLICT DO UPDATE.
+
+    Millions of distinct words are the common case (one large source), so the
+    rows never go through SQLAlchemy or a Python step per row: on SQLite, many
+    rows per statement, in word order (the index grows at its end); on
+    PostgreSQL with psycopg, one binary COPY into a temporary table and one
+    INSERT ... SELECT of it (a round trip per row cost 30 s per million words).
+    """
+    if not counts:
+        return
+    if conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg" and _staging_table(conn):
+        _upsert_counts_copy(conn, corpus_id, counts, generation)
+        return
+    # In word order: the index grows at its end, and concurrent upserts on
+    # PostgreSQL lock rows in one order (sorting the words alone: comparing
+    # (word, count) tuples costs more).
+    ordered = sorted(counts)
+    if conn.dialect.name == "sqlite":
+        _upsert_sqlite(conn, corpus_id, ordered, counts, generation)
+        return
     stmt = _dialect(conn).insert(word_counts)
     stmt = stmt.on_conflict_do_update(index_elements=word_count_key(conn),
                                       set_={"count": word_counts.c.count + stmt.excluded["count"],
                                             "changed_in": stmt.excluded["changed_in"]})
-    # In word order, so concurrent upserts on PostgreSQL lock rows in one order
-    # (sorting the words alone: comparing (word, count) tuples costs more).
     _execute_many(conn, stmt, ("corpus_id", "word", "count", "changed_in"),
-                  ((corpus_id, word, counts[word], generation) for word in sorted(counts)))
+                  zip(itertools.repeat(corpus_id), ordered, map(counts.__getitem__, ordered),
+                      itertools.repeat(generation)))
+
+
+def _upsert_sqlite(conn: Connection, corpus_id: int, ordered: list[bytes], counts: Mapping[bytes, int],
+                   generation: int) -> None:
+    """The upsert with ``ROWS_PER_STATEMENT`` rows to a statement: the sqlite3
+    module's cost per statement run is most of an executemany's time. The
+    corpus id and generation are the same in every row: written into the
+    statement (ints), a row binds only its word and count."""
+    row = f"({int(corpus_id)}, ?, ?, {int(generation)})"
+
+    def statement(n: int) -> str:
+        return (f"INSERT INTO {word_counts.name} (corpus_id, word, count, changed_in) VALUES "
+                f"{', '.join([row] * n)} ON CONFLICT (corpus_id, word) DO UPDATE "
+                "SET count = word_counts.count + excluded.count, changed_in = excluded.changed_in")
+    full, step = statement(ROWS_PER_STATEMENT), 2 * ROWS_PER_STATEMENT
+    get = counts.__getitem__
+    for start in range(0, len(ordered), UPSERT_BATCH):
+        chunk = ordered[start:start + UPSERT_BATCH]
+        flat = list(itertools.chain.from_iterable(zip(chunk, map(get, chunk))))
+        whole = len(chunk) // ROWS_PER_STATEMENT * ROWS_PER_STATEMENT
+        if whole:
+            conn.exec_driver_sql(full, [tuple(flat[i:i + step]) for i in range(0, 2 * whole, step)])
+        if whole < len(chunk):
+            conn.exec_driver_sql(statement(len(chunk) - whole), tuple(flat[2 * whole:]))
+
+
+def _staging_table(conn: Connection) -> bool:
+    """Make the temporary table the COPY upsert fills (dropped at commit); False where
+    this role may not make temporary tables (then the rows go by executemany)."""
+    from sqlalchemy.exc import DBAPIError
+
+    try:
+        with conn.begin_nested():  # a refusal must not abort the ingest's transaction
+            conn.exec_driver_sql("DROP TABLE IF EXISTS pg_temp.bpestore_staged_counts")
+            conn.exec_driver_sql("CREATE TEMPORARY TABLE bpestore_staged_counts "
+                                 "(word bytea NOT NULL, count bigint NOT NULL) ON COMMIT DROP")
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) == "42501":  # insufficient_privilege
+            return False
+        raise
+    return True
+
+
+def _upsert_counts_copy(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
+    """PostgreSQL (psycopg): COPY the rows into the temporary table (``_staging_table``),
+    then one upsert from it.
+
+    The rows go in ordered by the key of the unique index (sha256 of the word),
+    so the index is walked in order, and concurrent ingests lock rows in one order."""
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    with cursor.copy("COPY bpestore_staged_counts (word, count) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(["bytea", "int8"])
+        for item in counts.items():
+            copy.write_row(item)
+    cursor.execute(
+        f"INSERT INTO {word_counts.name} (corpus_id, word, count, changed_in) "
+        "SELECT %s, word, count, %s FROM bpestore_staged_counts ORDER BY sha256(word) "
+        "ON CONFLICT (corpus_id, sha256(word)) DO UPDATE "
+        "SET count = word_counts.count + excluded.count, changed_in = excluded.changed_in",
+        (corpus_id, generation))
+    cursor.execute("DROP TABLE bpestore_staged_counts")
+    cursor.close()
 
 
 def _execute_many(conn: Connection, stmt: Any, names: Sequence[str], rows: Iterable[tuple]) -> None:
@@ -367,7 +449,7 @@ def _execute_many(conn: Connection, stmt: Any, names: Sequence[str], rows: Itera
     order = list(compiled.positiontup) if compiled.positional else None
     items = iter(rows)
     while batch := list(itertools.islice(items, UPSERT_BATCH)):
-        if order == list(names):  # SQLite's "?" parameters, in our order
+        if order == list(names):  # "?" or "%s" parameters, in our order
             conn.exec_driver_sql(sql, batch)
             continue
         dicts = [dict(zip(names, row)) for row in batch]
@@ -404,6 +486,31 @@ def counts(conn: Connection, corpus_id: int, generation: int | None = None) -> d
     return {bytes(word): count for word, count in conn.execute(_counts_of(corpus_id, generation))}
 
 
+def count_rows(conn: Connection, corpus_id: int, generation: int | None = None, *,
+               batch: int = 1 << 16) -> Iterator[tuple[bytes, int]]:
+    """Every (word, count) of a corpus' generation (None: the newest), streamed
+    from the driver's cursor ``batch`` rows at a time: for millions of words,
+    neither a dict of them all nor a SQLAlchemy row per word (a third of the
+    time). Consume it inside the transaction of ``conn``."""
+    stmt = _counts_of(corpus_id, generation)
+    if conn.dialect.driver not in ("pysqlite", "psycopg"):  # other drivers: the portable way
+        for word, count in conn.execute(stmt):
+            yield bytes(word), count
+        return
+    compiled = stmt.compile(dialect=conn.dialect)
+    params = compiled.construct_params()
+    args = tuple(params[name] for name in compiled.positiontup or ()) if compiled.positional else params
+    raw: Any = conn.connection.driver_connection
+    # PostgreSQL: a server-side cursor (rows come as they are read, not all at once).
+    cursor = raw.cursor(name="bpestore_count_rows") if conn.dialect.name == "postgresql" else raw.cursor()
+    try:
+        cursor.execute(str(compiled), args)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+    finally:
+        cursor.close()
+
+
 def words(conn: Connection, corpus_id: int, generation: int | None = None) -> Iterator[bytes]:
     """Every distinct word of a corpus' generation, without counts."""
     for word, _count in conn.execute(_counts_of(corpus_id, generation)):
@@ -437,34 +544,17 @@ def compact(conn: Connection, corpus_id: int) -> tuple[int, int]:
 
 
 # -- versions ---------------------------------------------------------------
+def runner(conn: Connection) -> reads.Run:
+    """``conn`` as the Run that store/reads.py's statements take (SQL text, named parameters)."""
+    def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+        return conn.execute(text(sql), params).all()
+    return run
+
+
 def resolve(conn: Connection, ref: str) -> int:
-    """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``."""
-    name, at, tag = ref.partition("@")
-    if at and not tag:
-        raise InvalidArgumentError(f"{ref!r}: after '@' comes a version number or an alias "
-                                   f"(e.g. {name}@1)")
-    tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)).scalar()
-    if tokenizer_id is None:
-        raise _no_tokenizer(conn, name)
-    rows = conn.execute(select(versions.c.id, versions.c.number, versions.c.status)
-                        .where(versions.c.tokenizer_id == tokenizer_id).order_by(versions.c.number)).all()
-    numbers = ", ".join(f"{name}@{r.number}" for r in rows)
-    if not tag:
-        complete = [r for r in rows if r.status == "complete"]
-        if not complete:
-            raise NotFoundError(f"{name} has no complete version yet ({numbers}); name one, "
-                                f"or resume {name}@N to finish it")
-        return complete[-1].id
-    if NUMBER.fullmatch(tag):
-        for r in rows:
-            if r.number == int(tag):
-                return r.id
-        raise NotFoundError(f"{name} has no version {tag} (versions: {numbers})")
-    version_id = conn.execute(select(aliases.c.version_id).where(
-        aliases.c.tokenizer_id == tokenizer_id, aliases.c.name == tag)).scalar()
-    if version_id is None:
-        raise NotFoundError(f"{name} has no version or alias {tag!r} (versions: {numbers})")
-    return version_id
+    """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``
+    (``reads.resolve``: the same statements where ``sqlite3`` reads the store)."""
+    return reads.resolve(runner(conn), ref)
 
 
 def newest_version(conn: Connection, name: str) -> int:
@@ -478,7 +568,7 @@ def newest_version(conn: Connection, name: str) -> int:
 
 
 def _no_tokenizer(conn: Connection, name: str) -> NotFoundError:
-    return _not_found(conn, tokenizers, f"no tokenizer named {name!r}", "known", "none yet: train or import one")
+    return reads.no_tokenizer(runner(conn), name)
 
 
 def version_info(conn: Connection, version_id: int) -> VersionInfo:
@@ -574,6 +664,13 @@ def n_merges(conn: Connection, version_id: int) -> int:
     return conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id)).scalar_one()
 
 
+def next_rank(conn: Connection, version_id: int) -> int:
+    """The rank of a version's next merge (its merges are ranks 0, 1, ...): one
+    index lookup, where counting them reads every one (a checkpoint asks each time)."""
+    return conn.execute(select(func.coalesce(func.max(merges.c.rank) + 1, 0))
+                        .where(merges.c.version_id == version_id)).scalar_one()
+
+
 def try_lock_training(conn: Connection, version_id: int) -> bool:
     """Claim the right to train a version for as long as ``conn`` stays open; False
     if another session holds it. PostgreSQL only (a session advisory lock);
@@ -623,75 +720,6 @@ def set_alias(conn: Connection, ref: str, alias: str) -> int:
 
 
 # -- tokens and merges --------------------------------------------------------
-class Vocabulary:
-    """A version's tokens (in id order) and merges (in rank order), from its rows
-    (``vocabulary``) or from its packed facts (``facts.unpack``).
-
-    The merges are kept as columns of ints and made into byte pairs or Merge
-    records only when asked: for GPT-2's 50,000 merges, a record (or a tuple)
-    per merge would add a quarter to the load.
-    """
-
-    def __init__(self, tokens: dict[int, bytes], kinds: dict[int, str], lefts: Sequence[int],
-                 rights: Sequence[int], made: Sequence[int], counts: Sequence[int]) -> None:
-        self.tokens = tokens
-        self.kinds = kinds
-        self.columns = lefts, rights, made, counts
-
-    @classmethod
-    def from_rows(cls, token_rows: Iterable[Any], merge_rows: Iterable[Any]) -> Vocabulary:
-        tokens: dict[int, bytes] = {}
-        kinds: dict[int, str] = {}
-        for token_id, data, kind in token_rows:
-            tokens[token_id] = bytes(data)
-            kinds[token_id] = kind
-        lefts: list[int] = []
-        rights: list[int] = []
-        made: list[int] = []
-        counts: list[int] = []
-        for _rank, left, right, token, count in merge_rows:
-            lefts.append(left)
-            rights.append(right)
-            made.append(token)
-            counts.append(count)
-        return cls(tokens, kinds, lefts, rights, made, counts)
-
-    @cached_property
-    def pairs(self) -> list[tuple[bytes, bytes]]:
-        """The merges as byte pairs (what a Tokenizer takes)."""
-        lefts, rights = self.columns[:2]
-        return list(zip(map(self.tokens.__getitem__, lefts), map(self.tokens.__getitem__, rights)))
-
-    @cached_property
-    def merges(self) -> list[Merge]:
-        return list(map(Merge, range(len(self.columns[0])), *self.columns))
-
-    def made_by(self) -> Mapping[int, Merge]:
-        """The merge that first made each token (``queries.first_merges``), each
-        Merge record made when looked up."""
-        made = self.columns[2]
-        first = dict(zip(reversed(made), range(len(made) - 1, -1, -1)))  # the lowest rank wins
-        return _MadeBy(first, self.columns)
-
-    def special_ids(self) -> dict[str, int]:
-        return {self.tokens[i].decode("utf-8"): i for i, kind in self.kinds.items() if kind == "special"}
-
-
-class _MadeBy(Mapping[int, Merge]):
-    def __init__(self, first: dict[int, int], columns: tuple[Sequence[int], ...]) -> None:
-        self._first, self._columns = first, columns
-
-    def __getitem__(self, token: int) -> Merge:
-        rank = self._first[token]
-        return Merge(rank, *(column[rank] for column in self._columns))
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._first)
-
-    def __len__(self) -> int:
-        return len(self._first)
-
-
 def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
     """A version's vocabulary read from its token and merge rows."""
     return Vocabulary.from_rows(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
@@ -699,11 +727,9 @@ def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
                                 conn.execute(_merges_of(version_id)))
 
 
-def version_facts(conn: Connection, version_id: int) -> Any:
+def version_facts(conn: Connection, version_id: int) -> reads.FactsRow | None:
     """The version_facts row of a version, with its fingerprint; None where it has none."""
-    return conn.execute(select(version_facts_table, versions.c.fingerprint)
-                        .join(versions, versions.c.id == version_facts_table.c.version_id)
-                        .where(version_facts_table.c.version_id == version_id)).first()
+    return reads.facts_row(runner(conn), version_id)
 
 
 def add_version_facts(conn: Connection, version_id: int, *, format: int, packed: bytes,  # noqa: A002

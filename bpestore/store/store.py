@@ -13,45 +13,66 @@ tokenizer cache, and has one short method per public call. The work is done by:
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
+import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import SQLAlchemyError
-
 from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError, ReadOnlyError
-from ..queries import TextTotals, pick_tokens, token_matcher
-from ..records import (
-    CorpusInfo,
-    EncodingStats,
-    Explanation,
-    LineageNode,
-    MergeInfo,
-    Progress,
-    Removed,
-    Source,
-    TokenInfo,
-    VerifyResult,
-    VersionChart,
-    VersionInfo,
-    VersionProgress,
-)
 from ..spec import TokenizerSpec
-from . import facts, repository
-from .db import display_url, lock_wait_seconds, make_engine, resolve_url, schema_revision, upgrade_schema
+from . import reads
+from .db import display_url, lock_wait_seconds, resolve_url
 
 if TYPE_CHECKING:
-    # Imported where used: a query loads neither the encoder, the ingest workers nor the trainer.
+    # Imported where used: a query loads neither the encoder, the ingest workers nor the
+    # trainer; loading a tokenizer through sqlite3 (reads.py) loads neither SQLAlchemy nor
+    # the records and queries.
+    from sqlalchemy import Connection, Engine
+    from sqlalchemy.exc import SQLAlchemyError
+
     from ..analysis import TextCounts
     from ..encoder import Tokenizer
     from ..ingest import CountedBatch, IngestTuning
+    from ..records import (
+        CorpusInfo,
+        EncodingStats,
+        Explanation,
+        LineageNode,
+        MergeInfo,
+        Progress,
+        Removed,
+        Source,
+        TokenInfo,
+        VerifyResult,
+        VersionChart,
+        VersionInfo,
+        VersionProgress,
+    )
+    from ..spec import EncoderFacts
+    from . import facts, repository
     from .training import TrainOptions
+    from .vocabulary import Vocabulary
+
+
+class _Deferred:
+    """A module of this package imported when first used: ``repository`` and
+    ``facts`` import SQLAlchemy, which a store read through ``sqlite3``
+    (``reads``) never needs."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name, __package__), attribute)
+
+
+if not TYPE_CHECKING:
+    facts, repository = _Deferred(".facts"), _Deferred(".repository")
 
 DEFAULT_CHECKPOINT_EVERY = 1000  # merges (training.py's defaults, kept equal by tests/test_store.py)
 DEFAULT_CHECKPOINT_SECONDS = 10.0
@@ -87,6 +108,8 @@ class TokenizerCache:
 def _database_errors() -> Iterator[None]:
     """Turn a failure of the database (SQLAlchemy's errors) into a DatabaseError; a lock
     waited for longer than the bounded wait into one that names the lock."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     try:
         yield
     except SQLAlchemyError as exc:
@@ -142,17 +165,44 @@ class Store:
     def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
         self.read_only = read_only
         self.url = resolve_url(db, read_only=read_only)
-        self.engine = make_engine(self.url, read_only=read_only)
-        if upgrade:
-            try:
-                with _database_errors():
-                    upgrade_schema(self.engine, read_only=read_only)
-            except BpestoreError:
-                self.engine.dispose()
-                raise
+        self._engine: Engine | None = None
+        self._engine_lock = threading.Lock()
+        # A SQLite file already at this bpestore's schema needs no upgrade: its engine
+        # (and SQLAlchemy) comes when a query first needs one, and loading a complete
+        # version reads it through sqlite3 (store/reads.py).
+        self._sqlite = reads.sqlite_uri(self.url)
+        if self._sqlite is None or not reads.at_head(self._sqlite):
+            self._sqlite = None
+            self._connect(upgrade)
+            if upgrade:  # now at HEAD (each sqlite3 read checks it again)
+                self._sqlite = reads.sqlite_uri(self.url)
+
+    def _connect(self, upgrade: bool) -> Engine:
+        """Make the engine; with ``upgrade``, create or upgrade the schema first."""
+        from .db import make_engine, upgrade_schema
+
+        with self._engine_lock:
+            if self._engine is not None:
+                return self._engine
+            engine = make_engine(self.url, read_only=self.read_only)
+            if upgrade:
+                try:
+                    with _database_errors():
+                        upgrade_schema(engine, read_only=self.read_only)
+                except BpestoreError:
+                    engine.dispose()
+                    raise
+            self._engine = engine
+            return engine
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (made on first use where the store was opened without one)."""
+        return self._engine if self._engine is not None else self._connect(upgrade=False)
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._engine is not None:
+            self._engine.dispose()
 
     def __enter__(self) -> Store:
         return self
@@ -170,6 +220,8 @@ class Store:
 
     def schema_revision(self) -> str | None:
         """The Alembic revision the database is at."""
+        from .db import schema_revision
+
         with _database_errors():
             return schema_revision(self.engine)
 
@@ -433,23 +485,83 @@ class Store:
     # -- tokenizers: loading, questions, import, export ---------------------------
     def tokenizer(self, ref: str) -> Tokenizer:
         """The Tokenizer of a version, loaded once per process and cached."""
+        try:
+            found = self._sealed_tokenizer(ref)
+        except sqlite3.Error:
+            found = None  # the sqlite3 read failed (e.g. busy): SQLAlchemy's path waits, or says why
+        if found is not None:
+            return found
         with self.reading() as conn:
-            version_id = repository.resolve(conn, ref)
+            run = repository.runner(conn)
+            version_id = reads.resolve(run, ref)
             key = (self.url, version_id, repository.version_state(conn, version_id))
             cached = self.tokenizer_cache.get(key)
             if cached is not None:
                 return cached
-            version = repository.version_info(conn, version_id)
-            from ..encoder import Tokenizer, gc_paused
+            version = reads.version_row(run, version_id)
+            from ..encoder import gc_paused
 
             with gc_paused():  # 50,000 tokens and merges: objects without cycles
                 # A complete version: one row, its facts known; one still training: its rows.
                 sealed = facts.load(conn, version_id)
                 vocab, known = sealed if sealed is not None else (repository.vocabulary(conn, version_id), None)
-                tok = Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=version.spec,
-                                name=version.ref, facts=known, merge_ids=vocab.columns[:3])
+                tok = _tokenizer_of(version, vocab, known)
         self.tokenizer_cache.put(key, tok)
         return tok
+
+    @contextmanager
+    def _sqlite_reading(self) -> Iterator[reads.Run | None]:
+        """A read transaction through sqlite3 (store/reads.py), or None where that
+        path does not apply: not a SQLite file at this bpestore's schema."""
+        if self._sqlite is None:
+            yield None
+            return
+        with reads.sqlite_reading(self._sqlite, timeout=lock_wait_seconds()) as run:
+            yield run
+
+    def _sealed(self, ref: str, run: reads.Run) -> tuple[int, reads.VersionRow] | None:
+        """The id and row of the version ``ref`` names, where it is complete; None otherwise."""
+        version_id = reads.resolve(run, ref)
+        version = reads.version_row(run, version_id)
+        return (version_id, version) if version.sealed else None
+
+    def _sealed_tokenizer(self, ref: str) -> Tokenizer | None:
+        """A complete version's tokenizer read through sqlite3 from its facts row,
+        without SQLAlchemy; None where that path does not apply (then
+        ``tokenizer`` reads it through SQLAlchemy)."""
+        with self._sqlite_reading() as run:
+            found = self._sealed(ref, run) if run is not None else None
+            if run is None or found is None:
+                return None
+            version_id, version = found
+            key = (self.url, version_id, version.fingerprint or "")
+            cached = self.tokenizer_cache.get(key)
+            if cached is not None:
+                return cached
+            row = reads.facts_row(run, version_id)
+        if row is None:
+            return None
+        from ..encoder import gc_paused
+
+        with gc_paused():
+            vocab, known = facts.checked(row, version_id)
+            tok = _tokenizer_of(version, vocab, known)
+        self.tokenizer_cache.put(key, tok)
+        return tok
+
+    def _sealed_vocabulary(self, ref: str) -> Vocabulary:
+        """A version's vocabulary: through sqlite3 where it can (a complete version's
+        facts row), else through SQLAlchemy (``facts.vocabulary``)."""
+        try:
+            with self._sqlite_reading() as run:
+                found = self._sealed(ref, run) if run is not None else None
+                row = reads.facts_row(run, found[0]) if run is not None and found is not None else None
+        except sqlite3.Error:
+            row = None
+        if found is not None and row is not None:
+            return facts.checked(row, found[0])[0]
+        with self.reading() as conn:
+            return facts.vocabulary(conn, repository.resolve(conn, ref))
 
     def export(self, ref: str, *, format: str, out: str | Path, force: bool = False) -> list[Path]:  # noqa: A002
         """Write a version as GPT-2 files (``out`` a folder), a Hugging Face
@@ -472,8 +584,7 @@ class Store:
         >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
         262
         """
-        with self.reading() as conn:
-            vocab = facts.vocabulary(conn, repository.resolve(conn, ref))
+        vocab = self._sealed_vocabulary(ref)
         from ..queries import merge_tree
 
         if isinstance(token, int):
@@ -517,6 +628,9 @@ class Store:
         >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
         [' the', ' then']
         """
+        from ..queries import pick_tokens, token_matcher
+        from ..records import TokenInfo
+
         match = token_matcher(grep, timeout)
         with self.reading() as conn:
             version_id = repository.resolve(conn, ref)
@@ -556,6 +670,8 @@ class Store:
         """
         from ..ingest import TextReader, open_source
         from ..ingest.sources import check_errors
+        from ..queries import TextTotals
+        from ..records import EncodingStats
 
         check_errors(errors)
         if not refs:
@@ -588,6 +704,10 @@ class Store:
         """How far a version (training or complete) got, from its stored merge rows
         and checkpoint time alone: merges so far against the target, the mean rate
         from its creation to its last checkpoint, and its ``last`` merges."""
+        from datetime import datetime, timezone
+
+        from ..records import VersionProgress
+
         if last < 0:
             raise InvalidArgumentError(f"last cannot be negative, not {last}", params=("last",))
         with self.reading() as conn:
@@ -661,6 +781,8 @@ class Store:
         """The versions of tokenizer ``name`` as a forest: each root (a version trained
         or imported afresh, or extending another tokenizer's version: see its
         ``parent``) with the versions extending it, in any tokenizer, below it."""
+        from ..records import LineageNode
+
         with self.reading() as conn:
             repository.newest_version(conn, name)  # an unknown name raises, naming those there are
             every = repository.version_infos(conn)
@@ -681,6 +803,8 @@ class Store:
         ``force``, which deletes those extensions (and theirs) and aliases with
         it: no version is ever left with a missing parent.
         """
+        from ..records import Removed
+
         name, at, tag = ref.partition("@")
         if not at or not tag:
             raise InvalidArgumentError(f"name the version to remove as {name}@N, or an alias as {name}@ALIAS "
@@ -765,9 +889,21 @@ class Store:
         return self.import_vocab(name, vocab, merge_list, spec.special_tokens, spec=spec, source="tiktoken")
 
 
+def _tokenizer_of(version: reads.VersionRow, vocab: Vocabulary, known: EncoderFacts | None) -> Tokenizer:
+    """The Tokenizer of a version from its row and vocabulary (``known``: its
+    stored facts, where it is complete)."""
+    from ..encoder import Tokenizer
+
+    # A complete version's byte pairs are made when first needed (decoding and short texts need none).
+    return Tokenizer(vocab.tokens, None if known is not None else vocab.pairs, vocab.special_ids(),
+                     spec=TokenizerSpec.from_json(version.spec), name=version.ref, facts=known,
+                     merge_ids=vocab.columns[:3])
+
+
 def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
     """A file's (or a text's) bytes, pre-tokens and special tokens, as ``tok`` cuts them."""
     from ..analysis import TextCounts
+    from ..queries import TextTotals
 
     if text is not None:
         words, specials = tok.count_pretokens([text])
@@ -806,6 +942,7 @@ def _count_ids(tok: Tokenizer, file: str | Path | None, text: str | None,
         id_counts.update(tok.encode(text, allowed_special="all"))
         return len(text.encode("utf-8", "surrogatepass")), id_counts
     from ..ingest import TextReader, open_source
+    from ..queries import TextTotals
 
     totals = TextTotals()
     with open_source(str(file)) as stream:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -239,6 +239,19 @@ def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], s
     A version from before generations pins none: it trains on the newest counts
     if they are still the ones it began on.
     """
+    corpus_id, generation, digest = _pinned_generation(conn, v)
+    return repository.counts(conn, corpus_id, generation), digest
+
+
+def pinned_rows(conn: Connection, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
+    """``pinned_counts`` as (word, count) rows streamed from the database, for
+    the trainer to take one at a time (consume it inside ``conn``'s transaction)."""
+    corpus_id, generation, _digest = _pinned_generation(conn, v)
+    return repository.count_rows(conn, corpus_id, generation)
+
+
+def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | None, str]:
+    """The corpus id, generation (None: the newest) and digest of the counts ``v`` trains on."""
     if v.corpus is None:
         raise InvalidArgumentError(f"{v.ref} was imported ({v.source}); it has no corpus to train on")
     corpus_id = repository.corpus_id(conn, v.corpus)
@@ -249,16 +262,16 @@ def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], s
                 f"{v.ref} was trained before corpus generations existed and {v.corpus!r} has grown since: "
                 f"its counts are not kept. Extend it instead: train {v.name} with parent={v.ref!r} "
                 f"(bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)", params=("parent",))
-        return repository.counts(conn, corpus_id), newest_digest
+        return corpus_id, None, newest_digest
     # Pinned, so kept: one statement reads it whatever is ingested meanwhile.
-    return (repository.counts(conn, corpus_id, v.corpus_generation),
-            repository.generation_digest(conn, corpus_id, v.corpus_generation))
+    return corpus_id, v.corpus_generation, repository.generation_digest(conn, corpus_id, v.corpus_generation)
 
 
-def _trainer(v: VersionInfo, counts: Mapping[bytes, int], stored: repository.Vocabulary,
-             initial: list[bytes], replayed: Sequence[Merge]) -> BpeTrainer:
-    """A trainer for version ``v`` on ``counts``, from the ``initial`` tokens, with
-    ``replayed`` merges (stored ones) made again; checks they give the same tokens."""
+def _trainer(v: VersionInfo, counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
+             stored: repository.Vocabulary, initial: list[bytes], replayed: Sequence[Merge]) -> BpeTrainer:
+    """A trainer for version ``v`` on ``counts`` (a mapping, or (word, count) rows
+    taken one at a time), from the ``initial`` tokens, with ``replayed`` merges
+    (stored ones) made again; checks they give the same tokens."""
     spec = v.spec
     trainer = BpeTrainer(
         initial_words(spec, counts, initial),
@@ -312,15 +325,16 @@ def _ref(db: Transactions, version_id: int) -> str:
 
 def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
          progress: Callable[[Progress], None] | None) -> None:
-    with db.reading() as conn:
-        v = repository.version_info(conn, version_id)
-        counts, _digest = pinned_counts(conn, v)
-        stored = repository.vocabulary(conn, version_id)
-    spec = v.spec
-    initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
     with _collector_paused():
-        trainer = _trainer(v, counts, stored, initial, stored.merges)
-        del counts  # the trainer holds the words now
+        with db.reading() as conn:
+            v = repository.version_info(conn, version_id)
+            stored = repository.vocabulary(conn, version_id)
+            initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
+            # The words go from the cursor into the trainer one by one: never all
+            # of them as rows, or as a dict, beside the trainer's own lists.
+            trainer = _trainer(v, pinned_rows(conn, v), stored, initial, stored.merges)
+            trainer.prepare()  # the words are taken while the cursor is open
+        spec = v.spec
         writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
                                   every=checkpoint_every, seconds=checkpoint_seconds)
         # Progress counts merges; a vocabulary target counts the alphabet and specials too.
@@ -383,7 +397,7 @@ class CheckpointWriter:
     def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
               fingerprint: str | None) -> None:
         """One checkpoint's rows, in the caller's transaction."""
-        stored = repository.n_merges(conn, self.version_id)
+        stored = repository.next_rank(conn, self.version_id) if merges else 0
         if merges and stored != merges[0].rank:
             # Another run of this version wrote merges since this one read them.
             raise ConflictError(f"{repository.version_info(conn, self.version_id).ref} is being trained by "

@@ -1,0 +1,266 @@
+"""Loading a complete version through sqlite3 (store/reads.py), without SQLAlchemy:
+the same tokenizer as the SQLAlchemy path, the same errors, a fall-back wherever
+the path does not apply, damaged rows refused, and a fresh process that encodes
+on SQLite imports neither SQLAlchemy nor Alembic."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bpestore
+from bpestore import DamagedDataError, NotFoundError, Store, Tokenizer
+from bpestore.store import reads
+
+from .conftest import corpus_path, read_corpus
+from .test_facts import byte_vocab
+from .test_migration_0003 import DATA
+
+EOT = "<|endoftext|>"
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def gpt2_db(tmp_path_factory, gpt2_files) -> Path:
+    """A SQLite store holding GPT-2 (gpt2@1) and a tiny version (tiny@1, tiny@2, alias tiny@prod)."""
+    db = tmp_path_factory.mktemp("fast") / "gpt2.db"
+    with bpestore.open(db) as store:
+        store.import_gpt2("gpt2", vocab=gpt2_files[0], merges=gpt2_files[1])
+        store.import_vocab("tiny", byte_vocab(b"ab"), [(b"a", b"b")])
+        store.import_vocab("tiny", byte_vocab(b"ab", b"abc"), [(b"a", b"b"), (b"ab", b"c")])
+        store.set_alias("tiny@1", "prod")
+    return db
+
+
+@pytest.fixture
+def copy(gpt2_db, tmp_path) -> Path:
+    """A copy of gpt2_db of the test's own."""
+    path = tmp_path / "copy.db"
+    shutil.copy(gpt2_db, path)
+    return path
+
+
+def through_sqlalchemy(store: Store, ref: str) -> Tokenizer:
+    """The tokenizer read the SQLAlchemy way (sqlite3's path switched off)."""
+    Store.tokenizer_cache.clear()
+    fast, store._sqlite = store._sqlite, None
+    try:
+        return store.tokenizer(ref)
+    finally:
+        store._sqlite = fast
+        Store.tokenizer_cache.clear()
+
+
+def through_sqlite3(store: Store, ref: str) -> Tokenizer | None:
+    Store.tokenizer_cache.clear()
+    return store._sealed_tokenizer(ref)
+
+
+def assert_same(a: Tokenizer, b: Tokenizer) -> None:
+    assert a.name == b.name and a.spec == b.spec
+    assert a.vocab == b.vocab and a.merges == b.merges and a.special_tokens == b.special_tokens
+    assert a.facts == b.facts and a.backend == b.backend
+
+
+# -- the same tokenizer ---------------------------------------------------------------
+def test_gpt2_through_sqlite3_is_the_sqlalchemy_tokenizer_and_tiktoken(gpt2_db, tiktoken_gpt2):
+    with bpestore.open(gpt2_db) as store:
+        assert store._sqlite is not None and store._engine is None  # no engine made to open it
+        fast = through_sqlite3(store, "gpt2")
+        assert fast is not None
+        assert store._engine is None  # ... nor to load it
+        slow = through_sqlalchemy(store, "gpt2")
+        assert_same(fast, slow)
+        assert fast.backend == "tiktoken"
+        assert store.version("gpt2").fingerprint == store.version("gpt2@1").fingerprint
+        for name in ("english_medium.txt.xz", "code_python_5M.txt.xz", "german_1M.txt", "russian_1M.txt",
+                     "japanese_1M.txt", "chinese_1M.txt", "hindi_1M.txt"):
+            sample = read_corpus(name)[:150_000]
+            expected = tiktoken_gpt2.encode_ordinary(sample)
+            assert fast.encode_ordinary(sample) == expected, name
+            assert slow.encode_ordinary(sample) == expected, name
+            assert fast.decode(expected) == sample, name
+        short = "Hello world, short text"  # the pure path, its tables built when first needed
+        assert fast.encode(short) == slow.encode(short) == tiktoken_gpt2.encode(short)
+        assert fast.encode("hi" + EOT, allowed_special="all") == tiktoken_gpt2.encode("hi" + EOT,
+                                                                                      allowed_special="all")
+
+
+def test_refs_resolve_alike_on_both_paths(gpt2_db):
+    """NAME (newest complete), NAME@N and NAME@ALIAS: the same version either way."""
+    with bpestore.open(gpt2_db) as store:
+        for ref, expected in (("tiny", "tiny@2"), ("tiny@1", "tiny@1"), ("tiny@2", "tiny@2"),
+                              ("tiny@prod", "tiny@1"), ("gpt2", "gpt2@1")):
+            fast = through_sqlite3(store, ref)
+            assert fast is not None and fast.name == expected, ref
+            assert_same(fast, through_sqlalchemy(store, ref))
+        assert store.tokenizer("tiny@prod").encode("abc") == [256, 99]
+        assert store.tokenizer("tiny").encode("abc") == [257]
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("nope", "no tokenizer named 'nope' (known: gpt2, tiny)"),
+    ("tiny@3", "tiny has no version 3 (versions: tiny@1, tiny@2)"),
+    ("tiny@dev", "tiny has no version or alias 'dev' (versions: tiny@1, tiny@2)"),
+    ("tiny@", "after '@' comes a version number or an alias"),
+])
+def test_a_bad_ref_is_the_same_error_on_both_paths(gpt2_db, ref, message):
+    with bpestore.open(gpt2_db) as store:
+        with pytest.raises(bpestore.BpestoreError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            through_sqlite3(store, ref)
+        with pytest.raises(bpestore.BpestoreError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            through_sqlalchemy(store, ref)
+        assert store._engine is not None  # (the second made one)
+
+
+def test_token_lookup_through_sqlite3(gpt2_db):
+    with bpestore.open(gpt2_db) as store:
+        fast = store.token("gpt2", " the")
+        assert store._engine is None
+        store._sqlite = None
+        assert store.token("gpt2", " the") == fast
+    assert fast["id"] == 262
+
+
+# -- where the path does not apply, SQLAlchemy's does -------------------------------
+def test_an_older_schema_goes_the_sqlalchemy_way_and_is_upgraded(tmp_path):
+    old = tmp_path / "old.db"
+    shutil.copy(DATA / "store_0002.db", old)
+    uri = reads.sqlite_uri(f"sqlite:///{old}")
+    assert uri is not None and not reads.at_head(uri)
+    with pytest.raises(bpestore.ConflictError, match="read-only and at schema revision"):
+        bpestore.open(old, read_only=True)
+    with bpestore.open(old) as store:  # upgraded on open, as before
+        assert store._engine is not None and store.schema_revision() == "0004"
+        tok = through_sqlalchemy(store, "en@1")
+    assert reads.at_head(uri)
+    with bpestore.open(old) as store:
+        assert store._sqlite is not None
+        fast = through_sqlite3(store, "en@1")
+        assert fast is not None
+        assert_same(fast, tok)
+
+
+def test_the_revision_is_checked_on_every_read(copy):
+    with bpestore.open(copy) as store:
+        assert through_sqlite3(store, "tiny") is not None
+        with sqlite3.connect(copy) as conn:
+            conn.execute("UPDATE alembic_version SET version_num = '0003'")
+        assert through_sqlite3(store, "tiny") is None  # not HEAD: not this path
+        assert store.tokenizer("tiny").encode("abc") == [257]
+
+
+def test_a_version_still_training_goes_the_sqlalchemy_way(tmp_path):
+    db = tmp_path / "t.db"
+    with bpestore.open(db) as store:
+        store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
+
+        def stop(progress):
+            if progress.done == 60:
+                raise KeyboardInterrupt
+        with pytest.raises(KeyboardInterrupt):
+            store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop)
+    with bpestore.open(db) as store:
+        assert store._sqlite is not None
+        assert through_sqlite3(store, "en@1") is None
+        tok = store.tokenizer("en@1")  # from its rows
+        assert len(tok.merges) == 60 and tok._facts is None
+        with pytest.raises(NotFoundError, match="no complete version yet"):
+            through_sqlite3(store, "en")
+
+
+def test_a_missing_facts_row_goes_the_sqlalchemy_way(copy):
+    with bpestore.open(copy) as store:
+        expected = through_sqlalchemy(store, "tiny@2")
+        with sqlite3.connect(copy) as conn:
+            conn.execute("DELETE FROM version_facts WHERE version_id = (SELECT versions.id FROM versions "
+                         "JOIN tokenizers ON tokenizers.id = versions.tokenizer_id "
+                         "WHERE tokenizers.name = 'tiny' AND number = 2)")
+        assert through_sqlite3(store, "tiny@2") is None
+        Store.tokenizer_cache.clear()
+        tok = store.tokenizer("tiny@2")  # from its rows
+        assert tok.vocab == expected.vocab and tok.merges == expected.merges
+        assert tok.encode("abc") == [257]
+        assert store.token("tiny@2", "abc")["id"] == 257
+
+
+def test_a_damaged_facts_row_is_refused(copy):
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE version_facts SET fast_problem = 'tampered'")
+    with bpestore.open(copy) as store:
+        Store.tokenizer_cache.clear()
+        with pytest.raises(DamagedDataError, match="damaged"):
+            store.tokenizer("gpt2")
+        with pytest.raises(DamagedDataError, match="damaged"):
+            store.token("gpt2", " the")
+        assert store._engine is None  # refused by the sqlite3 path itself
+
+
+def test_other_databases_go_the_sqlalchemy_way(db_url, gpt2_db):
+    assert reads.sqlite_uri("sqlite://") is None
+    assert reads.sqlite_uri("postgresql+psycopg://u@h/db") is None
+    assert reads.sqlite_uri("sqlite:///x.db?mode=ro") is None
+    with bpestore.open(db_url) as store:
+        store.import_vocab("tiny", byte_vocab(b"ab"), [(b"a", b"b")])
+        assert (store._sqlite is None) == db_url.startswith("postgresql")
+        Store.tokenizer_cache.clear()
+        assert store.tokenizer("tiny").encode("ab") == [256]
+        assert store.token("tiny", "ab")["id"] == 256
+
+
+def test_a_read_only_store_reads_through_sqlite3(gpt2_db):
+    with bpestore.open(gpt2_db, read_only=True) as store:
+        assert store._sqlite is not None and "mode=ro" in store._sqlite
+        assert through_sqlite3(store, "tiny") is not None
+        with pytest.raises(bpestore.ReadOnlyError):
+            store.set_alias("tiny@2", "dev")
+
+
+def test_writes_after_a_fast_load_go_through_the_engine(copy):
+    with bpestore.open(copy) as store:
+        store.tokenizer("tiny")
+        assert store._engine is None
+        store.set_alias("tiny@2", "dev")  # the engine, made now
+        assert store.tokenizer("tiny@dev").name == "tiny@2"
+        assert [v.ref for v in store.versions("tiny")] == ["tiny@1", "tiny@2"]
+
+
+# -- a fresh process ----------------------------------------------------------------------
+def modules_after(code: str, *args: str) -> tuple[set[str], str]:
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True,
+                         cwd=REPO).stdout
+    lines = out.splitlines()
+    return set(json.loads(lines[-1])), "\n".join(lines[:-1])
+
+
+HEAVY = ("sqlalchemy", "alembic")
+
+
+def heavy(loaded: set[str]) -> set[str]:
+    return {m for m in loaded if m.split(".")[0] in HEAVY}
+
+
+def test_import_and_encode_on_sqlite_import_no_sqlalchemy(gpt2_db):
+    loaded, _ = modules_after("import bpestore")
+    assert not heavy(loaded)
+    loaded, out = modules_after("import bpestore\nprint(bpestore.open(sys.argv[1]).tokenizer('gpt2')"
+                                ".encode_ordinary('Hello world' * 3000)[:3])", str(gpt2_db))
+    assert not heavy(loaded) and out == "[15496, 995, 15496]"
+    cli = ("from bpestore.cli import main\nsys.argv[1:] = ['--db', sys.argv[1], *sys.argv[2:]]\n"
+           "try: main()\nexcept SystemExit: pass")
+    for args, expected in ((["encode", "gpt2", "short text"], "19509 2420"),
+                           (["decode", "gpt2", "19509", "2420"], "short text"),
+                           (["token", "gpt2", " the"], "262\t' the'  rank 6, pair count 0\n  256\t' t'  rank 0"),
+                           (["encode", "tiny@prod", "abc", "--tokens"], "256\t'ab'\n99\t'c'")):
+        loaded, out = modules_after(cli, str(gpt2_db), *args)
+        assert not heavy(loaded), (args, heavy(loaded))
+        assert out.startswith(expected), (args, out)
+    loaded, out = modules_after(cli, str(gpt2_db), "versions")  # not this path: SQLAlchemy, as before
+    assert "sqlalchemy" in loaded and "gpt2@1" in out
