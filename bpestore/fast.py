@@ -370,10 +370,27 @@ def _unassigned_or_astral() -> re.Pattern:
     return re.compile(f"[{body}\\U00010000-\\U0010ffff]")
 
 
+SCAN_CHARS = 1 << 14  # characters searched per call (see all_assigned)
+
+
 def all_assigned(text: str) -> bool:
-    """True where every character of text is assigned in Python's Unicode version."""
-    for m in _unassigned_or_astral().finditer(text):
-        ch = m.group()
-        if ch <= "\uffff" or unicodedata.category(ch) == "Cn":
-            return False
+    """True where every character of text is assigned in Python's Unicode version.
+
+    The text is looked at a stretch at a time: a stretch that is ASCII (known
+    in C as it is cut out) needs no search, so source code or English with a
+    few other characters costs a few milliseconds, not a search of all of it;
+    and one search holds the GIL until it ends: beside tiktoken's core
+    (``FastEncoder._checked_ids``), a search of the whole text kept the core
+    from starting (it needs the GIL to take the text) until it was done."""
+    if text.isascii():
+        return True
+    pattern = _unassigned_or_astral()
+    for start in range(0, len(text), SCAN_CHARS):
+        piece = text[start:start + SCAN_CHARS]
+        if piece.isascii():
+            continue
+        for m in pattern.finditer(piece):
+            ch = m.group()
+            if ch <= "\uffff" or unicodedata.category(ch) == "Cn":
+                return False
     return True

@@ -18,6 +18,14 @@ CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
 
 
+def stop_at(n: int):
+    """A progress callback that interrupts a run (KeyboardInterrupt) once it has done ``n``."""
+    def progress(p) -> None:
+        if p.done >= n:
+            raise KeyboardInterrupt
+    return progress
+
+
 def corpus_path(name: str) -> Path:
     """A file of ../shared/corpora; skips the test (with the reason) where it is absent."""
     path = CORPORA / name

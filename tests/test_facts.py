@@ -18,7 +18,7 @@ import bpestore
 from bpestore import DamagedDataError, Store, Tokenizer
 from bpestore.store import facts, repository
 
-from .conftest import corpus_path, read_corpus
+from .conftest import corpus_path, read_corpus, stop_at
 from .test_migration_0003 import DATA, copy_to_postgresql
 
 EOT = "<|endoftext|>"
@@ -110,12 +110,8 @@ def test_trained_extended_and_copied_versions_store_their_facts(store):
 
 def test_a_version_still_training_has_no_facts_until_it_completes(store):
     store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
-
-    def stop(progress):
-        if progress.done == 100:
-            raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
-        store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop)
+        store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop_at(100))
     with store.reading() as conn:
         assert facts.load(conn, repository.resolve(conn, "en@1")) is None
     assert reload(store, "en@1").backend == "tiktoken"  # loaded from its rows, checked on use

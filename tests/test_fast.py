@@ -242,6 +242,18 @@ def _newer_letter() -> str | None:
     return None
 
 
+def test_the_check_searches_a_stretch_at_a_time(monkeypatch):
+    """all_assigned finds an unassigned character in any stretch, at either end of one."""
+    import bpestore.fast
+
+    monkeypatch.setattr(bpestore.fast, "SCAN_CHARS", 7)
+    base = "abc 日本語 🦄 xyz" * 5
+    assert all_assigned(base)
+    for at in range(len(base) + 1):
+        assert not all_assigned(base[:at] + "\u0378" + base[at:]), at  # unassigned in every Unicode version
+        assert all_assigned(base[:at] + "\U0001F984" + base[at:]), at  # an assigned astral character
+
+
 def test_text_with_characters_newer_than_python_takes_the_pure_path(gpt2_tokenizer):
     letter = _newer_letter()
     if letter is None:

@@ -18,7 +18,7 @@ import bpestore
 from bpestore import DamagedDataError, NotFoundError, Store, Tokenizer
 from bpestore.store import reads
 
-from .conftest import corpus_path, read_corpus
+from .conftest import corpus_path, read_corpus, stop_at
 from .test_facts import byte_vocab
 from .test_migration_0003 import DATA
 
@@ -160,12 +160,8 @@ def test_a_version_still_training_goes_the_sqlalchemy_way(tmp_path):
     db = tmp_path / "t.db"
     with bpestore.open(db) as store:
         store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
-
-        def stop(progress):
-            if progress.done == 60:
-                raise KeyboardInterrupt
         with pytest.raises(KeyboardInterrupt):
-            store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop)
+            store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop_at(60))
     with bpestore.open(db) as store:
         assert store._sqlite is not None
         assert through_sqlite3(store, "en@1") is None

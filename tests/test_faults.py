@@ -28,7 +28,7 @@ from bpestore.errors import (
     SourceError,
 )
 from bpestore.ingest import IngestTuning
-from tests.conftest import PG_URL, assert_error, corpus_path
+from tests.conftest import PG_URL, assert_error, corpus_path, stop_at
 
 TEXT = "".join(f"the cat {i % 7} sat on the mat{i % 13}, and a dog ran far away {i % 5}.\n" for i in range(400))
 
@@ -126,12 +126,6 @@ def test_a_second_resume_of_a_version_in_training_is_refused(store, tmp_path):
     path.write_text(TEXT)
     store.ingest("c", [path], workers=1)
     reference = store.train("ref", corpus="c", merges=60)
-
-    def stop_at(n):
-        def progress(p):
-            if p.done >= n:
-                raise KeyboardInterrupt
-        return progress
 
     with pytest.raises(KeyboardInterrupt):
         store.train("en", corpus="c", merges=60, tie_break="lexicographic", checkpoint_every=1,
