@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from .conftest import corpus_path, tiktoken_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
 MOMENTS = 10 if os.environ.get("BPESTORE_SCALE") == "full" else 3
+VOCAB = 8000  # training moments: enough merges that a kill lands inside the work, start-up aside
 
 
 def _env() -> dict[str, str]:
@@ -106,15 +108,22 @@ def test_sigkill_training_at_random_moments(db_url, tmp_path):
     for moment in range(MOMENTS):
         text = tmp_path / f"t{moment}.txt"
         text.write_text(f"moment {moment} of {MOMENTS}\n" + base, encoding="utf-8")
-        with bpestore.open(tmp_path / f"reference{moment}.db") as reference:
+        reference_db = str(tmp_path / f"reference{moment}.db")
+        with bpestore.open(reference_db) as reference:
             reference.ingest("c", [text], workers=1)
-            reference.train("clean", corpus="c", vocab_size=3000)
+        # The uninterrupted run, as the killed one runs (a process of its own): its time
+        # places the kill moments inside the training however fast the machine is.
+        started = time.perf_counter()
+        assert _killed(reference_db, ["train", "clean", "--corpus", "c", "--vocab-size", str(VOCAB),
+                                      "--checkpoint-every", "10", "-q"], 300) == 0
+        duration = time.perf_counter() - started
+        with bpestore.open(reference_db) as reference:
             clean = reference.tokenizer("clean").merges
         corpus, name = f"c{moment}", f"k{moment}"
         with bpestore.open(db_url) as store:
             store.ingest(corpus, [text], workers=1)
-        _killed(db_url, ["train", name, "--corpus", corpus, "--vocab-size", "3000", "--checkpoint-every", "10",
-                         "-q"], rng.uniform(0.4, 1.4))
+        _killed(db_url, ["train", name, "--corpus", corpus, "--vocab-size", str(VOCAB), "--checkpoint-every", "10",
+                         "-q"], rng.uniform(0.5, 0.95) * duration)
         _integrity(db_url)
         with bpestore.open(db_url) as store:
             if not any(v.name == name for v in store.versions()):
