@@ -13,6 +13,11 @@
  *     trainer: "lexicographic" (the greater (left bytes, right bytes) wins)
  *     and "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair.
  *
+ *   - replay stages (resume, extend): stored merges as a pair -> rank table and
+ *     the id each rank makes; each word added gets them by per-word BPE with ranks
+ *     (bpestore.bpe.merge_word: lowest rank first, leftmost among equals) before
+ *     it is stored, so resuming builds no Python list per word.
+ *
  * It does exactly what the pure-Python BpeTrainer does (bpestore/trainer.py, the
  * reference), so the merge lists are identical (tests/test_merge_core.py). Python
  * keeps the stopping rules it must ask about (allow_merge, max_token_length: it
@@ -42,6 +47,20 @@ typedef struct {
     uint64_t key;
 } Entry;
 
+/* One replay stage: stored merges in rank order. `ranks` maps a pair to its
+ * lowest rank (open addressing, linear probing); made[rank] is the id it makes. */
+typedef struct {
+    uint64_t key;      /* EMPTY when free */
+    uint32_t rank;
+} RankSlot;
+
+typedef struct {
+    RankSlot *ranks;
+    uint64_t mask;
+    uint32_t *made;
+    uint32_t n;        /* merges; also the rank of a pair that has none */
+} Stage;
+
 typedef struct {
     PyObject_HEAD
     int hf;                 /* tie-break: 1 hf, 0 lexicographic */
@@ -70,6 +89,13 @@ typedef struct {
     /* pairs that grew during a merge */
     uint64_t *touched;
     uint64_t n_touched, cap_touched;
+    /* replay: stages of stored merges applied to each word as it comes in */
+    Stage *stages;
+    uint64_t n_stages, cap_stages;
+    uint32_t *scratch;      /* per-word BPE: pair ranks (short words) or next/prev links */
+    uint64_t cap_scratch;
+    uint64_t *wheap;        /* per-word BPE of a long word: (rank << 32) | position */
+    uint64_t cap_wheap;
 } Trainer;
 
 /* -- memory ------------------------------------------------------------------ */
@@ -315,6 +341,13 @@ static void Trainer_dealloc(Trainer *t) {
     free(t->cnt);
     free(t->heap);
     free(t->touched);
+    for (uint64_t i = 0; i < t->n_stages; i++) {
+        free(t->stages[i].ranks);
+        free(t->stages[i].made);
+    }
+    free(t->stages);
+    free(t->scratch);
+    free(t->wheap);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -376,6 +409,238 @@ static int usable(Trainer *t, int built) {
     return 1;
 }
 
+
+/* -- replay: per-word BPE with ranks ------------------------------------------------ */
+/* The rank of pair `key` in stage `st`, or st->n when it has none. */
+static inline uint32_t rank_of(const Stage *st, uint64_t key) {
+    uint64_t i = hash(key) & st->mask;
+    for (;;) {
+        const RankSlot *r = &st->ranks[i];
+        if (r->key == key) return r->rank;
+        if (r->key == EMPTY) return st->n;
+        i = (i + 1) & st->mask;
+    }
+}
+
+/* Words longer than this use the heap (n log n); shorter ones the rank array. */
+#define LONG_WORD 48
+#define DEAD UINT32_MAX
+
+static inline void wheap_push(uint64_t *h, uint64_t *n, uint64_t e) {
+    uint64_t i = (*n)++;
+    while (i > 0) {
+        uint64_t p = (i - 1) / 2;
+        if (h[p] <= e) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+
+static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
+    uint64_t top = h[0], e = h[--(*n)], i = 0, m = *n;
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[c + 1] < h[c]) c++;
+        if (h[c] >= e) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m > 0) h[i] = e;
+    return top;
+}
+
+/* bpe.merge_word on s[0:n] in place, with stage `st`: again and again merge the
+ * adjacent pair of lowest rank (the leftmost among equal ranks) into made[rank].
+ * Returns the new length, or -1 (MemoryError set). */
+static int64_t merge_word(Trainer *t, const Stage *st, uint32_t *s, uint32_t n) {
+    if (n < 2 || st->n == 0) return n;
+    const uint32_t missing = st->n;
+    if (n <= LONG_WORD) {
+        if (grow((void **)&t->scratch, &t->cap_scratch, n, sizeof(uint32_t)) < 0) return -1;
+        uint32_t *pr = t->scratch, m = n - 1;
+        for (uint32_t i = 0; i < m; i++) pr[i] = rank_of(st, ((uint64_t)s[i] << 32) | s[i + 1]);
+        while (m > 0) {
+            uint32_t best = missing, at = 0;
+            for (uint32_t i = 0; i < m; i++)
+                if (pr[i] < best) { best = pr[i]; at = i; }
+            if (best == missing) break;
+            uint32_t made = st->made[best];
+            s[at] = made;
+            memmove(s + at + 1, s + at + 2, (size_t)(n - at - 2) * sizeof(uint32_t));
+            n--;
+            memmove(pr + at, pr + at + 1, (size_t)(m - at - 1) * sizeof(uint32_t));
+            m--;
+            if (at > 0) pr[at - 1] = rank_of(st, ((uint64_t)s[at - 1] << 32) | made);
+            if (at < m) pr[at] = rank_of(st, ((uint64_t)made << 32) | s[at + 1]);
+        }
+        return n;
+    }
+    /* bpe._merge_long_word: a heap of (rank << 32) | position over a linked list;
+     * an entry is stale when the pair at its position no longer has its rank. */
+    if (grow((void **)&t->scratch, &t->cap_scratch, 2 * (uint64_t)n, sizeof(uint32_t)) < 0 ||
+            grow((void **)&t->wheap, &t->cap_wheap, 2 * (uint64_t)n, sizeof(uint64_t)) < 0) return -1;
+    uint32_t *nxt = t->scratch, *prv = t->scratch + n;
+    uint64_t *h = t->wheap, nh = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        nxt[i] = i + 1;
+        prv[i] = i ? i - 1 : DEAD;
+    }
+    for (uint32_t i = 0; i + 1 < n; i++) {
+        uint32_t r = rank_of(st, ((uint64_t)s[i] << 32) | s[i + 1]);
+        if (r != missing) h[nh++] = ((uint64_t)r << 32) | i;
+    }
+    /* heapify */
+    for (uint64_t k = nh / 2; k-- > 0;) {
+        uint64_t i = k, e = h[k];
+        for (;;) {
+            uint64_t c = 2 * i + 1;
+            if (c >= nh) break;
+            if (c + 1 < nh && h[c + 1] < h[c]) c++;
+            if (h[c] >= e) break;
+            h[i] = h[c];
+            i = c;
+        }
+        h[i] = e;
+    }
+    /* Each merge removes a symbol and pushes at most two entries: the heap stays
+     * within n + 2 (n - 1) entries; grow as it needs. */
+    while (nh > 0) {
+        uint64_t e = wheap_pop(h, &nh);
+        uint32_t r = (uint32_t)(e >> 32), i = (uint32_t)e;
+        if (s[i] == DEAD) continue;
+        uint32_t j = nxt[i];
+        if (j >= n || rank_of(st, ((uint64_t)s[i] << 32) | s[j]) != r) continue;  /* stale */
+        uint32_t made = st->made[r];
+        s[i] = made;
+        s[j] = DEAD;
+        uint32_t k = nxt[j];
+        nxt[i] = k;
+        if (nh + 2 > t->cap_wheap) {
+            if (grow((void **)&t->wheap, &t->cap_wheap, nh + 2, sizeof(uint64_t)) < 0) return -1;
+            h = t->wheap;
+        }
+        if (k < n) {
+            prv[k] = i;
+            uint32_t rk = rank_of(st, ((uint64_t)made << 32) | s[k]);
+            if (rk != missing) wheap_push(h, &nh, ((uint64_t)rk << 32) | i);
+        }
+        uint32_t p = prv[i];
+        if (p != DEAD) {
+            uint32_t rp = rank_of(st, ((uint64_t)s[p] << 32) | made);
+            if (rp != missing) wheap_push(h, &nh, ((uint64_t)rp << 32) | p);
+        }
+    }
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (s[i] != DEAD) s[out++] = s[i];
+    return out;
+}
+
+PyDoc_STRVAR(replay_doc,
+"replay(merges) -> None\n\n"
+"Add a replay stage: merges, in rank order, as (left, right, made) triples (made: the id\n"
+"the merge makes; a pair listed twice keeps its first rank). Every word added afterwards\n"
+"gets each stage by per-word BPE with ranks (bpestore.bpe.merge_word) before it is stored.\n"
+"The ids must be tokens already (the tokens list includes the made ones).");
+
+static PyObject *Trainer_replay(Trainer *t, PyObject *merges) {
+    if (!usable(t, 0)) return NULL;
+    PyObject *seq = PySequence_Fast(merges, "merges must be a sequence of (left, right, made)");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((uint64_t)n >= UINT32_MAX) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_OverflowError, "too many merges");
+        return NULL;
+    }
+    Stage st = {NULL, 0, NULL, (uint32_t)n};
+    uint64_t cap = 16;
+    while (cap * 7 < (uint64_t)n * 10 + 10) cap *= 2;
+    st.ranks = malloc(cap * sizeof(RankSlot));
+    st.made = malloc(((size_t)n + 1) * sizeof(uint32_t));
+    if (st.ranks == NULL || st.made == NULL) { PyErr_NoMemory(); goto error; }
+    st.mask = cap - 1;
+    for (uint64_t i = 0; i < cap; i++) st.ranks[i].key = EMPTY;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        unsigned long v[3];
+        PyObject *item = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, r), "each merge must be (left, right, made)");
+        if (item == NULL) goto error;
+        if (PySequence_Fast_GET_SIZE(item) != 3) {
+            Py_DECREF(item);
+            PyErr_SetString(PyExc_ValueError, "each merge must be (left, right, made)");
+            goto error;
+        }
+        for (int k = 0; k < 3; k++) {
+            v[k] = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(item, k));
+            if (v[k] == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(item); goto error; }
+            if (v[k] >= t->n_tokens) {
+                Py_DECREF(item);
+                PyErr_SetString(PyExc_IndexError, "token id out of range");
+                goto error;
+            }
+        }
+        Py_DECREF(item);
+        st.made[r] = (uint32_t)v[2];
+        uint64_t key = ((uint64_t)v[0] << 32) | v[1];
+        uint64_t i = hash(key) & st.mask;
+        while (st.ranks[i].key != EMPTY && st.ranks[i].key != key) i = (i + 1) & st.mask;
+        if (st.ranks[i].key == EMPTY) {  /* else: listed before, keeps its first rank */
+            st.ranks[i].key = key;
+            st.ranks[i].rank = (uint32_t)r;
+        }
+    }
+    if (grow((void **)&t->stages, &t->cap_stages, t->n_stages + 1, sizeof(Stage)) < 0) goto error;
+    t->stages[t->n_stages++] = st;
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(seq);
+    free(st.ranks);
+    free(st.made);
+    return NULL;
+}
+
+
+PyDoc_STRVAR(replayed_doc,
+"replayed(symbols) -> list[int]\n\n"
+"The ids a word (a sequence of ids) becomes under the replay stages added so far, as\n"
+"add_words stores it (for tests and inspection; the word is not added).");
+
+static PyObject *Trainer_replayed(Trainer *t, PyObject *symbols) {
+    if (t->slots == NULL) { PyErr_SetString(PyExc_RuntimeError, "Trainer not initialised"); return NULL; }
+    PyObject *seq = PySequence_Fast(symbols, "a word must be a sequence of ids");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((uint64_t)n > UINT32_MAX) { Py_DECREF(seq); PyErr_SetString(PyExc_OverflowError, "word too long"); return NULL; }
+    uint32_t *s = malloc(((size_t)n + 1) * sizeof(uint32_t));
+    if (s == NULL) { Py_DECREF(seq); return PyErr_NoMemory(); }
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == (unsigned long)-1 && PyErr_Occurred()) goto done;
+        if (v >= t->n_tokens) { PyErr_SetString(PyExc_IndexError, "symbol id out of range"); goto done; }
+        s[i] = (uint32_t)v;
+    }
+    for (uint64_t k = 0; k < t->n_stages; k++) {
+        int64_t m = merge_word(t, &t->stages[k], s, (uint32_t)n);
+        if (m < 0) goto done;
+        n = (Py_ssize_t)m;
+    }
+    result = PyList_New(n);
+    if (result == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(s[i]);
+        if (v == NULL) { Py_CLEAR(result); goto done; }
+        PyList_SET_ITEM(result, i, v);
+    }
+done:
+    free(s);
+    Py_DECREF(seq);
+    return result;
+}
+
 /* Append one word (its symbols from a bytes object or a sequence of ints). */
 static int append_word(Trainer *t, PyObject *symbols, int64_t count) {
     Py_ssize_t n;
@@ -416,6 +681,12 @@ static int append_word(Trainer *t, PyObject *symbols, int64_t count) {
         Py_DECREF(seq);
     }
     if ((uint64_t)n > UINT32_MAX) { PyErr_SetString(PyExc_OverflowError, "word too long"); return -1; }
+    for (uint64_t k = 0; k < t->n_stages; k++) {  /* replay the stored merges on it */
+        int64_t m = merge_word(t, &t->stages[k], t->sym + t->n_sym, (uint32_t)n);
+        if (m < 0) return -1;
+        n = (Py_ssize_t)m;
+    }
+    if (n < 2) return 0;  /* one token: no pair, ever */
     uint64_t need = (uint64_t)t->n_words + 1;
     uint32_t cap = t->cap_words;
     if (grow32((void **)&t->off, &cap, need, sizeof(uint64_t)) < 0) return -1;
@@ -688,6 +959,8 @@ static PyObject *Trainer_stats(Trainer *t, PyObject *unused) {
 
 static PyMethodDef Trainer_methods[] = {
     {"add_words", (PyCFunction)Trainer_add_words, METH_O, add_words_doc},
+    {"replay", (PyCFunction)Trainer_replay, METH_O, replay_doc},
+    {"replayed", (PyCFunction)Trainer_replayed, METH_O, replayed_doc},
     {"build", (PyCFunction)Trainer_build, METH_NOARGS, build_doc},
     {"pop", (PyCFunction)Trainer_pop, METH_O, pop_doc},
     {"merge", (PyCFunction)Trainer_merge, METH_VARARGS, merge_doc},

@@ -27,7 +27,9 @@ state in C (flat word arrays, a pair hash table, per-pair word arrays, the heap
 with both tie-breaks) and does the same steps; Python keeps the stopping rules
 it must ask about (``allow_merge``, ``max_token_length``), the token ids and the
 records. The words go to it one at a time from the iterable given, so they
-never exist as Python lists all at once.
+never exist as Python lists all at once; stored merges to resume or extend from
+(``replay``) are applied by the core to each word as it comes in (per-word BPE
+with ranks, ``bpe.merge_word``'s rule), so a resume builds no Python list either.
 """
 
 from __future__ import annotations
@@ -70,7 +72,6 @@ def merge_core() -> str:
     """Which merge core training uses: ``compiled (C)`` or ``pure-Python (<reason>)``."""
     return CORE_STATUS if COMPILED_CORE is not None else f"pure-Python ({CORE_STATUS})"
 PARALLEL_REPLAY_MIN_WORDS = 50_000  # words from which replay_words forks a helper
-_CHUNK = 65_536  # replayed words handed to the compiled core at a time
 
 
 _REVERSE_BYTES = bytes(range(255, -1, -1))
@@ -133,8 +134,8 @@ class BpeTrainer:
         self._state: Any = None  # the compiled core's Trainer, made by _build_stats
         # Compiled: the words stay in the iterable until _build_stats feeds them to C.
         self._source: Iterable[tuple[Sequence[int], int]] = words if self._core is not None else ()
-        self._replays: list[tuple[dict[int, int], list[int]]] = []
-        self._replay_min_words = PARALLEL_REPLAY_MIN_WORDS
+        # Compiled: replayed merges as (left, right, made) stages, applied in C as the words come in.
+        self._replays: list[list[tuple[int, int, int]]] = []
         self._best_count = 0  # the count of the pair _pop_best chose (compiled)
         self.words: list[list[int]] = []
         self.counts: list[int] = []
@@ -165,7 +166,8 @@ class BpeTrainer:
 
         Used to resume or extend: each word gets the merges by per-word BPE
         with ranks, which is what the uninterrupted run's words look like.
-        From ``parallel_min_words`` words on, a second process helps (``replay_words``).
+        Compiled: the core does it in C to each word as it takes the words.
+        Pure: from ``parallel_min_words`` words on, a second process helps (``replay_words``).
         """
         if self._stats_ready:
             raise RuntimeError("replay() must come before train()")
@@ -180,8 +182,8 @@ class BpeTrainer:
             self.merges.append(Merge(len(self.merges), left, right, token,
                                      counts[len(self.merges)] if counts else 0))
         if self._core is not None:
-            self._replays.append((ranks, merged_ids))  # applied as the words go to C
-            self._replay_min_words = parallel_min_words
+            # Applied in C to each word as it goes in (the core's per-word BPE with ranks).
+            self._replays.append([(left, right, token) for (left, right), token in zip(merges, merged_ids)])
             return
         self.words = replay_words(self.words, ranks, merged_ids, parallel_min_words=parallel_min_words)
 
@@ -224,26 +226,14 @@ class BpeTrainer:
         self._stats_ready = True
 
     def _build_compiled(self) -> None:
-        """Hand the words to the compiled core (replayed first, if merges were
-        replayed) and let it count the pairs and make the heap."""
+        """Hand the words to the compiled core, which replays the stored merges on
+        each as it comes in (if merges were replayed), counts the pairs and makes the heap."""
         state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None)
+        for stage in self._replays:
+            state.replay(stage)
+        self._replays = []
         source, self._source = self._source, ()
-        if not self._replays:
-            state.add_words(source)  # one word at a time: no list of them all
-        else:
-            words: list[list[int]] = []
-            counts: list[int] = []
-            for symbols, count in source:
-                if count > 0:
-                    words.append(list(symbols))
-                    counts.append(count)
-            del source
-            for ranks, merged_ids in self._replays:
-                words = replay_words(words, ranks, merged_ids, parallel_min_words=self._replay_min_words)
-            self._replays = []
-            while words:  # in order, each chunk's lists freed once in C
-                state.add_words(zip(words[:_CHUNK], counts[:_CHUNK]))
-                del words[:_CHUNK], counts[:_CHUNK]
+        state.add_words(source)  # one word at a time: no list of them all
         state.build()
         self._state = state
         self._stats_ready = True

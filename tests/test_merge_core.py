@@ -209,7 +209,7 @@ def test_random_cases_reuse_existing_tokens():
     assert reused > 0
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(24))
 def test_random_replay_then_continue_and_train_in_steps(seed):
     words, initial, settings = _random_case(seed)
     full = [(m.left, m.right, m.token, m.count)
@@ -321,3 +321,167 @@ def test_synthetic_corpus_at_small_scale_on_both_cores(tmp_path, tie_break):
 
     merges, _ = both(make, vocab_size=4000)
     assert len(merges) == 4000 - 256
+
+
+# -- replay in C: the stored merges applied to each word as it comes in (resume, extend) ---------------
+def _random_table(rng: random.Random, n_tokens: int, letters: list[int]) -> list[tuple[int, int, int]]:
+    """A random merge table as (left, right, made): pairs listed twice (the first rank
+    counts), made ids that reuse existing tokens (as merges spelling a token's bytes
+    again do), pairs of the made ids, ranks that do not follow the making order."""
+    pool = list(letters)
+    table = []
+    for _ in range(rng.randint(0, 40)):
+        left, right = rng.choice(pool), rng.choice(pool)
+        made = rng.choice((rng.randrange(n_tokens), rng.choice(pool), rng.randrange(257, n_tokens)))
+        table.append((left, right, made))
+        pool.append(made)
+        if table and rng.random() < 0.15:
+            table.append(rng.choice(table)[:2] + (rng.randrange(n_tokens),))  # a pair again
+    return table
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_per_word_replay_in_c_is_merge_word(seed):
+    """The core's per-word BPE (short words: the rank array; long ones: the heap) gives
+    bpe.merge_word's ids and merge_steps' (a naive, independent loop), stage after stage."""
+    from bpestore.bpe import merge_steps, merge_word
+
+    rng = random.Random(seed)
+    letters = rng.sample(range(97, 123), rng.choice((1, 2, 3, 5)))
+    initial = [bytes([i]) for i in range(256)] + [b"<s>"] + [f"t{i}".encode() for i in range(40)]
+    core = trainer.COMPILED_CORE.Trainer(initial)
+    stages = [_random_table(rng, len(initial), letters) for _ in range(rng.choice((1, 1, 2, 3)))]
+    tables = []
+    for stage in stages:
+        core.replay(stage)
+        ranks: dict[int, int] = {}
+        for rank, (left, right, _) in enumerate(stage):
+            ranks.setdefault((left << 32) | right, rank)
+        tables.append((ranks, [made for _, _, made in stage]))
+    checked = 0
+    for _ in range(200):
+        word = [rng.choice(letters) for _ in range(rng.choice((0, 1, 2, 3, 7, 20, 47, 48, 49, 60, 300)))]
+        expected = list(word)
+        for ranks, made in tables:
+            steps = merge_steps(expected, ranks, made)
+            naive = steps[-1][2] if steps else expected
+            expected = merge_word(list(expected), ranks, made)
+            assert expected == naive
+        assert core.replayed(word) == expected, (word, stages)
+        checked += expected != word
+    assert checked or not any(stages)
+
+
+def test_per_word_replay_ties_and_reused_ids():
+    core = trainer.COMPILED_CORE.Trainer([bytes([i]) for i in range(256)] + [b"aa"])
+    core.replay([(97, 97, 256), (256, 97, 98), (97, 97, 99)])  # (a, a) again: keeps rank 0
+    assert core.replayed([97, 97, 97]) == [98]  # "a a a" -> "aa a" (leftmost) -> b
+    assert core.replayed([97] * 4) == [256, 256]
+    assert core.replayed([97] * 100) == [256] * 50  # the long-word path
+    assert core.replayed([97] * 101) == [256] * 49 + [98]
+    with pytest.raises(IndexError):
+        core.replay([(97, 97, 999)])
+    with pytest.raises((TypeError, ValueError)):
+        core.replay([(97, 97)])
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_replay_both_tie_breaks_specials_and_two_stages(shakespeare_counts, tie_break):
+    """Resumed from several points (and replayed in two stages, as an extension of an
+    extension), both cores merge on exactly as the uninterrupted run, counts included."""
+    spec = TokenizerSpec(special_tokens=(EOT,), tie_break=tie_break)
+
+    def make(compiled):
+        return BpeTrainer(alphabet.initial_words(spec, shakespeare_counts), alphabet.initial_vocab(spec),
+                          tie_break=tie_break, hf_order=alphabet.hf_order(spec) if tie_break == "hf" else None,
+                          special_ids=alphabet.special_ids(spec), compiled=compiled)
+
+    full, _ = both(make, vocab_size=1500)
+    for cuts in ((1,), (600,), (len(full) - 1,), (300, 900)):
+        for compiled in (True, False):
+            t = make(compiled)
+            start = 0
+            for cut in cuts:
+                t.replay([m[:2] for m in full[start:cut]], [m[3] for m in full[:cut]])  # counts by rank
+                start = cut
+            assert t.words == [] if compiled else t.words
+            rest = [(m.left, m.right, m.token, m.count) for m in t.train(vocab_size=1500)]
+            assert rest == full[cuts[-1]:], (cuts, compiled)
+            assert [(m.left, m.right, m.token, m.count) for m in t.merges] == full
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_replay_words_the_parent_never_saw(seed):
+    """An extension on new words: the parent's merges, trained on some words, replayed on
+    others (new letters too), then trained on: the compiled core as the pure one."""
+    words, initial, settings = _random_case(seed)
+    rng = random.Random(1000 + seed)
+    parent = [(m.left, m.right, m.count)
+              for m in BpeTrainer(words[: len(words) // 2], initial, compiled=False, **settings).train(max_merges=60)]
+    more = [([rng.choice((97, 98, 99, 100, 120)) for _ in range(rng.choice((2, 5, 60)))], rng.randint(1, 9))
+            for _ in range(100)]
+    results = []
+    for compiled in (True, False):
+        t = BpeTrainer(words + more, initial, compiled=compiled, **settings)
+        t.replay([m[:2] for m in parent], [m[2] for m in parent])
+        results.append(([(m.rank, m.left, m.right, m.token, m.count) for m in t.train(max_merges=140)],
+                        t.token_bytes))
+    assert results[0] == results[1]
+
+
+def _corpus_parts(tmp_path):
+    """Two files: Shakespeare, then Dracula (words Shakespeare never used)."""
+    import lzma
+
+    with lzma.open(bpestore.sample_path(), "rt", encoding="utf-8") as f:
+        dracula = f.read()[:120_000]
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(read_corpus("tinyshakespeare.txt")[:120_000], encoding="utf-8")
+    b.write_text(dracula, encoding="utf-8")
+    return a, b
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_store_resume_and_extend_on_both_cores(db_url, tmp_path, monkeypatch, tie_break):
+    """On SQLite and PostgreSQL: a stopped training resumed, and a version extended on a
+    new corpus generation (words the parent never saw), itself stopped and resumed: the
+    compiled core (replay in C from the cursor) stores the pure core's merges, and the
+    resumed run the uninterrupted one's."""
+    from .conftest import stop_at
+
+    a, b = _corpus_parts(tmp_path)
+    compiled_core = trainer.COMPILED_CORE
+    cores = {"compiled": compiled_core, "pure": None, "whole": compiled_core}
+    with bpestore.open(db_url) as s:
+        # A corpus per run: no run may copy another's merges (an equal run's are reused).
+        for name in cores:
+            s.ingest(f"c{name}", [str(a)], special_tokens=[EOT], workers=1)
+        s.train("twhole", corpus="cwhole", vocab_size=900, tie_break=tie_break)  # uninterrupted, compiled
+        results: dict[str, list] = {}
+        for core in ("compiled", "pure"):
+            monkeypatch.setattr(trainer, "COMPILED_CORE", cores[core])
+            with pytest.raises(KeyboardInterrupt):
+                s.train(f"t{core}", corpus=f"c{core}", vocab_size=900, tie_break=tie_break, checkpoint_every=50,
+                        progress=stop_at(300))
+            s.resume(f"t{core}@1")
+            results[core] = [_merges(s, f"t{core}@1")]
+        assert results["compiled"] == results["pure"] == [_merges(s, "twhole@1")]
+        for name in cores:
+            s.ingest(f"c{name}", [str(b)])  # generation 2: Dracula's words
+        for core in ("compiled", "pure"):
+            monkeypatch.setattr(trainer, "COMPILED_CORE", cores[core])
+            with pytest.raises(KeyboardInterrupt):
+                s.train(f"t{core}", corpus=f"c{core}", vocab_size=1400, parent=f"t{core}@1", checkpoint_every=50,
+                        progress=stop_at(len(results[core][0]) + 200))  # 200 of its own merges
+            s.resume(f"t{core}@2")
+            results[core].append(_merges(s, f"t{core}@2"))
+        monkeypatch.setattr(trainer, "COMPILED_CORE", compiled_core)
+        s.train("twhole", corpus="cwhole", vocab_size=1400, parent="twhole@1")  # uninterrupted extension
+        assert results["compiled"] == results["pure"]
+        assert results["compiled"][1] == _merges(s, "twhole@2")
+        parent = results["compiled"][0]
+        assert len(results["compiled"][1]) > len(parent) and results["compiled"][1][:len(parent)] == parent
+        assert s.version("tcompiled@2").corpus_generation == 2
+        # The extension merged strings only the new words hold.
+        shakespeare = a.read_bytes()
+        assert any(left + right not in shakespeare for left, right in s.tokenizer("tcompiled@2").merges[len(parent):])
