@@ -26,7 +26,7 @@ from .conftest import corpus_path, tiktoken_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
 MOMENTS = 10 if os.environ.get("BPESTORE_SCALE") == "full" else 3
-VOCAB = 8000  # training moments: enough merges that a kill lands inside the work, start-up aside
+VOCAB = 6000  # the training killed: german_1M to this vocabulary size
 
 
 def _env() -> dict[str, str]:
@@ -44,6 +44,25 @@ def _killed(db: str, args: list[str], delay: float) -> int:
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
+    return process.returncode
+
+
+def _killed_after_merges(db: str, args: list[str], ref: str, merges: int) -> int:
+    """Start ``bpestore ARGS`` and SIGKILL it as soon as version ``ref`` holds ``merges``
+    checkpointed merges (polled; the compiled core trains too fast for a delay to land
+    inside the merge loop reliably); its return code."""
+    process = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db, *args], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, env=_env())
+    with bpestore.open(db) as store:
+        while process.poll() is None:
+            try:
+                if store.version(ref).n_merges >= merges:
+                    process.send_signal(signal.SIGKILL)
+                    break
+            except bpestore.NotFoundError:
+                pass  # not created yet
+            time.sleep(0.002)
+    process.wait(timeout=60)
     return process.returncode
 
 
@@ -100,7 +119,8 @@ def test_sigkill_ingest_at_random_moments(db_url, sources):
 
 @pytest.mark.slow
 def test_sigkill_training_at_random_moments(db_url, tmp_path):
-    """Each moment trains its own corpus (a line of its own added: no equal earlier run whose
+    """Odd moments come after a seeded number of checkpointed merges, even ones after a
+    seeded delay. Each moment trains its own corpus (a line of its own added: no equal earlier run whose
     merges it could copy); the reference is the same training, uninterrupted, in another store."""
     base = corpus_path("german_1M.txt").read_text(encoding="utf-8")
     rng = random.Random(31)
@@ -108,22 +128,18 @@ def test_sigkill_training_at_random_moments(db_url, tmp_path):
     for moment in range(MOMENTS):
         text = tmp_path / f"t{moment}.txt"
         text.write_text(f"moment {moment} of {MOMENTS}\n" + base, encoding="utf-8")
-        reference_db = str(tmp_path / f"reference{moment}.db")
-        with bpestore.open(reference_db) as reference:
+        with bpestore.open(tmp_path / f"reference{moment}.db") as reference:
             reference.ingest("c", [text], workers=1)
-        # The uninterrupted run, as the killed one runs (a process of its own): its time
-        # places the kill moments inside the training however fast the machine is.
-        started = time.perf_counter()
-        assert _killed(reference_db, ["train", "clean", "--corpus", "c", "--vocab-size", str(VOCAB),
-                                      "--checkpoint-every", "10", "-q"], 300) == 0
-        duration = time.perf_counter() - started
-        with bpestore.open(reference_db) as reference:
+            reference.train("clean", corpus="c", vocab_size=VOCAB)
             clean = reference.tokenizer("clean").merges
         corpus, name = f"c{moment}", f"k{moment}"
         with bpestore.open(db_url) as store:
             store.ingest(corpus, [text], workers=1)
-        _killed(db_url, ["train", name, "--corpus", corpus, "--vocab-size", str(VOCAB), "--checkpoint-every", "10",
-                         "-q"], rng.uniform(0.5, 0.95) * duration)
+        train = ["train", name, "--corpus", corpus, "--vocab-size", str(VOCAB), "--checkpoint-every", "10", "-q"]
+        if moment % 2:  # a moment in the merge loop
+            _killed_after_merges(db_url, train, f"{name}@1", rng.randint(10, VOCAB - 500))
+        else:  # a moment in time: set-up, the loop, or sealing the version
+            _killed(db_url, train, rng.uniform(0.2, 1.0))
         _integrity(db_url)
         with bpestore.open(db_url) as store:
             if not any(v.name == name for v in store.versions()):
