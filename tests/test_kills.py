@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,16 +48,16 @@ def _killed(db: str, args: list[str], delay: float) -> int:
     return process.returncode
 
 
-def _killed_after_merges(db: str, args: list[str], ref: str, merges: int) -> int:
-    """Start ``bpestore ARGS`` and SIGKILL it as soon as version ``ref`` holds ``merges``
-    checkpointed merges (polled; the compiled core trains too fast for a delay to land
-    inside the merge loop reliably); its return code."""
+def _killed_when(db: str, args: list[str], ready: Callable[[bpestore.Store], bool]) -> int:
+    """Start ``bpestore ARGS`` and SIGKILL it as soon as ``ready(store)`` holds (polled
+    every 2 ms: the compiled core and the bulk upsert finish too fast for a delay to
+    land inside the work reliably); its return code."""
     process = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db, *args], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, env=_env())
     with bpestore.open(db) as store:
         while process.poll() is None:
             try:
-                if store.version(ref).n_merges >= merges:
+                if ready(store):
                     process.send_signal(signal.SIGKILL)
                     break
             except bpestore.NotFoundError:
@@ -94,13 +95,19 @@ def sources(tmp_path) -> tuple[Path, dict[str, Counter]]:
 
 @pytest.mark.slow
 def test_sigkill_ingest_at_random_moments(db_url, sources):
+    """Odd moments come once a seeded number of sources is recorded, even ones after a seeded delay."""
     folder, counts = sources
     rng = random.Random(13)
     bpestore.open(db_url).close()
     killed = 0
     for moment in range(MOMENTS):
         corpus = f"c{moment}"
-        code = _killed(db_url, ["ingest", corpus, str(folder), "--workers", "2", "-q"], rng.uniform(0.2, 1.5))
+        ingest = ["ingest", corpus, str(folder), "--workers", "2", "-q"]
+        if moment % 2:  # after a seeded number of sources is recorded (between or inside transactions)
+            n = rng.randint(1, len(counts) - 1)
+            code = _killed_when(db_url, ingest, lambda store, c=corpus, n=n: len(store.corpus_sources(c)) >= n)
+        else:  # a moment in time
+            code = _killed(db_url, ingest, rng.uniform(0.2, 1.5))
         killed += code == -signal.SIGKILL
         _integrity(db_url)
         with bpestore.open(db_url) as store:
@@ -137,7 +144,8 @@ def test_sigkill_training_at_random_moments(db_url, tmp_path):
             store.ingest(corpus, [text], workers=1)
         train = ["train", name, "--corpus", corpus, "--vocab-size", str(VOCAB), "--checkpoint-every", "10", "-q"]
         if moment % 2:  # a moment in the merge loop
-            _killed_after_merges(db_url, train, f"{name}@1", rng.randint(10, VOCAB - 500))
+            n = rng.randint(10, VOCAB - 500)
+            _killed_when(db_url, train, lambda store, ref=f"{name}@1", n=n: store.version(ref).n_merges >= n)
         else:  # a moment in time: set-up, the loop, or sealing the version
             _killed(db_url, train, rng.uniform(0.2, 1.0))
         _integrity(db_url)
