@@ -660,10 +660,6 @@ def version_state(conn: Connection, version_id: int) -> str:
     return f"training:{n_merges.scalar()}"
 
 
-def n_merges(conn: Connection, version_id: int) -> int:
-    return conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id)).scalar_one()
-
-
 def next_rank(conn: Connection, version_id: int) -> int:
     """The rank of a version's next merge (its merges are ranks 0, 1, ...): one
     index lookup, where counting them reads every one (a checkpoint asks each time)."""
