@@ -846,7 +846,19 @@ class Tokenizer:
         problem = fast.spec_problem(self.spec) or fast.tiktoken_problem() or self.facts.fast_problem
         if problem is not None:
             return None, f"python ({problem})"
-        return fast.FastEncoder(self.spec, self._byte_ids, self._merges, self._id_of), "tiktoken"
+        return fast.FastEncoder(self.spec, self._tiktoken_ranks()), "tiktoken"
+
+    def _tiktoken_ranks(self) -> dict[bytes, int]:
+        """Each byte's and each merged token's bytes, with its id: usually the
+        ordinary tokens themselves, where every one is a byte or one merge's."""
+        id_of = self._id_of
+        made = self._merge_ids[2] if self._merge_ids is not None else None
+        if len(id_of) == 256 + (len(made) if made is not None else len(self._merges)):
+            return id_of
+        ranks = {bytes([b]): self._byte_ids[b] for b in range(256)}
+        tokens = map(self._vocab.__getitem__, made) if made is not None else (a + b for a, b in self._merges)
+        ranks.update((token, id_of[token]) for token in tokens)
+        return ranks
 
     # -- decoding ----------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

@@ -219,17 +219,11 @@ def tiktoken_problem() -> str | None:
 class FastEncoder:
     """tiktoken's core with a version's ranks and pattern, no special tokens."""
 
-    def __init__(self, spec: TokenizerSpec, byte_ids: Sequence[int],
-                 merges: Sequence[tuple[bytes, bytes]], id_of: dict[bytes, int]) -> None:
+    def __init__(self, spec: TokenizerSpec, ranks: dict[bytes, int]) -> None:
+        """``ranks``: each ordinary token's bytes and id, in tiktoken's sense
+        (gate 2: a token's id orders it as its merge's rank does)."""
         import tiktoken
 
-        if len(id_of) == 256 + len(merges):
-            # Every ordinary token is a byte or the token of one merge (distinct, by gate 2).
-            ranks = id_of
-        else:
-            ranks = {bytes([b]): byte_ids[b] for b in range(256)}
-            for left, right in merges:
-                ranks[left + right] = id_of[left + right]
         # One special token that is never allowed: without any, the special
         # pattern of tiktoken's encode() is empty and matches everywhere (slow).
         never = {"<|bpestore: never allowed|>": max(ranks.values()) + 1}
@@ -355,17 +349,9 @@ def _unassigned_or_astral() -> re.Pattern:
     """Stdlib ``re`` matching a BMP character unassigned in ``unicodedata``, or
     any astral character (whose assignment is checked one by one): a set of
     BMP ranges compiles to a bitmap, so the scan runs at hundreds of MB/s."""
-    ranges = []
-    start = None
-    for cp in range(0x10000):
-        unassigned = unicodedata.category(chr(cp)) in ("Cn", "Cs")
-        if unassigned and start is None:
-            start = cp
-        elif not unassigned and start is not None:
-            ranges.append((start, cp - 1))
-            start = None
-    if start is not None:
-        ranges.append((start, 0xFFFF))
+    # One byte per BMP code point, 1 where unassigned; the runs of 1s are the ranges.
+    unassigned = bytes(category in ("Cn", "Cs") for category in map(unicodedata.category, map(chr, range(0x10000))))
+    ranges = [(m.start(), m.end() - 1) for m in re.finditer(b"\x01+", unassigned)]
     body = "".join(f"\\u{a:04x}-\\u{b:04x}" for a, b in ranges)
     return re.compile(f"[{body}\\U00010000-\\U0010ffff]")
 

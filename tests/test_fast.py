@@ -336,3 +336,17 @@ def test_long_whitespace_runs_are_found_wherever_they_sit(before):
     assert _long_space_run("x" * before + " \t\n" * 33_334 + "y")      # 100,002 spaces
     assert not _long_space_run("x" * before + " " * 49_999 + "y")
     assert not _long_space_run(("x" + " " * 40_000) * 5)
+
+
+def test_unassigned_pattern_is_unicodedata_on_every_bmp_character():
+    """The scan's pattern matches a BMP character exactly where unicodedata calls it
+    unassigned (Cn) or a surrogate (Cs), and every astral character."""
+    import unicodedata
+
+    from bpestore.fast import _unassigned_or_astral
+
+    pattern = _unassigned_or_astral()
+    wrong = [cp for cp in range(0x10000)
+             if bool(pattern.fullmatch(chr(cp))) != (unicodedata.category(chr(cp)) in ("Cn", "Cs"))]
+    assert wrong == []
+    assert all(pattern.fullmatch(chr(cp)) for cp in (0x10000, 0x1F984, 0x10FFFF))
