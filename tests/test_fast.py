@@ -195,6 +195,22 @@ def test_fast_false_keeps_the_pure_path():
     assert Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")], fast=False).backend == "python (fast=False)"
 
 
+
+def test_a_token_no_merge_makes_is_left_out_of_tiktokens_ranks():
+    """zz is in the vocabulary but no merge makes it: the merge rule never
+    gives it, so tiktoken's ranks hold the bytes and the merged tokens only,
+    whether the merges come as byte pairs or, as a store gives them, as ids."""
+    vocab = {**byte_vocab(b"ab", b"abc"), 258: b"zz"}
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    text = "abc zz abcab zzz " * 70_000  # long enough for tiktoken's core
+    pure = Tokenizer(vocab, merges, fast=False).encode(text)
+    assert 258 not in pure
+    from_pairs = Tokenizer(vocab, merges)
+    from_ids = Tokenizer(vocab, None, facts=from_pairs.facts, merge_ids=([97, 256], [98, 99], [256, 257]))
+    for tok in (from_pairs, from_ids):
+        assert tok.encode(text) == pure
+        assert tok.backend == "tiktoken"
+
 # -- a trained version: both paths agree on every shared corpus -------------------
 @pytest.fixture(scope="module", params=["gpt2", "cl100k", "o200k"])
 def trained_pair(request):
