@@ -128,6 +128,40 @@ def test_token_lookup_through_sqlite3(gpt2_db):
     assert fast["id"] == 262
 
 
+def test_versions_list_alike_on_both_paths(tmp_path):
+    """versions and version read through sqlite3 give what SQLAlchemy's path gives:
+    a trained version with its corpus generation, an extension with its parent,
+    aliases, an import, and a version still training."""
+    db = tmp_path / "v.db"
+    with bpestore.open(db) as store:
+        store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
+        store.train("en", corpus="shakes", vocab_size=300)
+        store.train("en", corpus="shakes", vocab_size=320, parent="en@1")
+        store.set_alias("en@1", "prod")
+        store.set_alias("en@2", "dev")
+        store.import_vocab("tiny", byte_vocab(b"ab"), [(b"a", b"b")])
+        with pytest.raises(KeyboardInterrupt):
+            store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop_at(30))
+    refs = ("en", "en@prod", "en@3", "tiny")
+    with bpestore.open(db) as store:
+        fast = (store.versions(), store.versions("en"), [store.version(ref) for ref in refs])
+        assert store._engine is None  # sqlite3 read them all
+        store._sqlite = None
+        slow = (store.versions(), store.versions("en"), [store.version(ref) for ref in refs])
+        with pytest.raises(NotFoundError, match="no tokenizer named 'nope'"):
+            store.versions("nope")
+    assert fast == slow
+    everything = {v.ref: v for v in fast[0]}
+    assert list(everything) == ["en@1", "en@2", "en@3", "tiny@1"]
+    assert everything["en@2"].parent == "en@1" and everything["en@1"].aliases == ("prod",)
+    assert everything["en@2"].aliases == ("dev",) and everything["en@1"].corpus_ref == "shakes@1"
+    assert everything["en@3"].status == "training" and 0 < everything["en@3"].n_merges < 500 - 257
+    assert everything["tiny@1"].vocab_size == 257 and everything["tiny@1"].corpus is None
+    assert all(v.created_at.tzinfo is not None and v.created_at <= v.updated_at for v in fast[0])
+    with bpestore.open(db) as store, pytest.raises(NotFoundError, match="no tokenizer named 'nope'"):
+        store.versions("nope")
+
+
 # -- where the path does not apply, SQLAlchemy's does -------------------------------
 def test_an_older_schema_goes_the_sqlalchemy_way_and_is_upgraded(tmp_path):
     old = tmp_path / "old.db"
@@ -254,9 +288,9 @@ def test_import_and_encode_on_sqlite_import_no_sqlalchemy(gpt2_db):
     for args, expected in ((["encode", "gpt2", "short text"], "19509 2420"),
                            (["decode", "gpt2", "19509", "2420"], "short text"),
                            (["token", "gpt2", " the"], "262\t' the'  rank 6, pair count 0\n  256\t' t'  rank 0"),
-                           (["encode", "tiny@prod", "abc", "--tokens"], "256\t'ab'\n99\t'c'")):
+                           (["encode", "tiny@prod", "abc", "--tokens"], "256\t'ab'\n99\t'c'"),
+                           (["versions"], "gpt2@1  complete  50,257 tokens"),
+                           (["show", "tiny@prod"], "tiny@1  complete")):
         loaded, out = modules_after(cli, str(gpt2_db), *args)
         assert not heavy(loaded), (args, heavy(loaded))
         assert out.startswith(expected), (args, out)
-    loaded, out = modules_after(cli, str(gpt2_db), "versions")  # not this path: SQLAlchemy, as before
-    assert "sqlalchemy" in loaded and "gpt2@1" in out

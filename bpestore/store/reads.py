@@ -2,9 +2,10 @@
 
 Loading a tokenizer (``Store.tokenizer``) or looking up a token
 (``Store.token``) resolves a ref and reads the version's one row of
-``version_facts`` (store/facts.py). Those statements are here, as SQL text
+``version_facts`` (store/facts.py); listing versions (``Store.versions``,
+``Store.version``) reads their rows with their token and merge counts. Those statements are here, as SQL text
 with named parameters (``:name``, which both drivers take), and the functions
-that use them (``resolve``, ``version_row``, ``facts_row``) take a ``Run``:
+that use them (``resolve``, ``version_row``, ``facts_row``, ``version_infos``) take a ``Run``:
 something that executes one statement and returns its rows. Two things do:
 
 * ``repository.runner(conn)``: a SQLAlchemy connection, on every database;
@@ -27,11 +28,16 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote
 
 from ..errors import InvalidArgumentError, NotFoundError
+from ..spec import TokenizerSpec
 from .db import HEAD
+
+if TYPE_CHECKING:
+    from ..records import VersionInfo  # imported where used: loading a tokenizer needs no records
 
 # Executes one statement (SQL text, named parameters) and returns its rows as sequences.
 Run = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
@@ -50,6 +56,22 @@ FACTS_ROW = ("SELECT version_facts.format, version_facts.packed, version_facts.f
              "version_facts.digest, versions.fingerprint "
              "FROM version_facts JOIN versions ON versions.id = version_facts.version_id "
              "WHERE version_facts.version_id = :version_id")
+VERSION_INFOS = (
+    "SELECT versions.id, tokenizers.name, versions.number, versions.status, versions.source, "
+    "(SELECT count(*) FROM tokens WHERE tokens.version_id = versions.id), "
+    "(SELECT count(*) FROM merges WHERE merges.version_id = versions.id), "
+    "versions.target_vocab_size, versions.target_merges, corpora.name, versions.parent_id, "
+    "parent_tokenizer.name, parent.number, versions.spec, versions.min_frequency, versions.max_token_length, "
+    "versions.corpus_digest, versions.fingerprint, versions.created_at, versions.updated_at, "
+    "versions.corpus_generation "
+    "FROM versions JOIN tokenizers ON tokenizers.id = versions.tokenizer_id "
+    "LEFT JOIN corpora ON corpora.id = versions.corpus_id "
+    "LEFT JOIN versions AS parent ON parent.id = versions.parent_id "
+    "LEFT JOIN tokenizers AS parent_tokenizer ON parent_tokenizer.id = parent.tokenizer_id "
+    "{where} ORDER BY tokenizers.name, versions.number")
+ALIASES_OF = ("SELECT aliases.version_id, aliases.name FROM aliases "
+              "JOIN versions ON versions.id = aliases.version_id "
+              "JOIN tokenizers ON tokenizers.id = versions.tokenizer_id {where} ORDER BY aliases.name")
 
 
 class VersionRow(NamedTuple):
@@ -125,6 +147,41 @@ def facts_row(run: Run, version_id: int) -> FactsRow | None:
     """A version's row of version_facts (unchecked); None where it has none."""
     rows = run(FACTS_ROW, {"version_id": version_id})
     return FactsRow(*rows[0]) if rows else None
+
+
+def version_infos(run: Run, *, name: str | None = None, ids: Sequence[int] | None = None) -> list[VersionInfo]:
+    """The versions of tokenizer ``name``, or with these ids, or all; by name and
+    number. Two statements however many versions there are."""
+    from ..records import VersionInfo
+
+    params: dict[str, Any] = {}
+    where = ""
+    if name is not None:
+        where, params = "WHERE tokenizers.name = :name", {"name": name}
+    elif ids is not None:
+        params = {f"id{i}": version_id for i, version_id in enumerate(ids)}
+        where = f"WHERE versions.id IN ({', '.join(':' + key for key in params) or 'NULL'})"
+    rows = run(VERSION_INFOS.format(where=where), params)
+    if name is not None and not rows and not run(TOKENIZER_ID, {"name": name}):
+        raise no_tokenizer(run, name)
+    aliases_of: dict[int, list[str]] = {}
+    for version_id, alias in run(ALIASES_OF.format(where=where), params):
+        aliases_of.setdefault(version_id, []).append(alias)
+    return [VersionInfo(
+        id=v[0], name=v[1], number=v[2], status=v[3], source=v[4], vocab_size=v[5], n_merges=v[6],
+        target_vocab_size=v[7], target_merges=v[8], corpus=v[9],
+        parent=None if v[10] is None else f"{v[11]}@{v[12]}", spec=TokenizerSpec.from_json(v[13]),
+        min_frequency=v[14], max_token_length=v[15], corpus_digest=v[16], fingerprint=v[17],
+        created_at=moment(v[18]), updated_at=moment(v[19]), aliases=tuple(aliases_of.get(v[0], ())),
+        corpus_generation=v[20]) for v in rows]
+
+
+def moment(value: datetime | str) -> datetime:
+    """A stored timestamp as an aware datetime: PostgreSQL's as it comes, SQLite's
+    from its text; every timestamp bpestore writes is UTC."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
 # -- the sqlite3 path ------------------------------------------------------------------

@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Select,
     Table,
@@ -577,47 +576,8 @@ def version_info(conn: Connection, version_id: int) -> VersionInfo:
 
 def version_infos(conn: Connection, *, name: str | None = None,
                   ids: Sequence[int] | None = None) -> list[VersionInfo]:
-    """The versions of one tokenizer, or with these ids, or all; by name and number.
-
-    Two queries however many versions there are.
-    """
-    chosen: ColumnElement[bool] | None = None
-    if name is not None:
-        chosen = tokenizers.c.name == name
-    elif ids is not None:
-        chosen = versions.c.id.in_(ids)
-    parent, parent_tokenizer = versions.alias("parent"), tokenizers.alias("parent_tokenizer")
-    query = (select(versions, tokenizers.c.name.label("tokenizer_name"),
-                    corpora.c.name.label("corpus_name"),
-                    parent_tokenizer.c.name.label("parent_name"), parent.c.number.label("parent_number"),
-                    _rows_of(tokens).label("n_tokens"), _rows_of(merges).label("n_merges"))
-             .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
-             .outerjoin(corpora, corpora.c.id == versions.c.corpus_id)
-             .outerjoin(parent, parent.c.id == versions.c.parent_id)
-             .outerjoin(parent_tokenizer, parent_tokenizer.c.id == parent.c.tokenizer_id)
-             .order_by(tokenizers.c.name, versions.c.number))
-    alias_query = (select(aliases.c.version_id, aliases.c.name)
-                   .join(versions, versions.c.id == aliases.c.version_id)
-                   .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
-                   .order_by(aliases.c.name))
-    if chosen is not None:
-        query, alias_query = query.where(chosen), alias_query.where(chosen)
-    rows = conn.execute(query).all()
-    if name is not None and not rows and conn.execute(
-            select(tokenizers.c.id).where(tokenizers.c.name == name)).first() is None:
-        raise _no_tokenizer(conn, name)
-    aliases_of: dict[int, list[str]] = {}
-    for version_id, alias in conn.execute(alias_query):
-        aliases_of.setdefault(version_id, []).append(alias)
-    return [VersionInfo(
-        id=v.id, name=v.tokenizer_name, number=v.number, status=v.status, source=v.source,
-        vocab_size=v.n_tokens, n_merges=v.n_merges, target_vocab_size=v.target_vocab_size,
-        target_merges=v.target_merges, corpus=v.corpus_name,
-        parent=None if v.parent_id is None else f"{v.parent_name}@{v.parent_number}",
-        spec=TokenizerSpec.from_json(v.spec), min_frequency=v.min_frequency,
-        max_token_length=v.max_token_length, corpus_digest=v.corpus_digest, fingerprint=v.fingerprint,
-        created_at=_utc(v.created_at), updated_at=_utc(v.updated_at),
-        aliases=tuple(aliases_of.get(v.id, ())), corpus_generation=v.corpus_generation) for v in rows]
+    """The versions of one tokenizer, or with these ids, or all (``reads.version_infos``)."""
+    return reads.version_infos(runner(conn), name=name, ids=ids)
 
 
 def _rows_of(table: Table) -> Any:

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError, ReadOnlyError
 from ..spec import TokenizerSpec
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from . import facts, repository
     from .training import TrainOptions
     from .vocabulary import Vocabulary
+
+T = TypeVar("T")
 
 
 class _Deferred:
@@ -408,13 +410,11 @@ class Store:
     # -- versions ----------------------------------------------------------------
     def versions(self, name: str | None = None) -> list[VersionInfo]:
         """Every version (of one tokenizer, if named), by name and number."""
-        with self.reading() as conn:
-            return repository.version_infos(conn, name=name)
+        return self._read(lambda run: reads.version_infos(run, name=name))
 
     def version(self, ref: str) -> VersionInfo:
         """Resolve ``NAME`` (its newest complete version), ``NAME@N`` or ``NAME@ALIAS``."""
-        with self.reading() as conn:
-            return repository.version_info(conn, repository.resolve(conn, ref))
+        return self._read(lambda run: reads.version_infos(run, ids=[reads.resolve(run, ref)])[0])
 
     def set_alias(self, ref: str, alias: str) -> VersionInfo:
         """Point ``NAME@ALIAS`` at a version (moving the alias if it exists)."""
@@ -508,6 +508,18 @@ class Store:
                 tok = _tokenizer_of(version, vocab, known)
         self.tokenizer_cache.put(key, tok)
         return tok
+
+    def _read(self, query: Callable[[reads.Run], T]) -> T:
+        """``query`` in one read transaction: through sqlite3 where that applies
+        (no SQLAlchemy imported), else, or where sqlite3 failed, through SQLAlchemy."""
+        try:
+            with self._sqlite_reading() as run:
+                if run is not None:
+                    return query(run)
+        except sqlite3.Error:
+            pass  # e.g. busy: SQLAlchemy's path waits, or says why
+        with self.reading() as conn:
+            return query(repository.runner(conn))
 
     @contextmanager
     def _sqlite_reading(self) -> Iterator[reads.Run | None]:
