@@ -209,7 +209,7 @@ def test_a_training_run_shows_progress_live(server, browser, db):
     script = ("import sys, time, bpestore\n"
               "with bpestore.open(sys.argv[1]) as store:\n"
               "    store.train('live', corpus='books', merges=300, checkpoint_every=15,\n"
-              "                progress=lambda p: time.sleep(0.02))\n")
+              "                progress=lambda p: time.sleep(0.05))\n")
     browser.get(f"{server}/?poll=250")
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "li.version")) == 3)
     trainer = subprocess.Popen([sys.executable, "-c", script, db])
