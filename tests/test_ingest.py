@@ -639,13 +639,23 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     assert [b.sources[0].n_distinct for b in batches] == [len(reference_counts(t, GPT2)) for t in texts]
 
 
-def test_a_worker_hands_on_its_counts_in_word_order():
-    """What a worker hands on is sorted by the UTF-8 bytes (lone surrogates too),
-    and holds every count."""
-    from bpestore.ingest.pool import _as_bytes
+@pytest.mark.parametrize("n_shards", [1, 2, 5])
+def test_shards_a_worker_hands_on_reduce_to_every_count_in_word_order(n_shards):
+    """Counts cut into shards (lone surrogates too) and two workers' shards merged
+    shard by shard: each word in one shard only, every count added, each shard's
+    result sorted by the UTF-8 bytes."""
+    import pickle
 
-    words = Counter({"zeta": 3, " the": 9, "é": 2, "\ud800x": 1, "日本": 4, "a": 5, "\uffff": 6})
-    expected = {w.encode("utf-8", "surrogatepass"): n for w, n in words.items()}
-    handed = _as_bytes(Counter(words), ordered=True)
-    assert handed == expected
-    assert list(handed) == sorted(expected)
+    from bpestore.ingest.pool import reduce_shard, shard_counts, shard_of
+
+    first = Counter({"zeta": 3, " the": 9, "é": 2, "\ud800x": 1, "日本": 4, "a": 5, "\uffff": 6})
+    second = Counter({" the": 1, "a": 2, "new": 7, "日本": 1})
+    expected = {w.encode("utf-8", "surrogatepass"): n for w, n in (first + second).items()}
+    pieces = [shard_counts(Counter(c), n_shards) for c in (first, second)]
+    for piece in pieces:
+        for i, blob in enumerate(piece):
+            assert all(shard_of(w, n_shards) == i for w in pickle.loads(blob))
+    reduced = [reduce_shard([piece[i] for piece in pieces]).counts for i in range(n_shards)]
+    assert all(list(part) == sorted(part) for part in reduced)
+    assert sum(len(part) for part in reduced) == len(expected)
+    assert {w: n for part in reduced for w, n in part.items()} == expected
