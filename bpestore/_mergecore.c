@@ -28,6 +28,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#include <process.h>
+#else
+#include <pthread.h>
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)0)
+#endif
 
 #define EMPTY UINT64_MAX
 #define INLINE_CAP 2
@@ -61,11 +73,25 @@ typedef struct {
     uint32_t n;        /* merges; also the rank of a pair that has none */
 } Stage;
 
+/* One worker's share of a merge (or of build): a slice of a bucket (of the words),
+ * and what it found, for the calling thread to apply in slice order. */
+typedef struct Work Work;
+
 typedef struct {
     PyObject_HEAD
     int hf;                 /* tie-break: 1 hf, 0 lexicographic */
     int broken;             /* a failed allocation left the state half-updated */
     int built;
+    int busy;               /* a method runs with the GIL released: no other call now */
+    /* threads: at most `threads` workers, each with at least `parallel_min` words */
+    int threads;
+    uint32_t parallel_min;
+    int may_dup;            /* a merge reused an id: a bucket may list a word twice */
+    Work *work;             /* per worker, kept between merges */
+    uint32_t *seen;         /* dedup marks by word (may_dup), with the merge's stamp */
+    uint32_t stamp;
+    uint64_t split_merges, deduplicated;  /* merges split over threads; of them, with a word listed twice */
+    int split_build;        /* the initial count was split */
     /* tokens */
     uint32_t n_tokens, cap_tokens;
     uint32_t *tie;          /* hf: tie value by token */
@@ -89,6 +115,11 @@ typedef struct {
     /* pairs that grew during a merge */
     uint64_t *touched;
     uint64_t n_touched, cap_touched;
+    /* a pair is listed in `touched` once per merge: mark[2 * other + (token on the left)]
+     * holds the stamp of the merge that listed (other, token) or (token, other) */
+    uint32_t *mark;
+    uint64_t cap_mark;
+    uint32_t mark_stamp, merging;  /* merging: the token being made */
     /* replay: stages of stored merges applied to each word as it comes in */
     Stage *stages;
     uint64_t n_stages, cap_stages;
@@ -98,17 +129,55 @@ typedef struct {
     uint64_t cap_wheap;
 } Trainer;
 
+#define NONE UINT32_MAX
+#define MAX_THREADS 256
+
+/* A worker's local pair (build): its count and words, in the order first seen. */
+typedef struct {
+    uint64_t key;
+    int64_t count;
+    uint32_t *w;
+    uint32_t n, cap;
+} Local;
+
+struct Work {
+    Trainer *t;
+    int build;               /* 1: count pairs of words [from, to); 0: merge in bucket[from:to] */
+    const uint32_t *words;
+    uint32_t from, to;
+    uint32_t left, right, token;
+    int failed;              /* an allocation failed (no Python error set: no GIL here) */
+    /* merge: per word holding the pair, (word, occurrences, count low, count high),
+     * then (symbol before, symbol after) per occurrence (NONE at the ends) */
+    uint32_t *ev;
+    uint64_t n_ev, cap_ev;
+    /* build: local pairs, and their index (open addressing: key -> position + 1) */
+    Local *loc;
+    uint64_t n_loc, cap_loc;
+    uint64_t *index;         /* (position + 1) << 0, 0 when free; keys compared via loc */
+    uint64_t mask;
+};
+
+static void free_locals(Work *wk);
+
 /* -- memory ------------------------------------------------------------------ */
-/* Grow *p (of elements of `size`) to hold at least `need`; 0 or -1 (MemoryError set). */
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t size) {
+/* Grow *p (of elements of `size`) to hold at least `need`; 0 or -1. Sets no Python
+ * error: workers call it without the GIL. */
+static int grow_raw(void **p, uint64_t *cap, uint64_t need, size_t size) {
     if (need <= *cap) return 0;
     uint64_t c = *cap ? *cap : 16;
     while (c < need) c *= 2;
-    if (c > (uint64_t)PY_SSIZE_T_MAX / size) { PyErr_NoMemory(); return -1; }
+    if (c > (uint64_t)PY_SSIZE_T_MAX / size) return -1;
     void *q = realloc(*p, (size_t)(c * size));
-    if (q == NULL) { PyErr_NoMemory(); return -1; }
+    if (q == NULL) return -1;
     *p = q;
     *cap = c;
+    return 0;
+}
+
+/* grow_raw, with MemoryError set on failure. */
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t size) {
+    if (grow_raw(p, cap, need, size) < 0) { PyErr_NoMemory(); return -1; }
     return 0;
 }
 
@@ -341,6 +410,7 @@ static void Trainer_dealloc(Trainer *t) {
     free(t->cnt);
     free(t->heap);
     free(t->touched);
+    free(t->mark);
     for (uint64_t i = 0; i < t->n_stages; i++) {
         free(t->stages[i].ranks);
         free(t->stages[i].made);
@@ -348,18 +418,39 @@ static void Trainer_dealloc(Trainer *t) {
     free(t->stages);
     free(t->scratch);
     free(t->wheap);
+    if (t->work != NULL) {
+        for (int k = 0; k < t->threads; k++) {
+            free(t->work[k].ev);
+            free_locals(&t->work[k]);
+        }
+        free(t->work);
+    }
+    free(t->seen);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
 static int Trainer_init(Trainer *t, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"token_bytes", "tie", NULL};
+    static char *kwlist[] = {"token_bytes", "tie", "threads", "parallel_min", NULL};
     PyObject *tokens, *tie = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O", kwlist, &tokens, &tie)) return -1;
+    int threads = 1;
+    unsigned int parallel_min = 4096;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$iI", kwlist, &tokens, &tie, &threads, &parallel_min))
+        return -1;
+    if (threads < 1 || threads > MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "threads must be between 1 and %d", MAX_THREADS);
+        return -1;
+    }
+    if (parallel_min < 1) {
+        PyErr_SetString(PyExc_ValueError, "parallel_min must be at least 1");
+        return -1;
+    }
     if (t->n_tokens || t->slots) {
         PyErr_SetString(PyExc_RuntimeError, "Trainer.__init__ called twice");
         return -1;
     }
     t->hf = tie != Py_None;
+    t->threads = threads;
+    t->parallel_min = parallel_min;
     PyObject *seq = PySequence_Fast(tokens, "token_bytes must be a sequence of bytes");
     if (seq == NULL) return -1;
     PyObject *ties = NULL;
@@ -396,6 +487,10 @@ error:
 static int usable(Trainer *t, int built) {
     if (t->slots == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Trainer not initialised");
+        return 0;
+    }
+    if (t->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the trainer is in use by another thread");
         return 0;
     }
     if (t->broken) {
@@ -742,19 +837,281 @@ error:
     return NULL;
 }
 
+/* -- workers: build and merge split over threads ------------------------------------------
+ * A worker reads and writes only its own slice (its words' symbols, its Work); the
+ * calling thread then applies what each found, slice after slice, in the order one
+ * thread would have: the pair table, buckets and heap end exactly as with one thread,
+ * so the thread count cannot change a merge. */
+
+/* The pair `key` of a worker's local table, added (count 0, no words) when absent; NULL when out of memory. */
+static Local *local_pair(Work *wk, uint64_t key) {
+    if ((wk->n_loc + 1) * 10 > (wk->mask + 1) * 7 || wk->index == NULL) {
+        uint64_t cap = wk->index == NULL ? 256 : (wk->mask + 1) * 2;
+        uint64_t *fresh = calloc(cap, sizeof(uint64_t));
+        if (fresh == NULL) return NULL;
+        for (uint64_t k = 0; k < wk->n_loc; k++) {
+            uint64_t i = hash(wk->loc[k].key) & (cap - 1);
+            while (fresh[i]) i = (i + 1) & (cap - 1);
+            fresh[i] = k + 1;
+        }
+        free(wk->index);
+        wk->index = fresh;
+        wk->mask = cap - 1;
+    }
+    uint64_t i = hash(key) & wk->mask;
+    for (;;) {
+        uint64_t at = wk->index[i];
+        if (at == 0) break;
+        if (wk->loc[at - 1].key == key) return &wk->loc[at - 1];
+        i = (i + 1) & wk->mask;
+    }
+    if (grow_raw((void **)&wk->loc, &wk->cap_loc, wk->n_loc + 1, sizeof(Local)) < 0) return NULL;
+    Local *l = &wk->loc[wk->n_loc++];
+    l->key = key;
+    l->count = 0;
+    l->w = NULL;
+    l->n = l->cap = 0;
+    wk->index[i] = wk->n_loc;
+    return l;
+}
+
+static void free_locals(Work *wk) {
+    for (uint64_t k = 0; k < wk->n_loc; k++) free(wk->loc[k].w);
+    free(wk->loc);
+    free(wk->index);
+    wk->loc = NULL;
+    wk->index = NULL;
+    wk->n_loc = wk->cap_loc = wk->mask = 0;
+}
+
+/* build: count the pairs of words [from, to) and list the words of each (ascending). */
+static void count_words(Work *wk) {
+    Trainer *t = wk->t;
+    for (uint32_t w = wk->from; w < wk->to; w++) {
+        const uint32_t *s = t->sym + t->off[w];
+        uint32_t n = t->len[w];
+        int64_t c = t->cnt[w];
+        for (uint32_t i = 0; i + 1 < n; i++) {
+            Local *l = local_pair(wk, ((uint64_t)s[i] << 32) | s[i + 1]);
+            if (l == NULL) { wk->failed = 1; return; }
+            l->count += c;
+            if (l->n > 0 && l->w[l->n - 1] == w) continue;
+            if (l->n == l->cap) {
+                if (l->cap >= UINT32_MAX / 2) { wk->failed = 1; return; }
+                uint32_t cap = l->cap ? l->cap * 2 : 4;
+                uint32_t *q = realloc(l->w, (size_t)cap * sizeof(uint32_t));
+                if (q == NULL) { wk->failed = 1; return; }
+                l->w = q;
+                l->cap = cap;
+            }
+            l->w[l->n++] = w;
+        }
+    }
+}
+
+/* merge: in each word of bucket[from:to] holding (left, right), merge it into `token`,
+ * left to right, and note each occurrence's neighbours for the pair counts. */
+static void scan_words(Work *wk) {
+    Trainer *t = wk->t;
+    const uint32_t *words = wk->words;
+    const uint32_t left = wk->left, right = wk->right, token = wk->token, to = wk->to;
+    wk->n_ev = 0;
+    for (uint32_t k = wk->from; k < to; k++) {
+        /* The words lie anywhere in memory: ask for them ahead (their place, then their symbols). */
+        if (k + 16 < to) {
+            uint32_t f = words[k + 16];
+            PREFETCH(&t->off[f]);
+            PREFETCH(&t->len[f]);
+            PREFETCH(&t->cnt[f]);
+        }
+        if (k + 8 < to) PREFETCH(t->sym + t->off[words[k + 8]]);
+        uint32_t w = words[k];
+        uint32_t *s = t->sym + t->off[w];
+        uint32_t n = t->len[w];
+        uint32_t i = 0;
+        while (i + 1 < n && !(s[i] == left && s[i + 1] == right)) i++;
+        if (i + 1 >= n) continue;  /* lost the pair since it was indexed */
+        /* at most n / 2 occurrences, two entries each, after a header of four */
+        if (grow_raw((void **)&wk->ev, &wk->cap_ev, wk->n_ev + 4 + (uint64_t)n, sizeof(uint32_t)) < 0) {
+            wk->failed = 1;
+            return;
+        }
+        uint32_t *e = wk->ev + wk->n_ev, *head = e;
+        e += 4;
+        uint64_t c = (uint64_t)t->cnt[w];
+        uint32_t j = i, occurrences = 0;  /* s[:j] is the word's merged start */
+        while (i < n) {
+            if (i + 1 < n && s[i] == left && s[i + 1] == right) {
+                *e++ = j > 0 ? s[j - 1] : NONE;
+                *e++ = i + 2 < n ? s[i + 2] : NONE;
+                occurrences++;
+                s[j++] = token;
+                i += 2;
+            } else {
+                s[j++] = s[i++];
+            }
+        }
+        t->len[w] = j;
+        head[0] = w;
+        head[1] = occurrences;
+        head[2] = (uint32_t)c;
+        head[3] = (uint32_t)(c >> 32);
+        wk->n_ev = (uint64_t)(e - wk->ev);
+    }
+}
+
+static void run_work(Work *wk) {
+    wk->failed = 0;
+    if (wk->build) count_words(wk); else scan_words(wk);
+}
+
+#ifdef _WIN32
+static unsigned __stdcall work_main(void *arg) { run_work((Work *)arg); return 0; }
+#else
+static void *work_main(void *arg) { run_work((Work *)arg); return NULL; }
+#endif
+
+/* Run t->work[0:n]: n - 1 threads and the calling one (called without the GIL). A
+ * thread that cannot be started has its share run here instead. */
+static void run_workers(Trainer *t, int n) {
+#ifdef _WIN32
+    HANDLE threads[MAX_THREADS];
+#else
+    pthread_t threads[MAX_THREADS];
+#endif
+    int started[MAX_THREADS];
+    for (int k = 1; k < n; k++) {
+#ifdef _WIN32
+        uintptr_t h = _beginthreadex(NULL, 0, work_main, &t->work[k], 0, NULL);
+        threads[k] = (HANDLE)h;
+        started[k] = h != 0;
+#else
+        started[k] = pthread_create(&threads[k], NULL, work_main, &t->work[k]) == 0;
+#endif
+        if (!started[k]) run_work(&t->work[k]);
+    }
+    run_work(&t->work[0]);
+    for (int k = 1; k < n; k++) {
+        if (!started[k]) continue;
+#ifdef _WIN32
+        WaitForSingleObject(threads[k], INFINITE);
+        CloseHandle(threads[k]);
+#else
+        pthread_join(threads[k], NULL);
+#endif
+    }
+}
+
+/* How many workers share `n` items: each at least parallel_min of them, at most `threads`. */
+static int workers_for(const Trainer *t, uint64_t n) {
+    if (t->threads <= 1 || n < 2 * (uint64_t)t->parallel_min) return 1;
+    uint64_t k = n / t->parallel_min;
+    return k < (uint64_t)t->threads ? (int)k : t->threads;
+}
+
+/* The Work of each worker, made once; 0 or -1 (MemoryError set). */
+static int ensure_work(Trainer *t) {
+    if (t->work != NULL) return 0;
+    t->work = calloc((size_t)t->threads, sizeof(Work));
+    if (t->work == NULL) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+/* Split [0, n) into `workers` contiguous slices. */
+static void split(Trainer *t, int workers, uint32_t n) {
+    for (int k = 0; k < workers; k++) {
+        t->work[k].t = t;
+        t->work[k].from = (uint32_t)((uint64_t)n * k / workers);
+        t->work[k].to = (uint32_t)((uint64_t)n * (k + 1) / workers);
+    }
+}
+
+/* Run the workers, with the GIL released when they are worth it; -1 (MemoryError set) when one failed. */
+static int run_split(Trainer *t, int workers, uint64_t items) {
+    if (workers > 1 || items >= t->parallel_min) {
+        t->busy = 1;
+        Py_BEGIN_ALLOW_THREADS
+        run_workers(t, workers);
+        Py_END_ALLOW_THREADS
+        t->busy = 0;
+    } else {
+        run_work(&t->work[0]);
+    }
+    for (int k = 0; k < workers; k++)
+        if (t->work[k].failed) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+/* Append src[0:m] to the words of slot `s`, as m add_word calls would (same capacity). */
+static int append_words(Slot *s, const uint32_t *src, uint32_t m) {
+    uint64_t n = (uint64_t)s->n + m;
+    if (n >= UINT32_MAX / 2) { PyErr_SetString(PyExc_OverflowError, "too many words"); return -1; }
+    if (n > s->cap) {
+        uint32_t cap = s->cap <= INLINE_CAP ? INLINE_CAP : s->cap;
+        while (cap < n) cap *= 2;
+        if (cap > INLINE_CAP) {
+            uint32_t *q;
+            if (s->cap > INLINE_CAP) {
+                q = realloc(s->w.ptr, (size_t)cap * sizeof(uint32_t));
+                if (q == NULL) { PyErr_NoMemory(); return -1; }
+            } else {
+                q = malloc((size_t)cap * sizeof(uint32_t));
+                if (q == NULL) { PyErr_NoMemory(); return -1; }
+                memcpy(q, s->w.inl, (size_t)s->n * sizeof(uint32_t));
+            }
+            s->w.ptr = q;
+        }
+        s->cap = cap;
+    }
+    memcpy(bucket(s) + s->n, src, (size_t)m * sizeof(uint32_t));
+    s->n = (uint32_t)n;
+    return 0;
+}
+
+/* build with `workers` threads: each counts a slice of the words; their pairs go into the
+ * table slice after slice, each slice's in the order it first saw them, which is the
+ * order one thread adds them in (so even the table's layout is the same). */
+static int build_split(Trainer *t, int workers) {
+    split(t, workers, t->n_words);
+    for (int k = 0; k < workers; k++) t->work[k].build = 1;
+    int rc = run_split(t, workers, t->n_words);
+    for (int k = 0; rc == 0 && k < workers; k++) {
+        Work *wk = &t->work[k];
+        for (uint64_t i = 0; i < wk->n_loc; i++) {
+            Local *l = &wk->loc[i];
+            Slot *slot = find_or_add(t, l->key);
+            if (slot == NULL || append_words(slot, l->w, l->n) < 0) { rc = -1; break; }
+            slot->count += l->count;
+            free(l->w);
+            l->w = NULL;
+        }
+    }
+    for (int k = 0; k < workers; k++) {
+        free_locals(&t->work[k]);
+        t->work[k].build = 0;
+    }
+    return rc;
+}
+
 PyDoc_STRVAR(build_doc,
 "build() -> None\n\nCount every adjacent pair, index the words each occurs in, make the heap.");
 
 static PyObject *Trainer_build(Trainer *t, PyObject *unused) {
     if (!usable(t, 0)) return NULL;
-    for (uint32_t w = 0; w < t->n_words; w++) {
-        const uint32_t *s = t->sym + t->off[w];
-        uint32_t n = t->len[w];
-        int64_t c = t->cnt[w];
-        for (uint32_t i = 0; i + 1 < n; i++) {
-            Slot *slot = find_or_add(t, ((uint64_t)s[i] << 32) | s[i + 1]);
-            if (slot == NULL || add_word(slot, w) < 0) { t->broken = 1; return NULL; }
-            slot->count += c;
+    int workers = workers_for(t, t->n_words);
+    if (workers > 1) {
+        if (ensure_work(t) < 0 || build_split(t, workers) < 0) { t->broken = 1; return NULL; }
+        t->split_build = 1;
+    } else {
+        for (uint32_t w = 0; w < t->n_words; w++) {
+            const uint32_t *s = t->sym + t->off[w];
+            uint32_t n = t->len[w];
+            int64_t c = t->cnt[w];
+            for (uint32_t i = 0; i + 1 < n; i++) {
+                Slot *slot = find_or_add(t, ((uint64_t)s[i] << 32) | s[i + 1]);
+                if (slot == NULL || add_word(slot, w) < 0) { t->broken = 1; return NULL; }
+                slot->count += c;
+            }
         }
     }
     if (grow((void **)&t->heap, &t->cap_heap, t->used + 1, sizeof(Entry)) < 0) { t->broken = 1; return NULL; }
@@ -818,14 +1175,58 @@ static inline int gain(Trainer *t, uint64_t key, int64_t n, uint32_t w) {
     if (s == NULL) return -1;
     s->count += n;
     if (add_word(s, w) < 0) return -1;
+    uint32_t l = (uint32_t)(key >> 32);
+    uint32_t *m = &t->mark[l == t->merging ? 2 * (uint64_t)(uint32_t)key + 1 : 2 * (uint64_t)l];
+    if (*m == t->mark_stamp) return 0;  /* listed already */
+    *m = t->mark_stamp;
     if (grow((void **)&t->touched, &t->cap_touched, t->n_touched + 1, sizeof(uint64_t)) < 0) return -1;
     t->touched[t->n_touched++] = key;
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+/* What scan_words found, applied as one thread merging word by word does it: per
+ * occurrence, (before, left) loses and (before, token) gains, then (right, after). */
+static int apply_events(Trainer *t, const Work *wk, uint64_t key, uint32_t token) {
+    const uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key;
+    const uint64_t token_left = (uint64_t)token << 32, right_left = (uint64_t)right << 32;
+    const uint32_t *e = wk->ev, *end = wk->ev + wk->n_ev;
+    while (e < end) {
+        uint32_t w = e[0], occurrences = e[1];
+        int64_t c = (int64_t)((uint64_t)e[2] | ((uint64_t)e[3] << 32));
+        e += 4;
+        for (uint32_t o = 0; o < occurrences; o++, e += 2) {
+            if (e[0] != NONE) {
+                uint64_t prev = (uint64_t)e[0] << 32;
+                if (lose(t, prev | left, c, key) < 0 || gain(t, prev | token, c, w) < 0) return -1;
+            }
+            if (e[1] != NONE) {
+                if (lose(t, right_left | e[1], c, key) < 0 || gain(t, token_left | e[1], c, w) < 0) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Keep each word's first place in words[0:n] (a word listed again is merged already
+ * when one thread comes to it: nothing to do), so that no two threads share a word. */
+static uint32_t first_visits(Trainer *t, uint32_t *words, uint32_t n) {
+    if (t->seen == NULL) {
+        t->seen = calloc((size_t)t->n_words + 1, sizeof(uint32_t));
+        if (t->seen == NULL) { PyErr_NoMemory(); return n; }
+    }
+    if (++t->stamp == 0) {
+        memset(t->seen, 0, ((size_t)t->n_words + 1) * sizeof(uint32_t));
+        t->stamp = 1;
+    }
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t w = words[k];
+        if (t->seen[w] != t->stamp) {
+            t->seen[w] = t->stamp;
+            words[m++] = w;
+        }
+    }
+    return m;
 }
 
 PyDoc_STRVAR(merge_doc,
@@ -846,6 +1247,8 @@ static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
         return NULL;
     }
     uint32_t token = (uint32_t)token_arg;
+    if (token < t->n_tokens) t->may_dup = 1;  /* its pairs may be indexed already: a word may come twice */
+    if (ensure_work(t) < 0) return NULL;
     if (token == t->n_tokens) {
         if (t->hf) {
             if (add_token_bytes(t, NULL, 0, token) < 0) return NULL;
@@ -860,6 +1263,14 @@ static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
             if (add_token_bytes(t, NULL, ll + rl, token) < 0) return NULL;
         }
     }
+    uint64_t had = t->cap_mark;
+    if (grow((void **)&t->mark, &t->cap_mark, 2 * (uint64_t)t->n_tokens, sizeof(uint32_t)) < 0) return NULL;
+    if (t->cap_mark != had) memset(t->mark + had, 0, (size_t)(t->cap_mark - had) * sizeof(uint32_t));
+    if (++t->mark_stamp == 0) {
+        memset(t->mark, 0, (size_t)t->cap_mark * sizeof(uint32_t));
+        t->mark_stamp = 1;
+    }
+    t->merging = token;
     Slot *slot = find(t, key);
     uint32_t *words = NULL, n_words = 0;
     uint32_t inl[INLINE_CAP];
@@ -874,44 +1285,35 @@ static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
         slot->n = slot->cap = 0;  /* detached: ours to free */
     }
     t->n_touched = 0;
-    uint64_t token_left = (uint64_t)token << 32;
-    for (uint32_t k = 0; k < n_words; k++) {
-        uint32_t w = words[k];
-        uint32_t *s = t->sym + t->off[w];
-        uint32_t n = t->len[w];
-        int64_t c = t->cnt[w];
-        uint32_t i = 0;
-        while (i + 1 < n && !(s[i] == left && s[i + 1] == right)) i++;
-        if (i + 1 >= n) continue;  /* lost the pair since it was indexed */
-        uint32_t j = i;            /* s[:j] is the word's merged start */
-        while (i < n) {
-            if (i + 1 < n && s[i] == left && s[i + 1] == right) {
-                if (j > 0) {
-                    uint64_t prev = (uint64_t)s[j - 1] << 32;
-                    if (lose(t, prev | left, c, key) < 0 || gain(t, prev | token, c, w) < 0) goto error;
-                }
-                if (i + 2 < n) {
-                    uint64_t next = s[i + 2];
-                    if (lose(t, ((uint64_t)right << 32) | next, c, key) < 0 || gain(t, token_left | next, c, w) < 0)
-                        goto error;
-                }
-                s[j++] = token;
-                i += 2;
-            } else {
-                s[j++] = s[i++];
-            }
-        }
-        t->len[w] = j;
+    int workers = workers_for(t, n_words);
+    if (workers > 1 && t->may_dup) {
+        uint32_t before = n_words;
+        n_words = first_visits(t, words, n_words);
+        t->deduplicated += n_words != before;
     }
+    if (workers > 1 && n_words < 2 * (uint64_t)t->parallel_min) workers = 1;
+    if (workers > 1 && t->may_dup && t->seen == NULL) goto error;  /* first_visits found no memory */
+    split(t, workers, n_words);
+    for (int k = 0; k < workers; k++) {
+        Work *wk = &t->work[k];
+        wk->build = 0;
+        wk->words = words;
+        wk->left = left;
+        wk->right = right;
+        wk->token = token;
+    }
+    /* the words are rewritten (in threads), then the counts and index updated here */
+    if (run_split(t, workers, n_words) < 0) goto error;
+    t->split_merges += workers > 1;
+    for (int k = 0; k < workers; k++)
+        if (apply_events(t, &t->work[k], key, token) < 0) goto error;
     if (words != inl) free(words);
     words = NULL;
     /* every occurrence of the pair is gone */
     slot = find(t, key);
     if (slot != NULL) delete_slot(t, slot);
-    if (t->n_touched > 1) qsort(t->touched, (size_t)t->n_touched, sizeof(uint64_t), cmp_u64);
-    for (uint64_t k = 0; k < t->n_touched; k++) {
+    for (uint64_t k = 0; k < t->n_touched; k++) {  /* each listed once, in the order first gained */
         uint64_t pair = t->touched[k];
-        if (k > 0 && pair == t->touched[k - 1]) continue;
         Slot *p = find(t, pair);
         if (p == NULL) continue;
         if (p->count > 0) {
@@ -939,7 +1341,9 @@ static PyObject *Trainer_count(Trainer *t, PyObject *arg) {
 }
 
 PyDoc_STRVAR(stats_doc,
-"stats() -> dict\n\nSizes: words, symbols, pairs, heap entries, tokens and bytes allocated (approximate).");
+"stats() -> dict\n\nSizes: words, symbols, pairs, heap entries, tokens and bytes allocated (approximate);\n"
+"threads; whether the initial count was split over threads, how many merges were, and how\n"
+"many of those dropped a word listed twice in the pair's bucket.");
 
 static PyObject *Trainer_stats(Trainer *t, PyObject *unused) {
     uint64_t bucket_bytes = 0, live_symbols = 0;
@@ -951,10 +1355,12 @@ static PyObject *Trainer_stats(Trainer *t, PyObject *unused) {
     uint64_t allocated = t->cap_sym * 4 + (uint64_t)t->cap_words * 20 + (t->slots ? (t->mask + 1) * sizeof(Slot) : 0)
                          + bucket_bytes + t->cap_heap * sizeof(Entry) + (uint64_t)t->cap_tokens * 16 + t->cap_bytes
                          + t->cap_touched * 8;
-    return Py_BuildValue("{s:I,s:K,s:K,s:K,s:I,s:K}", "words", t->n_words, "symbols",
+    return Py_BuildValue("{s:I,s:K,s:K,s:K,s:I,s:K,s:i,s:i,s:K,s:K}", "words", t->n_words, "symbols",
                          (unsigned long long)live_symbols, "pairs", (unsigned long long)t->used, "heap",
                          (unsigned long long)t->n_heap, "tokens", t->n_tokens, "allocated",
-                         (unsigned long long)allocated);
+                         (unsigned long long)allocated, "threads", t->threads, "split_build", t->split_build,
+                         "split_merges", (unsigned long long)t->split_merges, "deduplicated",
+                         (unsigned long long)t->deduplicated);
 }
 
 static PyMethodDef Trainer_methods[] = {

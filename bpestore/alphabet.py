@@ -203,7 +203,7 @@ def _is_utf8(data: bytes) -> bool:
 
 
 def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
-                  vocab: Sequence[bytes] | None = None) -> Iterator[tuple[list[int], int]]:
+                  vocab: Sequence[bytes] | None = None) -> Iterator[tuple[Sequence[int], int]]:
     """Each counted word as its initial symbol ids, with its count.
 
     ``word_counts``: a mapping, or (word, count) pairs read once (then ``vocab``
@@ -219,8 +219,9 @@ def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int] | Iterab
     id_of = ordinary_ids(vocab, special_ids(spec))
     symbols = symbolizer(spec, id_of)
     if symbols is None:
-        for word, count in pairs:
-            yield list(word), count
+        # Plain byte-level: a word's bytes are its ids. The pairs go on as they are (no
+        # list per word): the trainers take bytes, the compiled one straight into C.
+        yield from pairs
         return
     unk = id_of.get(spec.unk_token.encode("utf-8")) if spec.unk_token else None
     for word, count in pairs:

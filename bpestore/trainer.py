@@ -72,6 +72,15 @@ def merge_core() -> str:
     """Which merge core training uses: ``compiled (C)`` or ``pure-Python (<reason>)``."""
     return CORE_STATUS if COMPILED_CORE is not None else f"pure-Python ({CORE_STATUS})"
 PARALLEL_REPLAY_MIN_WORDS = 50_000  # words from which replay_words forks a helper
+# Compiled core: a merge (or the initial count) is split over threads when each gets at least this many words.
+PARALLEL_MIN_WORDS = 4096
+
+
+def default_threads() -> int:
+    """The cores this process may run on: the compiled core's default thread count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 _REVERSE_BYTES = bytes(range(255, -1, -1))
@@ -111,6 +120,7 @@ class BpeTrainer:
         allow_merge: Callable[[bytes, bytes], bool] | None = None,
         special_ids: Iterable[int] = (),
         compiled: bool | None = None,
+        threads: int | None = None,
     ) -> None:
         """``words``: (initial token ids, count) pairs; ``token_bytes``: the
         initial vocabulary by id, special tokens (``special_ids``) included.
@@ -120,7 +130,9 @@ class BpeTrainer:
         ``max_token_length`` it is asked when the pair is about to be merged.
         ``compiled``: use the compiled merge core (None: where it is built and
         ``BPESTORE_PURE`` is not set; True: it must be built); both give the
-        same merges."""
+        same merges. ``threads``: how many threads the compiled core may use for the
+        initial pair count and for each large merge (default: the cores this process
+        may run on); the merges are the same for any number."""
         if tie_break not in TIE_BREAKS:
             raise InvalidArgumentError(f"tie_break must be one of {', '.join(TIE_BREAKS)}, not {tie_break!r}",
                                        params=("tie_break",))
@@ -131,6 +143,9 @@ class BpeTrainer:
         if compiled and COMPILED_CORE is None:
             raise InvalidArgumentError(f"the compiled merge core is unavailable: {CORE_STATUS}", params=("compiled",))
         self._core: Any = COMPILED_CORE if compiled is not False else None
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise InvalidArgumentError(f"threads must be a positive whole number, not {threads!r}", params=("threads",))
+        self.threads = min(threads or default_threads(), 256)
         self._state: Any = None  # the compiled core's Trainer, made by _build_stats
         # Compiled: the words stay in the iterable until _build_stats feeds them to C.
         self._source: Iterable[tuple[Sequence[int], int]] = words if self._core is not None else ()
@@ -228,7 +243,8 @@ class BpeTrainer:
     def _build_compiled(self) -> None:
         """Hand the words to the compiled core, which replays the stored merges on
         each as it comes in (if merges were replayed), counts the pairs and makes the heap."""
-        state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None)
+        state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None,
+                                   threads=self.threads, parallel_min=PARALLEL_MIN_WORDS)
         for stage in self._replays:
             state.replay(stage)
         self._replays = []

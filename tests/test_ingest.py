@@ -613,3 +613,49 @@ def test_upsert_counts_without_a_staging_table(store, monkeypatch):
         repository.upsert_counts(conn, corpus_id, {b"a": 5, b"c": 1}, 2)
     with store.reading() as conn:
         assert repository.counts(conn, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
+    """One worker (every task counted here), and workers that start only once part
+    of the text was counted here (a compressed file holds more text than its size
+    suggests): both keep a large source's counts until its flush. Exact counts per
+    source, and a failing source after them leaves nothing of it behind."""
+    texts = [read_corpus("dracula.txt")[:20_000] * 30, read_corpus("russian_1M.txt")[:100_000]]
+    paths = [tmp_path / "0.txt.gz", tmp_path / "1.txt"]
+    paths[0].write_bytes(gzip.compress(texts[0].encode("utf-8")))
+    paths[1].write_text(texts[1], encoding="utf-8")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine words " * 5_000 + b"\xc3(")
+    expected_bytes = 4 * paths[0].stat().st_size + paths[1].stat().st_size + bad.stat().st_size
+    assert expected_bytes < 400_000 < len(texts[0])  # the workers start inside the first source
+    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000)
+    batches = []
+    with pytest.raises(SourceError, match="not valid UTF-8"):
+        for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=workers,
+                                   tuning=tuning):
+            batches.append(batch)
+    assert [b.counts for b in batches] == [reference_counts(t, GPT2) for t in texts]
+    assert [b.sources[0].n_distinct for b in batches] == [len(reference_counts(t, GPT2)) for t in texts]
+
+
+@pytest.mark.parametrize("n_shards", [1, 2, 5])
+def test_shards_a_worker_hands_on_reduce_to_every_count_in_word_order(n_shards):
+    """Counts cut into shards (lone surrogates too) and two workers' shards merged
+    shard by shard: each word in one shard only, every count added, each shard's
+    result sorted by the UTF-8 bytes."""
+    import pickle
+
+    from bpestore.ingest.pool import reduce_shard, shard_counts, shard_of
+
+    first = Counter({"zeta": 3, " the": 9, "é": 2, "\ud800x": 1, "日本": 4, "a": 5, "\uffff": 6})
+    second = Counter({" the": 1, "a": 2, "new": 7, "日本": 1})
+    expected = {w.encode("utf-8", "surrogatepass"): n for w, n in (first + second).items()}
+    pieces = [shard_counts(Counter(c), n_shards) for c in (first, second)]
+    for piece in pieces:
+        for i, blob in enumerate(piece):
+            assert all(shard_of(w, n_shards) == i for w in pickle.loads(blob))
+    reduced = [reduce_shard([piece[i] for piece in pieces]).counts for i in range(n_shards)]
+    assert all(list(part) == sorted(part) for part in reduced)
+    assert sum(len(part) for part in reduced) == len(expected)
+    assert {w: n for part in reduced for w, n in part.items()} == expected

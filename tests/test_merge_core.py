@@ -485,3 +485,124 @@ def test_store_resume_and_extend_on_both_cores(db_url, tmp_path, monkeypatch, ti
         # The extension merged strings only the new words hold.
         shakespeare = a.read_bytes()
         assert any(left + right not in shakespeare for left, right in s.tokenizer("tcompiled@2").merges[len(parent):])
+
+
+# -- threads: the initial count and large merges split over workers ------------------------------------
+THREAD_COUNTS = (1, 2, 3, 8)
+
+
+
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+def test_thread_counts_give_the_pure_merges(shakespeare_counts, monkeypatch, tie_break):
+    """At 1, 2, 3 and 8 threads, with slices so small that nearly every merge (and the
+    initial count) is split, the compiled core makes the pure trainer's merges, counts included."""
+    spec = TokenizerSpec(special_tokens=(EOT,), tie_break=tie_break)
+    settings = dict(tie_break=tie_break, hf_order=alphabet.hf_order(spec) if tie_break == "hf" else None,
+                    special_ids=alphabet.special_ids(spec))
+    initial = alphabet.initial_vocab(spec)
+    pure = BpeTrainer(alphabet.initial_words(spec, shakespeare_counts), initial, compiled=False, **settings)
+    expected = [(m.left, m.right, m.token, m.count) for m in pure.train(vocab_size=2000)]
+    for threads in THREAD_COUNTS:
+        for parallel_min in (1, 7, 10**6):
+            monkeypatch.setattr(trainer, "PARALLEL_MIN_WORDS", parallel_min)
+            t = BpeTrainer(alphabet.initial_words(spec, shakespeare_counts), initial, compiled=True,
+                           threads=threads, **settings)
+            got = [(m.left, m.right, m.token, m.count) for m in t.train(vocab_size=2000)]
+            assert got == expected, (threads, parallel_min)
+            assert t.token_bytes == pure.token_bytes
+            stats = t._state.stats()
+            split = threads > 1 and parallel_min < 10**6
+            assert stats["threads"] == threads and stats["split_build"] == split
+            assert (stats["split_merges"] > 100) == split, stats
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_thread_counts_on_random_cases(seed, monkeypatch):
+    """The randomized cases (overlaps, reused ids, so words listed twice in a bucket;
+    min_frequency, max_token_length, allow_merge, both tie-breaks), split into slices
+    of 1 to 3 words: every thread count gives the pure merges; replay too."""
+    words, initial, settings = _random_case(seed)
+    pure = BpeTrainer(words, initial, compiled=False, **settings)
+    expected = [(m.rank, m.left, m.right, m.token, m.count) for m in pure.train(max_merges=150)]
+    for threads in THREAD_COUNTS:
+        monkeypatch.setattr(trainer, "PARALLEL_MIN_WORDS", 1 + seed % 3)
+        t = BpeTrainer(iter(words), initial, compiled=True, threads=threads, **settings)
+        assert [(m.rank, m.left, m.right, m.token, m.count) for m in t.train(max_merges=150)] == expected, threads
+        half = len(expected) // 2
+        r = BpeTrainer(iter(words), initial, compiled=True, threads=threads, **settings)
+        r.replay([m[1:3] for m in expected[:half]], [m[4] for m in expected[:half]])
+        assert [(m.rank, m.left, m.right, m.token, m.count) for m in r.train(max_merges=150)] == expected[half:]
+
+
+def test_split_merge_of_a_bucket_listing_words_twice(monkeypatch):
+    """A merge that reuses an id ("ab" exists: (a, b) makes it again) indexes words again
+    under pairs that listed them already ((c, ab): [w0, w1, w0, w1, ...]). Split over
+    threads, such a bucket is merged with each word once, as one thread does it."""
+    initial = [bytes([i]) for i in range(256)] + [b"ab"]
+    words = [([99, 256, 99, 97, 98, 97, 98, x], 1 + x % 3) for x in range(100, 140)]
+    pure = BpeTrainer(words, initial, compiled=False)
+    expected = [(m.left, m.right, m.token, m.count) for m in pure.train(max_merges=20)]
+    assert expected[0][:3] == (97, 98, 256) and expected[1][:3] == (99, 256, 257)
+    monkeypatch.setattr(trainer, "PARALLEL_MIN_WORDS", 1)
+    for threads in THREAD_COUNTS:
+        t = BpeTrainer(words, initial, compiled=True, threads=threads)
+        assert [(m.left, m.right, m.token, m.count) for m in t.train(max_merges=20)] == expected, threads
+        assert (t._state.stats()["deduplicated"] > 0) == (threads > 1)
+
+
+def test_thread_count_setting_cannot_change_results(monkeypatch):
+    """The setting is keyword-only, defaults to the cores this process may use, is checked,
+    and any value (1 to beyond the cores) gives the same merges and pair counts."""
+    assert trainer.default_threads() >= 1
+    words = [(w, c) for w, c in _synthetic_counts().items()]
+    initial = [bytes([i]) for i in range(256)]
+    assert BpeTrainer(words, initial, compiled=True).threads == min(trainer.default_threads(), 256)
+    with pytest.raises(TypeError):
+        BpeTrainer(words, initial, None, None, None, 1, None, None, (), True, 2)  # type: ignore[misc]
+    for bad in (0, -1, 1.5):
+        with pytest.raises(bpestore.InvalidArgumentError):
+            BpeTrainer(words, initial, compiled=True, threads=bad)
+    monkeypatch.setattr(trainer, "PARALLEL_MIN_WORDS", 64)
+    runs = []
+    for threads in (1, 2, 5, 16, 64):
+        t = BpeTrainer(words, initial, compiled=True, threads=threads)
+        merges = [(m.left, m.right, m.token, m.count) for m in t.train(vocab_size=1500)]
+        stats = t._state.stats()
+        probe = [t._state.count((m[0] << 32) | m[1]) for m in merges[:50]]
+        runs.append((merges, stats["pairs"], stats["symbols"], probe))
+    assert all(run == runs[0] for run in runs[1:])
+    assert len(runs[0][0]) == 1500 - 256
+
+
+def _synthetic_counts():
+    """Word counts of the synthetic corpus (bench/synthetic.py) at scale 0.002."""
+    import tempfile
+    from pathlib import Path
+
+    from bench import synthetic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.txt"
+        synthetic.generate(path, scale=0.002, seed=0)
+        return TextPipeline(TokenizerSpec()).count_words(path.read_text(encoding="utf-8"))
+
+
+def test_threads_in_the_store(tmp_path, monkeypatch):
+    """Store.train on the compiled core with slices of 16 words and 1 or 3 threads stores the pure merges."""
+    text = tmp_path / "shakes.txt"
+    text.write_text(read_corpus("tinyshakespeare.txt")[:200_000], encoding="utf-8")
+    pristine = tmp_path / "pristine.db"
+    with bpestore.open(pristine) as s:
+        s.ingest("shakes", [str(text)], workers=1)
+    monkeypatch.setattr(trainer, "PARALLEL_MIN_WORDS", 16)
+    results = []
+    for core, threads in (("pure", 1), ("compiled", 1), ("compiled", 3)):
+        db = tmp_path / f"{core}{threads}.db"
+        shutil.copy(pristine, db)
+        monkeypatch.setattr(trainer, "COMPILED_CORE", trainer.COMPILED_CORE if core == "compiled" else None)
+        monkeypatch.setattr(trainer, "default_threads", lambda threads=threads: threads)
+        with bpestore.open(db) as s:
+            s.train("t", corpus="shakes", vocab_size=1000)
+            results.append(_merges(s, "t@1"))
+        bpestore.Store.tokenizer_cache.clear()
+    assert results[0] == results[1] == results[2] and len(results[0]) == 1000 - 256

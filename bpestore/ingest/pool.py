@@ -11,8 +11,17 @@ A task of a large source (``Task.keep``, the key of its batch) is counted into
 the worker's own counts of that batch, which the worker hands back only once
 they outgrow its share of one memory budget (``hold_bytes``: the budget divided
 by the number of workers), and when the caller ``Pool.flush`` es the batch: the
-parent merges a few large partial counts instead of one per task, and the
-workers together hold about the same memory at any worker count.
+workers together hold about the same memory at any worker count. What a worker
+hands on while it counts is cut by word into one shard per worker, each pickled
+on its own (``shard_counts``); the caller stores these blobs unopened and, once
+the batch is counted, has each shard merged and sorted by a worker
+(``Pool.reduce``): the parent does no work per word handed on, which would
+bound many workers (at 16 they hand on several times the distinct words), and
+gets the batch's counts as one sorted, disjoint part per shard. At the flush a
+worker hands on its counts in shards too where the batch has shards anyway,
+else whole (fewer workers, or less text: one round trip less). Tasks counted in this process (one
+worker, or before the workers start) keep their batch's counts the same way,
+until the flush.
 
 ``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
 enough text was submitted (less is counted in this process), whose workers
@@ -23,13 +32,17 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import itertools
 import json
 import multiprocessing
+import operator
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -113,11 +126,52 @@ class Task:
 class Counted:
     """A task's counts (UTF-8 keys), and the words and distinct words of each piece
     it counted, in order. With ``error``, the next piece failed: it and the rest
-    of the task are not counted."""
+    of the task are not counted. ``shards``: counts a worker handed on instead,
+    cut by word into one pickled dict per shard (``shard_counts``), which the
+    caller keeps unopened until ``reduce_shard`` merges each shard in a worker."""
 
     counts: dict[bytes, int]
     words: list[tuple[int, int]]
     error: BpestoreError | None = None
+    shards: list[bytes] | None = None
+
+
+def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
+    """Add ``part`` to ``total`` in one C-level ``dict.update`` (no Python step
+    per word: the parent merges millions of partial counts while the workers count)."""
+    if not total or not part:
+        total.update(part)  # Counter's own fast path for an empty total
+        return
+    # Each word of part is read from total before it is written back, once.
+    dict.update(total, zip(part, map(operator.add, map(total.get, part, itertools.repeat(0)), part.values())))
+
+
+def shard_of(word: bytes, n_shards: int) -> int:
+    """The shard a word belongs to: the same in every process (crc32, not the
+    per-process ``hash``)."""
+    return zlib.crc32(word) % n_shards
+
+
+def shard_counts(counts: Counter, n_shards: int) -> list[bytes]:
+    """A worker's counts (str keys, emptied as it goes) as ``n_shards`` pickled
+    dicts with UTF-8 keys, word ``w`` in shard ``shard_of(w)``: the caller only
+    stores these blobs, and each shard is merged in a worker (``reduce_shard``)."""
+    shards: list[dict[bytes, int]] = [{} for _ in range(n_shards)]
+    crc32 = zlib.crc32
+    while counts:
+        word, n = counts.popitem()
+        key = word.encode("utf-8", "surrogatepass")
+        shards[crc32(key) % n_shards][key] = n
+    return [pickle.dumps(shard, protocol=pickle.HIGHEST_PROTOCOL) for shard in shards]
+
+
+def reduce_shard(blobs: list[bytes]) -> Counted:
+    """One shard's pieces (``shard_counts``) merged, in word order."""
+    total: Counter = Counter()
+    for blob in blobs:
+        merge_counts(total, pickle.loads(blob))
+    words = sorted(total)
+    return Counted(dict(zip(words, map(total.__getitem__, words))), [])
 
 
 class TaskCounter:
@@ -199,18 +253,19 @@ _counter: TaskCounter | None = None  # a worker's, set when it starts
 _held: dict[int, Counter] = {}  # a worker's counts kept per batch (Task.keep)
 _hold_bytes = 0  # a worker's share of the memory budget for them
 _barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
+_n_shards = 1  # the shards a worker cuts the counts it hands on into
 
 
 def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_chars: int,
-                  parent: int, hold_bytes: int = 0, barrier: Any = None) -> None:
-    global _counter, _hold_bytes, _barrier
+                  parent: int, hold_bytes: int = 0, barrier: Any = None, n_shards: int = 1) -> None:
+    global _counter, _hold_bytes, _barrier, _n_shards
     # Ctrl-C reaches the whole process group; the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     if os.getppid() != parent:  # it died before the line above
         os._exit(1)
     _counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field, part_chars)
-    _hold_bytes, _barrier = hold_bytes, barrier
+    _hold_bytes, _barrier, _n_shards = hold_bytes, barrier, n_shards
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
 
 
@@ -242,20 +297,22 @@ def _count(task: Task) -> Counted:
     if counted.error is not None:
         _held.pop(task.keep, None)  # the batch fails: nothing of it is kept
     elif len(held) * WORD_BYTES >= _hold_bytes:
-        counted.counts = _as_bytes(_held.pop(task.keep))  # over this worker's share: hand them on
+        counted.shards = shard_counts(_held.pop(task.keep), _n_shards)  # over this worker's share: hand them on
     return counted
 
 
-def _flush(keep: int) -> Counted:
-    """This worker's counts of batch ``keep``; then wait for every other worker to
-    take a flush task too, so that each takes one."""
-    counts = _as_bytes(_held.pop(keep, Counter()))
+def _flush(keep: int, shard: bool) -> Counted:
+    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else
+    whole); then wait for every other worker to take a flush task too, so that
+    each takes one."""
+    held = _held.pop(keep, Counter())
+    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(_as_bytes(held), [])
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
     except threading.BrokenBarrierError:  # the parent stopped the flush (a source failed)
         pass
-    return Counted(counts, [])
+    return counted
 
 
 _malloc_trim: Callable[[int], int] | None
@@ -295,6 +352,7 @@ class Pool:
         self.executor: ProcessPoolExecutor | None = None
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
         self.forked = False  # whether the workers were started
+        self.held: dict[int, Counter] = {}  # counts of batches (Task.keep) counted in this process
 
     @property
     def capacity(self) -> int:
@@ -311,7 +369,8 @@ class Pool:
             # that a flush reaches every one.
             self.barrier = context.Barrier(self.workers) if sys.platform == "linux" else None
             self.executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker,
-                                                initargs=(*self.config, self.hold_bytes, self.barrier))
+                                                initargs=(*self.config, self.hold_bytes, self.barrier,
+                                                          self.workers))
         if self.executor is not None:
             if self.forked:
                 return self.executor.submit(_count, task)
@@ -325,15 +384,38 @@ class Pool:
                 self.forked = True
                 gc.unfreeze()
         future: Future[Counted] = Future()
-        future.set_result(self.local.count(task))
+        future.set_result(self.count_here(task))
         return future
 
-    def flush(self, keep: int) -> list[Future[Counted]]:
-        """One task per worker that hands back the counts it kept of batch ``keep``
-        (none where the workers keep none)."""
-        if self.barrier is None or self.executor is None:
-            return []
-        return [self.executor.submit(_flush, keep) for _ in range(self.workers)]
+    def count_here(self, task: Task) -> Counted:
+        """Count a task in this process; a large source's counts are kept (as a
+        worker keeps them) until its flush: one conversion to UTF-8 keys and no
+        merge per task."""
+        if not task.keep:
+            return self.local.count(task)
+        held = self.held.setdefault(task.keep, Counter())
+        counted = self.local.count(task, into=held)
+        if counted.error is not None:
+            self.held.pop(task.keep, None)  # the batch fails: nothing of it is kept
+        return counted
+
+    def flush(self, keep: int, *, shard: bool = False) -> list[Future[Counted]]:
+        """The counts kept of batch ``keep``: those counted here, and one task per
+        worker that hands back the counts it kept (none where workers keep none),
+        with ``shard`` cut into shards, else whole."""
+        futures: list[Future[Counted]] = []
+        held = self.held.pop(keep, None)
+        if held is not None:
+            futures.append(Future())
+            futures[-1].set_result(Counted(_as_bytes(held), []))
+        if self.barrier is not None and self.executor is not None:
+            futures += [self.executor.submit(_flush, keep, shard) for _ in range(self.workers)]
+        return futures
+
+    def reduce(self, shards: list[list[bytes]]) -> list[Future[Counted]]:
+        """One task per shard that merges its pieces (``reduce_shard``) in a worker."""
+        assert self.executor is not None, "shards come only from workers"
+        return [self.executor.submit(reduce_shard, blobs) for blobs in shards if blobs]
 
     @staticmethod
     def take(future: Future[Counted]) -> Counted:
@@ -345,6 +427,7 @@ class Pool:
 
     def close(self) -> None:
         """Stop the workers (a task already running ends first)."""
+        self.held.clear()
         if self.executor is not None:
             if self.barrier is not None:
                 self.barrier.abort()  # a flush cut short by a failure: its workers stop waiting

@@ -11,8 +11,9 @@ Sources are taken in order:
   pieces;
 * small files are read and hashed here and sent whole, several to a task.
 
-The workers keep a large source's counts and hand them back when their share
-of ``merge_bytes`` is full and when the source ends (``pool``).
+The workers keep a large source's counts and hand them back, cut into shards,
+when their share of ``merge_bytes`` is full and when the source ends; once a
+source is counted, the workers merge each shard (``pool``).
 
 A large source is a batch of its own; small ones share batches of about
 ``batch_bytes``. Results are taken in the order the tasks were sent, so the
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import operator
 import os
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -35,7 +35,7 @@ from ..errors import BpestoreError, InvalidArgumentError, SourceError
 from ..records import Progress, Source
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers
+from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers, merge_counts
 from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
 
 MAX_WORKERS = 1024
@@ -106,14 +106,15 @@ class _Group:
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
     closed: bool = False  # no more sources or tasks come
+    shards: list[list[bytes]] | None = None  # counts workers handed on, per shard, not yet reduced
 
     @property
     def done(self) -> bool:
-        return self.closed and self.pending == 0
+        return self.closed and self.pending == 0 and not self.shards
 
     def drop(self) -> None:
         """Keep nothing of it."""
-        self.sources, self.counts, self.closed = [], None, True
+        self.sources, self.counts, self.closed, self.shards = [], None, True, None
 
 
 @dataclass(eq=False)
@@ -262,6 +263,7 @@ class _Counting:
                 group.counts = None
             self.flush(group)
             group.closed = True
+            self.reduce(group)
 
     def add_ranges(self, index: int, path: str, size: int, group: _Group) -> Iterator[CountedBatch]:
         """A plain file: the workers read it themselves, each a range between safe cuts."""
@@ -337,9 +339,20 @@ class _Counting:
         """Ask every worker for the counts it kept of a large source (all its tasks are sent)."""
         if group.closed:
             return
-        for future in self.pool.flush(group.key):
+        # Shards only where there are some to merge already: else the parent merges
+        # the workers' sorted counts (one round trip less).
+        for future in self.pool.flush(group.key, shard=group.shards is not None):
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
+
+    def reduce(self, group: _Group) -> None:
+        """Once a group's tasks and flushes are all answered, have the workers merge
+        each shard of the counts they handed on (``Pool.reduce``)."""
+        if group.closed and group.pending == 0 and group.shards and group.counts is not None:
+            for future in self.pool.reduce(group.shards):
+                group.pending += 1
+                self.sent.append(_Sent(future, group, []))
+            group.shards = None
 
     def take_result(self) -> None:
         """Take the oldest task's result (waiting for it) into its group."""
@@ -353,23 +366,37 @@ class _Counting:
             stats.n_words += n_words
             stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
         merge_counts(group.counts, counted.counts)
+        if counted.shards:
+            if group.shards is None:
+                group.shards = [[] for _ in counted.shards]
+            for pieces, blob in zip(group.shards, counted.shards):
+                pieces.append(blob)
         if counted.error is not None:
             self.fail(group, sent.sources[len(counted.words)], counted.error)
+        else:
+            self.reduce(group)
 
     def fail(self, group: _Group, failed: Source, error: BpestoreError) -> None:
         """A source failed in a task: it and every later source are not kept, and
-        no task sent after it is taken."""
+        no task sent after it is taken (but the shards of an earlier source, sent
+        once its counting ended, are still merged)."""
         self.failure = error
         del group.sources[next(i for i, s in enumerate(group.sources) if s is failed):]
         group.closed = True
         if not group.sources:
             group.drop()
-        for later in list(self.groups)[list(self.groups).index(group) + 1:]:
+        groups = list(self.groups)
+        earlier = groups[:groups.index(group)]
+        for later in groups[groups.index(group) + 1:]:
             later.drop()
+        kept: deque[_Sent] = deque()
         for sent in self.sent:
+            if any(sent.group is g for g in earlier):
+                kept.append(sent)
+                continue
             sent.future.cancel()
             sent.group.pending -= 1
-        self.sent.clear()
+        self.sent = kept
         self.unsent, self.unsent_bytes = [], 0
 
     def report(self, name: str, source_done: int, source_size: int | None, index: int, *,
@@ -381,16 +408,6 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
-
-
-def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
-    """Add ``part`` to ``total`` in one C-level ``dict.update`` (no Python step
-    per word: the parent merges millions of partial counts while the workers count)."""
-    if not total or not part:
-        total.update(part)  # Counter's own fast path for an empty total
-        return
-    # Each word of part is read from total before it is written back, once.
-    dict.update(total, zip(part, map(operator.add, map(total.get, part, itertools.repeat(0)), part.values())))
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

@@ -394,7 +394,10 @@ def _upsert_sqlite(conn: Connection, corpus_id: int, ordered: list[bytes], count
     get = counts.__getitem__
     for start in range(0, len(ordered), UPSERT_BATCH):
         chunk = ordered[start:start + UPSERT_BATCH]
-        flat = list(itertools.chain.from_iterable(zip(chunk, map(get, chunk))))
+        # word, count, word, count, ...: two slice assignments, no tuple per row
+        flat: list[bytes | int | None] = [None] * (2 * len(chunk))
+        flat[::2] = chunk
+        flat[1::2] = map(get, chunk)
         whole = len(chunk) // ROWS_PER_STATEMENT * ROWS_PER_STATEMENT
         if whole:
             conn.exec_driver_sql(full, [tuple(flat[i:i + step]) for i in range(0, 2 * whole, step)])
