@@ -1337,6 +1337,13 @@ static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
         wk->right = right;
         wk->token = token;
     }
+    if (workers > 1) {
+        /* Room made here, so that the workers seldom allocate (what a thread allocates
+         * stays with its own malloc arena): a share of the bucket at 8 entries a word. */
+        uint64_t share = ((uint64_t)n_words / workers + t->chunk) * 8;
+        for (int k = 0; k < workers; k++)
+            if (grow((void **)&t->work[k].ev, &t->work[k].cap_ev, share, sizeof(uint32_t)) < 0) goto error;
+    }
     /* the words are rewritten (in threads), then the counts and index updated here, chunk by chunk */
     if (run_split(t, workers, n_words) < 0) goto error;
     t->split_merges += workers > 1;
