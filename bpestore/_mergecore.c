@@ -37,8 +37,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
+#define TAKE(counter) __atomic_fetch_add((counter), 1, __ATOMIC_RELAXED)
 #else
 #define PREFETCH(p) ((void)0)
+#define TAKE(counter) ((uint32_t)InterlockedIncrement((volatile LONG *)(counter)) - 1)
 #endif
 
 #define EMPTY UINT64_MAX
@@ -90,6 +92,11 @@ typedef struct {
     Work *work;             /* per worker, kept between merges */
     uint32_t *seen;         /* dedup marks by word (may_dup), with the merge's stamp */
     uint32_t stamp;
+    /* a split merge: its bucket in chunks of `chunk` words, taken by the workers in turn;
+     * chunk c's events are work[at[c].worker].ev[at[c].begin:at[c].end] */
+    struct Chunk { uint32_t worker; uint64_t begin, end; } *at;
+    uint64_t cap_at;
+    uint32_t n_chunks, chunk, next_chunk;
     uint64_t split_merges, deduplicated;  /* merges split over threads; of them, with a word listed twice */
     int split_build;        /* the initial count was split */
     /* tokens */
@@ -142,6 +149,7 @@ typedef struct {
 
 struct Work {
     Trainer *t;
+    uint32_t id;             /* which worker */
     int build;               /* 1: count pairs of words [from, to); 0: merge in bucket[from:to] */
     const uint32_t *words;
     uint32_t from, to;
@@ -426,6 +434,7 @@ static void Trainer_dealloc(Trainer *t) {
         free(t->work);
     }
     free(t->seen);
+    free(t->at);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -911,12 +920,11 @@ static void count_words(Work *wk) {
 
 /* merge: in each word of bucket[from:to] holding (left, right), merge it into `token`,
  * left to right, and note each occurrence's neighbours for the pair counts. */
-static void scan_words(Work *wk) {
+static void scan_words(Work *wk, uint32_t from, uint32_t to) {
     Trainer *t = wk->t;
     const uint32_t *words = wk->words;
-    const uint32_t left = wk->left, right = wk->right, token = wk->token, to = wk->to;
-    wk->n_ev = 0;
-    for (uint32_t k = wk->from; k < to; k++) {
+    const uint32_t left = wk->left, right = wk->right, token = wk->token;
+    for (uint32_t k = from; k < to; k++) {
         /* The words lie anywhere in memory: ask for them ahead (their place, then their symbols). */
         if (k + 16 < to) {
             uint32_t f = words[k + 16];
@@ -962,7 +970,26 @@ static void scan_words(Work *wk) {
 
 static void run_work(Work *wk) {
     wk->failed = 0;
-    if (wk->build) count_words(wk); else scan_words(wk);
+    if (wk->build) {
+        count_words(wk);
+        return;
+    }
+    /* merge: take the next chunk until none is left (a worker the system holds back
+     * takes fewer; the events stay in bucket order by chunk) */
+    Trainer *t = wk->t;
+    wk->n_ev = 0;
+    for (;;) {
+        uint32_t c = TAKE(&t->next_chunk);
+        if (c >= t->n_chunks) break;
+        uint32_t from = wk->from + c * t->chunk;
+        uint32_t to = wk->to - from > t->chunk ? from + t->chunk : wk->to;
+        uint64_t begin = wk->n_ev;
+        scan_words(wk, from, to);
+        if (wk->failed) break;
+        t->at[c].worker = wk->id;
+        t->at[c].begin = begin;
+        t->at[c].end = wk->n_ev;
+    }
 }
 
 #ifdef _WIN32
@@ -1014,6 +1041,10 @@ static int ensure_work(Trainer *t) {
     if (t->work != NULL) return 0;
     t->work = calloc((size_t)t->threads, sizeof(Work));
     if (t->work == NULL) { PyErr_NoMemory(); return -1; }
+    for (int k = 0; k < t->threads; k++) {
+        t->work[k].t = t;
+        t->work[k].id = (uint32_t)k;
+    }
     return 0;
 }
 
@@ -1186,10 +1217,9 @@ static inline int gain(Trainer *t, uint64_t key, int64_t n, uint32_t w) {
 
 /* What scan_words found, applied as one thread merging word by word does it: per
  * occurrence, (before, left) loses and (before, token) gains, then (right, after). */
-static int apply_events(Trainer *t, const Work *wk, uint64_t key, uint32_t token) {
+static int apply_events(Trainer *t, const uint32_t *e, const uint32_t *end, uint64_t key, uint32_t token) {
     const uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key;
     const uint64_t token_left = (uint64_t)token << 32, right_left = (uint64_t)right << 32;
-    const uint32_t *e = wk->ev, *end = wk->ev + wk->n_ev;
     while (e < end) {
         uint32_t w = e[0], occurrences = e[1];
         int64_t c = (int64_t)((uint64_t)e[2] | ((uint64_t)e[3] << 32));
@@ -1293,20 +1323,34 @@ static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
     }
     if (workers > 1 && n_words < 2 * (uint64_t)t->parallel_min) workers = 1;
     if (workers > 1 && t->may_dup && t->seen == NULL) goto error;  /* first_visits found no memory */
-    split(t, workers, n_words);
+    t->chunk = workers > 1 ? (t->parallel_min < 1024 ? t->parallel_min : 1024) : (n_words ? n_words : 1);
+    t->n_chunks = (uint32_t)(((uint64_t)n_words + t->chunk - 1) / t->chunk);
+    t->next_chunk = 0;
+    if (grow((void **)&t->at, &t->cap_at, (uint64_t)t->n_chunks + 1, sizeof(*t->at)) < 0) goto error;
     for (int k = 0; k < workers; k++) {
         Work *wk = &t->work[k];
         wk->build = 0;
         wk->words = words;
+        wk->from = 0;
+        wk->to = n_words;
         wk->left = left;
         wk->right = right;
         wk->token = token;
     }
-    /* the words are rewritten (in threads), then the counts and index updated here */
+    if (workers > 1) {
+        /* Room made here, so that the workers seldom allocate (what a thread allocates
+         * stays with its own malloc arena): a share of the bucket at 8 entries a word. */
+        uint64_t share = ((uint64_t)n_words / workers + t->chunk) * 8;
+        for (int k = 0; k < workers; k++)
+            if (grow((void **)&t->work[k].ev, &t->work[k].cap_ev, share, sizeof(uint32_t)) < 0) goto error;
+    }
+    /* the words are rewritten (in threads), then the counts and index updated here, chunk by chunk */
     if (run_split(t, workers, n_words) < 0) goto error;
     t->split_merges += workers > 1;
-    for (int k = 0; k < workers; k++)
-        if (apply_events(t, &t->work[k], key, token) < 0) goto error;
+    for (uint32_t c = 0; c < t->n_chunks; c++) {
+        const uint32_t *ev = t->work[t->at[c].worker].ev;
+        if (apply_events(t, ev + t->at[c].begin, ev + t->at[c].end, key, token) < 0) goto error;
+    }
     if (words != inl) free(words);
     words = NULL;
     /* every occurrence of the pair is gone */
