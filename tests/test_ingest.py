@@ -644,18 +644,26 @@ def test_shards_a_worker_hands_on_reduce_to_every_count_in_word_order(n_shards):
     """Counts cut into shards (lone surrogates too) and two workers' shards merged
     shard by shard: each word in one shard only, every count added, each shard's
     result sorted by the UTF-8 bytes."""
-    import pickle
-
-    from bpestore.ingest.pool import reduce_shard, shard_counts, shard_of
+    from bpestore.ingest.pool import reduce_shard, shard_counts, shard_of, unpack_shard
 
     first = Counter({"zeta": 3, " the": 9, "é": 2, "\ud800x": 1, "日本": 4, "a": 5, "\uffff": 6})
     second = Counter({" the": 1, "a": 2, "new": 7, "日本": 1})
     expected = {w.encode("utf-8", "surrogatepass"): n for w, n in (first + second).items()}
     pieces = [shard_counts(Counter(c), n_shards) for c in (first, second)]
     for piece in pieces:
-        for i, blob in enumerate(piece):
-            assert all(shard_of(w, n_shards) == i for w in pickle.loads(blob))
+        for i, packed in enumerate(piece):
+            assert all(shard_of(w, n_shards) == i for w in unpack_shard(packed)[0])
     reduced = [reduce_shard([piece[i] for piece in pieces]).counts for i in range(n_shards)]
     assert all(list(part) == sorted(part) for part in reduced)
     assert sum(len(part) for part in reduced) == len(expected)
     assert {w: n for part in reduced for w, n in part.items()} == expected
+
+
+def test_a_packed_shard_gives_back_its_words_and_counts():
+    """Any bytes (NUL, newlines, invalid UTF-8, a long word), huge counts, and no words."""
+    from bpestore.ingest.pool import pack_shard, unpack_shard
+
+    words = [b"\x00", b"a\nb", b"\xff\xfe", b" the", b"x" * 70_000, b"\xe6\x97\xa5"]
+    counts = [1, 2**62, 3, 4, 5, 6]
+    assert unpack_shard(pack_shard(words, counts)) == (words, counts)
+    assert unpack_shard(pack_shard([], [])) == ([], [])

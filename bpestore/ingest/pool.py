@@ -12,8 +12,8 @@ the worker's own counts of that batch, which the worker hands back only once
 they outgrow its share of one memory budget (``hold_bytes``: the budget divided
 by the number of workers), and when the caller ``Pool.flush`` es the batch: the
 workers together hold about the same memory at any worker count. What a worker
-hands on while it counts is cut by word into one shard per worker, each pickled
-on its own (``shard_counts``); the caller stores these blobs unopened and, once
+hands on while it counts is cut by word into one shard per worker, each packed
+as three byte strings (``shard_counts``); the caller stores them unopened and, once
 the batch is counted, has each shard merged and sorted by a worker
 (``Pool.reduce``): the parent does no work per word handed on, which would
 bound many workers (at 16 they hand on several times the distinct words), and
@@ -37,14 +37,14 @@ import json
 import multiprocessing
 import operator
 import os
-import pickle
 import signal
 import sys
 import threading
 import time
 import zlib
+from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -127,13 +127,19 @@ class Counted:
     """A task's counts (UTF-8 keys), and the words and distinct words of each piece
     it counted, in order. With ``error``, the next piece failed: it and the rest
     of the task are not counted. ``shards``: counts a worker handed on instead,
-    cut by word into one pickled dict per shard (``shard_counts``), which the
-    caller keeps unopened until ``reduce_shard`` merges each shard in a worker."""
+    cut by word into one packed shard each (``shard_counts``), which the caller
+    keeps unopened until ``reduce_shard`` merges each shard in a worker."""
 
     counts: dict[bytes, int]
     words: list[tuple[int, int]]
     error: BpestoreError | None = None
-    shards: list[bytes] | None = None
+    shards: list[Packed] | None = None
+
+
+# A shard's words and counts as three byte strings: the words end to end, their
+# lengths, their counts (native uint64 / int64). Bytes travel between processes
+# without a step per word, and nothing here is unpickled.
+Packed = tuple[bytes, bytes, bytes]
 
 
 def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
@@ -142,8 +148,27 @@ def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
     if not total or not part:
         total.update(part)  # Counter's own fast path for an empty total
         return
-    # Each word of part is read from total before it is written back, once.
-    dict.update(total, zip(part, map(operator.add, map(total.get, part, itertools.repeat(0)), part.values())))
+    merge_pairs(total, part, part.values())
+
+
+def merge_pairs(total: Counter, words: Iterable[bytes], counts: Iterable[int]) -> None:
+    """Add the counts of distinct ``words`` to ``total``, C-level: each word is read
+    from total before it is written back, once."""
+    words = list(words)
+    dict.update(total, zip(words, map(operator.add, map(total.get, words, itertools.repeat(0)), counts)))
+
+
+def pack_shard(words: list[bytes], counts: list[int]) -> Packed:
+    """Distinct words and their counts as a ``Packed`` shard."""
+    return b"".join(words), array("Q", map(len, words)).tobytes(), array("q", counts).tobytes()
+
+
+def unpack_shard(packed: Packed) -> tuple[list[bytes], list[int]]:
+    """A ``Packed`` shard's words and counts, in order."""
+    data, lengths, counts = packed
+    ends = list(itertools.accumulate(array("Q", lengths)))
+    words = list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+    return words, array("q", counts).tolist()
 
 
 def shard_of(word: bytes, n_shards: int) -> int:
@@ -152,24 +177,27 @@ def shard_of(word: bytes, n_shards: int) -> int:
     return zlib.crc32(word) % n_shards
 
 
-def shard_counts(counts: Counter, n_shards: int) -> list[bytes]:
-    """A worker's counts (str keys, emptied as it goes) as ``n_shards`` pickled
-    dicts with UTF-8 keys, word ``w`` in shard ``shard_of(w)``: the caller only
-    stores these blobs, and each shard is merged in a worker (``reduce_shard``)."""
-    shards: list[dict[bytes, int]] = [{} for _ in range(n_shards)]
+def shard_counts(counts: Counter, n_shards: int) -> list[Packed]:
+    """A worker's counts (str keys, emptied as it goes) as ``n_shards`` packed
+    shards of UTF-8 words, word ``w`` in shard ``shard_of(w)``: the caller only
+    stores them, and each shard is merged in a worker (``reduce_shard``)."""
+    words: list[list[bytes]] = [[] for _ in range(n_shards)]
+    tallies: list[list[int]] = [[] for _ in range(n_shards)]
     crc32 = zlib.crc32
     while counts:
         word, n = counts.popitem()
         key = word.encode("utf-8", "surrogatepass")
-        shards[crc32(key) % n_shards][key] = n
-    return [pickle.dumps(shard, protocol=pickle.HIGHEST_PROTOCOL) for shard in shards]
+        i = crc32(key) % n_shards
+        words[i].append(key)
+        tallies[i].append(n)
+    return [pack_shard(w, t) for w, t in zip(words, tallies)]
 
 
-def reduce_shard(blobs: list[bytes]) -> Counted:
+def reduce_shard(pieces: list[Packed]) -> Counted:
     """One shard's pieces (``shard_counts``) merged, in word order."""
     total: Counter = Counter()
-    for blob in blobs:
-        merge_counts(total, pickle.loads(blob))
+    for piece in pieces:
+        merge_pairs(total, *unpack_shard(piece))
     words = sorted(total)
     return Counted(dict(zip(words, map(total.__getitem__, words))), [])
 
@@ -412,10 +440,10 @@ class Pool:
             futures += [self.executor.submit(_flush, keep, shard) for _ in range(self.workers)]
         return futures
 
-    def reduce(self, shards: list[list[bytes]]) -> list[Future[Counted]]:
+    def reduce(self, shards: list[list[Packed]]) -> list[Future[Counted]]:
         """One task per shard that merges its pieces (``reduce_shard``) in a worker."""
         assert self.executor is not None, "shards come only from workers"
-        return [self.executor.submit(reduce_shard, blobs) for blobs in shards if blobs]
+        return [self.executor.submit(reduce_shard, pieces) for pieces in shards if pieces]
 
     @staticmethod
     def take(future: Future[Counted]) -> Counted:

@@ -35,7 +35,7 @@ from ..errors import BpestoreError, InvalidArgumentError, SourceError
 from ..records import Progress, Source
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, FileBytes, FileRange, Pool, Task, TextPiece, default_workers, merge_counts
+from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, default_workers, merge_counts
 from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
 
 MAX_WORKERS = 1024
@@ -106,7 +106,7 @@ class _Group:
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
     closed: bool = False  # no more sources or tasks come
-    shards: list[list[bytes]] | None = None  # counts workers handed on, per shard, not yet reduced
+    shards: list[list[Packed]] | None = None  # counts workers handed on, per shard, not yet reduced
 
     @property
     def done(self) -> bool:
@@ -369,8 +369,8 @@ class _Counting:
         if counted.shards:
             if group.shards is None:
                 group.shards = [[] for _ in counted.shards]
-            for pieces, blob in zip(group.shards, counted.shards):
-                pieces.append(blob)
+            for pieces, piece in zip(group.shards, counted.shards):
+                pieces.append(piece)
         if counted.error is not None:
             self.fail(group, sent.sources[len(counted.words)], counted.error)
         else:
