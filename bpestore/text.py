@@ -20,6 +20,7 @@ from typing import Literal
 
 import regex
 
+from . import native
 from .spec import TokenizerSpec
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
@@ -58,6 +59,29 @@ PATTERNS: dict[str, str] = {
 # and lowercasing's final-sigma rule sees the same end-of-word on both sides.
 _SAFE_CUT = regex.compile(r"(?r)(?<=[\p{L}\p{N}])\s(?=\S)")
 _SAFE_CUT_AHEAD = regex.compile(r"(?<=[\p{L}\p{N}])\s(?=\S)")  # the same, searched forwards
+
+
+# GPT-2's pre-tokenizer and word count in one pass, in C (bpestore/_countcore.c), or None.
+COUNT_CORE, COUNT_CORE_STATUS = native.load("_countcore")
+
+
+def counting_core() -> str:
+    """How ingestion counts GPT-2's words: ``compiled (C)`` or ``pure-Python (<reason>)``."""
+    return native.describe(COUNT_CORE, COUNT_CORE_STATUS)
+
+
+_GPT2_CLASSES = (r"\p{L}", r"\p{N}", r"\s")
+
+
+def gpt2_class(code_point: int) -> int:
+    """The class of a character in GPT-2's pattern, as ``regex`` sees it: 0 letter
+    (``\\p{L}``), 1 number (``\\p{N}``), 2 whitespace (``\\s``), 3 anything else.
+
+    >>> [gpt2_class(ord(c)) for c in "a7 ,é٣\u3000"]
+    [0, 1, 2, 3, 0, 1, 2]
+    """
+    char = chr(code_point)
+    return next((k for k, cls in enumerate(_GPT2_CLASSES) if regex.match(cls, char)), 3)
 
 
 _UNICODE_FORMS: dict[str, Literal["NFC", "NFD", "NFKC", "NFKD"]] = {
@@ -106,6 +130,8 @@ class TextPipeline:
         # known (a look-ahead sees past it, a match may span it), so a custom
         # pattern meets each segment whole: exactly regex.findall's words.
         self.cuts_words = spec.pretokenizer in PATTERNS
+        # GPT-2's words are counted in C where the counting core is built.
+        self.count_core = COUNT_CORE if spec.pretokenizer == "gpt2" else None
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -155,6 +181,9 @@ class TextPipeline:
             if self.pattern is None:
                 counts.update([segment] if segment else [])
                 n_words += bool(segment)
+                continue
+            if self.count_core is not None:
+                n_words += self.count_core.count_gpt2(segment, counts, gpt2_class)
                 continue
             if not self.cuts_words:
                 words = [w for w in self.pattern.findall(segment) if w]

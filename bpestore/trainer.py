@@ -35,14 +35,13 @@ with ranks, ``bpe.merge_word``'s rule), so a resume builds no Python list either
 from __future__ import annotations
 
 import heapq
-import importlib
 import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from . import alphabet
+from . import alphabet, native
 from .bpe import PAIR_SHIFT, merge_word
 from .errors import InvalidArgumentError
 from .records import Merge
@@ -51,26 +50,15 @@ from .spec import TIE_BREAKS, TokenizerSpec
 _LOW = 0xFFFFFFFF
 
 
-def _load_core() -> tuple[object | None, str]:
-    """The compiled merge core (``bpestore._mergecore``) if built and allowed, and why (not)."""
-    if os.environ.get("BPESTORE_PURE"):
-        return None, "BPESTORE_PURE is set"
-    try:
-        _mergecore = importlib.import_module(f"{__package__}._mergecore")
-    except ModuleNotFoundError:
-        return None, "not built: installed without a C compiler?"
-    except ImportError as exc:  # built, but not loadable here
-        return None, f"not loadable: {exc}"
-    return _mergecore, "compiled (C)"
-
-
 # The merge loop's compiled core, or None: the pure-Python loop below (the reference).
-COMPILED_CORE, CORE_STATUS = _load_core()
+COMPILED_CORE, CORE_STATUS = native.load("_mergecore")
 
 
 def merge_core() -> str:
     """Which merge core training uses: ``compiled (C)`` or ``pure-Python (<reason>)``."""
-    return CORE_STATUS if COMPILED_CORE is not None else f"pure-Python ({CORE_STATUS})"
+    return native.describe(COMPILED_CORE, CORE_STATUS)
+
+
 PARALLEL_REPLAY_MIN_WORDS = 50_000  # words from which replay_words forks a helper
 # Compiled core: a merge (or the initial count) is split over threads when each gets at least this many words.
 PARALLEL_MIN_WORDS = 4096

@@ -87,12 +87,13 @@ class LazyGroup(BpestoreGroup):
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    """--version: the version, and which merge core training uses (compiled, or pure-Python and why)."""
+    """--version: the version, and which cores training and ingestion use (compiled, or pure-Python and why)."""
     if not value or ctx.resilient_parsing:
         return
+    from ..text import counting_core
     from ..trainer import merge_core
 
-    click.echo(f"bpestore, version {__version__}\nmerge core: {merge_core()}")
+    click.echo(f"bpestore, version {__version__}\nmerge core: {merge_core()}\ncounting core: {counting_core()}")
     ctx.exit()
 
 

@@ -1,0 +1,5 @@
+"""The optional compiled counting core (bpestore/_countcore.c): see bpestore.text."""
+
+from collections.abc import Callable
+
+def count_gpt2(text: str, counts: dict[str, int], classify: Callable[[int], int], /) -> int: ...
