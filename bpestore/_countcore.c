@@ -263,8 +263,13 @@ count_gpt2(PyObject *self, PyObject *args)
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (n == 0)
         return PyLong_FromLong(0);
+    /* Room for every word of a short text (many calls are one short document each),
+       at most 1,024 slots to start with. */
+    size_t capacity = 16;
+    while (capacity < 1024 && (Py_ssize_t)capacity < 2 * n)
+        capacity <<= 1;
     Table t;
-    if (table_init(&t, 1024) < 0)
+    if (table_init(&t, capacity) < 0)
         return NULL;
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t words;
