@@ -4,10 +4,11 @@
 
        's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 
-   in text to the dict counts (word -> int) and returns how many matches there were:
-   what `counts.update(regex.findall(PATTERNS["gpt2"], text))` does, without a
-   string object for each match. Repeated words are found in a table of spans of
-   text; a string is made once per distinct word, when the counts are added.
+   in text to the dict counts (the word's UTF-8 bytes -> int) and returns how many
+   matches there were: what counting the UTF-8 of each word of
+   `regex.findall(PATTERNS["gpt2"], text)` does, without an object for each match.
+   Repeated words are found in a table of spans of text; a word's bytes are made
+   once per distinct word, when the counts are added.
 
    The character classes are not tables of this file: classify(code_point) answers
    0 (\p{L}), 1 (\p{N}), 2 (\s) or 3 (anything else), and is asked once per code
@@ -28,12 +29,13 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { C_LETTER = 0, C_NUMBER = 1, C_SPACE = 2, C_OTHER = 3, C_UNKNOWN = 255 };
+enum { C_LETTER = 0, C_NUMBER = 1, C_SPACE = 2, C_OTHER = 3 };
 
 #define N_CODE_POINTS 0x110000
 
-/* The class of each code point, C_UNKNOWN until classify has answered; a call with
-   another classify function starts the table afresh. */
+/* The class of each code point plus one, 0 until classify has answered (zeroed by
+   calloc: only the pages of code points met are ever touched, so a forked worker
+   shares the rest); a call with another classify function starts it afresh. */
 static uint8_t *classes = NULL;
 static PyObject *classes_of = NULL;  /* the classify function the table holds answers of */
 
@@ -52,7 +54,7 @@ ask_class(PyObject *classify, Py_UCS4 c)
                      (unsigned int)c, k);
         return -1;
     }
-    classes[c] = (uint8_t)k;
+    classes[c] = (uint8_t)(k + 1);
     return (int)k;
 }
 
@@ -139,15 +141,50 @@ table_add(Table *t, const char *data, int kind, Py_ssize_t start, Py_ssize_t len
     return 0;
 }
 
-/* Add the table's counts to the dict counts. */
+/* text[start:start+len] encoded as UTF-8, a surrogate as its three bytes (Python's
+   "surrogatepass"). */
+static PyObject *
+utf8_word(const void *data, int kind, Py_ssize_t start, Py_ssize_t len)
+{
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = start; i < start + len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        size += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+    }
+    PyObject *word = PyBytes_FromStringAndSize(NULL, size);
+    if (word == NULL)
+        return NULL;
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(word);
+    for (Py_ssize_t i = start; i < start + len; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x80) {
+            *out++ = (unsigned char)c;
+        } else if (c < 0x800) {
+            *out++ = (unsigned char)(0xC0 | (c >> 6));
+            *out++ = (unsigned char)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            *out++ = (unsigned char)(0xE0 | (c >> 12));
+            *out++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+            *out++ = (unsigned char)(0x80 | (c & 0x3F));
+        } else {
+            *out++ = (unsigned char)(0xF0 | (c >> 18));
+            *out++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+            *out++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+            *out++ = (unsigned char)(0x80 | (c & 0x3F));
+        }
+    }
+    return word;
+}
+
+/* Add the table's counts to the dict counts, the words as UTF-8 bytes. */
 static int
-table_flush(Table *t, PyObject *text, PyObject *counts)
+table_flush(Table *t, const void *data, int kind, PyObject *counts)
 {
     for (size_t i = 0; i <= t->mask; i++) {
         Entry *e = &t->slots[i];
         if (e->start < 0)
             continue;
-        PyObject *word = PyUnicode_Substring(text, e->start, e->start + e->len);
+        PyObject *word = utf8_word(data, kind, e->start, e->len);
         if (word == NULL)
             return -1;
         PyObject *old = PyDict_GetItemWithError(counts, word);  /* borrowed */
@@ -176,7 +213,7 @@ table_flush(Table *t, PyObject *text, PyObject *counts)
 
 /* -- the scan ----------------------------------------------------------------------- */
 
-#define CLASS_OF(c) (classes[c] != C_UNKNOWN ? (int)classes[c] : ask_class(classify, (c)))
+#define CLASS_OF(c) (classes[c] ? (int)classes[c] - 1 : ask_class(classify, (c)))
 
 /* One kind's scan, inlined into count_kind1/2/4 with kind a constant. Returns the
    number of words, or -1 with an exception set. */
@@ -250,15 +287,14 @@ count_gpt2(PyObject *self, PyObject *args)
         return NULL;
     if (!PyCallable_Check(classify))
         return PyErr_Format(PyExc_TypeError, "classify must be callable, not %.100s", Py_TYPE(classify)->tp_name);
-    if (classes == NULL) {
-        classes = PyMem_RawMalloc(N_CODE_POINTS);
+    if (classes == NULL || classify != classes_of) {
+        PyMem_RawFree(classes);
+        classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
+        Py_CLEAR(classes_of);
         if (classes == NULL)
             return PyErr_NoMemory();
-    }
-    if (classify != classes_of) {
-        memset(classes, C_UNKNOWN, N_CODE_POINTS);
         Py_INCREF(classify);
-        Py_XSETREF(classes_of, classify);
+        classes_of = classify;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (n == 0)
@@ -272,13 +308,14 @@ count_gpt2(PyObject *self, PyObject *args)
     if (table_init(&t, capacity) < 0)
         return NULL;
     const void *data = PyUnicode_DATA(text);
+    int kind = PyUnicode_KIND(text);
     Py_ssize_t words;
-    switch (PyUnicode_KIND(text)) {
+    switch (kind) {
     case PyUnicode_1BYTE_KIND: words = count_kind1(data, n, classify, &t); break;
     case PyUnicode_2BYTE_KIND: words = count_kind2(data, n, classify, &t); break;
     default: words = count_kind4(data, n, classify, &t); break;
     }
-    if (words >= 0 && table_flush(&t, text, counts) < 0)
+    if (words >= 0 && table_flush(&t, data, kind, counts) < 0)
         words = -1;
     PyMem_Free(t.slots);
     if (words < 0)
@@ -289,8 +326,9 @@ count_gpt2(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"count_gpt2", count_gpt2, METH_VARARGS,
      "count_gpt2(text, counts, classify) -> int\n\n"
-     "Add the words of GPT-2's pre-tokenizer in text to the dict counts; return how many\n"
-     "there were. classify(code_point) gives 0 (letter), 1 (number), 2 (space) or 3."},
+     "Add the words (UTF-8 bytes) of GPT-2's pre-tokenizer in text to the dict counts;\n"
+     "return how many there were. "
+     "classify(code_point) gives 0 (letter), 1 (number), 2 (space) or 3."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -130,7 +130,7 @@ class TextPipeline:
         # known (a look-ahead sees past it, a match may span it), so a custom
         # pattern meets each segment whole: exactly regex.findall's words.
         self.cuts_words = spec.pretokenizer in PATTERNS
-        # GPT-2's words are counted in C where the counting core is built.
+        # GPT-2's words are counted in C (count_utf8) where the counting core is built.
         self.count_core = COUNT_CORE if spec.pretokenizer == "gpt2" else None
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
@@ -182,9 +182,6 @@ class TextPipeline:
                 counts.update([segment] if segment else [])
                 n_words += bool(segment)
                 continue
-            if self.count_core is not None:
-                n_words += self.count_core.count_gpt2(segment, counts, gpt2_class)
-                continue
             if not self.cuts_words:
                 words = [w for w in self.pattern.findall(segment) if w]
                 n_words += len(words)
@@ -196,14 +193,32 @@ class TextPipeline:
                 counts.update(words)
         return n_words
 
+    def count_utf8(self, text: str, counts: dict[bytes, int]) -> int:
+        """Add the UTF-8 bytes of every pre-token of text to counts; returns how
+        many there were. GPT-2's words are counted by the compiled counting core
+        where it is built (the same counts as ``count_strings``, then encoded)."""
+        if self.count_core is None:
+            strings: Counter = Counter()
+            n_words = self.count_strings(text, strings)
+            # Count strings first, encode each distinct one once.
+            for word, n in strings.items():
+                key = word.encode("utf-8", "surrogatepass")
+                counts[key] = counts.get(key, 0) + n
+            return n_words
+        n_words = 0
+        for segment, is_special in self.segments(text):
+            if not is_special:
+                n_words += self.count_core.count_gpt2(normalize(segment, self.steps), counts, gpt2_class)
+        return n_words
+
     def count_words(self, text: str, counts: Counter | None = None) -> Counter:
-        """Add the UTF-8 bytes of every pre-token of text to counts (a Counter)."""
+        """Add the UTF-8 bytes of every pre-token of text to counts (a Counter).
+
+        >>> sorted(TextPipeline(TokenizerSpec()).count_words("the cat and the hat").items())
+        [(b' and', 1), (b' cat', 1), (b' hat', 1), (b' the', 1), (b'the', 1)]
+        """
         counts = Counter() if counts is None else counts
-        strings: Counter = Counter()
-        self.count_strings(text, strings)
-        # Count strings first, encode each distinct one once.
-        for word, n in strings.items():
-            counts[word.encode("utf-8", "surrogatepass")] += n
+        self.count_utf8(text, counts)
         return counts
 
     # -- streaming -------------------------------------------------------

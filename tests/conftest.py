@@ -207,3 +207,16 @@ def merge_core(request, monkeypatch):
     elif trainer.COMPILED_CORE is None:
         pytest.skip(f"the compiled merge core is not built here: {trainer.CORE_STATUS}")
     return request.param
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def counting_core(request, monkeypatch):
+    """Run a test on the compiled counting core and on the pure-Python one (regex, the reference).
+    Pipelines made afterwards (in this process, or in workers forked from it) use that one."""
+    from bpestore import text
+
+    if request.param == "pure":
+        monkeypatch.setattr(text, "COUNT_CORE", None)
+    elif text.COUNT_CORE is None:
+        pytest.skip(f"the compiled counting core is not built here: {text.COUNT_CORE_STATUS}")
+    return request.param

@@ -178,15 +178,16 @@ def shard_of(word: bytes, n_shards: int) -> int:
 
 
 def shard_counts(counts: Counter, n_shards: int) -> list[Packed]:
-    """A worker's counts (str keys, emptied as it goes) as ``n_shards`` packed
+    """A worker's counts (str or UTF-8 keys, emptied as it goes) as ``n_shards`` packed
     shards of UTF-8 words, word ``w`` in shard ``shard_of(w)``: the caller only
     stores them, and each shard is merged in a worker (``reduce_shard``)."""
     words: list[list[bytes]] = [[] for _ in range(n_shards)]
     tallies: list[list[int]] = [[] for _ in range(n_shards)]
     crc32 = zlib.crc32
+    utf8 = _utf8_keys(counts)
     while counts:
         word, n = counts.popitem()
-        key = word.encode("utf-8", "surrogatepass")
+        key = word if utf8 else word.encode("utf-8", "surrogatepass")
         i = crc32(key) % n_shards
         words[i].append(key)
         tallies[i].append(n)
@@ -229,14 +230,20 @@ class TaskCounter:
         return Counted({} if into is not None else _as_bytes(counts), words)
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
-        """Add the words of a text (or of each JSON Lines record in it) to counts."""
+        """Add the words of a text (or of each JSON Lines record in it) to counts:
+        str keys, or UTF-8 where the counting core counts them (``_as_bytes``)."""
         if self.jsonl_field is None:
-            return self.pipeline.count_strings(text, counts, part_chars=self.part_chars)
+            return self.count_document(text, counts)
         n_words = 0
         for line_no, line in enumerate(text.split("\n"), start=first_line):
             if line.strip():
-                n_words += self.pipeline.count_strings(self.document(line, name, line_no), counts)
+                n_words += self.count_document(self.document(line, name, line_no), counts)
         return n_words
+
+    def count_document(self, text: str, counts: Counter) -> int:
+        if self.pipeline.count_core is not None:
+            return self.pipeline.count_utf8(text, counts)
+        return self.pipeline.count_strings(text, counts, part_chars=self.part_chars)
 
     def document(self, line: str, name: str, line_no: int) -> str:
         """The text field of one JSON Lines record."""
@@ -262,9 +269,16 @@ class TaskCounter:
         return doc
 
 
+def _utf8_keys(counts: Counter) -> bool:
+    """Whether counts are keyed by UTF-8 already (counted by the counting core)."""
+    return not counts or isinstance(next(iter(counts)), bytes)
+
+
 def _as_bytes(counts: Counter) -> dict[bytes, int]:
     """The counts with UTF-8 keys (they pickle without re-encoding, and the store
     wants them); ``counts`` is emptied as it goes, so both never hold every word."""
+    if _utf8_keys(counts):
+        return counts
     as_bytes = {}
     while counts:
         word, n = counts.popitem()
