@@ -1,39 +1,44 @@
-/* The compiled counting core: GPT-2's pre-tokenizer and a word count in one pass.
+/* The compiled counting core: the built-in pre-tokenizers and a word count in one pass.
 
-   count_gpt2(text, counts, classify) adds every match of GPT-2's pattern
-
-       's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-
-   in text to the dict counts (the word's UTF-8 bytes -> int) and returns how many
-   matches there were: what counting the UTF-8 of each word of
-   `regex.findall(PATTERNS["gpt2"], text)` does, without an object for each match.
-   Repeated words are found in a table of spans of text; a word's bytes are made
-   once per distinct word, when the counts are added.
+   count(text, counts, classify, pattern) adds every match of one of bpestore's
+   built-in patterns (bpestore/text.py PATTERNS: 0 gpt2, 1 cl100k, 2 o200k) in text to
+   the dict counts (the word's UTF-8 bytes -> int) and returns how many matches there
+   were: what counting the UTF-8 of each word of `regex.findall(PATTERNS[name], text)`
+   does, without an object for each match. Repeated words are found in a table of
+   spans of text; a word's bytes are made once per distinct word, when the counts are
+   added.
 
    The character classes are not tables of this file: classify(code_point) answers
-   0 (\p{L}), 1 (\p{N}), 2 (\s) or 3 (anything else), and is asked once per code
-   point per process (per classify function), so the classes are those of the `regex` module the caller
-   asks, whatever its Unicode version. bpestore/text.py's gpt2_classify is that
-   function; tests/test_count_core.py checks the words against regex's.
+   with a category (1 Lu or Lt, 2 Ll, 3 Lm or Lo, 4 a mark, 5 \p{N}, 6 \s, 7 anything
+   else) plus 16 times the letter of "sdmtlver" it matches case-insensitively (0:
+   none), and is asked once per code point per process (per classify function), so
+   the classes are those of the `regex` module the caller asks, whatever its Unicode
+   version. bpestore/text.py's char_class is that function; tests/test_count_core.py
+   checks the words against regex's.
 
-   The scan, at a position i (the regex's alternatives in order; an alternative
-   that fails here lets the next one try, as a regex engine does):
-     - an apostrophe followed by s, t, m, d, or ll, ve, re: that contraction;
-     - an optional space, then a run of letters, or digits, or "other"
-       characters (neither letter, digit nor space): the longest such run;
-     - a run of whitespace: all of it at the end of the text, else all but its
-       last character (which then starts the next word: " word"), but never
-       less than one character. */
+   Each pattern's scan takes, at a position, the regex's alternatives in order (an
+   alternative that fails lets the next one try, as a regex engine does, and where an
+   alternative could backtrack the scan takes the path the engine would take first);
+   the comments at each say which alternative a step is. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-enum { C_LETTER = 0, C_NUMBER = 1, C_SPACE = 2, C_OTHER = 3 };
+#if defined(__GNUC__) || defined(__clang__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
+enum { PATTERN_GPT2 = 0, PATTERN_CL100K = 1, PATTERN_O200K = 2 };
+enum { CAT_UPPER = 1, CAT_LOWER = 2, CAT_OTHER_LETTER = 3, CAT_MARK = 4, CAT_NUMBER = 5, CAT_SPACE = 6,
+       CAT_OTHER = 7 };
+enum { FOLD_S = 1, FOLD_D, FOLD_M, FOLD_T, FOLD_L, FOLD_V, FOLD_E, FOLD_R };
 
 #define N_CODE_POINTS 0x110000
 
-/* The class of each code point plus one, 0 until classify has answered (zeroed by
+/* The class of each code point (never 0), 0 until classify has answered (zeroed by
    calloc: only the pages of code points met are ever touched, so a forked worker
    shares the rest); a call with another classify function starts it afresh. */
 static uint8_t *classes = NULL;
@@ -49,13 +54,34 @@ ask_class(PyObject *classify, Py_UCS4 c)
     Py_DECREF(answer);
     if (k == -1 && PyErr_Occurred())
         return -1;
-    if (k < C_LETTER || k > C_OTHER) {
-        PyErr_Format(PyExc_ValueError, "classify(%u) gave %ld; it must give 0, 1, 2 or 3",
-                     (unsigned int)c, k);
+    if ((k & 15) < CAT_UPPER || (k & 15) > CAT_OTHER || (k >> 4) > FOLD_R) {
+        PyErr_Format(PyExc_ValueError, "classify(%u) gave %ld; it must give a category 1..7 plus 16 times "
+                     "a letter 0..8", (unsigned int)c, k);
         return -1;
     }
-    classes[c] = (uint8_t)(k + 1);
-    return (int)k;
+    classes[c] = (uint8_t)k;
+    return 0;
+}
+
+/* Ask classify about every code point of text it was not asked about yet: the scans
+   then read the table and cannot fail. */
+static int
+classify_text(const void *data, int kind, Py_ssize_t n, PyObject *classify)
+{
+    if (kind == PyUnicode_1BYTE_KIND) {  /* all 256 at once, then never again */
+        if (classes[0xFF])
+            return 0;
+        for (Py_UCS4 c = 0; c < 256; c++)
+            if (!classes[c] && ask_class(classify, c) < 0)
+                return -1;
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (!classes[c] && ask_class(classify, c) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* -- the table of distinct words: spans of the text, open addressing ---------------- */
@@ -211,82 +237,271 @@ table_flush(Table *t, const void *data, int kind, PyObject *counts)
     return 0;
 }
 
-/* -- the scan ----------------------------------------------------------------------- */
+/* -- the scans ---------------------------------------------------------------------- */
 
-#define CLASS_OF(c) (classes[c] ? (int)classes[c] - 1 : ask_class(classify, (c)))
+/* At i (< n) of a text: the character, its category, its case-insensitive letter. */
+#define AT(i) PyUnicode_READ(kind, data, (i))
+#define CAT(i) (classes[AT(i)] & 15)
+#define FOLD(i) (classes[AT(i)] >> 4)
+#define IS_LETTER(k) ((k) <= CAT_OTHER_LETTER)
+#define IS_SYMBOL(k) ((k) == CAT_MARK || (k) == CAT_OTHER)  /* [^\s\p{L}\p{N}] */
+#define IS_NEWLINE(c) ((c) == '\r' || (c) == '\n')
 
-/* One kind's scan, inlined into count_kind1/2/4 with kind a constant. Returns the
-   number of words, or -1 with an exception set. */
-static inline Py_ssize_t
-scan(const void *data, int kind, Py_ssize_t n, PyObject *classify, Table *t)
+/* The end of the run from i on of characters of one class. */
+enum { RUN_LETTER, RUN_SYMBOL, RUN_UPPERISH, RUN_LOWERISH };
+/* o200k's [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}] */
+#define IS_UPPERISH(k) ((k) == CAT_UPPER || (k) == CAT_OTHER_LETTER || (k) == CAT_MARK)
+#define IS_LOWERISH(k) ((k) == CAT_LOWER || (k) == CAT_OTHER_LETTER || (k) == CAT_MARK)
+
+INLINE Py_ssize_t
+run_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i, int run)
+{
+    for (; i < n; i++) {
+        int k = CAT(i);
+        if (!(run == RUN_LETTER ? IS_LETTER(k) : run == RUN_SYMBOL ? IS_SYMBOL(k)
+              : run == RUN_UPPERISH ? IS_UPPERISH(k) : IS_LOWERISH(k)))
+            break;
+    }
+    return i;
+}
+
+#define RUN_END(i, run) run_end(data, kind, n, (i), (run))
+
+/* A run of whitespace from i (a whitespace character) that ends at k: the end of
+   "\s+(?!\S)|\s+" (all of it at the end of the text, else all but its last character,
+   which then starts the next word, but at least one character). */
+INLINE Py_ssize_t
+space_end(Py_ssize_t i, Py_ssize_t k, Py_ssize_t n)
+{
+    return k < n && k - i > 1 ? k - 1 : k;
+}
+
+/* The end of "'s|'t|'re|'ve|'m|'ll|'d" at i (matched exactly, or case-insensitively),
+   or -1. */
+INLINE Py_ssize_t
+contraction_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i, int fold)
+{
+    if (i + 1 >= n || AT(i) != '\'')
+        return -1;
+    Py_UCS4 d = AT(i + 1);
+    int f = fold ? FOLD(i + 1) : (d == 's' ? FOLD_S : d == 'd' ? FOLD_D : d == 'm' ? FOLD_M : d == 't' ? FOLD_T
+                                  : d == 'l' ? FOLD_L : d == 'v' ? FOLD_V : d == 'r' ? FOLD_R : 0);
+    if (f == FOLD_S || f == FOLD_D || f == FOLD_M || f == FOLD_T)
+        return i + 2;
+    if (i + 2 >= n || !(f == FOLD_L || f == FOLD_V || f == FOLD_R))
+        return -1;
+    Py_UCS4 e = AT(i + 2);
+    int g = fold ? FOLD(i + 2) : (e == 'l' ? FOLD_L : e == 'e' ? FOLD_E : 0);
+    if ((f == FOLD_L && g == FOLD_L) || ((f == FOLD_V || f == FOLD_R) && g == FOLD_E))
+        return i + 3;
+    return -1;
+}
+
+/* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+INLINE Py_ssize_t
+gpt2_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t end = contraction_end(data, kind, n, i, 0);
+    if (end >= 0)
+        return end;
+    /* " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+": the run starts after a space that
+       precedes one of them, else here. */
+    Py_ssize_t run = i;
+    if (AT(i) == ' ' && i + 1 < n && CAT(i + 1) != CAT_SPACE)
+        run = i + 1;
+    int k = CAT(run);
+    end = run + 1;
+    if (IS_LETTER(k))
+        while (end < n && IS_LETTER(CAT(end)))
+            end++;
+    else if (IS_SYMBOL(k))
+        while (end < n && IS_SYMBOL(CAT(end)))
+            end++;
+    else
+        while (end < n && CAT(end) == k)
+            end++;
+    return k == CAT_SPACE ? space_end(i, end, n) : end;
+}
+
+/* '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
+   |\s++$|\s*[\r\n]|\s+(?!\S)|\s */
+INLINE Py_ssize_t
+cl100k_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t end = contraction_end(data, kind, n, i, 1);
+    if (end >= 0)
+        return end;
+    Py_UCS4 c = AT(i);
+    int k = CAT(i);
+    /* [^\r\n\p{L}\p{N}]?+\p{L}++ */
+    if (IS_LETTER(k))
+        return RUN_END(i + 1, RUN_LETTER);
+    if (k != CAT_NUMBER && !IS_NEWLINE(c) && i + 1 < n && IS_LETTER(CAT(i + 1)))
+        return RUN_END(i + 2, RUN_LETTER);
+    /* \p{N}{1,3}+ */
+    if (k == CAT_NUMBER) {
+        end = i + 1;
+        while (end < n && end < i + 3 && CAT(end) == CAT_NUMBER)
+            end++;
+        return end;
+    }
+    /* " ?[^\s\p{L}\p{N}]++[\r\n]*+" */
+    Py_ssize_t run = -1;
+    if (c == ' ' && i + 1 < n && IS_SYMBOL(CAT(i + 1)))
+        run = i + 1;
+    else if (IS_SYMBOL(k))
+        run = i;
+    if (run >= 0) {
+        end = RUN_END(run + 1, RUN_SYMBOL);
+        while (end < n && IS_NEWLINE(AT(end)))
+            end++;
+        return end;
+    }
+    /* Whitespace: \s++$ (a run to the end), \s*[\r\n] (to its last \r or \n), then
+       \s+(?!\S)|\s. */
+    Py_ssize_t k_end = i + 1;
+    while (k_end < n && CAT(k_end) == CAT_SPACE)
+        k_end++;
+    if (k_end == n)
+        return n;
+    for (Py_ssize_t p = k_end - 1; p >= i; p--)
+        if (IS_NEWLINE(AT(p)))
+            return p + 1;
+    return space_end(i, k_end, n);
+}
+
+/* o200k's first alternative from s (after the optional prefix or at it),
+   [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|...)?: the end, or -1. */
+INLINE Py_ssize_t
+o200k_first_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t s)
+{
+    Py_ssize_t a = RUN_END(s, RUN_UPPERISH), end = -1;
+    if (a < n && IS_LOWERISH(CAT(a))) {
+        end = RUN_END(a + 1, RUN_LOWERISH);  /* the UPPERISH* took s..a, LOWERISH+ goes on from a */
+    } else {
+        /* UPPERISH* gives back characters until one is LOWERISH too: that one alone is
+           the LOWERISH+ (the one after it is not LOWERISH, else it would have been found). */
+        for (Py_ssize_t b = a - 1; b >= s && end < 0; b--)
+            if (IS_LOWERISH(CAT(b)))
+                end = b + 1;
+    }
+    if (end < 0)
+        return -1;
+    Py_ssize_t c = contraction_end(data, kind, n, end, 1);
+    return c >= 0 ? c : end;
+}
+
+/* o200k's second alternative from s,
+   [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...)?: the end, or -1. */
+INLINE Py_ssize_t
+o200k_second_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t s)
+{
+    Py_ssize_t a = RUN_END(s, RUN_UPPERISH);
+    if (a == s)
+        return -1;
+    Py_ssize_t end = RUN_END(a, RUN_LOWERISH);
+    Py_ssize_t c = contraction_end(data, kind, n, end, 1);
+    return c >= 0 ? c : end;
+}
+
+/* [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+   |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+   |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+INLINE Py_ssize_t
+o200k_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_UCS4 c = AT(i);
+    int k = CAT(i);
+    Py_ssize_t end;
+    /* The first two alternatives, each with the prefix [^\r\n\p{L}\p{N}] first, then
+       without it. */
+    int prefix = !IS_LETTER(k) && k != CAT_NUMBER && !IS_NEWLINE(c) && i + 1 < n;
+    if (prefix && (end = o200k_first_end(data, kind, n, i + 1)) >= 0)
+        return end;
+    if ((end = o200k_first_end(data, kind, n, i)) >= 0)
+        return end;
+    if (prefix && (end = o200k_second_end(data, kind, n, i + 1)) >= 0)
+        return end;
+    if ((end = o200k_second_end(data, kind, n, i)) >= 0)
+        return end;
+    /* \p{N}{1,3} */
+    if (k == CAT_NUMBER) {
+        end = i + 1;
+        while (end < n && end < i + 3 && CAT(end) == CAT_NUMBER)
+            end++;
+        return end;
+    }
+    /* " ?[^\s\p{L}\p{N}]+[\r\n/]*" */
+    Py_ssize_t run = -1;
+    if (c == ' ' && i + 1 < n && IS_SYMBOL(CAT(i + 1)))
+        run = i + 1;
+    else if (IS_SYMBOL(k))
+        run = i;
+    if (run >= 0) {
+        end = RUN_END(run + 1, RUN_SYMBOL);
+        while (end < n && (IS_NEWLINE(AT(end)) || AT(end) == '/'))
+            end++;
+        return end;
+    }
+    /* Whitespace: \s*[\r\n]+ (to its last \r or \n), then \s+(?!\S)|\s+. */
+    Py_ssize_t k_end = i + 1;
+    while (k_end < n && CAT(k_end) == CAT_SPACE)
+        k_end++;
+    for (Py_ssize_t p = k_end - 1; p >= i; p--)
+        if (IS_NEWLINE(AT(p)))
+            return p + 1;
+    return space_end(i, k_end, n);
+}
+
+/* Count every word of one pattern in text (one kind); the number of words, or -1
+   with an exception set. */
+INLINE Py_ssize_t
+scan(const void *data, int kind, Py_ssize_t n, int pattern, Table *t)
 {
     Py_ssize_t i = 0, words = 0;
-#define AT(k) PyUnicode_READ(kind, data, (k))
     while (i < n) {
-        Py_UCS4 c = AT(i);
-        Py_ssize_t end;
-        if (c == '\'' && i + 1 < n) {
-            Py_UCS4 d = AT(i + 1);
-            if (d == 's' || d == 't' || d == 'm' || d == 'd') {
-                end = i + 2;
-                goto word;
-            }
-            if (i + 2 < n) {
-                Py_UCS4 e = AT(i + 2);
-                if ((d == 'l' && e == 'l') || (d == 'v' && e == 'e') || (d == 'r' && e == 'e')) {
-                    end = i + 3;
-                    goto word;
-                }
-            }
-        }
-        /* " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+": the run starts after a space
-           that precedes one of them, else here. */
-        Py_ssize_t run = i;
-        int k;
-        if (c == ' ' && i + 1 < n) {
-            k = CLASS_OF(AT(i + 1));
-            if (k < 0)
-                return -1;
-            if (k != C_SPACE)
-                run = i + 1;
-        }
-        k = CLASS_OF(AT(run));
-        if (k < 0)
-            return -1;
-        end = run + 1;
-        for (; end < n; end++) {
-            int k2 = CLASS_OF(AT(end));
-            if (k2 < 0)
-                return -1;
-            if (k2 != k)
-                break;
-        }
-        /* "\s+(?!\S)|\s+": a run of whitespace that stops before a non-space gives
-           its last character to what follows, unless that leaves it empty. */
-        if (k == C_SPACE && end < n && end - i > 1)
-            end--;
-    word:
+        Py_ssize_t end = pattern == PATTERN_GPT2 ? gpt2_end(data, kind, n, i)
+                         : pattern == PATTERN_CL100K ? cl100k_end(data, kind, n, i)
+                         : o200k_end(data, kind, n, i);
         if (table_add(t, data, kind, i, end - i) < 0)
             return -1;
         words++;
         i = end;
     }
-#undef AT
     return words;
 }
 
-static Py_ssize_t count_kind1(const void *d, Py_ssize_t n, PyObject *f, Table *t) { return scan(d, 1, n, f, t); }
-static Py_ssize_t count_kind2(const void *d, Py_ssize_t n, PyObject *f, Table *t) { return scan(d, 2, n, f, t); }
-static Py_ssize_t count_kind4(const void *d, Py_ssize_t n, PyObject *f, Table *t) { return scan(d, 4, n, f, t); }
+#undef AT
+
+/* One function per pattern and kind, each scan inlined with both constant. */
+#define SCANNER(name, kind, pattern) \
+    static Py_ssize_t name(const void *d, Py_ssize_t n, Table *t) { return scan(d, kind, n, pattern, t); }
+SCANNER(gpt2_1, 1, PATTERN_GPT2)
+SCANNER(gpt2_2, 2, PATTERN_GPT2)
+SCANNER(gpt2_4, 4, PATTERN_GPT2)
+SCANNER(cl100k_1, 1, PATTERN_CL100K)
+SCANNER(cl100k_2, 2, PATTERN_CL100K)
+SCANNER(cl100k_4, 4, PATTERN_CL100K)
+SCANNER(o200k_1, 1, PATTERN_O200K)
+SCANNER(o200k_2, 2, PATTERN_O200K)
+SCANNER(o200k_4, 4, PATTERN_O200K)
+
+typedef Py_ssize_t (*Scanner)(const void *, Py_ssize_t, Table *);
+static const Scanner scanners[3][3] = {
+    {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4}};
 
 static PyObject *
-count_gpt2(PyObject *self, PyObject *args)
+count(PyObject *self, PyObject *args)
 {
     PyObject *text, *counts, *classify;
-    if (!PyArg_ParseTuple(args, "UO!O:count_gpt2", &text, &PyDict_Type, &counts, &classify))
+    int pattern;
+    if (!PyArg_ParseTuple(args, "UO!Oi:count", &text, &PyDict_Type, &counts, &classify, &pattern))
         return NULL;
     if (!PyCallable_Check(classify))
         return PyErr_Format(PyExc_TypeError, "classify must be callable, not %.100s", Py_TYPE(classify)->tp_name);
+    if (pattern < PATTERN_GPT2 || pattern > PATTERN_O200K)
+        return PyErr_Format(PyExc_ValueError, "pattern must be 0 (gpt2), 1 (cl100k) or 2 (o200k), not %d",
+                            pattern);
     if (classes == NULL || classify != classes_of) {
         PyMem_RawFree(classes);
         classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
@@ -297,8 +512,12 @@ count_gpt2(PyObject *self, PyObject *args)
         classes_of = classify;
     }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const void *data = PyUnicode_DATA(text);
+    int kind = PyUnicode_KIND(text);
     if (n == 0)
         return PyLong_FromLong(0);
+    if (classify_text(data, kind, n, classify) < 0)
+        return NULL;
     /* Room for every word of a short text (many calls are one short document each),
        at most 1,024 slots to start with. */
     size_t capacity = 16;
@@ -307,14 +526,7 @@ count_gpt2(PyObject *self, PyObject *args)
     Table t;
     if (table_init(&t, capacity) < 0)
         return NULL;
-    const void *data = PyUnicode_DATA(text);
-    int kind = PyUnicode_KIND(text);
-    Py_ssize_t words;
-    switch (kind) {
-    case PyUnicode_1BYTE_KIND: words = count_kind1(data, n, classify, &t); break;
-    case PyUnicode_2BYTE_KIND: words = count_kind2(data, n, classify, &t); break;
-    default: words = count_kind4(data, n, classify, &t); break;
-    }
+    Py_ssize_t words = scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](data, n, &t);
     if (words >= 0 && table_flush(&t, data, kind, counts) < 0)
         words = -1;
     PyMem_Free(t.slots);
@@ -324,17 +536,17 @@ count_gpt2(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"count_gpt2", count_gpt2, METH_VARARGS,
-     "count_gpt2(text, counts, classify) -> int\n\n"
-     "Add the words (UTF-8 bytes) of GPT-2's pre-tokenizer in text to the dict counts;\n"
-     "return how many there were. "
-     "classify(code_point) gives 0 (letter), 1 (number), 2 (space) or 3."},
+    {"count", count, METH_VARARGS,
+     "count(text, counts, classify, pattern) -> int\n\n"
+     "Add the words (UTF-8 bytes) of a built-in pre-tokenizer (0 gpt2, 1 cl100k, 2 o200k) in text\n"
+     "to the dict counts; return how many there were. classify(code_point) gives a category\n"
+     "1..7 plus 16 times a letter of 'sdmtlver' (see bpestore.text.char_class)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_countcore",
-    "GPT-2's pre-tokenizer and a word count in one pass (optional compiled core).",
+    "The built-in pre-tokenizers and a word count in one pass (optional compiled core).",
     -1, methods,
 };
 

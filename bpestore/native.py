@@ -1,6 +1,6 @@
 """The optional compiled cores, imported where they were built and are allowed.
 
-Each core (``_mergecore``: the merge loop; ``_countcore``: GPT-2's pre-tokenizer
+Each core (``_mergecore``: the merge loop; ``_countcore``: the built-in pre-tokenizers
 and word count) has a pure-Python reference that gives the same results and is
 used instead where the core is missing or ``BPESTORE_PURE`` is set.
 """

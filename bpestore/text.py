@@ -61,27 +61,37 @@ _SAFE_CUT = regex.compile(r"(?r)(?<=[\p{L}\p{N}])\s(?=\S)")
 _SAFE_CUT_AHEAD = regex.compile(r"(?<=[\p{L}\p{N}])\s(?=\S)")  # the same, searched forwards
 
 
-# GPT-2's pre-tokenizer and word count in one pass, in C (bpestore/_countcore.c), or None.
+# The built-in patterns' pre-tokenizer and word count in one pass, in C
+# (bpestore/_countcore.c), or None; the number it knows each pattern by.
 COUNT_CORE, COUNT_CORE_STATUS = native.load("_countcore")
+COUNT_CORE_PATTERNS = {"gpt2": 0, "cl100k": 1, "o200k": 2}
 
 
 def counting_core() -> str:
-    """How ingestion counts GPT-2's words: ``compiled (C)`` or ``pure-Python (<reason>)``."""
+    """How ingestion counts the built-in patterns' words: ``compiled (C)`` or ``pure-Python (<reason>)``."""
     return native.describe(COUNT_CORE, COUNT_CORE_STATUS)
 
 
-_GPT2_CLASSES = (r"\p{L}", r"\p{N}", r"\s")
+# The classes the built-in patterns tell apart, and the letters of their contractions.
+_CATEGORIES = [regex.compile(c) for c in (r"[\p{Lu}\p{Lt}]", r"\p{Ll}", r"[\p{Lm}\p{Lo}]", r"\p{M}", r"\p{N}", r"\s")]
+_FOLDS = [regex.compile(f"(?i:{letter})") for letter in "sdmtlver"]
 
 
-def gpt2_class(code_point: int) -> int:
-    """The class of a character in GPT-2's pattern, as ``regex`` sees it: 0 letter
-    (``\\p{L}``), 1 number (``\\p{N}``), 2 whitespace (``\\s``), 3 anything else.
+def char_class(code_point: int) -> int:
+    """A character's class in the built-in patterns, as ``regex`` sees it (the
+    counting core asks this once per code point): its category, 1 ``Lu``/``Lt``,
+    2 ``Ll``, 3 ``Lm``/``Lo``, 4 ``\\p{M}``, 5 ``\\p{N}``, 6 ``\\s``, 7 anything else;
+    plus 16 times the letter of ``sdmtlver`` it is case-insensitively (1-8), if any.
 
-    >>> [gpt2_class(ord(c)) for c in "a7 ,é٣\u3000"]
-    [0, 1, 2, 3, 0, 1, 2]
+    >>> [char_class(ord(c)) for c in "Ab7 ,中\u0301\u3000"]
+    [1, 2, 5, 6, 7, 3, 4, 6]
+    >>> [char_class(ord(c)) >> 4 for c in "sSſdtLe"]
+    [1, 1, 1, 2, 4, 5, 7]
     """
     char = chr(code_point)
-    return next((k for k, cls in enumerate(_GPT2_CLASSES) if regex.match(cls, char)), 3)
+    category = next((k for k, cls in enumerate(_CATEGORIES, start=1) if cls.match(char)), 7)
+    fold = next((k for k, letter in enumerate(_FOLDS, start=1) if letter.match(char)), 0)
+    return category | fold << 4
 
 
 _UNICODE_FORMS: dict[str, Literal["NFC", "NFD", "NFKC", "NFKD"]] = {
@@ -130,8 +140,8 @@ class TextPipeline:
         # known (a look-ahead sees past it, a match may span it), so a custom
         # pattern meets each segment whole: exactly regex.findall's words.
         self.cuts_words = spec.pretokenizer in PATTERNS
-        # GPT-2's words are counted in C (count_utf8) where the counting core is built.
-        self.count_core = COUNT_CORE if spec.pretokenizer == "gpt2" else None
+        # A built-in pattern's words are counted in C (count_utf8) where the counting core is built.
+        self.count_core = COUNT_CORE if spec.pretokenizer in COUNT_CORE_PATTERNS else None
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -195,7 +205,7 @@ class TextPipeline:
 
     def count_utf8(self, text: str, counts: dict[bytes, int]) -> int:
         """Add the UTF-8 bytes of every pre-token of text to counts; returns how
-        many there were. GPT-2's words are counted by the compiled counting core
+        many there were. A built-in pattern's words are counted by the compiled counting core
         where it is built (the same counts as ``count_strings``, then encoded)."""
         if self.count_core is None:
             strings: Counter = Counter()
@@ -206,9 +216,10 @@ class TextPipeline:
                 counts[key] = counts.get(key, 0) + n
             return n_words
         n_words = 0
+        pattern = COUNT_CORE_PATTERNS[self.spec.pretokenizer]
         for segment, is_special in self.segments(text):
             if not is_special:
-                n_words += self.count_core.count_gpt2(normalize(segment, self.steps), counts, gpt2_class)
+                n_words += self.count_core.count(normalize(segment, self.steps), counts, char_class, pattern)
         return n_words
 
     def count_words(self, text: str, counts: Counter | None = None) -> Counter:

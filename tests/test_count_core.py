@@ -1,8 +1,9 @@
-"""The compiled counting core (bpestore/_countcore.c) counts exactly the words of GPT-2's regex.
+"""The compiled counting core (bpestore/_countcore.c) counts exactly the words of the built-in regexes.
 
-The reference is the `regex` module running GPT-2's pattern as GPT-2's encoder.py spells
-it, not bpestore's own spelling: every word and every count must agree, on the shared
-corpora and on random text made of the characters where the alternatives meet."""
+The references are the `regex` module running each pattern as its authors spell it (GPT-2's
+encoder.py, tiktoken's openai_public.py), not bpestore's own spelling: every word and every
+count must agree, on the shared corpora and on random text made of the characters where
+the alternatives meet."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from hypothesis import strategies as st
 
 from bpestore import text
 from bpestore.spec import TokenizerSpec
-from bpestore.text import TextPipeline, gpt2_class
+from bpestore.text import COUNT_CORE_PATTERNS, TextPipeline, char_class
 
-from .conftest import read_corpus
+from .conftest import read_corpus, tiktoken_pattern
 
 # GPT-2's encoder.py, verbatim.
-GPT2_ENCODER_PY = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+GPT2_ENCODER_PY = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+PATTERNS = list(COUNT_CORE_PATTERNS)
 
 
 @pytest.fixture(autouse=True)
@@ -31,80 +33,103 @@ def compiled_core():
         pytest.skip(f"the compiled counting core is not built here: {text.COUNT_CORE_STATUS}")
 
 
-def core_counts(s: str) -> tuple[dict[bytes, int], int]:
+@pytest.fixture(scope="module")
+def references() -> dict[str, regex.Pattern]:
+    return {"gpt2": regex.compile(GPT2_ENCODER_PY), "cl100k": regex.compile(tiktoken_pattern("cl100k")),
+            "o200k": regex.compile(tiktoken_pattern("o200k"))}
+
+
+def core_counts(s: str, pattern: str = "gpt2") -> tuple[dict[bytes, int], int]:
     counts: dict[bytes, int] = {}
-    n = text.COUNT_CORE.count_gpt2(s, counts, gpt2_class)
+    n = text.COUNT_CORE.count(s, counts, char_class, COUNT_CORE_PATTERNS[pattern])
     return counts, n
 
 
-def assert_same_words(s: str) -> None:
-    words = GPT2_ENCODER_PY.findall(s)
-    counts, n = core_counts(s)
+def assert_same_words(s: str, reference: regex.Pattern, pattern: str) -> None:
+    words = reference.findall(s)
+    counts, n = core_counts(s, pattern)
     assert n == len(words)
     assert counts == Counter(w.encode("utf-8", "surrogatepass") for w in words)
 
 
+@pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("name", ["tinyshakespeare.txt", "taylorswift.txt", "german_1M.txt", "russian_1M.txt",
                                   "chinese_1M.txt", "japanese_1M.txt", "hindi_1M.txt", "english_medium.txt.xz",
                                   "code_python_5M.txt.xz"])
-def test_the_words_of_the_shared_corpora(name):
+def test_the_words_of_the_shared_corpora(name, pattern, references):
     s = read_corpus(name)
-    assert_same_words(s[:3_000_000])  # all three string kinds: Latin-1, BMP, and beyond (emoji in the code)
+    # all three string kinds: Latin-1, BMP, and beyond (emoji in the code)
+    assert_same_words(s[:3_000_000 if pattern == "gpt2" else 600_000], references[pattern], pattern)
 
 
-# Where the alternatives meet: contractions, a space before each class, whitespace runs
-# before a non-space and at the end, \s that is not str.isspace (and back), digits and
-# letters beyond ASCII, marks, a lone surrogate, a character beyond the BMP.
-TRICKY = " \n\t\r\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000'sdmtlverSTA_-.1é٣½Ⅻ\u0301\u200b\ud800😀"
+# Where the alternatives meet: contractions in both cases (and the long s, which folds to
+# s), a space or another prefix before each class, whitespace runs before a non-space, at
+# the end and around newlines, \s that is not str.isspace (and back), upper, lower, title
+# case and other letters, marks, digits and letters beyond ASCII, slashes after symbols,
+# a lone surrogate, a character beyond the BMP.
+TRICKY = (" \n\r\t\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000'sdmtlverSDMTLVERſK_-./1é٣½Ⅻ\u0301\u200b"
+          "ǅʰ中ÀßΣ\ud800😀")
 
 
+@pytest.mark.parametrize("pattern", PATTERNS)
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=TRICKY, max_size=60))
-def test_random_text_where_the_alternatives_meet(s):
-    assert_same_words(s)
+@given(s=st.text(alphabet=TRICKY, max_size=60))
+def test_random_text_where_the_alternatives_meet(pattern, references, s):
+    assert_same_words(s, references[pattern], pattern)
 
 
+@pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("s", ["", " ", "  ", " \n", "a  b", "a \n b", "'s", " 's", "''s", "it'LL", "x'll've",
-                               "'", "end '", "1.5e3", "\u3000x", "a\u00a0b", "\x1c\x1c"])
-def test_edges(s):
-    assert_same_words(s)
+                               "'", "end '", "1.5e3", "12345", "\u3000x", "a\u00a0b", "\x1c\x1c", "HELLOworld",
+                               "helloWorld", "ABC'S", "\u0301a", "a\u0301b", "ǅemo", "ʰʰA", ".\n/x", "x \n\n  y",
+                               "  \r\n", "\n\nfoo", "don't", "Σʰ'll"])
+def test_edges(s, pattern, references):
+    assert_same_words(s, references[pattern], pattern)
 
 
 def test_counts_add_to_what_the_dict_holds():
     counts = {b"Hi": 2, b"other": 1}
-    assert text.COUNT_CORE.count_gpt2("Hi Hi", counts, gpt2_class) == 2
+    assert text.COUNT_CORE.count("Hi Hi", counts, char_class, 0) == 2
     assert counts == {b"Hi": 3, b" Hi": 1, b"other": 1}
 
 
 def test_every_code_point_gets_regex_class():
-    """gpt2_class is asked once per code point; its answers are regex's classes."""
+    """char_class is asked once per code point; its answers are regex's classes (a
+    sample of each class over all code points)."""
     every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
-    for k, cls in enumerate((r"\p{L}", r"\p{N}", r"\s")):
-        sample = [m.group() for m in regex.finditer(cls, every)][::97]
-        assert {gpt2_class(ord(c)) for c in sample} == {k}, cls
-    others = regex.findall(r"[^\s\p{L}\p{N}]", every)[::97]
-    assert {gpt2_class(ord(c)) for c in others} == {3}
+    for k, cls in enumerate((r"[\p{Lu}\p{Lt}]", r"\p{Ll}", r"[\p{Lm}\p{Lo}]", r"\p{M}", r"\p{N}", r"\s",
+                             r"[^\p{L}\p{M}\p{N}\s]"), start=1):
+        sample = regex.findall(cls, every)[::97]
+        assert {char_class(ord(c)) & 15 for c in sample} == {k}, cls
+    folded = regex.findall(r"(?i)[sdmtlver]", every)
+    assert folded == list("DELMRSTVdelmrstvſ")  # the long s folds to s
+    assert ["sdmtlver"[(char_class(ord(c)) >> 4) - 1] for c in folded] == [c.lower() for c in "DELMRSTVdelmrstvs"]
+    assert not any(char_class(ord(c)) >> 4 for c in regex.sub(r"(?i)[sdmtlver]", "", every)[::31])
 
 
 def test_another_classify_starts_afresh_and_bad_answers_are_errors():
-    def letters_only(cp):
-        return 0 if chr(cp).isalpha() else 3
+    def no_digits(cp):
+        return 7 if chr(cp).isdigit() else char_class(cp)
     counts: dict[bytes, int] = {}
-    text.COUNT_CORE.count_gpt2("ab 1.", counts, letters_only)
+    text.COUNT_CORE.count("ab 1.", counts, no_digits, 0)
     assert counts == {b"ab": 1, b" 1.": 1}  # digits are "other" to this classify
-    assert core_counts("ab 1.") == ({b"ab": 1, b" 1": 1, b".": 1}, 3)  # gpt2_class's answers are used again
+    assert core_counts("ab 1.") == ({b"ab": 1, b" 1": 1, b".": 1}, 3)  # char_class's answers are used again
 
-    with pytest.raises(ValueError, match="must give 0, 1, 2 or 3"):
-        text.COUNT_CORE.count_gpt2("x", {}, lambda cp: 7)
+    with pytest.raises(ValueError, match="must give a category"):
+        text.COUNT_CORE.count("x", {}, lambda cp: 8, 0)
     with pytest.raises(ZeroDivisionError):
-        text.COUNT_CORE.count_gpt2("x", {}, lambda cp: 1 // 0)
+        text.COUNT_CORE.count("x", {}, lambda cp: 1 // 0, 0)
     with pytest.raises(TypeError):
-        text.COUNT_CORE.count_gpt2("x", {}, None)
+        text.COUNT_CORE.count("x", {}, None, 0)
+    with pytest.raises(ValueError, match="pattern must be"):
+        text.COUNT_CORE.count("x", {}, char_class, 3)
     assert core_counts("x y") == ({b"x": 1, b" y": 1}, 2)
 
 
 @pytest.mark.parametrize("spec", [
     TokenizerSpec(),
+    TokenizerSpec(pretokenizer="cl100k", special_tokens=("<|endoftext|>",)),
+    TokenizerSpec(pretokenizer="o200k", normalizer="nfd"),
     TokenizerSpec(special_tokens=("<|endoftext|>", "<pad>")),
     TokenizerSpec(normalizer="nfkc,lowercase", special_tokens=("<|endoftext|>",)),
 ])
@@ -125,8 +150,9 @@ def test_the_pipeline_counts_the_same_with_and_without_the_core(spec, monkeypatc
 
 
 def test_other_pretokenizers_do_not_use_it():
-    assert TextPipeline(TokenizerSpec(pretokenizer="cl100k")).count_core is None
-    assert TextPipeline(TokenizerSpec(pretokenizer="regex", pattern=r"\w+")).count_core is None
+    for spec in (TokenizerSpec(pretokenizer="whitespace"), TokenizerSpec(pretokenizer="regex", pattern=r"\w+"),
+                 TokenizerSpec(pretokenizer="none")):
+        assert TextPipeline(spec).count_core is None
 
 
 def test_version_says_which_counting_core():
