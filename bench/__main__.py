@@ -7,6 +7,7 @@ generations, incremental: corpus generations (issue 9) vs today's unversioned
 store (--baseline) and HF (bench/generations.py says how).
 ingest-workers, encode-workers: ingest and encode --out at each --workers count
 vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
+ingest-patterns: ingest with the gpt2, cl100k and o200k patterns, counting core vs regex vs HF.
 startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --scale) vs HF,

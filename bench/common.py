@@ -34,6 +34,7 @@ class Params:
     vocab_size: int = 0
     code: str = ""  # a checkout whose bpestore the case imports instead of this tree's (bench.generations)
     workers: int = 0  # worker processes or threads (bench ingest-workers, encode-workers)
+    pretokenizer: str = ""  # a built-in pre-tokenizer (bench ingest-patterns)
 
 
 @dataclass(frozen=True)

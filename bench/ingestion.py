@@ -260,4 +260,54 @@ def ingest_workers(corpus: Path, name: str, runs: int, vocab_size: int, workers:
                  "PSS / HF's", "bpestore tree RSS (MB)", "HF RSS (MB)"], rows))
 
 
-SUITES = {"ingest-scale": ingest_scale, "ingest-workers": ingest_workers}
+# -- ingest with each built-in pattern: the counting core against regex and HF ------------
+def bpestore_ingest_pattern(p: Params) -> cases.Timed:
+    """Store.ingest with pre-tokenizer ``p.pretokenizer``, 2 workers, the counting core."""
+    import bpestore
+
+    store = bpestore.open(Path(p.tmp) / "bench.db")
+    return lambda: store.ingest("bench", [p.corpus], pretokenizer=p.pretokenizer, workers=WORKERS)
+
+
+def bpestore_ingest_pattern_pure(p: Params) -> cases.Timed:
+    """The same, counting through ``regex`` (the workers fork from this process after this)."""
+    from bpestore import text
+
+    text.COUNT_CORE = None
+    return bpestore_ingest_pattern(p)
+
+
+def hf_ingest_pattern(p: Params) -> cases.Timed:
+    """HF's 300-token training with the same regex: Split(isolated) + ByteLevel without its own."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    from bpestore.text import PATTERNS
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(PATTERNS[p.pretokenizer]), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    trainer = trainers.BpeTrainer(vocab_size=cases.INGEST_VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    return lambda: tok.train([p.corpus], trainer)
+
+
+def ingest_patterns(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
+    """Store.ingest with each built-in pattern, counting core vs regex, beside HF's
+    training of 300 tokens with the same regex."""
+    size = corpus.stat().st_size
+    rows = []
+    for pattern in ("gpt2", "cl100k", "o200k"):
+        p = Params(corpus=str(corpus), pretokenizer=pattern)
+        core, pure, hf = measure([Case(f"bpestore ingest {pattern}, counting core", bpestore_ingest_pattern, p),
+                                  Case(f"bpestore ingest {pattern}, regex", bpestore_ingest_pattern_pure, p),
+                                  Case(f"HF train vocab 300, {pattern} regex", hf_ingest_pattern, p)], runs)
+        rows.append([pattern, f"{core.seconds:.2f}", f"{pure.seconds:.2f}", f"{hf.seconds:.2f}",
+                     f"{core.seconds / pure.seconds:.2f}×", f"{core.seconds / hf.seconds:.2f}×"])
+    return (f"### Ingest with each built-in pattern: `{name}` ({size / 1e6:.1f} MB), {WORKERS} workers, fresh "
+            f"SQLite (medians of {runs})\n\n" + markdown_table(
+                ["pattern", "counting core (s)", "regex (s)", f"HF vocab {cases.INGEST_VOCAB}, same regex (s)",
+                 "core / regex", "core / HF"], rows))
+
+
+SUITES = {"ingest-scale": ingest_scale, "ingest-workers": ingest_workers, "ingest-patterns": ingest_patterns}
