@@ -297,6 +297,51 @@ contraction_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i, int fold
     return -1;
 }
 
+/* The end of "\p{N}{1,3}" at i (a digit). */
+INLINE Py_ssize_t
+digits_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t end = i + 1;
+    while (end < n && end < i + 3 && CAT(end) == CAT_NUMBER)
+        end++;
+    return end;
+}
+
+/* The end of " ?[^\s\p{L}\p{N}]+[\r\n]*" at i (with slash: "[\r\n/]*"), or -1. */
+INLINE Py_ssize_t
+symbols_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i, int slash)
+{
+    Py_ssize_t run = -1;
+    if (AT(i) == ' ' && i + 1 < n && IS_SYMBOL(CAT(i + 1)))
+        run = i + 1;
+    else if (IS_SYMBOL(CAT(i)))
+        run = i;
+    if (run < 0)
+        return -1;
+    Py_ssize_t end = RUN_END(run + 1, RUN_SYMBOL);
+    while (end < n && (IS_NEWLINE(AT(end)) || (slash && AT(end) == '/')))
+        end++;
+    return end;
+}
+
+/* The end of a run of whitespace at i under cl100k's and o200k's last alternatives:
+   all of it where it reaches the end of the text and whole_at_end (cl100k's
+   "\s++$"), else up to its last \r or \n ("\s*[\r\n]" / "\s*[\r\n]+"), else
+   "\s+(?!\S)|\s+". */
+INLINE Py_ssize_t
+newline_space_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i, int whole_at_end)
+{
+    Py_ssize_t k = i + 1;
+    while (k < n && CAT(k) == CAT_SPACE)
+        k++;
+    if (k == n && whole_at_end)
+        return n;
+    for (Py_ssize_t p = k - 1; p >= i; p--)
+        if (IS_NEWLINE(AT(p)))
+            return p + 1;
+    return space_end(i, k, n);
+}
+
 /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
 INLINE Py_ssize_t
 gpt2_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
@@ -339,35 +384,13 @@ cl100k_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
     if (k != CAT_NUMBER && !IS_NEWLINE(c) && i + 1 < n && IS_LETTER(CAT(i + 1)))
         return RUN_END(i + 2, RUN_LETTER);
     /* \p{N}{1,3}+ */
-    if (k == CAT_NUMBER) {
-        end = i + 1;
-        while (end < n && end < i + 3 && CAT(end) == CAT_NUMBER)
-            end++;
-        return end;
-    }
+    if (k == CAT_NUMBER)
+        return digits_end(data, kind, n, i);
     /* " ?[^\s\p{L}\p{N}]++[\r\n]*+" */
-    Py_ssize_t run = -1;
-    if (c == ' ' && i + 1 < n && IS_SYMBOL(CAT(i + 1)))
-        run = i + 1;
-    else if (IS_SYMBOL(k))
-        run = i;
-    if (run >= 0) {
-        end = RUN_END(run + 1, RUN_SYMBOL);
-        while (end < n && IS_NEWLINE(AT(end)))
-            end++;
+    if ((end = symbols_end(data, kind, n, i, 0)) >= 0)
         return end;
-    }
-    /* Whitespace: \s++$ (a run to the end), \s*[\r\n] (to its last \r or \n), then
-       \s+(?!\S)|\s. */
-    Py_ssize_t k_end = i + 1;
-    while (k_end < n && CAT(k_end) == CAT_SPACE)
-        k_end++;
-    if (k_end == n)
-        return n;
-    for (Py_ssize_t p = k_end - 1; p >= i; p--)
-        if (IS_NEWLINE(AT(p)))
-            return p + 1;
-    return space_end(i, k_end, n);
+    /* Whitespace: \s++$|\s*[\r\n]|\s+(?!\S)|\s */
+    return newline_space_end(data, kind, n, i, 1);
 }
 
 /* o200k's first alternative from s (after the optional prefix or at it),
@@ -425,32 +448,13 @@ o200k_end(const void *data, int kind, Py_ssize_t n, Py_ssize_t i)
     if ((end = o200k_second_end(data, kind, n, i)) >= 0)
         return end;
     /* \p{N}{1,3} */
-    if (k == CAT_NUMBER) {
-        end = i + 1;
-        while (end < n && end < i + 3 && CAT(end) == CAT_NUMBER)
-            end++;
-        return end;
-    }
+    if (k == CAT_NUMBER)
+        return digits_end(data, kind, n, i);
     /* " ?[^\s\p{L}\p{N}]+[\r\n/]*" */
-    Py_ssize_t run = -1;
-    if (c == ' ' && i + 1 < n && IS_SYMBOL(CAT(i + 1)))
-        run = i + 1;
-    else if (IS_SYMBOL(k))
-        run = i;
-    if (run >= 0) {
-        end = RUN_END(run + 1, RUN_SYMBOL);
-        while (end < n && (IS_NEWLINE(AT(end)) || AT(end) == '/'))
-            end++;
+    if ((end = symbols_end(data, kind, n, i, 1)) >= 0)
         return end;
-    }
-    /* Whitespace: \s*[\r\n]+ (to its last \r or \n), then \s+(?!\S)|\s+. */
-    Py_ssize_t k_end = i + 1;
-    while (k_end < n && CAT(k_end) == CAT_SPACE)
-        k_end++;
-    for (Py_ssize_t p = k_end - 1; p >= i; p--)
-        if (IS_NEWLINE(AT(p)))
-            return p + 1;
-    return space_end(i, k_end, n);
+    /* Whitespace: \s*[\r\n]+|\s+(?!\S)|\s+ */
+    return newline_space_end(data, kind, n, i, 0);
 }
 
 /* Count every word of one pattern in text (one kind); the number of words, or -1
