@@ -467,6 +467,10 @@ scan(const void *data, int kind, Py_ssize_t n, int pattern, Table *t)
         Py_ssize_t end = pattern == PATTERN_GPT2 ? gpt2_end(data, kind, n, i)
                          : pattern == PATTERN_CL100K ? cl100k_end(data, kind, n, i)
                          : o200k_end(data, kind, n, i);
+        if (end <= i) {  /* never: every alternative takes a character; a bug must not loop */
+            PyErr_Format(PyExc_SystemError, "counting core: no progress at %zd", i);
+            return -1;
+        }
         if (table_add(t, data, kind, i, end - i) < 0)
             return -1;
         words++;
