@@ -13,6 +13,7 @@ words as it would on the whole text, which is what lets ingestion and
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -72,9 +73,10 @@ def counting_core() -> str:
     return native.describe(COUNT_CORE, COUNT_CORE_STATUS)
 
 
-# The classes the built-in patterns tell apart, and the letters of their contractions.
-_CATEGORIES = [regex.compile(c) for c in (r"[\p{Lu}\p{Lt}]", r"\p{Ll}", r"[\p{Lm}\p{Lo}]", r"\p{M}", r"\p{N}", r"\s")]
-_FOLDS = [regex.compile(f"(?i:{letter})") for letter in "sdmtlver"]
+# The classes the built-in patterns tell apart, and the letters of their contractions
+# (compiled when first asked: only counting needs them).
+_CATEGORIES = (r"[\p{Lu}\p{Lt}]", r"\p{Ll}", r"[\p{Lm}\p{Lo}]", r"\p{M}", r"\p{N}", r"\s")
+_FOLDS = tuple(f"(?i:{letter})" for letter in "sdmtlver")
 
 
 def char_class(code_point: int) -> int:
@@ -89,9 +91,15 @@ def char_class(code_point: int) -> int:
     [1, 1, 1, 2, 4, 5, 7]
     """
     char = chr(code_point)
-    category = next((k for k, cls in enumerate(_CATEGORIES, start=1) if cls.match(char)), 7)
-    fold = next((k for k, letter in enumerate(_FOLDS, start=1) if letter.match(char)), 0)
+    categories, folds = _class_patterns()
+    category = next((k for k, cls in enumerate(categories, start=1) if cls.match(char)), 7)
+    fold = next((k for k, letter in enumerate(folds, start=1) if letter.match(char)), 0)
     return category | fold << 4
+
+
+@functools.cache
+def _class_patterns() -> tuple[list[regex.Pattern], list[regex.Pattern]]:
+    return [regex.compile(c) for c in _CATEGORIES], [regex.compile(f) for f in _FOLDS]
 
 
 _UNICODE_FORMS: dict[str, Literal["NFC", "NFD", "NFKC", "NFKD"]] = {
@@ -142,6 +150,7 @@ class TextPipeline:
         self.cuts_words = spec.pretokenizer in PATTERNS
         # A built-in pattern's words are counted in C (count_utf8) where the counting core is built.
         self.count_core = COUNT_CORE if spec.pretokenizer in COUNT_CORE_PATTERNS else None
+        self.count_pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -170,6 +179,12 @@ class TextPipeline:
         # A custom pattern may match the empty string (``x*``): that is no word.
         return words if self.cuts_words else [w for w in words if w]
 
+    def ordinary_segments(self, text: str) -> Iterator[str]:
+        """The normalized segments of text between its special tokens."""
+        for segment, is_special in self.segments(text):
+            if not is_special:
+                yield normalize(segment, self.steps)
+
     def words(self, text: str) -> Iterator[str]:
         """The pre-tokens of a text, special tokens dropped."""
         for segment, is_special in self.segments(text):
@@ -184,10 +199,7 @@ class TextPipeline:
         part takes many times its size in memory.
         """
         n_words = 0
-        for segment, is_special in self.segments(text):
-            if is_special:
-                continue
-            segment = normalize(segment, self.steps)
+        for segment in self.ordinary_segments(text):
             if self.pattern is None:
                 counts.update([segment] if segment else [])
                 n_words += bool(segment)
@@ -215,12 +227,8 @@ class TextPipeline:
                 key = word.encode("utf-8", "surrogatepass")
                 counts[key] = counts.get(key, 0) + n
             return n_words
-        n_words = 0
-        pattern = COUNT_CORE_PATTERNS[self.spec.pretokenizer]
-        for segment, is_special in self.segments(text):
-            if not is_special:
-                n_words += self.count_core.count(normalize(segment, self.steps), counts, char_class, pattern)
-        return n_words
+        return sum(self.count_core.count(segment, counts, char_class, self.count_pattern)
+                   for segment in self.ordinary_segments(text))
 
     def count_words(self, text: str, counts: Counter | None = None) -> Counter:
         """Add the UTF-8 bytes of every pre-token of text to counts (a Counter).
