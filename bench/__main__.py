@@ -16,6 +16,7 @@ plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per 
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 phases, phases-synthetic: cold ingest + train phase by phase (serial / parallel) at each --workers count,
 and the Amdahl projection to --project workers (bench/phases.py).
+fixed-costs: the everyday commands in a fresh process, SQLite (and PostgreSQL: BPESTORE_BENCH_PG_URL).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
@@ -33,6 +34,7 @@ from bench import phases, training_scale
 from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.dask_count import SUITES as DASK_SUITES
+from bench.fixed_costs import SUITES as FIXED_COST_SUITES
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
@@ -46,7 +48,8 @@ from bench.web import SUITES as WEB_SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers", *PHASE_SUITES)
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES}
+          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
+          **FIXED_COST_SUITES}
 
 
 def _versions() -> str:
