@@ -7,7 +7,7 @@
 # of them, and as many runs, as the budget allows), then `python -m bench
 # encode-peers` where that suite exists. The table comes last on stdout; everything
 # else is under $OUT: many_cores.json, summary.md, many_cores.log, build.log,
-# encode_peers.md.
+# encode_peers.md, phases.md.
 #
 # Run from the repository root, sqlalchemy and alembic importable (e.g. PYTHONPATH),
 # the corpora in .devdata/ or ../shared/corpora. Settings (environment):
