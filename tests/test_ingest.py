@@ -216,7 +216,8 @@ def test_stdin_and_compressed_sources(tmp_path):
         with opener(tmp_path / f"t{suffix}", "wb") as f:
             f.write(data)
     batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
-                                 TokenizerSpec(), stdin=io.BytesIO(data), force=True))
+                                 TokenizerSpec(), stdin=io.BytesIO(data), force=True,
+                                 tuning=IngestTuning(batch_words=0)))  # a batch per source: each one's counts
     assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
     assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
 
@@ -310,7 +311,7 @@ def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
     from bpestore.store import repository
 
-    one_each = IngestTuning(small_source_bytes=5)  # each source a transaction of its own
+    one_each = IngestTuning(small_source_bytes=5, batch_words=0)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
@@ -629,7 +630,7 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     bad.write_bytes(b"fine words " * 5_000 + b"\xc3(")
     expected_bytes = 4 * paths[0].stat().st_size + paths[1].stat().st_size + bad.stat().st_size
     assert expected_bytes < 400_000 < len(texts[0])  # the workers start inside the first source
-    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000)
+    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_words=0)  # a batch per source
     batches = []
     with pytest.raises(SourceError, match="not valid UTF-8"):
         for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=workers,
@@ -668,3 +669,45 @@ def test_a_packed_shard_gives_back_its_words_and_counts():
     counts = [1, 2**62, 3, 4, 5, 6]
     assert unpack_shard(pack_shard(words, counts)) == (words, counts)
     assert unpack_shard(pack_shard([], [])) == ([], [])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sources_of_one_call_are_written_together(workers, tmp_path):
+    """Large and small sources counted in one call come out as one batch (one transaction,
+    one generation) while their distinct words fit ``batch_words``: the counts are the
+    sum of each source's, each source keeps its own totals; past the bound, a new batch."""
+    texts = [read_corpus("dracula.txt")[:60_000], read_corpus("russian_1M.txt")[:80_000], "small one",
+             read_corpus("dracula.txt")[60_000:130_000]]
+    paths = [tmp_path / f"{i}.txt" for i in range(len(texts))]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    each = [reference_counts(t, GPT2) for t in texts]
+    tuning = dataclasses.replace(PARALLEL, small_source_bytes=1_000)
+    batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning))
+    assert len(batches) == 1
+    assert batches[0].counts == sum(each, Counter())
+    assert [(s.n_words, s.n_distinct) for s in batches[0].sources] == [(c.total(), len(c)) for c in each]
+    # Words no two sources share: the first two fit the bound, the third does not.
+    def word(prefix: str, i: int) -> str:  # letters only: one pre-token
+        return prefix + "".join(chr(ord("a") + int(d)) for d in str(i))
+    sizes = [("p", 900), ("q", 700), ("r", 2), ("s", 800)]
+    texts = [" ".join(word(prefix, i) for i in range(n)) for prefix, n in sizes]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    each = [reference_counts(t, GPT2) for t in texts]
+    batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers,
+                                 tuning=dataclasses.replace(tuning, batch_words=len(each[0]) + len(each[1]))))
+    assert [[s.source for s in b.sources] for b in batches] == [[str(paths[0]), str(paths[1])],
+                                                               [str(paths[2]), str(paths[3])]]
+    assert [b.counts for b in batches] == [each[0] + each[1], each[2] + each[3]]
+
+
+def test_an_ingest_of_many_files_is_one_generation(store, tmp_path):
+    paths = [tmp_path / f"{i}.txt" for i in range(3)]
+    for i, path in enumerate(paths):
+        path.write_text(read_corpus("dracula.txt")[i * 50_000:(i + 1) * 50_000], encoding="utf-8")
+    store.ingest("c", paths, workers=2, tuning=dataclasses.replace(PARALLEL, small_source_bytes=1_000))
+    assert [g.generation for g in store.corpus_log("c")] == [1]
+    assert {s.generation for s in store.corpus_sources("c")} == {1}
+    assert store.word_counts("c") == sum((reference_counts(p.read_text(encoding="utf-8"), GPT2) for p in paths),
+                                         Counter())

@@ -226,7 +226,7 @@ class TaskCounter:
                 return Counted(_as_bytes(counts) if own is not counts else {}, words, exc)
             words.append((n_words, len(own)))
             if own is not counts:
-                counts.update(own)
+                merge_counts(counts, own)
         return Counted({} if into is not None else _as_bytes(counts), words)
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:

@@ -15,9 +15,11 @@ The workers keep a large source's counts and hand them back, cut into shards,
 when their share of ``merge_bytes`` is full and when the source ends; once a
 source is counted, the workers merge each shard (``pool``).
 
-A large source is a batch of its own; small ones share batches of about
-``batch_bytes``. Results are taken in the order the tasks were sent, so the
-batches come out in source order.
+A large source is counted as a group of its own; small ones share groups of
+about ``batch_bytes``. Results are taken in the order the tasks were sent, so the
+groups come out in source order, and consecutive groups are handed on as one
+batch (one transaction, one generation, one upsert) while its distinct words
+stay within ``batch_words``: a call ingesting many files writes once.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class IngestTuning:
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
     merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
+    batch_words: int = 1 << 20  # sources are written together while their distinct words stay within this
 
 
 @dataclass
@@ -161,6 +164,7 @@ class _Counting:
         self.failure: BpestoreError | None = None  # the first source that failed
         self.stamps: dict[str, tuple[int, int, int] | None] = {}  # each file's stat when its reading began
         self.keys = itertools.count(1)  # Task.keep of each large source
+        self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
@@ -186,6 +190,7 @@ class _Counting:
             # All counted: the workers' memory goes before the last batches are written.
             self.pool.close()
             yield from self.finished()
+            yield from self.hand_on()
         finally:
             self.pool.close()
         if self.failure is not None:
@@ -199,12 +204,36 @@ class _Counting:
                 continue
             for source in group.sources:
                 if not source.skipped and _stamp(source.source) != self.stamps.get(source.source):
+                    yield from self.hand_on()  # the sources before it are kept
                     raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
                                       "ingest it again once it stays as it is", source=source.source)
             if len(group.sources) == 1 and group.counts is not None:
                 # A large source's pieces each report their own distinct words.
                 group.sources[0].n_distinct = len(group.counts)
-            yield CountedBatch(group.sources, group.counts if group.counts is not None else Counter())
+            yield from self.coalesce(CountedBatch(group.sources, group.counts if group.counts is not None
+                                                  else Counter()))
+
+    def coalesce(self, batch: CountedBatch) -> Iterator[CountedBatch]:
+        """Add a counted group to the batch being gathered; hand that on first where the
+        two together would hold more than ``batch_words`` distinct words."""
+        gathered = self.batch
+        if gathered is None:
+            self.batch = batch
+            return
+        if len(gathered.counts) + len(batch.counts) > self.tuning.batch_words:
+            yield gathered
+            self.batch = batch
+            return
+        gathered.sources += batch.sources
+        small, large = sorted((gathered.counts, batch.counts), key=len)
+        merge_counts(large, small)  # the smaller into the larger: the fewer steps
+        gathered.counts = large
+
+    def hand_on(self) -> Iterator[CountedBatch]:
+        """The batch being gathered, if any."""
+        if self.batch is not None:
+            batch, self.batch = self.batch, None
+            yield batch
 
     # -- small sources: read whole, counted and written together --------------
     def add_small(self, index: int, path: str) -> None:
