@@ -711,3 +711,21 @@ def test_an_ingest_of_many_files_is_one_generation(store, tmp_path):
     assert {s.generation for s in store.corpus_sources("c")} == {1}
     assert store.word_counts("c") == sum((reference_counts(p.read_text(encoding="utf-8"), GPT2) for p in paths),
                                          Counter())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_small_sources_before_a_failing_one_keep_exact_counts(workers, tmp_path):
+    """The workers keep a group of small sources' counts together; one that fails leaves
+    the sources before it with exactly their own counts, and nothing of itself."""
+    texts = [read_corpus("dracula.txt")[i * 3_000:(i + 1) * 3_000] for i in range(4)]
+    paths = [tmp_path / f"{i}.txt" for i in range(5)]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    paths[4].write_bytes(texts[0].encode() + b"\xc3(")
+    tuning = dataclasses.replace(PARALLEL, task_bytes=1)  # each source a task of its own
+    kept = []
+    with pytest.raises(SourceError, match="not valid UTF-8"):
+        for batch in count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning):
+            kept.append(batch)
+    assert [s.source for b in kept for s in b.sources] == [str(p) for p in paths[:4]]
+    assert sum((b.counts for b in kept), Counter()) == sum((reference_counts(t, GPT2) for t in texts), Counter())

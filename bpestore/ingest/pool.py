@@ -134,6 +134,7 @@ class Counted:
     words: list[tuple[int, int]]
     error: BpestoreError | None = None
     shards: list[Packed] | None = None
+    reduced: bool = False  # one shard's merged counts: no word of it is in another shard's
 
 
 # A shard's words and counts as three byte strings: the words end to end, their
@@ -200,7 +201,7 @@ def reduce_shard(pieces: list[Packed]) -> Counted:
     for piece in pieces:
         merge_pairs(total, *unpack_shard(piece))
     words = sorted(total)
-    return Counted(dict(zip(words, map(total.__getitem__, words))), [])
+    return Counted(dict(zip(words, map(total.__getitem__, words))), [], reduced=True)
 
 
 class TaskCounter:
@@ -223,15 +224,15 @@ class TaskCounter:
                 n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, own)
             except BpestoreError as exc:
                 # Only the pieces before the failing one count.
-                return Counted(_as_bytes(counts) if own is not counts else {}, words, exc)
+                return Counted(as_bytes(counts) if own is not counts else {}, words, exc)
             words.append((n_words, len(own)))
             if own is not counts:
                 merge_counts(counts, own)
-        return Counted({} if into is not None else _as_bytes(counts), words)
+        return Counted({} if into is not None else as_bytes(counts), words)
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts:
-        str keys, or UTF-8 where the counting core counts them (``_as_bytes``)."""
+        str keys, or UTF-8 where the counting core counts them (``as_bytes``)."""
         if self.jsonl_field is None:
             return self.count_document(text, counts)
         n_words = 0
@@ -274,16 +275,16 @@ def _utf8_keys(counts: Counter) -> bool:
     return not counts or isinstance(next(iter(counts)), bytes)
 
 
-def _as_bytes(counts: Counter) -> dict[bytes, int]:
+def as_bytes(counts: Counter) -> dict[bytes, int]:
     """The counts with UTF-8 keys (they pickle without re-encoding, and the store
     wants them); ``counts`` is emptied as it goes, so both never hold every word."""
     if _utf8_keys(counts):
         return counts
-    as_bytes = {}
+    converted = {}
     while counts:
         word, n = counts.popitem()
-        as_bytes[word.encode("utf-8", "surrogatepass")] = n
-    return as_bytes
+        converted[word.encode("utf-8", "surrogatepass")] = n
+    return converted
 
 
 # -- the worker processes ------------------------------------------------------------
@@ -348,7 +349,7 @@ def _flush(keep: int, shard: bool) -> Counted:
     whole); then wait for every other worker to take a flush task too, so that
     each takes one."""
     held = _held.pop(keep, Counter())
-    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(_as_bytes(held), [])
+    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(as_bytes(held), [])
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
@@ -449,7 +450,7 @@ class Pool:
         held = self.held.pop(keep, None)
         if held is not None:
             futures.append(Future())
-            futures[-1].set_result(Counted(_as_bytes(held), []))
+            futures[-1].set_result(Counted(as_bytes(held), []))
         if self.barrier is not None and self.executor is not None:
             futures += [self.executor.submit(_flush, keep, shard) for _ in range(self.workers)]
         return futures
