@@ -256,7 +256,7 @@ ROWS = [  # priority order; estimates from the issue's 16-core figures
     Row("fixed costs", row_fixed_costs, _est(*[0.5] * 9, fixed=2.0)),
     Row("day 2", row_day2, _est(4.5, 6.1, fixed=3.0)),
     Row("400 MB", row_400mb, _est(4.3, 14.1, fixed=1.0), max_runs=2),
-    Row("10,000 files", row_many_files, _est(3.6, 2.9, fixed=1.5)),
+    Row("10000 files", row_many_files, _est(3.6, 2.9, fixed=1.5)),
 ]
 
 

@@ -169,11 +169,11 @@ def _cpu() -> tuple[float, float]:
 def _profiled(p: Params, train: bool) -> cases.Timed:
     """Import + open (timed here, reported as a phase), then the timed ingest (+ train)."""
     clock = Clock()
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     import bpestore
 
     store = bpestore.open(Path(p.tmp) / "bench.db")
-    opened = time.perf_counter() - start
+    opened, opened_cpu = time.perf_counter() - start, time.process_time() - start_cpu
     _instrument_ingest(clock)
     if train:
         _instrument_train(clock, p.workers)
@@ -189,7 +189,8 @@ def _profiled(p: Params, train: bool) -> cases.Timed:
         named = sum(v for k, v in ingest.items() if k != "import bpestore + open the store")
         ingest["the parent's other work"] = max(0.0, ingest_s - named)
         out: dict[str, Any] = {"workers": p.workers, "ingest_s": ingest_s, "ingest": ingest,
-                               "ingest_cpu_parent": cpu1[0] - cpu0[0], "ingest_cpu_workers": cpu1[1] - cpu0[1]}
+                               "ingest_cpu_parent": cpu1[0] - cpu0[0], "ingest_cpu_workers": cpu1[1] - cpu0[1],
+                               "open_cpu": opened_cpu}
         if train:
             clock.seconds.clear()
             begin = time.perf_counter()
@@ -264,12 +265,21 @@ def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs:
     serial = [sum(r.phase("ingest", n) for n, k in INGEST_PHASES if k == "serial") for r in results]
     cpu = ", ".join(f"{n}: parent {r.value('ingest_cpu_parent'):.2f} s, workers {r.value('ingest_cpu_workers'):.2f} s"
                     for n, r in zip(workers, results))
+    # CPU time is what a loaded machine disturbs least: at N >= 2 workers the parent's CPU
+    # is the serial part (import + open added), the workers' the part that divides.
+    amdahl = "; ".join(
+        f"from {n} workers: {r.value('open_cpu'):.2f} + {r.value('ingest_cpu_parent'):.2f} + "
+        f"{r.value('ingest_cpu_workers'):.2f} / {PROJECT} = "
+        f"{r.value('open_cpu') + r.value('ingest_cpu_parent') + r.value('ingest_cpu_workers') / PROJECT:.2f} s"
+        for n, r in zip(workers, results) if n > 1)
     mem = ", ".join(f"{n}: {r.pss:.0f} MB" for n, r in zip(workers, results))
     text = (f"### Phases: {title} (median of {runs})\n\n#### Ingest, fresh SQLite, by worker count\n\n"
             + _table(results, workers, "ingest", INGEST_PHASES, "ingest_s", "workers")
             + "\n\nSerial phases summed (import + open included): "
             + ", ".join(f"{n} workers {s:.2f} s" for n, s in zip(workers, serial))
-            + f".\nCPU of the ingest: {cpu}.\nPeak PSS of the process tree: {mem}.")
+            + f".\nCPU of the ingest: {cpu}.\nPeak PSS of the process tree: {mem}."
+            + (f"\nProjected from CPU time, import + open + the parent's + the workers' / {PROJECT} (a quiet "
+               f"machine with {PROJECT} cores): {amdahl}." if amdahl else ""))
     if train:
         text += ("\n\n#### Training from the ingested counts, by thread count (the same N)\n\n"
                  + _table(results, workers, "train", TRAIN_PHASES, "train_s", "threads"))
