@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     deadline = time.monotonic() + args.budget
     args.out.mkdir(parents=True, exist_ok=True)
-    from bpestore.ingest.pool import default_workers
+    from bpestore.ingest import default_workers
 
     corpus = prepare_corpus(args.corpus)
     ctx = Context(corpus, args.corpus, default_workers())
