@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from array import array
+from pathlib import Path
 
 import pytest
 
@@ -124,9 +126,9 @@ def _mixed_text() -> str:
 @pytest.mark.parametrize("dtype", ["uint16", "uint32"])
 def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_path, tiktoken_gpt2, dtype,
                                                                      monkeypatch):
-    import bpestore.encoder
+    import bpestore.streams
 
-    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 40_000)  # many ranges from a small file
+    monkeypatch.setattr(bpestore.streams, "RANGE_BYTES", 40_000)  # many ranges from a small file
     text = _mixed_text()
     source = tmp_path / "in.txt"
     source.write_text(text, encoding="utf-8")
@@ -145,9 +147,9 @@ def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_pa
 
 
 def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_path, tiktoken_gpt2, monkeypatch):
-    import bpestore.encoder
+    import bpestore.streams
 
-    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 15_000)
+    monkeypatch.setattr(bpestore.streams, "RANGE_BYTES", 15_000)
     text = _mixed_text()[:120_000]
     source = tmp_path / "in.txt"
     source.write_text(text, encoding="utf-8")
@@ -163,9 +165,9 @@ def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_pa
 
 
 def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
-    import bpestore.encoder
+    import bpestore.streams
 
-    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 20_000)
+    monkeypatch.setattr(bpestore.streams, "RANGE_BYTES", 20_000)
     source = tmp_path / "bad.txt"
     source.write_bytes(b"fine words " * 10_000 + b"\xc3(" + b" more" * 2_000)
     out = tmp_path / "ids.bin"
@@ -180,3 +182,20 @@ def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
         assert result.exit_code == 0, result.output
         replaced[workers] = target.read_bytes()
     assert replaced["3"] == replaced["1"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists open files through /proc")
+@pytest.mark.parametrize("options", [{"allowed_special": {"<|nope|>"}}, {"dropout": 2.0}, {"dtype": "int8"},
+                                     {"errors": "ignore"}])
+def test_encode_file_refuses_bad_options_before_opening_the_source(tmp_path, options):
+    """A refused call leaves no handle on the source open (the traceback that
+    pytest keeps holds the call's frames, and with them anything they opened)."""
+    tok = bpestore.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    source = tmp_path / "text.txt"
+    source.write_text("some text\n", encoding="utf-8")
+    with pytest.raises(bpestore.InvalidArgumentError) as refused:
+        tok.encode_file(source, tmp_path / "ids.bin", **options)
+    open_files = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                  if os.path.islink(f"/proc/self/fd/{fd}")]
+    assert str(source) not in open_files, refused.value
+    assert not (tmp_path / "ids.bin").exists()

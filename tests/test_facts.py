@@ -69,7 +69,7 @@ def test_gpt2_import_stores_its_facts_and_loads_from_them(store, gpt2_files, tik
     store.import_gpt2("gpt2", vocab=gpt2_files[0], merges=gpt2_files[1])
     assert assert_facts_match_rows(store, "gpt2") is None
     tok = reload(store, "gpt2")
-    assert tok._facts is not None and "_ranks" not in tok.__dict__  # nothing computed on load
+    assert tok._facts is not None and "table" not in tok._python.__dict__  # nothing computed on load
     assert tok.backend == "tiktoken"
     for name in ("taylorswift.txt", "german_1M.txt", "japanese_1M.txt", "hindi_1M.txt"):
         sample = read_corpus(name)[:200_000]
