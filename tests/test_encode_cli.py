@@ -126,9 +126,9 @@ def _mixed_text() -> str:
 @pytest.mark.parametrize("dtype", ["uint16", "uint32"])
 def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_path, tiktoken_gpt2, dtype,
                                                                      monkeypatch):
-    import bpestore.streams
+    import bpestore.encoder.streams
 
-    monkeypatch.setattr(bpestore.streams, "RANGE_BYTES", 40_000)  # many ranges from a small file
+    monkeypatch.setattr(bpestore.encoder.streams, "RANGE_BYTES", 40_000)  # many ranges from a small file
     text = _mixed_text()
     source = tmp_path / "in.txt"
     source.write_text(text, encoding="utf-8")
@@ -147,9 +147,9 @@ def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_pa
 
 
 def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_path, tiktoken_gpt2, monkeypatch):
-    import bpestore.streams
+    import bpestore.encoder.streams
 
-    monkeypatch.setattr(bpestore.streams, "RANGE_BYTES", 15_000)
+    monkeypatch.setattr(bpestore.encoder.streams, "RANGE_BYTES", 15_000)
     text = _mixed_text()[:120_000]
     source = tmp_path / "in.txt"
     source.write_text(text, encoding="utf-8")
@@ -165,9 +165,9 @@ def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_pa
 
 
 def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
-    import bpestore.streams
+    import bpestore.encoder.streams
 
-    monkeypatch.setattr(bpestore.streams, "RANGE_BYTES", 20_000)
+    monkeypatch.setattr(bpestore.encoder.streams, "RANGE_BYTES", 20_000)
     source = tmp_path / "bad.txt"
     source.write_bytes(b"fine words " * 10_000 + b"\xc3(" + b" more" * 2_000)
     out = tmp_path / "ids.bin"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpestore
-import bpestore.reference
+import bpestore.encoder.reference
 from bpestore import DisallowedSpecialError, InvalidArgumentError, Tokenizer, TokenizerSpec
 from bpestore.bpe import _merge_long_word, merge_word
 
@@ -441,8 +441,8 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
             peak = max(peak, _rss_bytes())
     assert n_tokens > total // 10
     # At the small default scale a cache without bound would still fit in 50 MB.
-    assert len(tok._python.words) <= bpestore.reference.WORD_CACHE_SIZE
-    assert len(tok._python.pieces) <= bpestore.reference.PIECE_CACHE_SIZE
+    assert len(tok._python.words) <= bpestore.encoder.reference.WORD_CACHE_SIZE
+    assert len(tok._python.pieces) <= bpestore.encoder.reference.PIECE_CACHE_SIZE
     print(f"{path}: resident memory grew by {(peak - baseline) / 2**20:.1f} MB over {total:,} chars")
     assert peak - baseline < 50 * 2 ** 20, f"resident memory grew by {(peak - baseline) / 2**20:.0f} MB"
     source = tmp_path / "big.txt"

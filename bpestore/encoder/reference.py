@@ -1,5 +1,5 @@
 """The reference encoder: ordinary text (no special tokens) to ids in pure
-Python, over the tables of ``bpestore.mergetable``. Every accelerated backend
+Python, over the tables of ``mergetable``. Every accelerated backend
 gives its ids. Each pre-token's bytes are cut where no token can span them
 and merged by rank (``bpe.merge_word``) or segmented by longest match; bounded
 caches remember the ids of recent pre-tokens and of the pieces long pre-tokens
@@ -12,11 +12,11 @@ from array import array
 from collections.abc import Sequence
 from functools import cached_property
 
-from .bpe import joinable_table, merge_word, merge_word_dropout, split_bytes
+from ..bpe import joinable_table, merge_word, merge_word_dropout, split_bytes
+from ..processes import gc_paused
+from ..spec import TokenizerSpec
+from ..text import TextPipeline, fix_surrogates
 from .mergetable import MergeIds, MergeTable, TokenIndex, pairs_of
-from .processes import gc_paused
-from .spec import TokenizerSpec
-from .text import TextPipeline, fix_surrogates
 
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered

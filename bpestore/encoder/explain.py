@@ -10,15 +10,15 @@ from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Literal
 
-from .bpe import merge_ranks as bpe_merge_ranks
-from .bpe import merge_steps
-from .errors import InvalidArgumentError
+from ..bpe import merge_ranks as bpe_merge_ranks
+from ..bpe import merge_steps
+from ..errors import InvalidArgumentError
+from ..text import fix_surrogates, rechunk
 from .streams import PIECE_CHARS, sliced
-from .text import fix_surrogates, rechunk
 
 if TYPE_CHECKING:
-    from .encoder import Tokenizer
-    from .records import Explanation, UnknownChar, WordExplanation
+    from ..records import Explanation, UnknownChar, WordExplanation
+    from .tokenizer import Tokenizer
 
 
 def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | AbstractSet[str]) -> Explanation:
@@ -32,7 +32,7 @@ def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | Abstrac
     >>> [(w.text, w.ids, [(s.rank, s.position) for s in w.steps]) for w in tok.explain("abc ab").words]
     [('abc', (256, 99), [(0, 0)]), (' ab', (32, 256), [(0, 1)])]
     """
-    from .records import Explanation, WordExplanation
+    from ..records import Explanation, WordExplanation
 
     rules = tok._rules(allowed_special=allowed_special, disallowed_special=())
     words: list[WordExplanation] = []
@@ -48,7 +48,7 @@ def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | Abstrac
 
 
 def _explain_segment(tok: Tokenizer, text: str) -> Iterator[WordExplanation]:
-    from .records import MergeStep, WordExplanation
+    from ..records import MergeStep, WordExplanation
 
     table = tok._python.table
     for word in tok._python.pipeline.pretokenize(fix_surrogates(text)) if text else ():
@@ -68,7 +68,7 @@ def _unknown_chars(tok: Tokenizer, word: str) -> Iterator[UnknownChar]:
     spec = tok.spec
     if spec.byte_level:
         return
-    from .records import UnknownChar
+    from ..records import UnknownChar
 
     id_of = tok._python.index.id_of
     for position, char in enumerate(word):

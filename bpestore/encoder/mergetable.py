@@ -14,10 +14,10 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from . import alphabet
-from .bpe import PAIR_SHIFT, LongestMatch
-from .errors import InvalidArgumentError
-from .spec import TokenizerSpec
+from .. import alphabet
+from ..bpe import PAIR_SHIFT, LongestMatch
+from ..errors import InvalidArgumentError
+from ..spec import TokenizerSpec
 
 Pairs = Sequence[tuple[bytes, bytes]]
 MergeIds = tuple[Sequence[int], Sequence[int], Sequence[int]]  # each merge's left, right and made ids

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from .errors import InvalidArgumentError, NotFoundError
-from .text import rechunk
+from ..errors import InvalidArgumentError, NotFoundError
+from ..text import rechunk
 
 if TYPE_CHECKING:  # imported where used: encoding does without them
     from concurrent.futures import Executor
 
-    from .encoder import Rules, Tokenizer
-    from .records import Progress
+    from ..records import Progress
+    from .tokenizer import Rules, Tokenizer
 
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
@@ -89,9 +89,9 @@ def encode_stream(tok: Tokenizer, chunks: Iterable[str], rules: Rules, workers: 
 def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules, *, dtype: str | None,
                 workers: int, errors: str, progress: Callable[[Progress], None] | None) -> EncodedFile:
     """``Tokenizer.encode_file``: every argument is checked before the source is opened."""
-    from .files import atomic_path
-    from .records import Progress
-    from .sources import TextReader, check_errors, open_source
+    from ..files import atomic_path
+    from ..records import Progress
+    from ..sources import TextReader, check_errors, open_source
 
     dtype = dtype or ("uint16" if tok.n_vocab <= 1 << 16 else "uint32")
     typecode = id_typecode(tok, dtype, writing=True)
@@ -138,7 +138,7 @@ def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: 
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from .sources import cut_points
+    from ..sources import cut_points
 
     cutter = tok._stream_cutter(rules.allowed | rules.disallowed)
     points = cut_points(path, size, cutter, step=RANGE_BYTES, window=CUT_WINDOW)
@@ -208,7 +208,7 @@ _WORKER_TOKENIZER: Tokenizer | None = None
 
 def _start_worker(tokenizer: Tokenizer) -> None:
     global _WORKER_TOKENIZER
-    from .processes import die_with_parent
+    from ..processes import die_with_parent
 
     die_with_parent()  # a killed parent leaves no encoding process behind
     _WORKER_TOKENIZER = tokenizer
@@ -223,7 +223,7 @@ def _encode_range(path: str, start: int, end: int, errors: str, rules: Rules,
                   typecode: str) -> tuple[bytes | bytearray, int]:
     """Bytes ``start:end`` of a plain file (cut at a safe place) encoded and
     packed as ``typecode``: the packed ids and how many."""
-    from .sources import decode, read_range
+    from ..sources import decode, read_range
 
     assert _WORKER_TOKENIZER is not None, "started by _start_worker"
     text = decode(read_range(path, start, end), path, errors, start)

@@ -3,14 +3,14 @@
 The encoder takes a vocabulary and merges; where they came from (a store, GPT-2
 files, ``train_bpe``) is not its business. ``Tokenizer`` applies the rules for
 special tokens and hands the text between them to a backend: the reference
-encoder (``bpestore.reference``: normalize, pre-tokenize, merge each
+encoder (``reference``: normalize, pre-tokenize, merge each
 pre-token by rank or cut it by longest match), or, where a version allows
 it, an accelerated one (``bpestore.fast``: tiktoken's Rust core) with
 identical ids. ``Tokenizer._accelerated`` chooses it, once;
 ``Tokenizer.backend`` says which one runs.
 
-Streams and id files are in ``bpestore.streams``; ``explain`` and the curve's
-helpers in ``bpestore.explain``.
+Streams and id files are in ``streams``; ``explain`` and the curve's
+helpers in ``explain``.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, TypeAlias
 
-from .errors import InvalidArgumentError
+from ..errors import InvalidArgumentError
+from ..spec import EncoderFacts, TokenizerSpec
+from ..text import TextPipeline, fix_surrogates, special_tokens_regex
 from .mergetable import MergeIds, pairs_of, tiktoken_ranks
 from .reference import PythonEncoder
-from .spec import EncoderFacts, TokenizerSpec
 from .streams import EncodedFile, IdsT, decode_file, encode_file, encode_stream
-from .text import TextPipeline, fix_surrogates, special_tokens_regex
 
 if TYPE_CHECKING:
-    from .records import Explanation, Progress
+    from ..records import Explanation, Progress
 
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the accelerated backend worth choosing
 
@@ -190,7 +190,7 @@ class Tokenizer:
     def _computed_facts(self, *, checked: int = 0) -> EncoderFacts:
         """The facts, computed; ``checked``: the first merges are known to
         encode to themselves (see ``fast.rank_equivalence_problem``)."""
-        from . import fast
+        from .. import fast
 
         problem = fast.spec_problem(self.spec)
         if problem is None:
@@ -204,7 +204,7 @@ class Tokenizer:
     def _accelerated(self) -> tuple[Accelerated | None, str]:
         """The first accelerated backend this version allows, and its name; or
         None and ``python (why not)``. Chosen once."""
-        from . import fast
+        from .. import fast
 
         if not self._use_fast:
             return None, "python (fast=False)"
@@ -375,14 +375,14 @@ class Tokenizer:
 
     # -- explain, and the compression curve (bpestore.analysis) ----------------------
     def explain(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = "all") -> Explanation:
-        """How ``text`` is encoded, pre-token by pre-token (``bpestore.explain.explain``)."""
+        """How ``text`` is encoded, pre-token by pre-token (``explain.explain``)."""
         from . import explain
 
         return explain.explain(self, text, allowed_special)
 
     def count_pretokens(self, chunks: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
         """The pre-tokens of a stream of text and the special tokens in it, with
-        their counts (``bpestore.explain.count_pretokens``)."""
+        their counts (``explain.count_pretokens``)."""
         from . import explain
 
         return explain.count_pretokens(self, chunks)
@@ -395,7 +395,7 @@ class Tokenizer:
 
     def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
         """One pre-token's ids, the rank of each merge applied, and the highest
-        rank applied so far at each (``bpestore.explain.merge_ranks``)."""
+        rank applied so far at each (``explain.merge_ranks``)."""
         from . import explain
 
         return explain.merge_ranks(self, word)
