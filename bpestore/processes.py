@@ -3,10 +3,8 @@ cores to use, worker processes that die with their parent, pausing garbage colle
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
-import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,9 +20,12 @@ def default_workers() -> int:
 
 def die_with_parent() -> None:
     """On Linux, the kernel kills this worker the moment its parent dies
-    (PR_SET_PDEATHSIG): the thread below may wait for a long regex to let go of the GIL."""
+    (PR_SET_PDEATHSIG), even while a long regex holds the GIL and no thread of its own can run."""
     if sys.platform != "linux":
         return
+    import ctypes  # here: an encoding that starts no worker does not pay for it
+    import signal
+
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
     except (OSError, AttributeError):

@@ -29,10 +29,10 @@ from ..spec import EncoderFacts, TokenizerSpec
 from ..text import TextPipeline, fix_surrogates, special_tokens_regex
 from .mergetable import MergeIds, pairs_of, tiktoken_ranks
 from .reference import PythonEncoder
-from .streams import EncodedFile, IdsT, decode_file, encode_file, encode_stream
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # streams are imported where used: encoding a text does without them
     from ..records import Explanation, Progress
+    from .streams import EncodedFile, IdsT
 
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the accelerated backend worth choosing
 
@@ -343,6 +343,8 @@ class Tokenizer:
         At most ``2 * workers`` pieces are in flight, so memory stays bounded
         by the chunk size however long the stream.
         """
+        from .streams import encode_stream
+
         new_list: Callable[[], list[int]] = list
         yield from encode_stream(self, chunks, self._rules(**options), workers, new_list)
 
@@ -365,12 +367,16 @@ class Tokenizer:
         ``progress`` gets a ``Progress`` (bytes read, ids written) after each piece.
         The file appears only once complete. Takes ``encode``'s keyword options.
         """
+        from .streams import encode_file
+
         return encode_file(self, path, out, self._rules(**options), dtype=dtype, workers=workers,
                            errors=errors, progress=progress)
 
     def decode_file(self, path: str | Path, *, dtype: Literal["uint16", "uint32"] | None = None,
                     errors: str = "replace", block: int = 1 << 20) -> Iterator[str]:
         """Decode a flat id file written by ``encode_file``, streaming the text."""
+        from .streams import decode_file
+
         return decode_file(self, path, dtype=dtype, errors=errors, block=block)
 
     # -- explain, and the compression curve (bpestore.analysis) ----------------------
