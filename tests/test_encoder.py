@@ -310,7 +310,7 @@ def test_longest_match_hand_checked():
 
 
 def test_longest_match_seed_002_example():
-    """The trie example of seed 002: tokens to, lo, low, app over single letters."""
+    """The trie example of the Jurafsky & Martin notebook: tokens to, lo, low, app over single letters."""
     vocab = {i: bytes([i]) for i in range(256)}
     for i, token in enumerate([b"to", b"lo", b"low", b"ap", b"app"]):
         vocab[256 + i] = token
