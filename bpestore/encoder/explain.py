@@ -139,9 +139,16 @@ def merge_ranks(tok: Tokenizer, word: str) -> tuple[list[int], list[int], list[i
     return ids, ranks, needed
 
 
-def char_spans(text: str, token_bytes: Iterable[bytes]) -> list[tuple[int, int]]:
-    """For tokens that spell ``text`` byte for byte, the (start, end) characters
-    each covers (a token that holds part of a character covers that character)."""
+def char_spans(tok: Tokenizer, text: str, ids: list[int]) -> list[tuple[int, int]]:
+    """The (start, end) characters of ``text`` each token of ``ids`` covers (a
+    token that holds part of a character covers that character); an error where
+    the tokens do not spell the text byte for byte."""
+    token_bytes = [tok._vocab[i] for i in ids]
+    if b"".join(token_bytes) != text.encode("utf-8"):
+        raise InvalidArgumentError(
+            f"the tokens of {tok.name or 'this tokenizer'} do not spell the text byte for byte (a normalizer, "
+            "word markers, an unknown token or a pre-tokenizer that drops characters change it), so they have "
+            "no places in it; use encode", params=("text",))
     # The character each byte of the UTF-8 text belongs to.
     char_of_byte = []
     for i, ch in enumerate(text):

@@ -172,12 +172,8 @@ class Tokenizer:
 
     def __reduce__(self):
         # Pickled (for worker processes started by spawn) without caches.
-        return (_rebuild, (self._vocab, self._merges, self.special_tokens, self.spec, self.name,
+        return (_rebuild, (self._vocab, self._python.merges, self.special_tokens, self.spec, self.name,
                            self._use_fast, self._facts))
-
-    @property
-    def _merges(self) -> list[tuple[bytes, bytes]]:
-        return self._python.merges
 
     @property
     def facts(self) -> EncoderFacts:
@@ -236,7 +232,7 @@ class Tokenizer:
     @property
     def merges(self) -> list[tuple[bytes, bytes]]:
         """The merges as byte pairs, in rank order."""
-        return list(self._merges)
+        return list(self._python.merges)
 
     @property
     def n_vocab(self) -> int:
@@ -260,7 +256,7 @@ class Tokenizer:
         return self._python.index.id_of.get(data)
 
     def __repr__(self) -> str:
-        return f"<Tokenizer {self.name or ''} vocab={len(self._vocab)} merges={len(self._merges)}>"
+        return f"<Tokenizer {self.name or ''} vocab={len(self._vocab)} merges={len(self._python.merges)}>"
 
     # -- encoding ----------------------------------------------------------
     def encode_ordinary(self, text: str) -> list[int]:
@@ -313,16 +309,11 @@ class Tokenizer:
         >>> tok.encode_with_offsets("abé")
         ([256, 195, 169], [(0, 2), (2, 3), (2, 3)])
         """
-        text = fix_surrogates(text)
-        ids = self._encode(text, self._rules(**options), None, [])
-        if b"".join(map(self._vocab.__getitem__, ids)) != text.encode("utf-8"):
-            raise InvalidArgumentError(
-                f"the tokens of {self.name or 'this tokenizer'} do not spell the text byte for byte (a normalizer, "
-                "word markers, an unknown token or a pre-tokenizer that drops characters change it), so they have "
-                "no places in it; use encode", params=("text",))
         from .explain import char_spans
 
-        return ids, char_spans(text, [self._vocab[i] for i in ids])
+        text = fix_surrogates(text)
+        ids = self._encode(text, self._rules(**options), None, [])
+        return ids, char_spans(self, text, ids)
 
     def encode_iterable(self, chunks: Iterable[str], *, workers: int = 1, **options) -> Iterator[int]:
         """Encode a stream of text (e.g. an open file) lazily, in bounded memory.
@@ -397,7 +388,7 @@ class Tokenizer:
         """The merges as ids, by rank: (left, right, the token made)."""
         from .explain import pair_of
 
-        return [pair_of(self, rank) for rank in range(len(self._merges))]
+        return [pair_of(self, rank) for rank in range(len(self._python.merges))]
 
     def merge_ranks(self, word: str) -> tuple[list[int], list[int], list[int]]:
         """One pre-token's ids, the rank of each merge applied, and the highest
