@@ -3,8 +3,8 @@
 The encoder takes a vocabulary and merges; where they came from (a store, GPT-2
 files, ``train_bpe``) is not its business. ``Tokenizer`` applies the rules for
 special tokens and hands the text between them to a backend: the reference
-encoder (``reference``: normalize, pre-tokenize, merge each
-pre-token by rank or cut it by longest match), or, where a version allows
+encoder (``reference``: normalize, pre-tokenize, merge each pre-token by
+rank or cut it by longest match, over tables built once), or, where a version allows
 it, an accelerated one (``bpestore.fast``: tiktoken's Rust core) with
 identical ids. ``Tokenizer._accelerated`` chooses it, once;
 ``Tokenizer.backend`` says which one runs.
@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, TypeAlias
 from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
 from ..text import TextPipeline, fix_surrogates, special_tokens_regex
-from .mergetable import MergeIds, pairs_of, tiktoken_ranks
-from .reference import PythonEncoder
+from .reference import MergeIds, PythonEncoder, pairs_of, tiktoken_ranks
 
 if TYPE_CHECKING:  # streams are imported where used: encoding a text does without them
     from ..records import Explanation, Progress
