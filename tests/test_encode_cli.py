@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from array import array
 from pathlib import Path
 
@@ -199,3 +201,23 @@ def test_encode_file_refuses_bad_options_before_opening_the_source(tmp_path, opt
                   if os.path.islink(f"/proc/self/fd/{fd}")]
     assert str(source) not in open_files, refused.value
     assert not (tmp_path / "ids.bin").exists()
+
+
+def test_encoding_files_loads_nothing_of_ingest(tmp_path):
+    """The encoder shares text-file and process helpers with ingest through modules below
+    both: encoding a file (in ranges, by worker processes), decoding it and explaining a
+    text import no module of bpestore.ingest."""
+    source = tmp_path / "text.txt"
+    source.write_text("some text to encode\n" * 5000, encoding="utf-8")
+    script = (
+        "import sys, bpestore\n"
+        "import bpestore.encoder.streams as streams\n"
+        "streams.RANGE_BYTES = 20_000\n"
+        "tok = bpestore.Tokenizer({i: bytes([i]) for i in range(256)}, [], fast=False)\n"
+        f"written = tok.encode_file({str(source)!r}, {str(tmp_path / 'ids.bin')!r}, workers=2)\n"
+        f"assert ''.join(tok.decode_file(written.path)) == open({str(source)!r}).read()\n"
+        "tok.explain('some text')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('bpestore.ingest')))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
