@@ -16,6 +16,8 @@ import json
 import lzma
 import os
 import random
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -729,3 +731,28 @@ def test_small_sources_before_a_failing_one_keep_exact_counts(workers, tmp_path)
             kept.append(batch)
     assert [s.source for b in kept for s in b.sources] == [str(p) for p in paths[:4]]
     assert sum((b.counts for b in kept), Counter()) == sum((reference_counts(t, GPT2) for t in texts), Counter())
+
+
+def test_a_counting_process_that_died_is_a_bpestore_error():
+    """The pool imports multiprocessing only where workers start; a broken pool's error
+    (a worker killed) still becomes the one-line BpestoreError."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from bpestore.ingest.pool import Pool
+
+    future: Future = Future()
+    future.set_exception(BrokenProcessPool("A child process terminated abruptly"))
+    with pytest.raises(BpestoreError, match="a counting process died"):
+        Pool.take(future)
+
+
+def test_a_small_ingest_starts_no_process_machinery(tmp_path):
+    path = tmp_path / "small.txt"
+    path.write_text("a few words", encoding="utf-8")
+    script = ("import sys, bpestore; bpestore.open(sys.argv[1]).ingest('c', [sys.argv[2]]); "
+              "print(sorted(m for m in ('multiprocessing', 'concurrent.futures.process', 'ctypes') "
+              "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.db"), str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "[]"

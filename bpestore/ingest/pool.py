@@ -30,11 +30,9 @@ ignore Ctrl-C (the parent stops them) and end when the parent is killed.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import itertools
 import json
-import multiprocessing
 import operator
 import os
 import signal
@@ -45,16 +43,18 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
 from ..sources import decode, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline
+
+if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
+    from concurrent.futures import ProcessPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -348,18 +348,22 @@ def _flush(keep: int, shard: bool) -> Counted:
     return counted
 
 
-_malloc_trim: Callable[[int], int] | None
-try:
-    _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-except (OSError, AttributeError):  # not glibc
-    _malloc_trim = None
+_malloc_trim: list[Callable[[int], int] | None] = []  # glibc's, once looked up
 
 
 def _trim_heap() -> None:
     """Give freed heap memory back to the system (glibc keeps it otherwise, and
     a worker's size would creep up with the length of the input)."""
-    if _malloc_trim is not None:
-        _malloc_trim(0)
+    if not _malloc_trim:
+        import ctypes
+
+        try:
+            _malloc_trim.append(ctypes.CDLL("libc.so.6").malloc_trim)
+        except (OSError, AttributeError):  # not glibc
+            _malloc_trim.append(None)
+    trim = _malloc_trim[0]
+    if trim is not None:
+        trim(0)
 
 
 class Pool:
@@ -389,6 +393,9 @@ class Pool:
         self.submitted += task.size
         if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
             # Forked where that is safe: no import or set-up again in each worker.
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
             # Workers keep counts only where all of them start at once (fork), so
             # that a flush reaches every one.
@@ -447,7 +454,7 @@ class Pool:
         """A task's result, waiting for it; a worker's bug is raised here."""
         try:
             return future.result()
-        except BrokenProcessPool:
+        except BrokenExecutor:  # a worker died
             raise BpestoreError("a counting process died; see the messages above") from None
 
     def close(self) -> None:
