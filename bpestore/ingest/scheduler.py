@@ -32,13 +32,12 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..errors import BpestoreError, InvalidArgumentError, SourceError
+from ..limits import MAX_WORKERS
 from ..records import Progress, Source
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, default_workers, merge_counts
 from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
-
-MAX_WORKERS = 1024
 
 
 @dataclass(frozen=True)

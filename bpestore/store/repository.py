@@ -29,14 +29,13 @@ from sqlalchemy import (
     insert,
     literal,
     select,
-    text,
     update,
 )
 
 from ..errors import InvalidArgumentError, NotFoundError
-from ..records import CorpusInfo, Merge, MergeInfo, Source, VersionInfo
+from ..records import CorpusInfo, Merge, MergeInfo, Source
 from ..spec import TokenizerSpec
-from . import reads
+from .reader import NUMBER
 from .schema import (
     aliases,
     corpora,
@@ -45,17 +44,16 @@ from .schema import (
     merges,
     tokenizers,
     tokens,
+    version_facts,
     versions,
     word_count_history,
     word_counts,
 )
-from .schema import version_facts as version_facts_table
-from .vocabulary import Vocabulary  # also imported from here (migrations/versions/0004)
+from .snapshot import Snapshot
 
 UPSERT_BATCH = 20_000
 ROWS_PER_STATEMENT = 500  # rows in one INSERT statement of the SQLite upsert (2 parameters each)
 HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
-NUMBER = reads.NUMBER  # a version number (ASCII digits only)
 
 
 class Transactions(Protocol):
@@ -139,7 +137,7 @@ def readable_generation(conn: Connection, ref: str) -> tuple[int, int]:
     return found, generation
 
 
-def read_counts(conn: Connection, ref: str, read: Callable[[int, int | None], Any]) -> Any:
+def read_generation(conn: Connection, ref: str, read: Callable[[int, int | None], Any]) -> Any:
     """``read(corpus_id, generation)`` for the corpus generation ``ref`` (``C``:
     the newest, read as None); the generation must be kept. An unpinned newest
     generation that another ingest replaced during the read raises NotFoundError."""
@@ -546,41 +544,14 @@ def compact(conn: Connection, corpus_id: int) -> tuple[int, int]:
 
 
 # -- versions ---------------------------------------------------------------
-def runner(conn: Connection) -> reads.Run:
-    """``conn`` as the Run that store/reads.py's statements take (SQL text, named parameters)."""
-    def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-        return conn.execute(text(sql), params).all()
-    return run
-
-
-def resolve(conn: Connection, ref: str) -> int:
-    """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``
-    (``reads.resolve``: the same statements where ``sqlite3`` reads the store)."""
-    return reads.resolve(runner(conn), ref)
-
-
 def newest_version(conn: Connection, name: str) -> int:
     """The id of a tokenizer's newest version, complete or not."""
     found = conn.execute(select(versions.c.id).join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
                          .where(tokenizers.c.name == name)
                          .order_by(versions.c.number.desc()).limit(1)).scalar()
     if found is None:
-        raise _no_tokenizer(conn, name)
+        raise _not_found(conn, tokenizers, f"no tokenizer named {name!r}", "known", "none yet: train or import one")
     return found
-
-
-def _no_tokenizer(conn: Connection, name: str) -> NotFoundError:
-    return reads.no_tokenizer(runner(conn), name)
-
-
-def version_info(conn: Connection, version_id: int) -> VersionInfo:
-    return version_infos(conn, ids=[version_id])[0]
-
-
-def version_infos(conn: Connection, *, name: str | None = None,
-                  ids: Sequence[int] | None = None) -> list[VersionInfo]:
-    """The versions of one tokenizer, or with these ids, or all (``reads.version_infos``)."""
-    return reads.version_infos(runner(conn), name=name, ids=ids)
 
 
 def _rows_of(table: Table) -> Any:
@@ -612,15 +583,6 @@ def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str
         corpus_digest=corpus_digest, corpus_generation=corpus_generation, fingerprint=fingerprint,
         created_at=now, updated_at=now))
     return inserted.inserted_primary_key[0]  # type: ignore[index]  # None only for statements that insert nothing
-
-
-def version_state(conn: Connection, version_id: int) -> str:
-    """What changes when a version does: its fingerprint, or while training its merge count."""
-    fingerprint = conn.execute(select(versions.c.fingerprint).where(versions.c.id == version_id)).scalar()
-    if fingerprint is not None:
-        return fingerprint
-    n_merges = conn.execute(select(func.count()).select_from(merges).where(merges.c.version_id == version_id))
-    return f"training:{n_merges.scalar()}"
 
 
 def next_rank(conn: Connection, version_id: int) -> int:
@@ -664,37 +626,22 @@ def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None
     conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
 
 
-def set_alias(conn: Connection, ref: str, alias: str) -> int:
-    """Point ``NAME@ALIAS`` at the version ``ref`` (moving it if it exists); returns its id."""
+def set_alias(conn: Connection, version_id: int, alias: str) -> None:
+    """Point alias ``alias`` of the version's tokenizer at it (moving the alias if it exists)."""
     check_name(alias, "alias", "alias")
     if NUMBER.fullmatch(alias):
         raise InvalidArgumentError(f"an alias cannot be a number ({alias!r} would read as a version)",
                                    params=("alias",))
-    version_id = resolve(conn, ref)
     tokenizer_id = conn.execute(select(versions.c.tokenizer_id).where(versions.c.id == version_id)).scalar()
     stmt = _dialect(conn).insert(aliases).values(tokenizer_id=tokenizer_id, name=alias, version_id=version_id)
     conn.execute(stmt.on_conflict_do_update(index_elements=[aliases.c.tokenizer_id, aliases.c.name],
                                             set_={"version_id": version_id}))
-    return version_id
 
 
 # -- tokens and merges --------------------------------------------------------
-def vocabulary(conn: Connection, version_id: int) -> Vocabulary:
-    """A version's vocabulary read from its token and merge rows."""
-    return Vocabulary.from_rows(conn.execute(select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
-                                             .where(tokens.c.version_id == version_id).order_by(tokens.c.id)),
-                                conn.execute(_merges_of(version_id)))
-
-
-def version_facts(conn: Connection, version_id: int) -> reads.FactsRow | None:
-    """The version_facts row of a version, with its fingerprint; None where it has none."""
-    return reads.facts_row(runner(conn), version_id)
-
-
-def add_version_facts(conn: Connection, version_id: int, *, format: int, packed: bytes,  # noqa: A002
-                      fast_problem: str | None, digest: str) -> None:
-    conn.execute(insert(version_facts_table).values(version_id=version_id, format=format, packed=packed,
-                                                    fast_problem=fast_problem, digest=digest))
+def add_snapshot(conn: Connection, version_id: int, made: Snapshot) -> None:
+    """Store a version's snapshot (in the transaction that completes it)."""
+    conn.execute(insert(version_facts).values(version_id=version_id, **made._asdict()))
 
 
 def _merges_of(version_id: int) -> Select:
@@ -739,7 +686,7 @@ def copy_merges(conn: Connection, source_id: int, target_id: int, *, n_merges: i
         ["version_id", "rank", "left_id", "right_id", "token_id", "count"], merge_rows))
 
 
-def longest_equal_run(conn: Connection, version_id: int) -> tuple[VersionInfo, list[Merge]] | None:
+def longest_equal_run(conn: Connection, version_id: int) -> tuple[int, list[Merge]] | None:
     """The other version that trained like this one, with the most merges, and its merges.
 
     Like this one: a root version trained by bpestore on the same corpus with
@@ -757,7 +704,7 @@ def longest_equal_run(conn: Connection, version_id: int) -> tuple[VersionInfo, l
         .order_by(n_merges.desc(), versions.c.id).limit(1)).scalar()
     if best is None:
         return None
-    return version_info(conn, best), list(itertools.starmap(Merge, conn.execute(_merges_of(best))))
+    return best, list(itertools.starmap(Merge, conn.execute(_merges_of(best))))
 
 
 # -- queries over stored vocabularies, and removal ------------------------------
@@ -827,13 +774,6 @@ def alias_refs(conn: Connection, version_ids: Sequence[int]) -> list[str]:
                              .join(tokenizers, tokenizers.c.id == aliases.c.tokenizer_id)
                              .where(aliases.c.version_id.in_(version_ids))
                              .order_by(tokenizers.c.name, aliases.c.name)).scalars())
-
-
-def alias_target(conn: Connection, ref: str) -> int | None:
-    """The version an alias ``NAME@ALIAS`` points at, or None when ``ref`` names no alias."""
-    name, _, tag = ref.partition("@")
-    return conn.execute(select(aliases.c.version_id).join(tokenizers, tokenizers.c.id == aliases.c.tokenizer_id)
-                        .where(tokenizers.c.name == name, aliases.c.name == tag)).scalar()
 
 
 def delete_alias(conn: Connection, ref: str) -> None:
