@@ -570,7 +570,7 @@ def test_upsert_counts_adds_rows_at_every_batch_size(store, sizes):
     """The bulk upsert (many rows per statement on SQLite, COPY on PostgreSQL) adds
     counts exactly as a Counter does, across its batch and statement boundaries,
     for any bytes (NUL, invalid UTF-8, a word longer than an index entry)."""
-    from bpestore.store import repository
+    from bpestore.store import repository, wordcounts
 
     rng = random.Random(len(sizes))
     pool = [b"\x00", b"\xff\xfe", b" a", b"x" * 5000] + [
@@ -582,9 +582,9 @@ def test_upsert_counts_adds_rows_at_every_batch_size(store, sizes):
         counts = {word: rng.randint(1, 2**40) for word in rng.sample(pool, size)}
         expected.update(counts)
         with store.writing() as conn:
-            repository.upsert_counts(conn, corpus_id, counts, generation)
+            wordcounts.upsert_counts(conn, corpus_id, counts, generation)
         with store.reading() as conn:
-            assert repository.counts(conn, corpus_id) == expected
+            assert wordcounts.counts(conn, corpus_id) == expected
             changed = dict(conn.execute(select(word_counts.c.word, word_counts.c.changed_in)).all())
         assert {bytes(w) for w, g in changed.items() if g == generation} == set(counts)
 
@@ -604,15 +604,15 @@ def test_merge_counts_adds_like_a_counter():
 
 def test_upsert_counts_without_a_staging_table(store, monkeypatch):
     """Where PostgreSQL refuses this role a temporary table, the rows go by executemany: same counts."""
-    from bpestore.store import repository
+    from bpestore.store import repository, wordcounts
 
-    monkeypatch.setattr(repository, "_staging_table", lambda conn: False)
+    monkeypatch.setattr(wordcounts, "_staging_table", lambda conn: False)
     with store.writing() as conn:
         corpus_id, _ = repository.lock_corpus(conn, "c", TokenizerSpec())
-        repository.upsert_counts(conn, corpus_id, {b"a": 1, b"b" * 3000: 2}, 1)
-        repository.upsert_counts(conn, corpus_id, {b"a": 5, b"c": 1}, 2)
+        wordcounts.upsert_counts(conn, corpus_id, {b"a": 1, b"b" * 3000: 2}, 1)
+        wordcounts.upsert_counts(conn, corpus_id, {b"a": 5, b"c": 1}, 2)
     with store.reading() as conn:
-        assert repository.counts(conn, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}
+        assert wordcounts.counts(conn, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}
 
 
 @pytest.mark.parametrize("workers", [1, 2])

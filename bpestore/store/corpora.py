@@ -21,7 +21,7 @@ from ..ingest.scheduler import merge_counts
 from ..queries import diff_counts
 from ..records import CorpusInfo, CountsInfo, Progress, Source
 from ..spec import TokenizerSpec, check_special_tokens
-from . import repository
+from . import repository, wordcounts
 from .repository import Transactions
 
 
@@ -209,15 +209,15 @@ class Corpora:
     def top_words(self, corpus: str, n: int) -> list[tuple[bytes, int]]:
         n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
         with self.db.reading() as conn:
-            return repository.read_generation(conn, corpus, lambda c, g: repository.top_words(conn, c, n, g))
+            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.top_words(conn, c, n, g))
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
         with self.db.reading() as conn:
-            return repository.read_generation(conn, corpus, lambda c, g: repository.counts(conn, c, g))
+            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.counts(conn, c, g))
 
     def corpus_diff(self, ref_a: str, ref_b: str, limit: int) -> dict[str, Any]:
         with self.db.reading() as conn:
-            a, b = (repository.read_generation(conn, ref, lambda c, g: repository.counts(conn, c, g))
+            a, b = (repository.read_generation(conn, ref, lambda c, g: wordcounts.counts(conn, c, g))
                     for ref in (ref_a, ref_b))
         result = diff_counts(a, b, limit=limit)
         return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
@@ -226,7 +226,7 @@ class Corpora:
         with self.db.writing() as conn:
             corpus_id = repository.corpus_id(conn, corpus)
             repository.lock_corpus_row(conn, corpus_id)
-            rows, size = repository.compact(conn, corpus_id)
+            rows, size = wordcounts.compact(conn, corpus_id)
             return {"corpus": corpus, "rows_freed": rows, "bytes_freed": size,
                     "kept": repository.kept_generations(conn, corpus_id)}
 

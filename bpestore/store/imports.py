@@ -53,13 +53,13 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     stored = Vocabulary(tokens, kind_of, [m.left for m in merges], [m.right for m in merges],
                         [m.token for m in merges], [m.count for m in merges])
     done = fingerprint(spec, None, merges)
-    made = snapshot.make(spec, stored, done)
+    snap = snapshot.make(spec, stored, done)
     with db.writing() as conn:
         version_id = repository.new_version(conn, name, spec=spec, status="complete", source=source,
                                             target_vocab_size=len(vocab), fingerprint=done)
         repository.add_tokens(conn, version_id, [(i, data, kind_of[i]) for i, data in tokens.items()])
         repository.add_merges(conn, version_id, merges)
-        repository.add_snapshot(conn, version_id, made)
+        repository.add_snapshot(conn, version_id, snap)
     return version_id
 
 

@@ -74,6 +74,19 @@ def _database_errors() -> Iterator[None]:
         raise DatabaseError(f"database error: {message}") from exc
 
 
+def _engine(url: str, *, read_only: bool, upgrade: bool) -> Engine:
+    """A new engine; with ``upgrade``, the schema created or upgraded first."""
+    engine = make_engine(url, read_only=read_only)
+    if upgrade:
+        try:
+            with _database_errors():
+                upgrade_schema(engine, read_only=read_only)
+        except BpestoreError:
+            engine.dispose()
+            raise
+    return engine
+
+
 # What holds a row lock of each table on PostgreSQL.
 _ROW_LOCKS = {"corpora": "an ingest into it, or a training pinning it",
               "versions": "a training or removal of it", "tokenizers": "a new version of it"}
@@ -113,7 +126,6 @@ class Store:
 
     #: Shared by every Store of the process.
     tokenizer_cache: ClassVar[TokenizerCache] = TokenizerCache()
-    reader: VersionReader  #: how versions are read: chosen once, when the store opens
 
     def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
         self.read_only = read_only
@@ -123,7 +135,7 @@ class Store:
         # A SQLite file already at this bpestore's schema needs no upgrade: its engine
         # (and SQLAlchemy) comes when a query first needs one, and its versions are
         # read through sqlite3 (store/reader.py).
-        self.reader = open_reader(self.url, self.reading)
+        self.reader: VersionReader = open_reader(self.url, self.reading)  # chosen once, here
         if not isinstance(self.reader, SqliteReader):  # the engine now, the schema created or upgraded
             self._connect(upgrade)
             if upgrade:
@@ -132,18 +144,9 @@ class Store:
     def _connect(self, upgrade: bool) -> Engine:
         """Make the engine; with ``upgrade``, create or upgrade the schema first."""
         with self._engine_lock:
-            if self._engine is not None:
-                return self._engine
-            engine = make_engine(self.url, read_only=self.read_only)
-            if upgrade:
-                try:
-                    with _database_errors():
-                        upgrade_schema(engine, read_only=self.read_only)
-                except BpestoreError:
-                    engine.dispose()
-                    raise
-            self._engine = engine
-            return engine
+            if self._engine is None:
+                self._engine = _engine(self.url, read_only=self.read_only, upgrade=upgrade)
+            return self._engine
 
     @property
     def engine(self) -> Engine:
@@ -203,45 +206,29 @@ class Store:
         if self.read_only:
             raise ReadOnlyError("this store is open read-only: nothing can be changed through it")
 
-    # The services, each made when first asked for: their modules import SQLAlchemy
-    # (and ingestion, training), which a read through sqlite3 never needs.
+    # The services, made when first asked for: a read through sqlite3 needs none of their imports.
     @cached_property
     def _corpora(self) -> Corpora:
         from .corpora import Corpora
-
         return Corpora(self)
 
     @cached_property
     def _versions(self) -> Versions:
         from .versions import Versions
-
         return Versions(self, self.tokenizer_cache)
 
     @cached_property
     def _vocabularies(self) -> Vocabularies:
         from .vocabularies import Vocabularies
-
         return Vocabularies(self)
 
     # -- corpora and ingestion --------------------------------------------------
-    def ingest(
-        self,
-        corpus: str,
-        paths: Iterable[str | Path],
-        *,
-        special_tokens: Sequence[str] | None = None,
-        pretokenizer: str | None = None,
-        pattern: str | None = None,
-        normalizer: str | None = None,
-        force: bool = False,
-        errors: str = "strict",
-        workers: int | None = None,
-        glob: str | None = None,
-        jsonl_field: str | None = None,
-        on_source: Callable[[Source], None] | None = None,
-        progress: Callable[[Progress], None] | None = None,
-        tuning: IngestTuning | None = None,
-    ) -> list[Source]:
+    def ingest(self, corpus: str, paths: Iterable[str | Path], *, special_tokens: Sequence[str] | None = None,
+               pretokenizer: str | None = None, pattern: str | None = None, normalizer: str | None = None,
+               force: bool = False, errors: str = "strict", workers: int | None = None, glob: str | None = None,
+               jsonl_field: str | None = None, on_source: Callable[[Source], None] | None = None,
+               progress: Callable[[Progress], None] | None = None, tuning: IngestTuning | None = None
+               ) -> list[Source]:
         """Count the words of each source into ``corpus`` (created if new).
 
         Sources are files, directories (their files, recursively, those

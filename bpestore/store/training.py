@@ -32,7 +32,7 @@ from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec, check_special_tokens, fingerprint
 from ..trainer import BpeTrainer
-from . import locks, repository, snapshot
+from . import locks, repository, snapshot, wordcounts
 from .reader import VersionReads
 from .repository import Transactions
 from .vocabulary import Vocabulary
@@ -116,7 +116,7 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
         corpus_id, generation = repository.readable_generation(conn, corpus)
         corpus_spec = repository.corpus_spec(conn, corpus_name)
         assert corpus_spec is not None
-        if not repository.has_words(conn, corpus_id, generation):
+        if not wordcounts.has_words(conn, corpus_id, generation):
             raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first")
         settings: dict[str, Any] = dict(
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
@@ -138,7 +138,7 @@ def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: 
     """A version without parent (its spec: the corpus' with the options' changes),
     with its initial tokens; returns its id and those tokens."""
     spec = corpus_spec.replace(**options.spec_changes())
-    initial = initial_vocab(spec, None if spec.byte_level else repository.words(
+    initial = initial_vocab(spec, None if spec.byte_level else wordcounts.words(
         conn, settings["corpus_id"], settings["corpus_generation"]))
     if options.vocab_size is not None and options.vocab_size < len(initial):
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
@@ -256,14 +256,14 @@ def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], s
     if they are still the ones it began on.
     """
     corpus_id, generation, digest = _pinned_generation(conn, v)
-    return repository.counts(conn, corpus_id, generation), digest
+    return wordcounts.counts(conn, corpus_id, generation), digest
 
 
 def pinned_rows(conn: Connection, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
     """``pinned_counts`` as (word, count) rows streamed from the database, for
     the trainer to take one at a time (consume it inside ``conn``'s transaction)."""
     corpus_id, generation, _digest = _pinned_generation(conn, v)
-    return repository.count_rows(conn, corpus_id, generation)
+    return wordcounts.count_rows(conn, corpus_id, generation)
 
 
 def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | None, str]:
