@@ -308,13 +308,13 @@ def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
 
 
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
-    from bpestore.store import repository
+    from bpestore.store import wordcounts
 
     one_each = IngestTuning(small_source_bytes=5)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
-    real = repository.upsert_counts
+    real = wordcounts.upsert_counts
 
     def fail_half_way(conn, corpus_id, counts, generation):
         half = dict(list(counts.items())[: len(counts) // 2])
@@ -322,19 +322,19 @@ def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, 
         if len(counts) > 100:
             raise RuntimeError("disk full")  # ...then the failure
         real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half}, generation)
-    monkeypatch.setattr(repository, "upsert_counts", fail_half_way)
+    monkeypatch.setattr(wordcounts, "upsert_counts", fail_half_way)
     with pytest.raises(RuntimeError, match="disk full"):
         store.ingest("c", [good, big], tuning=one_each)
     assert store.word_counts("c") == {b"kept": 1, b" words": 1}
     assert [s.source for s in store.corpus_sources("c")] == [str(good)]
-    monkeypatch.setattr(repository, "upsert_counts", real)
+    monkeypatch.setattr(wordcounts, "upsert_counts", real)
     store.ingest("c", [good, big], tuning=one_each)  # the failed source was not recorded: it is counted now
     assert store.word_counts("c") == (reference_counts(good.read_text(), GPT2)
                                       + reference_counts(big.read_text(), GPT2))
 
 
 def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, tmp_path):
-    from bpestore.store import repository
+    from bpestore.store import wordcounts
 
     paths = [tmp_path / f"{i}.txt" for i in range(3)]
     for i, path in enumerate(paths):
@@ -342,7 +342,7 @@ def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, t
 
     def fail(conn, corpus_id, counts, generation):
         raise RuntimeError("disk full")
-    monkeypatch.setattr(repository, "upsert_counts", fail)
+    monkeypatch.setattr(wordcounts, "upsert_counts", fail)
     with pytest.raises(RuntimeError):
         store.ingest("c", paths)
     with store.engine.connect() as conn:  # each source all or nothing: here, nothing

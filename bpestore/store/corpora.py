@@ -76,7 +76,7 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
                 for s in counted:
                     s.skipped = True
                 counted = []
-            generation = repository.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
+            generation = wordcounts.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
     for s in batch.sources:
         s.corpus = corpus
         if not s.skipped:
@@ -131,7 +131,7 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
                     seen |= shas
             results.extend(sources)
         if added:
-            generation = repository.add_generation(conn, corpus_id, added, merged)
+            generation = wordcounts.add_generation(conn, corpus_id, added, merged)
             for s in added:
                 s.generation = generation
     return results

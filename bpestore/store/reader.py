@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from ..encoder import Tokenizer
-    from ..records import VersionInfo
+    from ..records import Merge, VersionInfo
 
 # Executes one statement (SQL text, named parameters) and returns its rows as sequences.
 Run = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
@@ -79,6 +79,16 @@ TOKEN_ROWS = "SELECT id, bytes, kind FROM tokens WHERE version_id = :version_id 
 MERGE_ROWS = ('SELECT "rank", left_id, right_id, token_id, "count" FROM merges '
               'WHERE version_id = :version_id ORDER BY "rank"')
 N_MERGES = "SELECT count(*) FROM merges WHERE version_id = :version_id"
+# The other root version trained on the same counts with the same spec and limits, with the most merges.
+EQUAL_RUN = (
+    "SELECT versions.id FROM versions JOIN versions AS new ON new.id = :version_id "
+    "WHERE versions.id <> :version_id AND versions.source = 'trained' AND versions.parent_id IS NULL "
+    "AND versions.corpus_id = new.corpus_id AND versions.corpus_digest = new.corpus_digest "
+    "AND versions.spec = new.spec AND versions.min_frequency = new.min_frequency "
+    "AND (versions.max_token_length = new.max_token_length "
+    "OR versions.max_token_length IS NULL AND new.max_token_length IS NULL) "
+    "AND EXISTS (SELECT 1 FROM merges WHERE merges.version_id = versions.id) "
+    "ORDER BY (SELECT count(*) FROM merges WHERE merges.version_id = versions.id) DESC, versions.id LIMIT 1")
 # A complete version's merges, where its snapshot says all of them pass tiktoken's check; none otherwise.
 PASSING_MERGES = ("SELECT (SELECT count(*) FROM merges WHERE version_id = :version_id) FROM version_facts "
                   "WHERE version_id = :version_id AND fast_problem IS NULL")
@@ -203,6 +213,21 @@ class VersionReads:
         if row.fingerprint is not None:
             return row.fingerprint
         return f"training:{self.run(N_MERGES, {'version_id': version_id})[0][0]}"
+
+    def longest_equal_run(self, version_id: int) -> tuple[int, list[Merge]] | None:
+        """The other version that trained like this one, with the most merges, and its merges.
+
+        Like this one: a root version trained by bpestore on the same corpus with
+        the same counts (corpus digest), spec, min_frequency and max_token_length.
+        None when there is none with a merge.
+        """
+        from ..records import Merge
+
+        found = self.run(EQUAL_RUN, {"version_id": version_id})
+        if not found:
+            return None
+        donor = found[0][0]
+        return donor, [Merge(*row) for row in self.run(MERGE_ROWS, {"version_id": donor})]
 
     def passing_merges(self, version_id: int) -> int:
         """How many first merges of a complete version are known to pass tiktoken's

@@ -12,7 +12,7 @@ saying what exists. Bulk rows (checkpoints) go through the driver's own
 from __future__ import annotations
 
 import hashlib
-import itertools
+import importlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 from sqlalchemy import (
     Connection,
-    Select,
     Table,
     delete,
     func,
@@ -44,10 +43,8 @@ from .schema import (
     tokens,
     version_facts,
     versions,
-    word_counts,
 )
 from .snapshot import Snapshot
-from .wordcounts import dialect, insert_rows, keep_history, upsert_counts
 
 
 class Transactions(Protocol):
@@ -200,7 +197,7 @@ def _corpus_info(corpus: Any, generation: int, pins: Mapping[tuple[int, int], li
     if not generation:  # no source yet
         return CorpusInfo(name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=0,
                           size_bytes=0, n_words=0, n_distinct=0, created_at=_utc(corpus.created_at),
-                          digest=_digest(corpus.spec, []))
+                          digest=sources_digest(corpus.spec, []))
     return CorpusInfo(
         name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=totals.n_sources,
         size_bytes=int(totals.size_bytes), n_words=int(totals.n_words), n_distinct=int(totals.n_distinct),
@@ -237,11 +234,11 @@ def generation_digest(conn: Connection, corpus_id: int, generation: int | None) 
     digest = conn.execute(select(generations.c.digest).where(
         generations.c.corpus_id == corpus_id, generations.c.number == generation)).scalar()
     if digest is None:  # no source yet
-        return _digest(conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one(), [])
+        return sources_digest(conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one(), [])
     return digest
 
 
-def _digest(spec_json: str, shas: Iterable[str]) -> str:
+def sources_digest(spec_json: str, shas: Iterable[str]) -> str:
     """What a corpus' counts were made from: its spec and every source's sha256."""
     h = hashlib.sha256(spec_json.encode())
     for sha in sorted(shas):
@@ -267,7 +264,7 @@ def source_shas(conn: Connection, corpus: str) -> set[str]:
 def lock_corpus(conn: Connection, name: str, spec: TokenizerSpec) -> tuple[int, TokenizerSpec]:
     """Create the corpus with ``spec`` if it is new (race-free), lock its row until
     the transaction ends; returns its id and its stored spec."""
-    conn.execute(dialect(conn).insert(corpora).values(name=name, spec=spec.to_json(), created_at=_now())
+    conn.execute(dialect(conn).insert(corpora).values(name=name, spec=spec.to_json(), created_at=utc_now())
                  .on_conflict_do_nothing(index_elements=[corpora.c.name]))
     found, stored = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == name)
                                  .with_for_update()).one()
@@ -289,40 +286,6 @@ def present_shas(conn: Connection, corpus_id: int, shas: Sequence[str]) -> set[s
     return found
 
 
-def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int]) -> int:
-    """The corpus' next generation: its sources, counts and totals; returns its number.
-
-    Call with the corpus row locked (``lock_corpus``). Before a count changes,
-    its row is copied to word_count_history if a version pins a generation the
-    row is valid in; with nothing pinned, this is one upsert, as before
-    generations.
-    """
-    previous = conn.execute(select(generations).where(generations.c.corpus_id == corpus_id)
-                            .order_by(generations.c.number.desc()).limit(1)).first()
-    number = (previous.number if previous else 0) + 1
-    pinned = pinned_generations(conn, corpus_id)
-    if pinned:
-        keep_history(conn, corpus_id, counts, pinned[-1], number)
-    now = _now()
-    conn.execute(insert(ingests), [
-        {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256, "size_bytes": s.size_bytes,
-         "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": now, "generation": number}
-        for s in sources])
-    upsert_counts(conn, corpus_id, counts, number)
-    spec = conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one()
-    conn.execute(insert(generations).values(
-        corpus_id=corpus_id, number=number,
-        n_sources=(previous.n_sources if previous else 0) + len(sources),
-        size_bytes=(previous.size_bytes if previous else 0) + sum(s.size_bytes for s in sources),
-        n_words=(previous.n_words if previous else 0) + sum(s.n_words for s in sources),
-        n_distinct=conn.execute(select(func.count()).select_from(word_counts)
-                                .where(word_counts.c.corpus_id == corpus_id)).scalar_one(),
-        digest=_digest(spec, conn.execute(select(ingests.c.sha256)
-                                          .where(ingests.c.corpus_id == corpus_id)).scalars()),
-        created_at=now))
-    return number
-
-
 # -- versions ---------------------------------------------------------------
 def newest_version(conn: Connection, name: str) -> int:
     """The id of a tokenizer's newest version, complete or not."""
@@ -332,11 +295,6 @@ def newest_version(conn: Connection, name: str) -> int:
     if found is None:
         raise _not_found(conn, tokenizers, f"no tokenizer named {name!r}", "known", "none yet: train or import one")
     return found
-
-
-def _rows_of(table: Table) -> Any:
-    """How many rows of ``table`` belong to the version of the enclosing query."""
-    return select(func.count()).select_from(table).where(table.c.version_id == versions.c.id).scalar_subquery()
 
 
 def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str, source: str,
@@ -349,13 +307,13 @@ def new_version(conn: Connection, name: str, *, spec: TokenizerSpec, status: str
     check_name(name, "tokenizer", "name")
     # Create the tokenizer row if missing, then lock it, so two processes
     # never take the same version number (SQLite's write lock does this alone).
-    conn.execute(dialect(conn).insert(tokenizers).values(name=name, created_at=_now())
+    conn.execute(dialect(conn).insert(tokenizers).values(name=name, created_at=utc_now())
                  .on_conflict_do_nothing(index_elements=[tokenizers.c.name]))
     tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name)
                                 .with_for_update()).scalar()
     number = (conn.execute(select(func.max(versions.c.number))
                            .where(versions.c.tokenizer_id == tokenizer_id)).scalar() or 0) + 1
-    now = _now()
+    now = utc_now()
     inserted = conn.execute(insert(versions).values(
         tokenizer_id=tokenizer_id, number=number, parent_id=parent_id, corpus_id=corpus_id,
         spec=spec.to_json(), target_vocab_size=target_vocab_size, target_merges=target_merges,
@@ -400,7 +358,7 @@ def _training_lock_space() -> Any:
 
 def record_checkpoint(conn: Connection, version_id: int, fingerprint: str | None = None) -> None:
     """Stamp a version's ``updated_at``; with its fingerprint, mark it complete."""
-    values: dict[str, Any] = {"updated_at": _now()}
+    values: dict[str, Any] = {"updated_at": utc_now()}
     if fingerprint is not None:
         values.update(status="complete", fingerprint=fingerprint)
     conn.execute(update(versions).where(versions.c.id == version_id).values(**values))
@@ -422,11 +380,6 @@ def set_alias(conn: Connection, version_id: int, alias: str) -> None:
 def add_snapshot(conn: Connection, version_id: int, made: Snapshot) -> None:
     """Store a version's snapshot (in the transaction that completes it)."""
     conn.execute(insert(version_facts).values(version_id=version_id, **made._asdict()))
-
-
-def _merges_of(version_id: int) -> Select:
-    return (select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"])
-            .where(merges.c.version_id == version_id).order_by(merges.c.rank))
 
 
 def add_tokens(conn: Connection, version_id: int, rows: Iterable[tuple[int, bytes, str]]) -> None:
@@ -454,27 +407,6 @@ def copy_merges(conn: Connection, source_id: int, target_id: int, *, n_merges: i
     conn.execute(insert(tokens).from_select(["version_id", "id", "bytes", "kind"], token_rows))
     conn.execute(insert(merges).from_select(
         ["version_id", "rank", "left_id", "right_id", "token_id", "count"], merge_rows))
-
-
-def longest_equal_run(conn: Connection, version_id: int) -> tuple[int, list[Merge]] | None:
-    """The other version that trained like this one, with the most merges, and its merges.
-
-    Like this one: a root version trained by bpestore on the same corpus with
-    the same counts (corpus digest), spec, min_frequency and max_token_length.
-    None when there is none with a merge.
-    """
-    new = versions.alias("new")
-    n_merges = _rows_of(merges)
-    best = conn.execute(
-        select(versions.c.id).join(new, new.c.id == version_id).where(
-            versions.c.id != version_id, versions.c.source == "trained", versions.c.parent_id.is_(None),
-            versions.c.corpus_id == new.c.corpus_id, versions.c.corpus_digest == new.c.corpus_digest,
-            versions.c.spec == new.c.spec, versions.c.min_frequency == new.c.min_frequency,
-            versions.c.max_token_length.is_not_distinct_from(new.c.max_token_length), n_merges > 0)
-        .order_by(n_merges.desc(), versions.c.id).limit(1)).scalar()
-    if best is None:
-        return None
-    return best, list(itertools.starmap(Merge, conn.execute(_merges_of(best))))
 
 
 # -- queries over stored vocabularies, and removal ------------------------------
@@ -565,8 +497,28 @@ def delete_versions(conn: Connection, version_ids: Sequence[int]) -> None:
     conn.execute(delete(tokenizers).where(tokenizers.c.id.in_(owners), ~has_version))
 
 
+def insert_rows(conn: Connection, table: Table, rows: list[tuple]) -> None:
+    """INSERT rows (tuples in the table's column order) with the driver's executemany."""
+    if not rows:
+        return
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    columns = ", ".join(c.name for c in table.columns)
+    conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) "
+                         f"VALUES ({', '.join([mark] * len(table.columns))})", rows)
+
+
+
 # -- helpers -------------------------------------------------------------------
-def _now() -> datetime:
+def dialect(conn: Connection) -> Any:
+    """The SQLAlchemy dialect module with INSERT ... ON CONFLICT for this database."""
+    if conn.dialect.name not in ("sqlite", "postgresql"):
+        raise InvalidArgumentError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}",
+                                   params=("db",))
+    # Imported here: the PostgreSQL dialect alone costs a tenth of a query's start-up.
+    return importlib.import_module(f"sqlalchemy.dialects.{conn.dialect.name}")
+
+
+def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 

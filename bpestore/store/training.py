@@ -160,12 +160,14 @@ def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> boo
     it already reaches the target (the version is then complete, its snapshot made
     from ``initial`` and the merges copied).
     """
-    found = repository.longest_equal_run(conn, version_id)
+    reads = VersionReads.over(conn)
+    found = reads.longest_equal_run(version_id)
     if found is None:
         return False
     donor_id, donor_merges = found
-    reads = VersionReads.over(conn)
     new, donor = reads.info(version_id), reads.info(donor_id)
+    # A prefix of a complete donor's merges that pass the check passes too.
+    passing = reads.passing_merges(donor_id) if donor.status == "complete" else 0
     n_initial = new.vocab_size
     # The prefix this version's own run would make before reaching its target.
     taken, n_tokens = 0, n_initial
@@ -192,10 +194,9 @@ def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> boo
         tokens.setdefault(m.token, tokens[m.left] + tokens[m.right])
     vocab = Vocabulary.from_rows(((i, data, initial.kinds.get(i, "merge")) for i, data in tokens.items()),
                                  map(MERGE_ROW, copied))
-    # A prefix of a complete donor's merges that pass the check passes too.
-    checked = min(taken, reads.passing_merges(donor.id)) if donor.status == "complete" else 0
+    made = snapshot.make(new.spec, vocab, done, checked=min(taken, passing))
     repository.record_checkpoint(conn, version_id, done)
-    repository.add_snapshot(conn, version_id, snapshot.make(new.spec, vocab, done, checked=checked))
+    repository.add_snapshot(conn, version_id, made)
     return True
 
 

@@ -7,16 +7,16 @@ SQLAlchemy's parameter handling would cost more than the database (2.5x on SQLit
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, func, select
+from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import DBAPIError
 
-from ..errors import InvalidArgumentError
-from .schema import versions, word_count_history, word_counts
+from ..records import Source
+from . import repository
+from .schema import corpora, generations, ingests, versions, word_count_history, word_counts
 
 UPSERT_BATCH = 20_000
 ROWS_PER_STATEMENT = 500  # rows in one INSERT statement of the SQLite upsert (2 parameters each)
@@ -36,7 +36,7 @@ def keep_history(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], 
         word = bytes(word)
         if word in counts:
             copies.append((corpus_id, word, count, changed_in, number))
-    insert_rows(conn, word_count_history, copies)
+    repository.insert_rows(conn, word_count_history, copies)
 
 
 def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
@@ -61,7 +61,7 @@ def upsert_counts(conn: Connection, corpus_id: int, counts: Mapping[bytes, int],
     if conn.dialect.name == "sqlite":
         _upsert_sqlite(conn, corpus_id, ordered, counts, generation)
         return
-    stmt = dialect(conn).insert(word_counts)
+    stmt = repository.dialect(conn).insert(word_counts)
     stmt = stmt.on_conflict_do_update(index_elements=word_count_key(conn),
                                       set_={"count": word_counts.c.count + stmt.excluded["count"],
                                             "changed_in": stmt.excluded["changed_in"]})
@@ -235,20 +235,35 @@ def compact(conn: Connection, corpus_id: int) -> tuple[int, int]:
     return rows, int(size) + rows * HISTORY_ROW_BYTES
 
 
-def insert_rows(conn: Connection, table: Table, rows: list[tuple]) -> None:
-    """INSERT rows (tuples in the table's column order) with the driver's executemany."""
-    if not rows:
-        return
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    columns = ", ".join(c.name for c in table.columns)
-    conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) "
-                         f"VALUES ({', '.join([mark] * len(table.columns))})", rows)
+def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int]) -> int:
+    """The corpus' next generation: its sources, counts and totals; returns its number.
 
-
-def dialect(conn: Connection) -> Any:
-    """The SQLAlchemy dialect module with INSERT ... ON CONFLICT for this database."""
-    if conn.dialect.name not in ("sqlite", "postgresql"):
-        raise InvalidArgumentError(f"bpestore supports SQLite and PostgreSQL, not {conn.dialect.name}",
-                                   params=("db",))
-    # Imported here: the PostgreSQL dialect alone costs a tenth of a query's start-up.
-    return importlib.import_module(f"sqlalchemy.dialects.{conn.dialect.name}")
+    Call with the corpus row locked (``lock_corpus``). Before a count changes,
+    its row is copied to word_count_history if a version pins a generation the
+    row is valid in; with nothing pinned, this is one upsert, as before
+    generations.
+    """
+    previous = conn.execute(select(generations).where(generations.c.corpus_id == corpus_id)
+                            .order_by(generations.c.number.desc()).limit(1)).first()
+    number = (previous.number if previous else 0) + 1
+    pinned = repository.pinned_generations(conn, corpus_id)
+    if pinned:
+        keep_history(conn, corpus_id, counts, pinned[-1], number)
+    now = repository.utc_now()
+    conn.execute(insert(ingests), [
+        {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256, "size_bytes": s.size_bytes,
+         "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": now, "generation": number}
+        for s in sources])
+    upsert_counts(conn, corpus_id, counts, number)
+    spec = conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one()
+    conn.execute(insert(generations).values(
+        corpus_id=corpus_id, number=number,
+        n_sources=(previous.n_sources if previous else 0) + len(sources),
+        size_bytes=(previous.size_bytes if previous else 0) + sum(s.size_bytes for s in sources),
+        n_words=(previous.n_words if previous else 0) + sum(s.n_words for s in sources),
+        n_distinct=conn.execute(select(func.count()).select_from(word_counts)
+                                .where(word_counts.c.corpus_id == corpus_id)).scalar_one(),
+        digest=repository.sources_digest(spec, conn.execute(select(ingests.c.sha256)
+                                          .where(ingests.c.corpus_id == corpus_id)).scalars()),
+        created_at=now))
+    return number
