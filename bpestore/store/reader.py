@@ -1,22 +1,15 @@
-"""Reading versions: one set of reads, run by one of two readers chosen when the store opens.
+"""Reading versions: one set of reads (``VersionReads``: SQL text with named
+parameters, which both drivers take), run over one transaction by one of two
+readers, chosen when the store opens (``open_reader``):
 
-The reads (``VersionReads``: resolve a ref, list versions, a version's
-vocabulary from its snapshot or its rows) are SQL text with named parameters
-(``:name``, which both drivers take), run over one transaction by a ``Run``:
-something that executes one statement and returns its rows. Two readers make
-that transaction (``open_reader`` picks one, once):
+* ``SqliteReader``: the standard ``sqlite3`` on a SQLite file at schema ``HEAD``,
+  read-only, importing neither SQLAlchemy nor Alembic (a fresh process that lists
+  versions, looks up a token or encodes starts in a fraction of the time);
+* ``SqlAlchemyReader``: the store's engine, on every database (the modules that
+  write read versions with ``VersionReads.over(conn)`` in their own transactions).
 
-* ``SqliteReader``: the standard library's ``sqlite3`` on a SQLite file at
-  schema ``HEAD``, read-only. It imports neither SQLAlchemy nor Alembic, so a
-  fresh process that lists versions, looks up a token or encodes starts in a
-  fraction of the time;
-* ``SqlAlchemyReader``: the store's engine, on every database (PostgreSQL,
-  in-memory SQLite, a store that writes: the repository's modules read
-  versions with ``VersionReads.over(conn)`` inside their own transactions).
-
-The same statements give both readers the same answers and the same errors.
-This module imports nothing of SQLAlchemy, the encoder or the records until
-a call needs them.
+Same statements, same answers and errors. Nothing of SQLAlchemy, the encoder or
+the records is imported until a call needs it.
 """
 
 from __future__ import annotations
@@ -278,18 +271,6 @@ class VersionReader:
 
     def reading(self) -> AbstractContextManager[VersionReads]:
         raise NotImplementedError
-
-    def versions(self, name: str | None = None) -> list[VersionInfo]:
-        with self.reading() as reads:
-            return reads.infos(name=name)
-
-    def version(self, ref: str) -> VersionInfo:
-        with self.reading() as reads:
-            return reads.info(reads.resolve(ref))
-
-    def vocabulary(self, ref: str) -> Vocabulary:
-        with self.reading() as reads:
-            return reads.vocabulary(reads.resolve(ref))
 
     def load(self, ref: str, cache: TokenizerCache) -> Tokenizer:
         """The Tokenizer of a version: from ``cache`` where it holds this state of it, else

@@ -32,7 +32,7 @@ from sqlalchemy import (
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, MergeInfo, Source
 from ..spec import TokenizerSpec
-from .reader import NUMBER
+from .reader import NUMBER, moment
 from .schema import (
     aliases,
     corpora,
@@ -196,14 +196,14 @@ def _corpus_info(corpus: Any, generation: int, pins: Mapping[tuple[int, int], li
     totals = corpus if totals is None else totals
     if not generation:  # no source yet
         return CorpusInfo(name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=0,
-                          size_bytes=0, n_words=0, n_distinct=0, created_at=_utc(corpus.created_at),
+                          size_bytes=0, n_words=0, n_distinct=0, created_at=moment(corpus.created_at),
                           digest=sources_digest(corpus.spec, []))
     return CorpusInfo(
         name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=totals.n_sources,
         size_bytes=int(totals.size_bytes), n_words=int(totals.n_words), n_distinct=int(totals.n_distinct),
-        created_at=_utc(corpus.created_at), digest=totals.digest, generation=generation,
+        created_at=moment(corpus.created_at), digest=totals.digest, generation=generation,
         sources_added=added.get((corpus.id, generation), 0), kept=kept,
-        pinned_by=tuple(pins.get((corpus.id, generation), ())), generated_at=_utc(totals.generated_at))
+        pinned_by=tuple(pins.get((corpus.id, generation), ())), generated_at=moment(totals.generated_at))
 
 
 def _pins(conn: Connection, corpus_id: int | None) -> dict[tuple[int, int], list[str]]:
@@ -252,7 +252,7 @@ def corpus_sources(conn: Connection, corpus_id: int, generation: int | None = No
     if generation is not None:
         query = query.where(ingests.c.generation <= generation)
     return [Source(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct,
-                   created_at=_utc(r.created_at), generation=r.generation) for r in conn.execute(query)]
+                   created_at=moment(r.created_at), generation=r.generation) for r in conn.execute(query)]
 
 
 def source_shas(conn: Connection, corpus: str) -> set[str]:
@@ -520,8 +520,3 @@ def dialect(conn: Connection) -> Any:
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every timestamp bpestore writes is UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

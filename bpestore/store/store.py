@@ -304,11 +304,13 @@ class Store:
     # -- versions ----------------------------------------------------------------
     def versions(self, name: str | None = None) -> list[VersionInfo]:
         """Every version (of one tokenizer, if named), by name and number."""
-        return self.reader.versions(name)
+        with self.reader.reading() as reads:
+            return reads.infos(name=name)
 
     def version(self, ref: str) -> VersionInfo:
         """Resolve ``NAME`` (its newest complete version), ``NAME@N`` or ``NAME@ALIAS``."""
-        return self.reader.version(ref)
+        with self.reader.reading() as reads:
+            return reads.info(reads.resolve(ref))
 
     def set_alias(self, ref: str, alias: str) -> VersionInfo:
         """Point ``NAME@ALIAS`` at a version (moving the alias if it exists)."""
@@ -385,7 +387,8 @@ class Store:
         >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
         262
         """
-        vocab = self.reader.vocabulary(ref)
+        with self.reader.reading() as reads:
+            vocab = reads.vocabulary(reads.resolve(ref))
         return token_info(ref, token, vocab.tokens, vocab.kinds, vocab.made_by())
 
     def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
@@ -459,8 +462,13 @@ class Store:
         text's pre-tokens counted once for all versions that cut words alike."""
         from .. import analysis  # reading and encoding files: the charts' alone
 
-        return analysis.charts(refs, file, lambda ref: (self.tokenizer(ref), self.reader.vocabulary(ref).columns[3]),
-                               text=text, points=points, errors=errors)
+        return analysis.charts(refs, file, self._charted, text=text, points=points, errors=errors)
+
+    def _charted(self, ref: str) -> tuple[Tokenizer, Sequence[int]]:
+        """A version's tokenizer and its merges' pair counts, by rank."""
+        with self.reader.reading() as reads:
+            counts = reads.vocabulary(reads.resolve(ref)).columns[3]
+        return self.tokenizer(ref), counts
 
     # -- the versions' tree, removal, imports ------------------------------------
     def lineage(self, name: str) -> list[LineageNode]:
