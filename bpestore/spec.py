@@ -12,7 +12,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -187,6 +186,8 @@ class TokenizerSpec:
 
 def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
     """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
+    import hashlib  # (OpenSSL's load: only what writes a version pays it)
+
     h = hashlib.sha256(spec.to_json().encode())
     h.update((corpus_digest or "").encode())
     for m in merge_list:

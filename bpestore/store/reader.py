@@ -25,7 +25,6 @@ from urllib.parse import quote
 
 from ..errors import DatabaseError, InvalidArgumentError, NotFoundError
 from ..spec import EncoderFacts, TokenizerSpec
-from . import snapshot
 from .db import HEAD, lock_wait_seconds
 from .vocabulary import Vocabulary
 
@@ -104,6 +103,21 @@ class VersionRow(NamedTuple):
     def complete(self) -> bool:
         """It never changes again, and has (or should have) its snapshot."""
         return self.status == "complete" and self.fingerprint is not None
+
+
+class SnapshotRow(NamedTuple):
+    """A version's stored snapshot (its row of version_facts), with the fingerprint its digest covers."""
+
+    format: int
+    packed: bytes
+    fast_problem: str | None
+    digest: str
+    fingerprint: str | None
+
+    def checked(self, version_id: int) -> tuple[Vocabulary, EncoderFacts]:
+        from .snapshot import checked  # its digest and unpacking: what listing versions does without
+
+        return checked(self, version_id)
 
 
 class VersionReads:
@@ -185,11 +199,17 @@ class VersionReads:
             created_at=moment(v[18]), updated_at=moment(v[19]), aliases=tuple(aliases_of.get(v[0], ())),
             corpus_generation=v[20]) for v in rows]
 
+    def snapshot_row(self, version_id: int) -> SnapshotRow | None:
+        """A complete version's stored snapshot, unchecked; None where it has none
+        (a version still training)."""
+        rows = self.run(SNAPSHOT_ROW, {"version_id": version_id})
+        return SnapshotRow(*rows[0]) if rows else None
+
     def snapshot(self, version_id: int) -> tuple[Vocabulary, EncoderFacts] | None:
         """A complete version's vocabulary and facts from its stored snapshot, checked;
         None where it has none (a version still training)."""
-        rows = self.run(SNAPSHOT_ROW, {"version_id": version_id})
-        return snapshot.checked(rows[0], version_id) if rows else None  # type: ignore[arg-type]
+        row = self.snapshot_row(version_id)
+        return None if row is None else row.checked(version_id)
 
     def rows_vocabulary(self, version_id: int) -> Vocabulary:
         """A version's vocabulary read from its token and merge rows."""
@@ -272,6 +292,15 @@ class VersionReader:
     def reading(self) -> AbstractContextManager[VersionReads]:
         raise NotImplementedError
 
+    def vocabulary(self, ref: str) -> Vocabulary:
+        """A version's vocabulary: from its snapshot where it is complete (unpacked once
+        the transaction is over), else from its rows."""
+        with self.reading() as reads:
+            version_id = reads.resolve(ref)
+            row = reads.snapshot_row(version_id)
+            vocab = reads.rows_vocabulary(version_id) if row is None else None
+        return vocab if row is None else row.checked(version_id)[0]  # type: ignore[return-value]
+
     def load(self, ref: str, cache: TokenizerCache) -> Tokenizer:
         """The Tokenizer of a version: from ``cache`` where it holds this state of it, else
         read (a complete version: its snapshot; one still training: its rows) and cached."""
@@ -284,10 +313,13 @@ class VersionReader:
             cached = cache.get(key)
             if cached is not None:
                 return cached
+            found = reads.snapshot_row(version_id) if row.complete else None
             with gc_paused():  # 50,000 tokens and merges: objects without cycles
-                found = reads.snapshot(version_id) if row.complete else None
-                vocab, known = found if found is not None else (reads.rows_vocabulary(version_id), None)
+                vocab = reads.rows_vocabulary(version_id) if found is None else None
         with gc_paused():
+            known: EncoderFacts | None = None
+            if vocab is None:  # a snapshot: unpacked once the transaction is over
+                vocab, known = found.checked(version_id)  # type: ignore[union-attr]
             # A complete version's byte pairs are made when first needed (decoding and short texts need none).
             tok = Tokenizer(vocab.tokens, None if known is not None else vocab.pairs, vocab.special_ids(),
                             spec=TokenizerSpec.from_json(row.spec), name=row.ref, facts=known,

@@ -25,10 +25,9 @@ import json
 import struct
 import sys
 from array import array
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-from ..alphabet import byte_ids, ordinary_ids
-from ..bpe import merge_word, pair_key
 from ..errors import DamagedDataError
 from ..spec import EncoderFacts, TokenizerSpec
 from .vocabulary import KindCodes, Vocabulary
@@ -116,7 +115,10 @@ def make(spec: TokenizerSpec, vocab: Vocabulary, fingerprint: str, *, checked: i
 
 def fast_problem(spec: TokenizerSpec, vocab: Vocabulary, *, checked: int = 0) -> str | None:
     """Why tiktoken's core may not encode with this spec and vocabulary (None: it may)."""
-    from .. import fast  # making a snapshot needs the check; loading one does not
+    # Making a snapshot needs the check and the merge rule; loading one (a fresh process) does not.
+    from .. import fast
+    from ..alphabet import byte_ids, ordinary_ids
+    from ..bpe import merge_word, pair_key
 
     problem = fast.spec_problem(spec)
     if problem is not None:
@@ -134,8 +136,7 @@ def fast_problem(spec: TokenizerSpec, vocab: Vocabulary, *, checked: int = 0) ->
     return fast.rank_equivalence_problem(vocab.pairs, id_of, encode_bytes, checked=checked)
 
 
-def checked(row: tuple[int, bytes, str | None, str, str | None], version_id: int
-            ) -> tuple[Vocabulary, EncoderFacts]:
+def checked(row: Sequence[Any], version_id: int) -> tuple[Vocabulary, EncoderFacts]:
     """The vocabulary and facts of a stored snapshot (format, packed, fast_problem,
     digest, and the version's fingerprint), once its digest matches;
     DamagedDataError where it does not, or where the blob cannot be read."""

@@ -387,8 +387,7 @@ class Store:
         >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
         262
         """
-        with self.reader.reading() as reads:
-            vocab = reads.vocabulary(reads.resolve(ref))
+        vocab = self.reader.vocabulary(ref)
         return token_info(ref, token, vocab.tokens, vocab.kinds, vocab.made_by())
 
     def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
@@ -466,9 +465,7 @@ class Store:
 
     def _charted(self, ref: str) -> tuple[Tokenizer, Sequence[int]]:
         """A version's tokenizer and its merges' pair counts, by rank."""
-        with self.reader.reading() as reads:
-            counts = reads.vocabulary(reads.resolve(ref)).columns[3]
-        return self.tokenizer(ref), counts
+        return self.tokenizer(ref), self.reader.vocabulary(ref).columns[3]
 
     # -- the versions' tree, removal, imports ------------------------------------
     def lineage(self, name: str) -> list[LineageNode]:
