@@ -387,8 +387,7 @@ class Store:
         >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
         262
         """
-        vocab = self.reader.vocabulary(ref)
-        return token_info(ref, token, vocab.tokens, vocab.kinds, vocab.made_by())
+        return token_info(ref, token, self.reader.vocabulary(ref))
 
     def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
         """What changed between two versions: shared merge prefix, changed ids, new tokens."""
