@@ -189,12 +189,7 @@ def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> boo
         return False
     copied = donor_merges[:taken]
     done = fingerprint(new.spec, new.corpus_digest, copied)
-    tokens = dict(initial.tokens)
-    for m in copied:
-        tokens.setdefault(m.token, tokens[m.left] + tokens[m.right])
-    vocab = Vocabulary.from_rows(((i, data, initial.kinds.get(i, "merge")) for i, data in tokens.items()),
-                                 map(MERGE_ROW, copied))
-    made = snapshot.make(new.spec, vocab, done, checked=min(taken, passing))
+    made = snapshot.make(new.spec, _completed(initial, copied), done, checked=min(taken, passing))
     repository.record_checkpoint(conn, version_id, done)
     repository.add_snapshot(conn, version_id, made)
     return True
@@ -376,11 +371,17 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
                         exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
             raise
         done = fingerprint(spec, v.corpus_digest, trainer.merges)
-        tokens = dict(stored.tokens)
-        tokens.update((m.token, trainer.token_bytes[m.token]) for m in trainer.merges)
-        vocab = Vocabulary.from_rows(((i, data, stored.kinds.get(i, "merge")) for i, data in sorted(tokens.items())),
-                                     map(MERGE_ROW, trainer.merges))
-        writer.save(done, snapshot.make(spec, vocab, done, checked=checked))
+        writer.save(done, snapshot.make(spec, _completed(stored, trainer.merges), done, checked=checked))
+
+
+def _completed(start: Vocabulary, merges: Sequence[Merge]) -> Vocabulary:
+    """The vocabulary of a version that completes with these merges: ``start``'s tokens
+    (its initial ones, and those its stored merges made), and those the merges make."""
+    tokens = dict(start.tokens)
+    for m in merges:
+        tokens.setdefault(m.token, tokens[m.left] + tokens[m.right])
+    return Vocabulary.from_rows(((i, data, start.kinds.get(i, "merge")) for i, data in sorted(tokens.items())),
+                                map(MERGE_ROW, merges))
 
 
 class CheckpointWriter:
