@@ -11,9 +11,6 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..errors import ConflictError, InvalidArgumentError
-from ..formats.gpt2 import read_gpt2
-from ..formats.hf import read_hf
-from ..formats.tiktoken_ranks import read_ranks, tiktoken_version
 from ..records import LineageNode, Progress, Removed, VerifyResult, VersionInfo, VersionProgress
 from ..spec import TokenizerSpec
 from . import imports, locks, repository, training
@@ -132,15 +129,22 @@ class Versions:
         spec = (spec or TokenizerSpec()).replace(special_tokens=tuple(special_tokens))
         return self.info(imports.import_version(self.db, name, vocab, merge_list, spec, source=source))
 
+    # Each format's reader is imported by its own import: training and removal need none.
     def import_gpt2(self, name: str, vocab: str | Path, merges: str | Path) -> VersionInfo:
+        from ..formats.gpt2 import read_gpt2
+
         vocab_map, merge_list, specials = read_gpt2(vocab, merges)
         return self.import_vocab(name, vocab_map, merge_list, specials, None, "gpt2")
 
     def import_hf(self, name: str, path: str | Path) -> VersionInfo:
+        from ..formats.hf import read_hf
+
         model = read_hf(path)
         return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, model.spec, "hf")
 
     def import_tiktoken(self, name: str, path: str | Path, pattern: str,
                         special_tokens: Mapping[str, int] | None) -> VersionInfo:
+        from ..formats.tiktoken_ranks import read_ranks, tiktoken_version
+
         vocab, merge_list, spec = tiktoken_version(read_ranks(path), pattern, special_tokens or {})
         return self.import_vocab(name, vocab, merge_list, spec.special_tokens, spec, "tiktoken")
