@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
 from .ingest import TextReader, open_source
-from .ingest.sources import check_errors
 from .queries import TextTotals
 from .records import CurvePoint, EncodingStats, VersionChart
+from .sources import check_errors
 
 if TYPE_CHECKING:
     from .encoder import Tokenizer

@@ -7,8 +7,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "bpestore"
 MAX_CLASS, MAX_MODULE, MAX_FUNCTION = 400, 600, 80
 # SQL text: a statement's keywords, in capitals as bpestore writes them (not prose such as "Create the database").
@@ -46,7 +44,6 @@ def test_no_module_class_or_function_is_too_long():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.xfail(reason="the encoder's split is not in yet", strict=False)
 def test_no_module_class_or_function_of_the_encoder_is_too_long():
     found = too_long(encoder=True)
     assert not found, "\n".join(found)
@@ -86,7 +83,6 @@ def imported_modules(tree: ast.Module, package: str) -> set[str]:
     return found
 
 
-@pytest.mark.xfail(reason="the encoder still takes text-file and process helpers from ingest", strict=False)
 def test_the_encoder_imports_nothing_from_ingest():
     encoder = [path for path in PACKAGE.glob("encoder*") if path.suffix == ".py"]
     encoder += list((PACKAGE / "encoder").rglob("*.py")) if (PACKAGE / "encoder").is_dir() else []

@@ -304,7 +304,8 @@ class VersionReader:
     def load(self, ref: str, cache: TokenizerCache) -> Tokenizer:
         """The Tokenizer of a version: from ``cache`` where it holds this state of it, else
         read (a complete version: its snapshot; one still training: its rows) and cached."""
-        from ..encoder import Tokenizer, gc_paused  # loading a tokenizer needs the encoder; queries do not
+        from ..encoder import Tokenizer  # loading a tokenizer needs the encoder; queries do not
+        from ..processes import gc_paused
 
         with self.reading() as reads:
             version_id = reads.resolve(ref)
