@@ -14,6 +14,9 @@ training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --sc
 compiled vs pure-Python merge core (bench/training_scale.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
+phases, phases-synthetic: cold ingest + train phase by phase (serial / parallel) at each --workers count,
+and the Amdahl projection to --project workers (bench/phases.py).
+fixed-costs: the everyday commands in a fresh process, SQLite (and PostgreSQL: BPESTORE_BENCH_PG_URL).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
@@ -27,13 +30,15 @@ import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from bench import training_scale
+from bench import phases, training_scale
 from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.dask_count import SUITES as DASK_SUITES
+from bench.fixed_costs import SUITES as FIXED_COST_SUITES
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
+from bench.phases import SUITES as PHASE_SUITES
 from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
@@ -41,9 +46,10 @@ from bench.suites import SUITES
 from bench.training_scale import SUITES as TRAINING_SCALE_SUITES
 from bench.web import SUITES as WEB_SUITES
 
-WORKER_SUITES = ("ingest-workers", "encode-workers")
+WORKER_SUITES = ("ingest-workers", "encode-workers", *PHASE_SUITES)
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES}
+          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
+          **FIXED_COST_SUITES}
 
 
 def _versions() -> str:
@@ -80,7 +86,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="ingest-workers, encode-workers: the worker counts, comma-separated (default: 1,2)")
     parser.add_argument("--scale", type=float, default=0.1,
                         help="training-scale: size of the synthetic corpus (1: 30 M words; default: 0.1)")
+    parser.add_argument("--project", type=int, default=16,
+                        help="phases, phases-synthetic: the worker count the fit projects to (default: 16)")
     args = parser.parse_args(argv)
+    phases.PROJECT = args.project
     if args.scale <= 0:
         parser.error("--scale must be positive")
     training_scale.SCALE = args.scale
