@@ -328,7 +328,8 @@ class Tokenizer:
 
     @property
     def backend(self) -> str:
-        """Which encoder runs ordinary text: ``tiktoken``, or ``python (why)``.
+        """Which encoder runs ordinary text: ``compiled (C)`` (bpestore.encodecore),
+        ``tiktoken`` (where the compiled core is not built), or ``python (why)``.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], fast=False).backend
         'python (fast=False)'
@@ -381,9 +382,16 @@ class Tokenizer:
         """
         return self._encode(text, self._rules(allowed_special, disallowed_special, dropout, seed), None, [])
 
-    def encode_batch(self, texts: Iterable[str], **options) -> list[list[int]]:
-        """``encode`` each text; takes the same keyword options."""
+    def encode_batch(self, texts: Iterable[str], *, workers: int = 1, **options) -> list[list[int]]:
+        """``encode`` each text; takes the same keyword options. ``workers`` > 1
+        encodes that many texts at once in threads where a compiled core runs
+        (it releases the GIL; one copy of its tables)."""
         rules = self._rules(**options)
+        if workers > 1 and not rules.dropout and self._fast_encoder() is not None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers) as pool:
+                return list(pool.map(lambda text: self._encode(text, rules, None, []), texts))
         return [self._encode(text, rules, None, []) for text in texts]
 
     def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
@@ -531,8 +539,9 @@ class Tokenizer:
     def _ranges_apply(self, rules: _Rules) -> bool:
         """Whether worker processes may each read and encode their own ranges of a
         plain file: forked (Linux), no dropout (its seeds follow the stream's
-        pieces), and a pre-tokenizer that lets a file be cut anywhere."""
-        return (sys.platform == "linux" and not rules.dropout
+        pieces), and a pre-tokenizer that lets a file be cut anywhere; not where
+        the compiled core encodes (threads share it: one copy of its tables)."""
+        return (sys.platform == "linux" and not rules.dropout and not self._core_applies()
                 and self._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
 
     def _encode_ranges(self, path: str, size: int, rules: _Rules, workers: int, typecode: str,
@@ -782,9 +791,17 @@ class Tokenizer:
             out.extend(ids)
 
     def _fast_for(self, text: str):
-        """tiktoken's core where it may encode ``text``: a short text does not pay
-        for deciding that (the tables the pure path needs are smaller)."""
-        return self._fast_encoder() if self._fast_checked or len(text) >= FAST_CHECK_AFTER else None
+        """The compiled core, or tiktoken's, where it may encode ``text``: a short
+        text does not pay for deciding whether tiktoken's may (the tables the pure
+        path needs are smaller); the compiled core's are not."""
+        if self._fast_checked or len(text) >= FAST_CHECK_AFTER or self._core_applies():
+            return self._fast_encoder()
+        return None
+
+    def _core_applies(self) -> bool:
+        from .encodecore import core_problem
+
+        return self._use_fast and core_problem(self.spec) is None
 
     def _initial_ids(self, word: str) -> list[int]:
         """A pre-token's initial symbols: the spec's own, or its bytes."""
@@ -839,14 +856,30 @@ class Tokenizer:
         return self._fast
 
     def _build_fast_encoder(self):
-        from . import fast
+        from . import encodecore, fast
 
         if not self._use_fast:
             return None, "python (fast=False)"
+        if encodecore.core_problem(self.spec) is None:
+            return self._core_encoder(), "compiled (C)"
         problem = fast.spec_problem(self.spec) or fast.tiktoken_problem() or self.facts.fast_problem
         if problem is not None:
             return None, f"python ({problem})"
         return fast.FastEncoder(self.spec, self._tiktoken_ranks()), "tiktoken"
+
+    def _core_encoder(self):
+        """The compiled encode core with this version's tables."""
+        from .encodecore import CoreEncoder
+
+        merge_ids = self._merge_ids
+        if merge_ids is None:
+            id_of = self._id_of
+            merge_ids = ([id_of[left] for left, _ in self._merges], [id_of[right] for _, right in self._merges],
+                         [id_of[left + right] for left, right in self._merges])
+        # Facts that passed the rank-equivalence check say every merged token encodes to itself.
+        whole = self._facts is not None and self._facts.fast_problem is None
+        return CoreEncoder(self.spec, self._vocab, self._id_of, merge_ids, whole=whole,
+                           pretokenize=self._pipeline.pretokenize)
 
     def _tiktoken_ranks(self) -> dict[bytes, int]:
         """Each byte's and each merged token's bytes, with its id: usually the
