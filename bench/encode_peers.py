@@ -91,12 +91,12 @@ def peers(name: str, ranks: dict[bytes, int]) -> dict[str, Encode]:
             found["rs-bpe"] = rs.encode
         except ImportError:
             pass
-    try:
-        import bpe_openai
+        try:
+            import bpe_openai  # ships cl100k and o200k (its gpt2 downloads)
 
-        found["bpe-openai"] = bpe_openai.get_encoding(f"{name}_base" if name != "gpt2" else "gpt2").encode_ordinary
-    except ImportError:
-        pass
+            found["bpe-openai"] = bpe_openai.get_encoding(f"{name}_base").encode_ordinary
+        except ImportError:
+            pass
     if name == "gpt2":
         try:
             from tokenizers import Tokenizer as HFTokenizer

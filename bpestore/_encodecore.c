@@ -36,8 +36,9 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 #define NO_ID 0xFFFFFFFFu
 #define NO_PAIR UINT64_MAX
 #define SHORT_SYMBOLS 128
-#define CACHE_KEY_MAX 64        /* bytes of the longest word the cache keeps */
-#define CACHE_SLOTS_MAX (1u << 16)
+#define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
+#define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
+#define CACHE_SLOTS_MAX (1u << 13)
 
 /* -- hashing ------------------------------------------------------------------------ */
 
@@ -169,10 +170,13 @@ capacity_for(size_t n)
 
 /* -- one call's scratch space and cache -------------------------------------------------- */
 
+/* One word the cache remembers: one cache line, the slot its hash picks (the last
+   word there stays). */
 typedef struct {
-    uint64_t hash;
-    uint32_t key_offset, key_len;  /* key_len 0: empty */
-    uint32_t ids_offset, ids_len;
+    uint8_t len;   /* 0: empty */
+    uint8_t n_ids;
+    uint8_t key[CACHE_KEY_MAX];
+    uint32_t ids[CACHE_IDS_MAX];
 } CacheSlot;
 
 typedef struct {
@@ -187,12 +191,8 @@ typedef struct {
     size_t symbols_cap;
     uint64_t *heap;
     size_t heap_len, heap_cap;
-    CacheSlot *cache;
-    size_t cache_mask, cache_used;
-    uint8_t *cache_keys;
-    size_t keys_len, keys_cap;
-    uint32_t *cache_ids;
-    size_t ids_len, ids_cap;
+    CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
+    size_t cache_mask;
     int fail;
 } Work;
 
@@ -208,8 +208,6 @@ work_free(Work *w)
     free(w->prev);
     free(w->heap);
     free(w->cache);
-    free(w->cache_keys);
-    free(w->cache_ids);
 }
 
 /* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
@@ -276,86 +274,40 @@ symbols_room(Work *w, size_t n)
     return 0;
 }
 
-/* The ids cached for a word, or NULL (*n_ids set where found). */
-static inline const uint32_t *
-cache_find(const Work *w, const uint8_t *key, size_t n, uint64_t h, size_t *n_ids)
+/* A cache of about `chars` / 8 slots (64..CACHE_SLOTS_MAX): a short text does not pay
+   for a large one. */
+static void
+cache_init(Work *w, Py_ssize_t chars)
 {
-    if (w->cache == NULL)
-        return NULL;
-    size_t j = (size_t)h & w->cache_mask;
-    for (;;) {
-        const CacheSlot *s = &w->cache[j];
-        if (s->key_len == 0)
-            return NULL;
-        if (s->hash == h && s->key_len == n && memcmp(w->cache_keys + s->key_offset, key, n) == 0) {
-            *n_ids = s->ids_len;
-            return w->cache_ids + s->ids_offset;
-        }
-        j = (j + 1) & w->cache_mask;
-    }
+    size_t slots = 64;
+    while (slots < CACHE_SLOTS_MAX && (Py_ssize_t)slots * 8 < chars)
+        slots <<= 1;
+    w->cache = calloc(slots, sizeof(CacheSlot));
+    w->cache_mask = slots - 1;
 }
 
-static void
-cache_clear(Work *w)
+/* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
+static inline CacheSlot *
+cache_slot(const Work *w, uint64_t h)
 {
-    for (size_t i = 0; i <= w->cache_mask; i++)
-        w->cache[i].key_len = 0;
-    w->cache_used = w->keys_len = w->ids_len = 0;
+    return &w->cache[(h >> 17) & w->cache_mask];
 }
 
-/* Remember a word's ids (a failure to find room only loses the entry). */
-static void
-cache_add(Work *w, const uint8_t *key, size_t n, uint64_t h, const uint32_t *ids, size_t n_ids)
+static inline int
+cache_holds(const CacheSlot *c, const uint8_t *key, size_t n)
 {
-    if (w->cache == NULL) {
-        w->cache = malloc(1024 * sizeof(CacheSlot));
-        if (w->cache == NULL)
-            return;
-        w->cache_mask = 1023;
-        cache_clear(w);
-    }
-    if ((w->cache_used + 1) * 2 > w->cache_mask + 1) {
-        size_t capacity = (w->cache_mask + 1) * 2;
-        CacheSlot *bigger = capacity <= CACHE_SLOTS_MAX ? malloc(capacity * sizeof(CacheSlot)) : NULL;
-        if (bigger == NULL) {  /* full: start again */
-            cache_clear(w);
-        } else {
-            for (size_t i = 0; i < capacity; i++)
-                bigger[i].key_len = 0;
-            for (size_t i = 0; i <= w->cache_mask; i++) {
-                CacheSlot *s = &w->cache[i];
-                if (s->key_len == 0)
-                    continue;
-                size_t j = (size_t)s->hash & (capacity - 1);
-                while (bigger[j].key_len)
-                    j = (j + 1) & (capacity - 1);
-                bigger[j] = *s;
-            }
-            free(w->cache);
-            w->cache = bigger;
-            w->cache_mask = capacity - 1;
-        }
-    }
-    int fail = w->fail;
-    if (grow(w, (void **)&w->cache_keys, &w->keys_cap, w->keys_len, n, 1) < 0
-            || grow(w, (void **)&w->cache_ids, &w->ids_cap, w->ids_len, n_ids, sizeof(uint32_t)) < 0) {
-        w->fail = fail;
+    return c->len == n && memcmp(c->key, key, n) == 0;
+}
+
+static inline void
+cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_t n_ids)
+{
+    if (n_ids > CACHE_IDS_MAX)
         return;
-    }
-    size_t j = (size_t)h & w->cache_mask;
-    while (w->cache[j].key_len)
-        j = (j + 1) & w->cache_mask;
-    CacheSlot *s = &w->cache[j];
-    s->hash = h;
-    s->key_offset = (uint32_t)w->keys_len;
-    s->key_len = (uint32_t)n;
-    s->ids_offset = (uint32_t)w->ids_len;
-    s->ids_len = (uint32_t)n_ids;
-    memcpy(w->cache_keys + w->keys_len, key, n);
-    memcpy(w->cache_ids + w->ids_len, ids, n_ids * sizeof(uint32_t));
-    w->keys_len += n;
-    w->ids_len += n_ids;
-    w->cache_used++;
+    c->len = (uint8_t)n;
+    c->n_ids = (uint8_t)n_ids;
+    memcpy(c->key, key, n);
+    memcpy(c->ids, ids, n_ids * sizeof(uint32_t));
 }
 
 /* -- merging ---------------------------------------------------------------------------- */
@@ -567,24 +519,41 @@ symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
     return (Py_ssize_t)m;
 }
 
-/* A word's ids, added to w->out; 0, or -1 (w->fail set). */
+/* The hash of a word, and where its look-ups will go fetched early (the scan hashes a
+   block of words before it encodes them, so their cache misses overlap). */
+static inline uint64_t
+hash_and_prefetch(const Encoder *e, const Work *w, const uint8_t *bytes, size_t n)
+{
+    uint64_t h = hash_bytes(bytes, n);
+    if (n <= CACHE_KEY_MAX && w->cache != NULL)
+        __builtin_prefetch(cache_slot(w, h));
+    if (e->whole_lookup && n <= e->max_token_len)
+        __builtin_prefetch(&e->tokens[(size_t)h & e->token_mask]);
+    return h;
+}
+
+/* A word's ids, added to w->out; 0, or -1 (w->fail set). h: hash_bytes(bytes, n). */
 static int
-encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
+encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, uint64_t h)
 {
     if (n == 0)
         return 0;
     if (n == 1 && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID)
         return emit_one(w, e->byte_ids[bytes[0]]);
-    uint64_t h = hash_bytes(bytes, n);
+    CacheSlot *c = NULL;
+    if (n <= CACHE_KEY_MAX && w->cache != NULL) {
+        c = cache_slot(w, h);
+        if (cache_holds(c, bytes, n))
+            return emit(w, c->ids, c->n_ids);
+    }
     if (e->whole_lookup && n <= e->max_token_len) {
         const TokenSlot *t = token_find(e, bytes, n, h);
-        if (t != NULL && t->whole)
+        if (t != NULL && t->whole) {
+            if (c != NULL)
+                cache_put(c, bytes, n, &t->id, 1);
             return emit_one(w, t->id);
+        }
     }
-    size_t n_ids;
-    const uint32_t *found = n <= CACHE_KEY_MAX ? cache_find(w, bytes, n, h, &n_ids) : NULL;
-    if (found != NULL)
-        return emit(w, found, n_ids);
     Py_ssize_t m = symbolize(e, w, bytes, n);
     if (m < 0)
         return -1;
@@ -593,20 +562,26 @@ encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
                   : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
     if (w->fail)
         return -1;
-    if (n <= CACHE_KEY_MAX)
-        cache_add(w, bytes, n, h, w->symbols, left);
+    if (c != NULL)
+        cache_put(c, bytes, n, w->symbols, left);
     return emit(w, w->symbols, left);
 }
 
+static int
+encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
+{
+    return encode_hashed_word(e, w, bytes, n, hash_bytes(bytes, n));
+}
+
 /* The UTF-8 of text[start:end] (kind-byte code points at data, no surrogates) in
-   w->utf8; its length, or -1. */
+   w->utf8 from offset `at` on; its length, or -1. */
 static Py_ssize_t
-utf8_of(Work *w, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
+utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
 {
     size_t most = (size_t)(end - start) * (kind == 1 ? 2 : kind == 2 ? 3 : 4);
-    if (grow(w, (void **)&w->utf8, &w->utf8_cap, 0, most, 1) < 0)
+    if (grow(w, (void **)&w->utf8, &w->utf8_cap, at, most, 1) < 0)
         return -1;
-    uint8_t *out = w->utf8;
+    uint8_t *out = w->utf8 + at;
     for (Py_ssize_t i = start; i < end; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c < 0x80) {
@@ -625,7 +600,7 @@ utf8_of(Work *w, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
             *out++ = (uint8_t)(0x80 | (c & 0x3F));
         }
     }
-    return out - w->utf8;
+    return out - (w->utf8 + at);
 }
 
 /* text[start:end] as one word. */
@@ -634,24 +609,46 @@ encode_span(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py
 {
     if (ascii)
         return encode_word(e, w, (const uint8_t *)data + start, (size_t)(end - start));
-    Py_ssize_t n = utf8_of(w, data, kind, start, end);
+    Py_ssize_t n = utf8_of(w, 0, data, kind, start, end);
     return n < 0 ? -1 : encode_word(e, w, w->utf8, (size_t)n);
 }
 
-/* Every word of a text under the encoder's pattern; 0, or -1. One function per
-   pattern and kind, each scan inlined with both constant. */
+/* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
+   hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
+   inlined with both constant. */
+#define BLOCK 32
 INLINE int
 scan(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
 {
     const uint8_t *classes = e->classes;
+    size_t offsets[BLOCK + 1];  /* of each word's bytes: in data (ASCII) or in w->utf8 */
+    uint64_t hashes[BLOCK];
     Py_ssize_t i = 0;
     while (i < n) {
-        Py_ssize_t end = pretok_end(classes, data, kind, n, i, pattern);
-        if (end <= i)
-            end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
-        if (encode_span(e, w, data, kind, ascii, i, end) < 0)
-            return -1;
-        i = end;
+        int k = 0;
+        size_t at = 0;
+        offsets[0] = ascii ? (size_t)i : 0;
+        for (; k < BLOCK && i < n; k++) {
+            Py_ssize_t end = pretok_end(classes, data, kind, n, i, pattern);
+            if (end <= i)
+                end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
+            if (ascii) {
+                at = (size_t)end;
+            } else {
+                Py_ssize_t len = utf8_of(w, at, data, kind, i, end);
+                if (len < 0)
+                    return -1;
+                at += (size_t)len;
+            }
+            offsets[k + 1] = at;
+            i = end;
+        }
+        const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
+        for (int j = 0; j < k; j++)
+            hashes[j] = hash_and_prefetch(e, w, base + offsets[j], offsets[j + 1] - offsets[j]);
+        for (int j = 0; j < k; j++)
+            if (encode_hashed_word(e, w, base + offsets[j], offsets[j + 1] - offsets[j], hashes[j]) < 0)
+                return -1;
     }
     return 0;
 }
@@ -1066,6 +1063,7 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
     memset(&w, 0, sizeof w);
     int rc = 0;
     Py_BEGIN_ALLOW_THREADS
+    cache_init(&w, n);
     if (n == 0)
         rc = 0;
     else if (e->pattern == PATTERN_NONE)
@@ -1104,6 +1102,7 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
     memset(&w, 0, sizeof w);
     int rc = 0;
     Py_BEGIN_ALLOW_THREADS
+    cache_init(&w, 8 * n);
     for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
         PyObject *word = PyTuple_GET_ITEM(tuple, k);
         rc = encode_span(e, &w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
