@@ -35,10 +35,11 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 
 #define NO_ID 0xFFFFFFFFu
 #define NO_PAIR UINT64_MAX
-#define SHORT_SYMBOLS 128
+#define SHORT_SYMBOLS 16
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
 #define CACHE_SLOTS_MAX (1u << 13)
+#define PAIR_CACHE_BITS 14
 
 /* -- hashing ------------------------------------------------------------------------ */
 
@@ -192,6 +193,7 @@ typedef struct {
     uint64_t *heap;
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
+    PairSlot *pair_cache;  /* the merge table's answers met in this call (PAIR_CACHE slots) */
     size_t cache_mask;
     int fail;
 } Work;
@@ -208,6 +210,7 @@ work_free(Work *w)
     free(w->prev);
     free(w->heap);
     free(w->cache);
+    free(w->pair_cache);
 }
 
 /* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
@@ -315,10 +318,21 @@ cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_
 /* The pair of symbols a and b (spanning bytes [start, end) of the word, MODE_RANKS):
    (rank << 32) | the token it makes, or NO_PAIR. */
 static inline uint64_t
-pair_of(const Encoder *e, const uint8_t *bytes, uint32_t a, uint32_t b, size_t start, size_t end)
+pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b, size_t start, size_t end)
 {
-    if (e->mode == MODE_MERGE)
-        return pair_find(e, a, b);
+    if (e->mode == MODE_MERGE) {
+        /* A small table of the answers met in this call stays in the CPU's cache; the
+           merge table (megabytes) does not. */
+        uint64_t key = ((uint64_t)a << 32) | b;
+        PairSlot *c = &w->pair_cache[mix64(key) >> (64 - PAIR_CACHE_BITS)];
+        if (c->key == key)
+            return c->rank == NO_ID ? NO_PAIR : ((uint64_t)c->rank << 32) | c->made;
+        uint64_t found = pair_find(e, a, b);
+        c->key = key;
+        c->rank = found == NO_PAIR ? NO_ID : (uint32_t)(found >> 32);
+        c->made = (uint32_t)found;
+        return found;
+    }
     size_t n = end - start;
     if (n > e->max_token_len)
         return NO_PAIR;
@@ -329,10 +343,10 @@ pair_of(const Encoder *e, const uint8_t *bytes, uint32_t a, uint32_t b, size_t s
 /* Merge symbols[0..n) (positions[0..n]: where each starts in bytes, MODE_RANKS) with
    arrays: fine for short words. Returns the number of symbols left. */
 static size_t
-merge_short(const Encoder *e, const uint8_t *bytes, uint32_t *s, uint32_t *pos, uint64_t *pr, size_t n)
+merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, uint64_t *pr, size_t n)
 {
     for (size_t i = 0; i + 1 < n; i++)
-        pr[i] = pair_of(e, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
+        pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
     while (n > 1) {
         uint64_t best = NO_PAIR;
         size_t at = 0;
@@ -349,9 +363,9 @@ merge_short(const Encoder *e, const uint8_t *bytes, uint32_t *s, uint32_t *pos, 
         memmove(pr + at + 1, pr + at + 2, (n - at - 2) * sizeof(uint64_t));
         n--;
         if (at > 0)
-            pr[at - 1] = pair_of(e, bytes, s[at - 1], s[at], pos[at - 1], pos[at + 1]);
+            pr[at - 1] = pair_of(e, w, bytes, s[at - 1], s[at], pos[at - 1], pos[at + 1]);
         if (at + 1 < n)
-            pr[at] = pair_of(e, bytes, s[at], s[at + 1], pos[at], pos[at + 2]);
+            pr[at] = pair_of(e, w, bytes, s[at], s[at + 1], pos[at], pos[at + 2]);
     }
     return n;
 }
@@ -411,7 +425,7 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
     }
 #define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
     for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t p = pair_of(e, bytes, s[i], s[i + 1], pos[i], END_OF(i + 1));
+        uint64_t p = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], END_OF(i + 1));
         if (p != NO_PAIR && heap_push(w, (p & 0xFFFFFFFF00000000ULL) | i) < 0)
             return 0;
     }
@@ -420,7 +434,7 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
         uint32_t i = (uint32_t)top, j;
         if (s[i] == NO_ID || (j = next[i]) >= n)
             continue;
-        uint64_t p = pair_of(e, bytes, s[i], s[j], pos[i], END_OF(j));
+        uint64_t p = pair_of(e, w, bytes, s[i], s[j], pos[i], END_OF(j));
         if (p == NO_PAIR || (p >> 32) != (top >> 32))
             continue;  /* stale */
         s[i] = (uint32_t)p;
@@ -429,13 +443,13 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
         next[i] = k;
         if (k < n) {
             prev[k] = i;
-            uint64_t q = pair_of(e, bytes, s[i], s[k], pos[i], END_OF(k));
+            uint64_t q = pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k));
             if (q != NO_PAIR && heap_push(w, (q & 0xFFFFFFFF00000000ULL) | i) < 0)
                 return 0;
         }
         uint32_t h = prev[i];
         if (h != NO_ID) {
-            uint64_t q = pair_of(e, bytes, s[h], s[i], pos[h], END_OF(i));
+            uint64_t q = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
             if (q != NO_PAIR && heap_push(w, (q & 0xFFFFFFFF00000000ULL) | h) < 0)
                 return 0;
         }
@@ -479,6 +493,14 @@ symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
     /* at most one symbol per byte, plus the markers */
     if (symbols_room(w, n + 2) < 0)
         return -1;
+    if (w->pair_cache == NULL) {
+        w->pair_cache = malloc(sizeof(PairSlot) << PAIR_CACHE_BITS);
+        if (w->pair_cache == NULL) {
+            w->fail = FAIL_MEMORY;
+            return -1;
+        }
+        memset(w->pair_cache, 0xFF, sizeof(PairSlot) << PAIR_CACHE_BITS);  /* keys NO_PAIR: empty */
+    }
     uint32_t *s = w->symbols, *pos = w->positions;
     size_t m = 0;
     if (e->prefix != NO_ID) {
@@ -558,7 +580,7 @@ encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, ui
     if (m < 0)
         return -1;
     size_t left = (size_t)m <= SHORT_SYMBOLS
-                  ? merge_short(e, bytes, w->symbols, w->positions, w->pairs, (size_t)m)
+                  ? merge_short(e, w, bytes, w->symbols, w->positions, w->pairs, (size_t)m)
                   : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
     if (w->fail)
         return -1;
