@@ -187,7 +187,6 @@ typedef struct {
     size_t utf8_cap;
     uint32_t *symbols;      /* merging */
     uint32_t *positions;
-    uint64_t *pairs;
     uint32_t *next, *prev;
     size_t symbols_cap;
     uint64_t *heap;
@@ -205,7 +204,6 @@ work_free(Work *w)
     free(w->utf8);
     free(w->symbols);
     free(w->positions);
-    free(w->pairs);
     free(w->next);
     free(w->prev);
     free(w->heap);
@@ -263,13 +261,11 @@ symbols_room(Work *w, size_t n)
     if (s) w->symbols = s;
     uint32_t *p = realloc(w->positions, (want + 1) * sizeof(uint32_t));
     if (p) w->positions = p;
-    uint64_t *r = realloc(w->pairs, want * sizeof(uint64_t));
-    if (r) w->pairs = r;
     uint32_t *nx = realloc(w->next, want * sizeof(uint32_t));
     if (nx) w->next = nx;
     uint32_t *pv = realloc(w->prev, want * sizeof(uint32_t));
     if (pv) w->prev = pv;
-    if (!s || !p || !r || !nx || !pv) {
+    if (!s || !p || !nx || !pv) {
         w->fail = FAIL_MEMORY;
         return -1;
     }
@@ -340,11 +336,12 @@ pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b,
     return t == NULL ? NO_PAIR : ((uint64_t)t->id << 32) | t->id;
 }
 
-/* Merge symbols[0..n) (positions[0..n]: where each starts in bytes, MODE_RANKS) with
-   arrays: fine for short words. Returns the number of symbols left. */
+/* Merge symbols[0..n), n <= SHORT_SYMBOLS (positions[0..n]: where each starts in bytes,
+   MODE_RANKS) with arrays: fine for short words. Returns the number of symbols left. */
 static size_t
-merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, uint64_t *pr, size_t n)
+merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
 {
+    uint64_t pr[SHORT_SYMBOLS];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
     for (size_t i = 0; i + 1 < n; i++)
         pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
     while (n > 1) {
@@ -580,7 +577,7 @@ encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, ui
     if (m < 0)
         return -1;
     size_t left = (size_t)m <= SHORT_SYMBOLS
-                  ? merge_short(e, w, bytes, w->symbols, w->positions, w->pairs, (size_t)m)
+                  ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
                   : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
     if (w->fail)
         return -1;
