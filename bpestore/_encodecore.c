@@ -114,6 +114,8 @@ typedef struct {
     size_t char_mask;
     uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet */
     PyObject *classify;
+    PyObject **id_objects;  /* an int for each id below n_ids, made at the first list of ids */
+    size_t n_ids;
     size_t table_bytes;
 } Encoder;
 
@@ -342,6 +344,12 @@ static size_t
 merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
 {
     uint64_t pr[SHORT_SYMBOLS];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
+    if (e->mode == MODE_MERGE)  /* start every first look-up at once: their cache misses overlap */
+        for (size_t i = 0; i + 1 < n; i++) {
+            uint64_t key = ((uint64_t)s[i] << 32) | s[i + 1], h = mix64(key);
+            __builtin_prefetch(&w->pair_cache[h >> (64 - PAIR_CACHE_BITS)]);
+            __builtin_prefetch(&e->pairs[(size_t)h & e->pair_mask]);
+        }
     for (size_t i = 0; i + 1 < n; i++)
         pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
     while (n > 1) {
@@ -699,6 +707,10 @@ Encoder_dealloc(Encoder *e)
     PyMem_RawFree(e->token_bytes);
     PyMem_RawFree(e->char_table);
     PyMem_RawFree(e->classes);
+    if (e->id_objects != NULL)
+        for (size_t i = 0; i < e->n_ids; i++)
+            Py_XDECREF(e->id_objects[i]);
+    PyMem_Free(e->id_objects);
     Py_XDECREF(e->classify);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
@@ -948,6 +960,12 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     e->mode = mode;
     e->pattern = pattern;
+    Py_ssize_t n_tokens = PySequence_Size(tokens);
+    if (n_tokens < 0) {
+        Py_DECREF(e);
+        return NULL;
+    }
+    e->n_ids = (size_t)n_tokens;
     e->chars = chars != Py_None;
     e->fallback = fallback;
     e->unk = optional_id(unk);
@@ -1015,17 +1033,38 @@ fail:
 
 /* -- encoding -------------------------------------------------------------------------------- */
 
-/* The ids of one call as a list, or (as_bytes) as bytes of native uint32. */
+/* The ids of one call as a list, or (as_bytes) as bytes of native uint32. The ints of
+   the ids are made once per encoder (a list of a million ids makes no new object). */
 static PyObject *
-result(Work *w, int as_bytes)
+result(Encoder *e, Work *w, int as_bytes)
 {
     if (as_bytes)
         return PyBytes_FromStringAndSize((const char *)w->out, (Py_ssize_t)(w->n_out * sizeof(uint32_t)));
+    if (e->id_objects == NULL && e->n_ids) {
+        PyObject **objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *));
+        if (objects == NULL)
+            return PyErr_NoMemory();
+        for (size_t i = 0; i < e->n_ids; i++)
+            if ((objects[i] = PyLong_FromSize_t(i)) == NULL) {
+                for (size_t j = 0; j < i; j++)
+                    Py_DECREF(objects[j]);
+                PyMem_Free(objects);
+                return NULL;
+            }
+        e->id_objects = objects;
+        e->table_bytes += e->n_ids * (sizeof(PyObject *) + 32);
+    }
     PyObject *list = PyList_New((Py_ssize_t)w->n_out);
     if (list == NULL)
         return NULL;
     for (size_t i = 0; i < w->n_out; i++) {
-        PyObject *v = PyLong_FromUnsignedLong(w->out[i]);
+        uint32_t id = w->out[i];
+        if (id < e->n_ids) {
+            Py_INCREF(e->id_objects[id]);
+            PyList_SET_ITEM(list, (Py_ssize_t)i, e->id_objects[id]);
+            continue;
+        }
+        PyObject *v = PyLong_FromUnsignedLong(id);
         if (v == NULL) {
             Py_DECREF(list);
             return NULL;
@@ -1036,11 +1075,11 @@ result(Work *w, int as_bytes)
 }
 
 static PyObject *
-finish(Work *w, int rc, int as_bytes)
+finish(Encoder *e, Work *w, int rc, int as_bytes)
 {
     PyObject *out;
     if (rc == 0)
-        out = result(w, as_bytes);
+        out = result(e, w, as_bytes);
     else if (w->fail == FAIL_UNKNOWN_CHAR)
         out = Py_NewRef(Py_None);
     else
@@ -1090,7 +1129,7 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
     else
         rc = scanners[e->pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](e, &w, data, ascii, n);
     Py_END_ALLOW_THREADS
-    return finish(&w, rc, as_bytes);
+    return finish(e, &w, rc, as_bytes);
 }
 
 static PyObject *
@@ -1129,7 +1168,7 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
     }
     Py_END_ALLOW_THREADS
     Py_DECREF(tuple);
-    return finish(&w, rc, as_bytes);
+    return finish(e, &w, rc, as_bytes);
 }
 
 static PyObject *
