@@ -114,6 +114,7 @@ typedef struct {
     size_t char_mask;
     uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet */
     PyObject *classify;
+    uint64_t *byte_pairs;   /* plain byte symbols, merge rule: the pair of bytes (a << 8) | b */
     PyObject **id_objects;  /* an int for each id below n_ids, made at the first list of ids */
     size_t n_ids;
     size_t table_bytes;
@@ -344,6 +345,11 @@ static size_t
 merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
 {
     uint64_t pr[SHORT_SYMBOLS];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
+    if (e->byte_pairs != NULL) {  /* the symbols are the bytes: their pairs are in a table of 65,536 */
+        for (size_t i = 0; i + 1 < n; i++)
+            pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
+        goto merge;
+    }
     if (e->mode == MODE_MERGE)  /* start every first look-up at once: their cache misses overlap */
         for (size_t i = 0; i + 1 < n; i++) {
             uint64_t key = ((uint64_t)s[i] << 32) | s[i + 1], h = mix64(key);
@@ -352,6 +358,7 @@ merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32
         }
     for (size_t i = 0; i + 1 < n; i++)
         pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
+merge:
     while (n > 1) {
         uint64_t best = NO_PAIR;
         size_t at = 0;
@@ -430,7 +437,8 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
     }
 #define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
     for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t p = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], END_OF(i + 1));
+        uint64_t p = e->byte_pairs != NULL ? e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]]
+                     : pair_of(e, w, bytes, s[i], s[i + 1], pos[i], END_OF(i + 1));
         if (p != NO_PAIR && heap_push(w, (p & 0xFFFFFFFF00000000ULL) | i) < 0)
             return 0;
     }
@@ -707,6 +715,7 @@ Encoder_dealloc(Encoder *e)
     PyMem_RawFree(e->token_bytes);
     PyMem_RawFree(e->char_table);
     PyMem_RawFree(e->classes);
+    PyMem_RawFree(e->byte_pairs);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
@@ -1001,6 +1010,16 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (mode == MODE_MERGE && e->pairs == NULL) {
         PyErr_SetString(PyExc_ValueError, "the merge rule needs merges");
         goto fail;
+    }
+    if (mode == MODE_MERGE && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
+        e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
+        if (e->byte_pairs == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        e->table_bytes += 65536 * sizeof(uint64_t);
+        for (size_t ab = 0; ab < 65536; ab++)
+            e->byte_pairs[ab] = pair_find(e, e->byte_ids[ab >> 8], e->byte_ids[ab & 255]);
     }
     /* Whole-word look-ups: on plain byte symbols only (a word with markers or of
        characters is not a token's bytes); under the merge rule only the tokens merges
