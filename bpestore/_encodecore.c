@@ -39,7 +39,7 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
 #define CACHE_SLOTS_MAX (1u << 13)
-#define PAIR_CACHE_BITS 14
+#define PAIR_CACHE_BITS 16      /* at most */
 
 /* -- hashing ------------------------------------------------------------------------ */
 
@@ -195,7 +195,8 @@ typedef struct {
     uint64_t *heap;
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
-    PairSlot *pair_cache;  /* the merge table's answers met in this call (PAIR_CACHE slots) */
+    PairSlot *pair_cache;  /* the merge table's answers met in this call (1 << pair_bits slots) */
+    int pair_bits;
     size_t cache_mask;
     int fail;
 } Work;
@@ -276,8 +277,8 @@ symbols_room(Work *w, size_t n)
     return 0;
 }
 
-/* A cache of about `chars` / 8 slots (64..CACHE_SLOTS_MAX): a short text does not pay
-   for a large one. */
+/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX) and of `chars` / 4 pairs
+   (256..65,536): a short text does not pay for large ones. */
 static void
 cache_init(Work *w, Py_ssize_t chars)
 {
@@ -286,6 +287,9 @@ cache_init(Work *w, Py_ssize_t chars)
         slots <<= 1;
     w->cache = calloc(slots, sizeof(CacheSlot));
     w->cache_mask = slots - 1;
+    w->pair_bits = 8;
+    while (w->pair_bits < PAIR_CACHE_BITS && ((Py_ssize_t)1 << w->pair_bits) * 4 < chars)
+        w->pair_bits++;
 }
 
 /* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
@@ -323,7 +327,7 @@ pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b,
         /* A small table of the answers met in this call stays in the CPU's cache; the
            merge table (megabytes) does not. */
         uint64_t key = ((uint64_t)a << 32) | b;
-        PairSlot *c = &w->pair_cache[mix64(key) >> (64 - PAIR_CACHE_BITS)];
+        PairSlot *c = &w->pair_cache[mix64(key) >> (64 - w->pair_bits)];
         if (c->key == key)
             return c->rank == NO_ID ? NO_PAIR : ((uint64_t)c->rank << 32) | c->made;
         uint64_t found = pair_find(e, a, b);
@@ -353,7 +357,7 @@ merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32
     if (e->mode == MODE_MERGE)  /* start every first look-up at once: their cache misses overlap */
         for (size_t i = 0; i + 1 < n; i++) {
             uint64_t key = ((uint64_t)s[i] << 32) | s[i + 1], h = mix64(key);
-            __builtin_prefetch(&w->pair_cache[h >> (64 - PAIR_CACHE_BITS)]);
+            __builtin_prefetch(&w->pair_cache[h >> (64 - w->pair_bits)]);
             __builtin_prefetch(&e->pairs[(size_t)h & e->pair_mask]);
         }
     for (size_t i = 0; i + 1 < n; i++)
@@ -507,12 +511,14 @@ symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
     if (symbols_room(w, n + 2) < 0)
         return -1;
     if (w->pair_cache == NULL) {
-        w->pair_cache = malloc(sizeof(PairSlot) << PAIR_CACHE_BITS);
+        if (w->pair_bits == 0)  /* no cache_init (the check of every token) */
+            w->pair_bits = 8;
+        w->pair_cache = malloc(sizeof(PairSlot) << w->pair_bits);
         if (w->pair_cache == NULL) {
             w->fail = FAIL_MEMORY;
             return -1;
         }
-        memset(w->pair_cache, 0xFF, sizeof(PairSlot) << PAIR_CACHE_BITS);  /* keys NO_PAIR: empty */
+        memset(w->pair_cache, 0xFF, sizeof(PairSlot) << w->pair_bits);  /* keys NO_PAIR: empty */
     }
     uint32_t *s = w->symbols, *pos = w->positions;
     size_t m = 0;
