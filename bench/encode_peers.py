@@ -288,11 +288,50 @@ print((psutil.Process().memory_info().rss - before) / 1e6, core.table_bytes() / 
                               "tiktoken Encoding"], rows))
 
 
+def chars_versions(runs: int, quick: bool) -> str:
+    """Versions the compiled core now encodes beside today's pure-Python path: a character
+    alphabet with word markers and an unknown token, and byte-level word markers."""
+    from bpestore import Tokenizer, alphabet
+    from bpestore.spec import TokenizerSpec
+    from bpestore.text import TextPipeline
+    from bpestore.trainer import BpeTrainer
+
+    training = prepare_corpus("tinyshakespeare").read_text(encoding="utf-8")[:300_000]
+    text = read_text("english_medium", True)[:1_000_000 if quick else 3_000_000]
+    mb = len(text.encode("utf-8")) / 1e6
+    rows = []
+    for label, spec in [("chars, `</w>`, `<unk>`", TokenizerSpec(alphabet="chars", end_of_word="</w>", unk_token="<unk>")),
+                        ("chars, byte fallback, whitespace", TokenizerSpec(alphabet="chars", byte_fallback=True,
+                                                                           pretokenizer="whitespace")),
+                        ("bytes, `</w>`", TokenizerSpec(end_of_word="</w>"))]:
+        counts = TextPipeline(spec).count_words(training)
+        vocab = alphabet.initial_vocab(spec, counts)
+        trainer = BpeTrainer(alphabet.initial_words(spec, counts, vocab), vocab)
+        for _ in trainer.train(vocab_size=2000):
+            pass
+        merges = [(trainer.token_bytes[m.left], trainer.token_bytes[m.right]) for m in trainer.merges]
+        core = Tokenizer(dict(enumerate(trainer.token_bytes)), merges, spec=spec)
+        pure = Tokenizer(dict(enumerate(trainer.token_bytes)), merges, spec=spec, fast=False)
+        assert core.encode(text) == pure.encode(text), label
+        times: dict[str, list[float]] = {"core": [], "pure": []}
+        for _ in range(runs):
+            for who, tok in (("core", core), ("pure", pure)):
+                fresh = Tokenizer(tok.vocab, tok.merges, spec=spec, fast=who == "core")  # caches start empty
+                start = time.perf_counter()
+                fresh.encode(text)
+                times[who].append(time.perf_counter() - start)
+        ours, today = (mb / statistics.median(times[who]) for who in ("core", "pure"))
+        rows.append([label, core.backend, f"{ours:.1f}", f"{today:.2f}", f"{ours / today:.1f}×"])
+    return (f"#### Other versions: english_medium ({mb:.1f} MB), 2,000 tokens trained on tinyshakespeare, "
+            f"median of {runs}\n\n" + markdown_table(
+                ["version", "backend", "MB/s", "pure-Python (today) MB/s", "× today"], rows))
+
+
 def encode_peers(corpus: Path, name: str, runs: int, vocab_size: int, *, threads: tuple[int, ...] = (1, 2),
                  quick: bool = False) -> str:
     runs = max(runs, 5) if not quick else runs
     parts = ["### encode-peers: exact encoders side by side" + (" (--quick: first 1.5 M characters)" if quick else ""),
-             single_thread(runs, quick), thread_scaling(threads, runs, quick)]
+             single_thread(runs, quick), thread_scaling(threads, runs, quick), chars_versions(runs, quick)]
     if not quick:
         parts += [fresh_process(runs, quick), table_memory()]
     return "\n\n".join(parts)

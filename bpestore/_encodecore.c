@@ -30,7 +30,7 @@
 #include "_pretok.h"
 
 enum { MODE_MERGE = 0, MODE_RANKS = 1 };
-enum { PATTERN_NONE = -1 };
+enum { PATTERN_NONE = -1, PATTERN_WHITESPACE = 3 };  /* 0..2: _pretok.h's */
 enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 
 #define NO_ID 0xFFFFFFFFu
@@ -662,35 +662,49 @@ INLINE int
 scan(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
 {
     const uint8_t *classes = e->classes;
-    size_t offsets[BLOCK + 1];  /* of each word's bytes: in data (ASCII) or in w->utf8 */
+    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
     uint64_t hashes[BLOCK];
+#define IS_SPACE_AT(i) ((classes[PyUnicode_READ(kind, data, (i))] & 15) == CAT_SPACE)
     Py_ssize_t i = 0;
     while (i < n) {
         int k = 0;
         size_t at = 0;
-        offsets[0] = ascii ? (size_t)i : 0;
         for (; k < BLOCK && i < n; k++) {
-            Py_ssize_t end = pretok_end(classes, data, kind, n, i, pattern);
-            if (end <= i)
-                end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
+            Py_ssize_t end;
+            if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
+                while (i < n && IS_SPACE_AT(i))
+                    i++;
+                if (i == n)
+                    break;
+                end = i + 1;
+                while (end < n && !IS_SPACE_AT(end))
+                    end++;
+            } else {
+                end = pretok_end(classes, data, kind, n, i, pattern);
+                if (end <= i)
+                    end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
+            }
             if (ascii) {
-                at = (size_t)end;
+                starts[k] = (size_t)i;
+                ends[k] = (size_t)end;
             } else {
                 Py_ssize_t len = utf8_of(w, at, data, kind, i, end);
                 if (len < 0)
                     return -1;
+                starts[k] = at;
                 at += (size_t)len;
+                ends[k] = at;
             }
-            offsets[k + 1] = at;
             i = end;
         }
         const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
         for (int j = 0; j < k; j++)
-            hashes[j] = hash_and_prefetch(e, w, base + offsets[j], offsets[j + 1] - offsets[j]);
+            hashes[j] = hash_and_prefetch(e, w, base + starts[j], ends[j] - starts[j]);
         for (int j = 0; j < k; j++)
-            if (encode_hashed_word(e, w, base + offsets[j], offsets[j + 1] - offsets[j], hashes[j]) < 0)
+            if (encode_hashed_word(e, w, base + starts[j], ends[j] - starts[j], hashes[j]) < 0)
                 return -1;
     }
+#undef IS_SPACE_AT
     return 0;
 }
 
@@ -706,10 +720,14 @@ SCANNER(cl100k_4, 4, PATTERN_CL100K)
 SCANNER(o200k_1, 1, PATTERN_O200K)
 SCANNER(o200k_2, 2, PATTERN_O200K)
 SCANNER(o200k_4, 4, PATTERN_O200K)
+SCANNER(whitespace_1, 1, PATTERN_WHITESPACE)
+SCANNER(whitespace_2, 2, PATTERN_WHITESPACE)
+SCANNER(whitespace_4, 4, PATTERN_WHITESPACE)
 
 typedef int (*Scanner)(const Encoder *, Work *, const void *, int, Py_ssize_t);
-static const Scanner scanners[3][3] = {
-    {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4}};
+static const Scanner scanners[4][3] = {
+    {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
+    {whitespace_1, whitespace_2, whitespace_4}};
 
 /* -- building ------------------------------------------------------------------------------- */
 
@@ -963,9 +981,9 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     if (mode != MODE_MERGE && mode != MODE_RANKS)
         return PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
-    if (pattern < PATTERN_NONE || pattern > PATTERN_O200K)
-        return PyErr_Format(PyExc_ValueError, "pattern must be -1 (none), 0 (gpt2), 1 (cl100k) or 2 (o200k), "
-                            "not %d", pattern);
+    if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE)
+        return PyErr_Format(PyExc_ValueError, "pattern must be -1 (none), 0 (gpt2), 1 (cl100k), 2 (o200k) or "
+                            "3 (whitespace), not %d", pattern);
     if (pattern != PATTERN_NONE && !PyCallable_Check(classify))
         return PyErr_Format(PyExc_TypeError, "a pattern needs a classify function");
     if (mode == MODE_RANKS && (chars != Py_None || prefix >= 0 || suffix >= 0))

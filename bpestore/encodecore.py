@@ -1,8 +1,8 @@
 """The compiled encode core (bpestore/_encodecore.c) fed a version's tables.
 
 The core pre-tokenizes with the built-in patterns in C (the scans the counting
-core uses, ``_pretok.h``), or takes the words the spec's pipeline cut in Python
-(whitespace, punctuation, none, custom regexes); normalizers run in Python
+core uses, ``_pretok.h``, and whitespace), or takes the words the spec's pipeline
+cut in Python (punctuation, none, custom regexes); normalizers run in Python
 first. It merges by merge rank, as ``bpe.merge_word`` does, on bytes or on a
 character alphabet (unknown token, byte fallback, word markers), so it gives
 the pure-Python encoder's ids, which stay the reference and the fallback. It
@@ -22,6 +22,9 @@ from .text import COUNT_CORE_PATTERNS, char_class, normalize
 CORE, CORE_STATUS = native.load("_encodecore")
 MODE_MERGE = 0  # join the adjacent pair of lowest merge rank (bpe.merge_word)
 MODE_RANKS = 1  # join the adjacent pair whose bytes have the lowest rank (tiktoken's rule)
+# The pre-tokenizers the core scans itself (the others cut words in Python): the counting
+# core's three patterns, and whitespace (``\S+``).
+SCANNED_PATTERNS = {**COUNT_CORE_PATTERNS, "whitespace": 3}
 
 
 def encode_core() -> str:
@@ -64,7 +67,7 @@ class CoreEncoder:
             options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
         if spec.end_of_word is not None:
             options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
-        pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
+        pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
         self._core = CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern,
                                   classify=char_class, whole=whole, **options)
         self._steps = spec.normalizer_steps

@@ -230,3 +230,17 @@ def test_pure_turns_the_core_off_and_version_names_it():
     version = subprocess.run([sys.executable, "-m", "bpestore", "--version"], env=env, capture_output=True,
                              text=True, check=True)
     assert "encode core: pure-Python (BPESTORE_PURE is set)" in version.stdout
+
+
+@pytest.fixture(scope="module")
+def whitespace_pair(training_text) -> tuple[Tokenizer, Tokenizer]:
+    tok = train(TokenizerSpec(pretokenizer="whitespace"), training_text, 500)
+    return tok, Tokenizer(tok.vocab, tok.merges, spec=tok.spec, fast=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=TRICKY, max_size=80))
+def test_the_whitespace_scan_cuts_as_the_regex(whitespace_pair, text):
+    """The core scans ``\\S+`` itself (\\s as the regex module's, from char_class)."""
+    tok, pure = whitespace_pair
+    assert tok.encode(text) == pure.encode(text)
