@@ -300,10 +300,11 @@ def chars_versions(runs: int, quick: bool) -> str:
     text = read_text("english_medium", True)[:1_000_000 if quick else 3_000_000]
     mb = len(text.encode("utf-8")) / 1e6
     rows = []
-    for label, spec in [("chars, `</w>`, `<unk>`", TokenizerSpec(alphabet="chars", end_of_word="</w>", unk_token="<unk>")),
-                        ("chars, byte fallback, whitespace", TokenizerSpec(alphabet="chars", byte_fallback=True,
-                                                                           pretokenizer="whitespace")),
-                        ("bytes, `</w>`", TokenizerSpec(end_of_word="</w>"))]:
+    versions = [("chars, `</w>`, `<unk>`", TokenizerSpec(alphabet="chars", end_of_word="</w>", unk_token="<unk>")),
+                ("chars, byte fallback, whitespace", TokenizerSpec(alphabet="chars", byte_fallback=True,
+                                                                   pretokenizer="whitespace")),
+                ("bytes, `</w>`", TokenizerSpec(end_of_word="</w>"))]
+    for label, spec in versions:
         counts = TextPipeline(spec).count_words(training)
         vocab = alphabet.initial_vocab(spec, counts)
         trainer = BpeTrainer(alphabet.initial_words(spec, counts, vocab), vocab)
