@@ -7,7 +7,7 @@ bpestore (a Tokenizer of the same files: the compiled encode core where built). 
 peer's ids are checked against tiktoken's before any timing; a peer that differs is
 reported and not timed. Runs are interleaved (run 1 of every peer, then run 2, ...) and
 the median of --runs is shown as MB/s of UTF-8 text, with the ratio to tiktoken and to
-quicktok-v1. Then: --threads scaling (bpestore encode_batch over 1 MB documents vs
+quicktok-v1. Then: --threads scaling (bpestore encode_batch over 50,000-character documents vs
 tiktoken's encode_ordinary_batch), the tables' memory, and a fresh process's import +
 load + first encode vs tiktoken's build-from-ranks + encode.
 """
@@ -27,7 +27,8 @@ from bench.common import CORPORA, REPO, markdown_table, prepare_corpus
 TEXTS = ["english_medium", "code_python_5M", "german_1M", "russian_1M", "japanese_1M", "chinese_1M", "hindi_1M"]
 LANGUAGES = TEXTS[2:]
 ENCODINGS = ["gpt2", "cl100k", "o200k"]
-QUICK_CHARS = 1_500_000  # --quick: this much of each text
+QUICK_CHARS = 500_000  # --quick: this much of each text
+THREAD_DOC_CHARS = 50_000  # threads: english_medium cut into documents of this size
 Encode = Callable[[str], list[int]]
 
 
@@ -194,12 +195,12 @@ def single_thread(runs: int, quick: bool) -> str:
 
 def thread_scaling(threads: tuple[int, ...], runs: int, quick: bool) -> str:
     """bpestore encode_batch(workers=N) and tiktoken encode_ordinary_batch(num_threads=N) on
-    english_medium cut into documents of about 100,000 characters."""
+    english_medium (--quick: its first 4 M characters) cut into documents of 50,000 characters."""
     ranks = shared_ranks("cl100k")
     tok = build_bpestore("cl100k", ranks)
     enc = build_tiktoken("cl100k", ranks)
-    text = read_text("english_medium", quick)
-    docs = [text[i:i + 100_000] for i in range(0, len(text), 100_000)]
+    text = read_text("english_medium", False)[:4_000_000 if quick else None]
+    docs = [text[i:i + THREAD_DOC_CHARS] for i in range(0, len(text), THREAD_DOC_CHARS)]
     mb = len(text.encode("utf-8")) / 1e6
     expected = enc.encode_ordinary_batch(docs, num_threads=1)
     assert tok.encode_batch(docs, workers=2) == expected, "bpestore's batch ids differ from tiktoken's"
@@ -218,7 +219,7 @@ def thread_scaling(threads: tuple[int, ...], runs: int, quick: bool) -> str:
         ours, theirs = (mb / statistics.median(times[f"{who} {n}"]) for who in ("bpestore", "tiktoken"))
         ours1 = mb / statistics.median(times[f"bpestore {threads[0]}"])
         rows.append([str(n), f"{ours:.1f}", f"{ours / ours1:.2f}×", f"{theirs:.1f}", f"{ours / theirs:.2f}×"])
-    return (f"#### Threads: cl100k, english_medium ({mb:.1f} MB) in documents of 100,000 characters, "
+    return (f"#### Threads: cl100k, english_medium ({mb:.1f} MB) in documents of {THREAD_DOC_CHARS:,} characters, "
             f"median of {runs}\n\n" + markdown_table(
                 ["threads", "bpestore MB/s", f"× bpestore at {threads[0]}", "tiktoken MB/s", "× tiktoken"], rows))
 
@@ -331,7 +332,8 @@ def chars_versions(runs: int, quick: bool) -> str:
 def encode_peers(corpus: Path, name: str, runs: int, vocab_size: int, *, threads: tuple[int, ...] = (1, 2),
                  quick: bool = False) -> str:
     runs = max(runs, 5) if not quick else runs
-    parts = ["### encode-peers: exact encoders side by side" + (" (--quick: first 1.5 M characters)" if quick else ""),
+    title = "### encode-peers: exact encoders side by side" + (" (--quick: 500,000 characters a text)" if quick else "")
+    parts = [title,
              single_thread(runs, quick), thread_scaling(threads, runs, quick), chars_versions(runs, quick)]
     if not quick:
         parts += [fresh_process(runs, quick), table_memory()]
