@@ -55,7 +55,7 @@ class CoreEncoder:
         assert CORE is not None, "core_problem() said the core is built"
         assert spec.segmentation == "merge", "core_problem() said merge segmentation"
         n_vocab = max(vocab) + 1 if vocab else 0
-        tokens = [vocab.get(i) for i in range(n_vocab)]
+        tokens = list(map(vocab.get, range(n_vocab)))
         byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
         options: dict = {}
         if not spec.byte_level:
