@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from . import alphabet, native
-from .spec import TokenizerSpec
+from .spec import EncoderFacts, TokenizerSpec
 from .text import COUNT_CORE_PATTERNS, char_class, normalize
+
+if TYPE_CHECKING:
+    from .encoder.reference import PythonEncoder
 
 CORE, CORE_STATUS = native.load("_encodecore")
 MODE_MERGE = 0  # join the adjacent pair of lowest merge rank (bpe.merge_word)
@@ -39,6 +43,21 @@ def core_problem(spec: TokenizerSpec) -> str | None:
     if spec.segmentation != "merge":
         return f"segmentation is {spec.segmentation}"
     return None
+
+
+def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts | None) -> CoreEncoder:
+    """The core for a version, from its reference encoder's token index and merge ids
+    (looked up from the merges where the version gave none, or where a token's bytes
+    repeat); ``facts`` that passed the rank-equivalence check say that every merged
+    token encodes to itself (else the core checks each, once)."""
+    id_of = python.index.id_of
+    merge_ids = python.merge_ids
+    if merge_ids is None or len(id_of) != len(python.vocab) - len(set(python.special_ids)):
+        merges = python.merges
+        merge_ids = ([id_of[left] for left, _ in merges], [id_of[right] for _, right in merges],
+                     [id_of[left + right] for left, right in merges])
+    whole = facts is not None and facts.fast_problem is None
+    return CoreEncoder(spec, python.vocab, id_of, merge_ids, whole=whole, pretokenize=python.pipeline.pretokenize)
 
 
 class CoreEncoder:
