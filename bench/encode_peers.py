@@ -329,6 +329,30 @@ def chars_versions(runs: int, quick: bool) -> str:
                 ["version", "backend", "MB/s", "pure-Python (today) MB/s", "× today"], rows))
 
 
+def long_words(size: int = 1_000_000) -> str:
+    """One word of ``size`` characters (no pre-token break): bpestore vs tiktoken, cl100k, one run each."""
+    ranks = shared_ranks("cl100k")
+    tok = build_bpestore("cl100k", ranks)
+    enc = build_tiktoken("cl100k", ranks)
+    words = {"letters a-z": "".join(chr(0x61 + (i * 7919) % 26) for i in range(size)), "`a` repeated": "a" * size,
+             "CJK ideographs": "".join(chr(0x4E00 + (i * 7919) % 2000) for i in range(size // 3)),
+             "digits and spaces": "12 " * (size // 3)}
+    tok.encode_ordinary("tables built before timing")
+    enc.encode_ordinary("tables built before timing")
+    rows = []
+    for label, text in words.items():
+        start = time.perf_counter()
+        ours = tok.encode_ordinary(text)
+        middle = time.perf_counter()
+        theirs = enc.encode_ordinary(text)
+        end = time.perf_counter()
+        mb = len(text.encode("utf-8")) / 1e6
+        rows.append([f"{label} ({mb:.1f} MB)", f"{middle - start:.2f}", f"{end - middle:.2f}",
+                     f"{(end - middle) / (middle - start):.2f}×", "yes" if ours == theirs else "NO"])
+    return ("#### One long word (cl100k), one run each\n\n"
+            + markdown_table(["text", "bpestore (s)", "tiktoken (s)", "bpestore speed × tiktoken", "same ids"], rows))
+
+
 def encode_peers(corpus: Path, name: str, runs: int, vocab_size: int, *, threads: tuple[int, ...] = (1, 2),
                  quick: bool = False) -> str:
     runs = max(runs, 5) if not quick else runs
@@ -336,7 +360,7 @@ def encode_peers(corpus: Path, name: str, runs: int, vocab_size: int, *, threads
     parts = [title,
              single_thread(runs, quick), thread_scaling(threads, runs, quick), chars_versions(runs, quick)]
     if not quick:
-        parts += [fresh_process(runs, quick), table_memory()]
+        parts += [long_words(), fresh_process(runs, quick), table_memory()]
     return "\n\n".join(parts)
 
 
