@@ -4,7 +4,6 @@ tokens and an empty corpus. References are the peers' own libraries."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 
 import pytest

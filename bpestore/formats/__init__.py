@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
-from ..files import atomic_file, check_target
+from ..files import atomic_file, atomic_folder, check_target
 from .gpt2 import write_gpt2
 from .hf import hf_tokenizer_json
 
@@ -23,7 +23,8 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
 
     Each file is written whole or not at all (``atomic_file``); an existing
     one is replaced only with ``force``. ``out``'s folder must exist (for
-    ``gpt2``, ``out`` is a folder; it is made if its parent exists).
+    ``gpt2``, ``out`` is a folder; it is made if its parent exists, and its two
+    files are replaced together: ``atomic_folder``).
     """
     if format not in EXPORT_FORMATS:
         raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
@@ -35,8 +36,9 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
     for path in paths if out.exists() or format != "gpt2" else [out]:  # a missing folder: only its parent
         check_target(path, force=force)
     if format == "gpt2":
-        out.mkdir(exist_ok=True)
-        with atomic_file(paths[0], force=force) as vocab_file, atomic_file(paths[1], force=force) as merges_file:
+        with atomic_folder(out, [p.name for p in paths], force=force) as folder, \
+                open(folder / paths[0].name, "w", encoding="utf-8") as vocab_file, \
+                open(folder / paths[1].name, "w", encoding="utf-8") as merges_file:
             write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), vocab_file, merges_file)
     elif format == "tiktoken":
         specials = set(tok.special_tokens.values())
