@@ -161,7 +161,7 @@ def clear_leftovers(path: Path, *, age: float = 60.0) -> list[Path]:
     """Remove the temporary files and folders that a killed writer of ``path`` left
     beside it (``.NAME.PID.*.part`` of a process no longer running, untouched for
     ``age`` seconds); returns them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(path.parent))
     except OSError:
