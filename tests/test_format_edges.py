@@ -53,6 +53,15 @@ def test_hf_export_gives_bpestore_ids_for_special_tokens(store, tmp_path, kind):
     ids = tok.encode(text, allowed_special="all")
     assert hf.encode(text).ids == ids
     assert hf.decode(ids, skip_special_tokens=False) == tok.decode(ids) == text
+    try:
+        from transformers import PreTrainedTokenizerFast
+    except ImportError:  # optional: not a test dependency
+        PreTrainedTokenizerFast = None
+    if PreTrainedTokenizerFast is not None:
+        fast = PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "t.json"))
+        assert fast.encode(text) == ids
+        assert [fast.convert_tokens_to_ids(s) for s in specials] == [tok.special_tokens[s] for s in specials]
+        assert fast.decode(ids) == text
     # ... and what was exported comes back with the same ids.
     back = store.import_hf("back", tmp_path / "t.json")
     assert back.spec.special_tokens == tuple(specials)
