@@ -55,6 +55,8 @@ ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typ
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a time
 FAST_CHECK_AFTER = 10_000  # characters of one text that make the fast path worth checking
+EXPLAIN_MAX_CHARS = 100_000  # characters of text explain takes
+EXPLAIN_MAX_IDS = 2_000_000  # ids its merge steps may list in all (each step lists its word's ids)
 # What Tokenizer._build_ids and _build_tables make (on first use, where the tokenizer was given its facts).
 _IDS = frozenset({"_id_of", "_word_symbols", "_byte_ids"})
 _TABLES = frozenset({"_ranks", "_merged_ids", "_longest_match"})
@@ -584,23 +586,33 @@ class Tokenizer:
         """
         from .records import Explanation, WordExplanation
 
+        if len(text) > EXPLAIN_MAX_CHARS:
+            raise InvalidArgumentError(f"explain takes at most {EXPLAIN_MAX_CHARS:,} characters, not "
+                                       f"{len(text):,}; encode shows the ids of a longer text", params=("text",))
         rules = self._rules(allowed_special=allowed_special, disallowed_special=())
         words: list[WordExplanation] = []
         start = 0
+        budget = [EXPLAIN_MAX_IDS]
         for m in self._specials_regex(rules.allowed).finditer(text) if rules.allowed else ():
-            words += self._explain_segment(text[start:m.start()])
+            words += self._explain_segment(text[start:m.start()], budget)
             token_id = self.special_tokens[m.group()]
             words.append(WordExplanation(m.group(), (token_id,), (token_id,), segmentation="special"))
             start = m.end()
-        words += self._explain_segment(text[start:])
+        words += self._explain_segment(text[start:], budget)
         mentioned = {i for w in words for i in (*w.symbols, *w.ids, *(s.token for s in w.steps))}
         return Explanation(self.name or "", text, tuple(words), {i: self._vocab[i] for i in sorted(mentioned)})
 
-    def _explain_segment(self, text: str) -> Iterator[WordExplanation]:
+    def _explain_segment(self, text: str, budget: list[int]) -> Iterator[WordExplanation]:
         from .records import MergeStep, WordExplanation
 
         for word in self._pipeline.pretokenize(_fix_surrogates(text)) if text else ():
             symbols = self._initial_ids(word)
+            budget[0] -= len(symbols) * (len(symbols) + 1) // 2  # the most its steps can list
+            if budget[0] < 0:
+                raise InvalidArgumentError(f"explaining this text lists more than {EXPLAIN_MAX_IDS:,} ids (a "
+                                           f"pre-token of {len(symbols):,} symbols lists up to "
+                                           f"{len(symbols) * (len(symbols) + 1) // 2:,}); explain a shorter "
+                                           "text", params=("text",))
             if self._longest_match is not None:
                 yield WordExplanation(word, tuple(symbols), tuple(self._longest_match.segment(symbols)),
                                       segmentation="longest-match")

@@ -161,8 +161,12 @@ class TimedMatcher:
         now = time.monotonic()
         if self.deadline is None:
             self.deadline = now + self.timeout
+        left = self.deadline - now
+        if left <= 0:  # (regex reads a timeout of 0 or less as none)
+            self.timed_out = True
+            return False
         try:
-            return self.search(data.decode("utf-8", "backslashreplace"), timeout=self.deadline - now) is not None
+            return self.search(data.decode("utf-8", "backslashreplace"), timeout=left) is not None
         except TimeoutError:
             self.timed_out = True
             return False
