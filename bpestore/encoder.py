@@ -508,7 +508,8 @@ class Tokenizer:
         n_tokens = 0
         rules = self._rules(**options)
         name = str(path)
-        total = None if name == "-" or name.endswith((".gz", ".xz", ".bz2")) else os.path.getsize(name)
+        plain = name != "-" and not name.endswith((".gz", ".xz", ".bz2")) and os.path.isfile(name)
+        total = os.path.getsize(name) if plain else None  # a pipe or device: streamed, as stdin
         reader = TextReader(stream, name, errors=errors, hashed=False)
         parts: Iterator[tuple[bytes | bytearray | memoryview, int, int]]
         if workers > 1 and total is not None and self._ranges_apply(rules):

@@ -688,9 +688,9 @@ class Store:
         check_errors(errors)
         if not refs:
             raise InvalidArgumentError("refs must name at least one version", params=("refs",))
-        if str(file) == "-":
-            raise InvalidArgumentError("stats reads the file once per version: give a file, not -",
-                                       params=("file",))
+        if str(file) == "-" or len(refs) > 1 and Path(file).exists() and not Path(file).is_file():
+            raise InvalidArgumentError(f"stats reads the file once per version: give a file, not "
+                                       f"{file} (a stream reads once)", params=("file",))
         found = [self.version(ref) for ref in refs]  # every ref checked before any work
         results = []
         totals = TextTotals()  # the file's bytes and words, counted in the first pass
