@@ -4,9 +4,12 @@ tokens and an empty corpus. References are the peers' own libraries."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import tiktoken_pattern
 
 try:
     import tokenizers
@@ -90,3 +93,47 @@ def test_hf_trained_with_several_specials_imports_with_hf_ids(store, tmp_path):
     assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False) == text
     for special in specials:
         assert tok.special_tokens[special] == hf.token_to_id(special)
+
+
+def _run_cli(*args: str, timeout: float = 60):  # noqa: ANN202
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        return subprocess.run([sys.executable, "-m", "bpestore", *args], capture_output=True, text=True, env=env,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {timeout}s")
+
+
+def test_rank_files_no_real_one_is_like_are_refused_quickly(tmp_path):
+    """One 20,000-byte token that no merges make (its derivation was quadratic), and a
+    2 MB line: one Error: line each, in seconds."""
+    lines = [f"{base64.b64encode(bytes([b])).decode()} {b}" for b in range(256)]
+    lines.append(f"{base64.b64encode(b'aa').decode()} 256")
+    long_token = tmp_path / "long.tiktoken"
+    long_token.write_text("\n".join([*lines, f"{base64.b64encode(b'a' * 20_000).decode()} 257"]) + "\n")
+    long_line = tmp_path / "line.tiktoken"
+    long_line.write_text("\n".join(lines) + "\n" + "QUFB" * 600_000 + " 257\n")
+    for path, message in ((long_token, "is not the join of two tokens"), (long_line, "a line longer than")):
+        result = _run_cli("--db", str(tmp_path / "r.db"), "import", "tiktoken", "r", str(path), "--pattern", "gpt2")
+        assert result.returncode == 1
+        errors = result.stderr.strip().splitlines()
+        assert len(errors) == 1 and errors[0].startswith("Error:") and message in errors[0], result.stderr
+        assert len(errors[0]) < 400
+
+
+def test_a_long_token_made_by_merges_is_derived(store, tmp_path):
+    """A 4,096-byte run of 'a' made by doubling merges: its derivation is n log n, and tiktoken agrees."""
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = {bytes([b]): b for b in range(256)}
+    for k in range(1, 13):
+        ranks[b"a" * (1 << k)] = 255 + k
+    path = tmp_path / "doubling.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in ranks.items()))
+    store.import_tiktoken("d", path, pattern="gpt2")
+    ref = tiktoken.Encoding("d", pat_str=tiktoken_pattern("gpt2"), mergeable_ranks=ranks, special_tokens={})
+    for text in ("a" * 4096, "a" * 5000 + " " + "a" * 3, "ba" * 100):
+        assert store.tokenizer("d").encode(text) == ref.encode(text)
