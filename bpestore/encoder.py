@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # imported where used: encoding does without them
     from .records import Explanation, Progress, UnknownChar, WordExplanation
 
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
+CACHED_WORD_CHARS = 1_000  # longer pre-tokens are not remembered
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
@@ -789,6 +790,9 @@ class Tokenizer:
         for word in self._pipeline.pretokenize(_fix_surrogates(text)):
             ids = cache.get(word)
             if ids is None:
+                if len(word) > CACHED_WORD_CHARS:  # kept, a long word would hold its memory after
+                    out.extend(self._encode_word(word))
+                    continue
                 if len(cache) >= WORD_CACHE_SIZE:
                     cache.clear()
                 ids = cache[word] = tuple(self._encode_word(word))

@@ -283,3 +283,27 @@ def test_gpt2_export_killed_at_every_seam_is_wholly_old_or_wholly_new(tmp_path):
     assert again.returncode == 0, again.stderr
     assert _folder(out, hidden=True) == new
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+def test_leftovers_of_a_killed_write_are_cleared_by_the_next(tmp_path):
+    """A killed ``encode --out`` leaves ``.NAME.PID.*.part``; the next write of NAME
+    removes those of processes no longer running (not a running one's, nor a fresh one)."""
+    db = str(tmp_path / "k.db")
+    text = tmp_path / "t.txt"
+    text.write_text("low lower lowest newer wider new " * 30000, encoding="utf-8")
+    with bpestore.open(db) as store:
+        store.ingest("c", [text], workers=1)
+        store.train("a", corpus="c", vocab_size=280)
+    out = tmp_path / "ids.bin"
+    slow = _killed_when(db, ["encode", "a@1", "--file", str(text), "--out", str(out)],
+                        lambda store: any(tmp_path.glob(".ids.bin.*.part")))
+    assert slow == -signal.SIGKILL and not out.exists()
+    (dead,) = tmp_path.glob(".ids.bin.*.part")
+    alive = tmp_path / f".ids.bin.{os.getpid()}.x.part"  # a writer still at work
+    alive.write_bytes(b"")
+    for leftover in (dead, alive):
+        os.utime(leftover, (time.time() - 3600, time.time() - 3600))
+    result = subprocess.run([sys.executable, "-m", "bpestore", "--db", db, "encode", "a@1", "--file", str(text),
+                             "--out", str(out)], env=_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert out.exists() and not dead.exists() and alive.exists()

@@ -47,6 +47,8 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
         raise NotFoundError(f"vocabulary file not found: {vocab_path}", params=("vocab",)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DamagedDataError(f"{vocab_path} is not a JSON vocabulary: {exc}", params=("vocab",)) from None
+    except RecursionError:
+        raise DamagedDataError(f"{vocab_path} is nested too deeply to be a vocabulary", params=("vocab",)) from None
     if not isinstance(encoder, dict):
         raise DamagedDataError(f"{vocab_path} must map token strings to ids", params=("vocab",))
     merges: list[tuple[bytes, bytes]] = []

@@ -109,6 +109,7 @@ def resolve(run: Run, ref: str) -> int:
     if at and not tag:
         raise InvalidArgumentError(f"{ref!r}: after '@' comes a version number or an alias "
                                    f"(e.g. {name}@1)")
+    unstorable(ref, "version")
     found = run(TOKENIZER_ID, {"name": name})
     if not found:
         raise no_tokenizer(run, name)
@@ -130,6 +131,13 @@ def resolve(run: Run, ref: str) -> int:
     if not target:
         raise NotFoundError(f"{name} has no version or alias {tag!r} (versions: {numbers})")
     return target[0][0]
+
+
+def unstorable(name: str, what: str) -> None:
+    """NotFoundError for a name no store can hold (a NUL character, which PostgreSQL's
+    text refuses to be even compared with): the same answer on both databases."""
+    if "\0" in name:
+        raise NotFoundError(f"no {what} named {name!r}: names hold no NUL character")
 
 
 def no_tokenizer(run: Run, name: str) -> NotFoundError:
@@ -157,6 +165,7 @@ def version_infos(run: Run, *, name: str | None = None, ids: Sequence[int] | Non
     params: dict[str, Any] = {}
     where = ""
     if name is not None:
+        unstorable(name, "tokenizer")
         where, params = "WHERE tokenizers.name = :name", {"name": name}
     elif ids is not None:
         params = {f"id{i}": version_id for i, version_id in enumerate(ids)}

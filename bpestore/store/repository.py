@@ -53,6 +53,9 @@ from .schema import version_facts as version_facts_table
 from .vocabulary import Vocabulary  # also imported from here (migrations/versions/0004)
 
 UPSERT_BATCH = 20_000
+MAX_NAME = 200  # characters of a corpus, tokenizer or alias name
+MAX_INTEGER = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
+MAX_RANK = 2**31 - 1  # the largest rank (an INTEGER column)
 ROWS_PER_STATEMENT = 500  # rows in one INSERT statement of the SQLite upsert (2 parameters each)
 HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corpus id
 NUMBER = reads.NUMBER  # a version number (ASCII digits only)
@@ -71,7 +74,11 @@ class Transactions(Protocol):
 
 
 def check_name(name: str, what: str, param: str) -> None:
-    """Names are stored as text: printable, '@'-free UTF-8, not only spaces."""
+    """Names are stored as text: printable, '@'-free UTF-8, not only spaces, at
+    most ``MAX_NAME`` characters (the columns' size on PostgreSQL)."""
+    if len(name) > MAX_NAME:
+        raise InvalidArgumentError(f"a {what} name is at most {MAX_NAME} characters, not {len(name):,}",
+                                   params=(param,))
     if not name.strip() or "@" in name or not name.isprintable():
         raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
                                    f"not {name!r}", params=(param,))
@@ -85,11 +92,13 @@ def check_name(name: str, what: str, param: str) -> None:
 # -- corpora and word counts --------------------------------------------------
 def corpus_spec(conn: Connection, name: str) -> TokenizerSpec | None:
     """The spec a corpus' words were made with, or None for a new corpus."""
+    reads.unstorable(name, "corpus")
     spec = conn.execute(select(corpora.c.spec).where(corpora.c.name == name)).scalar()
     return None if spec is None else TokenizerSpec.from_json(spec)
 
 
 def corpus_id(conn: Connection, name: str) -> int:
+    reads.unstorable(name, "corpus")
     found = conn.execute(select(corpora.c.id).where(corpora.c.name == name)).scalar()
     if found is None:
         raise _no_corpus(conn, name)
@@ -182,6 +191,7 @@ def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
              .outerjoin(generations, (generations.c.corpus_id == corpora.c.id) & (generations.c.number == newest))
              .order_by(corpora.c.name))
     if name is not None:
+        reads.unstorable(name, "corpus")
         query = query.where(corpora.c.name == name)
     rows = conn.execute(query).all()
     if name is not None and not rows:
@@ -308,6 +318,10 @@ def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], 
     previous = conn.execute(select(generations).where(generations.c.corpus_id == corpus_id)
                             .order_by(generations.c.number.desc()).limit(1)).first()
     number = (previous.number if previous else 0) + 1
+    n_words = (previous.n_words if previous else 0) + sum(s.n_words for s in sources)
+    if n_words > MAX_INTEGER:  # then no word's count can pass it either (SQLite would make it a float)
+        raise InvalidArgumentError(f"the corpus would hold {n_words:,} words, more than the database's "
+                                   f"integers hold ({MAX_INTEGER:,}); nothing was added", params=("files",))
     pinned = pinned_generations(conn, corpus_id)
     if pinned:
         _keep_history(conn, corpus_id, counts, pinned[-1], number)
@@ -322,7 +336,7 @@ def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], 
         corpus_id=corpus_id, number=number,
         n_sources=(previous.n_sources if previous else 0) + len(sources),
         size_bytes=(previous.size_bytes if previous else 0) + sum(s.size_bytes for s in sources),
-        n_words=(previous.n_words if previous else 0) + sum(s.n_words for s in sources),
+        n_words=n_words,
         n_distinct=conn.execute(select(func.count()).select_from(word_counts)
                                 .where(word_counts.c.corpus_id == corpus_id)).scalar_one(),
         digest=_digest(spec, conn.execute(select(ingests.c.sha256)
