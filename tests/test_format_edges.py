@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import bpestore
 from tests.conftest import tiktoken_pattern
 
 try:
@@ -137,3 +138,77 @@ def test_a_long_token_made_by_merges_is_derived(store, tmp_path):
     ref = tiktoken.Encoding("d", pat_str=tiktoken_pattern("gpt2"), mergeable_ranks=ranks, special_tokens={})
     for text in ("a" * 4096, "a" * 5000 + " " + "a" * 3, "ba" * 100):
         assert store.tokenizer("d").encode(text) == ref.encode(text)
+
+
+def _tiktoken_reference(path: Path, pattern: str, specials: dict[str, int]):  # noqa: ANN202
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = {base64.b64decode(t): int(r) for t, r in (line.split() for line in path.read_text().splitlines())}
+    return tiktoken.Encoding("ref", pat_str=tiktoken_pattern(pattern), mergeable_ranks=ranks,
+                             special_tokens=specials)
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIALS))
+def test_gpt2_and_tiktoken_exports_keep_special_ids(store, tmp_path, kind):
+    specials = SPECIALS[kind]
+    ref = _train(store, tmp_path, specials)
+    tok = store.tokenizer(ref)
+    text = _text_with(specials)
+    ids = tok.encode(text, allowed_special="all")
+    at = dict(tok.special_tokens)
+    store.export(ref, format="gpt2", out=tmp_path / "g")
+    back = store.import_gpt2("g", vocab=tmp_path / "g" / "vocab.json", merges=tmp_path / "g" / "merges.txt")
+    assert sorted(back.spec.special_tokens) == sorted(specials)
+    assert store.tokenizer("g").special_tokens == at
+    assert store.tokenizer("g").encode(text, allowed_special="all") == ids
+    store.export(ref, format="tiktoken", out=tmp_path / "t.tiktoken")
+    store.import_tiktoken("tt", tmp_path / "t.tiktoken", pattern="gpt2", special_tokens=at)
+    assert store.tokenizer("tt").encode(text, allowed_special="all") == ids
+    reference = _tiktoken_reference(tmp_path / "t.tiktoken", "gpt2", at)
+    assert reference.encode(text, allowed_special="all") == ids
+    assert reference.decode(ids) == tok.decode(ids) == text
+
+
+def test_gpt2_export_refuses_a_special_token_it_would_read_back_as_ordinary(store, tmp_path):
+    ref = _train(store, tmp_path, ["«é»"])
+    with pytest.raises(bpestore.InvalidArgumentError, match="«é»"):
+        store.export(ref, format="gpt2", out=tmp_path / "g")
+    assert not (tmp_path / "g").exists()
+
+
+@needs_hf
+def test_a_version_without_merges_in_every_format(store, tmp_path):
+    """The least a version holds: the 256 bytes and a special token at the top."""
+    tiktoken = pytest.importorskip("tiktoken")
+    ranks = {bytes([b]): b for b in range(256)}
+    path = tmp_path / "bytes.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in ranks.items()))
+    store.import_tiktoken("b", path, pattern="gpt2", special_tokens={"<|end|>": 256})
+    text = "héllo <|end|> 日本"
+    ids = store.tokenizer("b").encode(text, allowed_special="all")
+    assert ids == tiktoken.Encoding("b", pat_str=tiktoken_pattern("gpt2"), mergeable_ranks=ranks,
+                                    special_tokens={"<|end|>": 256}).encode(text, allowed_special="all")
+    store.export("b", format="hf", out=tmp_path / "b.json")
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "b.json")).encode(text).ids == ids
+    store.export("b", format="gpt2", out=tmp_path / "g")
+    store.import_gpt2("g", vocab=tmp_path / "g" / "vocab.json", merges=tmp_path / "g" / "merges.txt")
+    store.import_hf("h", tmp_path / "b.json")
+    for name in ("g", "h"):
+        assert store.tokenizer(name).encode(text, allowed_special="all") == ids
+
+
+@pytest.mark.parametrize("top,dtype", [(65_535, "uint16"), (65_536, "uint32")])
+def test_the_flat_id_file_holds_the_highest_id(store, tmp_path, top, dtype):
+    ranks = {bytes([b]): b for b in range(256)}
+    path = tmp_path / "bytes.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in ranks.items()))
+    store.import_tiktoken("b", path, pattern="gpt2", special_tokens={"<|top|>": top})
+    tok = store.tokenizer("b")
+    text = "ab<|top|>é" * 10
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8")
+    written = tok.encode_file(tmp_path / "t.txt", tmp_path / "ids.bin", allowed_special="all")
+    assert written.dtype == dtype
+    from array import array
+
+    ids = array("H" if dtype == "uint16" else "I", (tmp_path / "ids.bin").read_bytes())
+    assert ids.tolist() == tok.encode(text, allowed_special="all") and top in ids.tolist()
+    assert "".join(tok.decode_file(tmp_path / "ids.bin")) == text

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
 from ..files import atomic_file, atomic_folder, check_target
-from .gpt2 import write_gpt2
+from .gpt2 import reads_as_special, write_gpt2
 from .hf import hf_tokenizer_json
 
 if TYPE_CHECKING:
@@ -31,6 +31,13 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
                                    params=("format",))
     refuse_unexportable(tok)
     paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
+    if format == "gpt2":
+        merged = {a + b for a, b in tok.merges}
+        for text in tok.special_tokens:
+            if not reads_as_special(text, merged):
+                raise InvalidArgumentError(f"special token {text!r} is spelled like an ordinary token in GPT-2's "
+                                           "files, which cannot mark it special; export it as hf or tiktoken",
+                                           params=("format",))
     if format == "gpt2" and out.exists() and not out.is_dir():
         raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files", params=("out",))
     for path in paths if out.exists() or format != "gpt2" else [out]:  # a missing folder: only its parent

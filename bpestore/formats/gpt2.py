@@ -92,6 +92,15 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
 SPECIAL_LOOK = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 
 
+def reads_as_special(text: str, merged: set[bytes]) -> bool:
+    """Whether ``read_gpt2`` reads the vocab.json entry ``text`` back as a special
+    token (GPT-2's files cannot mark one: it is told by its spelling)."""
+    if not all(c in unicode_to_bytes() for c in text):
+        return True
+    data = str_to_token(text)
+    return len(data) > 1 and data not in merged and SPECIAL_LOOK.fullmatch(text) is not None
+
+
 def _no_repeats(path: str | Path):  # noqa: ANN202
     """A json object_pairs_hook that refuses a key given twice (json keeps the last)."""
     def build(pairs: list[tuple[str, object]]) -> dict[str, object]:
