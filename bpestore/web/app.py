@@ -38,6 +38,7 @@ MAX_TEXT = 100_000  # characters of text to encode, explain or measure
 MAX_BODY = 1_000_000  # bytes of a request body
 BODY_SECONDS = 10.0  # the time a request body may take to arrive
 GREP_TIMEOUT = 2.0  # seconds a vocab --grep may take
+MAX_ROWS = 10_000  # a corpus' top words or changed words in one answer (a corpus may hold millions)
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -206,7 +207,7 @@ def api_corpora(store: Store, p: Params) -> Any:
 
 
 def api_corpus(store: Store, p: Params) -> Any:
-    name, top = p.need("name"), p.num("top", 20) or 0
+    name, top = p.need("name"), p.num("top", 20, high=MAX_ROWS) or 0
     info = store.corpus(name)
     words = store.top_words(name, top) if top and info.kept else []
     return {**info.to_dict(), "sources": [s.to_dict() for s in store.corpus_sources(name)],
@@ -218,7 +219,7 @@ def api_corpus_log(store: Store, p: Params) -> Any:
 
 
 def api_corpus_diff(store: Store, p: Params) -> Any:
-    return store.corpus_diff(p.need("a"), p.need("b"), limit=p.num("limit", 20) or 0)
+    return store.corpus_diff(p.need("a"), p.need("b"), limit=p.num("limit", 20, high=MAX_ROWS) or 0)
 
 
 def api_stats(store: Store, p: Params) -> Any:
