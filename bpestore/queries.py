@@ -147,6 +147,7 @@ class TimedMatcher:
         import regex
 
         try:
+            re.compile(grep)  # re's syntax and messages, as without a time limit
             self.search = regex.compile(grep).search
         except (regex.error, re.error) as exc:
             raise InvalidArgumentError(f"grep is not a regular expression: {exc} in {grep!r}",
