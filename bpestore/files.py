@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import stat
@@ -135,6 +134,8 @@ def _swap_folders(new: Path, path: Path) -> None:
     """Put folder ``new`` at ``path``, and ``path``'s old folder at ``new``:
     renameat2(RENAME_EXCHANGE), one step; where the system has no such call, two
     renames (a kill between them leaves ``path`` absent, the old folder beside it)."""
+    import ctypes  # here: a plain write does without it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
