@@ -88,7 +88,8 @@ def test_gpt2_passes_the_check(gpt2_tokenizer):
     table = tok._python.table
     encode_bytes = lambda data: merge_word(tok._python.index.symbolize(data), table.ranks, table.merged_ids)  # noqa: E731
     assert rank_equivalence_problem(tok.merges, tok._python.index.id_of, encode_bytes) is None
-    assert tok.backend == "tiktoken"
+    # The session's tokenizer may have chosen the compiled core before this module turned it off.
+    assert Tokenizer(tok.vocab, tok.merges, tok.special_tokens).backend == "tiktoken"
 
 
 @st.composite
