@@ -23,7 +23,7 @@ OUT=${OUT:-$(mktemp -d)}
 CORPUS=${MANY_CORES_CORPUS:-english_100M}
 RUNS=${MANY_CORES_RUNS:-3}
 TOTAL=${MANY_CORES_TOTAL:-345}
-ENCODE_RESERVE=40  # seconds kept for encode-peers
+ENCODE_RESERVE=${MANY_CORES_ENCODE_RESERVE:-90}  # seconds kept for encode-peers
 mkdir -p "$OUT"
 LOG="$OUT/many_cores.log"
 say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$LOG" >&2; }
@@ -85,9 +85,9 @@ say "rows done (exit $?)"
 LEFT=$(( TOTAL - ($(date +%s) - T0) ))
 HELP=$($PY -m bench --help 2>/dev/null)
 if echo "$HELP" | grep -q "encode-peers" && [ "$LEFT" -gt 15 ]; then
-    if echo "$HELP" | grep -q -- "--threads"; then THREADS="--threads $(nproc)"; else THREADS="--workers 1,$(nproc)"; fi
+    if echo "$HELP" | grep -q -- "--threads"; then THREADS="--quick --runs 3 --threads 1,2,4,8,$(nproc)"; else THREADS="--runs 1 --workers 1,$(nproc)"; fi
     say "encode-peers ($THREADS), $LEFT s left"
-    timeout -k 5 $(( LEFT - 5 )) $PY -m bench encode-peers --corpus english_medium --runs 1 $THREADS \
+    timeout -k 5 $(( LEFT - 5 )) $PY -m bench encode-peers --corpus english_medium $THREADS \
         >"$OUT/encode_peers.md" 2>>"$LOG" || true
     say "encode-peers done"
 else
