@@ -78,6 +78,8 @@ def count_files(
     pretokenizer: str | None = None,
     pattern: str | None = None,
     normalizer: str | None = None,
+    space_marker: str | None = None,
+    dummy_prefix: str | None = None,
     errors: str = "strict",
     workers: int | None = None,
     glob: str | None = None,
@@ -99,7 +101,7 @@ def count_files(
 
     pa, pq = _pyarrow()
     spec = corpus_spec(spec, special_tokens=special_tokens, pretokenizer=pretokenizer, pattern=pattern,
-                       normalizer=normalizer)
+                       normalizer=normalizer, space_marker=space_marker, dummy_prefix=dummy_prefix)
     target = Path(out)
     check_target(target, force=force)
     files = expand_paths(paths, glob=glob)
@@ -166,7 +168,8 @@ def dask_count(client: Any, paths: Iterable[str | Path], out_dir: str | Path, *,
         raise InvalidArgumentError("dask_count counts one task per worker thread; leave out workers",
                                    params=("workers",))
     corpus_spec(options.get("spec"), **{k: options.get(k) for k in ("special_tokens", "pretokenizer", "pattern",
-                                                                    "normalizer")})  # checked here, once
+                                                                    "normalizer", "space_marker",
+                                                                    "dummy_prefix")})  # checked here, once
     groups = group_files(paths, group_bytes=group_bytes, glob=glob)
     # A partial: Client.submit has keywords of its own (workers=, key=, retries=).
     task = functools.partial(count_files, workers=1, **options)

@@ -38,11 +38,12 @@ from .bpe import (
     merge_steps,
     merge_word,
     merge_word_dropout,
+    piece_ranks,
     split_bytes,
 )
 from .errors import InvalidArgumentError, NotFoundError
 from .spec import EncoderFacts, TokenizerSpec
-from .text import TextPipeline, rechunk, special_tokens_regex
+from .text import TextPipeline, rechunk, special_tokens_regex, unmark_spaces
 
 if TYPE_CHECKING:  # imported where used: encoding does without them
     from concurrent.futures import Executor
@@ -201,6 +202,9 @@ class Tokenizer:
             merged_ids = list(made)
         else:
             ranks, merged_ids = self._ranks_of_bytes()
+        if spec.segmentation == "piece":
+            vocab = self._vocab
+            ranks = piece_ranks(map(vocab.__getitem__, merged_ids), self._id_of, whole_chars=not spec.byte_level)
         longest_match = None
         if spec.segmentation == "longest-match":
             longest_match = LongestMatch(self._token_symbols(merged_ids))
@@ -249,10 +253,12 @@ class Tokenizer:
 
     def _build_ids(self) -> None:
         """The id of each ordinary token's bytes, and how a pre-token becomes ids."""
-        id_of = alphabet.ordinary_ids(self._vocab, self.special_tokens.values())
+        specials, fallback = self.special_tokens.values(), self.spec.byte_fallback
+        id_of = alphabet.ordinary_ids(self._vocab, specials, chars_over_bytes=fallback)
         # How a pre-token becomes initial ids: its bytes (the byte path below),
         # or the spec's own symbols (characters, word markers).
-        self._word_symbols = alphabet.symbolizer(self.spec, id_of)
+        self._word_symbols = alphabet.symbolizer(
+            self.spec, id_of, alphabet.fallback_byte_ids(self._vocab, specials) if fallback else None)
         self._byte_ids = alphabet.byte_ids(id_of) if self.spec.byte_level else []
         self._id_of = id_of
 
@@ -876,7 +882,7 @@ class Tokenizer:
         """Decode ids to text; invalid UTF-8 becomes U+FFFD unless errors="strict"."""
         data = self.decode_bytes(ids)
         try:
-            return data.decode("utf-8", errors=errors)
+            return unmark_spaces(data.decode("utf-8", errors=errors), self.spec)
         except UnicodeDecodeError as exc:
             raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {exc.start}); "
                                        "use errors='replace' to substitute U+FFFD", params=("errors",)) from None

@@ -1,4 +1,4 @@
-"""Reading and writing other tokenizers' files: GPT-2, Hugging Face, tiktoken."""
+"""Reading and writing other tokenizers' files: GPT-2, Hugging Face, tiktoken, SentencePiece."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
-from ..files import atomic_file, check_target
+from ..files import atomic_file, atomic_path, check_target
 from .gpt2 import write_gpt2
 from .hf import hf_tokenizer_json
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer
 
-EXPORT_FORMATS = ("gpt2", "hf", "tiktoken")
+EXPORT_FORMATS = ("gpt2", "hf", "tiktoken", "sentencepiece")
 
 
 def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = False) -> list[Path]:  # noqa: A002
@@ -28,7 +28,8 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
     if format not in EXPORT_FORMATS:
         raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
                                    params=("format",))
-    refuse_unexportable(tok)
+    if format != "sentencepiece":
+        refuse_unexportable(tok, format)
     paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
     if format == "gpt2" and out.exists() and not out.is_dir():
         raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files", params=("out",))
@@ -38,6 +39,12 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
         out.mkdir(exist_ok=True)
         with atomic_file(paths[0], force=force) as vocab_file, atomic_file(paths[1], force=force) as merges_file:
             write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), vocab_file, merges_file)
+    elif format == "sentencepiece":
+        from .sentencepiece import sentencepiece_model
+
+        data = sentencepiece_model(tok)
+        with atomic_path(out, force=force) as temp:
+            temp.write_bytes(data)
     elif format == "tiktoken":
         specials = set(tok.special_tokens.values())
         with atomic_file(out, force=force) as f:
@@ -50,13 +57,17 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
     return paths
 
 
-def refuse_unexportable(tok: Tokenizer) -> None:
-    """InvalidArgumentError where the formats cannot express how ``tok``
-    tokenizes: a character alphabet, word markers, longest-match segmentation."""
+def refuse_unexportable(tok: Tokenizer, format: str = "gpt2") -> None:  # noqa: A002
+    """InvalidArgumentError where ``format`` cannot express how ``tok``
+    tokenizes: a character alphabet or a space marker (but in ``hf``), word
+    markers, longest-match segmentation (piece segmentation: ``hf`` writes it as pairs)."""
     spec = tok.spec
+    hf = format == "hf"
     unsupported = [what for what, present in (
-        ("alphabet='chars' (the formats hold byte-level vocabularies)", not spec.byte_level),
-        ("segmentation='longest-match'", spec.segmentation != "merge"),
+        ("alphabet='chars' (gpt2 and tiktoken files hold byte-level vocabularies)", not spec.byte_level and not hf),
+        ("a space marker or a dummy prefix", (spec.space_marker is not None or spec.dummy_prefix != "never")
+         and not hf),
+        (f"segmentation={spec.segmentation!r}", spec.segmentation not in (("merge", "piece") if hf else ("merge",))),
         ("an end-of-word marker", spec.end_of_word is not None),
         ("a start-of-word marker", spec.start_of_word is not None)) if present]
     if unsupported:

@@ -267,6 +267,8 @@ class Store:
         pretokenizer: str | None = None,
         pattern: str | None = None,
         normalizer: str | None = None,
+        space_marker: str | None = None,
+        dummy_prefix: str | None = None,
         force: bool = False,
         errors: str = "strict",
         workers: int | None = None,
@@ -282,7 +284,9 @@ class Store:
         matching ``glob``), ``-`` for standard input, ``.gz``/``.xz``/``.bz2``
         files, or with ``jsonl_field`` JSON Lines files. The corpus' spec
         (special tokens, pre-tokenizer, pattern, normalizer) is set by its
-        first ingest; later ones must agree or leave them out. A source whose
+        first ingest; later ones must agree or leave them out (``space_marker``,
+        ``dummy_prefix``: SentencePiece's ▁ and dummy prefix, see ``TokenizerSpec``;
+        each line is then a text of its own, as ``spm_train`` reads). A source whose
         content (sha256) is already in the corpus is skipped unless ``force``.
         ``workers`` processes count (default: one per core); ``tuning`` sets
         the sizes of the pieces they get (``IngestTuning``).
@@ -303,7 +307,8 @@ class Store:
             raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
         with self.reading() as conn:
             spec = corpora.corpus_spec(conn, corpus, special_tokens=special_tokens, pretokenizer=pretokenizer,
-                                       pattern=pattern, normalizer=normalizer)
+                                       pattern=pattern, normalizer=normalizer, space_marker=space_marker,
+                                       dummy_prefix=dummy_prefix)
             counted_before = set() if force else repository.source_shas(conn, corpus)
         results: list[Source] = []
         tuning = tuning or IngestTuning()
@@ -438,13 +443,14 @@ class Store:
           its tokens and merges (ids unchanged) and continues on ``corpus``;
         * ``max_token_length``: no token longer than this many bytes;
         * ``alphabet``, ``unk_token``, ``byte_fallback``, ``end_of_word``,
-          ``start_of_word``, ``no_inner_space``: the symbolization (see
+          ``start_of_word``, ``no_inner_space``, ``layout``, ``fuse_unk``: the symbolization (see
           ``TokenizerSpec``), recorded in the version's spec; an extension
           keeps its parent's;
         * ``segmentation``: how encoding cuts a word, ``"merge"`` (BPE merges
-          by rank, the default) or ``"longest-match"`` (greedy longest
-          vocabulary match, seed 002's segmenter); recorded in the spec, so in
-          the fingerprint;
+          by rank, the default), ``"longest-match"`` (greedy longest
+          vocabulary match, seed 002's segmenter) or ``"piece"`` (SentencePiece's:
+          any two symbols that make a merged token merge, in its rank); recorded
+          in the spec, so in the fingerprint;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
@@ -577,7 +583,8 @@ class Store:
 
     def export(self, ref: str, *, format: str, out: str | Path, force: bool = False) -> list[Path]:  # noqa: A002
         """Write a version as GPT-2 files (``out`` a folder), a Hugging Face
-        ``tokenizer.json`` or a tiktoken rank file; returns the files written.
+        ``tokenizer.json``, a tiktoken rank file or a SentencePiece ``.model``;
+        returns the files written.
         Each file is written whole or not at all; an existing one is replaced
         only with ``force``; ``out``'s folder must exist.
 
@@ -884,6 +891,15 @@ class Store:
         model = read_hf(path)
         return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
                                  source="hf")
+
+    def import_sentencepiece(self, name: str, path: str | Path) -> VersionInfo:
+        """Import a SentencePiece BPE ``.model`` as a new version with SentencePiece's
+        ids; a part bpestore has no equivalent for is refused, naming it."""
+        from ..formats.sentencepiece import read_sentencepiece
+
+        model = read_sentencepiece(path)
+        return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, spec=model.spec,
+                                 source="sentencepiece")
 
     def import_tiktoken(self, name: str, path: str | Path, *, pattern: str,
                         special_tokens: Mapping[str, int] | None = None) -> VersionInfo:

@@ -38,7 +38,8 @@ DEFAULT_CHECKPOINT_EVERY = 1000
 MAX_COUNT = 2**31 - 1  # what the database's integer columns hold
 DEFAULT_CHECKPOINT_SECONDS = 10.0
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
-SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space")
+SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space",
+                 "layout", "fuse_unk")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class TrainOptions:
     start_of_word: str | None = None
     no_inner_space: bool | None = None
     segmentation: str | None = None
+    layout: str | None = None
+    fuse_unk: bool | None = None
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
 
