@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidArgumentError
 from ..files import atomic_file, atomic_path, check_target
 from .gpt2 import write_gpt2
-from .hf import hf_tokenizer_json
+from .hf import HF_FOLDER, hf_tokenizer_json, transformers_config
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer
@@ -23,14 +23,18 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
 
     Each file is written whole or not at all (``atomic_file``); an existing
     one is replaced only with ``force``. ``out``'s folder must exist (for
-    ``gpt2``, ``out`` is a folder; it is made if its parent exists).
+    ``gpt2``, ``out`` is a folder; it is made if its parent exists). ``hf``
+    into an existing folder writes what ``transformers``' ``AutoTokenizer.from_pretrained``
+    reads there: tokenizer.json, tokenizer_config.json, special_tokens_map.json.
     """
     if format not in EXPORT_FORMATS:
         raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
                                    params=("format",))
     if format != "sentencepiece":
         refuse_unexportable(tok, format)
-    paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
+    hf_folder = format == "hf" and out.is_dir()
+    paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else \
+        [out / name for name in HF_FOLDER] if hf_folder else [out]
     if format == "gpt2" and out.exists() and not out.is_dir():
         raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files", params=("out",))
     for path in paths if out.exists() or format != "gpt2" else [out]:  # a missing folder: only its parent
@@ -52,8 +56,10 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
                 if token_id not in specials:
                     f.write(f"{base64.b64encode(data).decode()} {token_id}\n")
     else:
-        with atomic_file(out, force=force) as f:
-            json.dump(hf_tokenizer_json(tok), f, ensure_ascii=False, indent=1)
+        contents = [hf_tokenizer_json(tok), *transformers_config(tok)] if hf_folder else [hf_tokenizer_json(tok)]
+        for path, content in zip(paths, contents):
+            with atomic_file(path, force=force) as f:
+                json.dump(content, f, ensure_ascii=False, indent=1)
     return paths
 
 

@@ -41,6 +41,14 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
         vocab, merges = _char_model(tok)
         unk, fallback = spec.unk_token, spec.byte_fallback
         decoder = _char_decoder(spec)
+    for text, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1]):
+        # HF looks an added token's id up in model.vocab (and numbers it after the
+        # model's tokens where absent): each special is in both, at its own id.
+        if text in vocab:
+            raise InvalidArgumentError(f"special token {text!r} is spelled like token {vocab[text]} in the "
+                                       "model's vocabulary; a tokenizer.json cannot hold both", params=("format",))
+        vocab[text] = i
+    vocab = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
     return {
         "version": "1.0",
         "truncation": None,
@@ -59,6 +67,27 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
             "ignore_merges": False, "vocab": vocab, "merges": merges,
         },
     }
+
+
+# What transformers' AutoTokenizer.from_pretrained reads from a folder.
+HF_FOLDER = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def transformers_config(tok: Tokenizer) -> tuple[dict[str, Any], dict[str, str]]:
+    """tokenizer_config.json and special_tokens_map.json for ``transformers``: a
+    ``PreTrainedTokenizerFast`` with the special tokens' roles, found by their
+    usual names (<s>, </s>, <|endoftext|>, <pad>, ...; see formats.sentencepiece);
+    the unknown token is the spec's; without a padding token, padding uses EOS."""
+    from .sentencepiece import special_roles
+
+    roles = special_roles(tok.special_tokens)
+    if tok.spec.unk_token is not None:
+        roles["unk"] = tok.spec.unk_token
+    if "pad" not in roles and "eos" in roles:
+        roles["pad"] = roles["eos"]
+    tokens = {f"{role}_token": text for role, text in roles.items()}
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False, **tokens}
+    return config, tokens
 
 
 _BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
