@@ -107,6 +107,10 @@ def count_files(
     files = expand_paths(paths, glob=glob)
     if not files:
         raise InvalidArgumentError("paths must name at least one file to count", params=("paths",))
+    if jsonl_field is None:
+        from .ingest.sources import warn_raw_json
+
+        warn_raw_json(files)
     counts: Counter = Counter()
     sources: list[Source] = []
     for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,

@@ -299,12 +299,15 @@ class Store:
         >>> store.ingest("books", ["books/"], glob="*.txt")  # doctest: +SKIP
         """
         from ..ingest import IngestTuning, count_sources, expand_paths
+        from ..ingest.sources import warn_raw_json
         from . import corpora
 
         repository.check_name(corpus, "corpus", "corpus")
         files = expand_paths(paths, glob=glob)
         if not files:
             raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
+        if jsonl_field is None:
+            warn_raw_json(files)
         with self.reading() as conn:
             spec = corpora.corpus_spec(conn, corpus, special_tokens=special_tokens, pretokenizer=pretokenizer,
                                        pattern=pattern, normalizer=normalizer, space_marker=space_marker,
@@ -844,9 +847,11 @@ class Store:
             alias_refs = repository.alias_refs(conn, doomed)
             extensions = [infos[i].ref for i in doomed[1:]]
             if (extensions or alias_refs) and not force:
+                # Each alias with the version it names (it may point at an extension, not at ``ref``).
+                pointing = [f"{alias} points at {infos[repository.alias_target(conn, alias)].ref}"  # type: ignore[index]
+                            for alias in alias_refs]
                 held = "; ".join(part for part in (
-                    f"extended by {', '.join(extensions)}" if extensions else "",
-                    f"aliases {', '.join(alias_refs)} point at it" if alias_refs else "") if part)
+                    f"extended by {', '.join(extensions)}" if extensions else "", "; ".join(pointing)) if part)
                 raise ConflictError(f"{ref} is in use ({held}); remove those first, or pass force=True to "
                                     "remove them with it", params=("force",))
             repository.delete_versions(conn, doomed)
