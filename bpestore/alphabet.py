@@ -61,9 +61,15 @@ def initial_vocab(spec: TokenizerSpec, word_counts: Iterable[bytes] | None = Non
             raise InvalidArgumentError("a 'chars' alphabet is made from the counted words; pass word_counts",
                                        params=("word_counts",))
         seen: set[str] = set()
+        last: set[str] = set()  # the last characters of words, for a glued end-of-word suffix
         for word in word_counts:
-            seen.update(word.decode("utf-8", "surrogatepass"))
+            text = word.decode("utf-8", "surrogatepass")
+            seen.update(text)
+            if text:
+                last.add(text[-1])
         tokens += [c.encode("utf-8", "surrogatepass") for c in sorted(seen)]
+        if spec.end_of_word_suffix is not None:
+            tokens += [(c + spec.end_of_word_suffix).encode("utf-8", "surrogatepass") for c in sorted(last)]
     # One id per byte string: later duplicates (a marker that is also a
     # character, a character that is also a byte) are dropped. Special tokens
     # keep their ids even when their bytes repeat; so do SentencePiece's byte
@@ -212,12 +218,18 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
                                    params=("unk_token", "byte_fallback"))
 
     fuse = spec.fuse_unk and not spec.byte_fallback
+    glued = spec.end_of_word_suffix
+    # A glued suffix: the last character's symbol is the character with the suffix.
+    last_ids = {} if glued is None else {
+        text[:-len(glued)]: token_id for text, token_id in
+        ((data.decode("utf-8", "surrogatepass"), token_id) for data, token_id in id_of.items() if _is_utf8(data))
+        if text.endswith(glued) and len(text) == len(glued) + 1}
 
     def char_symbols(word: str) -> list[int]:
         ids = list(prefix)
         after_unseen = False
-        for char in word:
-            found = char_ids.get(char)
+        for at, char in enumerate(word):
+            found = char_ids.get(char) if glued is None or at < len(word) - 1 else last_ids.get(char)
             if found is None:
                 if not (fuse and after_unseen):
                     ids.extend(unseen(char))

@@ -84,6 +84,9 @@ class TokenizerSpec:
       with ``byte_fallback`` 256 byte tokens apart from the characters).
     * ``fuse_unk``: a run of unseen characters is one unknown token (as in
       SentencePiece and Hugging Face's ``fuse_unk``), not one each.
+    * ``end_of_word_suffix``: glued to the last character of each word, which
+      is then one symbol (``w</w>``: Hugging Face's ``end_of_word_suffix``,
+      subword-nmt's ``</w>``); with ``alphabet='chars'``.
     """
 
     normalizer: str = "none"
@@ -102,6 +105,7 @@ class TokenizerSpec:
     dummy_prefix: str = "never"
     layout: str = "bpestore"
     fuse_unk: bool = False
+    end_of_word_suffix: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=True, hash=False)
 
     def __post_init__(self) -> None:
@@ -168,6 +172,10 @@ class TokenizerSpec:
         if self.layout not in LAYOUTS:
             raise InvalidArgumentError(f"unknown layout {self.layout!r}; choose {', '.join(LAYOUTS)}",
                                        params=("layout",))
+        if self.end_of_word_suffix is not None and (self.alphabet != "chars" or not self.end_of_word_suffix
+                                                    or self.byte_fallback or self.end_of_word is not None):
+            raise InvalidArgumentError("end_of_word_suffix goes with alphabet='chars', without byte_fallback or "
+                                       "an end_of_word marker, and cannot be empty", params=("end_of_word_suffix",))
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
@@ -199,7 +207,7 @@ class TokenizerSpec:
             del d["extra"]
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
-                              ("layout", "bpestore"), ("fuse_unk", False)):
+                              ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None)):
             if d[name] == default:
                 del d[name]
         return d

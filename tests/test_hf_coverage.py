@@ -35,6 +35,10 @@ def hf_train(kind: str, lines: list[str], vocab_size: int):  # noqa: ANN201
         tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=kind == "metaspace"))
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme=scheme, split=split)
         tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme=scheme, split=split)
+    elif kind == "end-of-word-suffix":
+        tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        tok.decoder = decoders.BPEDecoder(suffix="</w>")
     elif kind == "byte-level-prefix":
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
@@ -42,8 +46,9 @@ def hf_train(kind: str, lines: list[str], vocab_size: int):  # noqa: ANN201
         specials, alphabet = ["<s>", "</s>"], pre_tokenizers.ByteLevel.alphabet()
     else:
         raise AssertionError(kind)
+    suffix = {"end_of_word_suffix": "</w>"} if kind == "end-of-word-suffix" else {}
     tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
-                                                        initial_alphabet=alphabet, show_progress=False))
+                                                        initial_alphabet=alphabet, show_progress=False, **suffix))
     return tok
 
 
@@ -59,7 +64,7 @@ def assert_hf_equal(hf, tok, lines: list[str], *, decode: bool = True) -> None:
             assert tok.decode(ids) == hf.decode(ids, skip_special_tokens=False), line
 
 
-KINDS = ["metaspace", "metaspace-first-nosplit", "metaspace-never", "byte-level-prefix"]
+KINDS = ["metaspace", "metaspace-first-nosplit", "metaspace-never", "byte-level-prefix", "end-of-word-suffix"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -69,14 +74,16 @@ def test_hf_trained_imported_and_exported_give_hf_ids(kind, name, tmp_path):
 
     lines = lines_of(name)
     vocab_size = 6000 if name.startswith(("chinese", "japanese")) and kind != "byte-level-prefix" else 1200
+    vocab_size *= 2 if kind == "end-of-word-suffix" else 1  # each character twice: alone and with </w>
     hf = hf_train(kind, lines, vocab_size)
     hf.save(str(tmp_path / "t.json"))
     store = bpestore.open(str(tmp_path / "s.db"))
     tok = store.tokenizer(store.import_hf("hf", tmp_path / "t.json").ref)
     # tokenizers' Metaspace decoder drops every ▁ of a first token that holds several
     # ('▁First▁Citizen:' -> 'FirstCitizen:'), which unsplit words do: ids only there.
+    # (bpestore decodes a glued suffix as its text, as other word markers.)
     assert_hf_equal(hf, tok, lines + ["  two  spaces ", " lead", "unseen 🙂🙂 x"],
-                    decode=kind != "metaspace-first-nosplit")
+                    decode=kind not in ("metaspace-first-nosplit", "end-of-word-suffix"))
     # And back: what bpestore writes, tokenizers reads and encodes the same.
     store.export("hf", format="hf", out=tmp_path / "back.json")
     back = tokenizers.Tokenizer.from_file(str(tmp_path / "back.json"))
@@ -94,7 +101,9 @@ def test_prepend_schemes_and_prefix_spaces_read_as_spec_options(tmp_path):
         specs[kind] = store.tokenizer(store.import_hf(kind, tmp_path / f"{kind}.json").ref).spec
     assert [(s.space_marker, s.dummy_prefix, s.pretokenizer, s.fuse_unk) for s in specs.values()] == [
         ("▁", "unless-space", "metaspace", True), ("▁", "unless-space", "none", False),
-        ("▁", "never", "metaspace", False), (None, "unless-space", "gpt2", False)]
+        ("▁", "never", "metaspace", False), (None, "unless-space", "gpt2", False),
+        (None, "never", "whitespace", False)]
+    assert specs["end-of-word-suffix"].end_of_word_suffix == "</w>"
 
 
 def test_sentencepiece_model_as_tokenizer_json_encodes_as_sentencepiece(tmp_path):
@@ -135,28 +144,28 @@ def test_bpestore_character_versions_export_to_tokenizers(cli_run, tmp_path):
             "--dummy-prefix", "unless-space")
     runs = {"ws": ["--alphabet", "chars", "--unk-token", "[UNK]"],
             "ms": ["--alphabet", "chars", "--unk-token", "<unk>", "--fuse-unk"],
-            "msfb": ["--alphabet", "chars", "--unk-token", "<unk>", "--byte-fallback", "--layout", "sentencepiece"]}
+            "msfb": ["--alphabet", "chars", "--unk-token", "<unk>", "--byte-fallback", "--layout", "sentencepiece"],
+            "eow": ["--alphabet", "chars", "--unk-token", "<unk>", "--end-of-word-suffix", "</w>"]}
     store = bpestore.open(cli_run.db)
     for name, options in runs.items():
-        corpus = "ws" if name == "ws" else "ms"
+        corpus = "ws" if name in ("ws", "eow") else "ms"
         result = cli_run("train", name, "--corpus", corpus, "--vocab-size", "1500", *options)
         assert result.exit_code == 0, result.output
         assert cli_run("export", name, "--format", "hf", "--out", str(tmp_path / f"{name}.json")).exit_code == 0
         hf = tokenizers.Tokenizer.from_file(str(tmp_path / f"{name}.json"))
-        assert_hf_equal(hf, store.tokenizer(name), lines + ["unseen 🙂🙂 東京"], decode=name != "ws")
+        assert_hf_equal(hf, store.tokenizer(name), lines + ["unseen 🙂🙂 東京"], decode=name not in ("ws", "eow"))
 
 
 def test_what_stays_refused_is_one_error_line(cli_run, tmp_path):
     hf = hf_train("metaspace", lines_of("tinyshakespeare.txt"), 400)
     data = json.loads(hf.to_str())
-    for part, change in (("model.end_of_word_suffix", ("model", "end_of_word_suffix", "</w>")),
-                         ("model.continuing_subword_prefix", ("model", "continuing_subword_prefix", "##")),
-                         ("decoder", ("decoder", None, {"type": "WordPiece"}))):
+    for part, changes in (("model.continuing_subword_prefix", {"continuing_subword_prefix": "##"}),
+                          ("model.end_of_word_suffix", {"end_of_word_suffix": "</w>", "byte_fallback": True}),
+                          ("decoder", None)):
         broken = json.loads(json.dumps(data))
-        where, key, value = change
-        if key is None:
-            broken[where] = value
+        if changes is None:
+            broken["decoder"] = {"type": "WordPiece"}
         else:
-            broken[where][key] = value
+            broken["model"].update(changes)
         (tmp_path / "x.json").write_text(json.dumps(broken), encoding="utf-8")
         assert_error(cli_run("import", "hf", "x", str(tmp_path / "x.json")), part)

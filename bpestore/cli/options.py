@@ -96,6 +96,8 @@ symbol_options = options(
     click.option("--byte-fallback", is_flag=True, default=None,
                  help="With --alphabet chars: unseen characters become their UTF-8 bytes."),
     click.option("--end-of-word", metavar="MARK", help="A symbol after every word, e.g. '</w>'."),
+    click.option("--end-of-word-suffix", metavar="MARK",
+                 help="Glued to the last character of every word, e.g. '</w>' (HF's end_of_word_suffix)."),
     click.option("--start-of-word", metavar="MARK", help="A symbol before every word, e.g. '▁'."),
     click.option("--no-inner-space", is_flag=True, default=None,
                  help="A merged token may hold a space only at its ends."),

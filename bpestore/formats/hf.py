@@ -63,7 +63,7 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
         "decoder": decoder,
         "model": {
             "type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": spec.fuse_unk, "byte_fallback": fallback,
+            "end_of_word_suffix": spec.end_of_word_suffix, "fuse_unk": spec.fuse_unk, "byte_fallback": fallback,
             "ignore_merges": False, "vocab": vocab, "merges": merges,
         },
     }
@@ -177,6 +177,8 @@ def _char_decoder(spec: TokenizerSpec) -> dict[str, Any]:
     if spec.space_marker is not None:
         steps.append({"type": "Metaspace", "replacement": spec.space_marker,
                       "prepend_scheme": "never" if spec.dummy_prefix == "never" else "always", "split": True})
+    elif spec.end_of_word_suffix is not None:
+        steps.append({"type": "BPEDecoder", "suffix": spec.end_of_word_suffix})
     else:
         steps.append({"type": "Fuse"})
     return steps[0] if len(steps) == 1 else {"type": "Sequence", "decoders": steps}
@@ -224,7 +226,7 @@ class _Reader:
         if kind != "BPE":
             raise self.refuse("model.type", f"{kind!r} is not BPE")
         for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
-                        ("end_of_word_suffix", (None, "")), ("ignore_merges", (None, False))):
+                        ("ignore_merges", (None, False))):
             if model.get(key) not in ok:
                 raise self.refuse(f"model.{key}", f"{model.get(key)!r}")
         for key in ("truncation", "padding"):
@@ -239,6 +241,10 @@ class _Reader:
         fallback = bool(model.get("byte_fallback"))
         if fallback and byte_level:
             raise self.refuse("model.byte_fallback", "with a ByteLevel pre-tokenizer")
+        suffix = model.get("end_of_word_suffix") or None
+        if suffix is not None and (byte_level or fallback or not isinstance(suffix, str)):
+            raise self.refuse("model.end_of_word_suffix", f"{suffix!r} with a ByteLevel pre-tokenizer or "
+                              "byte fallback")
         unk = model.get("unk_token")
         if unk is not None and (not isinstance(unk, str) or not unk):
             raise self.damaged("model.unk_token", f"{unk!r} is not a token")
@@ -320,6 +326,7 @@ class _Reader:
             spec = TokenizerSpec(alphabet="bytes" if byte_level else "chars", unk_token=unk,
                                  special_tokens=tuple(specials), byte_fallback=fallback,
                                  fuse_unk=bool(model.get("fuse_unk")) and unk is not None,
+                                 end_of_word_suffix=suffix,
                                  layout="sentencepiece" if fallback and unk is not None else "bpestore", **fields)
         except InvalidArgumentError as exc:
             raise self.refuse("pre_tokenizer", str(exc)) from None
@@ -453,7 +460,8 @@ class _Reader:
         if node is None:
             return
         steps = node.get("decoders") if _type(node) == "Sequence" else [node]
-        allowed = ("ByteLevel",) if byte_level else ("Metaspace", "ByteFallback", "Fuse", "Strip", "Replace")
+        allowed = ("ByteLevel",) if byte_level else ("Metaspace", "ByteFallback", "Fuse", "Strip", "Replace",
+                                                     "BPEDecoder")
         for step in steps if isinstance(steps, list) else [None]:
             if _type(step) not in allowed:
                 raise self.refuse("decoder", f"{_type(step)!r}" + ("" if byte_level else " with a character model"))

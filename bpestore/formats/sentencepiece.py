@@ -310,7 +310,8 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
         ("no unk_token (SentencePiece always has an unknown piece)", spec.unk_token is None),
         ("no fuse_unk (SentencePiece makes a run of unknown characters one unknown piece)",
          not spec.fuse_unk and not spec.byte_fallback),
-        ("word markers", spec.start_of_word is not None or spec.end_of_word is not None),
+        ("word markers", spec.start_of_word is not None or spec.end_of_word is not None
+         or spec.end_of_word_suffix is not None),
         ("no_inner_space", spec.no_inner_space),
         ("byte fallback tokens that are also characters (train with layout='sentencepiece' to keep them apart)",
          spec.byte_fallback and spec.layout != "sentencepiece")) if present]

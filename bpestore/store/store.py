@@ -446,7 +446,8 @@ class Store:
           its tokens and merges (ids unchanged) and continues on ``corpus``;
         * ``max_token_length``: no token longer than this many bytes;
         * ``alphabet``, ``unk_token``, ``byte_fallback``, ``end_of_word``,
-          ``start_of_word``, ``no_inner_space``, ``layout``, ``fuse_unk``: the symbolization (see
+          ``start_of_word``, ``no_inner_space``, ``layout``, ``fuse_unk``,
+          ``end_of_word_suffix``: the symbolization (see
           ``TokenizerSpec``), recorded in the version's spec; an extension
           keeps its parent's;
         * ``segmentation``: how encoding cuts a word, ``"merge"`` (BPE merges

@@ -40,7 +40,7 @@ MAX_COUNT = 2**31 - 1  # what the database's integer columns hold
 DEFAULT_CHECKPOINT_SECONDS = 10.0
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
 SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space",
-                 "layout", "fuse_unk")
+                 "layout", "fuse_unk", "end_of_word_suffix")
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ class TrainOptions:
     segmentation: str | None = None
     layout: str | None = None
     fuse_unk: bool | None = None
+    end_of_word_suffix: str | None = None
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
 
