@@ -221,30 +221,12 @@ class _Reader:
         return DamagedDataError(f"{self.path}: {part}: {why}", params=("path",))
 
     def read(self) -> HFModel:
-        data, model = self.data, self.data["model"]
-        kind = model.get("type", "BPE" if "merges" in model else None)
-        if kind != "BPE":
-            raise self.refuse("model.type", f"{kind!r} is not BPE")
-        for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
-                        ("ignore_merges", (None, False))):
-            if model.get(key) not in ok:
-                raise self.refuse(f"model.{key}", f"{model.get(key)!r}")
-        for key in ("truncation", "padding"):
-            if data.get(key) is not None:
-                raise self.refuse(key, "set (bpestore encodes whole texts)")
-        post = data.get("post_processor")
-        if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
-            raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
+        model = self.data["model"]
+        self.refuse_unsupported()
         fields = self.text_fields()
         byte_level = fields.pop("byte_level")
-        self.decoder(data.get("decoder"), byte_level)
-        fallback = bool(model.get("byte_fallback"))
-        if fallback and byte_level:
-            raise self.refuse("model.byte_fallback", "with a ByteLevel pre-tokenizer")
-        suffix = model.get("end_of_word_suffix") or None
-        if suffix is not None and (byte_level or fallback or not isinstance(suffix, str)):
-            raise self.refuse("model.end_of_word_suffix", f"{suffix!r} with a ByteLevel pre-tokenizer or "
-                              "byte fallback")
+        self.decoder(self.data.get("decoder"), byte_level)
+        fallback, suffix = self.model_options(byte_level)
         unk = model.get("unk_token")
         if unk is not None and (not isinstance(unk, str) or not unk):
             raise self.damaged("model.unk_token", f"{unk!r} is not a token")
@@ -281,8 +263,62 @@ class _Reader:
                 vocab[token_id], kinds[token_id] = text.encode("utf-8"), "unk"
                 continue
             vocab[token_id] = token_bytes(text, "model.vocab")
+        specials = self.added_tokens(vocab, kinds, unk, byte_level)
+        if unk is not None and unk not in vocab_in:
+            raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
+        if fallback and n_bytes != 256:
+            raise self.damaged("model.byte_fallback", f"{n_bytes} <0xNN> tokens in model.vocab, not 256")
+        merges = self.merges(model.get("merges"), token_bytes)
+        present = set(vocab.values())
+        for rank, (left, right) in enumerate(merges):
+            for token in (left, right, left + right):
+                if token not in present:
+                    raise self.damaged(f"model.merges[{rank}]", f"{_show(token, byte_level)!r} is not "
+                                       "in model.vocab")
+        try:
+            spec = TokenizerSpec(alphabet="bytes" if byte_level else "chars", unk_token=unk,
+                                 special_tokens=tuple(specials), byte_fallback=fallback,
+                                 fuse_unk=bool(model.get("fuse_unk")) and unk is not None,
+                                 end_of_word_suffix=suffix,
+                                 layout="sentencepiece" if fallback and unk is not None else "bpestore", **fields)
+        except InvalidArgumentError as exc:
+            raise self.refuse("pre_tokenizer", str(exc)) from None
+        return HFModel(vocab, merges, spec)
+
+    def refuse_unsupported(self) -> None:
+        """Refuse a model other than BPE and the parts of the file that add or change ids."""
+        data, model = self.data, self.data["model"]
+        kind = model.get("type", "BPE" if "merges" in model else None)
+        if kind != "BPE":
+            raise self.refuse("model.type", f"{kind!r} is not BPE")
+        for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
+                        ("ignore_merges", (None, False))):
+            if model.get(key) not in ok:
+                raise self.refuse(f"model.{key}", f"{model.get(key)!r}")
+        for key in ("truncation", "padding"):
+            if data.get(key) is not None:
+                raise self.refuse(key, "set (bpestore encodes whole texts)")
+        post = data.get("post_processor")
+        if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
+            raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
+
+    def model_options(self, byte_level: bool) -> tuple[bool, str | None]:
+        """(byte_fallback, end_of_word_suffix) of the model, where bpestore can run them."""
+        model = self.data["model"]
+        fallback = bool(model.get("byte_fallback"))
+        if fallback and byte_level:
+            raise self.refuse("model.byte_fallback", "with a ByteLevel pre-tokenizer")
+        suffix = model.get("end_of_word_suffix") or None
+        if suffix is not None and (byte_level or fallback or not isinstance(suffix, str)):
+            raise self.refuse("model.end_of_word_suffix", f"{suffix!r} with a ByteLevel pre-tokenizer or "
+                              "byte fallback")
+        return fallback, suffix
+
+    def added_tokens(self, vocab: dict[int, bytes], kinds: dict[int, str], unk: str | None,
+                     byte_level: bool) -> list[str]:
+        """The special tokens of ``added_tokens``, put in ``vocab`` (and ``kinds``)."""
         specials: list[str] = []
-        added = data.get("added_tokens") or []
+        added = self.data.get("added_tokens") or []
         if not isinstance(added, list):
             raise self.damaged("added_tokens", "must be a list")
         by_id = {i: t for i, t in vocab.items()}
@@ -311,26 +347,7 @@ class _Reader:
             specials.append(content)
             vocab[token_id] = content.encode("utf-8")
             kinds[token_id] = "special"
-        if unk is not None and unk not in vocab_in:
-            raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
-        if fallback and n_bytes != 256:
-            raise self.damaged("model.byte_fallback", f"{n_bytes} <0xNN> tokens in model.vocab, not 256")
-        merges = self.merges(model.get("merges"), token_bytes)
-        present = set(vocab.values())
-        for rank, (left, right) in enumerate(merges):
-            for token in (left, right, left + right):
-                if token not in present:
-                    raise self.damaged(f"model.merges[{rank}]", f"{_show(token, byte_level)!r} is not "
-                                       "in model.vocab")
-        try:
-            spec = TokenizerSpec(alphabet="bytes" if byte_level else "chars", unk_token=unk,
-                                 special_tokens=tuple(specials), byte_fallback=fallback,
-                                 fuse_unk=bool(model.get("fuse_unk")) and unk is not None,
-                                 end_of_word_suffix=suffix,
-                                 layout="sentencepiece" if fallback and unk is not None else "bpestore", **fields)
-        except InvalidArgumentError as exc:
-            raise self.refuse("pre_tokenizer", str(exc)) from None
-        return HFModel(vocab, merges, spec)
+        return specials
 
     def merges(self, merges_in: Any, token_bytes: Any) -> list[tuple[bytes, bytes]]:
         if not isinstance(merges_in, list):
