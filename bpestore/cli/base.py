@@ -65,14 +65,18 @@ def move_db_option(args: list[str]) -> list[str]:
 
     >>> move_db_option(["versions", "--db", "s.db", "--json"])
     ['--db', 's.db', 'versions', '--json']
-    >>> move_db_option(["encode", "en", "--", "--db=x"])
-    ['encode', 'en', '--', '--db=x']
+    >>> move_db_option(["--db", "a.db", "encode", "en", "--", "--db=x"])
+    ['--db', 'a.db', 'encode', 'en', '--', '--db=x']
     """
     end = args.index("--") if "--" in args else len(args)
-    for at, arg in enumerate(args[:end]):
-        if at > 0 and arg == "--db" and at + 1 < end:
+    command = 0  # where the command's name is: after the group's own options
+    while command < end and args[command].startswith("-"):
+        command += 2 if args[command] == "--db" else 1
+    for at in range(command + 1, end):
+        arg = args[at]
+        if arg == "--db" and at + 1 < end:
             return [arg, args[at + 1], *args[:at], *args[at + 2:]]
-        if at > 0 and arg.startswith("--db="):
+        if arg.startswith("--db="):
             return [arg, *args[:at], *args[at + 1:]]
     return args
 
