@@ -108,7 +108,7 @@ def count_files(
     if not files:
         raise InvalidArgumentError("paths must name at least one file to count", params=("paths",))
     if jsonl_field is None:
-        from .ingest.sources import warn_raw_json
+        from .sources import warn_raw_json
 
         warn_raw_json(files)
     counts: Counter = Counter()

@@ -299,7 +299,7 @@ class Store:
         >>> store.ingest("books", ["books/"], glob="*.txt")  # doctest: +SKIP
         """
         from ..ingest import IngestTuning, count_sources, expand_paths
-        from ..ingest.sources import warn_raw_json
+        from ..sources import warn_raw_json
         from . import corpora
 
         repository.check_name(corpus, "corpus", "corpus")
@@ -509,7 +509,7 @@ class Store:
             if cached is not None:
                 return cached
             version = reads.version_row(run, version_id)
-            from ..encoder import gc_paused
+            from ..processes import gc_paused
 
             with gc_paused():  # 50,000 tokens and merges: objects without cycles
                 # A complete version: one row, its facts known; one still training: its rows.
@@ -563,7 +563,7 @@ class Store:
             row = reads.facts_row(run, version_id)
         if row is None:
             return None
-        from ..encoder import gc_paused
+        from ..processes import gc_paused
 
         with gc_paused():
             vocab, known = facts.checked(row, version_id)
@@ -692,9 +692,9 @@ class Store:
         [3.17, 3.41]
         """
         from ..ingest import TextReader, open_source
-        from ..ingest.sources import check_errors
         from ..queries import TextTotals
         from ..records import EncodingStats
+        from ..sources import check_errors
 
         check_errors(errors)
         if not refs:
@@ -766,7 +766,7 @@ class Store:
         per version where its merges allow (``analysis.tree_merges``), else the
         text's pre-tokens counted once for all versions that cut words alike."""
         from ..analysis import chart_of_ids, curve_ranks, tree_merges, version_chart
-        from ..ingest.sources import check_errors
+        from ..sources import check_errors
 
         check_errors(errors)
         if not refs:
