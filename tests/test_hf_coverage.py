@@ -16,7 +16,7 @@ tokenizers = pytest.importorskip("tokenizers")
 
 CORPORA = ["tinyshakespeare.txt", "german_1M.txt", "russian_1M.txt", "hindi_1M.txt", "chinese_1M.txt",
            "japanese_1M.txt", "code_python_5M.txt.xz"]
-LINES = 4000
+LINES = 2000
 
 
 def lines_of(name: str) -> list[str]:
