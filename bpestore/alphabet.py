@@ -199,12 +199,7 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
             return prefix + [id_of_byte[b] for b in word.encode("utf-8", "surrogatepass")] + suffix
         return byte_symbols
 
-    # chars: every token that is one character is in the alphabet.
-    char_ids: dict[str, int] = {}
-    for data, token_id in id_of.items():
-        text = data.decode("utf-8", "surrogatepass") if _is_utf8(data) else ""
-        if len(text) == 1:
-            char_ids[text] = token_id
+    known = char_ids(id_of)
     unk = token(spec.unk_token, "unknown token") if spec.unk_token is not None else None
 
     def unseen(char: str) -> list[int]:
@@ -229,7 +224,7 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
         ids = list(prefix)
         after_unseen = False
         for at, char in enumerate(word):
-            found = char_ids.get(char) if glued is None or at < len(word) - 1 else last_ids.get(char)
+            found = known.get(char) if glued is None or at < len(word) - 1 else last_ids.get(char)
             if found is None:
                 if not (fuse and after_unseen):
                     ids.extend(unseen(char))
@@ -240,6 +235,17 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
         ids.extend(suffix)
         return ids
     return char_symbols
+
+
+def char_ids(id_of: Mapping[bytes, int]) -> dict[str, int]:
+    """The alphabet of a ``chars`` spec: every token that is one character, by character."""
+    found: dict[str, int] = {}
+    for data, token_id in id_of.items():
+        text = data.decode("utf-8", "surrogatepass") if _is_utf8(data) else ""
+        if len(text) == 1:
+            found[text] = token_id
+    return found
+
 
 
 def _is_utf8(data: bytes) -> bool:
