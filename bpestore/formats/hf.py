@@ -252,6 +252,10 @@ class _Reader:
         vocab: dict[int, bytes] = {}
         kinds: dict[int, str] = {}
         n_bytes = 0
+        # A special token is in model.vocab too (as HF writes it), spelled as itself.
+        added: list[Any] = self.data.get("added_tokens") or []
+        special_ids = {e["content"]: e["id"] for e in (added if isinstance(added, list) else [])
+                       if isinstance(e, dict) and e.get("special") and isinstance(e.get("content"), str)}
         for text, token_id in vocab_in.items():
             if type(token_id) is not int or token_id < 0:
                 raise self.damaged("model.vocab", f"the id of {text!r} is {token_id!r}, not a whole number")
@@ -261,6 +265,9 @@ class _Reader:
                 n_bytes += 1
             if unk is not None and text == unk:
                 vocab[token_id], kinds[token_id] = text.encode("utf-8"), "unk"
+                continue
+            if special_ids.get(text) == token_id:
+                vocab[token_id] = text.encode("utf-8")
                 continue
             vocab[token_id] = token_bytes(text, "model.vocab")
         specials = self.added_tokens(vocab, kinds, unk, byte_level)
