@@ -204,6 +204,8 @@ def read_hf(path: str | Path) -> HFModel:
         raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DamagedDataError(f"{path} is not a JSON file: {exc}", params=("path",)) from None
+    except RecursionError:
+        raise DamagedDataError(f"{path} is nested too deeply to be a tokenizer.json", params=("path",)) from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise DamagedDataError(f"{path} is not a Hugging Face tokenizer.json (no 'model' object)", params=("path",))
     return _Reader(str(path), data).read()
