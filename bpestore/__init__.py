@@ -110,8 +110,9 @@ def train_bpe(
     from .trainer import train_word_counts
 
     if vocab_size < 256 + len(special_tokens):
-        raise InvalidArgumentError(f"vocab_size must be at least {256 + len(special_tokens)} "
-                                   f"(256 bytes + {len(special_tokens)} special tokens)", params=("vocab_size",))
+        n = len(special_tokens)
+        raise InvalidArgumentError(f"vocab_size must be at least {256 + n} "
+                                   f"(256 bytes + {n} special token{'' if n == 1 else 's'})", params=("vocab_size",))
     paths = [input_path] if isinstance(input_path, (str, Path)) else list(input_path)
     spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
                          special_tokens=tuple(special_tokens), tie_break=tie_break)

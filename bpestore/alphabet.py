@@ -46,26 +46,38 @@ def initial_vocab(spec: TokenizerSpec, word_counts: Iterable[bytes] | None = Non
     ``word_counts`` (the counted words, or just their keys) is needed for the
     ``chars`` alphabet: its characters are the alphabet.
     """
-    if spec.byte_level or spec.byte_fallback:
-        tokens = [bytes([i]) for i in range(256)]
-        tokens += [t.encode("utf-8") for t in spec.special_tokens]
+    sentencepiece = spec.layout == "sentencepiece"
+    fallback = [bytes([i]) for i in range(256)] if spec.byte_level or spec.byte_fallback else []
+    specials = [t.encode("utf-8") for t in spec.special_tokens]
+    if sentencepiece:
+        # The unknown token, the special tokens, the byte tokens: SentencePiece's order.
+        assert spec.unk_token is not None  # the spec checks it
+        tokens = [spec.unk_token.encode("utf-8"), *specials, *fallback]
+        tokens += [m.encode("utf-8") for m in (spec.start_of_word, spec.end_of_word) if m is not None]
     else:
-        tokens = [t.encode("utf-8") for t in spec.special_tokens]
-    tokens += _markers(spec)
+        tokens = fallback + specials + _markers(spec)
     if not spec.byte_level:
         if word_counts is None:
             raise InvalidArgumentError("a 'chars' alphabet is made from the counted words; pass word_counts",
                                        params=("word_counts",))
         seen: set[str] = set()
+        last: set[str] = set()  # the last characters of words, for a glued end-of-word suffix
         for word in word_counts:
-            seen.update(word.decode("utf-8", "surrogatepass"))
+            text = word.decode("utf-8", "surrogatepass")
+            seen.update(text)
+            if text:
+                last.add(text[-1])
         tokens += [c.encode("utf-8", "surrogatepass") for c in sorted(seen)]
+        if spec.end_of_word_suffix is not None:
+            tokens += [(c + spec.end_of_word_suffix).encode("utf-8", "surrogatepass") for c in sorted(last)]
     # One id per byte string: later duplicates (a marker that is also a
     # character, a character that is also a byte) are dropped. Special tokens
-    # keep their ids even when their bytes repeat.
-    n_specials = len(spec.special_tokens) + (256 if spec.byte_level or spec.byte_fallback else 0)
-    unique, known = tokens[:n_specials], set(tokens[:n_specials - len(spec.special_tokens)])
-    for data in tokens[n_specials:]:
+    # keep their ids even when their bytes repeat; so do SentencePiece's byte
+    # tokens, apart from the characters that are the same bytes.
+    n_fixed = len(specials) + len(fallback) + sentencepiece
+    unique = tokens[:n_fixed]
+    known = {spec.unk_token.encode("utf-8")} if sentencepiece else set(fallback)  # type: ignore[union-attr]
+    for data in tokens[n_fixed:]:
         if data not in known:
             known.add(data)
             unique.append(data)
@@ -74,7 +86,7 @@ def initial_vocab(spec: TokenizerSpec, word_counts: Iterable[bytes] | None = Non
 
 def special_ids(spec: TokenizerSpec) -> list[int]:
     """The ids of the special tokens, in the spec's order."""
-    first = 256 if spec.byte_level or spec.byte_fallback else 0
+    first = 1 if spec.layout == "sentencepiece" else 256 if spec.byte_level or spec.byte_fallback else 0
     return list(range(first, first + len(spec.special_tokens)))
 
 
@@ -84,27 +96,49 @@ def initial_kinds(spec: TokenizerSpec, vocab: Sequence[bytes]) -> list[str]:
     names = {m.encode("utf-8"): kind for kind, m in (("marker", spec.end_of_word),
                                                       ("marker", spec.start_of_word),
                                                       ("unk", spec.unk_token)) if m is not None}
-    first_char = 256 if spec.byte_level or spec.byte_fallback else 0
+    n_bytes = 256 if spec.byte_level or spec.byte_fallback else 0
+    first_byte = 1 + len(specials) if spec.layout == "sentencepiece" else 0
     kinds = []
     for token_id, data in enumerate(vocab):
         if token_id in specials:
             kinds.append("special")
-        elif token_id < first_char:
+        elif first_byte <= token_id < first_byte + n_bytes:
             kinds.append("byte")
         else:
             kinds.append(names.get(data, "char"))
     return kinds
 
 
-def ordinary_ids(vocab: Mapping[int, bytes] | Sequence[bytes], special_ids: Iterable[int] = ()
-                 ) -> dict[bytes, int]:
+def ordinary_ids(vocab: Mapping[int, bytes] | Sequence[bytes], special_ids: Iterable[int] = (), *,
+                 chars_over_bytes: bool = False) -> dict[bytes, int]:
     """The id of each ordinary (non-special) token's bytes; where a byte
     string has several ids, the lowest. ``vocab`` maps ids to bytes (a dict, or
-    a list indexed by id).
+    a list indexed by id). ``chars_over_bytes`` (byte fallback): where a single
+    byte has several ids, the highest: the character (the lowest is the byte
+    fallback token, see ``fallback_byte_ids``).
 
     >>> ordinary_ids({5: b"a", 3: b"a", 4: b"<s>"}, special_ids=[4])
     {b'a': 3}
+    >>> ordinary_ids({5: b"a", 3: b"a", 4: b"<s>"}, special_ids=[4], chars_over_bytes=True)
+    {b'a': 5}
     """
+    special_ids = list(special_ids)
+    id_of = _lowest_ids(vocab, special_ids)
+    if chars_over_bytes:
+        specials = set(special_ids)
+        pairs = vocab.items() if isinstance(vocab, Mapping) else enumerate(vocab)
+        for token_id, data in pairs:
+            if len(data) == 1 and token_id not in specials and token_id > id_of[data]:
+                id_of[data] = token_id
+    return id_of
+
+
+def fallback_byte_ids(vocab: Mapping[int, bytes] | Sequence[bytes], special_ids: Iterable[int] = ()) -> list[int]:
+    """The byte fallback token of each byte value: the lowest ordinary id holding it."""
+    return byte_ids(_lowest_ids(vocab, special_ids))
+
+
+def _lowest_ids(vocab: Mapping[int, bytes] | Sequence[bytes], special_ids: Iterable[int] = ()) -> dict[bytes, int]:
     if isinstance(vocab, Mapping):
         ids: Sequence[int] = sorted(vocab)
         datas = list(map(vocab.__getitem__, ids))
@@ -137,10 +171,12 @@ def byte_ids(id_of: Mapping[bytes, int]) -> list[int]:
     return [id_of[bytes([b])] for b in range(256)]
 
 
-def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | None:
+def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
+               fallback_ids: Sequence[int] | None = None) -> Symbolizer | None:
     """The function turning one pre-token into its initial token ids.
 
-    ``id_of`` maps the bytes of the vocabulary's ordinary tokens to their ids.
+    ``id_of`` maps the bytes of the vocabulary's ordinary tokens to their ids;
+    ``fallback_ids``: the byte fallback tokens (default: ``id_of``'s bytes).
     Returns None for plain byte-level specs (no markers), whose symbols are
     simply the bytes: callers keep their own fast path for that case.
     """
@@ -157,7 +193,7 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
     prefix = [token(spec.start_of_word, "start-of-word marker")] if spec.start_of_word else []
     suffix = [token(spec.end_of_word, "end-of-word marker")] if spec.end_of_word else []
     if spec.byte_level or spec.byte_fallback:
-        id_of_byte = byte_ids(id_of)
+        id_of_byte = list(fallback_ids) if fallback_ids is not None else byte_ids(id_of)
     if spec.byte_level:
         def byte_symbols(word: str) -> list[int]:
             return prefix + [id_of_byte[b] for b in word.encode("utf-8", "surrogatepass")] + suffix
@@ -176,14 +212,26 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
                                    "train with an unk_token or byte_fallback=True",
                                    params=("unk_token", "byte_fallback"))
 
+    fuse = spec.fuse_unk and not spec.byte_fallback
+    glued = spec.end_of_word_suffix
+    # A glued suffix: the last character's symbol is the character with the suffix.
+    last_ids = {} if glued is None else {
+        text[:-len(glued)]: token_id for text, token_id in
+        ((data.decode("utf-8", "surrogatepass"), token_id) for data, token_id in id_of.items() if _is_utf8(data))
+        if text.endswith(glued) and len(text) == len(glued) + 1}
+
     def char_symbols(word: str) -> list[int]:
         ids = list(prefix)
-        for char in word:
-            found = known.get(char)
+        after_unseen = False
+        for at, char in enumerate(word):
+            found = known.get(char) if glued is None or at < len(word) - 1 else last_ids.get(char)
             if found is None:
-                ids.extend(unseen(char))
+                if not (fuse and after_unseen):
+                    ids.extend(unseen(char))
+                after_unseen = True
             else:
                 ids.append(found)
+                after_unseen = False
         ids.extend(suffix)
         return ids
     return char_symbols
@@ -222,8 +270,9 @@ def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int] | Iterab
             raise TypeError("initial_words needs vocab when the words come as pairs")
         vocab = initial_vocab(spec, word_counts)
     pairs = word_counts.items() if isinstance(word_counts, Mapping) else word_counts
-    id_of = ordinary_ids(vocab, special_ids(spec))
-    symbols = symbolizer(spec, id_of)
+    id_of = ordinary_ids(vocab, special_ids(spec), chars_over_bytes=spec.byte_fallback)
+    fallback = fallback_byte_ids(vocab, special_ids(spec)) if spec.byte_fallback else None
+    symbols = symbolizer(spec, id_of, fallback)
     if symbols is None:
         # Plain byte-level: a word's bytes are its ids. The pairs go on as they are (no
         # list per word): the trainers take bytes, the compiled one straight into C.

@@ -25,6 +25,29 @@ def pair_key(left: int, right: int) -> int:
     return (left << PAIR_SHIFT) | right
 
 
+def piece_ranks(made: Iterable[bytes], id_of: dict[bytes, int], *, whole_chars: bool) -> dict[int, int]:
+    """The merge table of ``segmentation="piece"``: every split of each merged
+    token (in rank order: ``made``) into two tokens of ``id_of`` is a pair
+    with the rank of the merge that first made it (SentencePiece's BPE: two
+    symbols merge where their concatenation is a piece, the highest score
+    first). ``whole_chars``: split only between UTF-8 characters.
+
+    >>> ids = {b"a": 0, b"b": 1, b"c": 2, b"ab": 3, b"bc": 4, b"abc": 5}
+    >>> piece_ranks([b"ab", b"abc"], ids, whole_chars=True) == {
+    ...     pair_key(0, 1): 0, pair_key(0, 4): 1, pair_key(3, 2): 1}
+    True
+    """
+    ranks: dict[int, int] = {}
+    for rank, data in enumerate(made):
+        for cut in range(1, len(data)):
+            if whole_chars and 0x80 <= data[cut] < 0xC0:
+                continue
+            left, right = id_of.get(data[:cut]), id_of.get(data[cut:])
+            if left is not None and right is not None:
+                ranks.setdefault((left << PAIR_SHIFT) | right, rank)
+    return ranks
+
+
 # Words longer than this use the heap-based merge, whose cost grows as
 # n log n; below it the list-based loop (whose scans run in C) is faster.
 _LONG_WORD = 48

@@ -79,6 +79,8 @@ def count_files(
     pretokenizer: str | None = None,
     pattern: str | None = None,
     normalizer: str | None = None,
+    space_marker: str | None = None,
+    dummy_prefix: str | None = None,
     errors: str = "strict",
     workers: int | None = None,
     glob: str | None = None,
@@ -100,12 +102,16 @@ def count_files(
 
     pa, pq = _pyarrow()
     spec = corpus_spec(spec, special_tokens=special_tokens, pretokenizer=pretokenizer, pattern=pattern,
-                       normalizer=normalizer)
+                       normalizer=normalizer, space_marker=space_marker, dummy_prefix=dummy_prefix)
     target = Path(out)
     check_target(target, force=force)
     files = expand_paths(paths, glob=glob)
     if not files:
         raise InvalidArgumentError("paths must name at least one file to count", params=("paths",))
+    if jsonl_field is None:
+        from .sources import warn_raw_json
+
+        warn_raw_json(files)
     counts: Counter = Counter()
     sources: list[Source] = []
     for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
@@ -167,7 +173,8 @@ def dask_count(client: Any, paths: Iterable[str | Path], out_dir: str | Path, *,
         raise InvalidArgumentError("dask_count counts one task per worker thread; leave out workers",
                                    params=("workers",))
     corpus_spec(options.get("spec"), **{k: options.get(k) for k in ("special_tokens", "pretokenizer", "pattern",
-                                                                    "normalizer")})  # checked here, once
+                                                                    "normalizer", "space_marker",
+                                                                    "dummy_prefix")})  # checked here, once
     groups = group_files(paths, group_bytes=group_bytes, glob=glob)
     # A partial: Client.submit has keywords of its own (workers=, key=, retries=).
     task = functools.partial(count_files, workers=1, **options)

@@ -42,6 +42,10 @@ def core_problem(spec: TokenizerSpec) -> str | None:
         return f"the encode core is {encode_core()}"
     if spec.segmentation != "merge":
         return f"segmentation is {spec.segmentation}"
+    if spec.fuse_unk or spec.end_of_word_suffix is not None:
+        return "the spec fuses unknown characters or glues a suffix to words"
+    if spec.pretokenizer in SCANNED_PATTERNS and (spec.space_marker is not None or spec.dummy_prefix != "never"):
+        return "the spec marks spaces or adds a dummy prefix before a pattern the core scans"
     return None
 
 

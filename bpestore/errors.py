@@ -85,3 +85,8 @@ def _rebuild(cls: type[BpestoreError], message: str, fields: dict) -> BpestoreEr
     Exception.__init__(error, message)
     error.__dict__.update(fields)
     return error
+
+
+class BpestoreWarning(UserWarning):
+    """Something the user likely did not mean, that still worked (the CLI prints it as a
+    ``Warning:`` line on stderr)."""

@@ -102,6 +102,8 @@ def spec_problem(spec: TokenizerSpec) -> str | None:
         return "the spec has a normalizer"
     if spec.end_of_word or spec.start_of_word:
         return "the spec has word markers"
+    if spec.space_marker is not None or spec.dummy_prefix != "never":
+        return "the spec has a space marker or a dummy prefix"
     if spec.segmentation != "merge":
         return f"segmentation is {spec.segmentation}"
     if spec.pretokenizer not in FAST_PRETOKENIZERS:

@@ -45,7 +45,7 @@ def require_matplotlib() -> None:
                                 extra="plot") from None
 
 
-def draw(charts: Sequence[VersionChart], out: str | Path) -> Path:
+def draw(charts: Sequence[VersionChart], out: str | Path, *, force: bool = True) -> Path:
     """Draw the charts of one or more versions into ``out`` (``.png`` or
     ``.svg``), written whole or not at all; returns its path. Each version's
     lines carry the SVG ids ``curve-N``, ``counts-N`` and ``lengths-N`` (N
@@ -77,7 +77,7 @@ def draw(charts: Sequence[VersionChart], out: str | Path) -> Path:
     for ax in (curve, counts, lengths):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
-    return _save(fig, Path(out), fmt)
+    return _save(fig, Path(out), fmt, force)
 
 
 def _merge_line(chart: VersionChart) -> tuple[list[int], list[int], str]:
@@ -93,11 +93,12 @@ def _merge_line(chart: VersionChart) -> tuple[list[int], list[int], str]:
     return ranks, [values[r] for r in ranks], what
 
 
-def _save(fig: Any, out: Path, fmt: str) -> Path:
-    """Write the figure to a file beside ``out``, then move it in place."""
+def _save(fig: Any, out: Path, fmt: str, force: bool) -> Path:
+    """Write the figure to a file beside ``out``, then move it in place (an
+    existing ``out`` is replaced only with ``force``)."""
     import matplotlib
 
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-    with atomic_path(out, force=True) as temp, matplotlib.rc_context({"svg.hashsalt": "bpestore"}):
+    with atomic_path(out, force=force) as temp, matplotlib.rc_context({"svg.hashsalt": "bpestore"}):
         fig.savefig(temp, format=fmt, dpi=110, metadata=metadata)
     return out

@@ -17,11 +17,12 @@ import lzma
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .errors import InvalidArgumentError, NotFoundError, SourceError
+from .errors import BpestoreWarning, InvalidArgumentError, NotFoundError, SourceError
 from .spec import ERROR_POLICIES
 
 if TYPE_CHECKING:
@@ -60,6 +61,27 @@ def expand_paths(paths: Iterable[str | Path], *, glob: str | None = None) -> lis
         else:
             raise NotFoundError(f"file not found: {path}")
     return files
+
+
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def warn_raw_json(files: Sequence[str]) -> None:
+    """Warn where files named as JSON Lines are about to be counted as raw text (no field given)."""
+    named = [f for f in files if f != "-" and _without_compression(f).lower().endswith(JSON_LINES_SUFFIXES)]
+    if named:
+        more = f" and {len(named) - 1:,} more" if len(named) > 1 else ""
+        warnings.warn(BpestoreWarning(
+            f"{named[0]}{more} look{'' if more else 's'} like JSON Lines, but no field was named: the raw JSON "
+            "(keys, quotes, escapes) is counted as text; name the field to count with jsonl_field "
+            "(--jsonl-field FIELD)"), stacklevel=3)
+
+
+def _without_compression(name: str) -> str:
+    for suffix in COMPRESSED_SUFFIXES:
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
 
 
 def _check_file_name(name: str) -> None:

@@ -22,17 +22,22 @@ from .errors import InvalidArgumentError
 if TYPE_CHECKING:
     from .records import Merge
 
-NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
-PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex")
+NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces")
+PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
 ALPHABETS = ("bytes", "chars")
 TIE_BREAKS = ("lexicographic", "hf")
 ERROR_POLICIES = ("strict", "replace", "skip")  # what reading text does with invalid UTF-8
 # How a word is cut into tokens: BPE merges by rank, or greedy longest vocabulary match.
-SEGMENTATIONS = ("merge", "longest-match")
+# "piece": any two adjacent symbols whose concatenation is a merged token merge, the
+# token made first going first (SentencePiece's BPE, whose scores are the ranks).
+SEGMENTATIONS = ("merge", "longest-match", "piece")
+# Where the unknown token, the special tokens and the byte-fallback tokens go.
+LAYOUTS = ("bpestore", "sentencepiece")
+DUMMY_PREFIXES = ("never", "always", "unless-space")
 
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
-CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens")
+CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix")
 
 
 def check_special_tokens(tokens: Sequence[str]) -> None:
@@ -66,6 +71,25 @@ class TokenizerSpec:
     * ``end_of_word`` / ``start_of_word``: a marker symbol appended /
       prepended to every word (``"</w>"``, ``"\ue000"``, ``"▁"``, ``"_"``).
     * ``no_inner_space``: a merged token may hold a space only at its ends.
+    * ``space_marker``: spaces become this character inside the text
+      (SentencePiece's ``▁``) after normalization; decoding turns it back
+      into spaces. ``dummy_prefix``: a space in front of each non-empty text
+      between special tokens: ``always`` (SentencePiece's add_dummy_prefix),
+      ``unless-space`` (not where the text starts with a space or the marker:
+      Hugging Face's Metaspace and ByteLevel); with a marker, decoding drops one
+      space at the start.
+      Pre-tokenizer ``metaspace`` cuts before each marker. Normalizer step
+      ``collapse-spaces`` strips spaces at both ends and collapses runs of
+      spaces (SentencePiece's remove_extra_whitespaces). At ingest, with a
+      space marker each line is a text of its own (as ``spm_train`` reads).
+    * ``layout``: ``bpestore`` (bytes, special tokens, markers, characters)
+      or ``sentencepiece`` (the unknown token at 0, the special tokens, then
+      with ``byte_fallback`` 256 byte tokens apart from the characters).
+    * ``fuse_unk``: a run of unseen characters is one unknown token (as in
+      SentencePiece and Hugging Face's ``fuse_unk``), not one each.
+    * ``end_of_word_suffix``: glued to the last character of each word, which
+      is then one symbol (``w</w>``: Hugging Face's ``end_of_word_suffix``,
+      subword-nmt's ``</w>``); with ``alphabet='chars'``.
     """
 
     normalizer: str = "none"
@@ -80,6 +104,11 @@ class TokenizerSpec:
     no_inner_space: bool = False
     tie_break: str = "lexicographic"
     segmentation: str = "merge"
+    space_marker: str | None = None
+    dummy_prefix: str = "never"
+    layout: str = "bpestore"
+    fuse_unk: bool = False
+    end_of_word_suffix: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -113,11 +142,12 @@ class TokenizerSpec:
                              ("start_of_word", self.start_of_word)):
             if marker is not None and not marker:
                 raise InvalidArgumentError(f"{name} cannot be empty; leave it out instead", params=(name,))
+        self._check_sentencepiece_options()
         if self.alphabet == "bytes" and (self.unk_token is not None or self.byte_fallback):
             raise InvalidArgumentError("unk_token and byte_fallback go with alphabet='chars': "
                                        "a byte-level vocabulary has no unseen characters",
                                        params=("unk_token", "byte_fallback", "alphabet"))
-        if self.unk_token is not None and self.byte_fallback:
+        if self.unk_token is not None and self.byte_fallback and self.layout != "sentencepiece":
             raise InvalidArgumentError("give unk_token or byte_fallback, not both: unseen "
                                        "characters become either the unknown token or their bytes",
                                        params=("unk_token", "byte_fallback"))
@@ -132,6 +162,28 @@ class TokenizerSpec:
         if any(not tok for tok in self.special_tokens):
             raise InvalidArgumentError("a special token cannot be empty", params=("special_tokens",))
 
+    def _check_sentencepiece_options(self) -> None:
+        if self.space_marker is not None and len(self.space_marker) != 1:
+            raise InvalidArgumentError(f"space_marker is one character, not {self.space_marker!r}",
+                                       params=("space_marker",))
+        if self.dummy_prefix not in DUMMY_PREFIXES:
+            raise InvalidArgumentError(f"unknown dummy_prefix {self.dummy_prefix!r}; choose "
+                                       f"{', '.join(DUMMY_PREFIXES)}", params=("dummy_prefix",))
+        if self.space_marker is None and self.pretokenizer == "metaspace":
+            raise InvalidArgumentError("pretokenizer='metaspace' goes with a space_marker", params=("space_marker",))
+        if self.layout not in LAYOUTS:
+            raise InvalidArgumentError(f"unknown layout {self.layout!r}; choose {', '.join(LAYOUTS)}",
+                                       params=("layout",))
+        if self.end_of_word_suffix is not None and (self.alphabet != "chars" or not self.end_of_word_suffix
+                                                    or self.byte_fallback or self.end_of_word is not None):
+            raise InvalidArgumentError("end_of_word_suffix goes with alphabet='chars', without byte_fallback or "
+                                       "an end_of_word marker, and cannot be empty", params=("end_of_word_suffix",))
+        if self.fuse_unk and self.unk_token is None:
+            raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
+        if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
+            raise InvalidArgumentError("layout='sentencepiece' goes with alphabet='chars' and an unk_token",
+                                       params=("layout",))
+
     @property
     def normalizer_steps(self) -> tuple[str, ...]:
         """The normalizer as a sequence of steps, e.g. ('nfkc', 'lowercase')."""
@@ -145,7 +197,7 @@ class TokenizerSpec:
     def corpus_key(self) -> dict[str, Any]:
         """The part of the spec that decides a corpus' words."""
         d = self.to_dict()
-        return {k: d[k] for k in CORPUS_FIELDS}
+        return {k: d[k] for k in CORPUS_FIELDS if k in d}  # later fields only where set: old corpora's keys stay
 
     def replace(self, **changes: Any) -> TokenizerSpec:
         return dataclasses.replace(self, **changes)
@@ -153,8 +205,11 @@ class TokenizerSpec:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["special_tokens"] = list(self.special_tokens)
-        if d["segmentation"] == "merge":
-            del d["segmentation"]  # the default: older specs' JSON (and fingerprints) stay as they were
+        # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
+        for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
+                              ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None)):
+            if d[name] == default:
+                del d[name]
         return d
 
     def to_json(self) -> str:

@@ -111,12 +111,54 @@ def normalize(text: str, steps: tuple[str, ...]) -> str:
     for step in steps:
         if step == "lowercase":
             text = text.lower()
+        elif step == "collapse-spaces":
+            # SentencePiece's remove_extra_whitespaces: spaces (U+0020 only) at the ends go, runs become one.
+            text = _SPACE_RUNS.sub(" ", text.strip(" "))
         elif step == "alphanumeric":
             # Keep letters, digits and whitespace (whitespace keeps words apart).
             text = "".join(ch for ch in text if ch.isalnum() or ch.isspace())
         else:
             text = unicodedata.normalize(_UNICODE_FORMS[step], text)
     return text
+
+
+_SPACE_RUNS = regex.compile(" {2,}")
+
+
+def mark_spaces(text: str, spec: TokenizerSpec) -> str:
+    """A normalized text with its spaces as the spec's space marker, after a
+    dummy prefix where the spec asks for one (an empty text stays empty).
+
+    >>> mark_spaces("Hello  world", TokenizerSpec(alphabet="chars", space_marker="▁", dummy_prefix="always"))
+    '▁Hello▁▁world'
+    """
+    marker = spec.space_marker
+    if not text or (marker is None and spec.dummy_prefix == "never"):
+        return text
+    if spec.dummy_prefix == "always" or (spec.dummy_prefix == "unless-space" and text[0] not in (" ", marker)):
+        text = " " + text
+    if marker is None:
+        return text
+    text = text.replace(" ", marker)
+    if "collapse-spaces" in spec.normalizer_steps:
+        text = text.rstrip(marker)  # SentencePiece strips a trailing marker, even one the text held
+    return text
+
+
+def unmark_spaces(text: str, spec: TokenizerSpec) -> str:
+    """Decoded text with the space marker as spaces, less the dummy prefix
+    (with ``collapse-spaces``: every space at the start, as SentencePiece decodes).
+
+    >>> unmark_spaces("▁Hello▁world", TokenizerSpec(alphabet="chars", space_marker="▁", dummy_prefix="always"))
+    'Hello world'
+    """
+    marker = spec.space_marker
+    if marker is None:
+        return text
+    text = text.replace(marker, " ")
+    if "collapse-spaces" in spec.normalizer_steps:
+        return text.lstrip(" ")
+    return text[1:] if spec.dummy_prefix != "never" and text.startswith(" ") else text
 
 
 def special_tokens_regex(special_tokens: Iterable[str]) -> regex.Pattern | None:
@@ -140,6 +182,9 @@ class TextPipeline:
         self.steps = spec.normalizer_steps
         if spec.pretokenizer == "none":
             self.pattern = None
+        elif spec.pretokenizer == "metaspace":
+            marker = regex.escape(spec.space_marker or "")
+            self.pattern = regex.compile(f"[^{marker}]+|{marker}[^{marker}]*")
         else:
             source = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
             self.pattern = regex.compile(source)
@@ -147,9 +192,10 @@ class TextPipeline:
         # _SAFE_CUT). Whether a cut changes what another regex finds cannot be
         # known (a look-ahead sees past it, a match may span it), so a custom
         # pattern meets each segment whole: exactly regex.findall's words.
-        self.cuts_words = spec.pretokenizer in PATTERNS
+        # A space marker's dummy prefix and stripped ends belong to the whole text: never cut inside it.
+        self.cuts_words = spec.pretokenizer in PATTERNS and spec.space_marker is None and spec.dummy_prefix == "never"
         # A built-in pattern's words are counted in C (count_utf8) where the counting core is built.
-        self.count_core = COUNT_CORE if spec.pretokenizer in COUNT_CORE_PATTERNS else None
+        self.count_core = COUNT_CORE if self.cuts_words and spec.pretokenizer in COUNT_CORE_PATTERNS else None
         self.count_pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
@@ -172,7 +218,7 @@ class TextPipeline:
 
     def pretokenize(self, segment: str) -> list[str]:
         """Normalize and pre-tokenize one segment that holds no special token."""
-        segment = normalize(segment, self.steps)
+        segment = mark_spaces(normalize(segment, self.steps), self.spec)
         if self.pattern is None:
             return [segment] if segment else []
         words = self.pattern.findall(segment)
@@ -180,10 +226,16 @@ class TextPipeline:
         return words if self.cuts_words else [w for w in words if w]
 
     def ordinary_segments(self, text: str) -> Iterator[str]:
-        """The normalized segments of text between its special tokens."""
+        """The normalized segments of text between its special tokens (with a
+        space marker: each line of them, marked, as ``spm_train`` reads text)."""
         for segment, is_special in self.segments(text):
-            if not is_special:
+            if is_special:
+                continue
+            if self.spec.space_marker is None and self.spec.dummy_prefix == "never":
                 yield normalize(segment, self.steps)
+                continue
+            for line in segment.split("\n"):
+                yield mark_spaces(normalize(line, self.steps), self.spec)
 
     def words(self, text: str) -> Iterator[str]:
         """The pre-tokens of a text, special tokens dropped."""

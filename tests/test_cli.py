@@ -192,6 +192,8 @@ def test_debug_shows_the_exception(cli_run):
 
 def test_python_cli_py_is_the_same_program(tmp_path):
     env = {**os.environ, "BPESTORE_DB": str(tmp_path / "p.db")}
+    # A read command does not create the database: init does.
+    subprocess.run([sys.executable, str(ROOT / "cli.py"), "init"], capture_output=True, env=env, check=True)
     out = subprocess.run([sys.executable, str(ROOT / "cli.py"), "versions", "--json"],
                          capture_output=True, text=True, env=env, check=True)
     assert json.loads(out.stdout) == []

@@ -120,8 +120,9 @@ def test_export_refuses_what_the_formats_cannot_express(store, tmp_path):
     store.ingest("w", [tmp_path / "w.txt"], pretokenizer="whitespace", workers=1)
     store.train("eow", corpus="w", merges=5, end_of_word="</w>")
     store.train("chars", corpus="w", merges=5, alphabet="chars")
-    for ref, what in (("eow", "end-of-word marker"), ("chars", "alphabet='chars'")):
-        for fmt in ("hf", "gpt2", "tiktoken"):
+    for ref, what, formats in (("eow", "end-of-word marker", ("hf", "gpt2", "tiktoken")),
+                               ("chars", "alphabet='chars'", ("gpt2", "tiktoken"))):
+        for fmt in formats:
             with pytest.raises(InvalidArgumentError, match=what):
                 store.export(ref, format=fmt, out=tmp_path / f"{ref}.{fmt}")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(("eow", "chars"))]
@@ -156,9 +157,12 @@ HF_REFUSED = {
     "subword prefix": ({"model_continuing_subword_prefix": "##"}, "model.continuing_subword_prefix"),
     "byte fallback": ({"model_byte_fallback": True}, "model.byte_fallback"),
     "dropout": ({"model_dropout": 0.1}, "model.dropout"),
-    "fuse unk": ({"model_fuse_unk": True}, "model.fuse_unk"),
-    "prefix space": ({"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": True}}, "add_prefix_space"),
-    "unknown pre-tokenizer": ({"pre_tokenizer": {"type": "Metaspace"}}, "pre_tokenizer"),
+    "ignore merges": ({"model_ignore_merges": True}, "model.ignore_merges"),
+    "prefix space after a split": ({"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "\\S+"}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": True, "use_regex": False}]}}, "add_prefix_space"),
+    "unknown pre-tokenizer": ({"pre_tokenizer": {"type": "BertPreTokenizer"}}, "pre_tokenizer"),
+    "byte-level model under Metaspace": ({"pre_tokenizer": {"type": "Metaspace"}}, "decoder"),
     "unknown normalizer": ({"normalizer": {"type": "Strip"}}, "normalizer"),
     "post-processor": ({"post_processor": {"type": "TemplateProcessing"}}, "post_processor"),
     "truncation": ({"truncation": {"max_length": 512}}, "truncation"),

@@ -163,7 +163,7 @@ def test_a_lock_held_too_long_is_an_error_naming_it(db_url, tmp_path):
 
 
 def test_a_bad_lock_wait_setting_is_one_error_line(tmp_path):
-    result = cli(str(tmp_path / "x.db"), "versions", BPESTORE_LOCK_WAIT_SECONDS="soon")
+    result = cli(str(tmp_path / "x.db"), "init", BPESTORE_LOCK_WAIT_SECONDS="soon")
     assert result.returncode != 0 and result.stderr.count("Error:") == 1 and "Traceback" not in result.stderr
     assert "BPESTORE_LOCK_WAIT_SECONDS" in result.stderr
 

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from .base import BpestoreGroup, Context, with_flags
+from .base import BpestoreGroup, Context, move_db_option, with_flags
 
 # name: (module of this package, attribute, the first line of its help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -71,6 +71,9 @@ class LazyGroup(BpestoreGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, move_db_option(args))
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None
@@ -80,7 +83,8 @@ class LazyGroup(BpestoreGroup):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(map(len, COMMANDS))
-        rows = [(name, click.Command(name, help=line).get_short_help_str(limit))
+        # Cut by length only (click's own cut stops at the first '.', which "e.g." holds).
+        rows = [(name, line if len(line) <= limit else line[:limit - 3].rstrip() + "...")
                 for name, (_, _, line) in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
@@ -109,6 +113,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 def cli(ctx: click.Context, db: str | None, debug: bool) -> None:
     """Byte-pair-encoding tokenizers whose state lives in a database."""
     ctx.obj = Context(db, debug)
+    ctx.obj.command = ctx.invoked_subcommand
 
 
 def main() -> None:

@@ -3,17 +3,26 @@ SQLAlchemy imported) only when a command first asks for it."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import sys
+import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import BpestoreError
+from ..errors import BpestoreError, BpestoreWarning, NotFoundError
 
 if TYPE_CHECKING:
     from ..store import Store
+
+
+# Commands that write to the database (the others only read it: run on a SQLite file
+# that does not exist, they say so instead of creating an empty one).
+WRITING_COMMANDS = frozenset({"init", "ingest", "train", "import", "alias", "rm", "corpus"})
 
 
 class Context:
@@ -22,6 +31,7 @@ class Context:
     def __init__(self, db: str | None, debug: bool) -> None:
         self.db = db
         self.debug = debug
+        self.command: str | None = None  # the command invoked (set by the root group)
         self._store: Store | None = None
 
     @property
@@ -29,8 +39,46 @@ class Context:
         if self._store is None:
             from ..store import Store
 
+            if self.command is not None and self.command not in WRITING_COMMANDS:
+                _refuse_missing_file(self.db)
             self._store = Store(self.db)
         return self._store
+
+
+def _refuse_missing_file(db: str | None) -> None:
+    """NotFoundError where ``db`` names a SQLite file that does not exist."""
+    path = db or "bpestore.db"
+    if path == ":memory:" or "://" in path or Path(path).expanduser().exists():
+        return
+    raise NotFoundError(f"no database at {path}; bpestore init creates one (or give --db PATH, or set "
+                        "BPESTORE_DB)", params=("db",))
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    click.echo(f"Warning: {message}", err=True)
+
+
+def move_db_option(args: list[str]) -> list[str]:
+    """``--db X`` given after the command (``bpestore versions --db s.db``) moved before it,
+    where the group reads it; words after ``--`` are left alone.
+
+    >>> move_db_option(["versions", "--db", "s.db", "--json"])
+    ['--db', 's.db', 'versions', '--json']
+    >>> move_db_option(["--db", "a.db", "encode", "en", "--", "--db=x"])
+    ['--db', 'a.db', 'encode', 'en', '--', '--db=x']
+    """
+    end = args.index("--") if "--" in args else len(args)
+    command = 0  # where the command's name is: after the group's own options
+    while command < end and args[command].startswith("-"):
+        command += 2 if args[command] == "--db" else 1
+    for at in range(command + 1, end):
+        arg = args[at]
+        if arg == "--db" and at + 1 < end:
+            return [arg, args[at + 1], *args[:at], *args[at + 2:]]
+        if arg.startswith("--db="):
+            return [arg, *args[:at], *args[at + 1:]]
+    return args
 
 
 class OneLineUsageError(click.UsageError):
@@ -63,9 +111,20 @@ class BpestoreGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", BpestoreWarning)
+                warnings.showwarning = _show_warning
+                result = super().invoke(ctx)
+                if ctx.parent is None:
+                    sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+                return result
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except BrokenPipeError:
+            # The reader went away (| head): end quietly, as a process killed by SIGPIPE would.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(141)
         except (BpestoreError, OSError, UnicodeError) as exc:
             if ctx.obj is not None and ctx.obj.debug:
                 raise

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import click
@@ -75,17 +76,22 @@ def emit_ids(tok: Tokenizer, ids: list[int], show_tokens: bool, as_json: bool) -
               show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
 @click.option("--no-special", is_flag=True, help="Encode special tokens as ordinary text.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @json_option
 @quiet_option
 @click.pass_obj
 def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str | None,
            dtype: Literal["uint16", "uint32"] | None, workers: int, errors: str, show_tokens: bool,
-           no_special: bool, as_json: bool, quiet: bool) -> None:
+           no_special: bool, force: bool, as_json: bool, quiet: bool) -> None:
     """Encode TEXT (or --file) with version REF; prints the ids, or writes them to --out."""
     if (text is None) == (path is None):
         raise click.UsageError("give TEXT or --file PATH (not both)")
     if out is not None and path is None:
         raise click.UsageError("--out writes the ids of --file PATH; give --file")
+    if out is not None:
+        from ..files import check_target
+
+        check_target(Path(out), force=force)  # before any work (the file is written whole at the end)
     tok = obj.store.tokenizer(ref)
     specials: dict[str, Any] = ({"allowed_special": set(), "disallowed_special": ()} if no_special
                                 else {"allowed_special": "all"})

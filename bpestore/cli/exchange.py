@@ -38,7 +38,8 @@ def _report(info: VersionInfo, as_json: bool) -> None:
 @click.command()
 @click.argument("ref")
 @click.option("--format", "format", type=click.Choice(EXPORT_FORMATS), required=True)
-@click.option("--out", required=True, type=click.Path(), help="A folder (gpt2) or a file (hf, tiktoken).")
+@click.option("--out", required=True, type=click.Path(),
+              help="A folder (gpt2) or a file (hf, tiktoken, sentencepiece).")
 @click.option("--force", is_flag=True, help="Replace files that exist.")
 @click.pass_obj
 def export(obj: Context, ref: str, format: str, out: str, force: bool) -> None:
@@ -55,6 +56,16 @@ def export(obj: Context, ref: str, format: str, out: str, force: bool) -> None:
 def import_hf(obj: Context, name: str, path: str, as_json: bool) -> None:
     """Import a Hugging Face tokenizer.json (a BPE model) as NAME@N."""
     _report(obj.store.import_hf(name, path), as_json)
+
+
+@import_group.command("sentencepiece")
+@click.argument("name")
+@click.argument("path", type=click.Path(dir_okay=False))
+@json_option
+@click.pass_obj
+def import_sentencepiece(obj: Context, name: str, path: str, as_json: bool) -> None:
+    """Import a SentencePiece BPE model (.model) as NAME@N, with its ids."""
+    _report(obj.store.import_sentencepiece(name, path), as_json)
 
 
 @import_group.command("tiktoken")

@@ -15,7 +15,7 @@ import click
 from ..limits import MAX_INT
 from ..queries import token_text
 from ..records import Progress
-from ..spec import ALPHABETS, PRETOKENIZERS, SEGMENTATIONS, TIE_BREAKS
+from ..spec import ALPHABETS, DUMMY_PREFIXES, LAYOUTS, PRETOKENIZERS, SEGMENTATIONS, TIE_BREAKS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,7 +62,12 @@ text_options = options(
                  help="How text is split into words [default: gpt2; fixed by a corpus' first ingest]"),
     click.option("--pattern", metavar="REGEX", help="A custom pre-tokenizer regex (implies --pretokenizer regex)."),
     click.option("--normalizer", metavar="STEPS",
-                 help="Comma-separated: nfc, nfkc, lowercase, alphanumeric, ... [default: none]"),
+                 help="Comma-separated: nfc, nfkc, lowercase, alphanumeric, collapse-spaces, ... [default: none]"),
+    click.option("--space-marker", metavar="CHAR",
+                 help="Spaces become CHAR in the text, e.g. '▁' (SentencePiece); each line is a text."),
+    click.option("--dummy-prefix", type=click.Choice(DUMMY_PREFIXES),
+                 help="A space before each text: always (SentencePiece), unless-space (HF Metaspace) "
+                      "[default: never]."),
     special_option,
 )
 # What a training run aims at and which pairs it may merge.
@@ -77,7 +82,8 @@ training_options = options(
     click.option("--from", "parent", metavar="NAME@N", help="Extend this version (its ids stay valid)."),
     click.option("--max-token-length", type=count_range(2), help="Longest token, in bytes."),
     click.option("--segmentation", type=click.Choice(SEGMENTATIONS),
-                 help="How encoding cuts a word: BPE merges by rank, or greedy longest match [default: merge]."),
+                 help="How encoding cuts a word: BPE merges by rank, greedy longest match, or by piece "
+                      "(SentencePiece) [default: merge]."),
 )
 # How a word becomes its first symbols (alphabet.py).
 symbol_options = options(
@@ -87,9 +93,16 @@ symbol_options = options(
     click.option("--byte-fallback", is_flag=True, default=None,
                  help="With --alphabet chars: unseen characters become their UTF-8 bytes."),
     click.option("--end-of-word", metavar="MARK", help="A symbol after every word, e.g. '</w>'."),
+    click.option("--end-of-word-suffix", metavar="MARK",
+                 help="Glued to the last character of every word, e.g. '</w>' (HF's end_of_word_suffix)."),
     click.option("--start-of-word", metavar="MARK", help="A symbol before every word, e.g. '▁'."),
     click.option("--no-inner-space", is_flag=True, default=None,
                  help="A merged token may hold a space only at its ends."),
+    click.option("--fuse-unk", is_flag=True, default=None,
+                 help="With --unk-token: a run of unseen characters is one unknown token."),
+    click.option("--layout", type=click.Choice(LAYOUTS),
+                 help="Where the first ids go: sentencepiece puts the unknown token at 0, then the special "
+                      "tokens, then byte fallback tokens apart from characters [default: bpestore]."),
 )
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .base import Context
+
+if TYPE_CHECKING:
+    from ..records import VersionInfo
 from .options import (
     ProgressLine,
     count_range,
@@ -62,6 +65,28 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, checkpoint_e
     elif not quiet:
         click.echo(f"{info.ref}: {info.status}, {info.vocab_size:,} tokens, {info.n_merges:,} merges "
                    f"in {time.monotonic() - started:.1f}s")
+        for note in training_notes(obj, info):
+            click.echo(note)
+
+
+def training_notes(obj: Context, info: VersionInfo) -> list[str]:
+    """Why a complete version stopped short of its target; which versions it equals."""
+    notes = []
+    target, made, unit = ((info.target_vocab_size, info.vocab_size, "tokens") if info.target_vocab_size is not None
+                          else (info.target_merges, info.n_merges, "merges"))
+    if info.status == "complete" and target is not None and made < target:
+        at_least = f" at least {info.min_frequency:,} times" if info.min_frequency > 1 else ""
+        longest = (f" without making a token over {info.max_token_length} bytes" if info.max_token_length
+                   else "")
+        notes.append(f"target of {target:,} {unit} not reached: no pair of adjacent tokens occurs{at_least} in "
+                     f"the corpus' words any more{longest} (the corpus is too small for this target)")
+    if info.fingerprint is not None:
+        same = [v.ref for v in obj.store.versions() if v.fingerprint == info.fingerprint and v.id != info.id]
+        if same:
+            notes.append(f"equal to {', '.join(same)} (the same spec, corpus and merges: the same fingerprint)"
+                         + ("; an identical run makes a new version from the earlier one's merges, without "
+                            "training again" if info.parent is None else ""))
+    return notes
 
 
 @click.command()

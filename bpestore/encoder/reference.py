@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .. import alphabet
-from ..bpe import PAIR_SHIFT, LongestMatch, joinable_table, merge_word, merge_word_dropout, split_bytes
+from ..bpe import (
+    PAIR_SHIFT,
+    LongestMatch,
+    joinable_table,
+    merge_word,
+    merge_word_dropout,
+    piece_ranks,
+    split_bytes,
+)
 from ..errors import InvalidArgumentError
 from ..processes import gc_paused
 from ..spec import TokenizerSpec
@@ -47,8 +55,12 @@ class TokenIndex:
 
     @classmethod
     def build(cls, vocab: dict[int, bytes], special_ids: Iterable[int], spec: TokenizerSpec) -> TokenIndex:
-        id_of = alphabet.ordinary_ids(vocab, special_ids)
-        return cls(id_of, alphabet.symbolizer(spec, id_of), alphabet.byte_ids(id_of) if spec.byte_level else [])
+        # Byte fallback: where a byte is also a character, the character's id is the token, the byte's the fallback.
+        special_ids = list(special_ids)
+        id_of = alphabet.ordinary_ids(vocab, special_ids, chars_over_bytes=spec.byte_fallback)
+        fallback = alphabet.fallback_byte_ids(vocab, special_ids) if spec.byte_fallback else None
+        return cls(id_of, alphabet.symbolizer(spec, id_of, fallback),
+                   alphabet.byte_ids(id_of) if spec.byte_level else [])
 
     def symbolize(self, data: bytes) -> list[int]:
         """A word's (or token's) initial symbols: its bytes, as ids."""
@@ -185,6 +197,10 @@ class PythonEncoder:
                 table = MergeTable.from_pairs(self.merges, index.id_of)
             if self.spec.segmentation == "longest-match":
                 table = table.with_longest_match(self.merges, index, self.spec.byte_level)
+            elif self.spec.segmentation == "piece":
+                made = map(self.vocab.__getitem__, table.merged_ids)
+                table = dataclasses.replace(table, ranks=piece_ranks(made, index.id_of,
+                                                                     whole_chars=not self.spec.byte_level))
         return table
 
     @cached_property

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, TypeAlias
 from .. import encodecore
 from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
-from ..text import TextPipeline, fix_surrogates, special_tokens_regex
+from ..text import TextPipeline, fix_surrogates, special_tokens_regex, unmark_spaces
 from .reference import MergeIds, PythonEncoder, pairs_of, tiktoken_ranks
 
 if TYPE_CHECKING:  # streams are imported where used: encoding a text does without them
@@ -419,7 +419,7 @@ class Tokenizer:
         """Decode ids to text; invalid UTF-8 becomes U+FFFD unless errors="strict"."""
         data = self.decode_bytes(ids)
         try:
-            return data.decode("utf-8", errors=errors)
+            return unmark_spaces(data.decode("utf-8", errors=errors), self.spec)
         except UnicodeDecodeError as exc:
             raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {exc.start}); "
                                        "use errors='replace' to substitute U+FFFD", params=("errors",)) from None

@@ -1,4 +1,4 @@
-"""Reading and writing other tokenizers' files: GPT-2, Hugging Face, tiktoken."""
+"""Reading and writing other tokenizers' files: GPT-2, Hugging Face, tiktoken, SentencePiece."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
-from ..files import atomic_file, atomic_folder, check_target
+from ..files import atomic_file, atomic_folder, atomic_path, check_target
 from .gpt2 import reads_as_special, write_gpt2
-from .hf import hf_tokenizer_json
+from .hf import HF_FOLDER, hf_tokenizer_json, transformers_config
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer
 
-EXPORT_FORMATS = ("gpt2", "hf", "tiktoken")
+EXPORT_FORMATS = ("gpt2", "hf", "tiktoken", "sentencepiece")
 
 
 def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = False) -> list[Path]:  # noqa: A002
@@ -24,13 +24,18 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
     Each file is written whole or not at all (``atomic_file``); an existing
     one is replaced only with ``force``. ``out``'s folder must exist (for
     ``gpt2``, ``out`` is a folder; it is made if its parent exists, and its two
-    files are replaced together: ``atomic_folder``).
+    files are replaced together: ``atomic_folder``). ``hf`` into an existing folder
+    writes what ``transformers``' ``AutoTokenizer.from_pretrained`` reads there:
+    tokenizer.json, tokenizer_config.json, special_tokens_map.json.
     """
     if format not in EXPORT_FORMATS:
         raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
                                    params=("format",))
-    refuse_unexportable(tok)
-    paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else [out]
+    if format != "sentencepiece":
+        refuse_unexportable(tok, format)
+    hf_folder = format == "hf" and out.is_dir()
+    paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else \
+        [out / name for name in HF_FOLDER] if hf_folder else [out]
     if format == "gpt2":
         merged = {a + b for a, b in tok.merges}
         for text in tok.special_tokens:
@@ -47,6 +52,12 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
                 open(folder / paths[0].name, "w", encoding="utf-8") as vocab_file, \
                 open(folder / paths[1].name, "w", encoding="utf-8") as merges_file:
             write_gpt2(tok.vocab, tok.merges, list(tok.special_tokens), vocab_file, merges_file)
+    elif format == "sentencepiece":
+        from .sentencepiece import sentencepiece_model
+
+        data = sentencepiece_model(tok)
+        with atomic_path(out, force=force) as temp:
+            temp.write_bytes(data)
     elif format == "tiktoken":
         specials = set(tok.special_tokens.values())
         with atomic_file(out, force=force) as f:
@@ -54,18 +65,24 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
                 if token_id not in specials:
                     f.write(f"{base64.b64encode(data).decode()} {token_id}\n")
     else:
-        with atomic_file(out, force=force) as f:
-            json.dump(hf_tokenizer_json(tok), f, ensure_ascii=False, indent=1)
+        contents = [hf_tokenizer_json(tok), *transformers_config(tok)] if hf_folder else [hf_tokenizer_json(tok)]
+        for path, content in zip(paths, contents):
+            with atomic_file(path, force=force) as f:
+                json.dump(content, f, ensure_ascii=False, indent=1)
     return paths
 
 
-def refuse_unexportable(tok: Tokenizer) -> None:
-    """InvalidArgumentError where the formats cannot express how ``tok``
-    tokenizes: a character alphabet, word markers, longest-match segmentation."""
+def refuse_unexportable(tok: Tokenizer, format: str = "gpt2") -> None:  # noqa: A002
+    """InvalidArgumentError where ``format`` cannot express how ``tok``
+    tokenizes: a character alphabet or a space marker (but in ``hf``), word
+    markers, longest-match segmentation (piece segmentation: ``hf`` writes it as pairs)."""
     spec = tok.spec
+    hf = format == "hf"
     unsupported = [what for what, present in (
-        ("alphabet='chars' (the formats hold byte-level vocabularies)", not spec.byte_level),
-        ("segmentation='longest-match'", spec.segmentation != "merge"),
+        ("alphabet='chars' (gpt2 and tiktoken files hold byte-level vocabularies)", not spec.byte_level and not hf),
+        ("a space marker or a dummy prefix", (spec.space_marker is not None or spec.dummy_prefix != "never")
+         and not hf),
+        (f"segmentation={spec.segmentation!r}", spec.segmentation not in (("merge", "piece") if hf else ("merge",))),
         ("an end-of-word marker", spec.end_of_word is not None),
         ("a start-of-word marker", spec.start_of_word is not None)) if present]
     if unsupported:

@@ -28,37 +28,27 @@ HF_WHITESPACE = r"\w+|[^\w\s]+"
 
 
 def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
-    """A Hugging Face ``tokenizer.json`` that encodes like ``tok`` (a byte-level
-    version; ``export_tokenizer`` refuses the others first)."""
+    """A Hugging Face ``tokenizer.json`` that encodes like ``tok`` (byte-level, or
+    characters; ``export_tokenizer`` refuses word markers first)."""
     spec = tok.spec
-    specials_by_id = {i: text for text, i in tok.special_tokens.items()}
-    if not spec.byte_level:
-        raise InvalidArgumentError("only byte-level versions can be exported", params=("format",))
-    steps = []
-    for step in spec.normalizer_steps:
-        if step not in _HF_NORMALIZERS:
-            raise InvalidArgumentError(f"normalizer {step!r} has no Hugging Face equivalent",
-                                       params=("format",))
-        steps.append({"type": _HF_NORMALIZERS[step]})
-    normalizer = None if not steps else steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps}
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-    if spec.pretokenizer == "gpt2":
-        pre_tokenizer = byte_level
-    elif spec.pretokenizer == "none":
-        pre_tokenizer = dict(byte_level, use_regex=False)
+    specials = set(tok.special_tokens.values())
+    merges: list[Any]
+    if spec.byte_level:
+        vocab = {token_to_str(data): i for i, data in sorted(tok.vocab.items()) if i not in specials}
+        merges = [f"{token_to_str(a)} {token_to_str(b)}" for a, b in tok.merges]
+        unk, fallback, decoder = None, False, dict(_BYTE_LEVEL, add_prefix_space=True)
     else:
-        pattern = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
-        pre_tokenizer = {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
-            dict(byte_level, use_regex=False)]}
-    vocab = {token_to_str(data): i for i, data in sorted(tok.vocab.items()) if i not in specials_by_id}
-    for i, text in sorted(specials_by_id.items()):
+        vocab, merges = _char_model(tok)
+        unk, fallback = spec.unk_token, spec.byte_fallback
+        decoder = _char_decoder(spec)
+    for text, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1]):
         # HF looks an added token's id up in model.vocab (and numbers it after the
         # model's tokens where absent): each special is in both, at its own id.
         if text in vocab:
             raise InvalidArgumentError(f"special token {text!r} is spelled like token {vocab[text]} in the "
-                                       "ByteLevel alphabet; a tokenizer.json cannot hold both", params=("format",))
+                                       "model's vocabulary; a tokenizer.json cannot hold both", params=("format",))
         vocab[text] = i
+    vocab = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
     return {
         "version": "1.0",
         "truncation": None,
@@ -67,18 +57,131 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
             {"id": i, "content": text, "single_word": False, "lstrip": False, "rstrip": False,
              "normalized": False, "special": True}
             for text, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])],
-        "normalizer": normalizer,
-        "pre_tokenizer": pre_tokenizer,
+        "normalizer": _hf_normalizer(spec),
+        "pre_tokenizer": _hf_pre_tokenizer(spec),
         "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "decoder": decoder,
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-            "ignore_merges": False,
-            "vocab": dict(sorted(vocab.items(), key=lambda kv: kv[1])),
-            "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in tok.merges],
+            "type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
+            "end_of_word_suffix": spec.end_of_word_suffix, "fuse_unk": spec.fuse_unk, "byte_fallback": fallback,
+            "ignore_merges": False, "vocab": vocab, "merges": merges,
         },
     }
+
+
+# What transformers' AutoTokenizer.from_pretrained reads from a folder.
+HF_FOLDER = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def transformers_config(tok: Tokenizer) -> tuple[dict[str, Any], dict[str, str]]:
+    """tokenizer_config.json and special_tokens_map.json for ``transformers``: a
+    ``PreTrainedTokenizerFast`` with the special tokens' roles, found by their
+    usual names (<s>, </s>, <|endoftext|>, <pad>, ...; see formats.sentencepiece);
+    the unknown token is the spec's; without a padding token, padding uses EOS."""
+    from .sentencepiece import special_roles
+
+    roles = special_roles(tok.special_tokens)
+    if tok.spec.unk_token is not None:
+        roles["unk"] = tok.spec.unk_token
+    if "pad" not in roles and "eos" in roles:
+        roles["pad"] = roles["eos"]
+    tokens = {f"{role}_token": text for role, text in roles.items()}
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False, **tokens}
+    return config, tokens
+
+
+_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+
+
+def _hf_normalizer(spec: TokenizerSpec) -> dict[str, Any] | None:
+    steps = []
+    for step in spec.normalizer_steps:
+        if step == "collapse-spaces":
+            steps += [{"type": "Replace", "pattern": {"Regex": "^ +| +$"}, "content": ""},
+                      {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+        elif step in _HF_NORMALIZERS:
+            steps.append({"type": _HF_NORMALIZERS[step]})
+        else:
+            raise InvalidArgumentError(f"normalizer {step!r} has no Hugging Face equivalent", params=("format",))
+    if spec.dummy_prefix == "always":
+        # Unconditional, as SentencePiece's dummy prefix (Metaspace's own prepending is not).
+        steps.append({"type": "Prepend", "prepend": spec.space_marker or " "})
+    return None if not steps else steps[0] if len(steps) == 1 else {"type": "Sequence", "normalizers": steps}
+
+
+def _hf_pre_tokenizer(spec: TokenizerSpec) -> dict[str, Any] | None:
+    prefix = spec.dummy_prefix == "unless-space"
+    if spec.space_marker is not None:
+        if spec.pretokenizer not in ("metaspace", "none"):
+            raise InvalidArgumentError(f"a space marker with pretokenizer={spec.pretokenizer!r} has no Hugging "
+                                       "Face equivalent", params=("format",))
+        return {"type": "Metaspace", "replacement": spec.space_marker, "prepend_scheme": "always" if prefix else
+                "never", "split": spec.pretokenizer == "metaspace"}
+    split = None
+    if spec.pretokenizer not in ("gpt2", "none"):
+        pattern = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
+        # Only the matches are words (what falls between them is dropped, as by regex findall).
+        split = {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Removed", "invert": True}
+    if prefix and (split is not None or not spec.byte_level):
+        raise InvalidArgumentError("dummy_prefix='unless-space' goes to Hugging Face as ByteLevel's "
+                                   "add_prefix_space, which needs GPT-2's pattern", params=("format",))
+    if not spec.byte_level:
+        return split
+    byte_level = dict(_BYTE_LEVEL, add_prefix_space=prefix)
+    if spec.pretokenizer == "gpt2":
+        return byte_level
+    if split is None:
+        return dict(byte_level, use_regex=False)
+    return {"type": "Sequence", "pretokenizers": [split, dict(byte_level, use_regex=False)]}
+
+
+def _char_model(tok: Tokenizer) -> tuple[dict[str, int], list[list[str]]]:
+    """The vocab and merges of a character version: tokens as their text, byte
+    fallback tokens as <0xNN>; with segmentation 'piece', every split of each
+    merged token (SentencePiece's rule as pairs: Hugging Face's own conversion)."""
+    from ..alphabet import fallback_byte_ids, ordinary_ids
+    from ..bpe import PAIR_SHIFT, piece_ranks
+
+    spec = tok.spec
+    specials = set(tok.special_tokens.values())
+    vocab = tok.vocab
+    fallback: dict[int, int] = {}
+    if spec.byte_fallback:
+        if spec.layout != "sentencepiece":
+            raise InvalidArgumentError("its byte fallback tokens are also characters (train with "
+                                       "layout='sentencepiece' to keep them apart)", params=("format",))
+        fallback = {token_id: b for b, token_id in enumerate(fallback_byte_ids(vocab, specials))}
+    text_of: dict[int, str] = {}
+    for token_id, data in sorted(vocab.items()):
+        if token_id in specials:
+            continue
+        if token_id in fallback:
+            text_of[token_id] = f"<0x{fallback[token_id]:02X}>"
+            continue
+        try:
+            text_of[token_id] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArgumentError(f"token {token_id} ({data!r}) is not UTF-8 text", params=("format",)) from None
+    id_of = ordinary_ids(vocab, specials, chars_over_bytes=spec.byte_fallback)
+    if spec.segmentation == "piece":
+        made = [vocab[id_of[a + b]] for a, b in tok.merges]
+        keys = sorted(piece_ranks(made, id_of, whole_chars=True).items(), key=lambda kv: (kv[1], kv[0]))
+        pairs = [(key >> PAIR_SHIFT, key & ((1 << PAIR_SHIFT) - 1)) for key, _ in keys]
+    else:
+        pairs = [(id_of[a], id_of[b]) for a, b in tok.merges]
+    return {text: i for i, text in text_of.items()}, [[text_of[a], text_of[b]] for a, b in pairs]
+
+
+def _char_decoder(spec: TokenizerSpec) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [{"type": "ByteFallback"}] if spec.byte_fallback else []
+    if spec.space_marker is not None:
+        steps.append({"type": "Metaspace", "replacement": spec.space_marker,
+                      "prepend_scheme": "never" if spec.dummy_prefix == "never" else "always", "split": True})
+    elif spec.end_of_word_suffix is not None:
+        steps.append({"type": "BPEDecoder", "suffix": spec.end_of_word_suffix})
+    else:
+        steps.append({"type": "Fuse"})
+    return steps[0] if len(steps) == 1 else {"type": "Sequence", "decoders": steps}
 
 
 @dataclass
@@ -120,28 +223,12 @@ class _Reader:
         return DamagedDataError(f"{self.path}: {part}: {why}", params=("path",))
 
     def read(self) -> HFModel:
-        data, model = self.data, self.data["model"]
-        kind = model.get("type", "BPE" if "merges" in model else None)
-        if kind != "BPE":
-            raise self.refuse("model.type", f"{kind!r} is not BPE")
-        for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
-                        ("end_of_word_suffix", (None, "")), ("fuse_unk", (None, False)),
-                        ("byte_fallback", (None, False)), ("ignore_merges", (None, False))):
-            if model.get(key) not in ok:
-                raise self.refuse(f"model.{key}", f"{model.get(key)!r}")
-        for key in ("truncation", "padding"):
-            if data.get(key) is not None:
-                raise self.refuse(key, "set (bpestore encodes whole texts)")
-        post = data.get("post_processor")
-        if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
-            raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
-        normalizer = self.normalizer(data.get("normalizer"))
-        byte_level, pretokenizer, pattern = self.pre_tokenizer(data.get("pre_tokenizer"))
-        decoder = data.get("decoder")
-        if decoder is not None and _type(decoder) != "ByteLevel":
-            raise self.refuse("decoder", f"{_type(decoder)!r}")
-        if decoder is not None and not byte_level:
-            raise self.refuse("decoder", "ByteLevel without a ByteLevel pre-tokenizer")
+        model = self.data["model"]
+        self.refuse_unsupported()
+        fields = self.text_fields()
+        byte_level = fields.pop("byte_level")
+        self.decoder(self.data.get("decoder"), byte_level)
+        fallback, suffix = self.model_options(byte_level)
         unk = model.get("unk_token")
         if unk is not None and (not isinstance(unk, str) or not unk):
             raise self.damaged("model.unk_token", f"{unk!r} is not a token")
@@ -154,6 +241,11 @@ class _Reader:
 
         def token_bytes(text: str, where: str) -> bytes:
             if not byte_level:
+                if fallback and len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
+                    try:
+                        return bytes([int(text[3:5], 16)])
+                    except ValueError:
+                        pass
                 return text.encode("utf-8")
             if text and all(c in table for c in text):
                 return str_to_token(text)
@@ -161,17 +253,18 @@ class _Reader:
 
         vocab: dict[int, bytes] = {}
         kinds: dict[int, str] = {}
-        added = data.get("added_tokens") or []
-        if not isinstance(added, list):
-            raise self.damaged("added_tokens", "must be a list")
+        n_bytes = 0
         # A special token is in model.vocab too (as HF writes it), spelled as itself.
-        special_ids = {e["content"]: e["id"] for e in added
+        added: list[Any] = self.data.get("added_tokens") or []
+        special_ids = {e["content"]: e["id"] for e in (added if isinstance(added, list) else [])
                        if isinstance(e, dict) and e.get("special") and isinstance(e.get("content"), str)}
         for text, token_id in vocab_in.items():
             if type(token_id) is not int or token_id < 0:
                 raise self.damaged("model.vocab", f"the id of {text!r} is {token_id!r}, not a whole number")
             if token_id in vocab:
                 raise self.damaged("model.vocab", f"id {token_id} is given twice")
+            if fallback and text.startswith("<0x"):
+                n_bytes += 1
             if unk is not None and text == unk:
                 vocab[token_id], kinds[token_id] = text.encode("utf-8"), "unk"
                 continue
@@ -182,6 +275,8 @@ class _Reader:
         specials = self.added_tokens(vocab, kinds, unk, byte_level)
         if unk is not None and unk not in vocab_in:
             raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
+        if fallback and n_bytes != 256:
+            raise self.damaged("model.byte_fallback", f"{n_bytes} <0xNN> tokens in model.vocab, not 256")
         merges = self.merges(model.get("merges"), token_bytes)
         present = set(vocab.values())
         for rank, (left, right) in enumerate(merges):
@@ -190,18 +285,51 @@ class _Reader:
                     raise self.damaged(f"model.merges[{rank}]", f"{_show(token, byte_level)!r} is not "
                                        "in model.vocab")
         try:
-            spec = TokenizerSpec(normalizer=normalizer, pretokenizer=pretokenizer, pattern=pattern,
-                                 alphabet="bytes" if byte_level else "chars", unk_token=unk,
-                                 special_tokens=tuple(specials))
+            spec = TokenizerSpec(alphabet="bytes" if byte_level else "chars", unk_token=unk,
+                                 special_tokens=tuple(specials), byte_fallback=fallback,
+                                 fuse_unk=bool(model.get("fuse_unk")) and unk is not None,
+                                 end_of_word_suffix=suffix,
+                                 layout="sentencepiece" if fallback and unk is not None else "bpestore", **fields)
         except InvalidArgumentError as exc:
             raise self.refuse("pre_tokenizer", str(exc)) from None
         return HFModel(vocab, merges, spec)
+
+    def refuse_unsupported(self) -> None:
+        """Refuse a model other than BPE and the parts of the file that add or change ids."""
+        data, model = self.data, self.data["model"]
+        kind = model.get("type", "BPE" if "merges" in model else None)
+        if kind != "BPE":
+            raise self.refuse("model.type", f"{kind!r} is not BPE")
+        for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
+                        ("ignore_merges", (None, False))):
+            if model.get(key) not in ok:
+                raise self.refuse(f"model.{key}", f"{model.get(key)!r}")
+        for key in ("truncation", "padding"):
+            if data.get(key) is not None:
+                raise self.refuse(key, "set (bpestore encodes whole texts)")
+        post = data.get("post_processor")
+        if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
+            raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
+
+    def model_options(self, byte_level: bool) -> tuple[bool, str | None]:
+        """(byte_fallback, end_of_word_suffix) of the model, where bpestore can run them."""
+        model = self.data["model"]
+        fallback = bool(model.get("byte_fallback"))
+        if fallback and byte_level:
+            raise self.refuse("model.byte_fallback", "with a ByteLevel pre-tokenizer")
+        suffix = model.get("end_of_word_suffix") or None
+        if suffix is not None and (byte_level or fallback or not isinstance(suffix, str)):
+            raise self.refuse("model.end_of_word_suffix", f"{suffix!r} with a ByteLevel pre-tokenizer or "
+                              "byte fallback")
+        return fallback, suffix
 
     def added_tokens(self, vocab: dict[int, bytes], kinds: dict[int, str], unk: str | None,
                      byte_level: bool) -> list[str]:
         """The special tokens of ``added_tokens``, put in ``vocab`` (and ``kinds``)."""
         specials: list[str] = []
         added = self.data.get("added_tokens") or []
+        if not isinstance(added, list):
+            raise self.damaged("added_tokens", "must be a list")
         by_id = {i: t for i, t in vocab.items()}
         for entry in added:
             if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) \
@@ -247,24 +375,59 @@ class _Reader:
                            token_bytes(parts[1], f"model.merges[{rank}]")))
         return merges
 
-    def normalizer(self, node: Any) -> str:
+    def text_fields(self) -> dict[str, Any]:
+        """The spec's fields for normalizer and pre-tokenizer (and byte_level)."""
+        normalizer, prepend, marker = self.normalizer(self.data.get("normalizer"))
+        byte_level, pretokenizer, pattern, meta = self.pre_tokenizer(self.data.get("pre_tokenizer"))
+        dummy = "always" if prepend is not None else "never"
+        if meta is not None:
+            meta_marker, scheme = meta
+            if marker not in (None, meta_marker) or (prepend is not None and scheme != "never"):
+                raise self.refuse("pre_tokenizer", "Metaspace after a normalizer that replaces or prepends")
+            marker, dummy = meta_marker, dummy if scheme == "never" else "unless-space"
+        elif byte_level and pretokenizer == "gpt2" and self.byte_level_prefix:
+            dummy = "unless-space"
+        if marker is not None:
+            if prepend not in (None, marker, " "):
+                raise self.refuse("normalizer", f"Prepend {prepend!r} with another space marker {marker!r}")
+            if meta is None and pretokenizer != "none":
+                raise self.refuse("normalizer", "Replace of spaces before a pre-tokenizer other than Metaspace")
+        elif prepend not in (None, " "):
+            raise self.refuse("normalizer", f"Prepend {prepend!r} (only a space, or with a space marker)")
+        return {"normalizer": normalizer, "pretokenizer": pretokenizer, "pattern": pattern, "space_marker": marker,
+                "dummy_prefix": dummy, "byte_level": byte_level}
+
+    def normalizer(self, node: Any) -> tuple[str, str | None, str | None]:
+        """(steps, what Prepend adds, the space marker a Replace of ' ' writes)."""
         if node is None:
-            return "none"
+            return "none", None, None
         steps = node.get("normalizers") if _type(node) == "Sequence" else [node]
         if not isinstance(steps, list):
             raise self.damaged("normalizer", "a Sequence without a list of normalizers")
-        names = []
-        for step in steps:
-            name = _FROM_HF_NORMALIZERS.get(_type(step) or "")
-            if name is None:
-                raise self.refuse("normalizer", f"{_type(step)!r}")
-            names.append(name)
-        return ",".join(names) or "none"
+        names: list[str] = []
+        prepend = marker = None
+        for at, step in enumerate(steps):
+            kind = _type(step)
+            if kind == "Prepend" and isinstance(step.get("prepend"), str) and prepend is None and marker is None:
+                prepend = step["prepend"]
+            elif kind == "Replace" and step.get("pattern") == {"String": " "} and isinstance(step.get("content"), str) \
+                    and len(step["content"]) == 1 and marker is None and at == len(steps) - 1:
+                marker = step["content"]
+            elif _is_collapse(steps[at:at + 2]) and prepend is None:
+                names.append("collapse-spaces")
+            elif _is_collapse(steps[at - 1:at + 1]) and at > 0 and names[-1:] == ["collapse-spaces"]:
+                continue
+            elif kind in _FROM_HF_NORMALIZERS and prepend is None and marker is None:
+                names.append(_FROM_HF_NORMALIZERS[kind])
+            else:
+                raise self.refuse("normalizer", f"{kind!r}" + (" here" if kind in ("Prepend", "Replace") else ""))
+        return ",".join(names) or "none", prepend, marker
 
-    def pre_tokenizer(self, node: Any) -> tuple[bool, str, str | None]:
-        """(byte_level, pretokenizer, pattern)."""
+    def pre_tokenizer(self, node: Any) -> tuple[bool, str, str | None, tuple[str, str] | None]:
+        """(byte_level, pretokenizer, pattern, Metaspace's (replacement, prepend scheme) or None)."""
+        self.byte_level_prefix = False
         if node is None:
-            return False, "none", None
+            return False, "none", None, None
         steps = node.get("pretokenizers") if _type(node) == "Sequence" else [node]
         if not isinstance(steps, list) or not steps:
             raise self.damaged("pre_tokenizer", "a Sequence without a list of pre-tokenizers")
@@ -272,18 +435,24 @@ class _Reader:
         splits: list[str] = []
         for at, step in enumerate(steps):
             kind = _type(step)
+            if kind == "Metaspace":
+                if len(steps) > 1:
+                    raise self.refuse("pre_tokenizer", "Metaspace beside another pre-tokenizer")
+                return False, "metaspace" if step.get("split", True) else "none", None, self.metaspace(step)
             if kind == "ByteLevel":
                 if at != len(steps) - 1:
                     raise self.refuse("pre_tokenizer", "ByteLevel before another pre-tokenizer")
-                if step.get("add_prefix_space"):
-                    raise self.refuse("pre_tokenizer", "ByteLevel with add_prefix_space=true")
+                if step.get("add_prefix_space") and (len(steps) > 1 or not step.get("use_regex", True)):
+                    raise self.refuse("pre_tokenizer", "ByteLevel with add_prefix_space=true after a Split")
+                self.byte_level_prefix = bool(step.get("add_prefix_space"))
                 byte_level = True
                 if step.get("use_regex", True):
                     splits.append(PATTERNS["gpt2"])
             elif kind == "Split":
                 pattern = step.get("pattern")
                 regex = pattern.get("Regex") if isinstance(pattern, dict) else None
-                if not isinstance(regex, str) or step.get("behavior") != "Isolated" or step.get("invert"):
+                kept = (step.get("behavior"), bool(step.get("invert"))) in (("Isolated", False), ("Removed", True))
+                if not isinstance(regex, str) or not kept:
                     raise self.refuse("pre_tokenizer", "Split other than a regex kept as isolated pieces")
                 splits.append(regex)
             elif kind == "WhitespaceSplit":
@@ -295,11 +464,39 @@ class _Reader:
         if len(splits) > 1:
             raise self.refuse("pre_tokenizer", "two splitting steps in a row")
         if not splits:
-            return byte_level, "none", None
+            return byte_level, "none", None, None
         for name in ("gpt2", "cl100k", "o200k", "whitespace", "punctuation"):
             if PATTERNS[name] == splits[0]:
-                return byte_level, name, None
-        return byte_level, "regex", splits[0]
+                return byte_level, name, None, None
+        return byte_level, "regex", splits[0], None
+
+    def metaspace(self, step: dict[str, Any]) -> tuple[str, str]:
+        replacement = step.get("replacement", "\u2581")
+        if not isinstance(replacement, str) or len(replacement) != 1:
+            raise self.refuse("pre_tokenizer", f"Metaspace replacement {replacement!r} (one character)")
+        scheme = step.get("prepend_scheme")
+        if scheme is None:  # files before prepend_scheme
+            scheme = "always" if step.get("add_prefix_space", True) else "never"
+        if scheme not in ("always", "first", "never"):
+            raise self.refuse("pre_tokenizer", f"Metaspace prepend_scheme {scheme!r}")
+        return replacement, scheme
+
+    def decoder(self, node: Any, byte_level: bool) -> None:
+        """Refuse a decoder bpestore's decode does not match (the spec decides decoding)."""
+        if node is None:
+            return
+        steps = node.get("decoders") if _type(node) == "Sequence" else [node]
+        allowed = ("ByteLevel",) if byte_level else ("Metaspace", "ByteFallback", "Fuse", "Strip", "Replace",
+                                                     "BPEDecoder")
+        for step in steps if isinstance(steps, list) else [None]:
+            if _type(step) not in allowed:
+                raise self.refuse("decoder", f"{_type(step)!r}" + ("" if byte_level else " with a character model"))
+
+
+def _is_collapse(steps: list[Any]) -> bool:
+    """The two Replace steps collapse-spaces is written as."""
+    return len(steps) == 2 and all(_type(s) == "Replace" for s in steps) and \
+        [(s.get("pattern"), s.get("content")) for s in steps] == [({"Regex": "^ +| +$"}, ""), ({"Regex": " {2,}"}, " ")]
 
 
 def _type(node: Any) -> str | None:

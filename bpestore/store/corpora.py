@@ -20,6 +20,7 @@ from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
 from ..ingest.scheduler import merge_counts
 from ..queries import diff_counts
 from ..records import CorpusInfo, CountsInfo, Progress, Source
+from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
 from . import repository, wordcounts
 from .repository import Transactions
@@ -152,6 +153,8 @@ class Corpora:
         files = expand_paths(paths, glob=glob)
         if not files:
             raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
+        if jsonl_field is None:
+            warn_raw_json(files)
         with self.db.reading() as conn:
             spec = corpus_spec(conn, corpus, **given)
             counted_before = set() if force else repository.source_shas(conn, corpus)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..alphabet import byte_ids, ordinary_ids, symbolizer
+from ..alphabet import byte_ids, fallback_byte_ids, ordinary_ids, symbolizer
 from ..errors import InvalidArgumentError
 from ..limits import MAX_INT
 from ..records import Merge
@@ -28,7 +28,8 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
                                        params=("vocab",))
         if not isinstance(data, bytes) or not data:
             raise InvalidArgumentError(f"token {token_id} is {data!r}, not non-empty bytes", params=("vocab",))
-        if data in first_id and data not in specials:
+        # Byte fallback: a byte token and a character may be the same byte (SentencePiece's <0x41> and A).
+        if data in first_id and data not in specials and not (spec.byte_fallback and len(data) == 1):
             raise InvalidArgumentError(f"tokens {first_id[data]} and {token_id} are both {data!r}; "
                                        "a vocabulary holds each token once", params=("vocab",))
         first_id.setdefault(data, token_id)
@@ -37,10 +38,12 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
         raise InvalidArgumentError(f"special token {missing[0]!r} is not in the vocabulary",
                                    params=("special_tokens",))
     reserved = {first_id[t.encode("utf-8")] for t in spec.special_tokens}
-    id_of = ordinary_ids(vocab, reserved)
+    id_of = ordinary_ids(vocab, reserved, chars_over_bytes=spec.byte_fallback)
+    fallback = set(fallback_byte_ids(vocab, reserved)) if spec.byte_fallback and not spec.byte_level else set()
     if spec.byte_level:
         byte_ids(id_of)  # every byte is a token (else: an error naming the first missing)
-    symbolizer(spec, id_of)  # the word markers and unknown token are tokens (else: an error naming one)
+    # The word markers and unknown token are tokens (else: an error naming one).
+    symbolizer(spec, id_of, fallback_byte_ids(vocab, reserved) if spec.byte_fallback else None)
     merges = []
     made = {left + right for left, right in merge_list}
     for rank, (left, right) in enumerate(merge_list):
@@ -49,7 +52,7 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
                                        "missing from the vocabulary", params=("merge_list",))
         merges.append(Merge(rank, id_of[left], id_of[right], id_of[left + right], 0))
     tokens = dict(sorted(vocab.items()))
-    kind_of = {i: _kind(spec, data, i in reserved, made) for i, data in tokens.items()}
+    kind_of = {i: "byte" if i in fallback else _kind(spec, data, i in reserved, made) for i, data in tokens.items()}
     stored = Vocabulary(tokens, kind_of, [m.left for m in merges], [m.right for m in merges],
                         [m.token for m in merges], [m.count for m in merges])
     done = fingerprint(spec, None, merges)
@@ -68,7 +71,7 @@ def _kind(spec: TokenizerSpec, data: bytes, special: bool, made: set[bytes]) -> 
         return "special"
     if spec.unk_token is not None and data == spec.unk_token.encode("utf-8"):
         return "unk"
-    if spec.byte_level or spec.byte_fallback:
+    if spec.byte_level:
         if len(data) == 1:
             return "byte"
     elif data not in made:

@@ -233,7 +233,8 @@ class Store:
     # -- corpora and ingestion --------------------------------------------------
     def ingest(self, corpus: str, paths: Iterable[str | Path], *, special_tokens: Sequence[str] | None = None,
                pretokenizer: str | None = None, pattern: str | None = None, normalizer: str | None = None,
-               force: bool = False, errors: str = "strict", workers: int | None = None, glob: str | None = None,
+               space_marker: str | None = None, dummy_prefix: str | None = None, force: bool = False,
+               errors: str = "strict", workers: int | None = None, glob: str | None = None,
                jsonl_field: str | None = None, on_source: Callable[[Source], None] | None = None,
                progress: Callable[[Progress], None] | None = None, tuning: IngestTuning | None = None
                ) -> list[Source]:
@@ -241,8 +242,8 @@ class Store:
 
         Sources are files, directories (their files, recursively, those
         matching ``glob``), ``-`` for standard input, ``.gz``/``.xz``/``.bz2``
-        files, or with ``jsonl_field`` JSON Lines files. The corpus' spec
-        (special tokens, pre-tokenizer, pattern, normalizer) is set by its
+        files, or with ``jsonl_field`` JSON Lines files. The corpus' spec (special
+        tokens, pre-tokenizer, pattern, normalizer, space marker, dummy prefix) is set by its
         first ingest; later ones must agree or leave them out. A source whose
         content (sha256) is already in the corpus is skipped unless ``force``.
         ``workers`` processes count (default: one per core); ``tuning`` sets
@@ -258,7 +259,8 @@ class Store:
         return self._corpora.ingest(corpus, paths, force=force, errors=errors, workers=workers, glob=glob,
                                     jsonl_field=jsonl_field, on_source=on_source, progress=progress,
                                     tuning=tuning, special_tokens=special_tokens, pretokenizer=pretokenizer,
-                                    pattern=pattern, normalizer=normalizer)
+                                    pattern=pattern, normalizer=normalizer, space_marker=space_marker,
+                                    dummy_prefix=dummy_prefix)
 
     def ingest_counts(self, corpus: str, files: Iterable[str | Path], *, force: bool = False,
                       on_source: Callable[[Source], None] | None = None) -> list[Source]:
@@ -339,14 +341,14 @@ class Store:
         * ``parent="NAME@K"``: extend that version: the new one starts with all
           its tokens and merges (ids unchanged) and continues on ``corpus``;
         * ``max_token_length``: no token longer than this many bytes;
-        * ``alphabet``, ``unk_token``, ``byte_fallback``, ``end_of_word``,
-          ``start_of_word``, ``no_inner_space``: the symbolization (see
+        * ``alphabet``, ``unk_token``, ``byte_fallback``, ``end_of_word``, ``start_of_word``,
+          ``no_inner_space``, ``layout``, ``fuse_unk``, ``end_of_word_suffix``: the symbolization (see
           ``TokenizerSpec``), recorded in the version's spec; an extension
           keeps its parent's;
         * ``segmentation``: how encoding cuts a word, ``"merge"`` (BPE merges
-          by rank, the default) or ``"longest-match"`` (greedy longest
-          vocabulary match, seed 002's segmenter); recorded in the spec, so in
-          the fingerprint;
+          by rank, the default), ``"longest-match"`` (greedy longest vocabulary match,
+          seed 002's segmenter) or ``"piece"`` (SentencePiece's: any two symbols making a
+          merged token merge, in its rank); recorded in the spec, so in the fingerprint;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
@@ -376,7 +378,7 @@ class Store:
 
     def export(self, ref: str, *, format: str, out: str | Path, force: bool = False) -> list[Path]:  # noqa: A002
         """Write a version as GPT-2 files (``out`` a folder), a Hugging Face
-        ``tokenizer.json`` or a tiktoken rank file; returns the files written.
+        ``tokenizer.json``, a tiktoken rank file or a SentencePiece ``.model``; returns the files written.
         Each file is written whole or not at all; an existing one is replaced
         only with ``force``; ``out``'s folder must exist.
 
@@ -502,10 +504,12 @@ class Store:
         return self._versions.import_gpt2(name, vocab, merges)
 
     def import_hf(self, name: str, path: str | Path) -> VersionInfo:
-        """Import a Hugging Face ``tokenizer.json`` holding a BPE model (byte-level,
-        or characters with an unknown token) as a new version; a part bpestore has
-        no equivalent for is refused, naming it."""
+        """Import a Hugging Face ``tokenizer.json`` (a BPE model); a part bpestore cannot run is refused by name."""
         return self._versions.import_hf(name, path)
+
+    def import_sentencepiece(self, name: str, path: str | Path) -> VersionInfo:
+        """Import a SentencePiece BPE ``.model``, with its ids; a part bpestore cannot run is refused by name."""
+        return self._versions.import_sentencepiece(name, path)
 
     def import_tiktoken(self, name: str, path: str | Path, *, pattern: str,
                         special_tokens: Mapping[str, int] | None = None) -> VersionInfo:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ..alphabet import (
     initial_words,
     merge_filter,
 )
-from ..errors import ConflictError, DamagedDataError, InvalidArgumentError
+from ..errors import BpestoreWarning, ConflictError, DamagedDataError, InvalidArgumentError
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS, MAX_INT
 from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
@@ -39,7 +40,8 @@ from .vocabulary import Vocabulary
 
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
 MERGE_ROW = attrgetter("rank", "left", "right", "token", "count")  # a Merge as a row of merges
-SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space")
+SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space",
+                 "layout", "fuse_unk", "end_of_word_suffix")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class TrainOptions:
     start_of_word: str | None = None
     no_inner_space: bool | None = None
     segmentation: str | None = None
+    layout: str | None = None
+    fuse_unk: bool | None = None
+    end_of_word_suffix: str | None = None
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
 
@@ -125,10 +130,17 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
             corpus_digest=repository.generation_digest(conn, corpus_id, generation))
         if options.parent is None:
             version_id, initial = _new_root(conn, name, corpus_spec, options, settings)
-            if _reuse_merges(conn, version_id, initial):
-                return version_id
+            reused = _reuse_merges(conn, version_id, initial)
         else:
             version_id = _extend(conn, name, corpus_spec, options, settings)
+            reused = False
+    if reused:
+        if progress is not None:  # the callback hears of the merges taken, as if made
+            with db.reading() as conn:
+                v = VersionReads.over(conn).info(version_id)
+            total = v.target_merges if v.target_merges is not None else v.n_merges
+            progress(Progress("train", v.ref, v.n_merges, max(total, v.n_merges), "merges"))
+        return version_id
     run(db, version_id, options.checkpoint_every, options.checkpoint_seconds, progress)
     return version_id
 
@@ -141,8 +153,17 @@ def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: 
     initial = initial_vocab(spec, None if spec.byte_level else wordcounts.words(
         conn, settings["corpus_id"], settings["corpus_generation"]))
     if options.vocab_size is not None and options.vocab_size < len(initial):
+        n = len(spec.special_tokens)
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
-                                   f"and {len(spec.special_tokens)} special tokens)", params=("vocab_size",))
+                                   f"and {n} special token{'' if n == 1 else 's'})", params=("vocab_size",))
+    unsplit = [t for t in spec.special_tokens if t not in corpus_spec.special_tokens]
+    if unsplit:
+        warnings.warn(BpestoreWarning(
+            f"special token{'s' if len(unsplit) > 1 else ''} {', '.join(map(repr, unsplit))} "
+            f"{'were' if len(unsplit) > 1 else 'was'} not given when the corpus was ingested: the corpus' words "
+            f"were not cut at {'them' if len(unsplit) > 1 else 'it'} (where the text holds one, training saw it "
+            "as ordinary text); to train on words cut there, ingest the text into a new corpus with "
+            "--special-token"), stacklevel=2)
     version_id = repository.new_version(conn, name, spec=spec, **settings)
     kinds = initial_kinds(spec, initial)
     rows = [(i, data, kinds[i]) for i, data in enumerate(initial)]
@@ -212,9 +233,17 @@ def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: Tr
     if p.source != "trained":
         raise InvalidArgumentError(f"{p.ref} was imported ({p.source}); only versions trained by bpestore "
                                    "can be extended so far (their ids 0-255 are the bytes)", params=("parent",))
-    if p.spec.corpus_key() != corpus_spec.corpus_key():
-        raise InvalidArgumentError(f"the corpus was ingested with another spec than {p.ref}'s; an "
-                                   "extension continues on words made the same way")
+    # The words the parent was trained on: its corpus' (special tokens given only at its
+    # training did not cut them).
+    parent_corpus = repository.corpus_spec(conn, p.corpus) if p.corpus else None
+    have, want = (parent_corpus or p.spec).corpus_key(), corpus_spec.corpus_key()
+    if have != want:
+        differ = sorted(k for k in have.keys() | want.keys() if have.get(k) != want.get(k))
+        raise InvalidArgumentError(
+            f"this corpus was ingested with {', '.join(f'{k}={want.get(k)!r}' for k in differ)}, the words of "
+            f"{p.ref} with {', '.join(f'{k}={have.get(k)!r}' for k in differ)}; an extension continues on words "
+            f"made the same way: ingest the text into a corpus with {p.ref}'s "
+            f"{', '.join(differ)} (or train a new tokenizer)", params=tuple(differ))
     if options.special_tokens is not None and options.special_tokens != p.spec.special_tokens:
         raise InvalidArgumentError(f"an extension keeps the special tokens of {p.ref} "
                                    f"({', '.join(p.spec.special_tokens) or 'none'})", params=("special_tokens",))

@@ -104,9 +104,10 @@ class Versions:
             alias_refs = repository.alias_refs(conn, doomed)
             extensions = [infos[i].ref for i in doomed[1:]]
             if (extensions or alias_refs) and not force:
+                # Each alias with the version it names (it may point at an extension, not at ``ref``).
+                pointing = [f"{alias} points at {infos[reads.resolve(alias)].ref}" for alias in alias_refs]
                 held = "; ".join(part for part in (
-                    f"extended by {', '.join(extensions)}" if extensions else "",
-                    f"aliases {', '.join(alias_refs)} point at it" if alias_refs else "") if part)
+                    f"extended by {', '.join(extensions)}" if extensions else "", "; ".join(pointing)) if part)
                 raise ConflictError(f"{ref} is in use ({held}); remove those first, or pass force=True to "
                                     "remove them with it", params=("force",))
             repository.delete_versions(conn, doomed)
@@ -141,6 +142,13 @@ class Versions:
 
         model = read_hf(path)
         return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, model.spec, "hf")
+
+    def import_sentencepiece(self, name: str, path: str | Path) -> VersionInfo:
+        from ..formats.sentencepiece import read_sentencepiece
+
+        model = read_sentencepiece(path)
+        return self.import_vocab(name, model.vocab, model.merges, model.spec.special_tokens, model.spec,
+                                 "sentencepiece")
 
     def import_tiktoken(self, name: str, path: str | Path, pattern: str,
                         special_tokens: Mapping[str, int] | None) -> VersionInfo:

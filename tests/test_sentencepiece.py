@@ -1,0 +1,198 @@
+"""SentencePiece BPE models in and out, checked against the ``sentencepiece``
+package itself: models trained by ``spm_train`` (its Python entry) imported and
+encoding every line of the shared corpora to sentencepiece's ids; bpestore's
+own training with the SentencePiece options exported to a ``.model`` that
+sentencepiece loads and encodes with identically."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from tests.conftest import assert_error, read_corpus
+
+spm = pytest.importorskip("sentencepiece")
+
+# (corpus, vocabulary size, spm_train options): every option the import maps is
+# met somewhere: byte fallback, remove_extra_whitespaces off, add_dummy_prefix off.
+CASES = [
+    ("tinyshakespeare.txt", 1000, {}),
+    ("german_1M.txt", 2000, {"byte_fallback": True}),
+    ("russian_1M.txt", 2000, {"byte_fallback": True, "remove_extra_whitespaces": False}),
+    ("hindi_1M.txt", 2000, {"byte_fallback": True}),
+    ("chinese_1M.txt", 5000, {"byte_fallback": True, "character_coverage": 0.995}),
+    ("japanese_1M.txt", 5000, {"character_coverage": 0.995}),
+    ("code_python_5M.txt.xz", 2000, {"byte_fallback": True, "remove_extra_whitespaces": False,
+                                     "add_dummy_prefix": False}),
+]
+LINES = 20_000  # of each corpus (code has 130,000)
+
+
+def spm_train(lines: list[str], vocab_size: int, **options) -> bytes:
+    """A model trained by sentencepiece's own BPE trainer (spm_train's Python entry)."""
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter([line for line in lines if line.strip()]),
+                                   model_writer=model, model_type="bpe", vocab_size=vocab_size,
+                                   normalization_rule_name="identity", minloglevel=2, **options)
+    return model.getvalue()
+
+
+def corpus_lines(name: str) -> list[str]:
+    return read_corpus(name).split("\n")[:LINES]
+
+
+def assert_same_encoding(sp, tok, lines: list[str]) -> None:
+    """Every line: sentencepiece's ids; and its decoded text where no unknown piece
+    shows (sentencepiece writes one as ' ⁇ ', bpestore as the token's text)."""
+    unk = sp.unk_id()
+    for line in lines:
+        ids = sp.encode(line)
+        assert tok.encode_ordinary(line) == ids, line
+        if unk not in ids:
+            assert tok.decode(ids) == sp.decode(ids), line
+
+
+@pytest.mark.parametrize(("name", "vocab_size", "options"), CASES, ids=[c[0].split("_")[0] for c in CASES])
+def test_spm_trained_model_imported_encodes_as_sentencepiece(name, vocab_size, options, tmp_path):
+    import bpestore
+
+    lines = corpus_lines(name)
+    (tmp_path / "m.model").write_bytes(spm_train(lines, vocab_size, **options))
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
+    store = bpestore.open(str(tmp_path / "s.db"))
+    info = store.import_sentencepiece("sp", tmp_path / "m.model")
+    assert info.vocab_size == sp.get_piece_size()
+    tok = store.tokenizer("sp")
+    # The ids are SentencePiece's: the unknown, control and byte pieces at its places.
+    assert tok.token_id("<unk>") == sp.unk_id() == 0
+    assert tok.special_tokens == {"<s>": sp.bos_id(), "</s>": sp.eos_id()}
+    if options.get("byte_fallback"):
+        assert tok.decode_single_token_bytes(sp.piece_to_id("<0x41>")) == b"A"
+    assert tok.spec.byte_fallback == bool(options.get("byte_fallback"))
+    assert tok.spec.dummy_prefix == ("always" if options.get("add_dummy_prefix", True) else "never")
+    assert_same_encoding(sp, tok, lines)
+
+
+def test_unseen_characters_become_unknown_or_bytes_as_in_sentencepiece(tmp_path):
+    import bpestore
+
+    lines = corpus_lines("tinyshakespeare.txt")
+    texts = ["naïve café — 東京 🙂", "  leading and   inner  spaces  ", "", "   ", "▁marker ▁ inside", "x"]
+    store = bpestore.open(str(tmp_path / "s.db"))
+    for fallback in (False, True):
+        model = tmp_path / f"m{fallback}.model"
+        model.write_bytes(spm_train(lines, 600, byte_fallback=fallback))
+        sp = spm.SentencePieceProcessor(model_file=str(model))
+        tok = store.tokenizer(store.import_sentencepiece(f"sp{int(fallback)}", model).ref)
+        for text in texts:
+            assert tok.encode_ordinary(text) == sp.encode(text), text
+        assert (sp.unk_id() in sp.encode("東京")) is not fallback
+
+
+def test_bpestore_trained_model_exports_and_sentencepiece_encodes_identically(cli_run, tmp_path):
+    spec_options = ["--alphabet", "chars", "--unk-token", "<unk>", "--byte-fallback", "--fuse-unk", "--layout",
+                    "sentencepiece", "--segmentation", "piece", "--special-token", "<s>", "--special-token", "</s>"]
+    for name in ("tinyshakespeare.txt", "russian_1M.txt"):
+        corpus = tmp_path / name
+        lines = corpus_lines(name)
+        corpus.write_text("\n".join(lines), encoding="utf-8")
+        stem = name.split(".")[0].split("_")[0]
+        assert cli_run("ingest", stem, str(corpus), "--pretokenizer", "metaspace", "--space-marker", "▁",
+                       "--dummy-prefix", "always", "--normalizer", "collapse-spaces").exit_code == 0
+        result = cli_run("train", stem, "--corpus", stem, "--vocab-size", "1500", *spec_options)
+        assert result.exit_code == 0, result.output
+        model = tmp_path / f"{stem}.model"
+        assert cli_run("export", stem, "--format", "sentencepiece", "--out", str(model)).exit_code == 0
+        sp = spm.SentencePieceProcessor(model_file=str(model))
+        import bpestore
+
+        tok = bpestore.open(cli_run.db).tokenizer(stem)
+        assert sp.get_piece_size() == len(tok.vocab)
+        assert (sp.unk_id(), sp.bos_id(), sp.eos_id()) == (0, 1, 2)
+        assert_same_encoding(sp, tok, lines + ["unseen: 東京 🙂", "  two  spaces "])
+        # The options are the version's spec, so its fingerprint's.
+        spec = json.loads(cli_run("versions", stem, "--json").output)[0]["spec"]
+        assert {k: spec[k] for k in ("space_marker", "dummy_prefix", "layout", "segmentation", "pretokenizer")} == \
+            {"space_marker": "▁", "dummy_prefix": "always", "layout": "sentencepiece", "segmentation": "piece",
+             "pretokenizer": "metaspace"}
+
+
+def test_imported_model_exports_to_the_same_pieces(tmp_path):
+    import bpestore
+
+    model = tmp_path / "m.model"
+    model.write_bytes(spm_train(corpus_lines("german_1M.txt"), 1500, byte_fallback=True))
+    store = bpestore.open(str(tmp_path / "s.db"))
+    store.import_sentencepiece("de", model)
+    store.export("de", format="sentencepiece", out=tmp_path / "back.model")
+    a, b = (spm.SentencePieceProcessor(model_file=str(p)) for p in (model, tmp_path / "back.model"))
+    assert [a.id_to_piece(i) for i in range(a.get_piece_size())] == \
+        [b.id_to_piece(i) for i in range(b.get_piece_size())]
+    merged = [i for i in range(a.get_piece_size()) if a.get_score(i) < 0 and len(a.id_to_piece(i)) > 1]
+    # Scores may differ (bpestore writes -rank), their order among merged pieces may not.
+    assert sorted(merged, key=a.get_score) == sorted(merged, key=b.get_score)
+    for line in corpus_lines("german_1M.txt")[:3000]:
+        assert a.encode(line) == b.encode(line)
+
+
+def test_protobuf_codec_reads_what_sentencepiece_writes(tmp_path):
+    from bpestore.formats.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, parse_model, serialize_model
+
+    data = spm_train(corpus_lines("tinyshakespeare.txt"), 500, byte_fallback=True)
+    sp = spm.SentencePieceProcessor(model_proto=data)
+    model = parse_model(data)
+    assert [p.text for p in model.pieces] == [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    assert [p.score for p in model.pieces] == [sp.get_score(i) for i in range(sp.get_piece_size())]
+    kinds = {i: BYTE if sp.is_byte(i) else CONTROL if sp.is_control(i) else UNKNOWN if sp.is_unknown(i) else NORMAL
+             for i in range(sp.get_piece_size())}
+    assert [p.type for p in model.pieces] == [kinds[i] for i in range(sp.get_piece_size())]
+    assert model.trainer[3] == 2 and model.trainer[35] == 1  # model_type BPE, byte_fallback
+    # What the codec writes, sentencepiece reads back the same.
+    again = spm.SentencePieceProcessor(model_proto=serialize_model(model))
+    assert [again.id_to_piece(i) for i in range(again.get_piece_size())] == \
+        [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+
+
+def test_what_bpestore_cannot_run_is_refused_by_name(cli_run, tmp_path):
+    lines = corpus_lines("tinyshakespeare.txt")
+    cases = {
+        "unigram": ({"model_type": "unigram"}, "trainer_spec.model_type: UNIGRAM"),
+        "nmt": ({"normalization_rule_name": "nmt_nfkc"}, "normalizer_spec.name: 'nmt_nfkc'"),
+        "user": ({"user_defined_symbols": ["<sep>"]}, "type user-defined"),
+    }
+    for name, (options, part) in cases.items():
+        model = io.BytesIO()
+        settings = {"model_type": "bpe", "normalization_rule_name": "identity", **options}
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(lines[:3000]), model_writer=model, vocab_size=300,
+                                       minloglevel=2, **settings)
+        (tmp_path / f"{name}.model").write_bytes(model.getvalue())
+        assert_error(cli_run("import", "sentencepiece", name, str(tmp_path / f"{name}.model")), part)
+    (tmp_path / "junk.model").write_bytes(b"\xff\xff\xff")
+    assert_error(cli_run("import", "sentencepiece", "junk", str(tmp_path / "junk.model")),
+                 "is not a SentencePiece model")
+    assert "junk" not in cli_run("versions").output and "unigram" not in cli_run("versions").output
+
+
+def test_export_refuses_a_byte_level_version(cli_run, tmp_path):
+    (tmp_path / "t.txt").write_text("the cat and the hat " * 50)
+    cli_run("ingest", "c", str(tmp_path / "t.txt"))
+    cli_run("train", "b", "--corpus", "c", "--merges", "5")
+    assert_error(cli_run("export", "b", "--format", "sentencepiece", "--out", str(tmp_path / "b.model")),
+                 "alphabet='bytes'")
+    assert not (tmp_path / "b.model").exists()
+
+
+def test_default_spec_json_and_fingerprints_do_not_change():
+    from bpestore.spec import TokenizerSpec
+
+    # The JSON a spec had before the SentencePiece options: the new fields at
+    # their defaults are left out, so stored specs and fingerprints stay equal.
+    before = ('{"alphabet":"bytes","byte_fallback":false,"end_of_word":null,"no_inner_space":false,'
+              '"normalizer":"none","pattern":null,"pretokenizer":"gpt2","special_tokens":[],'
+              '"start_of_word":null,"tie_break":"lexicographic","unk_token":null}')
+    assert TokenizerSpec().to_json() == before
+    assert TokenizerSpec.from_json(before) == TokenizerSpec()
+    assert TokenizerSpec().corpus_key() == {"normalizer": "none", "pretokenizer": "gpt2", "pattern": None,
+                                            "special_tokens": []}
