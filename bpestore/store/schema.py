@@ -117,6 +117,9 @@ versions = Table(
     Column("fingerprint", String(64), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # A version copied from another store without the counts it was trained on: the
+    # name of that corpus, whose counts stayed there (corpus_id is NULL; revision 0005).
+    Column("corpus_name", String(200), nullable=True),
     UniqueConstraint("tokenizer_id", "number"),
 )
 
