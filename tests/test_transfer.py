@@ -7,6 +7,8 @@ checks the counts that moved."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,92 @@ def test_cli_copy_and_pack(source, tmp_path, monkeypatch):
     # A store holding several versions is no pack: name the version.
     assert_error(CliRun(str(tmp_path / "x.db"))("copy", source.url.removeprefix("sqlite:///"), "--to", target),
                  "not one version (a pack)")
+
+
+# -- a killed copy -----------------------------------------------------------------------
+def _writing(url: str) -> Callable[[], bool]:
+    """Whether a transaction is writing into the store at ``url`` now: on SQLite, frames
+    in its write-ahead log; on PostgreSQL, a row lock taken on its word_counts table."""
+    if "://" not in url:
+        wal = Path(f"{url}-wal")
+        return lambda: wal.exists() and wal.stat().st_size > 0
+    from sqlalchemy import create_engine, text
+
+    schema = url.rsplit("%3D", 1)[1]
+    engine = create_engine(url)
+    query = text("SELECT count(*) FROM pg_locks JOIN pg_class ON pg_class.oid = pg_locks.relation "
+                 "JOIN pg_namespace ON pg_namespace.oid = pg_class.relnamespace "
+                 "WHERE nspname = :schema AND relname = 'word_counts' AND mode = 'RowExclusiveLock'")
+
+    def writing() -> bool:
+        with engine.connect() as conn:
+            return bool(conn.execute(query, {"schema": schema}).scalar())
+    return writing
+
+
+@contextmanager
+def _fresh_target(kind: str, tmp_path: Path, moment: int) -> Iterator[str]:
+    if kind == "sqlite":
+        yield str(tmp_path / f"target{moment}.db")
+        return
+    with pg_schema() as url:
+        yield url
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_path):
+    """``bpestore copy --with-counts`` SIGKILLed at seeded moments, each into a fresh
+    target holding one version of its own: after each, the target holds what it held
+    before, or the whole copy; never part of it. Even moments come once the copy's write
+    transaction is writing into the target (plus a seeded delay of up to 40 ms), odd ones
+    after a seeded delay from the start. The reference is the source's own version."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import corpus_path
+    from .test_kills import MOMENTS, _env, _integrity
+
+    source_db = str(tmp_path / "source.db")
+    with bpestore.open(source_db) as source:
+        source.ingest("de", [corpus_path("german_1M.txt")], workers=1)
+        source.train("de", corpus="de", vocab_size=2000)
+        reference = moved(source, "de@1")
+        counts = source.word_counts("de@1")
+    rng = random.Random(26)
+    inside = 0
+    for moment in range(MOMENTS):
+        with _fresh_target(kind, tmp_path, moment) as target_url:
+            with bpestore.open(target_url) as target:
+                target.import_vocab("mine", {i: bytes([i]) for i in range(256)}, [])
+                before = [(v.ref, v.fingerprint) for v in target.versions()]
+            copy = [sys.executable, "-m", "bpestore", "--db", source_db, "copy", "de@1", "--to", target_url,
+                    "--with-counts"]
+            process = subprocess.Popen(copy, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env())
+            writing, began = _writing(target_url), False
+            if moment % 2 == 0:
+                while process.poll() is None and not (began := writing()):
+                    time.sleep(0.002)
+                time.sleep(rng.uniform(0, 0.04))
+            else:
+                time.sleep(rng.uniform(0.3, 2.5))
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=60)
+            _integrity(target_url)
+            with bpestore.open(target_url) as target:
+                now = [(v.ref, v.fingerprint) for v in target.versions()]
+                if now == before:
+                    assert target.corpora() == []
+                    inside += began and process.returncode == -signal.SIGKILL
+                else:
+                    assert now == sorted([*before, ("de@1", reference[6])])
+                    assert moved(target, "de@1") == reference and target.word_counts("de@1") == counts
+            again = subprocess.run(copy, capture_output=True, text=True, env=_env(), timeout=300)
+            assert again.returncode == 0, again.stderr
+            with bpestore.open(target_url) as target:
+                assert moved(target, "de@1") == reference and target.word_counts("de@1") == counts
+                assert target.verify("de@1").ok
+    assert inside > 0  # some kills did fall inside the copy's write transaction
