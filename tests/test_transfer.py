@@ -86,6 +86,33 @@ def test_copy_with_counts_verifies_and_keeps_both_generations(source, db_url):
         assert target.verify("en@2").ok
 
 
+def test_with_counts_into_a_corpus_that_grew_past_the_generation(source, db_url):
+    """other@1 brings books@1 and books@2 with the counts of books@2 alone; en@1 then
+    needs books@1 back, from its own counts, where books@2 and later must stay as they are."""
+    assert source.copy("other@1", db_url, with_counts=True).corpora == ("books@2",)
+    with bpestore.open(db_url) as target:
+        assert [c.kept for c in target.corpus_log("books")] == [False, True]
+        result = source.copy("en@2", db_url, with_counts=True)
+        assert result.copied == ("en@1", "en@2") and result.corpora == ("books@1",) and not result.without_counts
+        assert [c.kept for c in target.corpus_log("books")] == [True, True]
+        for ref in ("books@1", "books@2"):
+            assert target.word_counts(ref) == source.word_counts(ref)
+        assert target.verify("en@1").ok and target.verify("en@2").ok and target.verify("other@1").ok
+
+
+def test_a_copy_without_counts_can_be_extended_on_a_corpus_of_the_target(source, db_url, tmp_path):
+    """An extension needs its parent's merges, not its parent's counts."""
+    source.copy("en@2", db_url)
+    (tmp_path / "c.txt").write_text(PROBE * 50, encoding="utf-8")
+    with bpestore.open(db_url) as target:
+        target.ingest("local", [tmp_path / "c.txt"], workers=1)
+        child = target.train("en", corpus="local", vocab_size=600, parent="en@2")
+        assert child.ref == "en@3" and child.parent == "en@2"
+        parent = target.tokenizer("en@2").vocab
+        assert {i: target.tokenizer("en@3").vocab[i] for i in parent} == parent
+        assert target.verify("en@3").ok
+
+
 def test_without_counts_the_copy_is_marked_and_verify_says_why(source, db_url):
     result = source.copy("en@2", db_url)
     assert result.copied == ("en@1", "en@2") and result.without_counts == ("en@1", "en@2")

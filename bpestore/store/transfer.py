@@ -187,9 +187,10 @@ def packed_ref(conn: Connection) -> str:
 
 
 # -- writing into the target -------------------------------------------------------------
-def place_generation(conn: Connection, g: GenerationRows, where: str) -> bool:
+def place_generation(conn: Connection, g: GenerationRows, where: str) -> tuple[int, bool]:
     """Make generation ``g`` readable in the target: a new corpus with its history, or
-    an existing one whose history agrees, grown to it. False where it was there already."""
+    an existing one whose history agrees, grown to it (or given it back). Returns the
+    corpus' id, and False where the generation was readable there already."""
     found = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == g.corpus)
                          .with_for_update()).first()
     if found is None:
@@ -207,13 +208,13 @@ def place_generation(conn: Connection, g: GenerationRows, where: str) -> bool:
             raise ConflictError(f"corpus {g.corpus!r} in {where} has another history ({g.corpus}@{info.generation}"
                                 f" holds other sources); the counts of {g.ref} cannot join it")
     newest = max(theirs, default=0)
-    if newest >= g.generation:
-        if g.generation not in repository.kept_generations(conn, corpus_id):
-            raise ConflictError(f"{g.ref} is in {where}, but its counts are no longer kept there (only those a "
-                                "version pins and the newest are); copy the version without its counts")
-        return False
-    _grow(conn, corpus_id, g, newest)
-    return True
+    if newest < g.generation:
+        _grow(conn, corpus_id, g, newest)
+        return corpus_id, True
+    if g.generation in repository.kept_generations(conn, corpus_id):
+        return corpus_id, False
+    _restore(conn, corpus_id, g)
+    return corpus_id, True
 
 
 def _grow(conn: Connection, corpus_id: int, g: GenerationRows, newest: int) -> None:
@@ -242,6 +243,36 @@ def _grow(conn: Connection, corpus_id: int, g: GenerationRows, newest: int) -> N
     if n_distinct != g.history[-1].n_distinct:
         raise ConflictError(f"corpus {g.corpus!r} in the target does not add up to {g.ref} ({n_distinct:,} "
                             f"distinct words, not {g.history[-1].n_distinct:,}); its history differs")
+
+
+def _restore(conn: Connection, corpus_id: int, g: GenerationRows) -> None:
+    """Make generation N of ``g`` readable again in a corpus that grew past it without
+    keeping it: the rows unchanged since N must hold its counts; the words changed since
+    get history rows valid in N alone. A difference is a history that does not agree."""
+    n = g.generation
+    differs = ConflictError(f"corpus {g.corpus!r} in the target does not hold the counts of {g.ref} it should; "
+                            "its history differs")
+    current = {bytes(word): (count, changed_in) for word, count, changed_in in conn.execute(
+        select(word_counts.c.word, word_counts.c["count"], word_counts.c.changed_in)
+        .where(word_counts.c.corpus_id == corpus_id))}
+    kept = {bytes(word): count for word, count in conn.execute(
+        select(word_count_history.c.word, word_count_history.c["count"]).where(
+            word_count_history.c.corpus_id == corpus_id, word_count_history.c.valid_from <= n,
+            word_count_history.c.valid_to > n))}
+    visible = {word for word, (_, changed_in) in current.items() if changed_in <= n} | set(kept)
+    if not visible <= g.counts.keys():
+        raise differs
+    copies = []
+    for word, count in g.counts.items():
+        if word in kept or (word in current and current[word][1] <= n):
+            if kept.get(word, current.get(word, (0, 0))[0]) != count:
+                raise differs
+        elif word in current:
+            copies.append({"corpus_id": corpus_id, "word": word, "count": count, "valid_from": n, "valid_to": n + 1})
+        else:
+            raise differs
+    if copies:
+        conn.execute(insert(word_count_history), copies)
 
 
 def _keep_history(conn: Connection, corpus_id: int, change: Mapping[bytes, int], newest_pin: int,
@@ -372,9 +403,11 @@ def _write(target: Store, chain: list[VersionRows], counts: Mapping[tuple[str | 
                 present.append(f"{name}@{v.number}")
                 continue
             g = counts.get((v.corpus, v.corpus_generation))
-            if g is not None and place_generation(conn, g, where):
-                corpora_written.append(g.ref)
-            corpus_id = readable_corpus(conn, v)
+            if g is None:
+                corpus_id = readable_corpus(conn, v)
+            else:
+                corpus_id, wrote = place_generation(conn, g, where)
+                corpora_written += [g.ref] if wrote else []
             ids[v.ref] = place_version(conn, v, name, None if v.parent is None else ids[v.parent], corpus_id)
             copied.append(f"{name}@{v.number}")
             if v.corpus is not None and corpus_id is None:
