@@ -351,3 +351,15 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
                 assert moved(target, "de@1") == reference and target.word_counts("de@1") == counts
                 assert target.verify("de@1").ok
     assert inside > 0  # some kills did fall inside the copy's write transaction
+
+
+def test_two_copies_at_once_write_the_version_once(source, db_url):
+    """Both finish: one copies, the other waits for it and finds the version there."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bpestore.open(db_url).close()  # the schema, made once
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: source.copy("en@2", db_url, with_counts=True), range(2)))
+    assert sorted(len(r.copied) for r in results) == [0, 2]
+    with bpestore.open(db_url) as target:
+        assert [v.ref for v in target.versions()] == ["en@1", "en@2"] and target.verify("en@2").ok

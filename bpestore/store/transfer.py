@@ -23,13 +23,14 @@ holds that generation already (same digest, kept), the copy uses it instead.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, insert, select
 
@@ -191,16 +192,13 @@ def place_generation(conn: Connection, g: GenerationRows, where: str) -> tuple[i
     """Make generation ``g`` readable in the target: a new corpus with its history, or
     an existing one whose history agrees, grown to it (or given it back). Returns the
     corpus' id, and False where the generation was readable there already."""
-    found = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == g.corpus)
-                         .with_for_update()).first()
-    if found is None:
-        corpus_id = conn.execute(insert(corpora).values(name=g.corpus, spec=g.spec, created_at=g.created_at)
-                                 ).inserted_primary_key[0]  # type: ignore[index]
-    else:
-        corpus_id = found.id
-        if TokenizerSpec.from_json(found.spec) != TokenizerSpec.from_json(g.spec):
-            raise ConflictError(f"corpus {g.corpus!r} in {where} was ingested with another spec; the counts of "
-                                f"{g.ref} cannot join it")
+    conn.execute(_dialect(conn).insert(corpora).values(name=g.corpus, spec=g.spec, created_at=g.created_at)
+                 .on_conflict_do_nothing(index_elements=[corpora.c.name]))
+    corpus_id, spec = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == g.corpus)
+                                   .with_for_update()).one()
+    if TokenizerSpec.from_json(spec) != TokenizerSpec.from_json(g.spec):
+        raise ConflictError(f"corpus {g.corpus!r} in {where} was ingested with another spec; the counts of "
+                            f"{g.ref} cannot join it")
     theirs = dict(conn.execute(select(generations.c.number, generations.c.digest)
                                .where(generations.c.corpus_id == corpus_id)).all())
     for info in g.history:
@@ -299,10 +297,24 @@ def readable_corpus(conn: Connection, v: VersionRows) -> int | None:
     return corpus_id
 
 
-def find_version(conn: Connection, name: str, number: int) -> tuple[int, str] | None:
-    """The id and content (``VersionRows.content``) of ``name@number`` in this store; None if absent."""
-    found = conn.execute(select(versions.c.id).join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
-                         .where(tokenizers.c.name == name, versions.c.number == number)).scalar()
+def lock_tokenizer(conn: Connection, name: str, created_at: datetime) -> int:
+    """The id of tokenizer ``name`` (created if new, race-free), its row locked until the
+    transaction ends: a concurrent copy of the same version waits, then finds it there."""
+    repository.check_name(name, "tokenizer", "as_name")
+    conn.execute(_dialect(conn).insert(tokenizers).values(name=name, created_at=created_at)
+                 .on_conflict_do_nothing(index_elements=[tokenizers.c.name]))
+    return conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name).with_for_update()).scalar_one()
+
+
+def _dialect(conn: Connection) -> Any:
+    """The SQLAlchemy dialect module of this database, for its INSERT ... ON CONFLICT."""
+    return importlib.import_module(f"sqlalchemy.dialects.{conn.dialect.name}")
+
+
+def find_version(conn: Connection, tokenizer_id: int, number: int) -> tuple[int, str] | None:
+    """The id and content (``VersionRows.content``) of version ``number`` of a tokenizer; None if absent."""
+    found = conn.execute(select(versions.c.id).where(versions.c.tokenizer_id == tokenizer_id,
+                                                     versions.c.number == number)).scalar()
     if found is None:
         return None
     v = repository.version_info(conn, found)
@@ -311,13 +323,10 @@ def find_version(conn: Connection, name: str, number: int) -> tuple[int, str] | 
     return found, "training:" + fingerprint(v.spec, v.corpus_digest, repository.vocabulary(conn, found).merges)
 
 
-def place_version(conn: Connection, v: VersionRows, name: str, parent_id: int | None, corpus_id: int | None) -> int:
-    """Insert ``v`` as ``name@N`` (N its number) with its tokens, merges and snapshot, its
-    counts in corpus ``corpus_id`` (None: not in this store); returns its id."""
-    tokenizer_id = conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name).with_for_update()).scalar()
-    if tokenizer_id is None:
-        tokenizer_id = conn.execute(insert(tokenizers).values(name=name, created_at=v.created_at)
-                                    ).inserted_primary_key[0]  # type: ignore[index]
+def place_version(conn: Connection, v: VersionRows, tokenizer_id: int, parent_id: int | None,
+                  corpus_id: int | None) -> int:
+    """Insert ``v`` as version N (its number) of a tokenizer with its tokens, merges and
+    snapshot, its counts in corpus ``corpus_id`` (None: not in this store); returns its id."""
     version_id = conn.execute(insert(versions).values(
         tokenizer_id=tokenizer_id, number=v.number, parent_id=parent_id, corpus_id=corpus_id, spec=v.spec,
         target_vocab_size=v.target_vocab_size, target_merges=v.target_merges, min_frequency=v.min_frequency,
@@ -393,7 +402,8 @@ def _write(target: Store, chain: list[VersionRows], counts: Mapping[tuple[str | 
         ids: dict[str, int] = {}
         for v in chain:
             name = renamed.get(v.name, v.name)
-            found = find_version(conn, name, v.number)
+            tokenizer_id = lock_tokenizer(conn, name, v.created_at)
+            found = find_version(conn, tokenizer_id, v.number)
             if found is not None:
                 if found[1] != v.content():
                     raise ConflictError(f"{name}@{v.number} in {where} is another version (fingerprint "
@@ -408,7 +418,7 @@ def _write(target: Store, chain: list[VersionRows], counts: Mapping[tuple[str | 
             else:
                 corpus_id, wrote = place_generation(conn, g, where)
                 corpora_written += [g.ref] if wrote else []
-            ids[v.ref] = place_version(conn, v, name, None if v.parent is None else ids[v.parent], corpus_id)
+            ids[v.ref] = place_version(conn, v, tokenizer_id, None if v.parent is None else ids[v.parent], corpus_id)
             copied.append(f"{name}@{v.number}")
             if v.corpus is not None and corpus_id is None:
                 missing.append(f"{name}@{v.number}")
