@@ -123,10 +123,12 @@ def test_without_counts_the_copy_is_marked_and_verify_says_why(source, db_url):
         with pytest.raises(ConflictError, match="without the word counts of books@2"):
             target.verify("en@2")
         assert target.corpora() == []
-    # Copied again with its counts into a store holding it without them: a clash of content? No:
-    # the same fingerprint is there already, so nothing moves; the counts need a store of their own.
+    # Copied again with its counts: the versions there get them.
     again = source.copy("en@2", db_url, with_counts=True)
-    assert again.copied == () and again.present == ("en@1", "en@2")
+    assert again.copied == () and again.present == ("en@1", "en@2") and again.corpora == ("books@1", "books@2")
+    with bpestore.open(db_url) as target:
+        assert not target.version("en@2").without_counts and target.verify("en@2").ok and target.verify("en@1").ok
+    assert source.copy("en@2", db_url, with_counts=True).unchanged
 
 
 def test_a_version_still_training_travels_and_resumes_with_its_counts(source, db_url, tmp_path):

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, insert, select, update
 
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError, NotFoundError
 from ..records import Copied, CorpusInfo, Source
@@ -140,9 +140,11 @@ def check(v: VersionRows, where: str) -> None:
         raise DamagedDataError(f"{v.ref} in {where} does not match its fingerprint (stored {v.fingerprint}, "
                                f"its merges give {computed}); it is damaged and was not copied")
     snapshot = v.snapshot
+    if snapshot is None:
+        return  # sealed on arrival
     packed = facts.pack(vocab)
-    if snapshot is not None and (snapshot.format != facts.FORMAT or bytes(snapshot.packed) != packed
-                                 or snapshot.digest != facts.digest(v.fingerprint, snapshot.fast_problem, packed)):
+    if snapshot.format != facts.FORMAT or bytes(snapshot.packed) != packed \
+            or snapshot.digest != facts.digest(v.fingerprint, snapshot.fast_problem, packed):
         raise DamagedDataError(f"{v.ref} in {where}: its stored snapshot does not match its tokens and "
                                "merges; it is damaged and was not copied")
 
@@ -175,10 +177,10 @@ def read_generation(conn: Connection, v: VersionRows, where: str) -> GenerationR
 
 def packed_ref(conn: Connection) -> str:
     """The version a pack holds: the one no other version in it extends."""
-    parent = versions.alias("child")
+    child = versions.alias("child")
     rows = conn.execute(select(tokenizers.c.name, versions.c.number)
                         .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
-                        .where(~select(parent.c.id).where(parent.c.parent_id == versions.c.id).exists())
+                        .where(~select(child.c.id).where(child.c.parent_id == versions.c.id).exists())
                         .order_by(tokenizers.c.name, versions.c.number)).all()
     if len(rows) != 1:
         held = ", ".join(f"{name}@{number}" for name, number in rows) or "no version"
@@ -347,6 +349,16 @@ def place_version(conn: Connection, v: VersionRows, tokenizer_id: int, parent_id
     return version_id
 
 
+def link_counts(conn: Connection, version_id: int, g: GenerationRows, where: str) -> bool:
+    """Give a version that is there without its counts the generation it pins; False
+    where it has its counts already."""
+    if conn.execute(select(versions.c.corpus_id).where(versions.c.id == version_id)).scalar() is not None:
+        return False
+    corpus_id, _ = place_generation(conn, g, where)
+    conn.execute(update(versions).where(versions.c.id == version_id).values(corpus_id=corpus_id, corpus_name=None))
+    return True
+
+
 def place_aliases(conn: Connection, name: str, version_id: int, names: Iterable[str], where: str) -> list[str]:
     """Point ``name@ALIAS`` at ``version_id`` for each alias not there yet; returns those written.
     An alias there pointing elsewhere is a clash, refused."""
@@ -404,6 +416,7 @@ def _write(target: Store, chain: list[VersionRows], counts: Mapping[tuple[str | 
             name = renamed.get(v.name, v.name)
             tokenizer_id = lock_tokenizer(conn, name, v.created_at)
             found = find_version(conn, tokenizer_id, v.number)
+            g = counts.get((v.corpus, v.corpus_generation))
             if found is not None:
                 if found[1] != v.content():
                     raise ConflictError(f"{name}@{v.number} in {where} is another version (fingerprint "
@@ -411,8 +424,9 @@ def _write(target: Store, chain: list[VersionRows], counts: Mapping[tuple[str | 
                                         "name with as_name", params=("as_name",))
                 ids[v.ref] = found[0]
                 present.append(f"{name}@{v.number}")
+                if g is not None and link_counts(conn, found[0], g, where):
+                    corpora_written.append(g.ref)
                 continue
-            g = counts.get((v.corpus, v.corpus_generation))
             if g is None:
                 corpus_id = readable_corpus(conn, v)
             else:
