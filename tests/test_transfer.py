@@ -261,6 +261,12 @@ def test_cli_copy_and_pack(source, tmp_path, monkeypatch):
     assert not (tmp_path / "unused.db").exists()
     with bpestore.open(tmp_path / "from_pack.db") as from_pack:
         assert from_pack.verify("en@2").ok
+    # Mistakes: one Error: line each, nothing made.
+    assert_error(cli("copy", "nope@1", "--to", str(tmp_path / "n.db")), "no tokenizer named 'nope'")
+    assert_error(cli("copy", "en@2", "--to", str(tmp_path / "no" / "n.db")), "does not exist")
+    assert_error(cli("copy", "en@2", "--to", str(tmp_path / "n.db"), "--as", "a@b"), "without '@'")
+    assert_error(cli("pack", "en@2", "--out", str(tmp_path)), "is a directory")
+    assert not (tmp_path / "n.db").exists()
     # A store holding several versions is no pack: name the version.
     assert_error(CliRun(str(tmp_path / "x.db"))("copy", source.url.removeprefix("sqlite:///"), "--to", target),
                  "not one version (a pack)")
