@@ -6,6 +6,7 @@ checks the counts that moved."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -182,6 +183,14 @@ def test_a_name_clash_is_refused_and_nothing_is_written(source, db_url):
         assert "en-two" not in {v.name for v in target.versions()}
 
 
+def test_a_copy_within_one_store_under_another_name(source):
+    assert source.copy("en@2", source.url).unchanged  # itself: everything is there
+    result = source.copy("en@2", source, as_name="en-b", aliases=True)
+    assert result.copied == ("en-b@1", "en-b@2") and result.aliases == ("en-b@prod",)
+    assert moved(source, "en-b@2")[1:] == moved(source, "en@2")[1:3] + ("en-b@1",) + moved(source, "en@2")[4:]
+    assert source.version("en-b@2").corpus_ref == "books@2" and source.verify("en-b@2").ok
+
+
 def test_an_alias_pointing_elsewhere_is_refused(source, db_url):
     source.copy("en@1", db_url)
     with bpestore.open(db_url) as target:
@@ -239,6 +248,10 @@ def test_cli_copy_and_pack(source, tmp_path, monkeypatch):
     assert out.exit_code == 0 and "copied en@1, en@2" in out.output and "without counts" in out.output
     out = cli("copy", "en@2", "--to", target)
     assert out.exit_code == 0 and "already in" in out.output and "nothing copied" in out.output
+    out = cli("copy", "en@2", "--to", target, "--json")
+    assert json.loads(out.output) == {"ref": "en@2", "target": f"sqlite:///{target}", "copied": [],
+                                      "present": ["en@1", "en@2"], "aliases": [], "corpora": [],
+                                      "without_counts": [], "unchanged": True}
     assert_error(CliRun(target)("verify", "en@2"), "without the word counts of books@2")
     out = cli("copy", "other@1", "--to", target, "--as", "en")
     assert_error(out, "copy it under another name with --as")
