@@ -229,8 +229,16 @@ def test_copy_from_an_older_store_upgrades_it_and_into_a_newer_one_is_refused(tm
 
     old = tmp_path / "old.db"
     old.write_bytes((DATA / "store_0002.db").read_bytes())
+    older = tmp_path / "older.db"  # a target at an older revision too
+    older.write_bytes((DATA / "store_0002.db").read_bytes())
     result = bpestore.open(old).copy("en@3", tmp_path / "new.db")
     assert result.copied[-1] == "en@3"
+    with bpestore.open(tmp_path / "new.db") as new:
+        renamed = bpestore.open(new.url).copy("en@3", older, as_name="en-new", with_counts=False)
+    assert renamed.copied[-1] == "en-new@3"
+    with bpestore.open(older) as target:
+        assert target.schema_revision() == HEAD
+        assert target.version("en-new@3").fingerprint == target.version("en@3").fingerprint
     newer = tmp_path / "newer.db"
     bpestore.open(newer).close()
     with sqlite3.connect(newer) as conn:
