@@ -860,30 +860,17 @@ class Store:
                                     "another process right now; stop it (or wait for it to finish) first")
         return doomed
 
-    # -- moving versions between stores -----------------------------------------------
+    # -- moving versions between stores (store/transfer.py) ---------------------------
     def copy(self, ref: str | None, to: str | Path | Store, *, with_counts: bool = False,
              as_name: str | None = None, aliases: bool = False) -> Copied:
-        """Copy version ``ref`` and its parents into another store (``to``: a path, a
-        URL or a Store), in one transaction there: tokens, merges, spec, fingerprint,
-        status, names and numbers (``as_name``: under another tokenizer name), with
-        ``aliases`` its aliases; with ``with_counts`` the corpus generations they pin,
-        so verify and resume work there. ``ref`` None: the one version this store
-        holds (a pack). Fingerprints are checked on arrival (``DamagedDataError``,
-        nothing written); what is there already is used, a clash refused.
-
-        >>> store.copy("en@3", "postgresql+psycopg://host/db", with_counts=True)  # doctest: +SKIP
-        """
-        from . import transfer
-
-        return transfer.copy(self, ref, to, with_counts=with_counts, as_name=as_name, aliases=aliases)
+        """Copy version ``ref`` (None: the one a pack holds) and its parents into the store ``to``."""
+        from .transfer import copy
+        return copy(self, ref, to, with_counts=with_counts, as_name=as_name, aliases=aliases)
 
     def pack(self, ref: str, out: str | Path, *, with_counts: bool = False, force: bool = False) -> Path:
-        """Write version ``ref`` and its parents (with ``with_counts`` the corpus
-        generations they pin) as one file: a small SQLite store, which ``copy``,
-        ``--db FILE`` and ``bpestore.open(FILE, read_only=True)`` take."""
-        from . import transfer
-
-        return transfer.pack(self, ref, out, with_counts=with_counts, force=force)
+        """Write version ``ref`` and its parents as one file, a small SQLite store."""
+        from .transfer import pack
+        return pack(self, ref, out, with_counts=with_counts, force=force)
 
     def import_vocab(self, name: str, vocab: dict[int, bytes], merge_list: Sequence[tuple[bytes, bytes]],
                      special_tokens: Sequence[str] = (), *, spec: TokenizerSpec | None = None,

@@ -381,8 +381,16 @@ def place_aliases(conn: Connection, name: str, version_id: int, names: Iterable[
 # -- the two operations ----------------------------------------------------------------
 def copy(source: Store, ref: str | None, to: str | Path | Store, *, with_counts: bool = False,
          as_name: str | None = None, aliases: bool = False) -> Copied:
-    """Copy version ``ref`` (None: the one version ``source`` holds as a pack) and its
-    parents into the store ``to`` (see the module's docstring)."""
+    """Copy version ``ref`` and its parents into the store ``to`` (a path, a URL or a
+    Store), in one transaction there: tokens, merges, spec, fingerprint, status, names
+    and numbers (``as_name``: under another tokenizer name), with ``aliases`` their
+    aliases; with ``with_counts`` the corpus generations they pin, so that verify and
+    resume work there. ``ref`` None: the one version ``source`` holds (a pack).
+    Fingerprints and snapshots are checked first (``DamagedDataError``, nothing
+    written); what is there already is used, a clash refused (``ConflictError``).
+
+    >>> store.copy("en@3", "postgresql+psycopg://host/db", with_counts=True)  # doctest: +SKIP
+    """
     from .store import Store
 
     if as_name is not None:
