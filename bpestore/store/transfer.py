@@ -224,10 +224,11 @@ def _grow(conn: Connection, corpus_id: int, g: GenerationRows, newest: int) -> N
         {"corpus_id": corpus_id, "number": info.generation, "n_sources": info.n_sources,
          "size_bytes": info.size_bytes, "n_words": info.n_words, "n_distinct": info.n_distinct,
          "digest": info.digest, "created_at": info.generated_at} for info in added])
-    conn.execute(insert(ingests), [
-        {"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256, "size_bytes": s.size_bytes,
-         "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": s.created_at, "generation": s.generation}
-        for s in g.sources if (s.generation or 0) > newest])
+    sources = [{"corpus_id": corpus_id, "source": s.source, "sha256": s.sha256, "size_bytes": s.size_bytes,
+                "n_words": s.n_words, "n_distinct": s.n_distinct, "created_at": s.created_at,
+                "generation": s.generation} for s in g.sources if (s.generation or 0) > newest]
+    if sources:
+        conn.execute(insert(ingests), sources)
     current = repository.counts(conn, corpus_id) if newest else {}
     if any(word not in g.counts or g.counts[word] < count for word, count in current.items()):
         raise ConflictError(f"corpus {g.corpus!r} in the target holds counts that {g.ref} does not; its "
