@@ -225,7 +225,7 @@ def test_damage_is_found_on_arrival_and_nothing_is_written(source, tmp_path, dam
 
 
 def test_copy_from_an_older_store_upgrades_it_and_into_a_newer_one_is_refused(tmp_path):
-    from .test_migration_0003 import DATA
+    from .test_upgrade_to_generations import DATA
 
     old = tmp_path / "old.db"
     old.write_bytes((DATA / "store_0002.db").read_bytes())
