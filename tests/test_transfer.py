@@ -16,8 +16,8 @@ import pytest
 
 import bpestore
 from bpestore import ConflictError, DamagedDataError, Store
-from bpestore.store import repository
 from bpestore.store.db import HEAD
+from bpestore.store.reader import VersionReads
 
 from .conftest import CliRun, assert_error, pg_schema, stop_at
 
@@ -47,7 +47,8 @@ def moved(store: Store, ref: str) -> tuple:
     kind, every merge; and how its tokenizer encodes a text."""
     v = store.version(ref)
     with store.reading() as conn:
-        vocab = repository.vocabulary(conn, repository.resolve(conn, ref))
+        reads = VersionReads.over(conn)
+        vocab = reads.rows_vocabulary(reads.resolve(ref))
     return (v.ref, v.status, v.spec, v.parent, v.corpus_ref, v.corpus_digest, v.fingerprint, vocab.tokens,
             vocab.kinds, vocab.merges, store.tokenizer(ref).encode(PROBE) if v.status == "complete" else None)
 

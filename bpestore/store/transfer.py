@@ -23,25 +23,23 @@ holds that generation already (same digest, kept), the copy uses it instead.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, insert, select, update
 
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError, NotFoundError
 from ..records import Copied, CorpusInfo, Source
-from ..spec import TokenizerSpec
-from . import facts, repository
-from .reads import FactsRow, moment
+from ..spec import TokenizerSpec, fingerprint
+from . import repository, snapshot, wordcounts
+from .reader import SnapshotRow, VersionReads, moment
 from .schema import aliases as aliases_table
-from .schema import corpora, generations, ingests, tokenizers, version_facts, versions, word_count_history, word_counts
-from .training import fingerprint
+from .schema import corpora, generations, ingests, tokenizers, versions, word_count_history, word_counts
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -72,7 +70,7 @@ class VersionRows:
     parent: str | None  # its parent's ref in the source
     counts_here: bool  # the source holds the counts of its corpus generation
     vocab: Vocabulary
-    snapshot: FactsRow | None
+    snapshot: SnapshotRow | None
     aliases: tuple[str, ...] = ()
 
     @property
@@ -109,10 +107,11 @@ class GenerationRows:
 # -- reading and checking the source ---------------------------------------------------
 def read_chain(conn: Connection, ref: str) -> list[VersionRows]:
     """Version ``ref`` and its parents, root first."""
+    reads = VersionReads.over(conn)
     chain: list[VersionRows] = []
-    version_id: int | None = repository.resolve(conn, ref)
+    version_id: int | None = reads.resolve(ref)
     while version_id is not None:
-        v = repository.version_info(conn, version_id)
+        v = reads.info(version_id)
         spec, corpus_id = conn.execute(select(versions.c.spec, versions.c.corpus_id)
                                        .where(versions.c.id == version_id)).one()
         chain.append(VersionRows(
@@ -121,9 +120,9 @@ def read_chain(conn: Connection, ref: str) -> list[VersionRows]:
             max_token_length=v.max_token_length, corpus=v.corpus, corpus_generation=v.corpus_generation,
             corpus_digest=v.corpus_digest, fingerprint=v.fingerprint, created_at=v.created_at,
             updated_at=v.updated_at, parent=v.parent, counts_here=corpus_id is not None,
-            vocab=repository.vocabulary(conn, version_id), snapshot=repository.version_facts(conn, version_id),
+            vocab=reads.rows_vocabulary(version_id), snapshot=reads.snapshot_row(version_id),
             aliases=v.aliases))
-        version_id = None if v.parent is None else repository.resolve(conn, v.parent)
+        version_id = None if v.parent is None else reads.resolve(v.parent)
     return chain[::-1]
 
 
@@ -139,12 +138,12 @@ def check(v: VersionRows, where: str) -> None:
     if computed != v.fingerprint:
         raise DamagedDataError(f"{v.ref} in {where} does not match its fingerprint (stored {v.fingerprint}, "
                                f"its merges give {computed}); it is damaged and was not copied")
-    snapshot = v.snapshot
-    if snapshot is None:
-        return  # sealed on arrival
-    packed = facts.pack(vocab)
-    if snapshot.format != facts.FORMAT or bytes(snapshot.packed) != packed \
-            or snapshot.digest != facts.digest(v.fingerprint, snapshot.fast_problem, packed):
+    stored = v.snapshot
+    if stored is None:
+        return  # made on arrival
+    packed = snapshot.pack(vocab)
+    if stored.format != snapshot.FORMAT or bytes(stored.packed) != packed \
+            or stored.digest != snapshot.digest(v.fingerprint, stored.fast_problem, packed):
         raise DamagedDataError(f"{v.ref} in {where}: its stored snapshot does not match its tokens and "
                                "merges; it is damaged and was not copied")
 
@@ -165,7 +164,7 @@ def read_generation(conn: Connection, v: VersionRows, where: str) -> GenerationR
     spec, created_at = conn.execute(select(corpora.c.spec, corpora.c.created_at)
                                     .where(corpora.c.id == corpus_id)).one()
     history = repository.corpus_log(conn, corpus_id)[:v.corpus_generation]
-    counts = repository.counts(conn, corpus_id, v.corpus_generation)
+    counts = wordcounts.counts(conn, corpus_id, v.corpus_generation)
     found = GenerationRows(v.corpus, spec, moment(created_at), history,
                            repository.corpus_sources(conn, corpus_id, v.corpus_generation), counts)
     totals = history[-1]
@@ -194,7 +193,7 @@ def place_generation(conn: Connection, g: GenerationRows, where: str) -> tuple[i
     """Make generation ``g`` readable in the target: a new corpus with its history, or
     an existing one whose history agrees, grown to it (or given it back). Returns the
     corpus' id, and False where the generation was readable there already."""
-    conn.execute(_dialect(conn).insert(corpora).values(name=g.corpus, spec=g.spec, created_at=g.created_at)
+    conn.execute(repository.dialect(conn).insert(corpora).values(name=g.corpus, spec=g.spec, created_at=g.created_at)
                  .on_conflict_do_nothing(index_elements=[corpora.c.name]))
     corpus_id, spec = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == g.corpus)
                                    .with_for_update()).one()
@@ -229,7 +228,7 @@ def _grow(conn: Connection, corpus_id: int, g: GenerationRows, newest: int) -> N
                 "generation": s.generation} for s in g.sources if (s.generation or 0) > newest]
     if sources:
         conn.execute(insert(ingests), sources)
-    current = repository.counts(conn, corpus_id) if newest else {}
+    current = wordcounts.counts(conn, corpus_id) if newest else {}
     if any(word not in g.counts or g.counts[word] < count for word, count in current.items()):
         raise ConflictError(f"corpus {g.corpus!r} in the target holds counts that {g.ref} does not; its "
                             "history differs")
@@ -237,8 +236,8 @@ def _grow(conn: Connection, corpus_id: int, g: GenerationRows, newest: int) -> N
     pinned = repository.pinned_generations(conn, corpus_id)
     if pinned and change:
         # The rows a pinned generation reads stay readable: copies valid up to this growth.
-        _keep_history(conn, corpus_id, change, pinned[-1], newest + 1)
-    repository.upsert_counts(conn, corpus_id, change, g.generation)
+        wordcounts.keep_history(conn, corpus_id, change, pinned[-1], newest + 1)
+    wordcounts.upsert_counts(conn, corpus_id, change, g.generation)
     n_distinct = conn.execute(select(func.count()).select_from(word_counts)
                               .where(word_counts.c.corpus_id == corpus_id)).scalar_one()
     if n_distinct != g.history[-1].n_distinct:
@@ -276,16 +275,6 @@ def _restore(conn: Connection, corpus_id: int, g: GenerationRows) -> None:
         conn.execute(insert(word_count_history), copies)
 
 
-def _keep_history(conn: Connection, corpus_id: int, change: Mapping[bytes, int], newest_pin: int,
-                  valid_to: int) -> None:
-    rows = conn.execute(select(word_counts.c.word, word_counts.c["count"], word_counts.c.changed_in)
-                        .where(word_counts.c.corpus_id == corpus_id, word_counts.c.changed_in <= newest_pin))
-    copies = [{"corpus_id": corpus_id, "word": bytes(word), "count": count, "valid_from": changed_in,
-               "valid_to": valid_to} for word, count, changed_in in rows if bytes(word) in change]
-    if copies:
-        conn.execute(insert(word_count_history), copies)
-
-
 def readable_corpus(conn: Connection, v: VersionRows) -> int | None:
     """The id of the target's corpus holding the generation ``v`` pins (same digest, kept); else None."""
     if v.corpus is None or v.corpus_generation is None:
@@ -304,14 +293,9 @@ def lock_tokenizer(conn: Connection, name: str, created_at: datetime) -> int:
     """The id of tokenizer ``name`` (created if new, race-free), its row locked until the
     transaction ends: a concurrent copy of the same version waits, then finds it there."""
     repository.check_name(name, "tokenizer", "as_name")
-    conn.execute(_dialect(conn).insert(tokenizers).values(name=name, created_at=created_at)
+    conn.execute(repository.dialect(conn).insert(tokenizers).values(name=name, created_at=created_at)
                  .on_conflict_do_nothing(index_elements=[tokenizers.c.name]))
     return conn.execute(select(tokenizers.c.id).where(tokenizers.c.name == name).with_for_update()).scalar_one()
-
-
-def _dialect(conn: Connection) -> Any:
-    """The SQLAlchemy dialect module of this database, for its INSERT ... ON CONFLICT."""
-    return importlib.import_module(f"sqlalchemy.dialects.{conn.dialect.name}")
 
 
 def find_version(conn: Connection, tokenizer_id: int, number: int) -> tuple[int, str] | None:
@@ -320,10 +304,11 @@ def find_version(conn: Connection, tokenizer_id: int, number: int) -> tuple[int,
                                                      versions.c.number == number)).scalar()
     if found is None:
         return None
-    v = repository.version_info(conn, found)
+    reads = VersionReads.over(conn)
+    v = reads.info(found)
     if v.fingerprint is not None:
         return found, v.fingerprint
-    return found, "training:" + fingerprint(v.spec, v.corpus_digest, repository.vocabulary(conn, found).merges)
+    return found, "training:" + fingerprint(v.spec, v.corpus_digest, reads.rows_vocabulary(found).merges)
 
 
 def place_version(conn: Connection, v: VersionRows, tokenizer_id: int, parent_id: int | None,
@@ -341,12 +326,10 @@ def place_version(conn: Connection, v: VersionRows, tokenizer_id: int, parent_id
     repository.add_tokens(conn, version_id, [(i, data, vocab.kinds[i]) for i, data in vocab.tokens.items()])
     repository.add_merges(conn, version_id, vocab.merges)
     if v.status == "complete":
-        if v.snapshot is None:
-            facts.seal(conn, version_id, vocab=vocab)
-        else:
-            conn.execute(insert(version_facts).values(
-                version_id=version_id, format=v.snapshot.format, packed=bytes(v.snapshot.packed),
-                fast_problem=v.snapshot.fast_problem, digest=v.snapshot.digest))
+        assert v.fingerprint is not None  # complete
+        made = snapshot.make(TokenizerSpec.from_json(v.spec), vocab, v.fingerprint) if v.snapshot is None else \
+            snapshot.Snapshot(v.snapshot.format, bytes(v.snapshot.packed), v.snapshot.fast_problem, v.snapshot.digest)
+        repository.add_snapshot(conn, version_id, made)
     return version_id
 
 
@@ -371,7 +354,7 @@ def place_aliases(conn: Connection, name: str, version_id: int, names: Iterable[
         if target == version_id:
             continue
         if target is not None:
-            other = repository.version_info(conn, target).ref
+            other = VersionReads.over(conn).info(target).ref
             raise ConflictError(f"alias {name}@{alias} in {where} points at {other}; move it there "
                                 f"(bpestore alias), or copy without aliases", params=("aliases",))
         conn.execute(insert(aliases_table).values(tokenizer_id=tokenizer_id, name=alias, version_id=version_id))
@@ -382,16 +365,8 @@ def place_aliases(conn: Connection, name: str, version_id: int, names: Iterable[
 # -- the two operations ----------------------------------------------------------------
 def copy(source: Store, ref: str | None, to: str | Path | Store, *, with_counts: bool = False,
          as_name: str | None = None, aliases: bool = False) -> Copied:
-    """Copy version ``ref`` and its parents into the store ``to`` (a path, a URL or a
-    Store), in one transaction there: tokens, merges, spec, fingerprint, status, names
-    and numbers (``as_name``: under another tokenizer name), with ``aliases`` their
-    aliases; with ``with_counts`` the corpus generations they pin, so that verify and
-    resume work there. ``ref`` None: the one version ``source`` holds (a pack).
-    Fingerprints and snapshots are checked first (``DamagedDataError``, nothing
-    written); what is there already is used, a clash refused (``ConflictError``).
-
-    >>> store.copy("en@3", "postgresql+psycopg://host/db", with_counts=True)  # doctest: +SKIP
-    """
+    """``Store.copy``: version ``ref`` (None: the one version ``source`` holds) and its
+    parents, read and checked from ``source``, written into the store ``to``."""
     from .store import Store
 
     if as_name is not None:
