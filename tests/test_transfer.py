@@ -348,7 +348,7 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
         reference = moved(source, "de@1")
         counts = source.word_counts("de@1")
     rng = random.Random(26)
-    inside = 0
+    inside = killed = 0
     for moment in range(MOMENTS):
         with _fresh_target(kind, tmp_path, moment) as target_url:
             with bpestore.open(target_url) as target:
@@ -366,6 +366,7 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
                 time.sleep(rng.uniform(0.3, 2.5))
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=60)
+            killed += process.returncode == -signal.SIGKILL
             _integrity(target_url)
             with bpestore.open(target_url) as target:
                 now = [(v.ref, v.fingerprint) for v in target.versions()]
@@ -380,7 +381,9 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
             with bpestore.open(target_url) as target:
                 assert moved(target, "de@1") == reference and target.word_counts("de@1") == counts
                 assert target.verify("de@1").ok
-    assert inside > 0  # some kills did fall inside the copy's write transaction
+    assert killed > 0  # the moments did fall inside copies
+    if kind == "postgresql":  # a row lock held is a transaction open: some kills fell inside it
+        assert inside > 0
 
 
 def test_two_copies_at_once_write_the_version_once(source, db_url):
