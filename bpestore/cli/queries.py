@@ -12,6 +12,8 @@ from ..records import EncodingStats, Explanation, LineageNode, MergeInfo, TokenI
 from .base import Context
 from .options import emit_json, emit_listing, json_option
 
+GREP_SECONDS = 10.0  # the time a --grep may take over a whole vocabulary
+
 
 def token_line(t: TokenInfo) -> str:
     made = f"\trank {t.rank:,}, pair count {t.count:,}" if t.rank is not None else ""
@@ -32,7 +34,8 @@ def token_line(t: TokenInfo) -> str:
 def vocab(obj: Context, ref: str, grep: str | None, prefix: str | None, longest: int | None, limit: int | None,
           as_json: bool) -> None:
     """List the tokens of REF: id, text, length, kind, and the merge that made each."""
-    emit_listing(obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit), as_json,
+    tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=GREP_SECONDS)
+    emit_listing(tokens, as_json,
                  "no token matches", token_line)
 
 
