@@ -131,6 +131,9 @@ class VersionInfo:
     updated_at: datetime
     aliases: tuple[str, ...] = ()
     corpus_generation: int | None = None  # the generation of ``corpus`` it was trained on
+    # Copied from another store without the counts of ``corpus``, which stayed there
+    # (``Store.copy``): it cannot be verified or resumed here.
+    without_counts: bool = False
 
     @property
     def ref(self) -> str:
@@ -151,6 +154,33 @@ class VersionInfo:
         d["created_at"] = self.created_at.isoformat()
         d["updated_at"] = self.updated_at.isoformat()
         return d
+
+
+@dataclass(frozen=True)
+class Copied:
+    """What ``Store.copy`` did in the target store: ``ref`` is the version as the
+    target names it; ``copied``: the versions written (parents first);
+    ``present``: those already there with the same fingerprint; ``aliases``
+    and ``corpora`` (``C@N``): what else was written; ``without_counts``: the
+    versions written without the corpus generation they pin (they cannot be
+    verified or resumed there)."""
+
+    ref: str
+    target: str
+    copied: tuple[str, ...] = ()
+    present: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    corpora: tuple[str, ...] = ()
+    without_counts: tuple[str, ...] = ()
+
+    @property
+    def unchanged(self) -> bool:
+        """Everything was there already: nothing was written."""
+        return not (self.copied or self.aliases or self.corpora)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()},
+                "unchanged": self.unchanged}
 
 
 @dataclass(frozen=True)

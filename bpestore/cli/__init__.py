@@ -1,8 +1,8 @@
 """The ``bpestore`` command line: each command is a thin call into the Python API.
 
 One module per family of commands (``corpora``, ``training``, ``encoding``,
-``versions``, ``queries``, ``charts``, ``exchange``, ``web``); ``options`` holds the option bundles they share
-and ``base`` the error handling. Commands are imported only when invoked, so
+``versions``, ``queries``, ``charts``, ``exchange``, ``transfer``, ``web``); ``options`` holds
+the option bundles they share and ``base`` the error handling. Commands are imported only when invoked, so
 ``bpestore --help`` and a query load neither the trainer nor the encoder.
 
 To add a command: write it as a ``click.command`` (or ``click.group(cls=BpestoreGroup)``)
@@ -59,6 +59,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
            "Remove version NAME@N (refused while extended or aliased, unless --force), or alias NAME@ALIAS."),
     "import": ("exchange", "import_group", "Import a tokenizer made elsewhere as a new version."),
     "export": ("exchange", "export", "Write version REF in another tokenizer's file format."),
+    "copy": ("transfer", "copy",
+             "Copy version REF (or the version a pack FILE holds) and its parents into another store."),
+    "pack": ("transfer", "pack", "Write version REF and its parents as one file that copy, --db and open take."),
     "serve": ("web", "serve",
               "Serve a read-only web view of the store: versions, training progress, a token playground."),
 }

@@ -55,10 +55,11 @@ VERSION_INFOS = (
     "SELECT versions.id, tokenizers.name, versions.number, versions.status, versions.source, "
     "(SELECT count(*) FROM tokens WHERE tokens.version_id = versions.id), "
     "(SELECT count(*) FROM merges WHERE merges.version_id = versions.id), "
-    "versions.target_vocab_size, versions.target_merges, corpora.name, versions.parent_id, "
+    "versions.target_vocab_size, versions.target_merges, COALESCE(corpora.name, versions.corpus_name), "
+    "versions.parent_id, "
     "parent_tokenizer.name, parent.number, versions.spec, versions.min_frequency, versions.max_token_length, "
     "versions.corpus_digest, versions.fingerprint, versions.created_at, versions.updated_at, "
-    "versions.corpus_generation "
+    "versions.corpus_generation, versions.corpus_name "
     "FROM versions JOIN tokenizers ON tokenizers.id = versions.tokenizer_id "
     "LEFT JOIN corpora ON corpora.id = versions.corpus_id "
     "LEFT JOIN versions AS parent ON parent.id = versions.parent_id "
@@ -206,7 +207,7 @@ class VersionReads:
             parent=None if v[10] is None else f"{v[11]}@{v[12]}", spec=TokenizerSpec.from_json(v[13]),
             min_frequency=v[14], max_token_length=v[15], corpus_digest=v[16], fingerprint=v[17],
             created_at=moment(v[18]), updated_at=moment(v[19]), aliases=tuple(aliases_of.get(v[0], ())),
-            corpus_generation=v[20]) for v in rows]
+            corpus_generation=v[20], without_counts=v[21] is not None) for v in rows]
 
     def snapshot_row(self, version_id: int) -> SnapshotRow | None:
         """A complete version's stored snapshot, unchecked; None where it has none

@@ -116,8 +116,11 @@ versions = Table(
     Column("fingerprint", String(64), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
-    # Last, where revision 0003 added it: a new store's columns are in the migrated order.
+    # Last, where revisions 0003 and 0005 added them: a new store's columns are in the migrated order.
     Column("corpus_generation", Integer, nullable=True),  # the generation it was trained on
+    # A version copied from another store without the counts it was trained on: the
+    # name of that corpus, whose counts stayed there (corpus_id is NULL; revision 0005).
+    Column("corpus_name", String(200), nullable=True),
     UniqueConstraint("tokenizer_id", "number"),
 )
 

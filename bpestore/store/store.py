@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from ..errors import BpestoreError, DatabaseError, ReadOnlyError
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..encoder import Tokenizer
     from ..ingest import IngestTuning
     from ..records import (
+        Copied,
         CorpusInfo,
         EncodingStats,
         Explanation,
@@ -122,7 +123,37 @@ def _lock_given_up(exc: SQLAlchemyError) -> str | None:
     return f"a PostgreSQL lock ({context or statement.split(chr(10))[0][:80]})"
 
 
-class Store:
+class Transfers:
+    """The calls of Store that move versions between stores (the work is store/transfer.py's)."""
+
+    def copy(self, ref: str | None, to: str | Path | Store, *, with_counts: bool = False,
+             as_name: str | None = None, aliases: bool = False) -> Copied:
+        """Copy version ``ref`` and its parents into the store ``to`` (a path, a URL
+        or a Store), in one transaction there: tokens, merges, spec, fingerprint,
+        status, names and numbers (``as_name``: under another tokenizer name), with
+        ``aliases`` their aliases; with ``with_counts`` the corpus generations they
+        pin, so that verify and resume work there. ``ref`` None: the one version
+        this store holds (a pack). Fingerprints and snapshots are checked first
+        (``DamagedDataError``, nothing written); what is there already is used, a
+        clash refused (``ConflictError``).
+
+        >>> store.copy("en@3", "postgresql+psycopg://host/db", with_counts=True)  # doctest: +SKIP
+        """
+        from .transfer import copy
+
+        return copy(cast("Store", self), ref, to, with_counts=with_counts, as_name=as_name, aliases=aliases)
+
+    def pack(self, ref: str, out: str | Path, *, with_counts: bool = False, force: bool = False) -> Path:
+        """Write version ``ref`` and its parents (with ``with_counts`` the corpus
+        generations they pin) as one file, a small SQLite store that ``copy``,
+        ``--db FILE`` and ``bpestore.open(FILE, read_only=True)`` take; whole or not
+        at all, an existing file replaced only with ``force``."""
+        from .transfer import pack
+
+        return pack(cast("Store", self), ref, out, with_counts=with_counts, force=force)
+
+
+class Store(Transfers):
     """A bpestore database (SQLite path or SQLAlchemy URL).
 
     ``read_only=True``: the store refuses every write (``ReadOnlyError``), and so

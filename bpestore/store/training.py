@@ -293,6 +293,10 @@ def pinned_rows(conn: Connection, v: VersionInfo) -> Iterator[tuple[bytes, int]]
 
 def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | None, str]:
     """The corpus id, generation (None: the newest) and digest of the counts ``v`` trains on."""
+    if v.without_counts:
+        raise ConflictError(f"{v.ref} was copied here without the word counts of {v.corpus_ref}, which it was "
+                            "trained on (they stayed in the store it came from); verify or resume it there, "
+                            "or copy it here again with its counts (bpestore copy --with-counts)")
     if v.corpus is None:
         raise InvalidArgumentError(f"{v.ref} was imported ({v.source}); it has no corpus to train on")
     corpus_id = repository.corpus_id(conn, v.corpus)
