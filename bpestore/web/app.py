@@ -39,7 +39,8 @@ GREP_TIMEOUT = 2.0  # seconds a vocab --grep may take
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-PAGES = {"/": "versions.html", "/version": "version.html", "/playground": "playground.html", "/diff": "diff.html"}
+PAGES = {"/": "versions.html", "/version": "version.html", "/playground": "playground.html", "/diff": "diff.html",
+         "/token": "token.html", "/corpora": "corpora.html", "/corpus": "corpus.html"}
 
 log = logging.getLogger("bpestore.web")
 
@@ -164,9 +165,51 @@ def api_show(store: Store, p: Params) -> Any:
 
 
 def api_vocab(store: Store, p: Params) -> Any:
+    if p.opt("order") is not None or p.opt("start") is not None:
+        return vocab_page(store, p)
     tokens = store.vocab(p.need("ref"), grep=p.opt("grep"), prefix=p.opt("prefix"), longest=p.num("longest"),
                          limit=p.num("limit"), timeout=GREP_TIMEOUT)
     return [t.to_dict() for t in tokens]
+
+
+VOCAB_ORDERS = ("id", "rank", "newest", "longest")
+VOCAB_PAGE = 100
+_whole_vocab: dict[str, list[Any]] = {}  # a complete version's tokens, for paging (one version kept)
+_whole_vocab_lock = threading.Lock()
+
+
+def vocab_page(store: Store, p: Params) -> Any:
+    """A page of ``vocab`` (web only; the CLI lists all): ``order`` id, rank (the
+    merge that made it; base tokens last), newest (latest merge first) or longest;
+    ``start`` the first of ``limit`` (default 100) in that order, after ``grep`` and ``prefix``."""
+    ref, order = p.need("ref"), p.opt("order", "id") or "id"
+    if order not in VOCAB_ORDERS:
+        raise RequestError(400, f"parameter 'order' is one of {', '.join(VOCAB_ORDERS)}, not {order!r}")
+    if p.num("longest") is not None:
+        raise RequestError(400, "longest lists the longest tokens; with order and start, use order=longest")
+    start, limit = p.num("start", 0) or 0, p.num("limit", VOCAB_PAGE, high=10_000)
+    grep, prefix = p.opt("grep"), p.opt("prefix")
+    version = store.version(ref)
+    if grep or prefix or version.status != "complete":
+        tokens = store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_TIMEOUT)
+    else:
+        key = f"{version.ref} {version.fingerprint}"  # a complete version never changes
+        with _whole_vocab_lock:
+            tokens = _whole_vocab.get(key) or []
+        if not tokens:
+            tokens = store.vocab(version.ref)
+            with _whole_vocab_lock:
+                _whole_vocab.clear()
+                _whole_vocab[key] = tokens
+    none_last = 2**62
+    keys: dict[str, Callable[[Any], Any]] = {
+        "id": lambda t: t.id,
+        "rank": lambda t: (none_last if t.rank is None else t.rank, t.id),
+        "newest": lambda t: (-1 if t.rank is None else -t.rank, t.id),
+        "longest": lambda t: (-len(t.data), t.id),
+    }
+    ranked = tokens if order == "id" else sorted(tokens, key=keys[order])
+    return [t.to_dict() for t in ranked[start:start + (limit if limit is not None else VOCAB_PAGE)]]
 
 
 def api_merges(store: Store, p: Params) -> Any:
@@ -183,7 +226,19 @@ def api_token(store: Store, p: Params) -> Any:
 
 
 def api_diff(store: Store, p: Params) -> Any:
-    return store.diff(p.need("a"), p.need("b"))
+    d = store.diff(p.need("a"), p.need("b"))
+    if p.opt("start") is None and p.opt("limit") is None:
+        return d
+    return diff_page(d, p.num("start", 0) or 0, p.num("limit", 100) or 0)
+
+
+def diff_page(d: dict[str, Any], start: int, limit: int) -> dict[str, Any]:
+    """A page of a diff's long lists (web only; the CLI's --json has them whole):
+    ``changed_ids``, ``only_a`` and ``only_b`` from ``start``, ``limit`` of each, and
+    ``counts``, each list's whole length."""
+    lists = ("changed_ids", "only_a", "only_b")
+    return {**d, **{k: d[k][start:start + limit] for k in lists},
+            "counts": {k: len(d[k]) for k in lists}, "start": start, "limit": limit}
 
 
 def api_explain(store: Store, p: Params) -> Any:
@@ -237,6 +292,9 @@ class Encoder:
     def __call__(self, store: Store, p: Params) -> Any:
         ref, text = p.need("ref"), p.text()
         tok = store.tokenizer(ref)  # cached; its name is the version's NAME@N
+        if p.flag("compact"):
+            with self.lock:
+                return compact_encoding(tok, text)
         with self.lock:
             spans: list[tuple[int, int]] | list[tuple[None, None]]
             try:
@@ -249,6 +307,16 @@ class Encoder:
         n_bytes = len(text.encode("utf-8", "surrogatepass"))
         return {"ref": tok.name, "ids": ids, "tokens": tokens, "count": len(ids), "bytes": n_bytes,
                 "characters": len(text), "bytes_per_token": round(n_bytes / len(ids), 4) if ids else None}
+
+
+def compact_encoding(tok: Any, text: str) -> dict[str, Any]:
+    """What the playground draws, a third of the full answer's size: the ids and, beside
+    them, each token's text (``token_text``); no places in the text."""
+    ids = tok.encode(text, allowed_special="all")
+    texts = [token_text(tok.decode_single_token_bytes(i)) for i in ids]
+    n_bytes = len(text.encode("utf-8", "surrogatepass"))
+    return {"ref": tok.name, "ids": ids, "texts": texts, "count": len(ids), "bytes": n_bytes,
+            "characters": len(text), "bytes_per_token": round(n_bytes / len(ids), 4) if ids else None}
 
 
 def api_progress(store: Store, p: Params) -> Any:
@@ -267,18 +335,26 @@ def api_curve(store: Store, p: Params) -> Any:
     if p.opt("text") is None:
         from .. import sample_path
 
-        return store.chart(ref, sample_path(), points=points).to_dict()
-    return store.chart(ref, text=p.text(), points=points).to_dict()
+        chart = store.chart(ref, sample_path(), points=points).to_dict()
+    else:
+        chart = store.chart(ref, text=p.text(), points=points).to_dict()
+    return chart if p.flag("per_rank") or p.opt("per_rank") is None else drawn_only(chart)
+
+
+def drawn_only(chart: dict[str, Any]) -> dict[str, Any]:
+    """A chart without its per-rank lists (``merge_counts``, ``merge_uses``: one number a
+    merge, 50,000 on GPT-2), which the version page does not draw (``per_rank=0``)."""
+    return {k: v for k, v in chart.items() if k not in ("merge_counts", "merge_uses")}
 
 
 Endpoint = Callable[[Store, Params], Any]
 API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "versions": (("name",), api_versions),
     "show": (("ref",), api_show),
-    "vocab": (("ref", "grep", "prefix", "longest", "limit"), api_vocab),
+    "vocab": (("ref", "grep", "prefix", "longest", "limit", "order", "start"), api_vocab),
     "merges": (("ref", "start", "limit"), api_merges),
     "token": (("ref", "token", "id"), api_token),
-    "diff": (("a", "b"), api_diff),
+    "diff": (("a", "b", "start", "limit"), api_diff),
     "explain": (("ref", "text"), api_explain),
     "lineage": (("name",), api_lineage),
     "corpora": ((), api_corpora),
@@ -286,9 +362,9 @@ API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "corpus_log": (("name",), api_corpus_log),
     "corpus_diff": (("a", "b", "limit"), api_corpus_diff),
     "stats": (("ref", "text"), api_stats),
-    "encode": (("ref", "text"), Encoder()),
+    "encode": (("ref", "text", "compact"), Encoder()),
     "progress": (("ref", "last"), api_progress),
-    "curve": (("ref", "text", "points"), api_curve),
+    "curve": (("ref", "text", "points", "per_rank"), api_curve),
 }
 
 
@@ -361,8 +437,19 @@ class Guard:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 404 and not request.url.path.startswith("/api/"):
+        return not_found_page()
     detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
     return error_response(status, str(detail))
+
+
+def not_found_page() -> Response:
+    """The HTML page for an unknown address outside the API (the API answers JSON)."""
+    return FileResponse(STATIC / "404.html", status_code=404, media_type="text/html; charset=utf-8")
+
+
+async def favicon(request: Request) -> Response:
+    return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
@@ -381,6 +468,7 @@ def build_app(store_url: str | None, *, allowed_hosts: Iterable[str] = ()) -> St
     routes: list[Any] = [Route(f"/api/{name}", api_route(store, name, allowed, endpoint), methods=["GET", "POST"])
                          for name, (allowed, endpoint) in API.items()]
     routes += [Route(path, page(filename), methods=["GET"]) for path, filename in PAGES.items()]
+    routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(Guard, hosts=[*LOOPBACK, *allowed_hosts])],

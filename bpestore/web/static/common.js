@@ -12,11 +12,21 @@ function el(tag, props, ...children) {
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
+}
+
+// where.replaceChildren(...) without the null/false children (which it would print as "null").
+function put(where, ...children) {
+  where.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  return where;
+}
+
+class ApiError extends Error {
+  constructor(message, status) { super(message); this.status = status; }
 }
 
 async function api(name, params, body) {
@@ -28,9 +38,14 @@ async function api(name, params, body) {
   const url = "/api/" + name + (query.toString() ? "?" + query : "");
   const options = body === undefined ? {} : {
     method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
-  const response = await fetch(url, options);
+  let response;
+  try {
+    response = await fetch(url, options);
+  } catch (error) {
+    throw new ApiError("the server does not answer (is bpestore serve still running?)", 0);
+  }
   const data = await response.json().catch(() => ({error: response.statusText}));
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  if (!response.ok) throw new ApiError(data.error || response.statusText, response.status);
   return data;
 }
 
@@ -46,10 +61,37 @@ function link(path, params, text) {
   return el("a", {href: path + "?" + new URLSearchParams(params)}, text);
 }
 
+function versionLink(ref) {
+  return link("/version", {ref}, ref);
+}
+
+function corpusLink(name, generation) {
+  const ref = generation === null || generation === undefined ? name : name + "@" + generation;
+  return link("/corpus", {name: ref}, ref);
+}
+
+// "2026-11-26 13:05" in the reader's time zone; the full ISO time on hover.
+function when(iso) {
+  if (!iso) return "-";
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, "0");
+  return el("time", {datetime: d.toISOString(), title: d.toISOString()},
+    d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()));
+}
+
+function duration(seconds) {
+  if (seconds === null || seconds === undefined || !isFinite(seconds)) return "-";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 90) return s + " s";
+  if (s < 90 * 60) return Math.round(s / 60) + " min";
+  if (s < 36 * 3600) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(1) + " days";
+}
+
 function nav(current) {
-  const pages = [["/", "Versions"], ["/playground", "Playground"], ["/diff", "Diff"]];
-  const bar = el("nav", {}, el("span", {className: "brand", text: "bpestore"}),
-    pages.map(([href, label]) => el("a", {href, className: href === current ? "current" : null}, label)));
+  const pages = [["/", "Registry"], ["/corpora", "Corpora"], ["/playground", "Playground"], ["/diff", "Diff"]];
+  const bar = el("nav", {"aria-label": "bpestore"}, el("span", {className: "brand", text: "bpestore"}),
+    pages.map(([href, label]) => el("a", {href, "aria-current": href === current ? "page" : null}, label)));
   document.body.prepend(bar);
 }
 
@@ -57,8 +99,197 @@ function showError(where, error) {
   where.replaceChildren(el("p", {className: "error", role: "alert"}, String(error.message || error)));
 }
 
-function tokenClass(id) {
-  return "tok tok-c" + (Number(id) % 8);
+function loading(where) {
+  where.replaceChildren(el("p", {className: "muted", role: "status"}, "Loading…"));
+}
+
+// A table: `head` the column names (a name ending in "#" is a number column), `rows`
+// arrays of cells (a Node or text); the first cell of each row is its header.
+function table(head, rows, props) {
+  const numeric = head.map((h) => h.endsWith("#"));
+  const names = head.map((h) => h.replace(/#$/, ""));
+  return el("div", {className: "scroll"}, el("table", props || {},
+    el("thead", {}, el("tr", {}, names.map((h, i) => el("th", {scope: "col", className: numeric[i] ? "num" : null}, h)))),
+    el("tbody", {}, rows.map((cells) => el("tr", cells.dataset ? {dataset: cells.dataset} : {},
+      cells.map((c, i) => i === 0 && !cells.plainFirst
+        ? el("th", {scope: "row", className: numeric[i] ? "num" : null}, c)
+        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null)}, c)))))));
+}
+
+// A key/value table whose keys are row headers.
+function facts(rows) {
+  return el("div", {className: "scroll"}, el("table", {className: "info"}, el("tbody", {},
+    rows.map(([k, v]) => el("tr", {}, el("th", {scope: "row"}, k), el("td", {}, v === null || v === undefined ? "-" : v))))));
+}
+
+// Earlier / later buttons over pages of `size` items; `go(start)` loads one.
+function pager(label) {
+  const prev = el("button", {type: "button", className: "prev"}, "← earlier");
+  const next = el("button", {type: "button", className: "next"}, "later →");
+  const where = el("span", {className: "muted where", "aria-live": "polite"});
+  const box = el("div", {className: "pager", role: "group", "aria-label": label}, prev, next, where);
+  return {box, prev, next, where, show(start, shown, size, total) {
+    prev.disabled = start === 0;
+    next.disabled = total !== undefined ? start + shown >= total : shown < size;
+    where.textContent = shown ? fmt(start + 1) + "–" + fmt(start + shown) + (total !== undefined ? " of " + fmt(total) : "") : "none";
+  }};
+}
+
+// -- tokens as readable text ----------------------------------------------------------
+// Token text from the API is token_text's: valid UTF-8 as characters, any other byte as
+// \xNN (always \x80-\xff: bytes below 0x80 are valid UTF-8). A token span's textContent is
+// its characters only; whitespace and control marks and the hex of split characters are
+// drawn by CSS (::before/::after), so copying the text copies the real text.
+
+// Paul Tol's "light" colours, chosen so each pair stays apart (CIELAB distance >= 17)
+// under simulated deuteranopia, protanopia and tritanopia (Machado 2009).
+const PALETTE_SIZE = 6;
+const BYTE_ESCAPE = /\\x([89a-f][0-9a-f])/g;
+
+function tokenBytesHex(text) {
+  // The hex of a token's bytes, from its token_text form.
+  const out = [];
+  let last = 0;
+  for (const match of text.matchAll(BYTE_ESCAPE)) {
+    for (const b of new TextEncoder().encode(text.slice(last, match.index))) out.push(b.toString(16).padStart(2, "0"));
+    out.push(match[1]);
+    last = match.index + match[0].length;
+  }
+  for (const b of new TextEncoder().encode(text.slice(last))) out.push(b.toString(16).padStart(2, "0"));
+  return out;
+}
+
+const WS_MARKS = {" ": "·", "\t": "→", "\n": "↵", "\r": "←", "\u00a0": "°"};
+const CONTROL_NAMES = ["NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF", "VT", "FF", "CR", "SO", "SI",
+  "DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US"];
+
+function appendChars(node, chars, running) {
+  // Runs of ordinary characters as text; each whitespace or control character in its own
+  // span whose mark CSS draws (whitespace marks only while they are switched on).
+  let run = "";
+  for (const ch of chars) {
+    const code = ch.codePointAt(0);
+    const mark = WS_MARKS[ch] || (code < 0x20 ? CONTROL_NAMES[code] : code === 0x7f ? "DEL" : null);
+    if (mark === null) { run += ch; continue; }
+    if (run) { node.append(run); run = ""; }
+    if (ch === "\n" && !running) {  // a token on its own: its newline a mark, not a line break
+      node.append(el("span", {className: "ws nl alone", dataset: {mark}}));
+      continue;
+    }
+    const kind = WS_MARKS[ch] ? (ch === "\n" ? "ws nl" : "ws") : "ctl";
+    node.append(el("span", {className: kind, dataset: {mark}}, ch));
+  }
+  if (run) node.append(run);
+}
+
+// A token as a span: `text` in token_text form; opts.id (shown on demand and in its label);
+// opts.running: a token in running text (its newlines break the line; else they are marks).
+function tokenSpan(text, opts) {
+  const o = opts || {};
+  const span = el("span", {className: "tok", dataset: {token: text}});
+  if (o.id !== undefined && o.id !== null) span.dataset.id = o.id;
+  let last = 0, split = false;
+  for (const match of text.matchAll(BYTE_ESCAPE)) {
+    appendChars(span, text.slice(last, match.index), o.running);
+    span.append(el("span", {className: "byte", dataset: {hex: match[1]}}));
+    last = match.index + match[0].length;
+    split = true;
+  }
+  appendChars(span, text.slice(last), o.running);
+  const hex = tokenBytesHex(text).join(" ");
+  if (split) span.classList.add("split");
+  const label = (o.id !== undefined && o.id !== null ? "id " + o.id + ": " : "") + describeToken(text) +
+    (split ? " (bytes " + hex + ", part of a character)" : "");
+  span.title = label;
+  span.setAttribute("aria-label", label);
+  return span;
+}
+
+function describeToken(text) {
+  // The token as a screen reader and a tooltip say it: quoted, whitespace named.
+  const names = {" ": "space", "\t": "tab", "\n": "newline", "\r": "return"};
+  if (/^[ \t\n\r]+$/.test(text)) {
+    const parts = [];
+    for (const ch of text) {
+      if (parts.length && parts[parts.length - 1][0] === ch) parts[parts.length - 1][1]++;
+      else parts.push([ch, 1]);
+    }
+    return parts.map(([ch, n]) => (n > 1 ? n + " × " : "") + names[ch]).join(", ");
+  }
+  return "‘" + text.replace(BYTE_ESCAPE, "") + "’";
+}
+
+// Colours for a row of tokens: the id picks a colour, bumped when the token before has it,
+// so two neighbours never share one.
+function colourTokens(spans) {
+  let previous = -1;
+  for (const span of spans) {
+    let c = Number(span.dataset.id || 0) % PALETTE_SIZE;
+    if (c === previous) c = (c + 1) % PALETTE_SIZE;
+    for (let i = 0; i < PALETTE_SIZE; i++) span.classList.remove("c" + i);
+    span.classList.add("c" + c);
+    previous = c;
+  }
+  return spans;
+}
+
+// A row of token spans, one tab stop: arrow keys move between tokens, and each focused
+// token's id and bytes are announced in `info` (an aria-live element).
+function tokenRow(container, spans, info) {
+  colourTokens(spans);
+  spans.forEach((span, i) => span.setAttribute("tabindex", i === 0 ? "0" : "-1"));
+  container.replaceChildren(...spans);
+  container.setAttribute("role", "list");
+  for (const span of spans) span.setAttribute("role", "listitem");
+  if (!container.dataset.keyed) {
+    container.dataset.keyed = "1";
+    container.addEventListener("keydown", (event) => {
+      const all = [...container.querySelectorAll(":scope > .tok")];
+      const at = all.indexOf(document.activeElement);
+      if (at < 0) return;
+      const to = {ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: all.length - 1}[event.key];
+      if (to === undefined || to < 0 || to >= all.length) return;
+      event.preventDefault();
+      all[at].setAttribute("tabindex", "-1");
+      all[to].setAttribute("tabindex", "0");
+      all[to].focus();
+    });
+    container.addEventListener("focusin", (event) => {
+      const span = event.target.closest(".tok");
+      if (span && info) info.textContent = tokenDetail(span);
+    });
+    container.addEventListener("mouseover", (event) => {
+      const span = event.target.closest(".tok");
+      if (span && info) info.textContent = tokenDetail(span);
+    });
+  }
+  return container;
+}
+
+function tokenDetail(span) {
+  const text = span.dataset.token;
+  const hex = tokenBytesHex(text);
+  return (span.dataset.id !== undefined ? "id " + span.dataset.id + " · " : "") + describeToken(text) + " · " +
+    hex.length + (hex.length === 1 ? " byte: " : " bytes: ") + hex.join(" ") +
+    (span.classList.contains("split") ? " · splits a character" : "");
+}
+
+// The display toggles (whitespace marks, ids) as checkboxes that set classes on <body>,
+// remembered in localStorage.
+function displayToggles() {
+  const box = el("span", {className: "toggles"});
+  for (const [key, label, initial] of [["marks", "whitespace marks", true], ["ids", "ids", false]]) {
+    const stored = localStorage.getItem("bpestore." + key);
+    const on = stored === null ? initial : stored === "1";
+    document.body.classList.toggle("show-" + key, on);
+    const input = el("input", {type: "checkbox", id: "toggle-" + key, checked: on ? "checked" : null});
+    input.addEventListener("change", () => {
+      document.body.classList.toggle("show-" + key, input.checked);
+      localStorage.setItem("bpestore." + key, input.checked ? "1" : "0");
+    });
+    box.append(el("label", {}, input, " " + label));
+  }
+  return box;
 }
 
 // A version select filled with the versions of the store (complete ones first).
