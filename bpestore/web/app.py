@@ -201,11 +201,10 @@ def vocab_page(store: Store, p: Params) -> Any:
             with _whole_vocab_lock:
                 _whole_vocab.clear()
                 _whole_vocab[key] = tokens
-    none_last = 2**62
-    keys: dict[str, Callable[[Any], Any]] = {
+    keys: dict[str, Callable[[Any], Any]] = {  # base tokens (no rank) last
         "id": lambda t: t.id,
-        "rank": lambda t: (none_last if t.rank is None else t.rank, t.id),
-        "newest": lambda t: (-1 if t.rank is None else -t.rank, t.id),
+        "rank": lambda t: (t.rank is None, t.rank or 0, t.id),
+        "newest": lambda t: (t.rank is None, -(t.rank or 0), t.id),
         "longest": lambda t: (-len(t.data), t.id),
     }
     ranked = tokens if order == "id" else sorted(tokens, key=keys[order])

@@ -41,13 +41,17 @@ function render(section, result) {
   section.dataset.text = input.value;
 }
 
-// Byte offsets where tokens end, from the tokens' bytes; null when the tokens do not
-// spell the text (a pre-tokenizer that drops spaces).
-function boundaries(result) {
-  const ends = new Set();
+// Each token's place in the text's bytes, "start:end"; null when the tokens do not spell
+// the text (a pre-tokenizer that drops spaces).
+function places(result) {
+  const out = [];
   let at = 0;
-  for (const text of result.texts) { at += tokenBytesHex(text).length; ends.add(at); }
-  return at === result.bytes ? ends : null;
+  for (const text of result.texts) {
+    const end = at + tokenBytesHex(text).length;
+    out.push(at + ":" + end);
+    at = end;
+  }
+  return at === result.bytes ? out : null;
 }
 
 function compareResults(sections, results) {
@@ -60,19 +64,16 @@ function compareResults(sections, results) {
     el("strong", {className: "delta", dataset: {delta: diff}}, diff === 0 ? "as many" : (diff > 0 ? fmt(diff) + " more" : fmt(-diff) + " fewer")),
     " tokens than " + sections[0].dataset.ref + " (" + fmt(b.count) + " against " + fmt(a.count) +
     (ratio === null ? "" : ", ×" + ratio.toFixed(3)) + ").");
-  const ends = results.map(boundaries);
-  if (!ends[0] || !ends[1]) return;
+  const cuts = results.map(places);
+  if (!cuts[0] || !cuts[1]) return;
   let differing = 0;
   results.forEach((result, i) => {
-    const other = ends[1 - i];
-    let start = 0;
+    const other = new Set(cuts[1 - i]);
     const spans = sections[i].querySelectorAll(".tokens > .tok");
-    result.texts.forEach((text, k) => {
-      const end = start + tokenBytesHex(text).length;
-      const same = other.has(end) && (start === 0 || other.has(start));
+    cuts[i].forEach((place, k) => {
+      const same = other.has(place);
       spans[k].classList.toggle("differs", !same);
       if (!same && i === 0) differing++;
-      start = end;
     });
   });
   line.append(" " + fmt(differing) + " tokens of " + sections[0].dataset.ref + " are split otherwise (underlined).");

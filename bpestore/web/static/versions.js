@@ -106,7 +106,7 @@ function buildTree(children) {
 // replaced (found again by its row and its href or text).
 function keepingFocus(change) {
   const focused = document.activeElement;
-  const li = focused && focused !== document.body ? focused.closest("li.version") : null;
+  const li = focused && focused !== document.body ? focused.closest("#versions li.version") : null;
   change();
   if (!li || document.activeElement === focused) return;
   if (focused.isConnected) { focused.focus(); return; }  // moved with its row
@@ -180,7 +180,7 @@ async function drawTimeline(versions) {
     const aliases = versions.flatMap((v) => v.aliases.map((a) => [v.name + "@" + a, v.ref]));
     put(where,
       events.length ? el("ol", {className: "timeline"}, events.slice(0, 100).map((e) =>
-        el("li", {className: e.kind}, when(e.at), e.node))) : el("p", {className: "muted"}, "Nothing yet."),
+        el("li", {className: "event " + e.kind}, when(e.at), e.node))) : el("p", {className: "muted"}, "Nothing yet."),
       aliases.length ? el("h3", {}, "Aliases") : null,
       aliases.length ? el("ul", {className: "aliases"}, aliases.map(([a, ref]) => el("li", {}, el("code", {}, a), " → ", versionLink(ref)))) : null,
       aliases.length ? el("p", {className: "muted"}, "The store keeps where each alias points now, not when it moved.") : null);
