@@ -138,6 +138,7 @@ def screenshot(browser, name: str, width: int = 1440, height: int = 900) -> None
         return
     (ROOT / "docs").mkdir(exist_ok=True)
     browser.set_window_size(width, height)
+    js(browser, "window.scrollTo(0, 0); document.activeElement.blur();")
     time.sleep(0.3)
     browser.save_screenshot(str(ROOT / "docs" / f"web-{name}.png"))
     browser.set_window_size(1440, 900)
@@ -251,13 +252,15 @@ def test_playground_tokens_are_readable(server, browser, db):
             distance = sum((x - y) ** 2 for x, y in zip(lab_seen(a, matrix), lab_seen(b, matrix))) ** 0.5
             assert distance > 10, (name, a, b, distance)
     # Whitespace is marked (switchable), and copying gives the real text.
-    marks = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")]"
-                        ".map((w) => [w.textContent, getComputedStyle(w, w.classList.contains('nl') ? '::before' : "
-                        "'::after').content]);")
-    assert {("\t", '"→"'), (" ", '"·"'), ("\n", '"↵"')} <= {tuple(m) for m in marks}
+    marks = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
+                        "[w.textContent, getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after')"
+                        ".content, getComputedStyle(w).backgroundImage]);")
+    assert {("\t", '"→"'), ("\n", '"↵"')} <= {tuple(m[:2]) for m in marks}
+    assert all(m[2].startswith("radial-gradient") for m in marks if m[0] == " ")  # a centred dot
     browser.find_element(By.ID, "toggle-marks").click()
-    assert js(browser, "return getComputedStyle(document.querySelector(\"section[data-ref='en@1'] .tok .ws:not(.nl)\"),"
-                       " '::after').content") == "none"
+    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
+                       "[getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after').content,"
+                       " getComputedStyle(w).backgroundImage]).every(([c, b]) => c === 'none' && b === 'none');")
     browser.find_element(By.ID, "toggle-marks").click()
     # The markup in the text stayed text: no element was made from it, nothing ran.
     assert js(browser, "return document.querySelectorAll('main img, main script').length") == 0
@@ -308,13 +311,13 @@ def test_playground_compares_two_versions(server, browser, db):
     assert json.loads(ids) == [t["id"] for t in a]
     query = js(browser, "return Object.fromEntries(new URLSearchParams(location.search));")
     assert query == {"ref": "en@2", "compare": "en@1", "text": text}
+    screenshot(browser, "playground", height=660)
     # The second pane follows the select; the markup of xss@1's tokens stays text.
     Select(browser.find_element(By.ID, "ref-b")).select_by_value("xss@1")
     wait(browser, lambda: pane_shows(browser, "xss@1", text))
     assert [(s["id"], s["token"]) for s in spans_of(browser, "xss@1")] == \
         [(t["id"], t["token"]) for t in cli_json(db, "encode", "xss@1", text, "--tokens")]
     settled(browser)
-    screenshot(browser, "playground", height=700)
     # With nothing in the URL: the version aliased prod.
     open_page(browser, f"{server}/playground")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section.pane .tokens .tok"))
@@ -334,6 +337,7 @@ def test_version_page_lists_sorts_and_pages_tokens(server, browser, db):
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".tokens-table tbody tr"))
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline"))
     settled(browser)
+    screenshot(browser, "version", height=1400)
     show = cli_json(db, "show", "en@2")
     info = dict(js(browser, "return [...document.querySelectorAll('table.info tr')]"
                             ".map((r) => [r.cells[0].textContent, r.cells[1].textContent]);"))
@@ -377,7 +381,6 @@ def test_version_page_lists_sorts_and_pages_tokens(server, browser, db):
     label = browser.find_element(By.CSS_SELECTOR, "#curve svg").get_attribute("aria-label")
     assert f"to {plot['curve'][-1]['bytes_per_token']:.3f}" in label
     assert len(browser.find_elements(By.CSS_SELECTOR, "#curve figure tbody tr")) == len(plot["curve"])
-    screenshot(browser, "version")
     browser.find_element(By.ID, "curve-text").send_keys("The Count smiled. Welcome to my house! " * 20)
     browser.find_element(By.CSS_SELECTOR, "#curve-form label input[value='en@1']").click()  # overlay en@1
     browser.find_element(By.CSS_SELECTOR, "#curve-form button[type=submit]").click()

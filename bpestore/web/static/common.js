@@ -146,17 +146,26 @@ function pager(label) {
 const PALETTE_SIZE = 6;
 const BYTE_ESCAPE = /\\x([89a-f][0-9a-f])/g;
 
+const UTF8 = new TextEncoder();
+const HEX = Array.from({length: 256}, (_, b) => b.toString(16).padStart(2, "0"));
+
 function tokenBytesHex(text) {
   // The hex of a token's bytes, from its token_text form.
   const out = [];
   let last = 0;
   for (const match of text.matchAll(BYTE_ESCAPE)) {
-    for (const b of new TextEncoder().encode(text.slice(last, match.index))) out.push(b.toString(16).padStart(2, "0"));
+    for (const b of UTF8.encode(text.slice(last, match.index))) out.push(HEX[b]);
     out.push(match[1]);
     last = match.index + match[0].length;
   }
-  for (const b of new TextEncoder().encode(text.slice(last))) out.push(b.toString(16).padStart(2, "0"));
+  for (const b of UTF8.encode(text.slice(last))) out.push(HEX[b]);
   return out;
+}
+
+// How many bytes a token is, from its token_text form.
+function tokenByteLength(text) {
+  if (!text.includes("\\x")) return UTF8.encode(text).length;
+  return tokenBytesHex(text).length;
 }
 
 const WS_MARKS = {" ": "·", "\t": "→", "\n": "↵", "\r": "←", "\u00a0": "°"};
@@ -164,20 +173,21 @@ const CONTROL_NAMES = ["NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "
   "DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US"];
 
 function appendChars(node, chars, running) {
-  // Runs of ordinary characters as text; each whitespace or control character in its own
-  // span whose mark CSS draws (whitespace marks only while they are switched on).
   let run = "";
   for (const ch of chars) {
     const code = ch.codePointAt(0);
-    const mark = WS_MARKS[ch] || (code < 0x20 ? CONTROL_NAMES[code] : code === 0x7f ? "DEL" : null);
-    if (mark === null) { run += ch; continue; }
+    const mark = code < 0x21 || code === 0x7f || code === 0xa0 ? WS_MARKS[ch] || (code === 0x7f ? "DEL" : CONTROL_NAMES[code]) : null;
+    if (mark === null || mark === undefined) { run += ch; continue; }
     if (run) { node.append(run); run = ""; }
+    const span = document.createElement("span");
     if (ch === "\n" && !running) {  // a token on its own: its newline a mark, not a line break
-      node.append(el("span", {className: "ws nl alone", dataset: {mark}}));
-      continue;
+      span.className = "ws nl alone";
+    } else {
+      span.className = WS_MARKS[ch] ? (ch === "\n" ? "ws nl" : ch === " " ? "ws sp" : "ws") : "ctl";
+      span.textContent = ch;
     }
-    const kind = WS_MARKS[ch] ? (ch === "\n" ? "ws nl" : "ws") : "ctl";
-    node.append(el("span", {className: kind, dataset: {mark}}, ch));
+    span.dataset.mark = mark;
+    node.append(span);
   }
   if (run) node.append(run);
 }
@@ -186,20 +196,30 @@ function appendChars(node, chars, running) {
 // opts.running: a token in running text (its newlines break the line; else they are marks).
 function tokenSpan(text, opts) {
   const o = opts || {};
-  const span = el("span", {className: "tok", dataset: {token: text}});
-  if (o.id !== undefined && o.id !== null) span.dataset.id = o.id;
-  let last = 0, split = false;
-  for (const match of text.matchAll(BYTE_ESCAPE)) {
-    appendChars(span, text.slice(last, match.index), o.running);
-    span.append(el("span", {className: "byte", dataset: {hex: match[1]}}));
-    last = match.index + match[0].length;
-    split = true;
+  const span = document.createElement("span");
+  span.className = "tok";
+  span.dataset.token = text;
+  const hasId = o.id !== undefined && o.id !== null;
+  if (hasId) span.dataset.id = o.id;
+  let split = false;
+  if (text.includes("\\x")) {
+    let last = 0;
+    for (const match of text.matchAll(BYTE_ESCAPE)) {
+      appendChars(span, text.slice(last, match.index), o.running);
+      const byte = document.createElement("span");
+      byte.className = "byte";
+      byte.dataset.hex = match[1];
+      span.append(byte);
+      last = match.index + match[0].length;
+      split = true;
+    }
+    appendChars(span, text.slice(last), o.running);
+  } else {
+    appendChars(span, text, o.running);
   }
-  appendChars(span, text.slice(last), o.running);
-  const hex = tokenBytesHex(text).join(" ");
   if (split) span.classList.add("split");
-  const label = (o.id !== undefined && o.id !== null ? "id " + o.id + ": " : "") + describeToken(text) +
-    (split ? " (bytes " + hex + ", part of a character)" : "");
+  const label = (hasId ? "id " + o.id + ": " : "") + describeToken(text) +
+    (split ? " (bytes " + tokenBytesHex(text).join(" ") + ", part of a character)" : "");
   span.title = label;
   span.setAttribute("aria-label", label);
   return span;
@@ -226,8 +246,7 @@ function colourTokens(spans) {
   for (const span of spans) {
     let c = Number(span.dataset.id || 0) % PALETTE_SIZE;
     if (c === previous) c = (c + 1) % PALETTE_SIZE;
-    for (let i = 0; i < PALETTE_SIZE; i++) span.classList.remove("c" + i);
-    span.classList.add("c" + c);
+    span.className = span.className.replace(/ c\d\b/, "") + " c" + c;
     previous = c;
   }
   return spans;

@@ -47,7 +47,7 @@ function places(result) {
   const out = [];
   let at = 0;
   for (const text of result.texts) {
-    const end = at + tokenBytesHex(text).length;
+    const end = at + tokenByteLength(text);
     out.push(at + ":" + end);
     at = end;
   }

@@ -45,10 +45,13 @@ async function loadTokens() {
     const tokens = await api("vocab", {ref, order, start: tokenStart, limit: PAGE, [kind]: search || null});
     tokenPager.show(tokenStart, tokens.length, PAGE);
     const spans = tokens.map((t) => tokenSpan(t.token, {id: t.id}));
+    if (!tokens.length) {
+      put(where, el("p", {className: "muted"}, search ? "No token matches." : "No tokens here."));
+      return;
+    }
     where.replaceChildren(table(["id#", "token", "bytes#", "kind", "rank#", "pair count#"],
       tokens.map((t, i) => Object.assign([tokenLink(t), spans[i], t.bytes, t.kind, t.rank === null ? "" : fmt(t.rank),
         t.count === null ? "" : fmt(t.count)], {dataset: {id: t.id}})), {className: "tokens-table"}));
-    if (!tokens.length) where.append(el("p", {className: "muted"}, search ? "No token matches." : "No tokens here."));
   } catch (error) {
     tokenPager.where.textContent = "";
     showError(where, error);
