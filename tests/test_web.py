@@ -258,27 +258,33 @@ def test_unknown_pages_are_an_html_404_and_the_api_stays_json(client):
 
 
 @pytest.mark.parametrize("order", ["id", "rank", "newest", "longest"])
-def test_vocab_pages_are_the_cli_list_sorted_and_sliced(db, client, order):
-    """order/start are the web's (the CLI lists all, by id): a page is the CLI's list,
-    sorted here, sliced."""
+def test_vocab_pages_are_the_cli_order_and_start(db, client, order):
+    """A page of tokens is ``vocab --order --start --limit --json``, which is the whole
+    list sorted (here, independently) and sliced."""
     whole = cli_json(db, "vocab", "en@2")
     keys = {"id": lambda t: t["id"], "rank": lambda t: (t["rank"] is None, t["rank"] or 0, t["id"]),
             "newest": lambda t: (t["rank"] is None, -(t["rank"] or 0), t["id"]),
             "longest": lambda t: (-t["bytes"], t["id"])}
     ranked = sorted(whole, key=keys[order])
-    assert ok(client, "/api/vocab", ref="en@2", order=order, start="0", limit="30") == ranked[:30]
-    assert ok(client, "/api/vocab", ref="en@2", order=order, start="420") == ranked[420:520]
+    first = ok(client, "/api/vocab", ref="en@2", order=order, start="0", limit="30")
+    assert first == ranked[:30] == cli_json(db, "vocab", "en@2", "--order", order, "--limit", "30")
+    later = ok(client, "/api/vocab", ref="en@2", order=order, start="420")  # 100 unless told
+    assert later == ranked[420:520] == cli_json(db, "vocab", "en@2", "--order", order, "--start", "420",
+                                                "--limit", "100")
     found = sorted(cli_json(db, "vocab", "en@2", "--grep", "^ [a-z]"), key=keys[order])
-    assert ok(client, "/api/vocab", ref="en@2", order=order, grep="^ [a-z]", start="5", limit="10") == found[5:15]
+    assert ok(client, "/api/vocab", ref="en@2", order=order, grep="^ [a-z]", start="5", limit="10") == found[5:15] \
+        == cli_json(db, "vocab", "en@2", "--grep", "^ [a-z]", "--order", order, "--start", "5", "--limit", "10")
     prefixed = sorted(cli_json(db, "vocab", "en@2", "--prefix", " th"), key=keys[order])
     assert ok(client, "/api/vocab", ref="en@2", order=order, prefix=" th") == prefixed[:100]
 
 
-def test_vocab_page_mistakes(client):
+def test_vocab_page_mistakes(db, client):
     bad = client.get("/api/vocab", params={"ref": "en@1", "order": "size"})
     assert bad.status_code == 400 and "'order' is one of id, rank, newest, longest" in bad.json()["error"]
     both = client.get("/api/vocab", params={"ref": "en@1", "order": "id", "longest": "5"})
-    assert both.status_code == 400
+    assert both.status_code == 400 and "order=longest" in both.json()["error"]
+    result = CliRunner().invoke(cli, ["--db", db, "vocab", "en@1", "--order", "id", "--longest", "5"])
+    assert result.exit_code == 2 and "--order longest" in result.stderr
 
 
 def test_diff_pages_are_slices_of_the_cli_diff(db, client):

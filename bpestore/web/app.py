@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
-from ..queries import token_text
+from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..store import Store
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -173,22 +173,20 @@ def api_vocab(store: Store, p: Params) -> Any:
     return [t.to_dict() for t in tokens]
 
 
-VOCAB_ORDERS = ("id", "rank", "newest", "longest")
 VOCAB_PAGE = 100
 _whole_vocab: dict[str, list[Any]] = {}  # a complete version's tokens, for paging (one version kept)
 _whole_vocab_lock = threading.Lock()
 
 
 def vocab_page(store: Store, p: Params) -> Any:
-    """A page of ``vocab`` (web only; the CLI lists all): ``order`` id, rank (the
-    merge that made it; base tokens last), newest (latest merge first) or longest;
-    ``start`` the first of ``limit`` (default 100) in that order, after ``grep`` and ``prefix``."""
+    """``vocab --order O --start S --limit L --json`` (``limit`` 100 unless given): a page
+    of the version's tokens (after ``grep`` and ``prefix``) in that order."""
     ref, order = p.need("ref"), p.opt("order", "id") or "id"
-    if order not in VOCAB_ORDERS:
-        raise RequestError(400, f"parameter 'order' is one of {', '.join(VOCAB_ORDERS)}, not {order!r}")
+    if order not in TOKEN_ORDERS:
+        raise RequestError(400, f"parameter 'order' is one of {', '.join(TOKEN_ORDERS)}, not {order!r}")
     if p.num("longest") is not None:
-        raise RequestError(400, "longest lists the longest tokens; with order and start, use order=longest")
-    start, limit = p.num("start", 0) or 0, p.num("limit", VOCAB_PAGE, high=10_000)
+        raise RequestError(400, "longest is an order of its own: give order=longest instead")
+    start, limit = p.num("start", 0) or 0, p.num("limit", VOCAB_PAGE)
     grep, prefix = p.opt("grep"), p.opt("prefix")
     version = store.version(ref)
     if grep or prefix or version.status != "complete":
@@ -202,13 +200,7 @@ def vocab_page(store: Store, p: Params) -> Any:
             with _whole_vocab_lock:
                 _whole_vocab.clear()
                 _whole_vocab[key] = tokens
-    keys: dict[str, Callable[[Any], Any]] = {  # base tokens (no rank) last
-        "id": lambda t: t.id,
-        "rank": lambda t: (t.rank is None, t.rank or 0, t.id),
-        "newest": lambda t: (t.rank is None, -(t.rank or 0), t.id),
-        "longest": lambda t: (-len(t.data), t.id),
-    }
-    ranked = tokens if order == "id" else sorted(tokens, key=keys[order])
+    ranked = order_tokens(tokens, order)
     return [t.to_dict() for t in ranked[start:start + (limit if limit is not None else VOCAB_PAGE)]]
 
 
