@@ -252,10 +252,41 @@ function colourTokens(spans) {
   return spans;
 }
 
+// In running text, the tokens that each hold part of a character: each is told which
+// character the run of them spells (its label and tooltip), e.g. ‘ï’ from c3 + af.
+const UTF8_FATAL = new TextDecoder("utf-8", {fatal: true});
+
+function nameSplitCharacters(spans) {
+  let run = [], bytes = [];
+  const finish = () => {
+    if (run.length) {
+      let chars = "";
+      try { chars = UTF8_FATAL.decode(new Uint8Array(bytes)); } catch (error) { chars = ""; }
+      for (const span of run) {
+        if (!chars) continue;
+        span.dataset.chars = chars;
+        const label = span.getAttribute("aria-label") + ": with its neighbours, ‘" + chars + "’";
+        span.setAttribute("aria-label", label);
+        span.title = label;
+      }
+    }
+    run = [];
+    bytes = [];
+  };
+  for (const span of spans) {
+    if (!span.classList.contains("split")) { finish(); continue; }
+    run.push(span);
+    for (const hex of tokenBytesHex(span.dataset.token)) bytes.push(parseInt(hex, 16));
+    try { UTF8_FATAL.decode(new Uint8Array(bytes)); finish(); } catch (error) { /* the character goes on */ }
+  }
+  finish();
+}
+
 // A row of token spans, one tab stop: arrow keys move between tokens, and each focused
 // token's id and bytes are announced in `info` (an aria-live element).
 function tokenRow(container, spans, info) {
   colourTokens(spans);
+  nameSplitCharacters(spans);
   spans.forEach((span, i) => span.setAttribute("tabindex", i === 0 ? "0" : "-1"));
   container.replaceChildren(...spans);
   container.setAttribute("role", "list");
@@ -290,7 +321,7 @@ function tokenDetail(span) {
   const hex = tokenBytesHex(text);
   return (span.dataset.id !== undefined ? "id " + span.dataset.id + " · " : "") + describeToken(text) + " · " +
     hex.length + (hex.length === 1 ? " byte: " : " bytes: ") + hex.join(" ") +
-    (span.classList.contains("split") ? " · splits a character" : "");
+    (span.classList.contains("split") ? " · part of a character" + (span.dataset.chars ? ": ‘" + span.dataset.chars + "’" : "") : "");
 }
 
 // The display toggles (whitespace marks, ids) as checkboxes that set classes on <body>,
