@@ -172,8 +172,8 @@ async function drawTimeline(versions) {
     logs.forEach((log) => {
       for (const g of log) {
         events.push({at: g.generated_at || g.created_at, kind: "generation", node: [corpusLink(g.name, g.generation),
-          " generation: " + fmt(g.sources_added) + (g.sources_added === 1 ? " source" : " sources") + " added, " +
-          fmt(g.n_words) + " words"]});
+          ": " + fmt(g.sources_added) + (g.sources_added === 1 ? " source" : " sources") + " added (" +
+          fmt(g.n_words) + " words in all)"]});
       }
     });
     events.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
