@@ -56,9 +56,13 @@ def _first_render(driver, url: str, selector: str) -> tuple[float, int]:
         time.sleep(0.005)
     drawn = driver.execute_async_script("const done = arguments[arguments.length - 1];"
                                         "requestAnimationFrame(() => setTimeout(() => done(performance.now()), 0));")
-    largest = driver.execute_script("return Math.max(0, ...performance.getEntriesByType('resource')"
-                                    ".map((r) => r.decodedBodySize));")
-    return drawn / 1000, int(largest)
+    return drawn / 1000, _largest_answer(driver)
+
+
+def _largest_answer(driver) -> int:
+    """The largest API answer the page fetched (bytes of its body)."""
+    return int(driver.execute_script("return Math.max(0, ...performance.getEntriesByType('resource')"
+                                     ".filter((r) => r.name.includes('/api/')).map((r) => r.decodedBodySize));"))
 
 
 def _playground_update(driver, base: str, text: str) -> tuple[float, int]:
@@ -71,9 +75,7 @@ def _playground_update(driver, base: str, text: str) -> tuple[float, int]:
         "document.getElementById('text').value = arguments[0];"
         "const t = performance.now();"  # the answer drawn: its layout and paint included
         "update().then(() => requestAnimationFrame(() => setTimeout(() => done(performance.now() - t), 0)));", text)
-    size = driver.execute_script("return Math.max(0, ...performance.getEntriesByType('resource')"
-                                 ".map((r) => r.decodedBodySize));")
-    return took / 1000, int(size)
+    return took / 1000, _largest_answer(driver)
 
 
 def web_pages(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str:
@@ -101,24 +103,27 @@ def web_pages(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str
             time.sleep(0.1)
         rows = []
         for path, selector in PAGES:
-            _first_render(driver, base + path, selector)  # warm: the tokenizer and vocabulary caches
+            first = _first_render(driver, base + path, selector)  # the server's caches filled here
             measured = [_first_render(driver, base + path, selector) for _ in range(runs)]
             seconds = statistics.median(m[0] for m in measured)
-            largest = max(m[1] for m in measured)
-            rows.append([f"first render `{path}`", f"{1000 * seconds:.0f}", "500",
+            largest = max(m[1] for m in [first, *measured])
+            rows.append([f"first render `{path}`", f"{1000 * first[0]:.0f}", f"{1000 * seconds:.0f}", "500",
                          f"{largest / 1000:.1f}", "ok" if seconds <= 0.5 and largest <= 100_000 else "OVER"])
-        _playground_update(driver, base, ten_kb)
+        first = _playground_update(driver, base, ten_kb)
         measured = [_playground_update(driver, base, ten_kb) for _ in range(runs)]
         seconds = statistics.median(m[0] for m in measured)
-        largest = max(m[1] for m in measured)
-        rows.append([f"playground update, {len(ten_kb.encode()):,} bytes of `{corpus_name}`", f"{1000 * seconds:.0f}",
-                     "200", f"{largest / 1000:.1f}", "ok" if seconds <= 0.2 and largest <= 100_000 else "OVER"])
+        largest = max(m[1] for m in [first, *measured])
+        rows.append([f"playground update, {len(ten_kb.encode()):,} bytes of `{corpus_name}` (drawn)",
+                     f"{1000 * first[0]:.0f}", f"{1000 * seconds:.0f}", "200", f"{largest / 1000:.1f}",
+                     "ok" if seconds <= 0.2 and largest <= 100_000 else "OVER"])
     finally:
         driver.quit()
         server.terminate()
         server.wait(10)
-    return (f"## Web pages on GPT-2 in headless Chromium (medians of {runs} runs after one warm-up)\n\n"
-            + markdown_table(["what", "median (ms)", "budget (ms)", "largest response (KB)", "within budget"], rows))
+    return (f"## Web pages on GPT-2 in headless Chromium (the first visit after the server started, "
+            f"then the median of {runs})\n\n"
+            + markdown_table(["what", "first visit (ms)", "median (ms)", "budget (ms)", "largest API answer (KB)",
+                              "median within budget"], rows))
 
 
 SUITES = {"web-pages": web_pages}

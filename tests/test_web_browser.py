@@ -212,7 +212,7 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
 def spans_of(browser, ref: str) -> list[dict]:
     return js(browser, "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens > .tok`)]"
                        ".map((s) => ({id: Number(s.dataset.id), token: s.dataset.token, text: s.textContent, "
-                       "split: s.classList.contains('split'), label: s.getAttribute('aria-label'), "
+                       "split: s.classList.contains('split'), label: labelToken(s).getAttribute('aria-label'), "
                        "colour: getComputedStyle(s).backgroundColor, differs: s.classList.contains('differs')}));", ref)
 
 
@@ -286,8 +286,10 @@ def test_playground_tokens_are_readable(server, browser, db):
     first = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens > .tok")
     first.send_keys(Keys.ARROW_RIGHT)
     focused = js(browser, "return [document.activeElement.dataset.id, "
-                          "document.querySelector(\"section[data-ref='en@1'] .tokinfo\").textContent];")
+                          "document.querySelector(\"section[data-ref='en@1'] .tokinfo\").textContent,"
+                          "document.activeElement.getAttribute('aria-label')];")
     assert focused[0] == str(expected[1]["id"]) and focused[1].startswith(f"id {expected[1]['id']} · ")
+    assert focused[2].startswith(f"id {expected[1]['id']}: ")  # named for a screen reader as it gets focus
     assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .tok\")]"
                        ".filter((s) => s.tabIndex === 0).length") == 1
     browser.find_element(By.ID, "toggle-ids").click()

@@ -218,10 +218,23 @@ function tokenSpan(text, opts) {
     appendChars(span, text, o.running);
   }
   if (split) span.classList.add("split");
-  const label = (hasId ? "id " + o.id + ": " : "") + describeToken(text) +
-    (split ? " (bytes " + tokenBytesHex(text).join(" ") + ", part of a character)" : "");
+  if (!o.running) labelToken(span);
+  return span;
+}
+
+// A token's label (screen readers) and tooltip: its id, its text, its bytes when it holds
+// part of a character. Running text (thousands of tokens) labels a token when it is
+// focused or hovered: labelling all of them up front doubled the time to draw them.
+function labelToken(span) {
+  if (span.hasAttribute("aria-label")) return span;
+  const text = span.dataset.token;
+  const split = span.classList.contains("split");
+  const label = (span.dataset.id !== undefined ? "id " + span.dataset.id + ": " : "") + describeToken(text) +
+    (split ? " (bytes " + tokenBytesHex(text).join(" ") + ", part of a character)" : "") +
+    (span.dataset.chars ? ": with its neighbours, ‘" + span.dataset.chars + "’" : "");
   span.title = label;
   span.setAttribute("aria-label", label);
+  span.setAttribute("role", "listitem");
   return span;
 }
 
@@ -262,13 +275,7 @@ function nameSplitCharacters(spans) {
     if (run.length) {
       let chars = "";
       try { chars = UTF8_FATAL.decode(new Uint8Array(bytes)); } catch (error) { chars = ""; }
-      for (const span of run) {
-        if (!chars) continue;
-        span.dataset.chars = chars;
-        const label = span.getAttribute("aria-label") + ": with its neighbours, ‘" + chars + "’";
-        span.setAttribute("aria-label", label);
-        span.title = label;
-      }
+      if (chars) for (const span of run) span.dataset.chars = chars;
     }
     run = [];
     bytes = [];
@@ -287,22 +294,23 @@ function nameSplitCharacters(spans) {
 function tokenRow(container, spans, info) {
   colourTokens(spans);
   nameSplitCharacters(spans);
-  spans.forEach((span, i) => span.setAttribute("tabindex", i === 0 ? "0" : "-1"));
+  if (spans.length) labelToken(spans[0]).setAttribute("tabindex", "0");  // roving: one token is the tab stop
   container.replaceChildren(...spans);
   container.setAttribute("role", "list");
-  for (const span of spans) span.setAttribute("role", "listitem");
   if (!container.dataset.keyed) {
     container.dataset.keyed = "1";
     container.addEventListener("keydown", (event) => {
-      const all = [...container.querySelectorAll(":scope > .tok")];
-      const at = all.indexOf(document.activeElement);
-      if (at < 0) return;
-      const to = {ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: all.length - 1}[event.key];
-      if (to === undefined || to < 0 || to >= all.length) return;
+      const at = event.target.closest(".tok");
+      if (!at || at.parentNode !== container) return;
+      const step = {ArrowRight: "next", ArrowDown: "next", ArrowLeft: "previous", ArrowUp: "previous", Home: "first", End: "last"}[event.key];
+      if (!step) return;
+      const to = step === "next" ? at.nextElementSibling : step === "previous" ? at.previousElementSibling
+        : step === "first" ? container.firstElementChild : container.lastElementChild;
+      if (!to || to === at) return;
       event.preventDefault();
-      all[at].setAttribute("tabindex", "-1");
-      all[to].setAttribute("tabindex", "0");
-      all[to].focus();
+      at.removeAttribute("tabindex");
+      labelToken(to).setAttribute("tabindex", "0");
+      to.focus();
     });
     container.addEventListener("focusin", (event) => {
       const span = event.target.closest(".tok");
@@ -310,6 +318,7 @@ function tokenRow(container, spans, info) {
     });
     container.addEventListener("mouseover", (event) => {
       const span = event.target.closest(".tok");
+      if (span) labelToken(span);
       if (span && info) info.textContent = tokenDetail(span);
     });
   }
