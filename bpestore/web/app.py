@@ -332,7 +332,7 @@ class Encoder:
 
 
 def compact_encoding(tok: Any, text: str) -> dict[str, Any]:
-    """What the playground draws, a third of the full answer's size: the ids and, beside
+    """What the playground draws, a fifth of the full answer's size: the ids and, beside
     them, each token's text (``token_text``); no places in the text."""
     ids = tok.encode(text, allowed_special="all")
     texts = [token_text(tok.decode_single_token_bytes(i)) for i in ids]
