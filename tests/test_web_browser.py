@@ -346,7 +346,7 @@ def table_rows(browser, selector: str) -> list[list[str]]:
                        " return t ? t.dataset.token : c.textContent; }));", selector)
 
 
-def test_version_page_lists_sorts_and_pages_tokens(server, browser, db):
+def test_version_page_lists_sorts_and_pages_tokens(server, browser, db, tmp_path):
     open_page(browser, f"{server}/version?ref=en@2")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".tokens-table tbody tr"))
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline"))
@@ -395,11 +395,21 @@ def test_version_page_lists_sorts_and_pages_tokens(server, browser, db):
     label = browser.find_element(By.CSS_SELECTOR, "#curve svg").get_attribute("aria-label")
     assert f"to {plot['curve'][-1]['bytes_per_token']:.3f}" in label
     assert len(browser.find_elements(By.CSS_SELECTOR, "#curve figure tbody tr")) == len(plot["curve"])
-    browser.find_element(By.ID, "curve-text").send_keys("The Count smiled. Welcome to my house! " * 20)
+    assert "Paste an evaluation text" in browser.find_element(By.ID, "score").text
+    sample = "The Count smiled. Welcome to my house! " * 20
+    browser.find_element(By.ID, "curve-text").send_keys(sample)
     browser.find_element(By.CSS_SELECTOR, "#curve-form label input[value='en@1']").click()  # overlay en@1
     browser.find_element(By.CSS_SELECTOR, "#curve-form button[type=submit]").click()
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline")) == 2)
     assert "your text" in browser.find_element(By.ID, "curve").text
+    # The score card: every complete version of the name on that text, as `stats` gives it.
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".score-card tbody tr")) == 2)
+    (tmp_path / "eval.txt").write_text(sample, encoding="utf-8")
+    stats = cli_json(db, "stats", "en@1", "en@2", "--file", str(tmp_path / "eval.txt"))
+    assert [(r[0], r[1], r[3]) for r in table_rows(browser, ".score-card")] == \
+        [(s["ref"], f"{s['tokens']:,}", f"{s['bytes_per_token']:.3f}") for s in stats]
+    one, two = stats[0]["tokens"], stats[1]["tokens"]  # en@1 against this page's en@2
+    assert table_rows(browser, ".score-card")[0][2] == f"{one - two:+,} ({(one / two - 1) * 100:.1f} %)"
     settled(browser)
 
 
@@ -439,6 +449,15 @@ def test_diff_reads_like_a_review(server, browser, db):
     assert [(r[0], r[2], r[4]) for r in rows] == [(f"{m['rank']:,}", m["text"], f"{m['count']:,}") for m in new]
     only_b = js(browser, "return [...document.querySelectorAll('.only-b .tok')].map((s) => s.dataset.token);")
     assert only_b == d["only_b"] and not browser.find_elements(By.CSS_SELECTOR, ".only-a .tok")
+    # The token count of each on a text the reader gives.
+    sample = "I could see there were men which came from the house when she said so.\n" * 5
+    js(browser, "document.getElementById('eval-text').value = arguments[0];", sample)
+    browser.find_element(By.CSS_SELECTOR, "#eval-form button[type=submit]").click()
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#eval .score-card tbody tr")) == 2)
+    counts = [len(cli_json(db, "encode", ref, sample, "--tokens")) for ref in ("en@1", "en@2")]
+    rows = table_rows(browser, "#eval .score-card")
+    assert [(r[0], r[1]) for r in rows] == [("en@1", f"{counts[0]:,}"), ("en@2", f"{counts[1]:,}")]
+    assert rows[1][2] == f"{counts[1] - counts[0]:+,} ({(counts[1] / counts[0] - 1) * 100:.1f} %)"
     screenshot(browser, "diff")
     # Two unrelated versions: spec changes as values (none as "none"), changed ids listed.
     open_page(browser, f"{server}/diff?a=en@1&b=xss@1")

@@ -351,6 +351,31 @@ function displayToggles() {
   return box;
 }
 
+// The score card of versions on a text (`stats`): bytes per token, tokens per word,
+// the share of the vocabulary used and of unknown tokens; `base` marks the row others
+// are compared with.
+async function scoreCard(where, refs, text, base) {
+  if (!text) {
+    put(where, el("p", {className: "muted"}, "Paste an evaluation text above to score " + refs.join(", ") + " on it."));
+    return;
+  }
+  loading(where);
+  try {
+    const stats = await api("stats", undefined, {ref: refs, text});
+    const first = stats.find((s) => s.ref === base) || stats[0];
+    const change = (s) => s === first || !first.tokens ? "" :
+      (s.tokens >= first.tokens ? "+" : "") + fmt(s.tokens - first.tokens) + " (" + ((s.tokens / first.tokens - 1) * 100).toFixed(1) + " %)";
+    const share = (x) => (x === null || x === undefined ? "-" : (100 * x).toFixed(2) + " %");
+    put(where, table(["version", "tokens#", "change#", "bytes/token#", "tokens/word#", "vocabulary used#", "unknown#"],
+      stats.map((s) => Object.assign([versionLink(s.ref), fmt(s.tokens), change(s), s.bytes_per_token.toFixed(3),
+        s.tokens_per_word === null ? "-" : s.tokens_per_word.toFixed(3), share(s.vocab_use), share(s.unknown_share)],
+      {dataset: {ref: s.ref}})), {className: "score-card"}),
+    el("p", {className: "muted"}, fmt(first.bytes) + " bytes, " + fmt(first.words) + " words; change: tokens against " + first.ref + "."));
+  } catch (error) {
+    showError(where, error);
+  }
+}
+
 // A version select filled with the versions of the store (complete ones first).
 async function versionSelect(select, chosen) {
   const versions = await api("versions");

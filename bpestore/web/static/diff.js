@@ -131,6 +131,11 @@ async function start() {
     history.replaceState(null, "", "?" + new URLSearchParams({a: selectA.value, b: selectB.value}));
     show(selectA.value, selectB.value);
   });
+  document.getElementById("eval-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    scoreCard(document.getElementById("eval"), [selectA.value, selectB.value], document.getElementById("eval-text").value,
+      selectA.value);
+  });
   if (a && b) show(a, b);
   else put(document.getElementById("diff"), el("p", {className: "muted"}, "Choose two versions to compare."));
 }

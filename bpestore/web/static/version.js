@@ -73,8 +73,12 @@ async function loadMerges() {
   }
 }
 
+let family = [];  // the complete versions of this version's name, oldest first
+
 async function loadCurve(event) {
   if (event) event.preventDefault();
+  scoreCard(document.getElementById("score"), family.length ? family : [ref], document.getElementById("curve-text").value,
+    version.ref);
   const where = document.getElementById("curve");
   loading(where);
   const text = document.getElementById("curve-text").value;
@@ -98,7 +102,9 @@ async function loadCurve(event) {
 }
 
 async function overlayChoices(v) {
-  const others = (await api("versions", {name: v.name})).filter((o) => o.ref !== v.ref && o.status === "complete");
+  const all = await api("versions", {name: v.name});
+  family = all.filter((o) => o.status === "complete" || o.ref === v.ref).sort((a, b) => a.number - b.number).map((o) => o.ref);
+  const others = all.filter((o) => o.ref !== v.ref && o.status === "complete");
   if (!others.length) return;
   put(document.getElementById("overlay"), el("span", {className: "muted"}, "overlay:"),
     others.map((o) => el("label", {}, el("input", {type: "checkbox", value: o.ref}), " " + o.ref)));
@@ -139,7 +145,7 @@ async function start() {
   mergePager.prev.addEventListener("click", () => { mergeStart = Math.max(0, mergeStart - PAGE); loadMerges(); });
   mergePager.next.addEventListener("click", () => { mergeStart += PAGE; loadMerges(); });
   document.getElementById("curve-form").addEventListener("submit", loadCurve);
-  overlayChoices(v).catch(() => {});
+  await overlayChoices(v).catch(() => {});
   loadCurve();
   loadTokens();
   loadMerges();
