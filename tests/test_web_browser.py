@@ -432,6 +432,13 @@ def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
     assert chips == explained["ids"]
     assert len(browser.find_elements(By.CSS_SELECTOR, "details.word")) == len(explained["words"])
     screenshot(browser, "token")
+    # By id: a token whose text is digits is still looked up as text unless "id" is chosen.
+    by_id = cli_json(db, "token", "en@1", "--id", str(token["id"]))
+    open_page(browser, f"{server}/token?ref=en@1&id={token['id']}")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".merge-tree li"))
+    assert js(browser, "return document.querySelector('table.info .tok').dataset.token;") == by_id["token"] == " the"
+    assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
+    settled(browser)
 
 
 def test_diff_reads_like_a_review(server, browser, db):

@@ -111,7 +111,7 @@ function table(head, rows, props) {
   return el("div", {className: "scroll"}, el("table", props || {},
     el("thead", {}, el("tr", {}, names.map((h, i) => el("th", {scope: "col", className: numeric[i] ? "num" : null}, h)))),
     el("tbody", {}, rows.map((cells) => el("tr", cells.dataset ? {dataset: cells.dataset} : {},
-      cells.map((c, i) => i === 0 && !cells.plainFirst
+      cells.map((c, i) => i === 0
         ? el("th", {scope: "row", className: numeric[i] ? "num" : null}, c)
         : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null)}, c)))))));
 }

@@ -19,7 +19,7 @@ async function lookup(event) {
   const value = tokenInput.value;
   if (!value) { where.replaceChildren(el("p", {className: "muted"}, "Type a token's text or its id.")); return; }
   loading(where);
-  const byId = /^\d+$/.test(value);
+  const byId = document.getElementById("by").value === "id";
   const query = {ref: refSelect.value, token: value, id: byId ? "1" : null};
   history.replaceState(null, "", "?" + new URLSearchParams(byId ? {ref: refSelect.value, id: value} : {ref: refSelect.value, token: value}));
   try {
@@ -66,6 +66,7 @@ async function start() {
     return;
   }
   tokenInput.value = param("id") !== null ? param("id") : param("token") || "";
+  document.getElementById("by").value = param("id") !== null ? "id" : "text";
   document.getElementById("lookup").addEventListener("submit", lookup);
   document.getElementById("explain-form").addEventListener("submit", explain);
   refSelect.addEventListener("change", () => { lookup(); explain(); });
