@@ -18,6 +18,7 @@ from .test_web_browser import (  # noqa: E402
     db,
     js,
     open_page,
+    screenshot,
     serve,
     server,
     wait,
@@ -51,6 +52,9 @@ def test_a_training_run_shows_progress_live_and_keeps_focus(server, browser, db)
             if found and found[1] is not None and (not seen or seen[-1] != found[1]):
                 seen.append(found[1])
                 lefts.append(found[2])
+                if len(seen) == 2:
+                    screenshot(browser, "registry-training", height=700)
+                    js(browser, "document.querySelector(\"li.version[data-ref='en@1'] a.ref\").focus();")
             return bool(found) and found[0] == "complete"
         wait(browser, watch, timeout=90)
     finally:

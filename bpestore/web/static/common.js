@@ -89,6 +89,7 @@ function duration(seconds) {
 }
 
 function nav(current) {
+  for (const [key, , initial] of DISPLAY) document.body.classList.toggle("show-" + key, displayPreference(key, initial));
   const pages = [["/", "Registry"], ["/corpora", "Corpora"], ["/playground", "Playground"], ["/diff", "Diff"]];
   const bar = el("nav", {"aria-label": "bpestore"}, el("span", {className: "brand", text: "bpestore"}),
     pages.map(([href, label]) => el("a", {href, "aria-current": href === current ? "page" : null}, label)));
@@ -335,11 +336,17 @@ function tokenDetail(span) {
 
 // The display toggles (whitespace marks, ids) as checkboxes that set classes on <body>,
 // remembered in localStorage.
+const DISPLAY = [["marks", "whitespace marks", true], ["ids", "ids", false]];
+
+function displayPreference(key, initial) {
+  const stored = localStorage.getItem("bpestore." + key);
+  return stored === null ? initial : stored === "1";
+}
+
 function displayToggles() {
   const box = el("span", {className: "toggles"});
-  for (const [key, label, initial] of [["marks", "whitespace marks", true], ["ids", "ids", false]]) {
-    const stored = localStorage.getItem("bpestore." + key);
-    const on = stored === null ? initial : stored === "1";
+  for (const [key, label, initial] of DISPLAY) {
+    const on = displayPreference(key, initial);
     document.body.classList.toggle("show-" + key, on);
     const input = el("input", {type: "checkbox", id: "toggle-" + key, checked: on ? "checked" : null});
     input.addEventListener("change", () => {

@@ -19,8 +19,8 @@ function corpusRef(v) {
 
 function sizeText(v) {
   if (v.status === "complete") return fmt(v.vocab_size) + " tokens";
-  const target = v.target_vocab_size !== null ? fmt(v.target_vocab_size) : fmt(v.target_merges) + " merges";
-  return fmt(v.vocab_size) + " / " + target + " tokens";
+  if (v.target_vocab_size !== null) return fmt(v.vocab_size) + " / " + fmt(v.target_vocab_size) + " tokens";
+  return fmt(v.vocab_size) + " tokens, " + fmt(v.n_merges) + " / " + fmt(v.target_merges) + " merges";
 }
 
 function liveRate(p) {
