@@ -123,6 +123,18 @@ function facts(rows) {
     rows.map(([k, v]) => el("tr", {}, el("th", {scope: "row"}, k), el("td", {}, v === null || v === undefined ? "-" : v))))));
 }
 
+// A spec (pre-tokenizer, normalizer, alphabet...): every field, "-" for none.
+function specFacts(spec) {
+  const value = (v) => {
+    if (v === null || v === undefined || (Array.isArray(v) && !v.length) || (typeof v === "object" && !Object.keys(v).length)) return "-";
+    if (Array.isArray(v)) return v.map((x) => el("code", {}, x)).flatMap((c) => [c, " "]).slice(0, -1);
+    return el("code", {}, typeof v === "object" ? JSON.stringify(v) : String(v));
+  };
+  const box = facts(Object.entries(spec).map(([k, v]) => [k.replace(/_/g, " "), value(v)]));
+  box.querySelector("table").classList.add("spec");
+  return box;
+}
+
 // Earlier / later buttons over pages of `size` items; `go(start)` loads one.
 function pager(label) {
   const prev = el("button", {type: "button", className: "prev"}, "← earlier");

@@ -49,13 +49,12 @@ async function start() {
     document.title = info.ref + " · bpestore";
     where.removeAttribute("role");
     put(where,
-      facts([["generation", info.ref + (info.generation === log[log.length - 1].generation ? " (the newest)" : "")],
+      el("div", {className: "columns"}, facts([["generation", info.ref + (info.generation === log[log.length - 1].generation ? " (the newest)" : "")],
         ["sources", fmt(info.n_sources)], ["bytes", fmt(info.size_bytes)], ["words", fmt(info.n_words)],
         ["distinct words", fmt(info.n_distinct)], ["digest", el("code", {}, info.digest)],
         ["word counts kept", info.kept ? "yes" : "no (only the newest generation and those a version was trained on)"],
         ["versions trained on it", info.pinned_by.length ? info.pinned_by.flatMap((r, i) => (i ? [" ", versionLink(r)] : [versionLink(r)])) : "-"],
-        ...Object.entries(info.spec).map(([k, v]) => [k.replace(/_/g, " "), v === null ? "-" : el("code", {}, typeof v === "string" ? v : JSON.stringify(v))]),
-        ["created", when(info.generated_at || info.created_at)]]),
+        ["created", when(info.generated_at || info.created_at)]]), specFacts(info.spec)),
       el("h2", {}, "Generations"),
       table(["generation", "when", "sources added#", "sources#", "words#", "distinct#", "digest", "kept", "versions trained on it"],
         [...log].reverse().map((g) => Object.assign([corpusLink(g.name, g.generation), when(g.generated_at), fmt(g.sources_added), fmt(g.n_sources),

@@ -47,7 +47,7 @@ async function explain(event) {
     const chips = (ids) => colourTokens(ids.map((id) => tokenSpan(e.tokens[id], {id})));
     put(where, el("p", {}, fmt(e.ids.length) + " tokens: "), el("div", {className: "chips explained"}, chips(e.ids)),
       e.words.map((w) => el("details", {className: "word"}, el("summary", {}, el("code", {}, JSON.stringify(w.text)),
-        " → " + fmt(w.ids.length) + (w.ids.length === 1 ? " token" : " tokens") + ", " + fmt(w.steps.length) + " merges"),
+        " → " + fmt(w.ids.length) + (w.ids.length === 1 ? " token" : " tokens") + ", " + fmt(w.steps.length) + (w.steps.length === 1 ? " merge" : " merges")),
       table(["step#", "merge rank#", "pair", "after"], w.steps.map((s, i) => [String(i + 1), fmt(s.rank),
         el("span", {}, ...chips([s.left, s.right]).flatMap((c, k) => (k ? [" + ", c] : [c]))),
         el("div", {className: "chips"}, chips(s.ids))])))));

@@ -9,16 +9,8 @@ let version = null;
 let tokenStart = 0, mergeStart = 0;
 const tokenPager = pager("token pages"), mergePager = pager("merge pages");
 
-function specValue(value) {
-  if (value === null || value === undefined) return "-";
-  if (Array.isArray(value)) return value.length ? value.map((v) => el("code", {}, v)).flatMap((c) => [c, " "]) : "-";
-  if (typeof value === "object") return Object.keys(value).length ? el("code", {}, JSON.stringify(value)) : "-";
-  return el("code", {}, String(value));
-}
-
 function infoTable(v) {
-  const spec = Object.entries(v.spec).map(([k, value]) => [k.replace(/_/g, " "), specValue(value)]);
-  return facts([
+  return el("div", {className: "columns"}, facts([
     ["status", v.status], ["source", v.source], ["tokens", fmt(v.vocab_size)], ["merges", fmt(v.n_merges)],
     ["target", v.target_vocab_size !== null ? fmt(v.target_vocab_size) + " tokens" : v.target_merges !== null ? fmt(v.target_merges) + " merges" : "-"],
     ["corpus", v.corpus === null ? "-" : corpusLink(v.corpus, v.corpus_generation)],
@@ -27,9 +19,8 @@ function infoTable(v) {
     ["min frequency", fmt(v.min_frequency)], ["max token length", v.max_token_length === null ? "-" : fmt(v.max_token_length)],
     ["fingerprint", v.fingerprint ? el("code", {}, v.fingerprint) : "- (not complete)"],
     ["corpus digest", v.corpus_digest ? el("code", {}, v.corpus_digest) : "-"],
-    ...spec,
     ["created", when(v.created_at)], ["updated", when(v.updated_at)],
-  ]);
+  ]), specFacts(v.spec));
 }
 
 function tokenLink(t) {
