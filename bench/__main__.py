@@ -3,12 +3,12 @@
 ingest: Store.ingest into a fresh SQLite db vs HF training a 300-token vocab
 (read + pre-tokenize + count). train: ingest + train, and retraining from the
 stored counts, vs HF training. encode: GPT-2 encode_ordinary vs tiktoken and HF.
-generations, incremental: corpus generations (issue 9) vs today's unversioned
+generations, incremental: corpus generations vs today's unversioned
 store (--baseline) and HF (bench/generations.py says how).
 ingest-workers, encode-workers: ingest and encode --out at each --workers count
-vs HF / tiktoken on as many threads, with the process tree's PSS (issue 10).
+vs HF / tiktoken on as many threads, with the process tree's PSS.
 ingest-patterns: ingest with the gpt2, cl100k and o200k patterns, counting core vs regex vs HF.
-startup, first-encode: fresh processes as a user runs them (issue 10; bench/startup.py).
+startup, first-encode: fresh processes as a user runs them (bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --scale) vs HF,
 compiled vs pure-Python merge core (bench/training_scale.py).

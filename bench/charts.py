@@ -1,7 +1,7 @@
-"""`bpestore plot` (issue 11, section 5), each a fresh process as a user runs it,
+"""`bpestore plot`, each a fresh process as a user runs it,
 GPT-2 (imported from the shared files into bench/.data/queries.db) on the corpus:
 
-* ``encode --file --out`` (one encoding of the file) and ``stats`` (issue 11's
+* ``encode --file --out`` (one encoding of the file) and ``stats`` (the
   measure: no more than one encoding per version) beside ``plot --json`` (the
   curve, merge counts and lengths) and ``plot --out chart.png`` (drawn too);
 * the same for a character-alphabet version (2,000 tokens, trained on the corpus into

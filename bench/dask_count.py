@@ -1,4 +1,4 @@
-"""Counting on a Dask cluster (issue 13, beyond one machine): the overhead of the Dask
+"""Counting on a Dask cluster (beyond one machine): the overhead of the Dask
 path against ``ingest --workers 2`` on this machine.
 
 The corpus is cut at line ends into ``N_FILES`` files (a directory, as a cluster would

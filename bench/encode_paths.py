@@ -162,7 +162,7 @@ fast_stream_setup_only = _named("fast_stream_setup_only", lambda p: _stream_setu
 pure_stream_setup_only = _named("pure_stream_setup_only", lambda p: _stream_setup(p, False) and (lambda: None))
 
 
-# -- encode --file --out at N workers (issue 10: encoding on many cores) ----------------
+# -- encode --file --out at N workers (encoding on many cores) ----------------
 def bpestore_id_file_n(p: Params):
     """``Tokenizer.encode_file`` to a uint16 id file with ``p.workers`` workers (the
     tokenizer loaded and its path checked untimed)."""

@@ -1,4 +1,4 @@
-"""Corpus generations (issue 9): what versioned word counts cost, and the
+"""Corpus generations: what versioned word counts cost, and the
 long-running incremental training they allow.
 
 ``generations``: the corpus cut at line ends into ``--slices`` (10) equal slices,

@@ -226,7 +226,7 @@ def ingest_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
             + memory + "\n\n#### Many sources\n\n" + sources)
 
 
-# -- ingest at N workers (issue 10: memory that does not grow with cores) -----------------
+# -- ingest at N workers (memory that does not grow with cores) -----------------
 def bpestore_ingest_n(p: Params) -> cases.Timed:
     """Store.ingest of a file, fresh SQLite, ``p.workers`` processes."""
     import bpestore

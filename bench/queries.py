@@ -1,4 +1,4 @@
-"""Queries over stored vocabularies (issue 11), each a fresh `bpestore` process as a user runs it:
+"""Queries over stored vocabularies, each a fresh `bpestore` process as a user runs it:
 
 * ``vocab --grep`` on a version of 200,000 tokens (target: <= 0.5 s), beside
   ``versions`` (the start-up floor: interpreter, imports, opening the store);

@@ -1,4 +1,4 @@
-"""Start-up (issue 10): what a fresh process costs, as a user runs bpestore.
+"""Start-up: what a fresh process costs, as a user runs bpestore.
 
 ``startup``: the command line on a store holding GPT-2 (imported from the
 shared vocab.json + merges.txt): ``--help``, ``versions``, ``show``, ``token
@@ -37,7 +37,7 @@ from typing import cast
 from bench import cases
 from bench.common import DATA, GPT2_MERGES, GPT2_VOCAB, REPO, Case, Params, Result, markdown_table, measure
 
-BASELINE = "d23181f"  # main before the start-up work of issue 10
+BASELINE = "d23181f"  # main before the start-up work
 SPECIAL = "<|endoftext|>"
 
 CLI = "import sys; from bpestore.cli import main; sys.argv[0] = 'bpestore'; main()"

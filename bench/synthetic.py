@@ -1,4 +1,4 @@
-"""A seeded, deterministic synthetic corpus for training at scale (issue 10).
+"""A seeded, deterministic synthetic corpus for training at scale.
 
 At scale 1: 30,000,000 words drawn from a random 5,000,000-word lexicon with
 Zipf(1.15) frequencies, which makes a ~270 MB text with ~2.5 M distinct words
@@ -19,7 +19,7 @@ the merge loop work hard).
 Only ``random.Random(seed)`` is used, so the bytes depend only on the seed and
 the scale (``python -m bench.synthetic OUT --scale 0.01`` prints the sha256).
 
-    python -m bench.synthetic bench/.data/synthetic.txt [--scale 1] [--seed 0]
+    python -m bench.synthetic bench/.data/synthetic.txt [--scale 1] [--seed SEED]
 """
 
 from __future__ import annotations

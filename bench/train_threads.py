@@ -1,4 +1,4 @@
-"""Training from stored counts, by phase and by thread count (issue 10: the merge loop at scale).
+"""Training from stored counts, by phase and by thread count (the merge loop at scale).
 
     python -m bench.train_threads phases [--scale 1] [--vocab-size 64000]
     python -m bench.train_threads ab [--scale 1] [--vocab-size 64000] [--runs 3] [--threads 1 2]

@@ -1,4 +1,4 @@
-"""Training at scale (issue 10): the synthetic corpus of bench/synthetic.py, vocab 64,000.
+"""Training at scale: the synthetic corpus of bench/synthetic.py, vocab 64,000.
 
 * cold: ``Store.ingest`` (2 workers) + ``Store.train`` into a fresh SQLite store,
   against HF ``train([file])`` with the same vocabulary; time of the timed call and
@@ -28,7 +28,7 @@ VOCAB = 64_000
 
 
 def corpus_at(scale: float) -> Path:
-    """The synthetic corpus at ``scale`` (seed 0), made once under bench/.data."""
+    """The synthetic corpus at ``scale`` (random seed zero), made once under bench/.data."""
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"synthetic-{scale:g}.txt"
     if not path.exists():

@@ -1,4 +1,4 @@
-"""The web view (issue 12): what a playground keystroke costs.
+"""The web view: what a playground keystroke costs.
 
 ``bpestore serve`` runs in a subprocess (uvicorn, as a user starts it) over a store
 holding GPT-2 (imported from the shared files); the client posts 1,000 characters of

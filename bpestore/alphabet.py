@@ -282,7 +282,7 @@ def bytes_to_unicode() -> dict[int, str]:
 def merge_filter(spec: TokenizerSpec) -> Callable[[bytes, bytes], bool] | None:
     """The trainer's ``allow_merge`` predicate for a spec, or None if every
     merge is allowed. With ``no_inner_space`` a merged token may hold a space
-    only as its first or last character (seed 000's rule)."""
+    only as its first or last character (the Dracula notebook's rule)."""
     if not spec.no_inner_space:
         return None
 

@@ -239,7 +239,7 @@ def split_bytes(data: bytes, joinable: bytes) -> list[bytes]:
 
 class LongestMatch:
     """Greedy longest-match segmentation over a trie of the vocabulary (as in
-    seed 002): from the left, take the longest token that matches, then go on
+    the Jurafsky & Martin notebook): from the left, take the longest token that matches, then go on
     after it. Every single symbol is a token, so a match always exists.
 
     >>> LongestMatch({(1,): 1, (2,): 2, (1, 2): 3, (1, 2, 1): 4}).segment([1, 2, 1, 2, 2])

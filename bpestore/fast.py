@@ -23,7 +23,7 @@ fallback. Three gates, each checked once and cached:
    them assigned in Python 3.11's Unicode 14.0). Both engines are checked to
    know a letter new in each Unicode version up to that of Python's
    ``unicodedata``, and a stretch of text holding a character unassigned there
-   is encoded by the pure path. ``tests/test_fast.py`` compares the engines
+   is encoded by the pure path. ``tests/test_tiktoken_path.py`` compares the engines
    around every code point ``unicodedata`` knows.
 
 Why gate 2 is enough (the proof)
@@ -119,7 +119,7 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[
     token in rank order by ``_seam_problem`` (below), a walk down the two
     merge-tree spines that meet at the token's seam, which gives exactly the
     answer of encoding the token (``_encoding_problem``, the definition, which
-    tests/test_fast.py compares it with) at a fraction of the cost: a store
+    tests/test_tiktoken_path.py compares it with) at a fraction of the cost: a store
     keeps the answer of each complete version all the same. ``checked``: the
     first merges are those of a list that passed (an extension's parent), so
     their tokens need no check: whether a token encodes to itself depends only

@@ -348,3 +348,12 @@ def recut(chunks: Iterable[str], last_cut: Callable[[str], int]) -> Iterator[str
             carry = buffer
     if carry:
         yield carry
+
+
+def fix_surrogates(text: str) -> str:
+    """Replace lone surrogates with U+FFFD, as tiktoken does before encoding."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -306,8 +306,8 @@ class BpeTrainer:
 
         A word with several occurrences is rebuilt once (slices between them
         copied in C), so a word of n symbols with k occurrences costs O(n + k),
-        not the O(n k) of deleting in place occurrence by occurrence (issue 13:
-        one long word was quadratic); a word's only occurrence is merged in place.
+        not the O(n k) of deleting in place occurrence by occurrence (one
+        long word was quadratic); a word's only occurrence is merged in place.
         """
         left, right = key >> PAIR_SHIFT, key & _LOW
         if self._state is not None:

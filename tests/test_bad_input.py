@@ -1,8 +1,8 @@
-"""The bad-input matrix (issue 13): every case, through the command line, on SQLite and on
+"""The bad-input matrix: every case, through the command line, on SQLite and on
 PostgreSQL where a database is involved, must exit non-zero with exactly one ``Error:`` line
 on stderr, no traceback, and leave the database as it was (a dump before and after).
 
-Also the hostile names of issue 13's security item (quotes, SQL metacharacters, emoji:
+Also hostile names (quotes, SQL metacharacters, emoji:
 stored and found as given; '@' and blank names refused) and a check that the package
 never unpickles or evaluates what it reads.
 """
@@ -321,7 +321,7 @@ def test_a_long_line_without_spaces_is_counted_and_encoded_in_bounded_memory(tmp
     base, after_ingest, loaded, after_encode = (int(x) * 1024 for x in result.stdout.split())
     # Counting holds the line as str and bytes a few times over: 40x is a ceiling a
     # quadratic blow-up crosses. The encoder's BPE of one word holds a Python object
-    # per byte (about 50 bytes each; issue 13 finding 6 is about its time): 80x.
+    # per byte (about 50 bytes each): 80x.
     assert after_ingest - base < 40 * size, (after_ingest - base) / size
     assert after_encode - loaded < 80 * size, (after_encode - loaded) / size
 

@@ -178,7 +178,7 @@ def test_error_bad_options(trained):
     assert_error(trained("encode", "en", "--file", "/nope/in.txt"), "/nope/in.txt")
     assert_error(trained("decode", "en", "999999"), "unknown token id 999999")
     assert_error(trained("export", "en", "--format", "hf", "--out", "/no/dir/t.json"), "does not exist")
-    # Usage mistakes: one Error: line naming the help to read, exit status 2 (issue 13).
+    # Usage mistakes: one Error: line naming the help to read, exit status 2.
     usage = trained("encode", "en", "x", "--file", "/nope")
     assert usage.exit_code == 2 and usage.stderr.strip().splitlines() == \
         ["Error: give TEXT or --file PATH (not both) (see cli encode --help)"]

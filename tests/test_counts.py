@@ -1,4 +1,4 @@
-"""Counts files (issue 13, beyond one machine): ``bpestore count`` writes the counts of
+"""Counts files (counting beyond one machine): ``bpestore count`` writes the counts of
 sources as Parquet; ``bpestore ingest C --counts FILE...`` adds them as one generation.
 The reference is a plain ``ingest`` of the same files (itself checked against
 ``collections.Counter`` over the GPT-2 regex in test_ingest.py), and for one file here

@@ -1,4 +1,4 @@
-"""The Dask recipe (issue 13, beyond one machine): a directory of files counted on a
+"""The Dask recipe (counting beyond one machine): a directory of files counted on a
 ``dask.distributed.LocalCluster`` (the same code runs on a real cluster), the counts
 files ingested into the store, giving exactly the counts of a plain ``ingest``."""
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from array import array
+from pathlib import Path
 
 import pytest
 
@@ -124,9 +128,9 @@ def _mixed_text() -> str:
 @pytest.mark.parametrize("dtype", ["uint16", "uint32"])
 def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_path, tiktoken_gpt2, dtype,
                                                                      monkeypatch):
-    import bpestore.encoder
+    import bpestore.encoder.streams
 
-    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 40_000)  # many ranges from a small file
+    monkeypatch.setattr(bpestore.encoder.streams, "RANGE_BYTES", 40_000)  # many ranges from a small file
     text = _mixed_text()
     source = tmp_path / "in.txt"
     source.write_text(text, encoding="utf-8")
@@ -145,9 +149,9 @@ def test_encode_file_workers_give_the_same_bytes_as_one_and_tiktoken(run, tmp_pa
 
 
 def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_path, tiktoken_gpt2, monkeypatch):
-    import bpestore.encoder
+    import bpestore.encoder.streams
 
-    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 15_000)
+    monkeypatch.setattr(bpestore.encoder.streams, "RANGE_BYTES", 15_000)
     text = _mixed_text()[:120_000]
     source = tmp_path / "in.txt"
     source.write_text(text, encoding="utf-8")
@@ -163,9 +167,9 @@ def test_encode_file_workers_no_special_and_the_pure_path(gpt2_tokenizer, tmp_pa
 
 
 def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
-    import bpestore.encoder
+    import bpestore.encoder.streams
 
-    monkeypatch.setattr(bpestore.encoder, "RANGE_BYTES", 20_000)
+    monkeypatch.setattr(bpestore.encoder.streams, "RANGE_BYTES", 20_000)
     source = tmp_path / "bad.txt"
     source.write_bytes(b"fine words " * 10_000 + b"\xc3(" + b" more" * 2_000)
     out = tmp_path / "ids.bin"
@@ -180,3 +184,40 @@ def test_encode_file_workers_invalid_utf8(run, tmp_path, monkeypatch):
         assert result.exit_code == 0, result.output
         replaced[workers] = target.read_bytes()
     assert replaced["3"] == replaced["1"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists open files through /proc")
+@pytest.mark.parametrize("options", [{"allowed_special": {"<|nope|>"}}, {"dropout": 2.0}, {"dtype": "int8"},
+                                     {"errors": "ignore"}])
+def test_encode_file_refuses_bad_options_before_opening_the_source(tmp_path, options):
+    """A refused call leaves no handle on the source open (the traceback that
+    pytest keeps holds the call's frames, and with them anything they opened)."""
+    tok = bpestore.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    source = tmp_path / "text.txt"
+    source.write_text("some text\n", encoding="utf-8")
+    with pytest.raises(bpestore.InvalidArgumentError) as refused:
+        tok.encode_file(source, tmp_path / "ids.bin", **options)
+    open_files = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                  if os.path.islink(f"/proc/self/fd/{fd}")]
+    assert str(source) not in open_files, refused.value
+    assert not (tmp_path / "ids.bin").exists()
+
+
+def test_encoding_files_loads_nothing_of_ingest(tmp_path):
+    """The encoder shares text-file and process helpers with ingest through modules below
+    both: encoding a file (in ranges, by worker processes), decoding it and explaining a
+    text import no module of bpestore.ingest."""
+    source = tmp_path / "text.txt"
+    source.write_text("some text to encode\n" * 5000, encoding="utf-8")
+    script = (
+        "import sys, bpestore\n"
+        "import bpestore.encoder.streams as streams\n"
+        "streams.RANGE_BYTES = 20_000\n"
+        "tok = bpestore.Tokenizer({i: bytes([i]) for i in range(256)}, [], fast=False)\n"
+        f"written = tok.encode_file({str(source)!r}, {str(tmp_path / 'ids.bin')!r}, workers=2)\n"
+        f"assert ''.join(tok.decode_file(written.path)) == open({str(source)!r}).read()\n"
+        "tok.explain('some text')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('bpestore.ingest')))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpestore
-import bpestore.encoder
+import bpestore.encoder.reference
 from bpestore import DisallowedSpecialError, InvalidArgumentError, Tokenizer, TokenizerSpec
 from bpestore.bpe import _merge_long_word, merge_word
 
@@ -223,8 +223,9 @@ def test_long_word_heap_merge_equals_simple_merge(gpt2_paths):
     tok = gpt2_paths["python"]
     rng = random.Random(1)
     for word in ["a" * 500, "ab" * 300, "".join(rng.choice("abcdeéü ") for _ in range(800))]:
-        ids = tok._symbolize(word.encode())
-        assert _merge_long_word(ids, tok._ranks, tok._merged_ids) == _simple(ids, tok._ranks, tok._merged_ids)
+        ids = tok._python.index.symbolize(word.encode())
+        assert _merge_long_word(ids, tok._python.table.ranks, tok._python.table.merged_ids) == _simple(
+            ids, tok._python.table.ranks, tok._python.table.merged_ids)
 
 
 def _simple(ids, ranks, merged_ids):
@@ -309,7 +310,7 @@ def test_longest_match_hand_checked():
 
 
 def test_longest_match_seed_002_example():
-    """The trie example of seed 002: tokens to, lo, low, app over single letters."""
+    """The trie example of the Jurafsky & Martin notebook: tokens to, lo, low, app over single letters."""
     vocab = {i: bytes([i]) for i in range(256)}
     for i, token in enumerate([b"to", b"lo", b"low", b"ap", b"app"]):
         vocab[256 + i] = token
@@ -440,8 +441,8 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
             peak = max(peak, _rss_bytes())
     assert n_tokens > total // 10
     # At the small default scale a cache without bound would still fit in 50 MB.
-    assert len(tok._words) <= bpestore.encoder.WORD_CACHE_SIZE
-    assert len(tok._pieces) <= bpestore.encoder.PIECE_CACHE_SIZE
+    assert len(tok._python.words) <= bpestore.encoder.reference.WORD_CACHE_SIZE
+    assert len(tok._python.pieces) <= bpestore.encoder.reference.PIECE_CACHE_SIZE
     print(f"{path}: resident memory grew by {(peak - baseline) / 2**20:.1f} MB over {total:,} chars")
     assert peak - baseline < 50 * 2 ** 20, f"resident memory grew by {(peak - baseline) / 2**20:.0f} MB"
     source = tmp_path / "big.txt"

@@ -1,4 +1,4 @@
-"""Issue 13's findings, each as a test that failed before its fix: export, concurrent
+"""Faults found in review, each as a test that failed before its fix: export, concurrent
 schema creation, torn reads, concurrent resumes, GPT-2 import checks, custom patterns,
 integer bounds, foreign and read-only databases, changing sources, file names, workers."""
 

@@ -1,4 +1,4 @@
-"""The peers' formats in (issue 11 section 3): Hugging Face tokenizer.json and tiktoken
+"""The peers' formats in: Hugging Face tokenizer.json and tiktoken
 rank files imported, checked against the peers' own encoders; export -> import round trips;
 what cannot be represented is refused with one Error: line naming the part."""
 

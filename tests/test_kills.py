@@ -1,4 +1,4 @@
-"""Faults (issue 13 item 3): SIGKILL of ingest and of training at seeded random moments
+"""Faults: SIGKILL of ingest and of training at seeded random moments
 (10 each with BPESTORE_SCALE=full, 3 otherwise), on SQLite and PostgreSQL: the database
 is intact, no source is partly counted, the totals equal a clean run's and a resumed
 training ends with exactly the merges of an uninterrupted one. And a full disk (a small

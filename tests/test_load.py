@@ -1,4 +1,4 @@
-"""Load (issue 13 item 4): concurrent ingests into one corpus, a training beside three
+"""Load: concurrent ingests into one corpus, a training beside three
 encoding processes, on SQLite and PostgreSQL: exact totals, no "database is locked"
 reaching the user, and a bounded lock wait that names the lock when it gives up.
 Also: a version being trained cannot be removed."""

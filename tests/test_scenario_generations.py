@@ -1,4 +1,4 @@
-"""Long-running incremental training, end to end (issue 9, small): data keeps
+"""Long-running incremental training, end to end (small): data keeps
 arriving while versions train on the generations they pin; on SQLite and PostgreSQL."""
 
 from __future__ import annotations

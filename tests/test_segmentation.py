@@ -1,4 +1,4 @@
-"""Segmentation as a training option (issue 11 section 4): ``--segmentation merge|longest-match``,
+"""Segmentation as a training option: ``--segmentation merge|longest-match``,
 recorded in the spec and the fingerprint; greedy longest match with every alphabet and word
 marker, checked against a plain greedy match over the tokens' strings written here."""
 
@@ -49,7 +49,7 @@ SCHEMES = {
     "bytes, gpt2 words": ("gpt2", {}),
     "bytes, end-of-word marker": ("whitespace", {"end_of_word": "</w>"}),
     "bytes, start-of-word marker": ("whitespace", {"start_of_word": "\u2581"}),
-    "chars, end-of-word U+E000 (seed 002)": ("whitespace", {"alphabet": "chars", "end_of_word": "\ue000"}),
+    "chars, end-of-word U+E000 (Jurafsky & Martin)": ("whitespace", {"alphabet": "chars", "end_of_word": "\ue000"}),
     "chars, start-of-word and unknown token": ("whitespace", {"alphabet": "chars", "start_of_word": "_",
                                                               "unk_token": "<unk>"}),
     "chars, byte fallback, end-of-word": ("punctuation", {"alphabet": "chars", "byte_fallback": True,

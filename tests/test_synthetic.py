@@ -1,4 +1,4 @@
-"""bench/synthetic.py: the synthetic corpus of issue 10 is deterministic and has the promised shape."""
+"""bench/synthetic.py: the synthetic corpus is deterministic and has the promised shape."""
 
 from __future__ import annotations
 

@@ -155,7 +155,7 @@ def test_a_merge_spelling_an_existing_token_keeps_its_id():
 
 
 def test_allow_merge_forbids_pairs_for_good():
-    # Seed 000's rule: no space inside a token, only at its ends.
+    # The Dracula notebook's rule: no space inside a token, only at its ends.
     def no_inner_space(left: bytes, right: bytes) -> bool:
         return b" " not in (left + right)[1:-1]
 
@@ -210,7 +210,7 @@ def _train_time(word: bytes, merges: int) -> float:
 
 
 def test_one_long_word_trains_in_linear_time():
-    # Issue 13, finding 6: deleting in place per occurrence made one long word
+    # Deleting in place per occurrence made one long word
     # quadratic (1 MB 7.5 s, 4 MB 183 s). 8x the length must cost about 8x, not 64x
     # (the old loop took 36x here; linear takes 7-8x).
     import random

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 @contextmanager
 def text_of(path: str, errors: str) -> Iterator[Iterable[str]]:
     """The decoded text of a file (``-``: stdin; .gz/.xz/.bz2 decompressed), in chunks."""
-    from ..ingest import TextReader, open_source
+    from ..sources import TextReader, open_source
 
     stream = open_source(path)
     try:

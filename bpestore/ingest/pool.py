@@ -51,9 +51,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BpestoreError, SourceError
+from ..processes import die_with_parent
+from ..sources import decode, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline
-from .sources import decode, read_range
 
 
 @dataclass(frozen=True)
@@ -311,17 +312,6 @@ def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_cha
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
 
 
-def die_with_parent() -> None:
-    """On Linux, the kernel kills this worker the moment its parent dies
-    (PR_SET_PDEATHSIG): the thread below may wait for a long regex to let go of the GIL."""
-    if sys.platform != "linux":
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _exit_when_orphaned(parent: int) -> None:
     """A killed parent cannot stop its workers: they notice and end."""
     while os.getppid() == parent:
@@ -369,14 +359,6 @@ def _trim_heap() -> None:
     a worker's size would creep up with the length of the input)."""
     if _malloc_trim is not None:
         _malloc_trim(0)
-
-
-def default_workers() -> int:
-    """The number of cores this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class Pool:

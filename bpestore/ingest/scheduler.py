@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..errors import BpestoreError, InvalidArgumentError, SourceError
+from ..processes import default_workers
 from ..records import Progress, Source
+from ..sources import Opened, TextReader, check_errors, cut_points, file_sha256, file_size, is_compressed, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, default_workers, merge_counts
-from .sources import Opened, TextReader, check_errors, file_sha256, file_size, is_compressed, read_range
+from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, merge_counts
 
 MAX_WORKERS = 1024
 
@@ -271,7 +272,9 @@ class _Counting:
         stats.size_bytes = size
         hasher = None if stats.sha256 else hashlib.sha256()
         with open(path, "rb") as f:
-            for start, end in itertools.pairwise(cut_points(path, size, self.pipeline, self.tuning)):
+            points = cut_points(path, size, self.pipeline, step=self.tuning.chunk_bytes,
+                                window=self.tuning.cut_window)
+            for start, end in itertools.pairwise(points):
                 self.send(Task((FileRange(path, start, end),), group.key), group, [stats])
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
@@ -419,32 +422,6 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return stat.st_size, stat.st_mtime_ns, stat.st_ino
-
-
-def cut_points(path: str, size: int, pipeline: TextPipeline, tuning: IngestTuning) -> list[int]:
-    """Byte offsets that cut a file into ranges of about ``tuning.chunk_bytes``,
-    each countable alone (``TextPipeline.cut_anywhere``), from 0 to ``size``."""
-    step = tuning.chunk_bytes
-    points = [0]
-    with open(path, "rb") as f:
-        target = step
-        while target + step // 2 < size:
-            f.seek(target)
-            window = f.read(tuning.cut_window)
-            # Start at a character: skip the continuation bytes of one cut in two.
-            skip = 0
-            while skip < 3 and skip < len(window) and 0x80 <= window[skip] < 0xC0:
-                skip += 1
-            # surrogateescape: any bytes decode, and encode back to the same length.
-            text = window[skip:].decode("utf-8", "surrogateescape")
-            cut = pipeline.cut_anywhere(text)
-            if cut:
-                points.append(target + skip + len(text[:cut].encode("utf-8", "surrogateescape")))
-                target = points[-1] + step
-            else:
-                target += tuning.cut_window  # no place to cut here: look further on
-    points.append(size)
-    return points
 
 
 def _after_last_line(text: str) -> int:

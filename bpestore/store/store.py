@@ -499,7 +499,7 @@ class Store:
             if cached is not None:
                 return cached
             version = reads.version_row(run, version_id)
-            from ..encoder import gc_paused
+            from ..processes import gc_paused
 
             with gc_paused():  # 50,000 tokens and merges: objects without cycles
                 # A complete version: one row, its facts known; one still training: its rows.
@@ -553,7 +553,7 @@ class Store:
             row = reads.facts_row(run, version_id)
         if row is None:
             return None
-        from ..encoder import gc_paused
+        from ..processes import gc_paused
 
         with gc_paused():
             vocab, known = facts.checked(row, version_id)
@@ -681,9 +681,9 @@ class Store:
         [3.17, 3.41]
         """
         from ..ingest import TextReader, open_source
-        from ..ingest.sources import check_errors
         from ..queries import TextTotals
         from ..records import EncodingStats
+        from ..sources import check_errors
 
         check_errors(errors)
         if not refs:
@@ -755,7 +755,7 @@ class Store:
         per version where its merges allow (``analysis.tree_merges``), else the
         text's pre-tokens counted once for all versions that cut words alike."""
         from ..analysis import chart_of_ids, curve_ranks, tree_merges, version_chart
-        from ..ingest.sources import check_errors
+        from ..sources import check_errors
 
         check_errors(errors)
         if not refs:

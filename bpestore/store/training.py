@@ -313,7 +313,7 @@ def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_sec
 def _collector_paused() -> AbstractContextManager[None]:
     """The trainer's millions of word lists and heap entries hold no cycles; Python's
     cycle collector walking them while they grow cost a fifth of a training's time."""
-    from ..encoder import gc_paused
+    from ..processes import gc_paused
 
     return gc_paused()
 

@@ -52,8 +52,8 @@ def merge_pair(symbols, pair: tuple[str, str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-# -- seed 000: characters of raw text; a merged token has a space only at its ends ------------
-def seed000_merges(text: str, k: int) -> tuple[list[tuple[str, str]], int | None]:
+# -- Dracula: characters of raw text; a merged token has a space only at its ends ------------
+def raw_text_merges(text: str, k: int) -> tuple[list[tuple[str, str]], int | None]:
     """The seed's fit(): most frequent viable pair over the whole character stream.
     Returns the merges and the first step whose best count was tied (None: no tie)."""
     corpus = list(text)
@@ -75,7 +75,7 @@ def seed000_merges(text: str, k: int) -> tuple[list[tuple[str, str]], int | None
     (10, "|th|e |c|a|t |i|s |s|l|e|e|p|in|g|.| "),
     (100, "|the |c|at |is |s|le|e|p|ing|.| "),
 ])
-def test_seed000_dracula_characters_without_inner_spaces(store, tmp_path, k, printed):
+def test_dracula_characters_without_inner_spaces(store, tmp_path, k, printed):
     # The whole book with BPESTORE_SCALE=full; its first 100,000 characters otherwise
     # (they give the same tokens: the whole book is one long word here, slow to train).
     text = corpus_path("dracula.txt").read_text(encoding="utf-8")
@@ -93,28 +93,28 @@ def test_seed000_dracula_characters_without_inner_spaces(store, tmp_path, k, pri
     if k == 10 or SCALE == "full":
         # The same merges up to the first tie (the whole book has one at merge 12:
         # "to" and "en", 6,308 each).
-        expected, first_tie = seed000_merges(text, k)
+        expected, first_tie = raw_text_merges(text, k)
         assert k == 100 or first_tie is None
         assert merges_as_text(tok)[:first_tie] == expected[:first_tie]
     # The initial tokens are the book's characters; each merge adds one id after them.
     assert version.vocab_size == len(set(text)) + k
 
 
-# -- seed 001: Sennrich et al.: lowercase, alphanumeric, end-of-word marker ---------------------
+# -- Sennrich et al.: lowercase, alphanumeric, end-of-word marker ---------------------
 END = "<\\w>"  # the notebook's marker, spelled as it is there
 
 
-def seed001_word(word: str) -> tuple[str, ...]:
+def sennrich_word(word: str) -> tuple[str, ...]:
     word = "".join(ch for ch in word if ch.isalnum())
     return tuple(word.lower()) + (END,)
 
 
-def seed001_learn(path, n: int) -> tuple[list[tuple[str, str]], int | None]:
+def sennrich_learn(path, n: int) -> tuple[list[tuple[str, str]], int | None]:
     vocab: dict[tuple[str, ...], int] = defaultdict(int)
     with open(path, encoding="utf-8") as f:
         for line in f:
             for item in line.split():
-                vocab[seed001_word(item)] += 1
+                vocab[sennrich_word(item)] += 1
     merges, first_tie = [], None
     for step in range(n):
         pairs: dict[tuple[str, str], int] = defaultdict(int)
@@ -129,11 +129,11 @@ def seed001_learn(path, n: int) -> tuple[list[tuple[str, str]], int | None]:
     return merges, first_tie
 
 
-def seed001_tokenize(text: str, merges: list[tuple[str, str]]) -> list[str]:
+def sennrich_tokenize(text: str, merges: list[tuple[str, str]]) -> list[str]:
     ranks = {pair: rank for rank, pair in enumerate(merges)}
     out = []
     for word in text.split():
-        symbols = seed001_word(word)
+        symbols = sennrich_word(word)
         while len(symbols) > 1:
             pairs = list(zip(symbols, symbols[1:]))
             bigram = min(pairs, key=lambda p: ranks.get(p, float("inf")))
@@ -144,25 +144,25 @@ def seed001_tokenize(text: str, merges: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def test_seed001_sennrich_end_of_word_marker_on_tinyshakespeare(store):
+def test_sennrich_end_of_word_marker_on_tinyshakespeare(store):
     path = corpus_path("tinyshakespeare.txt")
     # The notebook runs 200 merges; the first tie among the best pairs comes at merge 96.
     n = 96 if SCALE == "full" else 40
-    expected, first_tie = seed001_learn(path, n)
+    expected, first_tie = sennrich_learn(path, n)
     assert first_tie is None
     store.ingest("shakes", [path], normalizer="alphanumeric,lowercase", pretokenizer="whitespace")
     version = store.train("sennrich", corpus="shakes", merges=n, alphabet="chars", end_of_word=END)
     tok = store.tokenizer(version.ref)
     assert merges_as_text(tok) == expected
     line = "I am tokenizing"
-    assert tokens(tok, line) == seed001_tokenize(line, expected)
+    assert tokens(tok, line) == sennrich_tokenize(line, expected)
     assert [tokens(tok, word)[-1][-len(END):] for word in line.split()] == [END] * 3
     # The notebook's reconstruction: join the tokens, the marker becomes a space.
     assert "".join(tokens(tok, line)).replace(END, " ") == "i am tokenizing "
 
 
-# -- seed 002: Jurafsky & Martin, end-of-word U+E000, a callback on every merge -----------------
-def test_seed002_jurafsky_martin_learner_with_callback(store, tmp_path):
+# -- Jurafsky & Martin: end-of-word U+E000, a callback on every merge -----------------
+def test_jurafsky_martin_learner_with_callback(store, tmp_path):
     eow = "\ue000"
     path = tmp_path / "jm.txt"
     # The textbook's corpus: 5 low, 2 lowest, 6 newer, 3 wider, 2 new.
@@ -186,7 +186,7 @@ def test_seed002_jurafsky_martin_learner_with_callback(store, tmp_path):
     assert tokens(tok, "newer lower") == ["newer" + eow, "low", "er" + eow]
 
 
-class Seed002Trie:
+class JurafskyMartinTrie:
     """The notebook's segmenter (its TrieTree and segment_word), ported: a trie of the
     vocabulary's strings; from the left, the longest token that matches, else one
     character; every word ends with the end-of-word character."""
@@ -221,8 +221,8 @@ class Seed002Trie:
         return [t for word in text.split() for t in self.segment_word(word + eow)]
 
 
-def test_seed002_segmenter_greedy_longest_match(store):
-    """--segmentation longest-match with seed 002's own setting (characters, end-of-word
+def test_jurafsky_martin_segmenter_greedy_longest_match(store):
+    """--segmentation longest-match with the Jurafsky & Martin notebook's own setting (characters, end-of-word
     U+E000, whitespace words) gives the notebook's segmenter's tokens, word for word."""
     eow = "\ue000"
     path = corpus_path("tinyshakespeare.txt")
@@ -234,7 +234,7 @@ def test_seed002_segmenter_greedy_longest_match(store):
     assert trie.spec.segmentation == "longest-match" and trie.fingerprint != by_merge.fingerprint
     tok = store.tokenizer(trie.ref)
     assert tok.merges == store.tokenizer(by_merge.ref).merges  # the same learner; only segmenting differs
-    seed = Seed002Trie({data.decode() for data in tok.vocab.values()})
+    seed = JurafskyMartinTrie({data.decode() for data in tok.vocab.values()})
     # The notebook's example sentence, then held-out text.
     sentence = "hi alice how are you my dear friend"
     assert tokens(tok, sentence) == seed.segment_string(sentence, eow)
@@ -248,25 +248,25 @@ def test_seed002_segmenter_greedy_longest_match(store):
     assert sum(a != b for a, b in zip(ours, merged)) > 10  # the segmenter matters
 
 
-# -- seed 003: lowercase, split on whitespace and ;:, , drop '.'; tokens per word ---------------
-SEED003_SENTENCE = ("Now when he was risen early on the first day of the week, he appeared first to "
+# -- words: lowercase, split on whitespace and ;:, , drop '.'; tokens per word ---------------
+WORDS_RECIPE_SENTENCE = ("Now when he was risen early on the first day of the week, he appeared first to "
                     "Mary Magdalene, from whom he had cast out seven demons.")
-SEED003_WORDS = ["now", "when", "he", "was", "risen", "early", "on", "the", "first", "day", "of", "the",
+WORDS_RECIPE_WORDS = ["now", "when", "he", "was", "risen", "early", "on", "the", "first", "day", "of", "the",
                  "week", "he", "appeared", "first", "to", "mary", "magdalene", "from", "whom", "he",
                  "had", "cast", "out", "seven", "demons"]  # the notebook's 27 printed words, joined
-SEED003_PATTERN = r"[^\s;:,.]+"
+WORDS_RECIPE_PATTERN = r"[^\s;:,.]+"
 
 
-def test_seed003_words_split_on_whitespace_and_punctuation(store, tmp_path):
-    pipeline = TextPipeline(TokenizerSpec(normalizer="lowercase", pattern=SEED003_PATTERN))
-    assert list(pipeline.words(SEED003_SENTENCE)) == SEED003_WORDS
+def test_words_split_on_whitespace_and_punctuation(store, tmp_path):
+    pipeline = TextPipeline(TokenizerSpec(normalizer="lowercase", pattern=WORDS_RECIPE_PATTERN))
+    assert list(pipeline.words(WORDS_RECIPE_SENTENCE)) == WORDS_RECIPE_WORDS
 
     # The notebook's worked example (the Hugging Face course's): hug 10, pug 5, pun 12,
     # bun 4, hugs 5; symbols b g h n p s u; "ug" first, then "un" (16), then "hug" (15).
     path = tmp_path / "toy.txt"
     path.write_text("Hug, " * 10 + "pug; " * 5 + "PUN: " * 12 + "bun. " * 4 + "hugs " * 5,
                     encoding="utf-8")
-    store.ingest("toy", [path], normalizer="lowercase", pattern=SEED003_PATTERN)
+    store.ingest("toy", [path], normalizer="lowercase", pattern=WORDS_RECIPE_PATTERN)
     assert store.word_counts("toy") == {b"hug": 10, b"pug": 5, b"pun": 12, b"bun": 4, b"hugs": 5}
     version = store.train("toy", corpus="toy", merges=3, alphabet="chars", unk_token="[UNK]")
     tok = store.tokenizer(version.ref)
@@ -281,8 +281,8 @@ def test_seed003_words_split_on_whitespace_and_punctuation(store, tmp_path):
     assert merges_as_text(store.tokenizer(bytes_version.ref)) == [("u", "g"), ("u", "n"), ("h", "ug")]
 
 
-# -- seed 004: a word-start marker "_", a target vocabulary, <unk> for unseen characters --------
-def test_seed004_word_start_marker_and_unknown_characters(store, tmp_path):
+# -- a word-start marker "_", a target vocabulary, <unk> for unseen characters --------
+def test_word_start_marker_and_unknown_characters(store, tmp_path):
     path = tmp_path / "words.jsonl"
     corpus = ["I", "like", "to", "watch", "good", "movies"]
     path.write_text("".join(json.dumps({"text": w}) + "\n" for w in corpus), encoding="utf-8")

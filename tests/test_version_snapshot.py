@@ -19,7 +19,7 @@ from bpestore import DamagedDataError, Store, Tokenizer
 from bpestore.store import facts, repository
 
 from .conftest import corpus_path, read_corpus, stop_at
-from .test_migration_0003 import DATA, copy_to_postgresql
+from .test_upgrade_to_generations import DATA, copy_to_postgresql
 
 EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def test_gpt2_import_stores_its_facts_and_loads_from_them(store, gpt2_files, tik
     store.import_gpt2("gpt2", vocab=gpt2_files[0], merges=gpt2_files[1])
     assert assert_facts_match_rows(store, "gpt2") is None
     tok = reload(store, "gpt2")
-    assert tok._facts is not None and "_ranks" not in tok.__dict__  # nothing computed on load
+    assert tok._facts is not None and "table" not in tok._python.__dict__  # nothing computed on load
     assert tok.backend == "tiktoken"
     for name in ("taylorswift.txt", "german_1M.txt", "japanese_1M.txt", "hindi_1M.txt"):
         sample = read_corpus(name)[:200_000]
@@ -82,7 +82,7 @@ def test_gpt2_import_stores_its_facts_and_loads_from_them(store, gpt2_files, tik
 
 
 def test_a_version_that_fails_the_check_stores_why(store):
-    """bc, ab, abc = ab + c: "abc" does not encode to itself (tests/test_fast.py)."""
+    """bc, ab, abc = ab + c: "abc" does not encode to itself (tests/test_tiktoken_path.py)."""
     store.import_vocab("odd", byte_vocab(b"bc", b"ab", b"abc"), [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
     problem = assert_facts_match_rows(store, "odd")
     assert problem is not None and "does not encode to itself" in problem
@@ -175,7 +175,7 @@ def test_queries_on_an_up_to_date_store_import_neither_alembic_nor_the_encoder(t
            "try: main()\nexcept SystemExit: pass")
     for command in ("'versions'", "'show', 'tiny'", "'token', 'tiny', 'ab'"):
         loaded = modules_after(cli.format(command), db)
-        # all three read through sqlite3 (store/reads.py; tests/test_fast_load.py)
+        # all three read through sqlite3 (store/reads.py; tests/test_load_without_sqlalchemy.py)
         assert "sqlalchemy" not in loaded, command
         heavy = {m for m in loaded if m.split(".")[0] == "alembic" or m in (
             "bpestore.encoder", "bpestore.trainer", "bpestore.ingest", "bpestore.fast", "tiktoken",

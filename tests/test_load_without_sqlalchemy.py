@@ -19,8 +19,8 @@ from bpestore import DamagedDataError, NotFoundError, Store, Tokenizer
 from bpestore.store import reads
 
 from .conftest import corpus_path, read_corpus, stop_at
-from .test_facts import byte_vocab
-from .test_migration_0003 import DATA
+from .test_upgrade_to_generations import DATA
+from .test_version_snapshot import byte_vocab
 
 EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]

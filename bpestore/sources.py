@@ -1,4 +1,5 @@
-"""Sources: naming them, opening them (decompressing), reading, hashing and decoding. No SQL.
+"""Text sources: naming them, opening them (decompressing), reading, hashing, decoding, and
+cutting a plain file where each range can be read alone. Used by ingest and the encoder. No SQL.
 
 A source is a file, ``-`` for standard input, or a ``.gz``/``.xz``/``.bz2`` file.
 Decoding follows an ``errors`` policy (one of ``ERROR_POLICIES``): ``strict``
@@ -17,10 +18,13 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..errors import InvalidArgumentError, NotFoundError, SourceError
-from ..spec import ERROR_POLICIES
+from .errors import InvalidArgumentError, NotFoundError, SourceError
+from .spec import ERROR_POLICIES
+
+if TYPE_CHECKING:
+    from .text import TextPipeline
 
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
 _OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
@@ -226,3 +230,29 @@ def file_sha256(path: str | Path) -> str:
         except (OSError, EOFError, lzma.LZMAError) as exc:
             raise SourceError(f"cannot read {path}: {exc}", source=str(path)) from None
     return h.hexdigest()
+
+
+def cut_points(path: str, size: int, pipeline: TextPipeline, *, step: int, window: int) -> list[int]:
+    """Byte offsets that cut a plain file into ranges of about ``step`` bytes,
+    each readable and pre-tokenizable alone (``TextPipeline.cut_anywhere``,
+    looked for within ``window`` bytes), from 0 to ``size``."""
+    points = [0]
+    with open(path, "rb") as f:
+        target = step
+        while target + step // 2 < size:
+            f.seek(target)
+            data = f.read(window)
+            # Start at a character: skip the continuation bytes of one cut in two.
+            skip = 0
+            while skip < 3 and skip < len(data) and 0x80 <= data[skip] < 0xC0:
+                skip += 1
+            # surrogateescape: any bytes decode, and encode back to the same length.
+            text = data[skip:].decode("utf-8", "surrogateescape")
+            cut = pipeline.cut_anywhere(text)
+            if cut:
+                points.append(target + skip + len(text[:cut].encode("utf-8", "surrogateescape")))
+                target = points[-1] + step
+            else:
+                target += window  # no place to cut here: look further on
+    points.append(size)
+    return points

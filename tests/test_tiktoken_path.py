@@ -80,8 +80,9 @@ def test_ids_that_do_not_grow_with_rank_keep_the_pure_path():
 
 def test_gpt2_passes_the_check(gpt2_tokenizer):
     tok = gpt2_tokenizer
-    encode_bytes = lambda data: merge_word(tok._symbolize(data), tok._ranks, tok._merged_ids)  # noqa: E731
-    assert rank_equivalence_problem(tok.merges, tok._id_of, encode_bytes) is None
+    table = tok._python.table
+    encode_bytes = lambda data: merge_word(tok._python.index.symbolize(data), table.ranks, table.merged_ids)  # noqa: E731
+    assert rank_equivalence_problem(tok.merges, tok._python.index.id_of, encode_bytes) is None
     assert tok.backend == "tiktoken"
 
 
@@ -125,7 +126,7 @@ def _reference_and_walk(merges: list[tuple[bytes, bytes]], checked: int = 0) -> 
 
     tok = Tokenizer(byte_vocab(*(left + right for left, right in merges)), merges, fast=False)
     made_at = {left + right: k for k, (left, right) in enumerate(merges)}
-    return (_encoding_problem(merges, tok._id_of, tok._encode_bytes, checked),
+    return (_encoding_problem(merges, tok._python.index.id_of, tok._python.encode_bytes, checked),
             _seam_problem(merges, made_at, checked))
 
 
@@ -176,7 +177,8 @@ def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
                                            tie_break=tie_break)
         pure = Tokenizer(vocab, merges, fast=False)
         made_at = {left + right: k for k, (left, right) in enumerate(merges)}
-        assert _seam_problem(merges, made_at) == _encoding_problem(merges, pure._id_of, pure._encode_bytes)
+        assert _seam_problem(merges, made_at) == _encoding_problem(merges, pure._python.index.id_of,
+                                                                          pure._python.encode_bytes)
 
 
 # -- gate 1: the spec --------------------------------------------------------------
@@ -340,9 +342,9 @@ def test_regex_engines_agree_on_every_assigned_code_point(name):
 def test_short_texts_do_not_pay_for_the_check():
     tok = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
     assert tok.encode("ab ab") == [256, 32, 256]
-    assert not tok._fast_checked  # decided only when a long text comes
+    assert "_accelerated" not in tok.__dict__  # decided only when a long text comes
     assert tok.encode("ab " * 5000) == [256, 32] * 4999 + [256, 32]
-    assert tok._fast_checked and tok.backend == "tiktoken"
+    assert "_accelerated" in tok.__dict__ and tok.backend == "tiktoken"
 
 
 @pytest.mark.parametrize("before", [0, 1, 49_999, 50_000, 77_777])

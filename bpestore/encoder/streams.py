@@ -1,0 +1,253 @@
+"""Encoding streams and id files: pieces cut at safe places, worker threads or
+processes, flat binary files of ids (``Tokenizer.encode_chunks``,
+``encode_file``, ``decode_file`` call these)."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+from array import array
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar, cast
+
+from ..errors import InvalidArgumentError, NotFoundError
+from ..text import rechunk
+
+if TYPE_CHECKING:  # imported where used: encoding does without them
+    from concurrent.futures import Executor
+
+    from ..records import Progress
+    from .tokenizer import Rules, Tokenizer
+
+ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
+PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
+RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a time
+CUT_WINDOW = 64 << 10  # bytes searched for a safe place to cut a file into ranges
+
+# Token ids: a list, or a uint32 array (id files, worker results).
+IdsT = TypeVar("IdsT", list[int], "array[int]")
+
+
+@dataclass(frozen=True)
+class EncodedFile:
+    """What ``Tokenizer.encode_file`` wrote."""
+
+    path: str
+    tokens: int
+    bytes: int
+    dtype: str
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+
+def encode_stream(tok: Tokenizer, chunks: Iterable[str], rules: Rules, workers: int,
+                  container: Callable[[], IdsT]) -> Iterator[IdsT]:
+    """The ids of each safely cut piece of a stream, in order, each in a
+    new ``container()`` (a list, or a uint32 array for id files).
+
+    Pieces are about PIECE_CHARS characters whatever the chunk size: that
+    bounds the memory of one piece's ids and keeps every worker busy.
+    With ``workers`` > 1 they go to threads where an accelerated encoder runs
+    (it releases the GIL), else to processes (their results come back as
+    uint32 arrays: plain bytes between processes). At most ``2 * workers``
+    pieces are in flight.
+    """
+    pieces = rechunk(sliced(chunks, PIECE_CHARS), tok._stream_cutter(rules.allowed | rules.disallowed))
+    if workers <= 1:
+        for index, piece in enumerate(pieces):
+            yield tok._encode(piece, rules, index, container())
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    threads = tok._fast_encoder() is not None and not rules.dropout
+    if threads:
+        pool: Executor = ThreadPoolExecutor(workers)
+    else:
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(tok,))
+    with pool:
+        window: deque = deque()
+        for index, piece in enumerate(pieces):
+            if threads:
+                window.append(pool.submit(tok._encode, piece, rules, index, container()))
+            else:
+                window.append(pool.submit(_encode_in_worker, piece, rules, index))
+            if len(window) >= 2 * workers:
+                yield _into(window.popleft().result(), container)
+        while window:
+            yield _into(window.popleft().result(), container)
+
+
+def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules, *, dtype: str | None,
+                workers: int, errors: str, progress: Callable[[Progress], None] | None) -> EncodedFile:
+    """``Tokenizer.encode_file``: every argument is checked before the source is opened."""
+    from ..files import atomic_path
+    from ..records import Progress
+    from ..sources import TextReader, check_errors, open_source
+
+    dtype = dtype or ("uint16" if tok.n_vocab <= 1 << 16 else "uint32")
+    typecode = id_typecode(tok, dtype, writing=True)
+    check_errors(errors)
+    name = str(path)
+    n_tokens = 0
+    stream = open_source(path)  # its checks and messages, also where workers read the file
+    try:
+        total = None if name == "-" or name.endswith((".gz", ".xz", ".bz2")) else os.path.getsize(name)
+        reader = TextReader(stream, name, errors=errors, hashed=False)
+        parts: Iterator[tuple[bytes | bytearray | memoryview, int, int]]
+        if workers > 1 and total is not None and _ranges_apply(tok, rules):
+            parts = _encode_ranges(tok, name, total, rules, workers, typecode, errors)
+        else:
+            parts = ((_pack(ids, typecode), len(ids), reader.size)
+                     for ids in encode_stream(tok, reader, rules, workers, _uint32_array))
+        # Replaces an existing ``out`` by design (ids files are outputs of a run).
+        with atomic_path(Path(out), force=True) as temp, open(temp, "wb") as f:
+            for data, n, done in parts:
+                n_tokens += n
+                f.write(data)
+                if progress is not None:
+                    progress(Progress("encode", name, done, total, "bytes", tokens=n_tokens))
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    return EncodedFile(path=str(out), tokens=n_tokens, bytes=total if total is not None else reader.size,
+                       dtype=dtype)
+
+
+def _ranges_apply(tok: Tokenizer, rules: Rules) -> bool:
+    """Whether worker processes may each read and encode their own ranges of a
+    plain file: forked (Linux), no dropout (its seeds follow the stream's
+    pieces), and a pre-tokenizer that lets a file be cut anywhere."""
+    return (sys.platform == "linux" and not rules.dropout
+            and tok._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
+
+
+def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: int, typecode: str,
+                   errors: str) -> Iterator[tuple[bytes | bytearray, int, int]]:
+    """A plain file's ids, packed as ``typecode``, range by range in order:
+    each worker process reads, decodes, encodes and packs a range between
+    safe cuts; this process only writes. Yields (packed ids, ids, bytes done)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..sources import cut_points
+
+    cutter = tok._stream_cutter(rules.allowed | rules.disallowed)
+    points = cut_points(path, size, cutter, step=RANGE_BYTES, window=CUT_WINDOW)
+    tok._fast_encoder()  # decided (and checked) once, here: the workers inherit it
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(tok,)) as pool:
+        window: deque = deque()
+        for start, end in zip(points, points[1:]):
+            window.append((pool.submit(_encode_range, path, start, end, errors, rules, typecode), end))
+            if len(window) >= 2 * workers:
+                future, done = window.popleft()
+                yield (*future.result(), done)
+        while window:
+            future, done = window.popleft()
+            yield (*future.result(), done)
+
+
+def decode_file(tok: Tokenizer, path: str | Path, *, dtype: str | None, errors: str, block: int) -> Iterator[str]:
+    """``Tokenizer.decode_file``: the text of a flat id file, streamed."""
+    dtype = dtype or ("uint16" if tok.n_vocab <= 1 << 16 else "uint32")
+    typecode = id_typecode(tok, dtype, writing=False)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors)
+    done = 0
+    try:
+        with open(path, "rb") as f:
+            while data := f.read(block * array(typecode).itemsize):
+                ids = array(typecode)
+                if len(data) % ids.itemsize:
+                    raise InvalidArgumentError(
+                        f"{path} is not a file of {dtype} ids (its size is not a multiple of "
+                        f"{ids.itemsize}); pass the dtype it was written with", params=("dtype",))
+                ids.frombytes(data)
+                if sys.byteorder != "little":
+                    ids.byteswap()
+                data = tok.decode_bytes(ids)
+                yield decoder.decode(data)
+                done += len(data)
+            yield decoder.decode(b"", True)
+    except UnicodeDecodeError as exc:
+        raise InvalidArgumentError(f"the tokens do not decode to valid UTF-8 (byte {done + exc.start}); "
+                                   "use errors='replace' to substitute U+FFFD", params=("errors",)) from None
+    except FileNotFoundError:
+        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
+
+
+def id_typecode(tok: Tokenizer, dtype: str, *, writing: bool) -> str:
+    if dtype not in ID_DTYPES:
+        raise InvalidArgumentError(f"unknown id dtype {dtype!r}; choose uint16 or uint32", params=("dtype",))
+    if writing and dtype == "uint16" and tok.n_vocab > 1 << 16:
+        raise InvalidArgumentError(f"this vocabulary has ids up to {tok.n_vocab - 1}, more than uint16 "
+                                   "holds; use dtype='uint32'", params=("dtype",))
+    return ID_DTYPES[dtype]
+
+
+def sliced(chunks: Iterable[str], size: int) -> Iterator[str]:
+    """The chunks, each cut into slices of at most ``size`` characters."""
+    for chunk in chunks:
+        if len(chunk) <= size:
+            yield chunk
+        else:
+            yield from (chunk[i:i + size] for i in range(0, len(chunk), size))
+
+
+# -- worker processes ---------------------------------------------------------
+_WORKER_TOKENIZER: Tokenizer | None = None
+
+
+def _start_worker(tokenizer: Tokenizer) -> None:
+    global _WORKER_TOKENIZER
+    from ..processes import die_with_parent
+
+    die_with_parent()  # a killed parent leaves no encoding process behind
+    _WORKER_TOKENIZER = tokenizer
+
+
+def _encode_in_worker(piece: str, rules: Rules, index: int) -> array[int]:
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
+    return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
+
+
+def _encode_range(path: str, start: int, end: int, errors: str, rules: Rules,
+                  typecode: str) -> tuple[bytes | bytearray, int]:
+    """Bytes ``start:end`` of a plain file (cut at a safe place) encoded and
+    packed as ``typecode``: the packed ids and how many."""
+    from ..sources import decode, read_range
+
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
+    text = decode(read_range(path, start, end), path, errors, start)
+    ids = _WORKER_TOKENIZER._encode(text, rules, None, _uint32_array())
+    return _pack(ids, typecode), len(ids)
+
+
+def _pack(ids: array[int], typecode: str) -> bytes | bytearray:
+    """uint32 ids as little-endian ``typecode`` (I, or H where every id fits in 16 bits)."""
+    if sys.byteorder != "little":
+        ids.byteswap()
+    if typecode == "I":
+        return ids.tobytes()
+    # Keep the low two bytes of each four.
+    data = memoryview(ids).cast("B")
+    narrow = bytearray(len(ids) * 2)
+    narrow[0::2], narrow[1::2] = data[0::4], data[1::4]
+    return narrow
+
+
+def _uint32_array() -> array[int]:
+    return array("I")
+
+
+def _into(ids: list[int] | array[int], container: Callable[[], IdsT]) -> IdsT:
+    """ids as the container asked for (a worker process sends arrays)."""
+    return cast(IdsT, ids.tolist() if container is list and isinstance(ids, array) else ids)
