@@ -57,7 +57,7 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
     import bpestore
     from bpestore import alphabet
     from bpestore import trainer as trainer_module
-    from bpestore.store import repository, training
+    from bpestore.store import repository, training, wordcounts
 
     out: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
@@ -70,10 +70,10 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
                 spec = repository.corpus_spec(conn, "syn")
                 assert spec is not None
                 start = time.perf_counter()
-                for _row in repository.count_rows(conn, corpus_id):
+                for _row in wordcounts.count_rows(conn, corpus_id):
                     pass
                 out.append(("read the rows from the cursor", time.perf_counter() - start))
-                rows = list(repository.count_rows(conn, corpus_id))
+                rows = list(wordcounts.count_rows(conn, corpus_id))
             initial = alphabet.initial_vocab(spec)
             start = time.perf_counter()
             symbolizer = alphabet.symbolizer(spec, alphabet.ordinary_ids(initial, alphabet.special_ids(spec)))

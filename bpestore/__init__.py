@@ -38,13 +38,10 @@ if TYPE_CHECKING:
 _LAZY = {
     "DisallowedSpecialError": "encoder", "Tokenizer": "encoder",
     "CorpusInfo": "records", "Merge": "records", "Progress": "records", "Source": "records",
-    "VerifyResult": "records", "VersionInfo": "records", "IngestResult": "records", "SourceInfo": "records",
-    "TrainProgress": "records",
+    "VerifyResult": "records", "VersionInfo": "records",
     "TokenizerSpec": "spec", "Store": "store", "TrainOptions": "store",
     "BpeTrainer": "trainer", "train_word_counts": "trainer",
 }
-# Earlier names of the Source and Progress records (one record per concept).
-_RENAMED = {"IngestResult": "Source", "SourceInfo": "Source", "TrainProgress": "Progress"}
 
 
 def __getattr__(name: str) -> Any:
@@ -52,16 +49,16 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), _RENAMED.get(name, name))
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     globals()[name] = value
     return value
 
 
 __all__ = [
     "BpeTrainer", "BpestoreError", "ConflictError", "CorpusInfo", "DamagedDataError", "DatabaseError",
-    "DisallowedSpecialError", "IngestResult", "InvalidArgumentError", "Merge", "NotFoundError",
-    "Progress", "ReadOnlyError", "Source", "SourceError", "SourceInfo", "Store", "Tokenizer", "TokenizerSpec",
-    "TrainOptions", "TrainProgress", "VerifyResult", "VersionInfo", "open", "sample_path", "train_bpe",
+    "DisallowedSpecialError", "InvalidArgumentError", "Merge", "NotFoundError",
+    "Progress", "ReadOnlyError", "Source", "SourceError", "Store", "Tokenizer", "TokenizerSpec",
+    "TrainOptions", "VerifyResult", "VersionInfo", "open", "sample_path", "train_bpe",
 ]
 
 

@@ -1,5 +1,6 @@
 """The compression curve of a version on a text, and what goes beside it in a
-chart (merge counts by rank, token lengths). Pure: no SQL, no files.
+chart (merge counts by rank, token lengths); and how versions encode a file
+(``file_stats``). No SQL: the store hands in its tokenizers.
 
 The curve costs one encoding of each distinct pre-token, not one encoding of
 the text per point. Merging applies the lowest rank present, so a tokenizer
@@ -21,12 +22,16 @@ encoding of the text (tiktoken's core where the version allows it), as
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
-from .records import CurvePoint, VersionChart
+from .ingest import TextReader, open_source
+from .queries import TextTotals
+from .records import CurvePoint, EncodingStats, VersionChart
+from .sources import check_errors
 
 if TYPE_CHECKING:
     from .encoder import Tokenizer
@@ -161,3 +166,115 @@ def _chart(tok: Tokenizer, n_bytes: int, final: Counter[int], uses: list[int], b
         ref=ref, file=file, bytes=n_bytes, tokens=tokens, vocab_size=len(vocab), curve=tuple(curve),
         merge_counts=counts, merge_uses=tuple(uses),
         vocab_lengths=tuple(sorted(vocab_lengths.items())), text_lengths=tuple(sorted(text_lengths.items())))
+
+
+# -- how versions encode a file --------------------------------------------------------
+def file_stats(refs: Sequence[str], file: str | Path, load: Callable[[str], Tokenizer], *,
+               errors: str = "strict", workers: int = 1) -> list[EncodingStats]:
+    """``Store.stats``: each version (``load(ref)``) encoding ``file`` once, side by side."""
+    check_errors(errors)
+    if not refs:
+        raise InvalidArgumentError("refs must name at least one version", params=("refs",))
+    if str(file) == "-":
+        raise InvalidArgumentError("stats reads the file once per version: give a file, not -",
+                                   params=("file",))
+    tokenizers = [load(ref) for ref in refs]  # every ref checked before any work
+    totals = TextTotals()  # the file's bytes and words, counted in the first pass
+    results = []
+    for tok in tokenizers:
+        unknown = _unknown_ids(tok)
+        count_unknown = _counter(unknown or set())
+        seen: set[int] = set()
+        tokens = n_unknown = 0
+        with open_source(str(file)) as stream:
+            text = TextReader(stream, str(file), errors=errors)
+            for ids in tok.encode_chunks(totals.watch(text) if tok is tokenizers[0] else text,
+                                         workers=workers, allowed_special="all"):
+                seen.update(ids)
+                tokens += len(ids)
+                n_unknown += count_unknown(ids)
+        results.append(EncodingStats(
+            ref=str(tok.name), file=str(file), bytes=totals.bytes, words=totals.words, tokens=tokens,
+            unknown=None if unknown is None else n_unknown, used_ids=len(seen), vocab_size=len(tok.vocab)))
+    return results
+
+
+def charts(refs: Sequence[str], file: str | Path | None, load: Callable[[str], tuple[Tokenizer, Sequence[int]]],
+           *, text: str | None = None, points: int = 50, errors: str = "strict") -> list[VersionChart]:
+    """``Store.charts``: each version (``load(ref)``: its tokenizer and merge counts)
+    charted on ``file`` or ``text``: one encoding of the text per version where its
+    merges allow (``tree_merges``), else the text's pre-tokens counted once for all
+    versions that cut words alike."""
+    check_errors(errors)
+    if not refs:
+        raise InvalidArgumentError("refs must name at least one version", params=("refs",))
+    if (file is None) == (text is None):
+        raise InvalidArgumentError("give a file or a text, not both and not neither", params=("file", "text"))
+    if file is not None and str(file) == "-":
+        raise InvalidArgumentError("chart reads a file: give a file, not -", params=("file",))
+    curve_ranks(0, points)  # points checked before any work
+    found = [load(ref) for ref in refs]  # every ref checked before any work
+    counted: dict[tuple[Any, ...], TextCounts] = {}
+    results = []
+    name = "<text>" if file is None else str(file)
+    for tok, merge_counts in found:
+        ref = str(tok.name)
+        tree = tree_merges(tok)
+        if tree is not None:  # one encoding of the text
+            n_bytes, id_counts = _count_ids(tok, file, text, errors)
+            results.append(chart_of_ids(tok, tree, n_bytes, id_counts, ref=ref, file=name, points=points,
+                                        merge_counts=merge_counts))
+            continue
+        spec = tok.spec
+        key = (spec.normalizer, spec.pretokenizer, spec.pattern, frozenset(tok.special_tokens))
+        counts = counted.get(key)
+        if counts is None:
+            counts = counted[key] = _count_text(tok, file, text, errors)
+        results.append(version_chart(tok, counts, ref=ref, file=name, points=points, merge_counts=merge_counts))
+    return results
+
+
+def _count_text(tok: Tokenizer, file: str | Path | None, text: str | None, errors: str) -> TextCounts:
+    """A file's (or a text's) bytes, pre-tokens and special tokens, as ``tok`` cuts them."""
+    if text is not None:
+        words, specials = tok.count_pretokens([text])
+        return TextCounts(len(text.encode("utf-8", "surrogatepass")), words, specials)
+    totals = TextTotals()
+    with open_source(str(file)) as stream:
+        words, specials = tok.count_pretokens(totals.watch(TextReader(stream, str(file), errors=errors)))
+    return TextCounts(totals.bytes, words, specials)
+
+
+def _count_ids(tok: Tokenizer, file: str | Path | None, text: str | None,
+               errors: str) -> tuple[int, Counter[int]]:
+    """A file's (or a text's) bytes, and how often each id occurs in its encoding
+    (special tokens recognised)."""
+    id_counts: Counter[int] = Counter()
+    if text is not None:
+        id_counts.update(tok.encode(text, allowed_special="all"))
+        return len(text.encode("utf-8", "surrogatepass")), id_counts
+    totals = TextTotals()
+    with open_source(str(file)) as stream:
+        for ids in tok.encode_chunks(totals.watch(TextReader(stream, str(file), errors=errors)),
+                                     allowed_special="all"):
+            id_counts.update(ids)
+    return totals.bytes, id_counts
+
+
+def _unknown_ids(tok: Tokenizer) -> set[int] | None:
+    """The ids that stand for a character a ``chars`` version never saw: its
+    unknown token, or with byte fallback the bytes that are no character by
+    themselves (0x80 and up); None for byte-level versions, which have neither."""
+    if tok.spec.byte_level:
+        return None
+    found = {tok.token_id(tok.spec.unk_token)} if tok.spec.unk_token is not None else set()
+    if tok.spec.byte_fallback:
+        found.update(tok.token_id(bytes([b])) for b in range(0x80, 0x100))
+    return {i for i in found if i is not None}
+
+
+def _counter(wanted: set[int]) -> Callable[[list[int]], int]:
+    """How many of a list's ids are in ``wanted``, the fastest way for its size."""
+    if len(wanted) <= 4:
+        return lambda ids: sum(map(ids.count, wanted))
+    return lambda ids: sum(map(wanted.__contains__, ids))

@@ -72,7 +72,7 @@ bpestore trains (ids are 256 + specials + rank) and for GPT-2's files. (S) is
 decided without encoding a token (``_seam_problem``: a walk along the two
 merge-tree spines at each token's seam, exact, about a third of the cost of
 encoding every token for GPT-2); a store decides it once per complete version
-and keeps the answer (store/facts.py).
+and keeps the answer (store/snapshot.py).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotFoundError
 from .records import Merge
 
 Row = TypeVar("Row", bound=tuple)
@@ -42,6 +42,37 @@ def merge_tree(token: int, vocab: dict[int, bytes], made_by: Mapping[int, Merge]
         node.update(rank=merge.rank, count=merge.count,
                     parts=[merge_tree(merge.left, vocab, made_by), merge_tree(merge.right, vocab, made_by)])
     return node
+
+
+class Tokens(Protocol):
+    """A version's tokens as ``token_info`` reads them (``store.vocabulary.Vocabulary``)."""
+
+    tokens: dict[int, bytes]
+
+    @property
+    def kinds(self) -> dict[int, str]: ...
+
+    def made_by(self) -> Mapping[int, Merge]: ...
+
+
+def token_info(ref: str, token: str | int, vocab: Tokens) -> dict[str, Any]:
+    """``Store.token``: a token of version ``ref`` (an id, or a token's exact text)
+    with its id, bytes, kind and the merges that built it."""
+    tokens = vocab.tokens
+    if isinstance(token, int):
+        token_id = token
+        if token_id not in tokens:
+            raise NotFoundError(f"{ref} has no token id {token_id} (ids 0..{max(tokens)})")
+    else:
+        wanted = token.encode("utf-8")
+        matches = [i for i, data in tokens.items() if data == wanted]
+        if not matches:
+            raise NotFoundError(f"{token!r} is not a token of {ref}; encoding it shows how it is split")
+        token_id = matches[0]
+    info = merge_tree(token_id, tokens, vocab.made_by())  # (its merge table freed before the kinds are made)
+    info["kind"] = vocab.kinds[token_id]
+    info["bytes"] = tokens[token_id].hex()
+    return info
 
 
 def first_merges(merges: Sequence[Merge]) -> dict[int, Merge]:

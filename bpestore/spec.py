@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from .records import Merge
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex")
@@ -77,7 +80,6 @@ class TokenizerSpec:
     no_inner_space: bool = False
     tie_break: str = "lexicographic"
     segmentation: str = "merge"
-    extra: dict[str, Any] = field(default_factory=dict, compare=True, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -151,8 +153,6 @@ class TokenizerSpec:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["special_tokens"] = list(self.special_tokens)
-        if not d["extra"]:
-            del d["extra"]
         if d["segmentation"] == "merge":
             del d["segmentation"]  # the default: older specs' JSON (and fingerprints) stay as they were
         return d
@@ -182,6 +182,17 @@ class TokenizerSpec:
         if not isinstance(data, dict):
             raise InvalidArgumentError("a tokenizer spec must be a JSON object")
         return cls.from_dict(data)
+
+
+def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
+    """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
+    import hashlib  # (OpenSSL's load: only what writes a version pays it)
+
+    h = hashlib.sha256(spec.to_json().encode())
+    h.update((corpus_digest or "").encode())
+    for m in merge_list:
+        h.update(f"{m.left},{m.right},{m.token};".encode())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -311,12 +311,7 @@ class BpeTrainer:
         """
         left, right = key >> PAIR_SHIFT, key & _LOW
         if self._state is not None:
-            count = self._best_count
-            token = self._add_token(left, right)
-            self._state.merge(key, token)
-            merge = Merge(len(self.merges), left, right, token, count)
-            self.merges.append(merge)
-            return merge
+            return self._merge_in_core(key, left, right)
         count = self.pair_counts[key]
         token = self._add_token(left, right)
         pair_counts, pair_words = self.pair_counts, self.pair_words
@@ -384,6 +379,16 @@ class BpeTrainer:
                 out += word[copied:]
                 words[index] = out
         return self._finish_merge(key, left, right, token, count, touched)
+
+    def _merge_in_core(self, key: int, left: int, right: int) -> Merge:
+        """``_merge`` where the compiled core holds the words and counts."""
+        assert self._state is not None
+        count = self._best_count
+        token = self._add_token(left, right)
+        self._state.merge(key, token)
+        merge = Merge(len(self.merges), left, right, token, count)
+        self.merges.append(merge)
+        return merge
 
     def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> Merge:
         """Drop the merged pair, push the pairs that grew onto the heap, record the merge."""

@@ -1,4 +1,4 @@
-"""Loading a complete version through sqlite3 (store/reads.py), without SQLAlchemy:
+"""Loading a version through sqlite3 (store/reader.py), without SQLAlchemy:
 the same tokenizer as the SQLAlchemy path, the same errors, a fall-back wherever
 the path does not apply, damaged rows refused, and a fresh process that encodes
 on SQLite imports neither SQLAlchemy nor Alembic."""
@@ -16,7 +16,7 @@ import pytest
 
 import bpestore
 from bpestore import DamagedDataError, NotFoundError, Store, Tokenizer
-from bpestore.store import reads
+from bpestore.store.reader import SqlAlchemyReader, SqliteReader, VersionReader, at_head, sqlite_uri
 
 from .conftest import corpus_path, read_corpus, stop_at
 from .test_upgrade_to_generations import DATA
@@ -46,20 +46,39 @@ def copy(gpt2_db, tmp_path) -> Path:
     return path
 
 
+def sqlalchemy_only(store: Store) -> None:
+    """Switch the store's sqlite3 reader off: SQLAlchemy reads."""
+    store.reader = SqlAlchemyReader(store.url, store.reading)
+
+
 def through_sqlalchemy(store: Store, ref: str) -> Tokenizer:
     """The tokenizer read the SQLAlchemy way (sqlite3's path switched off)."""
     Store.tokenizer_cache.clear()
-    fast, store._sqlite = store._sqlite, None
+    fast = store.reader
+    sqlalchemy_only(store)
     try:
         return store.tokenizer(ref)
     finally:
-        store._sqlite = fast
+        store.reader = fast
         Store.tokenizer_cache.clear()
 
 
+class Refused(VersionReader):
+    def reading(self):
+        raise AssertionError("sqlite3's reader fell back")
+
+
 def through_sqlite3(store: Store, ref: str) -> Tokenizer | None:
+    """The tokenizer read by sqlite3 alone; None where that path does not apply."""
     Store.tokenizer_cache.clear()
-    return store._sealed_tokenizer(ref)
+    reader = store.reader
+    if not isinstance(reader, SqliteReader) or not at_head(reader.uri):
+        return None
+    return SqliteReader(reader.url, reader.uri, Refused(reader.url)).load(ref, Store.tokenizer_cache)
+
+
+def reads_through_sqlite3(store: Store) -> bool:
+    return isinstance(store.reader, SqliteReader)
 
 
 def assert_same(a: Tokenizer, b: Tokenizer) -> None:
@@ -71,7 +90,7 @@ def assert_same(a: Tokenizer, b: Tokenizer) -> None:
 # -- the same tokenizer ---------------------------------------------------------------
 def test_gpt2_through_sqlite3_is_the_sqlalchemy_tokenizer_and_tiktoken(gpt2_db, tiktoken_gpt2):
     with bpestore.open(gpt2_db) as store:
-        assert store._sqlite is not None and store._engine is None  # no engine made to open it
+        assert reads_through_sqlite3(store) and store._engine is None  # no engine made to open it
         fast = through_sqlite3(store, "gpt2")
         assert fast is not None
         assert store._engine is None  # ... nor to load it
@@ -123,7 +142,7 @@ def test_token_lookup_through_sqlite3(gpt2_db):
     with bpestore.open(gpt2_db) as store:
         fast = store.token("gpt2", " the")
         assert store._engine is None
-        store._sqlite = None
+        sqlalchemy_only(store)
         assert store.token("gpt2", " the") == fast
     assert fast["id"] == 262
 
@@ -146,7 +165,7 @@ def test_versions_list_alike_on_both_paths(tmp_path):
     with bpestore.open(db) as store:
         fast = (store.versions(), store.versions("en"), [store.version(ref) for ref in refs])
         assert store._engine is None  # sqlite3 read them all
-        store._sqlite = None
+        sqlalchemy_only(store)
         slow = (store.versions(), store.versions("en"), [store.version(ref) for ref in refs])
         with pytest.raises(NotFoundError, match="no tokenizer named 'nope'"):
             store.versions("nope")
@@ -162,20 +181,20 @@ def test_versions_list_alike_on_both_paths(tmp_path):
         store.versions("nope")
 
 
-# -- where the path does not apply, SQLAlchemy's does -------------------------------
+# -- where the path does not apply, SQLAlchemy's does; a version still training is read from its rows --
 def test_an_older_schema_goes_the_sqlalchemy_way_and_is_upgraded(tmp_path):
     old = tmp_path / "old.db"
     shutil.copy(DATA / "store_0002.db", old)
-    uri = reads.sqlite_uri(f"sqlite:///{old}")
-    assert uri is not None and not reads.at_head(uri)
+    uri = sqlite_uri(f"sqlite:///{old}")
+    assert uri is not None and not at_head(uri)
     with pytest.raises(bpestore.ConflictError, match="read-only and at schema revision"):
         bpestore.open(old, read_only=True)
     with bpestore.open(old) as store:  # upgraded on open, as before
         assert store._engine is not None and store.schema_revision() == "0004"
         tok = through_sqlalchemy(store, "en@1")
-    assert reads.at_head(uri)
+    assert at_head(uri)
     with bpestore.open(old) as store:
-        assert store._sqlite is not None
+        assert reads_through_sqlite3(store)
         fast = through_sqlite3(store, "en@1")
         assert fast is not None
         assert_same(fast, tok)
@@ -190,29 +209,31 @@ def test_the_revision_is_checked_on_every_read(copy):
         assert store.tokenizer("tiny").encode("abc") == [257]
 
 
-def test_a_version_still_training_goes_the_sqlalchemy_way(tmp_path):
+def test_a_version_still_training_is_read_from_its_rows_on_both_paths(tmp_path):
     db = tmp_path / "t.db"
     with bpestore.open(db) as store:
         store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
         with pytest.raises(KeyboardInterrupt):
             store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop_at(60))
     with bpestore.open(db) as store:
-        assert store._sqlite is not None
-        assert through_sqlite3(store, "en@1") is None
-        tok = store.tokenizer("en@1")  # from its rows
+        assert reads_through_sqlite3(store)
+        tok = through_sqlite3(store, "en@1")  # from its rows
+        assert tok is not None and store._engine is None
         assert len(tok.merges) == 60 and tok._facts is None
+        assert_same(tok, through_sqlalchemy(store, "en@1"))
         with pytest.raises(NotFoundError, match="no complete version yet"):
             through_sqlite3(store, "en")
 
 
-def test_a_missing_facts_row_goes_the_sqlalchemy_way(copy):
+def test_a_missing_facts_row_is_read_from_its_rows(copy):
     with bpestore.open(copy) as store:
         expected = through_sqlalchemy(store, "tiny@2")
         with sqlite3.connect(copy) as conn:
             conn.execute("DELETE FROM version_facts WHERE version_id = (SELECT versions.id FROM versions "
                          "JOIN tokenizers ON tokenizers.id = versions.tokenizer_id "
                          "WHERE tokenizers.name = 'tiny' AND number = 2)")
-        assert through_sqlite3(store, "tiny@2") is None
+        fast = through_sqlite3(store, "tiny@2")  # from its rows
+        assert fast is not None and fast.vocab == expected.vocab and fast.merges == expected.merges
         Store.tokenizer_cache.clear()
         tok = store.tokenizer("tiny@2")  # from its rows
         assert tok.vocab == expected.vocab and tok.merges == expected.merges
@@ -233,12 +254,12 @@ def test_a_damaged_facts_row_is_refused(copy):
 
 
 def test_other_databases_go_the_sqlalchemy_way(db_url, gpt2_db):
-    assert reads.sqlite_uri("sqlite://") is None
-    assert reads.sqlite_uri("postgresql+psycopg://u@h/db") is None
-    assert reads.sqlite_uri("sqlite:///x.db?mode=ro") is None
+    assert sqlite_uri("sqlite://") is None
+    assert sqlite_uri("postgresql+psycopg://u@h/db") is None
+    assert sqlite_uri("sqlite:///x.db?mode=ro") is None
     with bpestore.open(db_url) as store:
         store.import_vocab("tiny", byte_vocab(b"ab"), [(b"a", b"b")])
-        assert (store._sqlite is None) == db_url.startswith("postgresql")
+        assert (not reads_through_sqlite3(store)) == db_url.startswith("postgresql")
         Store.tokenizer_cache.clear()
         assert store.tokenizer("tiny").encode("ab") == [256]
         assert store.token("tiny", "ab")["id"] == 256
@@ -246,7 +267,7 @@ def test_other_databases_go_the_sqlalchemy_way(db_url, gpt2_db):
 
 def test_a_read_only_store_reads_through_sqlite3(gpt2_db):
     with bpestore.open(gpt2_db, read_only=True) as store:
-        assert store._sqlite is not None and "mode=ro" in store._sqlite
+        assert isinstance(store.reader, SqliteReader) and "mode=ro" in store.reader.uri
         assert through_sqlite3(store, "tiny") is not None
         with pytest.raises(bpestore.ReadOnlyError):
             store.set_alias("tiny@2", "dev")

@@ -16,7 +16,9 @@ from sqlalchemy import text
 
 import bpestore
 from bpestore import DamagedDataError, Store, Tokenizer
-from bpestore.store import facts, repository
+from bpestore.store import snapshot
+from bpestore.store.reader import VersionReads
+from bpestore.store.vocabulary import Vocabulary
 
 from .conftest import corpus_path, read_corpus, stop_at
 from .test_upgrade_to_generations import DATA, copy_to_postgresql
@@ -35,17 +37,19 @@ def byte_vocab(*tokens: bytes) -> dict[int, bytes]:
 def stored(store: Store, ref: str):
     """The version's row of version_facts, read and checked: (Vocabulary, EncoderFacts)."""
     with store.reading() as conn:
-        found = facts.load(conn, repository.resolve(conn, ref))
+        reads = VersionReads.over(conn)
+        found = reads.snapshot(reads.resolve(ref))
     assert found is not None, f"{ref} has no stored facts"
     return found
 
 
-def rows(store: Store, ref: str) -> repository.Vocabulary:
+def rows(store: Store, ref: str) -> Vocabulary:
     with store.reading() as conn:
-        return repository.vocabulary(conn, repository.resolve(conn, ref))
+        reads = VersionReads.over(conn)
+        return reads.rows_vocabulary(reads.resolve(ref))
 
 
-def fresh_facts(vocab: repository.Vocabulary, spec) -> str | None:
+def fresh_facts(vocab: Vocabulary, spec) -> str | None:
     """The check computed again, by a tokenizer built from the version's rows."""
     return Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=spec).facts.fast_problem
 
@@ -113,7 +117,8 @@ def test_a_version_still_training_has_no_facts_until_it_completes(store):
     with pytest.raises(KeyboardInterrupt):
         store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop_at(100))
     with store.reading() as conn:
-        assert facts.load(conn, repository.resolve(conn, "en@1")) is None
+        reads = VersionReads.over(conn)
+        assert reads.snapshot(reads.resolve("en@1")) is None
     assert reload(store, "en@1").backend == "tiktoken"  # loaded from its rows, checked on use
     store.resume("en@1")
     assert assert_facts_match_rows(store, "en@1") is None
@@ -131,7 +136,7 @@ def test_a_tampered_row_is_damaged_data(store, change):
     vocab, _ = stored(store, "odd")
     vocab.tokens[258] = b"abd"
     with store.writing() as conn:
-        conn.execute(text(change), {"other": facts.pack(vocab), "digest": "0" * 64})
+        conn.execute(text(change), {"other": snapshot.pack(vocab), "digest": "0" * 64})
     Store.tokenizer_cache.clear()
     with pytest.raises(DamagedDataError, match="damaged"):
         store.tokenizer("odd")
@@ -154,7 +159,8 @@ def test_0004_fills_in_every_complete_version(db_url, tmp_path):
         for ref in complete:
             assert_facts_match_rows(store, ref)
         with store.reading() as conn:
-            assert facts.load(conn, repository.resolve(conn, "half@1")) is None
+            reads = VersionReads.over(conn)
+            assert reads.snapshot(reads.resolve("half@1")) is None
         store.resume("half@1")
         assert_facts_match_rows(store, "half@1")
 
@@ -175,7 +181,7 @@ def test_queries_on_an_up_to_date_store_import_neither_alembic_nor_the_encoder(t
            "try: main()\nexcept SystemExit: pass")
     for command in ("'versions'", "'show', 'tiny'", "'token', 'tiny', 'ab'"):
         loaded = modules_after(cli.format(command), db)
-        # all three read through sqlite3 (store/reads.py; tests/test_load_without_sqlalchemy.py)
+        # all three read through sqlite3 (store/reader.py; tests/test_load_without_sqlalchemy.py)
         assert "sqlalchemy" not in loaded, command
         heavy = {m for m in loaded if m.split(".")[0] == "alembic" or m in (
             "bpestore.encoder", "bpestore.trainer", "bpestore.ingest", "bpestore.fast", "tiktoken",

@@ -10,12 +10,12 @@ from typing import Any
 import click
 
 from .. import sample_path
+from ..limits import MAX_WORKERS
 from ..queries import token_text
 from ..records import CorpusInfo, Source
 from ..spec import ERROR_POLICIES
 from .base import BpestoreGroup, Context
 from .options import (
-    MAX_WORKERS,
     ProgressLine,
     count_range,
     emit_json,

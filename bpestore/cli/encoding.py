@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
+from ..limits import MAX_WORKERS
 from ..queries import token_text
 from ..spec import ERROR_POLICIES
 from .base import Context
-from .options import MAX_WORKERS, ProgressLine, count_range, dtype_option, emit_json, json_option, quiet_option
+from .options import ProgressLine, count_range, dtype_option, emit_json, json_option, quiet_option
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer

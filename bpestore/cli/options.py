@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..limits import MAX_INT
 from ..queries import token_text
 from ..records import Progress
 from ..spec import ALPHABETS, PRETOKENIZERS, SEGMENTATIONS, TIE_BREAKS
@@ -40,13 +41,9 @@ def emit_listing(items: Sequence[Any], as_json: bool, empty: str, line: Callable
     click.echo("\n".join(map(line, items)) if items else empty)  # one write: listings can be 200,000 lines
 
 
-# The largest count an option takes: what the database's integer columns hold.
-MAX_COUNT = 2**31 - 1
-# The most processes or threads a command starts.
-MAX_WORKERS = 1024
 
 
-def count_range(min: int, max: int = MAX_COUNT) -> click.IntRange:  # noqa: A002
+def count_range(min: int, max: int = MAX_INT) -> click.IntRange:  # noqa: A002
     """An integer option's type: ``min`` to ``max``, so an absurd value is one ``Error:`` line."""
     return click.IntRange(min=min, max=max)
 

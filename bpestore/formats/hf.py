@@ -160,8 +160,29 @@ class _Reader:
                 vocab[token_id], kinds[token_id] = text.encode("utf-8"), "unk"
                 continue
             vocab[token_id] = token_bytes(text, "model.vocab")
+        specials = self.added_tokens(vocab, kinds, unk, byte_level)
+        if unk is not None and unk not in vocab_in:
+            raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
+        merges = self.merges(model.get("merges"), token_bytes)
+        present = set(vocab.values())
+        for rank, (left, right) in enumerate(merges):
+            for token in (left, right, left + right):
+                if token not in present:
+                    raise self.damaged(f"model.merges[{rank}]", f"{_show(token, byte_level)!r} is not "
+                                       "in model.vocab")
+        try:
+            spec = TokenizerSpec(normalizer=normalizer, pretokenizer=pretokenizer, pattern=pattern,
+                                 alphabet="bytes" if byte_level else "chars", unk_token=unk,
+                                 special_tokens=tuple(specials))
+        except InvalidArgumentError as exc:
+            raise self.refuse("pre_tokenizer", str(exc)) from None
+        return HFModel(vocab, merges, spec)
+
+    def added_tokens(self, vocab: dict[int, bytes], kinds: dict[int, str], unk: str | None,
+                     byte_level: bool) -> list[str]:
+        """The special tokens of ``added_tokens``, put in ``vocab`` (and ``kinds``)."""
         specials: list[str] = []
-        added = data.get("added_tokens") or []
+        added = self.data.get("added_tokens") or []
         if not isinstance(added, list):
             raise self.damaged("added_tokens", "must be a list")
         by_id = {i: t for i, t in vocab.items()}
@@ -190,22 +211,7 @@ class _Reader:
             specials.append(content)
             vocab[token_id] = content.encode("utf-8")
             kinds[token_id] = "special"
-        if unk is not None and unk not in vocab_in:
-            raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
-        merges = self.merges(model.get("merges"), token_bytes)
-        present = set(vocab.values())
-        for rank, (left, right) in enumerate(merges):
-            for token in (left, right, left + right):
-                if token not in present:
-                    raise self.damaged(f"model.merges[{rank}]", f"{_show(token, byte_level)!r} is not "
-                                       "in model.vocab")
-        try:
-            spec = TokenizerSpec(normalizer=normalizer, pretokenizer=pretokenizer, pattern=pattern,
-                                 alphabet="bytes" if byte_level else "chars", unk_token=unk,
-                                 special_tokens=tuple(specials))
-        except InvalidArgumentError as exc:
-            raise self.refuse("pre_tokenizer", str(exc)) from None
-        return HFModel(vocab, merges, spec)
+        return specials
 
     def merges(self, merges_in: Any, token_bytes: Any) -> list[tuple[bytes, bytes]]:
         if not isinstance(merges_in, list):

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
+from ..limits import MAX_INT
 from ..spec import TokenizerSpec
 
 NAMED_PATTERNS = ("gpt2", "cl100k", "o200k")
@@ -41,7 +42,7 @@ def read_ranks(path: str | Path) -> dict[bytes, int]:
                 except (ValueError, binascii.Error):
                     raise DamagedDataError(f"{path}:{number}: a line is a base64 token and its rank, got "
                                            f"{line[:80]!r}", params=("path",)) from None
-                if not token or not 0 <= rank < 2**31:
+                if not token or not 0 <= rank <= MAX_INT:
                     raise DamagedDataError(f"{path}:{number}: an empty token or a rank out of range ({rank})",
                                            params=("path",))
                 if token in ranks:
@@ -125,7 +126,7 @@ def tiktoken_version(ranks: Mapping[bytes, int], pattern: str, special_tokens: M
     for text, token_id in special_tokens.items():
         if not text:
             raise InvalidArgumentError("a special token cannot be empty", params=("special_tokens",))
-        if type(token_id) is not int or not 0 <= token_id < 2**31:
+        if type(token_id) is not int or not 0 <= token_id <= MAX_INT:
             raise InvalidArgumentError(f"special token {text!r}: id {token_id!r} is out of range",
                                        params=("special_tokens",))
         if token_id in vocab:

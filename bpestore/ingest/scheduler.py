@@ -32,14 +32,13 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..errors import BpestoreError, InvalidArgumentError, SourceError
+from ..limits import MAX_WORKERS
 from ..processes import default_workers
 from ..records import Progress, Source
 from ..sources import Opened, TextReader, check_errors, cut_points, file_sha256, file_size, is_compressed, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, merge_counts
-
-MAX_WORKERS = 1024
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Corpora: the spec a corpus' words are made with, and writing counted sources into it.
+"""Corpora: ingesting sources and counts files, a corpus' spec, generations and word counts.
 
 Every source is written whole or not at all: a batch of counted sources (one
 large source, or several small ones) is one transaction with the corpus row.
@@ -7,19 +7,22 @@ large source, or several small ones) is one transaction with the corpus row.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection
 
+from ..counts import read_counts
 from ..errors import ConflictError, InvalidArgumentError
+from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
+from ..ingest.scheduler import merge_counts
+from ..queries import diff_counts
+from ..records import CorpusInfo, CountsInfo, Progress, Source
 from ..spec import TokenizerSpec, check_special_tokens
-from . import repository
+from . import repository, wordcounts
 from .repository import Transactions
-
-if TYPE_CHECKING:
-    from ..ingest import CountedBatch
-    from ..records import CountsInfo, Source
 
 
 def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:
@@ -73,7 +76,7 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
                 for s in counted:
                     s.skipped = True
                 counted = []
-            generation = repository.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
+            generation = wordcounts.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
     for s in batch.sources:
         s.corpus = corpus
         if not s.skipped:
@@ -98,10 +101,6 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
     """Add counts files to a corpus as one generation, in one transaction: those whose
     sources are all in the corpus already (or earlier in ``files``) are skipped;
     one holding some of them is refused, since its counts cannot be split."""
-    from collections import Counter
-
-    from ..ingest.scheduler import merge_counts
-
     spec = files[0][0].spec
     for info, _ in files:
         check_spec(corpus, spec, info.spec, f"counts file {info.path}")
@@ -132,7 +131,114 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
                     seen |= shas
             results.extend(sources)
         if added:
-            generation = repository.add_generation(conn, corpus_id, added, merged)
+            generation = wordcounts.add_generation(conn, corpus_id, added, merged)
             for s in added:
                 s.generation = generation
     return results
+
+
+class Corpora:
+    """The corpora of a store (``db``: its transactions)."""
+
+    def __init__(self, db: Transactions) -> None:
+        self.db = db
+
+    def ingest(self, corpus: str, paths: Iterable[str | Path], *, force: bool, errors: str, workers: int | None,
+               glob: str | None, jsonl_field: str | None, on_source: Callable[[Source], None] | None,
+               progress: Callable[[Progress], None] | None, tuning: IngestTuning | None,
+               **given: Any) -> list[Source]:
+        """``Store.ingest`` (``given``: the spec's fields)."""
+        repository.check_name(corpus, "corpus", "corpus")
+        files = expand_paths(paths, glob=glob)
+        if not files:
+            raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
+        with self.db.reading() as conn:
+            spec = corpus_spec(conn, corpus, **given)
+            counted_before = set() if force else repository.source_shas(conn, corpus)
+        results: list[Source] = []
+        tuning = tuning or IngestTuning()
+        for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
+                                   already_counted=counted_before, force=force, progress=progress,
+                                   tuning=tuning):
+            while True:
+                try:
+                    add_batch(self.db, corpus, spec, batch, force=force)
+                    break
+                except PartlyCounted as meanwhile:
+                    # Another process counted some of these sources meanwhile: the rest, again.
+                    batch = _recount(batch, meanwhile.present, spec, errors=errors, jsonl_field=jsonl_field,
+                                     tuning=tuning)
+            for source in batch.sources:
+                results.append(source)
+                if on_source:
+                    on_source(source)
+        return results
+
+    def ingest_counts(self, corpus: str, files: Iterable[str | Path], *, force: bool,
+                      on_source: Callable[[Source], None] | None) -> list[Source]:
+        repository.check_name(corpus, "corpus", "corpus")
+        names = expand_paths(files)
+        if not names or "-" in names:
+            raise InvalidArgumentError("files must name counts files (bpestore count writes them)",
+                                       params=("files",))
+        results = add_counts(self.db, corpus, [read_counts(name) for name in names], force=force)
+        for source in results:
+            if on_source:
+                on_source(source)
+        return results
+
+    def corpora(self) -> list[CorpusInfo]:
+        with self.db.reading() as conn:
+            return repository.corpus_infos(conn)
+
+    def corpus(self, ref: str) -> CorpusInfo:
+        with self.db.reading() as conn:
+            corpus_id, generation = repository.corpus_ref(conn, ref)
+            if generation is None:
+                return repository.corpus_infos(conn, ref)[0]
+            return repository.corpus_log(conn, corpus_id)[generation - 1]
+
+    def corpus_log(self, corpus: str) -> list[CorpusInfo]:
+        with self.db.reading() as conn:
+            return repository.corpus_log(conn, repository.corpus_id(conn, corpus))
+
+    def corpus_sources(self, corpus: str) -> list[Source]:
+        with self.db.reading() as conn:
+            return repository.corpus_sources(conn, *repository.corpus_ref(conn, corpus))
+
+    def top_words(self, corpus: str, n: int) -> list[tuple[bytes, int]]:
+        n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
+        with self.db.reading() as conn:
+            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.top_words(conn, c, n, g))
+
+    def word_counts(self, corpus: str) -> dict[bytes, int]:
+        with self.db.reading() as conn:
+            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.counts(conn, c, g))
+
+    def corpus_diff(self, ref_a: str, ref_b: str, limit: int) -> dict[str, Any]:
+        with self.db.reading() as conn:
+            a, b = (repository.read_generation(conn, ref, lambda c, g: wordcounts.counts(conn, c, g))
+                    for ref in (ref_a, ref_b))
+        result = diff_counts(a, b, limit=limit)
+        return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
+
+    def compact(self, corpus: str) -> dict[str, Any]:
+        with self.db.writing() as conn:
+            corpus_id = repository.corpus_id(conn, corpus)
+            repository.lock_corpus_row(conn, corpus_id)
+            rows, size = wordcounts.compact(conn, corpus_id)
+            return {"corpus": corpus, "rows_freed": rows, "bytes_freed": size,
+                    "kept": repository.kept_generations(conn, corpus_id)}
+
+
+def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **options: Any) -> CountedBatch:
+    """A batch of small sources counted again without those whose content is in ``present``."""
+    kept = [s for s in batch.sources if not s.skipped and s.sha256 not in present]
+    gone = [dataclasses.replace(s, skipped=True, n_words=0, n_distinct=0)
+            for s in batch.sources if s.skipped or s.sha256 in present]
+    counts: Counter = Counter()
+    sources: list[Source] = []
+    for again in count_sources([s.source for s in kept], spec, workers=1, already_counted=present, **options):
+        counts.update(again.counts)
+        sources.extend(again.sources)
+    return CountedBatch(gone + sources, counts)

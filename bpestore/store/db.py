@@ -4,7 +4,7 @@ Alembic is imported only where the database is not at ``HEAD``: opening an
 up-to-date store costs one query (``tests/test_schema.py`` checks that
 ``HEAD`` is the newest revision in migrations/). SQLAlchemy is imported only
 where an engine is made or a URL parsed: a SQLite store at ``HEAD`` can be
-read without it (``store/sealed.py``).
+read without it (``store/reader.py``).
 """
 
 from __future__ import annotations

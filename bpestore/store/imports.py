@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..alphabet import ordinary_ids
+from ..alphabet import byte_ids, ordinary_ids, symbolizer
 from ..errors import InvalidArgumentError
+from ..limits import MAX_INT
 from ..records import Merge
-from ..spec import TokenizerSpec
-from . import facts, repository
-from .repository import Transactions, Vocabulary
-from .training import fingerprint
-
-MAX_ID = 2**31 - 1  # what the database's id column holds (and uint32 id files)
+from ..spec import TokenizerSpec, fingerprint
+from . import repository, snapshot
+from .repository import Transactions
+from .vocabulary import Vocabulary
 
 
 def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
@@ -24,8 +23,8 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     first_id: dict[bytes, int] = {}
     specials = {t.encode("utf-8") for t in spec.special_tokens}
     for token_id, data in vocab.items():
-        if type(token_id) is not int or not 0 <= token_id <= MAX_ID:
-            raise InvalidArgumentError(f"token id {token_id!r} is out of range: ids are 0 to {MAX_ID:,}",
+        if type(token_id) is not int or not 0 <= token_id <= MAX_INT:
+            raise InvalidArgumentError(f"token id {token_id!r} is out of range: ids are 0 to {MAX_INT:,}",
                                        params=("vocab",))
         if not isinstance(data, bytes) or not data:
             raise InvalidArgumentError(f"token {token_id} is {data!r}, not non-empty bytes", params=("vocab",))
@@ -39,6 +38,9 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
                                    params=("special_tokens",))
     reserved = {first_id[t.encode("utf-8")] for t in spec.special_tokens}
     id_of = ordinary_ids(vocab, reserved)
+    if spec.byte_level:
+        byte_ids(id_of)  # every byte is a token (else: an error naming the first missing)
+    symbolizer(spec, id_of)  # the word markers and unknown token are tokens (else: an error naming one)
     merges = []
     made = {left + right for left, right in merge_list}
     for rank, (left, right) in enumerate(merge_list):
@@ -50,13 +52,14 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     kind_of = {i: _kind(spec, data, i in reserved, made) for i, data in tokens.items()}
     stored = Vocabulary(tokens, kind_of, [m.left for m in merges], [m.right for m in merges],
                         [m.token for m in merges], [m.count for m in merges])
+    done = fingerprint(spec, None, merges)
+    snap = snapshot.make(spec, stored, done)
     with db.writing() as conn:
         version_id = repository.new_version(conn, name, spec=spec, status="complete", source=source,
-                                            target_vocab_size=len(vocab),
-                                            fingerprint=fingerprint(spec, None, merges))
+                                            target_vocab_size=len(vocab), fingerprint=done)
         repository.add_tokens(conn, version_id, [(i, data, kind_of[i]) for i, data in tokens.items()])
         repository.add_merges(conn, version_id, merges)
-        facts.seal(conn, version_id, vocab=stored)
+        repository.add_snapshot(conn, version_id, snap)
     return version_id
 
 

@@ -147,7 +147,7 @@ tokens = Table(
 
 # The facts of a complete version, computed once when it completes (revision 0004):
 # its tokens and merges packed in one blob (what loading its tokenizer reads; see
-# store/facts.py) and why tiktoken's core may not encode with it (NULL: it may).
+# store/snapshot.py) and why tiktoken's core may not encode with it (NULL: it may).
 version_facts = Table(
     "version_facts", metadata,
     Column("version_id", Integer, ForeignKey("versions.id", ondelete="CASCADE"), primary_key=True),

@@ -10,11 +10,11 @@ merges of an uninterrupted run.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection
@@ -27,17 +27,18 @@ from ..alphabet import (
     merge_filter,
 )
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError
+from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS, MAX_INT
 from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
-from ..spec import TokenizerSpec, check_special_tokens
+from ..spec import TokenizerSpec, check_special_tokens, fingerprint
 from ..trainer import BpeTrainer
-from . import facts, locks, repository
+from . import locks, repository, snapshot, wordcounts
+from .reader import VersionReads
 from .repository import Transactions
+from .vocabulary import Vocabulary
 
-DEFAULT_CHECKPOINT_EVERY = 1000
-MAX_COUNT = 2**31 - 1  # what the database's integer columns hold
-DEFAULT_CHECKPOINT_SECONDS = 10.0
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
+MERGE_ROW = attrgetter("rank", "left", "right", "token", "count")  # a Merge as a row of merges
 SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space")
 
 
@@ -79,8 +80,8 @@ class TrainOptions:
                 raise InvalidArgumentError(f"{param} must be a whole number, not {value!r}", params=(param,))
             if (value or 0) < 0:
                 raise InvalidArgumentError(f"{param} cannot be negative", params=(param,))
-            if (value or 0) > MAX_COUNT:
-                raise InvalidArgumentError(f"{param} must be at most {MAX_COUNT:,}, not {value:,}", params=(param,))
+            if (value or 0) > MAX_INT:
+                raise InvalidArgumentError(f"{param} must be at most {MAX_INT:,}, not {value:,}", params=(param,))
         if self.checkpoint_every < 1:
             raise InvalidArgumentError("checkpoint_every must be at least 1", params=("checkpoint_every",))
 
@@ -115,7 +116,7 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
         corpus_id, generation = repository.readable_generation(conn, corpus)
         corpus_spec = repository.corpus_spec(conn, corpus_name)
         assert corpus_spec is not None
-        if not repository.has_words(conn, corpus_id, generation):
+        if not wordcounts.has_words(conn, corpus_id, generation):
             raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first")
         settings: dict[str, Any] = dict(
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
@@ -123,8 +124,8 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
             status="training", source="trained", corpus_generation=generation,
             corpus_digest=repository.generation_digest(conn, corpus_id, generation))
         if options.parent is None:
-            version_id = _new_root(conn, name, corpus_spec, options, settings)
-            if _reuse_merges(conn, version_id):
+            version_id, initial = _new_root(conn, name, corpus_spec, options, settings)
+            if _reuse_merges(conn, version_id, initial):
                 return version_id
         else:
             version_id = _extend(conn, name, corpus_spec, options, settings)
@@ -133,34 +134,40 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
 
 
 def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
-              settings: dict[str, Any]) -> int:
-    """A version without parent: its spec is the corpus' with the options' changes."""
+              settings: dict[str, Any]) -> tuple[int, Vocabulary]:
+    """A version without parent (its spec: the corpus' with the options' changes),
+    with its initial tokens; returns its id and those tokens."""
     spec = corpus_spec.replace(**options.spec_changes())
-    initial = initial_vocab(spec, None if spec.byte_level else repository.words(
+    initial = initial_vocab(spec, None if spec.byte_level else wordcounts.words(
         conn, settings["corpus_id"], settings["corpus_generation"]))
     if options.vocab_size is not None and options.vocab_size < len(initial):
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
                                    f"and {len(spec.special_tokens)} special tokens)", params=("vocab_size",))
     version_id = repository.new_version(conn, name, spec=spec, **settings)
     kinds = initial_kinds(spec, initial)
-    repository.add_tokens(conn, version_id, [(i, data, kinds[i]) for i, data in enumerate(initial)])
-    return version_id
+    rows = [(i, data, kinds[i]) for i, data in enumerate(initial)]
+    repository.add_tokens(conn, version_id, rows)
+    return version_id, Vocabulary.from_rows(rows, [])
 
 
-def _reuse_merges(conn: Connection, version_id: int) -> bool:
+def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> bool:
     """Start a new version from the merges of an equal run, if there is one.
 
     Training is deterministic and its stopping point does not change the
     merges before it, so a root version trained on the same counts (same
     corpus digest) with the same spec and limits holds a prefix of this
     version's merges, or all of them. Copies that prefix; returns True when
-    it already reaches the target (the version is then complete).
+    it already reaches the target (the version is then complete, its snapshot made
+    from ``initial`` and the merges copied).
     """
-    found = repository.longest_equal_run(conn, version_id)
+    reads = VersionReads.over(conn)
+    found = reads.longest_equal_run(version_id)
     if found is None:
         return False
-    donor, donor_merges = found
-    new = repository.version_info(conn, version_id)
+    donor_id, donor_merges = found
+    new, donor = reads.info(version_id), reads.info(donor_id)
+    # A prefix of a complete donor's merges that pass the check passes too.
+    passing = reads.passing_merges(donor_id) if donor.status == "complete" else 0
     n_initial = new.vocab_size
     # The prefix this version's own run would make before reaching its target.
     taken, n_tokens = 0, n_initial
@@ -180,8 +187,11 @@ def _reuse_merges(conn: Connection, version_id: int) -> bool:
     repository.copy_merges(conn, donor.id, version_id, n_merges=taken, token_ids=(n_initial, n_tokens))
     if not (reached or exhausted):
         return False
-    repository.record_checkpoint(conn, version_id, fingerprint(new.spec, new.corpus_digest, donor_merges[:taken]))
-    facts.seal(conn, version_id, copied_from=donor.id if donor.status == "complete" else None)
+    copied = donor_merges[:taken]
+    done = fingerprint(new.spec, new.corpus_digest, copied)
+    made = snapshot.make(new.spec, _completed(initial, copied), done, checked=min(taken, passing))
+    repository.record_checkpoint(conn, version_id, done)
+    repository.add_snapshot(conn, version_id, made)
     return True
 
 
@@ -189,8 +199,9 @@ def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: Tr
             settings: dict[str, Any]) -> int:
     """A child of ``options.parent`` holding copies of its tokens and merges."""
     assert options.parent is not None
-    parent_id = repository.resolve(conn, options.parent)
-    p = repository.version_info(conn, parent_id)
+    reads = VersionReads.over(conn)
+    parent_id = reads.resolve(options.parent)
+    p = reads.info(parent_id)
     changes = options.spec_changes()
     kept = [k for k in SYMBOLIZATION if k in changes and getattr(p.spec, k) != changes[k]]
     if kept:
@@ -225,8 +236,9 @@ def resume(db: Transactions, ref: str, *, checkpoint_every: int = DEFAULT_CHECKP
            progress: Callable[[Progress], None] | None = None) -> int:
     """Continue a version that stopped before its target (``ref`` alone: its newest)."""
     with db.reading() as conn:
-        version_id = repository.resolve(conn, ref) if "@" in ref else repository.newest_version(conn, ref)
-        v = repository.version_info(conn, version_id)
+        reads = VersionReads.over(conn)
+        version_id = reads.resolve(ref) if "@" in ref else repository.newest_version(conn, ref)
+        v = reads.info(version_id)
         if v.status == "complete":
             raise ConflictError(f"{v.ref} is complete; nothing to resume")
     run(db, version_id, checkpoint_every, checkpoint_seconds, progress)
@@ -240,14 +252,14 @@ def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], s
     if they are still the ones it began on.
     """
     corpus_id, generation, digest = _pinned_generation(conn, v)
-    return repository.counts(conn, corpus_id, generation), digest
+    return wordcounts.counts(conn, corpus_id, generation), digest
 
 
 def pinned_rows(conn: Connection, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
     """``pinned_counts`` as (word, count) rows streamed from the database, for
     the trainer to take one at a time (consume it inside ``conn``'s transaction)."""
     corpus_id, generation, _digest = _pinned_generation(conn, v)
-    return repository.count_rows(conn, corpus_id, generation)
+    return wordcounts.count_rows(conn, corpus_id, generation)
 
 
 def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | None, str]:
@@ -268,7 +280,7 @@ def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | Non
 
 
 def _trainer(v: VersionInfo, counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
-             stored: repository.Vocabulary, initial: list[bytes], replayed: Sequence[Merge]) -> BpeTrainer:
+             stored: Vocabulary, initial: list[bytes], replayed: Sequence[Merge]) -> BpeTrainer:
     """A trainer for version ``v`` on ``counts`` (a mapping, or (word, count) rows
     taken one at a time), from the ``initial`` tokens, with ``replayed`` merges
     (stored ones) made again; checks they give the same tokens."""
@@ -320,15 +332,18 @@ def _collector_paused() -> AbstractContextManager[None]:
 
 def _ref(db: Transactions, version_id: int) -> str:
     with db.reading() as conn:
-        return repository.version_info(conn, version_id).ref
+        return VersionReads.over(conn).info(version_id).ref
 
 
 def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
          progress: Callable[[Progress], None] | None) -> None:
     with _collector_paused():
         with db.reading() as conn:
-            v = repository.version_info(conn, version_id)
-            stored = repository.vocabulary(conn, version_id)
+            reads = VersionReads.over(conn)
+            v = reads.info(version_id)
+            stored = reads.rows_vocabulary(version_id)
+            # An extension's first merges are its parent's: those that passed the check need none again.
+            checked = 0 if v.parent is None else reads.passing_merges(reads.resolve(v.parent))
             initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
             # The words go from the cursor into the trainer one by one: never all
             # of them as rows, or as a dict, beside the trainer's own lists.
@@ -355,7 +370,18 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
                     if hasattr(exc, "add_note"):  # Python 3.11+
                         exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
             raise
-        writer.save(fingerprint(spec, v.corpus_digest, trainer.merges))
+        done = fingerprint(spec, v.corpus_digest, trainer.merges)
+        writer.save(done, snapshot.make(spec, _completed(stored, trainer.merges), done, checked=checked))
+
+
+def _completed(start: Vocabulary, merges: Sequence[Merge]) -> Vocabulary:
+    """The vocabulary of a version that completes with these merges: ``start``'s tokens
+    (its initial ones, and those its stored merges made), and those the merges make."""
+    tokens = dict(start.tokens)
+    for m in merges:
+        tokens.setdefault(m.token, tokens[m.left] + tokens[m.right])
+    return Vocabulary.from_rows(((i, data, start.kinds.get(i, "merge")) for i, data in sorted(tokens.items())),
+                                map(MERGE_ROW, merges))
 
 
 class CheckpointWriter:
@@ -384,44 +410,46 @@ class CheckpointWriter:
         if len(self.pending) >= self.every or time.monotonic() - self.last_save >= self.seconds:
             self.save()
 
-    def save(self, fingerprint: str | None = None) -> None:
-        """Write the pending merges; given the run's fingerprint, mark the version complete."""
+    def save(self, fingerprint: str | None = None, made: snapshot.Snapshot | None = None) -> None:
+        """Write the pending merges; given the run's fingerprint and snapshot, mark the version complete."""
         new_tokens = [m.token for m in self.pending if m.token >= self.n_tokens]
         with self.db.writing() as conn:
-            self.write(conn, self.pending, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint)
+            self.write(conn, self.pending, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint,
+                       made)
         # Only once committed: a failed batch is written again, whole.
         self.n_tokens = max(new_tokens, default=self.n_tokens - 1) + 1
         self.pending = []
         self.last_save = time.monotonic()
 
     def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
-              fingerprint: str | None) -> None:
-        """One checkpoint's rows, in the caller's transaction."""
+              fingerprint: str | None, made: snapshot.Snapshot | None) -> None:
+        """One checkpoint's rows (the last: with the version's snapshot), in the caller's transaction."""
         stored = repository.next_rank(conn, self.version_id) if merges else 0
         if merges and stored != merges[0].rank:
             # Another run of this version wrote merges since this one read them.
-            raise ConflictError(f"{repository.version_info(conn, self.version_id).ref} is being trained by "
+            raise ConflictError(f"{VersionReads.over(conn).info(self.version_id).ref} is being trained by "
                                 f"another process ({stored:,} merges stored, this run expected "
                                 f"{merges[0].rank:,}); wait for it to finish, then resume it if it stopped")
         repository.add_merges(conn, self.version_id, merges)
         repository.add_tokens(conn, self.version_id, new_tokens)
         repository.record_checkpoint(conn, self.version_id, fingerprint)
-        if fingerprint is not None:  # complete
-            facts.seal(conn, self.version_id)
+        if made is not None:  # complete
+            repository.add_snapshot(conn, self.version_id, made)
 
 
 def verify(db: Transactions, ref: str) -> VerifyResult:
     """Retrain a complete version from its pinned generation and settings (an
     extension: from its parent's merges) and compare the merges."""
     with db.reading() as conn:
-        v = repository.version_info(conn, repository.resolve(conn, ref))
+        reads = VersionReads.over(conn)
+        v = reads.info(reads.resolve(ref))
         if v.status != "complete":
             raise ConflictError(f"{v.ref} is still training; resume it first, then verify it")
         counts, digest = pinned_counts(conn, v)
-        stored = repository.vocabulary(conn, v.id)
+        stored = reads.rows_vocabulary(v.id)
         parent = None
         if v.parent is not None:
-            parent = repository.vocabulary(conn, repository.resolve(conn, v.parent))
+            parent = reads.rows_vocabulary(reads.resolve(v.parent))
     n_initial = len([k for k in stored.kinds.values() if k != "merge"])
     if parent is None:
         initial = initial_vocab(v.spec, None if v.spec.byte_level else counts)
@@ -455,12 +483,3 @@ def _first_difference(stored: Sequence[Merge], stored_tokens: Mapping[int, bytes
         return [token_text(tokens[merges[rank].left]), token_text(tokens[merges[rank].right])]
 
     return {"rank": rank, "stored": pair(stored, stored_tokens), "retrained": pair(retrained, retrained_tokens)}
-
-
-def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
-    """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
-    h = hashlib.sha256(spec.to_json().encode())
-    h.update((corpus_digest or "").encode())
-    for m in merge_list:
-        h.update(f"{m.left},{m.right},{m.token};".encode())
-    return h.hexdigest()

@@ -1,5 +1,5 @@
-"""A version's tokens and merges in memory: what its rows (``repository.vocabulary``)
-and its packed facts (``facts.unpack``) both give. Plain data: no SQL."""
+"""A version's tokens and merges in memory: what its rows and its packed snapshot
+(``snapshot.unpack``) both give. Plain data: no SQL."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class KindCodes(NamedTuple):
 
 class Vocabulary:
     """A version's tokens (in id order) and merges (in rank order), from its rows
-    (``repository.vocabulary``) or from its packed facts (``facts.unpack``).
+    or from its packed snapshot (``snapshot.unpack``).
 
     The merges are kept as columns of ints and made into byte pairs or Merge
     records only when asked: for GPT-2's 50,000 merges, a record (or a tuple)

@@ -30,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
+from ..limits import MAX_INT
 from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..store import Store
 
@@ -130,7 +131,7 @@ class Params:
             raise RequestError(400, f"parameter {name!r} must name one or more strings")
         return found
 
-    def num(self, name: str, default: int | None = None, *, low: int = 0, high: int = 2**31 - 1) -> int | None:
+    def num(self, name: str, default: int | None = None, *, low: int = 0, high: int = MAX_INT) -> int | None:
         found = self.values.get(name)
         if not found:
             return default
