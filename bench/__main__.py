@@ -15,7 +15,12 @@ compiled vs pure-Python merge core (bench/training_scale.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 web-pages: first render of each page, a 10 kB playground update, the largest response, in Chromium (bench/web_pages.py).
+phases, phases-synthetic: cold ingest + train phase by phase (serial / parallel) at each --workers count,
+and the Amdahl projection to --project workers (bench/phases.py).
+fixed-costs: the everyday commands in a fresh process, SQLite (and PostgreSQL: BPESTORE_BENCH_PG_URL).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
+encode-peers: bpestore's encoder beside tiktoken, quicktok-v1, bpe-openai, rs-bpe and HF in one process,
+gpt2/cl100k/o200k, english, code and five languages; --threads scaling (bench/encode_peers.py).
 Each case runs in a fresh process, --runs times; the table shows medians.
 """
 
@@ -28,13 +33,16 @@ import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from bench import training_scale
+from bench import phases, training_scale
 from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.dask_count import SUITES as DASK_SUITES
+from bench.encode_peers import SUITES as PEER_SUITES
+from bench.fixed_costs import SUITES as FIXED_COST_SUITES
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
 from bench.ingestion import SUITES as INGESTION_SUITES
+from bench.phases import SUITES as PHASE_SUITES
 from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
@@ -43,9 +51,10 @@ from bench.training_scale import SUITES as TRAINING_SCALE_SUITES
 from bench.web import SUITES as WEB_SUITES
 from bench.web_pages import SUITES as WEB_PAGE_SUITES
 
-WORKER_SUITES = ("ingest-workers", "encode-workers")
+WORKER_SUITES = ("ingest-workers", "encode-workers", *PHASE_SUITES)
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **WEB_SUITES, **WEB_PAGE_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES}
+          **CHART_SUITES, **WEB_SUITES, **WEB_PAGE_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
+          **FIXED_COST_SUITES, **PEER_SUITES}
 
 
 def _versions() -> str:
@@ -80,9 +89,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="generations: how many slices the corpus is ingested in (default: 10)")
     parser.add_argument("--workers", default="1,2",
                         help="ingest-workers, encode-workers: the worker counts, comma-separated (default: 1,2)")
+    parser.add_argument("--threads", default="1,2",
+                        help="encode-peers: the thread counts, comma-separated (default: 1,2)")
+    parser.add_argument("--quick", action="store_true",
+                        help="encode-peers: the first 1.5 M characters of each text, no fresh-process rows")
     parser.add_argument("--scale", type=float, default=0.1,
                         help="training-scale: size of the synthetic corpus (1: 30 M words; default: 0.1)")
+    parser.add_argument("--project", type=int, default=16,
+                        help="phases, phases-synthetic: the worker count the fit projects to (default: 16)")
     args = parser.parse_args(argv)
+    phases.PROJECT = args.project
     if args.scale <= 0:
         parser.error("--scale must be positive")
     training_scale.SCALE = args.scale
@@ -94,6 +110,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--workers takes numbers separated by commas, e.g. 1,2,4")
     if not workers or min(workers) < 1:
         parser.error("--workers takes numbers of at least 1")
+    try:
+        threads = tuple(int(n) for n in args.threads.split(","))
+    except ValueError:
+        parser.error("--threads takes numbers separated by commas, e.g. 1,2,4")
+    if not threads or min(threads) < 1:
+        parser.error("--threads takes numbers of at least 1")
     print("$ python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv))
     print(_versions(), flush=True)
     corpus = prepare_corpus(args.corpus)
@@ -101,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size,
                           **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else
                              {"baseline": args.baseline} if n in STARTUP_SUITES else
-                             {"workers": workers} if n in WORKER_SUITES else {}))
+                             {"workers": workers} if n in WORKER_SUITES else
+                             {"threads": threads, "quick": args.quick} if n in PEER_SUITES else {}))
                 for n in names]
     print("\n" + "\n\n".join(sections))
 

@@ -96,15 +96,17 @@ def _busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def run_tree(case: Case) -> dict:
+def run_tree(case: Case, prefix: tuple[str, ...] = ()) -> dict:
     """bench.common.run_once, with the peak memory of the whole process tree, and
-    the CPU other processes on the machine used meanwhile (noise)."""
+    the CPU other processes on the machine used meanwhile (noise); ``prefix``: a
+    command the child runs under (e.g. ``taskset -c 0,1``)."""
     import tempfile
 
     import psutil
 
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
         argv, env = child_command(case, tmp)
+        argv = [*prefix, *argv]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy, started = _busy_seconds(), time.monotonic()
         child = psutil.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE,

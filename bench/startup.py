@@ -105,7 +105,7 @@ def _env(code: str) -> dict[str, str]:
     with bytecode caches as an installed package has them (pip compiles them):
     where PYTHONDONTWRITEBYTECODE is set, every run compiled bpestore's sources
     again (about 45 ms of CPU a command here)."""
-    env = {**os.environ, "PYTHONPATH": code}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH")]))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 

@@ -163,12 +163,7 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
             return prefix + [id_of_byte[b] for b in word.encode("utf-8", "surrogatepass")] + suffix
         return byte_symbols
 
-    # chars: every token that is one character is in the alphabet.
-    char_ids: dict[str, int] = {}
-    for data, token_id in id_of.items():
-        text = data.decode("utf-8", "surrogatepass") if _is_utf8(data) else ""
-        if len(text) == 1:
-            char_ids[text] = token_id
+    known = char_ids(id_of)
     unk = token(spec.unk_token, "unknown token") if spec.unk_token is not None else None
 
     def unseen(char: str) -> list[int]:
@@ -184,7 +179,7 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
     def char_symbols(word: str) -> list[int]:
         ids = list(prefix)
         for char in word:
-            found = char_ids.get(char)
+            found = known.get(char)
             if found is None:
                 ids.extend(unseen(char))
             else:
@@ -192,6 +187,17 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int]) -> Symbolizer | 
         ids.extend(suffix)
         return ids
     return char_symbols
+
+
+def char_ids(id_of: Mapping[bytes, int]) -> dict[str, int]:
+    """The alphabet of a ``chars`` spec: every token that is one character, by character."""
+    found: dict[str, int] = {}
+    for data, token_id in id_of.items():
+        text = data.decode("utf-8", "surrogatepass") if _is_utf8(data) else ""
+        if len(text) == 1:
+            found[text] = token_id
+    return found
+
 
 
 def _is_utf8(data: bytes) -> bool:

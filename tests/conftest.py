@@ -16,6 +16,19 @@ from click.testing import CliRunner, Result
 collect_ignore = ["data"]
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
+# The encoders faster than the pure-Python path: the compiled core, or tiktoken's where it is not built.
+FAST_BACKENDS = ("compiled (C)", "tiktoken")
+
+
+@pytest.fixture(scope="module")
+def tiktoken_gate():
+    """Tokenizers made in the module decide between tiktoken's core and the pure path
+    (the compiled encode core, which covers both, is off)."""
+    from bpestore import encodecore
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encodecore, "CORE", None)
+        yield
 
 
 def stop_at(n: int):

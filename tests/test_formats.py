@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import read_corpus
+from tests.conftest import FAST_BACKENDS, read_corpus
 
 try:
     import tokenizers
@@ -233,7 +233,7 @@ def test_gpt2_rank_file_gives_gpt2_merges_and_tiktoken_ids(store, tmp_path, gpt2
     text = "".join(_texts()) + read_corpus("japanese_1M.txt")[:SLICE]
     expected = tiktoken_gpt2.encode(text + "<|endoftext|>", allowed_special="all")
     assert tok.encode(text + "<|endoftext|>", allowed_special="all") == expected
-    assert tok.backend == "tiktoken"
+    assert tok.backend in FAST_BACKENDS
     assert pure.encode(text + "<|endoftext|>", allowed_special="all") == expected
 
 

@@ -16,6 +16,8 @@ import json
 import lzma
 import os
 import random
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -216,7 +218,8 @@ def test_stdin_and_compressed_sources(tmp_path):
         with opener(tmp_path / f"t{suffix}", "wb") as f:
             f.write(data)
     batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
-                                 TokenizerSpec(), stdin=io.BytesIO(data), force=True))
+                                 TokenizerSpec(), stdin=io.BytesIO(data), force=True,
+                                 tuning=IngestTuning(batch_words=0)))  # a batch per source: each one's counts
     assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
     assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
 
@@ -310,7 +313,7 @@ def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
     from bpestore.store import wordcounts
 
-    one_each = IngestTuning(small_source_bytes=5)  # each source a transaction of its own
+    one_each = IngestTuning(small_source_bytes=5, batch_words=0)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
@@ -629,7 +632,7 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     bad.write_bytes(b"fine words " * 5_000 + b"\xc3(")
     expected_bytes = 4 * paths[0].stat().st_size + paths[1].stat().st_size + bad.stat().st_size
     assert expected_bytes < 400_000 < len(texts[0])  # the workers start inside the first source
-    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000)
+    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_words=0)  # a batch per source
     batches = []
     with pytest.raises(SourceError, match="not valid UTF-8"):
         for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=workers,
@@ -668,3 +671,88 @@ def test_a_packed_shard_gives_back_its_words_and_counts():
     counts = [1, 2**62, 3, 4, 5, 6]
     assert unpack_shard(pack_shard(words, counts)) == (words, counts)
     assert unpack_shard(pack_shard([], [])) == ([], [])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sources_of_one_call_are_written_together(workers, tmp_path):
+    """Large and small sources counted in one call come out as one batch (one transaction,
+    one generation) while their distinct words fit ``batch_words``: the counts are the
+    sum of each source's, each source keeps its own totals; past the bound, a new batch."""
+    texts = [read_corpus("dracula.txt")[:60_000], read_corpus("russian_1M.txt")[:80_000], "small one",
+             read_corpus("dracula.txt")[60_000:130_000]]
+    paths = [tmp_path / f"{i}.txt" for i in range(len(texts))]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    each = [reference_counts(t, GPT2) for t in texts]
+    tuning = dataclasses.replace(PARALLEL, small_source_bytes=1_000)
+    batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning))
+    assert len(batches) == 1
+    assert batches[0].counts == sum(each, Counter())
+    assert [(s.n_words, s.n_distinct) for s in batches[0].sources] == [(c.total(), len(c)) for c in each]
+    # Words no two sources share: the first two fit the bound, the third does not.
+    def word(prefix: str, i: int) -> str:  # letters only: one pre-token
+        return prefix + "".join(chr(ord("a") + int(d)) for d in str(i))
+    sizes = [("p", 900), ("q", 700), ("r", 2), ("s", 800)]
+    texts = [" ".join(word(prefix, i) for i in range(n)) for prefix, n in sizes]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    each = [reference_counts(t, GPT2) for t in texts]
+    batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers,
+                                 tuning=dataclasses.replace(tuning, batch_words=len(each[0]) + len(each[1]))))
+    assert [[s.source for s in b.sources] for b in batches] == [[str(paths[0]), str(paths[1])],
+                                                               [str(paths[2]), str(paths[3])]]
+    assert [b.counts for b in batches] == [each[0] + each[1], each[2] + each[3]]
+
+
+def test_an_ingest_of_many_files_is_one_generation(store, tmp_path):
+    paths = [tmp_path / f"{i}.txt" for i in range(3)]
+    for i, path in enumerate(paths):
+        path.write_text(read_corpus("dracula.txt")[i * 50_000:(i + 1) * 50_000], encoding="utf-8")
+    store.ingest("c", paths, workers=2, tuning=dataclasses.replace(PARALLEL, small_source_bytes=1_000))
+    assert [g.generation for g in store.corpus_log("c")] == [1]
+    assert {s.generation for s in store.corpus_sources("c")} == {1}
+    assert store.word_counts("c") == sum((reference_counts(p.read_text(encoding="utf-8"), GPT2) for p in paths),
+                                         Counter())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_small_sources_before_a_failing_one_keep_exact_counts(workers, tmp_path):
+    """The workers keep a group of small sources' counts together; one that fails leaves
+    the sources before it with exactly their own counts, and nothing of itself."""
+    texts = [read_corpus("dracula.txt")[i * 3_000:(i + 1) * 3_000] for i in range(4)]
+    paths = [tmp_path / f"{i}.txt" for i in range(5)]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    paths[4].write_bytes(texts[0].encode() + b"\xc3(")
+    tuning = dataclasses.replace(PARALLEL, task_bytes=1)  # each source a task of its own
+    kept = []
+    with pytest.raises(SourceError, match="not valid UTF-8"):
+        for batch in count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning):
+            kept.append(batch)
+    assert [s.source for b in kept for s in b.sources] == [str(p) for p in paths[:4]]
+    assert sum((b.counts for b in kept), Counter()) == sum((reference_counts(t, GPT2) for t in texts), Counter())
+
+
+def test_a_counting_process_that_died_is_a_bpestore_error():
+    """The pool imports multiprocessing only where workers start; a broken pool's error
+    (a worker killed) still becomes the one-line BpestoreError."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from bpestore.ingest.pool import Pool
+
+    future: Future = Future()
+    future.set_exception(BrokenProcessPool("A child process terminated abruptly"))
+    with pytest.raises(BpestoreError, match="a counting process died"):
+        Pool.take(future)
+
+
+def test_a_small_ingest_starts_no_process_machinery(tmp_path):
+    path = tmp_path / "small.txt"
+    path.write_text("a few words", encoding="utf-8")
+    script = ("import sys, bpestore; bpestore.open(sys.argv[1]).ingest('c', [sys.argv[2]]); "
+              "print(sorted(m for m in ('multiprocessing', 'concurrent.futures.process', 'ctypes') "
+              "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.db"), str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "[]"

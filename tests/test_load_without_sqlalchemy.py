@@ -26,6 +26,11 @@ EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _tiktoken_gate(tiktoken_gate):
+    """These tests are about the gate to tiktoken's core (the compiled core is off)."""
+
+
 @pytest.fixture(scope="module")
 def gpt2_db(tmp_path_factory, gpt2_files) -> Path:
     """A SQLite store holding GPT-2 (gpt2@1) and a tiny version (tiny@1, tiny@2, alias tiny@prod)."""

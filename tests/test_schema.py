@@ -26,8 +26,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 import bpestore
-from bpestore.store.db import make_engine, resolve_url
+from bpestore.store.db import HEAD, make_engine, migrate, resolve_url
 from bpestore.store.schema import created_on, include_object, metadata
+from tests.conftest import pg_schema
 
 ALEMBIC_INI = Path(__file__).resolve().parents[1] / "migrations" / "alembic.ini"
 
@@ -62,10 +63,78 @@ def kinds(found: list) -> list[str]:
 
 @pytest.fixture
 def migrated(db_url):
-    """A connection to a database that bpestore.open migrated to the newest revision."""
-    store = bpestore.open(db_url)
-    with store.engine.connect() as conn:
+    """A connection to a database that Alembic's revisions brought to the newest revision."""
+    engine = make_engine(resolve_url(db_url))
+    migrate(engine)
+    with engine.connect() as conn:
         yield conn
+    engine.dispose()
+
+
+def structure(conn: Connection) -> dict:
+    """Everything the database says about its tables: columns in order (type, nullability,
+    default), primary and foreign keys, indexes, unique and check constraints; and the
+    stamped revision."""
+    inspector = inspect(conn)
+    found: dict = {"revision": conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()}
+    for table in sorted(inspector.get_table_names()):
+        def listed(items: list[dict]) -> list[str]:
+            return sorted(repr(sorted(item.items())) for item in items)
+        found[table] = {
+            "columns": [(c["name"], str(c["type"]), c["nullable"], c.get("default"), c.get("autoincrement"))
+                        for c in inspector.get_columns(table)],
+            "primary key": inspector.get_pk_constraint(table),
+            "foreign keys": listed(inspector.get_foreign_keys(table)),
+            "indexes": listed(inspector.get_indexes(table)),
+            "unique": listed(inspector.get_unique_constraints(table)),
+            "checks": listed(inspector.get_check_constraints(table)),
+        }
+    return found
+
+
+def test_a_new_store_is_what_the_migrations_make(db_url, tmp_path):
+    """bpestore.open makes a new database's schema from store/schema.py, without Alembic:
+    the result equals what ``alembic upgrade head`` makes, on SQLite and PostgreSQL."""
+    if db_url.startswith("postgresql"):
+        with pg_schema() as other:
+            _compare_new_and_migrated(db_url, other)
+    else:
+        _compare_new_and_migrated(db_url, str(tmp_path / "migrated.db"))
+
+
+def _compare_new_and_migrated(new_url: str, migrated_url: str) -> None:
+    store = bpestore.open(new_url)
+    engine = make_engine(resolve_url(migrated_url))
+    alembic(migrated_url, "upgrade", "head")
+    try:
+        with store.engine.connect() as made, engine.connect() as migrated:
+            new, old = structure(made), structure(migrated)
+            assert new["revision"] == [HEAD]
+            assert len(new) > 10  # the tables are there
+            assert new == old
+            assert differences(made, metadata) == []
+    finally:
+        engine.dispose()
+        store.close()
+
+
+def test_creating_a_store_does_not_import_alembic(tmp_path):
+    script = ("import sys, bpestore; bpestore.open(sys.argv[1]).close(); "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "new.db")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_database_with_an_empty_version_table_is_made_new(tmp_path):
+    """After ``alembic downgrade base`` only an empty alembic_version is left: opening it makes the schema."""
+    url = str(tmp_path / "down.db")
+    alembic(url, "upgrade", "head")
+    alembic(url, "downgrade", "base")
+    store = bpestore.open(url)
+    with store.engine.connect() as conn:
+        assert differences(conn, metadata) == []
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [HEAD]
     store.close()
 
 

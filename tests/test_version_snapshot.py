@@ -27,6 +27,11 @@ EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _tiktoken_gate(tiktoken_gate):
+    """These tests are about the gate to tiktoken's core (the compiled core is off)."""
+
+
 def byte_vocab(*tokens: bytes) -> dict[int, bytes]:
     vocab = {i: bytes([i]) for i in range(256)}
     for i, token in enumerate(tokens):

@@ -125,9 +125,21 @@ def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules,
 def _ranges_apply(tok: Tokenizer, rules: Rules) -> bool:
     """Whether worker processes may each read and encode their own ranges of a
     plain file: forked (Linux), no dropout (its seeds follow the stream's
-    pieces), and a pre-tokenizer that lets a file be cut anywhere."""
-    return (sys.platform == "linux" and not rules.dropout
+    pieces), and a pre-tokenizer that lets a file be cut anywhere; not where
+    the compiled core encodes (threads share it: one copy of its tables)."""
+    return (sys.platform == "linux" and not rules.dropout and tok.backend != "compiled (C)"
             and tok._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
+
+
+def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
+    """``Tokenizer.encode_batch``: on ``workers`` threads where an accelerated backend
+    encodes (it releases the GIL) and there is no dropout."""
+    if workers > 1 and not rules.dropout and tok._fast_encoder() is not None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda text: tok._encode(text, rules, None, []), texts))
+    return [tok._encode(text, rules, None, []) for text in texts]
 
 
 def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: int, typecode: str,

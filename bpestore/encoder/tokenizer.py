@@ -4,10 +4,11 @@ The encoder takes a vocabulary and merges; where they came from (a store, GPT-2
 files, ``train_bpe``) is not its business. ``Tokenizer`` applies the rules for
 special tokens and hands the text between them to a backend: the reference
 encoder (``reference``: normalize, pre-tokenize, merge each pre-token by
-rank or cut it by longest match, over tables built once), or, where a version allows
-it, an accelerated one (``bpestore.fast``: tiktoken's Rust core) with
-identical ids. ``Tokenizer._accelerated`` chooses it, once;
-``Tokenizer.backend`` says which one runs.
+rank or cut it by longest match, over tables built once), or an accelerated one
+with identical ids: the compiled encode core (``bpestore.encodecore``) wherever
+it is built and the segmentation is merge, else, where a version allows it,
+tiktoken's Rust core (``bpestore.fast``). ``Tokenizer._accelerated`` chooses it,
+once; ``Tokenizer.backend`` says which one runs.
 
 Streams and id files are in ``streams``; ``explain`` and the curve's
 helpers in ``explain``.
@@ -24,6 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, TypeAlias
 
+from .. import encodecore
 from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
 from ..text import TextPipeline, fix_surrogates, special_tokens_regex
@@ -203,6 +205,8 @@ class Tokenizer:
 
         if not self._use_fast:
             return None, "python (fast=False)"
+        if encodecore.core_problem(self.spec) is None:
+            return encodecore.for_version(self.spec, self._python, self._facts), "compiled (C)"
         problem = fast.spec_problem(self.spec) or fast.tiktoken_problem() or self.facts.fast_problem
         if problem is not None:
             return None, f"python ({problem})"
@@ -216,9 +220,10 @@ class Tokenizer:
         return self._accelerated[0]
 
     def _fast_for(self, text: str) -> Accelerated | None:
-        """The accelerated backend where it may encode ``text``: a short text does
-        not pay for choosing it (the tables the pure path needs are smaller)."""
-        if "_accelerated" in self.__dict__ or len(text) >= FAST_CHECK_AFTER:  # chosen, or worth choosing
+        """The accelerated backend where it may encode ``text``: a short text does not
+        pay for choosing tiktoken's (the pure path's tables are smaller), the core's are not."""
+        if ("_accelerated" in self.__dict__ or len(text) >= FAST_CHECK_AFTER  # chosen, or worth choosing
+                or (self._use_fast and encodecore.core_problem(self.spec) is None)):
             return self._accelerated[0]
         return None
 
@@ -239,7 +244,7 @@ class Tokenizer:
 
     @property
     def backend(self) -> str:
-        """Which encoder runs ordinary text: ``tiktoken``, or ``python (why)``.
+        """Which encoder runs ordinary text: ``compiled (C)``, ``tiktoken`` or ``python (why)``.
 
         >>> Tokenizer({i: bytes([i]) for i in range(256)}, [], fast=False).backend
         'python (fast=False)'
@@ -293,10 +298,12 @@ class Tokenizer:
                             seed=seed)
         return self._encode(text, rules, None, [])
 
-    def encode_batch(self, texts: Iterable[str], **options) -> list[list[int]]:
-        """``encode`` each text; takes the same keyword options."""
-        rules = self._rules(**options)
-        return [self._encode(text, rules, None, []) for text in texts]
+    def encode_batch(self, texts: Iterable[str], *, workers: int = 1, **options) -> list[list[int]]:
+        """``encode`` each text; takes the same keyword options. ``workers`` > 1: that many
+        texts at once on threads where the compiled core encodes (one copy of its tables)."""
+        from .streams import encode_batch
+
+        return encode_batch(self, texts, self._rules(**options), workers)
 
     def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
         """The ids of text and, for each, the (start, end) characters of text it

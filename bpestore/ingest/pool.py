@@ -30,11 +30,9 @@ ignore Ctrl-C (the parent stops them) and end when the parent is killed.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import itertools
 import json
-import multiprocessing
 import operator
 import os
 import signal
@@ -45,16 +43,18 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
 from ..sources import decode, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline
+
+if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
+    from concurrent.futures import ProcessPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,7 @@ class Counted:
     words: list[tuple[int, int]]
     error: BpestoreError | None = None
     shards: list[Packed] | None = None
+    reduced: bool = False  # one shard's merged counts: no word of it is in another shard's
 
 
 # A shard's words and counts as three byte strings: the words end to end, their
@@ -201,7 +202,7 @@ def reduce_shard(pieces: list[Packed]) -> Counted:
     for piece in pieces:
         merge_pairs(total, *unpack_shard(piece))
     words = sorted(total)
-    return Counted(dict(zip(words, map(total.__getitem__, words))), [])
+    return Counted(dict(zip(words, map(total.__getitem__, words))), [], reduced=True)
 
 
 class TaskCounter:
@@ -224,15 +225,15 @@ class TaskCounter:
                 n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, own)
             except BpestoreError as exc:
                 # Only the pieces before the failing one count.
-                return Counted(_as_bytes(counts) if own is not counts else {}, words, exc)
+                return Counted(as_bytes(counts) if own is not counts else {}, words, exc)
             words.append((n_words, len(own)))
             if own is not counts:
-                counts.update(own)
-        return Counted({} if into is not None else _as_bytes(counts), words)
+                merge_counts(counts, own)
+        return Counted({} if into is not None else as_bytes(counts), words)
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts:
-        str keys, or UTF-8 where the counting core counts them (``_as_bytes``)."""
+        str keys, or UTF-8 where the counting core counts them (``as_bytes``)."""
         if self.jsonl_field is None:
             return self.count_document(text, counts)
         n_words = 0
@@ -275,16 +276,16 @@ def _utf8_keys(counts: Counter) -> bool:
     return not counts or isinstance(next(iter(counts)), bytes)
 
 
-def _as_bytes(counts: Counter) -> dict[bytes, int]:
+def as_bytes(counts: Counter) -> dict[bytes, int]:
     """The counts with UTF-8 keys (they pickle without re-encoding, and the store
     wants them); ``counts`` is emptied as it goes, so both never hold every word."""
     if _utf8_keys(counts):
         return counts
-    as_bytes = {}
+    converted = {}
     while counts:
         word, n = counts.popitem()
-        as_bytes[word.encode("utf-8", "surrogatepass")] = n
-    return as_bytes
+        converted[word.encode("utf-8", "surrogatepass")] = n
+    return converted
 
 
 # -- the worker processes ------------------------------------------------------------
@@ -338,7 +339,7 @@ def _flush(keep: int, shard: bool) -> Counted:
     whole); then wait for every other worker to take a flush task too, so that
     each takes one."""
     held = _held.pop(keep, Counter())
-    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(_as_bytes(held), [])
+    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(as_bytes(held), [])
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
@@ -347,18 +348,22 @@ def _flush(keep: int, shard: bool) -> Counted:
     return counted
 
 
-_malloc_trim: Callable[[int], int] | None
-try:
-    _malloc_trim = ctypes.CDLL("libc.so.6").malloc_trim
-except (OSError, AttributeError):  # not glibc
-    _malloc_trim = None
+_malloc_trim: list[Callable[[int], int] | None] = []  # glibc's, once looked up
 
 
 def _trim_heap() -> None:
     """Give freed heap memory back to the system (glibc keeps it otherwise, and
     a worker's size would creep up with the length of the input)."""
-    if _malloc_trim is not None:
-        _malloc_trim(0)
+    if not _malloc_trim:
+        import ctypes
+
+        try:
+            _malloc_trim.append(ctypes.CDLL("libc.so.6").malloc_trim)
+        except (OSError, AttributeError):  # not glibc
+            _malloc_trim.append(None)
+    trim = _malloc_trim[0]
+    if trim is not None:
+        trim(0)
 
 
 class Pool:
@@ -388,6 +393,9 @@ class Pool:
         self.submitted += task.size
         if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
             # Forked where that is safe: no import or set-up again in each worker.
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
             # Workers keep counts only where all of them start at once (fork), so
             # that a flush reaches every one.
@@ -431,7 +439,7 @@ class Pool:
         held = self.held.pop(keep, None)
         if held is not None:
             futures.append(Future())
-            futures[-1].set_result(Counted(_as_bytes(held), []))
+            futures[-1].set_result(Counted(as_bytes(held), []))
         if self.barrier is not None and self.executor is not None:
             futures += [self.executor.submit(_flush, keep, shard) for _ in range(self.workers)]
         return futures
@@ -446,7 +454,7 @@ class Pool:
         """A task's result, waiting for it; a worker's bug is raised here."""
         try:
             return future.result()
-        except BrokenProcessPool:
+        except BrokenExecutor:  # a worker died
             raise BpestoreError("a counting process died; see the messages above") from None
 
     def close(self) -> None:

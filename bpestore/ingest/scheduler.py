@@ -11,13 +11,16 @@ Sources are taken in order:
   pieces;
 * small files are read and hashed here and sent whole, several to a task.
 
-The workers keep a large source's counts and hand them back, cut into shards,
-when their share of ``merge_bytes`` is full and when the source ends; once a
-source is counted, the workers merge each shard (``pool``).
+The workers keep the counts of a large source, or of a group of small ones, and
+hand them back, cut into shards, when their share of ``merge_bytes`` is full
+and when the group ends; once a group is counted, the workers merge each shard
+(``pool``): this process merges no counts per task.
 
-A large source is a batch of its own; small ones share batches of about
-``batch_bytes``. Results are taken in the order the tasks were sent, so the
-batches come out in source order.
+A large source is counted as a group of its own; small ones share groups of
+about ``batch_bytes``. Results are taken in the order the tasks were sent, so the
+groups come out in source order, and consecutive groups are handed on as one
+batch (one transaction, one generation, one upsert) while its distinct words
+stay within ``batch_words``: a call ingesting many files writes once.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from ..records import Progress, Source
 from ..sources import Opened, TextReader, check_errors, cut_points, file_sha256, file_size, is_compressed, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, merge_counts
+from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, as_bytes, merge_counts
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class IngestTuning:
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
     merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
+    batch_words: int = 1 << 20  # sources are written together while their distinct words stay within this
 
 
 @dataclass
@@ -102,11 +106,23 @@ class _Group:
 
     sources: list[Source] = field(default_factory=list)
     counts: Counter | None = field(default_factory=Counter)  # None: not kept (a repeat, a failure)
-    key: int = 0  # a large source's: the workers keep its counts (Task.keep)
+    key: int = 0  # the workers keep its counts under this key (Task.keep)
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
     closed: bool = False  # no more sources or tasks come
     shards: list[list[Packed]] | None = None  # counts workers handed on, per shard, not yet reduced
+    reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
+
+    def joined(self) -> Counter:
+        """Its counts: the reduced shards (no word in two of them: joined without
+        adding) and whatever else came back."""
+        if not self.reduced or self.counts is None:
+            return self.counts if self.counts is not None else Counter()
+        total: Counter = Counter()
+        for part in self.reduced:
+            dict.update(total, part)
+        merge_counts(total, self.counts)
+        return total
 
     @property
     def done(self) -> bool:
@@ -114,7 +130,7 @@ class _Group:
 
     def drop(self) -> None:
         """Keep nothing of it."""
-        self.sources, self.counts, self.closed, self.shards = [], None, True, None
+        self.sources, self.counts, self.closed, self.shards, self.reduced = [], None, True, None, []
 
 
 @dataclass(eq=False)
@@ -161,6 +177,7 @@ class _Counting:
         self.failure: BpestoreError | None = None  # the first source that failed
         self.stamps: dict[str, tuple[int, int, int] | None] = {}  # each file's stat when its reading began
         self.keys = itertools.count(1)  # Task.keep of each large source
+        self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
@@ -186,6 +203,7 @@ class _Counting:
             # All counted: the workers' memory goes before the last batches are written.
             self.pool.close()
             yield from self.finished()
+            yield from self.hand_on()
         finally:
             self.pool.close()
         if self.failure is not None:
@@ -199,12 +217,36 @@ class _Counting:
                 continue
             for source in group.sources:
                 if not source.skipped and _stamp(source.source) != self.stamps.get(source.source):
+                    yield from self.hand_on()  # the sources before it are kept
                     raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
                                       "ingest it again once it stays as it is", source=source.source)
+            counts = group.joined()
             if len(group.sources) == 1 and group.counts is not None:
                 # A large source's pieces each report their own distinct words.
-                group.sources[0].n_distinct = len(group.counts)
-            yield CountedBatch(group.sources, group.counts if group.counts is not None else Counter())
+                group.sources[0].n_distinct = len(counts)
+            yield from self.coalesce(CountedBatch(group.sources, counts))
+
+    def coalesce(self, batch: CountedBatch) -> Iterator[CountedBatch]:
+        """Add a counted group to the batch being gathered; hand that on first where the
+        two together would hold more than ``batch_words`` distinct words."""
+        gathered = self.batch
+        if gathered is None:
+            self.batch = batch
+            return
+        if len(gathered.counts) + len(batch.counts) > self.tuning.batch_words:
+            yield gathered
+            self.batch = batch
+            return
+        gathered.sources += batch.sources
+        small, large = sorted((gathered.counts, batch.counts), key=len)
+        merge_counts(large, small)  # the smaller into the larger: the fewer steps
+        gathered.counts = large
+
+    def hand_on(self) -> Iterator[CountedBatch]:
+        """The batch being gathered, if any."""
+        if self.batch is not None:
+            batch, self.batch = self.batch, None
+            yield batch
 
     # -- small sources: read whole, counted and written together --------------
     def add_small(self, index: int, path: str) -> None:
@@ -214,7 +256,7 @@ class _Counting:
         self.report(path, stats.size_bytes, stats.size_bytes, index)
         if self.small is None or self.small.size >= self.tuning.batch_bytes:
             self.close_small()
-            self.small = _Group()
+            self.small = _Group(key=next(self.keys))
             self.groups.append(self.small)
         self.small.sources.append(stats)
         self.small.size += stats.size_bytes
@@ -229,12 +271,14 @@ class _Counting:
         if self.small is not None and self.unsent:
             sources, pieces = zip(*self.unsent)
             self.unsent, self.unsent_bytes = [], 0
-            self.send(Task(pieces), self.small, list(sources))
+            self.send(Task(pieces, self.small.key), self.small, list(sources))
 
     def close_small(self) -> None:
         if self.small is not None:
             self.send_small()
+            self.flush(self.small)
             self.small.closed = True
+            self.reduce(self.small)
             self.small = None
 
     # -- large sources: counted in pieces, a batch of their own ----------------
@@ -367,7 +411,10 @@ class _Counting:
         for stats, (n_words, n_distinct) in zip(sent.sources, counted.words):
             stats.n_words += n_words
             stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
-        merge_counts(group.counts, counted.counts)
+        if counted.reduced:
+            group.reduced.append(counted.counts)
+        else:
+            merge_counts(group.counts, counted.counts)
         if counted.shards:
             if group.shards is None:
                 group.shards = [[] for _ in counted.shards]
@@ -387,6 +434,10 @@ class _Counting:
         group.closed = True
         if not group.sources:
             group.drop()
+        elif group.counts is not None:
+            # Small sources before it in its group: the workers kept their counts mixed
+            # with the failed one's, so they are counted again here (they are small).
+            group.counts, group.shards, group.reduced = self.recount(group.sources), None, []
         groups = list(self.groups)
         earlier = groups[:groups.index(group)]
         for later in groups[groups.index(group) + 1:]:
@@ -400,6 +451,13 @@ class _Counting:
             sent.group.pending -= 1
         self.sent = kept
         self.unsent, self.unsent_bytes = [], 0
+
+    def recount(self, sources: list[Source]) -> Counter:
+        counts: Counter = Counter()
+        for source in sources:
+            if not source.skipped:
+                self.pool.local.count(Task((FileBytes(source.source, read_range(source.source)),)), into=counts)
+        return Counter(as_bytes(counts))
 
     def report(self, name: str, source_done: int, source_size: int | None, index: int, *,
                final: bool = True) -> None:

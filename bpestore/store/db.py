@@ -1,10 +1,12 @@
 """Engines and schema upgrades: the connection set-up shared by every store.
 
-Alembic is imported only where the database is not at ``HEAD``: opening an
-up-to-date store costs one query (``tests/test_schema.py`` checks that
-``HEAD`` is the newest revision in migrations/). SQLAlchemy is imported only
-where an engine is made or a URL parsed: a SQLite store at ``HEAD`` can be
-read without it (``store/reader.py``).
+Alembic is imported only where the database is at an older revision: opening
+an up-to-date store costs one query (``tests/test_schema.py`` checks that
+``HEAD`` is the newest revision in migrations/), and a new database gets the
+tables of store/schema.py at once, stamped ``HEAD`` (the same tests check that
+this equals what the migrations make). SQLAlchemy is imported only where an
+engine is made or a URL parsed: a SQLite store at ``HEAD`` can be read without
+it (``store/reader.py``).
 """
 
 from __future__ import annotations
@@ -222,11 +224,51 @@ def upgrade_schema(engine: Engine, *, read_only: bool = False) -> str:
     with engine.connect() as conn, conn.begin():
         if stored_revision(conn) == HEAD:
             return HEAD
+    if not (read_only or is_read_only(engine)):
+        with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
+            _lock_schema(conn)
+            current = stored_revision(conn)
+            if current == HEAD:
+                return HEAD
+            if current is None:  # a new database: made at once, without Alembic
+                _refuse_foreign(conn)
+                create_schema(conn)
+                return HEAD
+    return migrate(engine, read_only=read_only)
+
+
+def _lock_schema(conn: Connection) -> None:
+    """PostgreSQL: processes opening a new database at once: one creates or upgrades
+    the schema, the others wait for it here (until this transaction ends)."""
+    from sqlalchemy import text
+
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('bpestore schema ' || current_schema()))"))
+
+
+def create_schema(conn: Connection) -> None:
+    """The newest schema in an empty database, stamped ``HEAD``: the tables of
+    store/schema.py, which are what the migrations make (tests/test_schema.py
+    checks that a store made this way equals one ``alembic upgrade head`` made)."""
+    from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table
+
+    from .schema import metadata
+
+    metadata.create_all(conn)
+    # Alembic's own table, as Alembic makes it.
+    version = Table("alembic_version", MetaData(), Column("version_num", String(32), nullable=False),
+                    PrimaryKeyConstraint("version_num", name="alembic_version_pkc"))
+    version.create(conn, checkfirst=True)
+    conn.execute(version.insert().values(version_num=HEAD))
+
+
+def migrate(engine: Engine, *, read_only: bool = False) -> str:
+    """Alembic's upgrade to the newest revision (a database at an older one); a
+    read-only database, or one at a revision this bpestore does not know, is only checked."""
     from alembic import command
     from alembic.runtime.migration import MigrationContext
     from alembic.script import ScriptDirectory
     from alembic.util.exc import CommandError
-    from sqlalchemy import text
 
     config = alembic_config()
     script = ScriptDirectory.from_config(config)
@@ -236,10 +278,7 @@ def upgrade_schema(engine: Engine, *, read_only: bool = False) -> str:
     if read_only or is_read_only(engine):
         return _check_read_only(engine, script, head)
     with engine.connect().execution_options(bpestore_write=True) as conn, conn.begin():
-        if conn.dialect.name == "postgresql":
-            # Processes opening a new database at once: one creates the schema,
-            # the others wait for it here (until this transaction ends).
-            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('bpestore schema ' || current_schema()))"))
+        _lock_schema(conn)
         current = MigrationContext.configure(conn).get_current_revision()
         if current == head:
             return head

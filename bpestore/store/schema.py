@@ -113,10 +113,11 @@ versions = Table(
     Column("status", String(16), nullable=False),  # training | complete
     Column("source", String(32), nullable=False),  # trained | gpt2 (import)
     Column("corpus_digest", String(64), nullable=True),
-    Column("corpus_generation", Integer, nullable=True),  # the generation it was trained on
     Column("fingerprint", String(64), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # Last, where revision 0003 added it: a new store's columns are in the migrated order.
+    Column("corpus_generation", Integer, nullable=True),  # the generation it was trained on
     UniqueConstraint("tokenizer_id", "number"),
 )
 

@@ -1,0 +1,24 @@
+"""The optional compiled encode core (bpestore/_encodecore.c): see bpestore.encodecore."""
+
+from collections.abc import Callable, Sequence
+
+class Encoder:
+    def __init__(
+        self,
+        tokens: Sequence[bytes | None],
+        merges: tuple[Sequence[int], Sequence[int], Sequence[int]] | None,
+        byte_ids: Sequence[int] | None,
+        *,
+        mode: int = 0,
+        pattern: int = -1,
+        classify: Callable[[int], int] | None = None,
+        chars: dict[str, int] | None = None,
+        unk: int = -1,
+        fallback: bool = False,
+        prefix: int = -1,
+        suffix: int = -1,
+        whole: bool = False,
+    ) -> None: ...
+    def encode(self, text: str, as_bytes: bool = False) -> list[int] | bytes | None: ...
+    def encode_words(self, words: Sequence[str], as_bytes: bool = False) -> list[int] | bytes | None: ...
+    def table_bytes(self) -> int: ...

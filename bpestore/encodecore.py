@@ -1,0 +1,126 @@
+"""The compiled encode core (bpestore/_encodecore.c) fed a version's tables.
+
+The core pre-tokenizes with the built-in patterns in C (the scans the counting
+core uses, ``_pretok.h``, and whitespace), or takes the words the spec's pipeline
+cut in Python (punctuation, none, custom regexes); normalizers run in Python
+first. It merges by merge rank, as ``bpe.merge_word`` does, on bytes or on a
+character alphabet (unknown token, byte fallback, word markers), so it gives
+the pure-Python encoder's ids, which stay the reference and the fallback. It
+does not cover longest-match segmentation or dropout (the pure path runs
+those). Encoding releases the GIL: threads share one core and its tables.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from . import alphabet, native
+from .spec import EncoderFacts, TokenizerSpec
+from .text import COUNT_CORE_PATTERNS, char_class, normalize
+
+if TYPE_CHECKING:
+    from .encoder.reference import PythonEncoder
+
+CORE, CORE_STATUS = native.load("_encodecore")
+MODE_MERGE = 0  # join the adjacent pair of lowest merge rank (bpe.merge_word)
+MODE_RANKS = 1  # join the adjacent pair whose bytes have the lowest rank (tiktoken's rule)
+# The pre-tokenizers the core scans itself (the others cut words in Python): the counting
+# core's three patterns, and whitespace (``\S+``).
+SCANNED_PATTERNS = {**COUNT_CORE_PATTERNS, "whitespace": 3}
+
+
+def encode_core() -> str:
+    """How ordinary text is encoded where a version allows: ``compiled (C)`` or ``pure-Python (<why>)``."""
+    return native.describe(CORE, CORE_STATUS)
+
+
+def core_problem(spec: TokenizerSpec) -> str | None:
+    """Why the core cannot encode this spec (None: it can, where it is built)."""
+    if CORE is None:
+        return f"the encode core is {encode_core()}"
+    if spec.segmentation != "merge":
+        return f"segmentation is {spec.segmentation}"
+    return None
+
+
+def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts | None) -> CoreEncoder:
+    """The core for a version, from its reference encoder's token index and merge ids
+    (looked up from the merges where the version gave none, or where a token's bytes
+    repeat); ``facts`` that passed the rank-equivalence check say that every merged
+    token encodes to itself (else the core checks each, once)."""
+    id_of = python.index.id_of
+    merge_ids = python.merge_ids
+    if merge_ids is None or len(id_of) != len(python.vocab) - len(set(python.special_ids)):
+        merges = python.merges
+        merge_ids = ([id_of[left] for left, _ in merges], [id_of[right] for _, right in merges],
+                     [id_of[left + right] for left, right in merges])
+    whole = facts is not None and facts.fast_problem is None
+    return CoreEncoder(spec, python.vocab, id_of, merge_ids, whole=whole, pretokenize=python.pipeline.pretokenize)
+
+
+class CoreEncoder:
+    """The compiled core built for one version, no special tokens (the
+    tokenizer matches those first)."""
+
+    def __init__(self, spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int],
+                 merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]], *, whole: bool,
+                 pretokenize: Callable[[str], list[str]]) -> None:
+        """``merge_ids``: each merge's left, right and made ids, by rank;
+        ``whole``: every token a merge makes encodes to itself (else the core
+        checks each, once); ``pretokenize``: the spec's pipeline (normalize, then
+        cut words), used where the pattern is not one the core scans."""
+        assert CORE is not None, "core_problem() said the core is built"
+        assert spec.segmentation == "merge", "core_problem() said merge segmentation"
+        n_vocab = max(vocab) + 1 if vocab else 0
+        tokens = list(map(vocab.get, range(n_vocab)))
+        byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
+        options: dict = {}
+        if not spec.byte_level:
+            options["chars"] = alphabet.char_ids(id_of)
+            options["fallback"] = spec.byte_fallback
+            if spec.unk_token is not None:
+                options["unk"] = id_of[spec.unk_token.encode("utf-8")]
+        if spec.start_of_word is not None:
+            options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
+        if spec.end_of_word is not None:
+            options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
+        pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
+        self._core = CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern,
+                                  classify=char_class, whole=whole, **options)
+        self._steps = spec.normalizer_steps
+        self._pretokenize = None if pattern >= 0 else pretokenize
+
+    def _ids(self, text: str, as_bytes: bool) -> list[int] | bytes | None:
+        if self._pretokenize is not None:
+            return self._core.encode_words(self._pretokenize(text), as_bytes)
+        return self._core.encode(normalize(text, self._steps) if self._steps else text, as_bytes)
+
+    def encode(self, text: str) -> list[int] | None:
+        """The ids of text as a new list; None where the text holds a lone
+        surrogate or a character the version has no symbol for (the pure path
+        then says what to do)."""
+        ids = self._ids(text, False)
+        assert not isinstance(ids, bytes)
+        return ids
+
+    def encode_into(self, text: str, out: list | array) -> bool:
+        """Add the ids of text to ``out`` (a list, or a uint32 array); False,
+        adding nothing, where ``encode`` gives None."""
+        if isinstance(out, array):
+            data = self._ids(text, True)
+            if data is None:
+                return False
+            assert isinstance(data, bytes)
+            out.frombytes(data)
+            return True
+        ids = self._ids(text, False)
+        if ids is None:
+            return False
+        out.extend(ids)
+        return True
+
+    def table_bytes(self) -> int:
+        """The memory the core's tables take."""
+        return self._core.table_bytes()

@@ -1,0 +1,246 @@
+"""The compiled encode core (bpestore/_encodecore.c) gives the ids of independent references.
+
+GPT-2, cl100k and o200k: tiktoken's, built offline from the shared files (the core's
+token-rank rule directly, and through a Tokenizer, whose merge rule the rank files'
+derived merges give); every other spec: the pure-Python encoder's, which stays the
+oracle (``fast=False``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from array import array
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpestore import Tokenizer, alphabet, encodecore
+from bpestore.formats.gpt2 import read_gpt2
+from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
+from bpestore.spec import EncoderFacts, TokenizerSpec
+from bpestore.text import COUNT_CORE_PATTERNS, TextPipeline, char_class
+from bpestore.trainer import BpeTrainer
+
+from .conftest import corpus_path, read_corpus, tiktoken_pattern
+
+tiktoken = pytest.importorskip("tiktoken")
+ENCODINGS = ["gpt2", "cl100k", "o200k"]
+CORPORA = ["tinyshakespeare.txt", "taylorswift.txt", "german_1M.txt", "russian_1M.txt", "chinese_1M.txt",
+           "japanese_1M.txt", "hindi_1M.txt", "english_medium.txt.xz", "code_python_5M.txt.xz"]
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(autouse=True)
+def compiled_core():
+    if encodecore.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+
+
+class Reference:
+    """One encoding: tiktoken's Encoding, bpestore's Tokenizer of the same files, and
+    the core with tiktoken's rule (token ranks) on the rank file itself."""
+
+    def __init__(self, name: str) -> None:
+        if name == "gpt2":
+            vocab, merges, specials = read_gpt2(corpus_path("gpt2_vocab.json"), corpus_path("gpt2_merges.txt"))
+            self.tokenizer = Tokenizer(vocab, merges, specials, name=name)
+            ranks = {data: i for i, data in vocab.items() if data != EOT.encode()}
+        else:
+            ranks = read_ranks(corpus_path(f"{name}_base.tiktoken"))
+            vocab, merges, spec = tiktoken_version(ranks, name, {})
+            self.tokenizer = Tokenizer(vocab, merges, spec=spec, name=name)
+        self.tiktoken = tiktoken.Encoding(name=name, pat_str=tiktoken_pattern(name), mergeable_ranks=ranks,
+                                          special_tokens={})
+        tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
+        for data, rank in ranks.items():
+            tokens[rank] = data
+        self.rank_core = encodecore.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
+                                                 mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS[name],
+                                                 classify=char_class)
+
+    def check(self, text: str) -> None:
+        expected = self.tiktoken.encode_ordinary(text)
+        assert self.tokenizer.encode_ordinary(text) == expected
+        fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # as tiktoken does
+        assert self.rank_core.encode(fixed) == expected
+
+
+@pytest.fixture(scope="module", params=ENCODINGS)
+def reference(request) -> Reference:
+    ref = Reference(request.param)
+    assert ref.tokenizer.backend == "compiled (C)"
+    return ref
+
+
+@pytest.mark.parametrize("name", CORPORA)
+def test_tiktokens_ids_on_the_shared_corpora(reference, name):
+    text = read_corpus(name)
+    reference.check(text[:2_000_000])
+
+
+# The characters where the pattern's alternatives meet (as the count core's tests), and
+# letters that merge.
+TRICKY = (" \n\r\t\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000'sdmtlverSDMTLVERſK_-./1é٣½Ⅻ\u0301\u200b"
+          "ǅʰ中ÀßΣ\ud800\udc00😀theinganorж日本")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=TRICKY, max_size=80))
+def test_tiktokens_ids_on_text_where_the_alternatives_meet(reference, text):
+    reference.check(text)
+
+
+@pytest.mark.parametrize("text", [
+    "a" * 100_000, "ab" * 50_000, " " * 100_000, "\n" * 50_000, " \n" * 30_000, "1234567890" * 10_000,
+    "x" + " " * 70_000 + "y", "Donaudampfschifffahrt" * 3_000, ("日本語のテキスト" + "Ж" + "😀") * 5_000,
+    "".join(chr(c) for c in range(0x20, 0x3000, 7)) * 10, "\ud800abc\udfff \ud83d\ude00", "'S'LL'Ve" * 5_000,
+])
+def test_tiktokens_ids_on_worst_cases(reference, text):
+    reference.check(text)
+
+
+@pytest.mark.slow
+def test_a_word_of_megabytes_stays_exact(reference):
+    text = ("".join(chr(0x61 + (i * 7919) % 26) for i in range(1 << 20)))  # one piece of 1 MB
+    reference.check(text)
+
+
+def train(spec: TokenizerSpec, text: str, vocab_size: int) -> Tokenizer:
+    """A version of ``spec`` trained on ``text`` (any alphabet and markers)."""
+    counts = TextPipeline(spec).count_words(text)
+    vocab_bytes = alphabet.initial_vocab(spec, counts)
+    trainer = BpeTrainer(alphabet.initial_words(spec, counts, vocab_bytes), vocab_bytes,
+                         special_ids=alphabet.special_ids(spec))
+    for _ in trainer.train(vocab_size=vocab_size):
+        pass
+    merges = [(trainer.token_bytes[m.left], trainer.token_bytes[m.right]) for m in trainer.merges]
+    return Tokenizer(dict(enumerate(trainer.token_bytes)), merges, spec=spec)
+
+
+SPECS = [
+    TokenizerSpec(special_tokens=(EOT,)),
+    TokenizerSpec(pretokenizer="cl100k", normalizer="nfkc,lowercase"),
+    TokenizerSpec(pretokenizer="o200k", normalizer="nfd"),
+    TokenizerSpec(pretokenizer="whitespace", special_tokens=(EOT,)),
+    TokenizerSpec(pretokenizer="punctuation"),
+    TokenizerSpec(pretokenizer="none"),
+    TokenizerSpec(pretokenizer="regex", pattern=r"\w+|[^\w\s]+|\s+"),
+    TokenizerSpec(end_of_word="</w>"),
+    TokenizerSpec(start_of_word="\u2581", pretokenizer="whitespace"),
+    TokenizerSpec(alphabet="chars", end_of_word="</w>", unk_token="<unk>", special_tokens=(EOT,)),
+    TokenizerSpec(alphabet="chars", byte_fallback=True, pretokenizer="whitespace"),
+    TokenizerSpec(alphabet="chars", start_of_word="\u2581", unk_token="<unk>", normalizer="lowercase"),
+    TokenizerSpec(alphabet="chars", pretokenizer="cl100k"),
+]
+UNSEEN = " Ωμέγα 日本語 😀 \u0301x ＡＢ ﬁ don't 'LL \r\n\t 12345 "
+
+
+@pytest.fixture(scope="module")
+def training_text() -> str:
+    return read_corpus("tinyshakespeare.txt")[:60_000]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.to_json())
+def test_the_pure_encoders_ids_for_every_spec(spec, training_text):
+    tok = train(spec, training_text.replace("\n\n", EOT), 700)
+    pure = Tokenizer(tok.vocab, tok.merges, spec=spec, fast=False)
+    assert tok.backend == "compiled (C)" and pure.backend.startswith("python")
+    text = read_corpus("taylorswift.txt")[:50_000] + EOT + UNSEEN * 3 + "a" * 300
+    known = training_text[:30_000]  # every character seen (chars without unk or fallback)
+    for sample in (known, text) if spec.unk_token or spec.byte_fallback or spec.byte_level else (known,):
+        assert tok.encode(sample, allowed_special="all") == pure.encode(sample, allowed_special="all")
+        assert tok.encode(sample, disallowed_special=()) == pure.encode(sample, disallowed_special=())
+    if not (spec.unk_token or spec.byte_fallback or spec.byte_level):
+        with pytest.raises(ValueError, match="not seen in training"):
+            tok.encode("Ω")
+
+
+def test_longest_match_and_dropout_stay_on_the_python_path(training_text):
+    tok = train(TokenizerSpec(segmentation="longest-match"), training_text, 400)
+    assert tok.backend == "python (segmentation is longest-match)"
+    merge = train(TokenizerSpec(), training_text, 400)
+    assert merge.backend == "compiled (C)"
+    pure = Tokenizer(merge.vocab, merge.merges, fast=False)
+    assert merge.encode("the king", dropout=0.5, seed=3) == pure.encode("the king", dropout=0.5, seed=3)
+
+
+def test_tokens_that_do_not_encode_to_themselves_are_merged_not_looked_up():
+    """bc (rank 0), ab (1), abc = ab + c (2): by merge rule "abc" is a + bc; a word
+    that is the token abc must not come out whole (tiktoken's rule gives abc)."""
+    vocab = {**{i: bytes([i]) for i in range(256)}, 256: b"bc", 257: b"ab", 258: b"abc"}
+    merges = [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")]
+    for facts in (None, EncoderFacts("token b'abc' (merge 2) does not encode to itself")):
+        tok = Tokenizer(vocab, merges, facts=facts)
+        assert tok.backend == "compiled (C)"
+        assert tok.encode("abc abc") == [97, 256, 32, 97, 256]
+    core = encodecore.CORE.Encoder([vocab.get(i) for i in range(259)], None, list(range(256)),
+                                   mode=encodecore.MODE_RANKS, pattern=0, classify=char_class)
+    assert core.encode("abc") == [258]
+
+
+def test_offsets_streams_batches_and_files_give_the_ids_of_one_encode(tmp_path):
+    ref = Reference("gpt2")
+    tok = ref.tokenizer
+    text = read_corpus("german_1M.txt")[:400_000] + "\ud800 x" + " " * 5000 + "end"
+    whole = tok.encode(text, disallowed_special=())
+    assert whole == ref.tiktoken.encode_ordinary(text)
+    ids, spans = tok.encode_with_offsets(text[:50_000])
+    assert ids == tok.encode(text[:50_000])
+    pieces = [text[i:i + 7_777] for i in range(0, len(text), 7_777)]
+    assert list(tok.encode_iterable(pieces)) == whole
+    assert list(tok.encode_iterable(pieces, workers=2)) == whole
+    docs = text.split("\n")
+    assert tok.encode_batch(docs, workers=2) == [tok.encode(d) for d in docs]
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    for workers in (1, 2):
+        out = tmp_path / f"ids{workers}.bin"
+        tok.encode_file(path, out, dtype="uint32", errors="replace", workers=workers)
+        ids_file = array("I", out.read_bytes())
+        expected = tok.encode(path.read_text(encoding="utf-8", errors="replace"))
+        assert ids_file.tolist() == expected
+
+
+def test_bad_arguments_are_errors():
+    tokens = [bytes([i]) for i in range(256)]
+    with pytest.raises(ValueError, match="mode must be"):
+        encodecore.CORE.Encoder(tokens, None, list(range(256)), mode=3)
+    with pytest.raises(ValueError, match="byte_ids must hold 256"):
+        encodecore.CORE.Encoder(tokens, ([], [], []), list(range(255)))
+    with pytest.raises(ValueError, match="differ in number"):
+        encodecore.CORE.Encoder(tokens, ([1], [2], []), list(range(256)))
+    with pytest.raises(TypeError, match="classify"):
+        encodecore.CORE.Encoder(tokens, ([], [], []), list(range(256)), pattern=0)
+    core = encodecore.CORE.Encoder(tokens, ([], [], []), list(range(256)))
+    assert core.encode("hé") == [104, 195, 169]
+    assert core.encode("\ud800") is None  # the tokenizer fixes surrogates, as tiktoken, and asks again
+
+
+def test_pure_turns_the_core_off_and_version_names_it():
+    env = {**os.environ, "BPESTORE_PURE": "1"}
+    code = ("from bpestore import Tokenizer; "
+            "print(Tokenizer({i: bytes([i]) for i in range(256)}, []).backend)")
+    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert not off.stdout.startswith("compiled"), off.stdout
+    version = subprocess.run([sys.executable, "-m", "bpestore", "--version"], capture_output=True, text=True,
+                             check=True)
+    assert "encode core: compiled (C)" in version.stdout
+    version = subprocess.run([sys.executable, "-m", "bpestore", "--version"], env=env, capture_output=True,
+                             text=True, check=True)
+    assert "encode core: pure-Python (BPESTORE_PURE is set)" in version.stdout
+
+
+@pytest.fixture(scope="module")
+def whitespace_pair(training_text) -> tuple[Tokenizer, Tokenizer]:
+    tok = train(TokenizerSpec(pretokenizer="whitespace"), training_text, 500)
+    return tok, Tokenizer(tok.vocab, tok.merges, spec=tok.spec, fast=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=TRICKY, max_size=80))
+def test_the_whitespace_scan_cuts_as_the_regex(whitespace_pair, text):
+    """The core scans ``\\S+`` itself (\\s as the regex module's, from char_class)."""
+    tok, pure = whitespace_pair
+    assert tok.encode(text) == pure.encode(text)
