@@ -175,9 +175,9 @@ def file_stats(refs: Sequence[str], file: str | Path, load: Callable[[str], Toke
     check_errors(errors)
     if not refs:
         raise InvalidArgumentError("refs must name at least one version", params=("refs",))
-    if str(file) == "-":
-        raise InvalidArgumentError("stats reads the file once per version: give a file, not -",
-                                   params=("file",))
+    if str(file) == "-" or len(refs) > 1 and Path(file).exists() and not Path(file).is_file():
+        raise InvalidArgumentError(f"stats reads the file once per version: give a file, not "
+                                   f"{file} (a stream reads once)", params=("file",))
     tokenizers = [load(ref) for ref in refs]  # every ref checked before any work
     totals = TextTotals()  # the file's bytes and words, counted in the first pass
     results = []

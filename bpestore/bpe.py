@@ -15,6 +15,7 @@ import random
 import sys
 from array import array
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 PAIR_SHIFT = 32  # a pair of ids (a, b) is the int (a << 32) | b
@@ -125,12 +126,14 @@ def _merge_long_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int
     ``applied``, where given, gets the rank of each merge applied, in order.
     """
     n = len(ids)
-    tokens = list(ids)
-    nxt = list(range(1, n + 1))
-    prev = list(range(-1, n - 1))
+    # Machine-word arrays, not lists of int objects: a word of millions of
+    # symbols costs tens of bytes per symbol, not hundreds.
+    tokens = array("q", ids)
+    nxt = array("q", range(1, n + 1))
+    prev = array("q", range(-1, n - 1))
     get = ranks.get
-    keys = [(a << PAIR_SHIFT) | b for a, b in zip(ids, ids[1:])]
-    heap = [(r << 32) | i for i, r in enumerate(map(get, keys)) if r is not None]
+    heap = [(r << 32) | i for i, r in enumerate(get((a << PAIR_SHIFT) | b) for a, b in zip(ids, islice(ids, 1, None)))
+            if r is not None]
     heapq.heapify(heap)
     pop, push = heapq.heappop, heapq.heappush
     while heap:

@@ -5,7 +5,8 @@
 pyarrow: ``pip install 'bpestore[parquet]'``): columns ``word`` (binary) and
 ``count`` (int64), in word order, and in the file's metadata (key
 ``bpestore.counts``) the corpus spec, every source's sha256, size, name, words
-and distinct words, the totals and a digest of the rows. ``read_counts`` reads
+and distinct words, the totals, a digest of the rows and a check of all of it
+(a file written before the check: its words are checked against its spec). ``read_counts`` reads
 one back, checking all of it. ``Store.ingest_counts`` then adds counts files to
 a corpus: counting is embarrassingly parallel (any machine, any scheduler: see
 the Dask recipe in the README); merging counts is the store's job.
@@ -195,9 +196,14 @@ def read_counts(path: str | Path) -> tuple[CountsInfo, dict[bytes, int]]:
                                "(no bpestore.counts metadata); make one with bpestore count")
     try:
         meta = json.loads(metadata[METADATA_KEY])
+        if not isinstance(meta, dict):
+            raise ValueError(f"a JSON object expected, found {type(meta).__name__}")
         info = _info(name, meta)
-    except (ValueError, KeyError, TypeError, InvalidArgumentError) as exc:
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError, InvalidArgumentError) as exc:
         raise DamagedDataError(f"{name}: its bpestore.counts metadata is damaged ({_first_line(exc)})") from None
+    if "check" in meta and meta["check"] != _metadata_check(meta):
+        raise DamagedDataError(f"{name}: its bpestore.counts metadata does not match its check (changed after "
+                               "bpestore count wrote it); make it again")
     try:
         table = parquet.read(columns=["word", "count"])
     except (pa.ArrowException, OSError, KeyError) as exc:
@@ -210,14 +216,36 @@ def read_counts(path: str | Path) -> tuple[CountsInfo, dict[bytes, int]]:
             rows_digest(counts) != info.digest or sum(counts.values()) != info.n_words:
         raise DamagedDataError(f"{name}: its rows do not match its digest (changed after bpestore count "
                                "wrote it); make it again")
+    if "check" not in meta:  # written before the check covered the spec: its words must be the spec's
+        _check_words(name, info.spec, counts)
     return info, counts
 
 
+def _metadata_check(meta: Mapping[str, Any]) -> str:
+    """sha256 of a counts file's metadata (spec, sources, totals, the rows' digest) but its check."""
+    body = json.dumps({k: v for k, v in meta.items() if k != "check"}, sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _check_words(name: str, spec: TokenizerSpec, counts: Mapping[bytes, int]) -> None:
+    """DamagedDataError unless each word is one whole pre-token under ``spec``
+    (what counting with another spec, then relabelling, breaks)."""
+    from .text import TextPipeline
+
+    pipeline = TextPipeline(spec)
+    for word in counts:
+        text = word.decode("utf-8", "surrogatepass")
+        if pipeline.pretokenize(text) != [text] or pipeline.specials is not None and pipeline.specials.search(text):
+            raise DamagedDataError(f"{name}: its word {text!r} is not a word of its spec ({spec.pretokenizer} "
+                                   "pre-tokenizer); the spec in its metadata is not the one it was counted with")
+
+
 def _metadata(info: CountsInfo) -> dict[str, Any]:
-    return {"format": FORMAT, "spec": info.spec.to_json(), "n_words": info.n_words, "n_distinct": info.n_distinct,
+    meta = {"format": FORMAT, "spec": info.spec.to_json(), "n_words": info.n_words, "n_distinct": info.n_distinct,
             "digest": info.digest,
             "sources": [{"name": s.source, "sha256": s.sha256, "size": s.size_bytes, "n_words": s.n_words,
                          "n_distinct": s.n_distinct} for s in info.sources]}
+    return {**meta, "check": _metadata_check(meta)}
 
 
 def _info(name: str, meta: dict[str, Any]) -> CountsInfo:

@@ -179,6 +179,7 @@ class TimedMatcher:
         import regex
 
         try:
+            re.compile(grep)  # re's syntax and messages, as without a time limit
             self.search = regex.compile(grep).search
         except (regex.error, re.error) as exc:
             raise InvalidArgumentError(f"grep is not a regular expression: {exc} in {grep!r}",
@@ -193,8 +194,12 @@ class TimedMatcher:
         now = time.monotonic()
         if self.deadline is None:
             self.deadline = now + self.timeout
+        left = self.deadline - now
+        if left <= 0:  # (regex reads a timeout of 0 or less as none)
+            self.timed_out = True
+            return False
         try:
-            return self.search(data.decode("utf-8", "backslashreplace"), timeout=self.deadline - now) is not None
+            return self.search(data.decode("utf-8", "backslashreplace"), timeout=left) is not None
         except TimeoutError:
             self.timed_out = True
             return False

@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import lzma
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -76,13 +77,16 @@ def is_compressed(path: str) -> bool:
 
 
 def file_size(path: str) -> int | None:
-    """The size of a file on disk; None for standard input."""
+    """The size of a file on disk; None for standard input and for what is read as
+    a stream like it (a pipe, a FIFO, ``<(cmd)``, a device such as /dev/zero: no
+    size to cut it by, read once)."""
     if path == "-":
         return None
     try:
-        return os.stat(path).st_size
+        found = os.stat(path)
     except FileNotFoundError:
         raise NotFoundError(f"file not found: {path}") from None
+    return found.st_size if stat.S_ISREG(found.st_mode) else None
 
 
 class Opened:
@@ -101,12 +105,14 @@ class Opened:
         except IsADirectoryError:
             raise InvalidArgumentError(f"{name} is a directory; give the files in it") from None
         except OSError as exc:
-            raise SourceError(f"cannot read {name}: {exc.strerror}", source=name) from None
+            raise SourceError(f"cannot read {name}: {exc.strerror or exc}", source=name) from None
         opener = _OPENERS.get(Path(name).suffix)
         self.stream = opener(self.raw, "rb") if opener else self.raw
 
     def position(self) -> int | None:
-        return self.raw.tell() if self.raw is not None else None
+        if self.raw is None or not self.raw.seekable():
+            return None  # a stream (a pipe, a FIFO, a device): as stdin
+        return self.raw.tell()
 
     def close(self) -> None:
         if self.raw is not None:
@@ -142,7 +148,7 @@ def read_range(path: str, start: int = 0, end: int | None = None) -> bytes:
             f.seek(start)
             return f.read() if end is None else f.read(end - start)
     except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror}", source=path) from None
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}", source=path) from None
 
 
 class TextReader:

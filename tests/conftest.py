@@ -233,3 +233,11 @@ def counting_core(request, monkeypatch):
     elif text.COUNT_CORE is None:
         pytest.skip(f"the compiled counting core is not built here: {text.COUNT_CORE_STATUS}")
     return request.param
+
+
+def byte_vocab(*tokens: bytes) -> dict[int, bytes]:
+    """The 256 single bytes, then ``tokens`` at ids 256, 257, ..."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    for i, token in enumerate(tokens):
+        vocab[256 + i] = token
+    return vocab

@@ -68,6 +68,8 @@ def inputs(tmp_path_factory) -> Path:
     (folder / "corrupt.gz").write_bytes(gzip.compress(TEXT.encode())[:-40] + b"garbage" * 10)
     (folder / "corrupt.xz").write_bytes(lzma.compress(TEXT.encode())[:60] + b"garbage" * 10)
     (folder / "exists.json").write_text("mine")
+    (folder / "deep.json").write_text("[" * 200_000 + "]" * 200_000)  # json's recursion limit
+    (folder / "deep_hf.json").write_text('{"model": ' + "[" * 200_000 + "]" * 200_000 + "}")
     _gpt2_files(folder)
     from tests.test_formats import write_hf_cases, write_tiktoken_cases
 
@@ -190,6 +192,16 @@ CASES = [
                                 f"{{in}}/{name}.txt"])
       for name in ("truncated", "id_negative", "id_out_of_range", "id_twice", "id_text", "unknown_token",
                    "three_parts", "not_json", "not_a_map", "key_twice")],
+    ("import gpt2: nested too deeply", ["import", "gpt2", "g", "--vocab", "{in}/deep.json", "--merges",
+                                        "{in}/truncated.txt"]),
+    ("import hf: nested too deeply", ["import", "hf", "h", "{in}/deep.json"]),
+    ("import hf: a model nested too deeply", ["import", "hf", "h", "{in}/deep_hf.json"]),
+    ("name over 200 characters", ["ingest", "n" * 201, "{in}/good.txt"]),
+    ("tokenizer name over 200 characters", ["train", "t" * 201, "--corpus", "c", "--vocab-size", "300"]),
+    ("alias over 200 characters", ["alias", "en@1", "a" * 201]),
+    ("a NUL in a version name", ["encode", "e\0n", "hi"]),
+    ("a NUL in an alias", ["encode", "en@p\0rod", "hi"]),
+    ("a NUL in a corpus name", ["corpus", "show", "c\0"]),
     ("import gpt2: missing file", ["import", "gpt2", "g", "--vocab", "{in}/missing.json", "--merges",
                                    "{in}/truncated.txt"]),
     *[(f"import hf: {case}", ["import", "hf", "h", f"{{in}}/hf-{case.replace(' ', '_')}.json"])
@@ -387,3 +399,54 @@ def test_nothing_read_is_unpickled_or_evaluated():
                 found.append(f"{path.name}:{node.lineno} {f.value.id}.{f.attr}")
     assert found == []
 
+
+
+def test_a_rank_past_the_database_integers_is_an_empty_page(matrix_db):
+    for start in (2**31 - 1, 2**31, 2**63, 2**70):
+        result = run_cli(matrix_db, "merges", "en", "--start", str(start), "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout) == []
+    result = run_cli(matrix_db, "merges", "en", "--limit", str(2**70), "--json")
+    assert result.exit_code == 0 and result.stdout == run_cli(matrix_db, "merges", "en", "--json").stdout
+
+
+def test_counts_past_the_database_integers_are_refused(matrix_db, inputs, tmp_path):
+    """Two counts files whose words add up past 2**63 - 1: one Error: line, nothing written."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    from bpestore import counts as counts_module
+
+    path = tmp_path / "big.parquet"
+    counts_module.count_files([inputs / "good.txt"], path)
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"bpestore.counts"])
+    words = table.column("word").to_pylist()
+    big = [2**62 // len(words) + 1] * len(words)  # over 2**62 in all: twice is past 2**63 - 1
+    meta.pop("check")
+    meta.update(n_words=sum(big), digest=counts_module.rows_digest(dict(zip(words, big))))
+    meta["sources"][0]["n_words"] = sum(big)
+    meta["check"] = counts_module._metadata_check(meta)
+    table = pa.table({"word": pa.array(words, pa.binary()), "count": pa.array(big, pa.int64())})
+    pq.write_table(table.replace_schema_metadata({b"bpestore.counts": json.dumps(meta)}), path)
+    assert run_cli(matrix_db, "ingest", "huge", "--counts", str(path)).exit_code == 0
+    before = dump(matrix_db)
+    for argv in (["ingest", "huge", "--counts", str(path), "--force"],
+                 ["ingest", "huger", "--counts", str(path), str(path), "--force"]):
+        result = run_cli(matrix_db, *argv)
+        check_refused(result)
+        assert "more than the database's integers hold" in result.stderr
+        assert dump(matrix_db) == before
+
+
+def test_usage_mistakes_exit_2_and_failures_exit_1(matrix_db, inputs):
+    """The rule the README states: 2 for a command line that is wrong before anything
+    runs (an option's value, a missing argument), 1 for what fails while running."""
+    usage = [["train", "x", "--corpus", "c", "--vocab-size", "0"], ["encode", "en", "--workers", "0", "hi"],
+             ["decode", "en", "abc"], ["encode", "en", "--file", str(inputs)], ["train", "x"]]
+    failures = [["train", "x", "--corpus", "nope", "--vocab-size", "300"], ["encode", "nope", "hi"],
+                ["train", "x", "--corpus", "c", "--vocab-size", "100"], ["ingest", "c", str(inputs / "nul.txt")]]
+    for argv, status in [*((a, 2) for a in usage), *((a, 1) for a in failures)]:
+        result = run_cli(matrix_db, *argv)
+        check_refused(result)
+        assert result.exit_code == status, (argv, result.exit_code, result.stderr)

@@ -161,7 +161,13 @@ def test_damaged_and_foreign_files_refused(db_url, sources, tmp_path):
     meta["spec"] = "{not json"
     cases["bad_meta"] = tmp_path / "bad_meta.parquet"
     pq.write_table(table.replace_schema_metadata({b"bpestore.counts": json.dumps(meta)}), cases["bad_meta"])
-    expected = {"truncated": "not a readable Parquet file", "text": "not a readable Parquet file",
+    for case, value in (("meta_null", "null"), ("meta_list", "[1, 2]"),
+                        ("meta_huge", json.dumps(meta).replace(f'"n_words": {meta["n_words"]}', '"n_words": 1e999'))):
+        cases[case] = tmp_path / f"{case}.parquet"
+        pq.write_table(table.replace_schema_metadata({b"bpestore.counts": value}), cases[case])
+    expected = {"meta_null": "metadata is damaged", "meta_list": "metadata is damaged",
+                "meta_huge": "metadata is damaged",
+                "truncated": "not a readable Parquet file", "text": "not a readable Parquet file",
                 "foreign": "not a bpestore counts file", "tampered": "do not match its digest",
                 "bad_meta": "metadata is damaged"}
     assert run("ingest", "c", "--counts", str(good)).exit_code == 0
@@ -177,6 +183,37 @@ def test_damaged_and_foreign_files_refused(db_url, sources, tmp_path):
     assert_error(run("ingest", "c", "--counts", str(tmp_path / "missing.parquet")), "not found")
     with open_store(db_url) as store:
         assert _snapshot(store, "c") == before
+
+
+def test_a_relabelled_spec_is_refused_for_a_new_corpus(db_url, sources, tmp_path):
+    """The spec in a counts file's metadata is covered by its check; a file without
+    the check (written before it) is read when its words are its spec's, refused when not."""
+    import pyarrow.parquet as pq
+
+    from bpestore import TokenizerSpec
+
+    run = CliRun(db_url)
+    good = tmp_path / "good.parquet"
+    assert run("count", str(sources / "dracula.txt"), "--out", str(good)).exit_code == 0  # the gpt2 pattern
+    table = pq.read_table(good)
+    meta = json.loads(table.schema.metadata[b"bpestore.counts"])
+    whitespace = TokenizerSpec(pretokenizer="whitespace").to_json()
+    legacy = {k: v for k, v in meta.items() if k != "check"}
+    cases = {"relabelled": ({**meta, "spec": whitespace}, "does not match its check"),
+             "relabelled_unchecked": ({**legacy, "spec": whitespace}, "not a word of its spec")}
+    for name, (changed, message) in cases.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(table.replace_schema_metadata({b"bpestore.counts": json.dumps(changed)}), path)
+        assert_error(run("ingest", f"new_{name}", "--counts", str(path)), message)
+    unchecked = tmp_path / "unchecked.parquet"
+    pq.write_table(table.replace_schema_metadata({b"bpestore.counts": json.dumps(legacy)}), unchecked)
+    assert run("ingest", "old", "--counts", str(unchecked)).exit_code == 0
+    assert run("ingest", "fresh", "--counts", str(good)).exit_code == 0
+    from bpestore import open as open_store
+
+    with open_store(db_url) as store:
+        assert store.word_counts("old") == store.word_counts("fresh")
+        assert {c.name for c in store.corpora()} == {"old", "fresh"}
 
 
 def test_count_refuses_to_overwrite(tmp_path, sources):

@@ -195,3 +195,115 @@ def test_a_full_disk_is_one_error_and_nothing_half_written(tmp_path):
             assert (store.word_counts("c"), [s.sha256 for s in store.corpus_sources("c")]) == before
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+# A child that runs one command and SIGKILLs itself at its Nth step on the file system
+# (before the step with an even N, after it with an odd one): every seam of a write.
+_SEAM_KILLER = r"""
+import os, shutil, signal, sys
+import bpestore.files as files
+
+target = int(sys.argv[1])
+seen = [0]
+
+def seam(fn):
+    def wrapped(*args, **kwargs):
+        if seen[0] == target:
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = fn(*args, **kwargs)
+        if seen[0] + 1 == target:
+            os.kill(os.getpid(), signal.SIGKILL)
+        seen[0] += 2
+        return result
+    return wrapped
+
+for module, name in ((os, "rename"), (os, "replace"), (os, "link"), (os, "unlink"), (os, "fsync"),
+                     (os, "chmod"), (shutil, "rmtree"), (files, "_swap_folders")):
+    if hasattr(module, name):
+        setattr(module, name, seam(getattr(module, name)))
+from bpestore.cli import main
+sys.argv = ["bpestore", *sys.argv[2:]]
+try:
+    main()
+finally:
+    print(f"seams {seen[0]}", file=sys.stderr)
+"""
+
+
+def _killed_at_seam(args: list[str], seam: int) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _SEAM_KILLER, str(seam), *args], capture_output=True,
+                          text=True, env=_env(), timeout=120)
+
+
+def _folder(path: Path, *, hidden: bool = False) -> dict[str, bytes]:
+    """A folder's files and their bytes (``hidden``: with the dot files)."""
+    if not path.exists():
+        return {}
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if hidden or not p.name.startswith(".")}
+
+
+def _export(db: str, ref: str, out: Path, *extra: str) -> list[str]:
+    return ["--db", db, "export", ref, "--format", "gpt2", "--out", str(out), *extra]
+
+
+def test_gpt2_export_killed_at_every_seam_is_wholly_old_or_wholly_new(tmp_path):
+    """The two files of a gpt2 export are replaced together; a kill at any step of the
+    file system work leaves the folder's old pair or the new one, and the next export
+    clears what the killed one left."""
+    db = str(tmp_path / "k.db")
+    text = tmp_path / "t.txt"
+    text.write_text("low lower lowest newer wider new " * 50 + "é ü 日本 " * 20, encoding="utf-8")
+    with bpestore.open(db) as store:
+        store.ingest("c", [text], special_tokens=["<|endoftext|>"], workers=1)
+        store.train("a", corpus="c", vocab_size=280)
+        store.train("b", corpus="c", vocab_size=300)
+        store.export("a@1", format="gpt2", out=tmp_path / "old")
+        store.export("b@1", format="gpt2", out=tmp_path / "new")
+    old = {**_folder(tmp_path / "old"), "README": b"mine"}  # another file of the folder: kept
+    new = {**_folder(tmp_path / "new"), "README": b"mine"}
+    assert old != new
+    out = tmp_path / "out"
+    seam = 0
+    while True:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(tmp_path / "old", out)
+        (out / "README").write_bytes(b"mine")
+        result = _killed_at_seam(_export(db, "b@1", out, "--force"), seam)
+        state = _folder(out)
+        assert state in (old, new), (seam, result.stderr)
+        if result.returncode != -signal.SIGKILL:
+            assert result.returncode == 0 and state == new, result.stderr
+            break
+        seam += 1
+    assert seam >= 8  # the steps were many, and a kill came at each
+    for leftover in tmp_path.glob(".out.*"):
+        os.utime(leftover, (time.time() - 3600, time.time() - 3600), follow_symlinks=False)
+    again = subprocess.run([sys.executable, "-m", "bpestore", *_export(db, "b@1", out, "--force")],
+                           env=_env(), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert _folder(out, hidden=True) == new
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+def test_leftovers_of_a_killed_write_are_cleared_by_the_next(tmp_path):
+    """A killed ``encode --out`` leaves ``.NAME.PID.*.part``; the next write of NAME
+    removes those of processes no longer running (not a running one's, nor a fresh one)."""
+    db = str(tmp_path / "k.db")
+    text = tmp_path / "t.txt"
+    text.write_text("low lower lowest newer wider new " * 30000, encoding="utf-8")
+    with bpestore.open(db) as store:
+        store.ingest("c", [text], workers=1)
+        store.train("a", corpus="c", vocab_size=280)
+    out = tmp_path / "ids.bin"
+    slow = _killed_when(db, ["encode", "a@1", "--file", str(text), "--out", str(out)],
+                        lambda store: any(tmp_path.glob(".ids.bin.*.part")))
+    assert slow == -signal.SIGKILL and not out.exists()
+    (dead,) = tmp_path.glob(".ids.bin.*.part")
+    alive = tmp_path / f".ids.bin.{os.getpid()}.x.part"  # a writer still at work
+    alive.write_bytes(b"")
+    for leftover in (dead, alive):
+        os.utime(leftover, (time.time() - 3600, time.time() - 3600))
+    result = subprocess.run([sys.executable, "-m", "bpestore", "--db", db, "encode", "a@1", "--file", str(text),
+                             "--out", str(out)], env=_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert out.exists() and not dead.exists() and alive.exists()

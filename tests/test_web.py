@@ -172,6 +172,12 @@ def test_progress_of_a_complete_version_is_its_merge_rows(db, client):
     ("/api/encode", {"ref": "en@1", "text": "x" * 100_001}, 413, "longer than 100,000 characters"),
     ("/api/explain", {"ref": "en@1", "text": "x" * 100_001}, 413, "longer than 100,000 characters"),
     ("/api/nothing", {}, 404, "Not Found"),
+    ("/api/show", {"ref": "e\0n"}, 404, "no NUL character"),
+    ("/api/corpus", {"name": "books", "top": "10001"}, 400, "'top' must be a whole number from 0 to 10,000"),
+    ("/api/corpus_diff", {"a": "books", "b": "books", "limit": str(2**31 - 1)}, 400, "from 0 to 10,000"),
+    ("/api/versions", {"name": "e\0n"}, 404, "no NUL character"),
+    ("/api/corpus", {"name": "books\0"}, 404, "no NUL character"),
+    ("/api/explain", {"ref": "en@1", "text": "ab" * 40_000}, 400, "explain a shorter text"),
 ])
 def test_bad_requests_get_a_json_4xx(client, path, params, status, message):
     long = len(params.get("text", "")) > 5_000  # too long for a URL: as a JSON body

@@ -12,6 +12,8 @@ from ..records import EncodingStats, Explanation, LineageNode, MergeInfo, TokenI
 from .base import Context
 from .options import emit_json, emit_listing, json_option
 
+GREP_SECONDS = 10.0  # the time a --grep may take over a whole vocabulary
+
 
 def token_line(t: TokenInfo) -> str:
     made = f"\trank {t.rank:,}, pair count {t.count:,}" if t.rank is not None else ""
@@ -38,11 +40,11 @@ def vocab(obj: Context, ref: str, grep: str | None, prefix: str | None, longest:
           order: str | None, start: int | None, as_json: bool) -> None:
     """List the tokens of REF: id, text, length, kind, and the merge that made each."""
     if order is None and start is None:
-        tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit)
+        tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=GREP_SECONDS)
     elif longest is not None:
         raise click.UsageError("--longest is an order of its own: give --order longest instead")
     else:
-        tokens = order_tokens(obj.store.vocab(ref, grep=grep, prefix=prefix), order or "id")
+        tokens = order_tokens(obj.store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_SECONDS), order or "id")
         tokens = tokens[start or 0:None if limit is None else (start or 0) + limit]
     emit_listing(tokens, as_json, "no token matches", token_line)
 

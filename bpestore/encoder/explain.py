@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from ..records import Explanation, UnknownChar, WordExplanation
     from .tokenizer import Tokenizer
 
+EXPLAIN_MAX_CHARS = 100_000  # characters of text explain takes
+EXPLAIN_MAX_IDS = 2_000_000  # ids its merge steps may list in all (each step lists its word's ids)
+
 
 def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | AbstractSet[str]) -> Explanation:
     """How ``text`` is encoded, pre-token by pre-token: the initial symbols,
@@ -34,25 +37,35 @@ def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | Abstrac
     """
     from ..records import Explanation, WordExplanation
 
+    if len(text) > EXPLAIN_MAX_CHARS:
+        raise InvalidArgumentError(f"explain takes at most {EXPLAIN_MAX_CHARS:,} characters, not "
+                                   f"{len(text):,}; encode shows the ids of a longer text", params=("text",))
     rules = tok._rules(allowed_special=allowed_special, disallowed_special=())
     words: list[WordExplanation] = []
     start = 0
+    budget = [EXPLAIN_MAX_IDS]
     for m in tok._specials_regex(rules.allowed).finditer(text) if rules.allowed else ():
-        words += _explain_segment(tok, text[start:m.start()])
+        words += _explain_segment(tok, text[start:m.start()], budget)
         token_id = tok.special_tokens[m.group()]
         words.append(WordExplanation(m.group(), (token_id,), (token_id,), segmentation="special"))
         start = m.end()
-    words += _explain_segment(tok, text[start:])
+    words += _explain_segment(tok, text[start:], budget)
     mentioned = {i for w in words for i in (*w.symbols, *w.ids, *(s.token for s in w.steps))}
     return Explanation(tok.name or "", text, tuple(words), {i: tok._vocab[i] for i in sorted(mentioned)})
 
 
-def _explain_segment(tok: Tokenizer, text: str) -> Iterator[WordExplanation]:
+def _explain_segment(tok: Tokenizer, text: str, budget: list[int]) -> Iterator[WordExplanation]:
     from ..records import MergeStep, WordExplanation
 
     table = tok._python.table
     for word in tok._python.pipeline.pretokenize(fix_surrogates(text)) if text else ():
         symbols = tok._python.index.initial_ids(word)
+        most = len(symbols) * (len(symbols) + 1) // 2  # the ids its steps can list
+        budget[0] -= most
+        if budget[0] < 0:
+            raise InvalidArgumentError(f"explaining this text lists more than {EXPLAIN_MAX_IDS:,} ids (a pre-token "
+                                       f"of {len(symbols):,} symbols lists up to {most:,}); explain a shorter text",
+                                       params=("text",))
         if table.longest_match is not None:
             yield WordExplanation(word, tuple(symbols), tuple(table.longest_match.segment(symbols)),
                                   segmentation="longest-match")

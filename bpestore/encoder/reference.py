@@ -30,6 +30,7 @@ from ..spec import TokenizerSpec
 from ..text import TextPipeline, fix_surrogates
 
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
+CACHED_WORD_CHARS = 1_000  # longer pre-tokens are not remembered
 PIECE_CACHE_SIZE = 100_000  # pieces of long pre-tokens remembered
 SHORT_WORD = 16  # bytes of a pre-token merged whole until a longer one needed the joinable table
 Pairs = Sequence[tuple[bytes, bytes]]
@@ -203,6 +204,9 @@ class PythonEncoder:
         for word in self.pipeline.pretokenize(fix_surrogates(text)):
             ids = cache.get(word)
             if ids is None:
+                if len(word) > CACHED_WORD_CHARS:  # kept, a long word would hold its memory after
+                    out.extend(self.encode_word(word))
+                    continue
                 if len(cache) >= WORD_CACHE_SIZE:
                     cache.clear()
                 ids = cache[word] = tuple(self.encode_word(word))

@@ -100,7 +100,8 @@ def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules,
     n_tokens = 0
     stream = open_source(path)  # its checks and messages, also where workers read the file
     try:
-        total = None if name == "-" or name.endswith((".gz", ".xz", ".bz2")) else os.path.getsize(name)
+        plain = name != "-" and not name.endswith((".gz", ".xz", ".bz2")) and os.path.isfile(name)
+        total = os.path.getsize(name) if plain else None  # a pipe or device: streamed, as stdin
         reader = TextReader(stream, name, errors=errors, hashed=False)
         parts: Iterator[tuple[bytes | bytearray | memoryview, int, int]]
         if workers > 1 and total is not None and _ranges_apply(tok, rules):

@@ -47,6 +47,8 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
         raise NotFoundError(f"vocabulary file not found: {vocab_path}", params=("vocab",)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DamagedDataError(f"{vocab_path} is not a JSON vocabulary: {exc}", params=("vocab",)) from None
+    except RecursionError:
+        raise DamagedDataError(f"{vocab_path} is nested too deeply to be a vocabulary", params=("vocab",)) from None
     if not isinstance(encoder, dict):
         raise DamagedDataError(f"{vocab_path} must map token strings to ids", params=("vocab",))
     merges: list[tuple[bytes, bytes]] = []
@@ -88,6 +90,15 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
 
 # An entry that no merge makes is a special token if it looks like one: <|endoftext|>, [CLS], <s>.
 SPECIAL_LOOK = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
+
+
+def reads_as_special(text: str, merged: set[bytes]) -> bool:
+    """Whether ``read_gpt2`` reads the vocab.json entry ``text`` back as a special
+    token (GPT-2's files cannot mark one: it is told by its spelling)."""
+    if not all(c in unicode_to_bytes() for c in text):
+        return True
+    data = str_to_token(text)
+    return len(data) > 1 and data not in merged and SPECIAL_LOOK.fullmatch(text) is not None
 
 
 def _no_repeats(path: str | Path):  # noqa: ANN202

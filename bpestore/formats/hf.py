@@ -31,6 +31,7 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
     """A Hugging Face ``tokenizer.json`` that encodes like ``tok`` (a byte-level
     version; ``export_tokenizer`` refuses the others first)."""
     spec = tok.spec
+    specials_by_id = {i: text for text, i in tok.special_tokens.items()}
     if not spec.byte_level:
         raise InvalidArgumentError("only byte-level versions can be exported", params=("format",))
     steps = []
@@ -50,7 +51,14 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
         pre_tokenizer = {"type": "Sequence", "pretokenizers": [
             {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
             dict(byte_level, use_regex=False)]}
-    specials = set(tok.special_tokens.values())
+    vocab = {token_to_str(data): i for i, data in sorted(tok.vocab.items()) if i not in specials_by_id}
+    for i, text in sorted(specials_by_id.items()):
+        # HF looks an added token's id up in model.vocab (and numbers it after the
+        # model's tokens where absent): each special is in both, at its own id.
+        if text in vocab:
+            raise InvalidArgumentError(f"special token {text!r} is spelled like token {vocab[text]} in the "
+                                       "ByteLevel alphabet; a tokenizer.json cannot hold both", params=("format",))
+        vocab[text] = i
     return {
         "version": "1.0",
         "truncation": None,
@@ -67,7 +75,7 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
             "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
             "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
             "ignore_merges": False,
-            "vocab": {token_to_str(data): i for i, data in sorted(tok.vocab.items()) if i not in specials},
+            "vocab": dict(sorted(vocab.items(), key=lambda kv: kv[1])),
             "merges": [f"{token_to_str(a)} {token_to_str(b)}" for a, b in tok.merges],
         },
     }
@@ -93,6 +101,8 @@ def read_hf(path: str | Path) -> HFModel:
         raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DamagedDataError(f"{path} is not a JSON file: {exc}", params=("path",)) from None
+    except RecursionError:
+        raise DamagedDataError(f"{path} is nested too deeply to be a tokenizer.json", params=("path",)) from None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise DamagedDataError(f"{path} is not a Hugging Face tokenizer.json (no 'model' object)", params=("path",))
     return _Reader(str(path), data).read()
@@ -151,6 +161,12 @@ class _Reader:
 
         vocab: dict[int, bytes] = {}
         kinds: dict[int, str] = {}
+        added = data.get("added_tokens") or []
+        if not isinstance(added, list):
+            raise self.damaged("added_tokens", "must be a list")
+        # A special token is in model.vocab too (as HF writes it), spelled as itself.
+        special_ids = {e["content"]: e["id"] for e in added
+                       if isinstance(e, dict) and e.get("special") and isinstance(e.get("content"), str)}
         for text, token_id in vocab_in.items():
             if type(token_id) is not int or token_id < 0:
                 raise self.damaged("model.vocab", f"the id of {text!r} is {token_id!r}, not a whole number")
@@ -158,6 +174,9 @@ class _Reader:
                 raise self.damaged("model.vocab", f"id {token_id} is given twice")
             if unk is not None and text == unk:
                 vocab[token_id], kinds[token_id] = text.encode("utf-8"), "unk"
+                continue
+            if special_ids.get(text) == token_id:
+                vocab[token_id] = text.encode("utf-8")
                 continue
             vocab[token_id] = token_bytes(text, "model.vocab")
         specials = self.added_tokens(vocab, kinds, unk, byte_level)
@@ -183,8 +202,6 @@ class _Reader:
         """The special tokens of ``added_tokens``, put in ``vocab`` (and ``kinds``)."""
         specials: list[str] = []
         added = self.data.get("added_tokens") or []
-        if not isinstance(added, list):
-            raise self.damaged("added_tokens", "must be a list")
         by_id = {i: t for i, t in vocab.items()}
         for entry in added:
             if not isinstance(entry, dict) or not isinstance(entry.get("content"), str) \

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import heapq
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ..limits import MAX_INT
 from ..spec import TokenizerSpec
 
 NAMED_PATTERNS = ("gpt2", "cl100k", "o200k")
+MAX_LINE = 1 << 20  # bytes of a rank file's line (real ones: under 200)
 
 
 def read_ranks(path: str | Path) -> dict[bytes, int]:
@@ -30,7 +32,10 @@ def read_ranks(path: str | Path) -> dict[bytes, int]:
     seen: dict[int, int] = {}
     try:
         with open(path, "rb") as f:
-            for number, line in enumerate(f, 1):
+            for number, line in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
+                if len(line) > MAX_LINE:
+                    raise DamagedDataError(f"{path}:{number}: a line longer than {MAX_LINE:,} bytes; a rank "
+                                           "file's lines are a token and its rank", params=("path",))
                 if not line.strip():
                     continue
                 parts = line.split()
@@ -78,29 +83,56 @@ def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
             continue
         parts = _encode_below(ranks, token, rank)
         if len(parts) != 2:
-            shown = b" | ".join(parts)
-            raise InvalidArgumentError(f"token {token!r} (rank {rank}) is not the join of two tokens of lower "
+            shown = b" | ".join(parts[:6]) + (b" | ..." if len(parts) > 6 else b"")
+            raise InvalidArgumentError(f"token {_short(token)!r} (rank {rank}) is not the join of two tokens of lower "
                                        f"rank (tiktoken's rule leaves {shown!r}); bpestore can only import "
                                        "tokens that merging makes", params=("path",))
         merges.append((parts[0], parts[1]))
     return merges
 
 
+def _short(token: bytes, size: int = 40) -> bytes:
+    return token if len(token) <= size else token[:size] + b"..."
+
+
 def _encode_below(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
-    """tiktoken's rule on ``token``'s bytes, with only the ranks below ``max_rank``."""
-    parts = [token[i:i + 1] for i in range(len(token))]
+    """tiktoken's rule on ``token``'s bytes, with only the ranks below ``max_rank``:
+    the lowest-ranked adjacent pair joined first, the leftmost among equals. A
+    heap of (rank, position) over a linked list of parts: n log n, not n squared
+    (a stale entry, whose pair has changed since, is skipped when popped)."""
+    n = len(token)
+    if n <= 2:
+        return [token[i:i + 1] for i in range(n)]
+    start = list(range(n))  # part i is token[start[i]:end[i]]; a joined-away part has end -1
+    end = list(range(1, n + 1))
+    nxt = list(range(1, n + 1))
+    prev = list(range(-1, n - 1))
     get = ranks.get
-    while len(parts) > 2:
-        best = max_rank
-        at = -1
-        for i in range(len(parts) - 1):
-            r = get(parts[i] + parts[i + 1])
-            if r is not None and r < best:
-                best, at = r, i
-        if at < 0:
-            break
-        parts[at:at + 2] = [parts[at] + parts[at + 1]]
-    return parts
+
+    def rank_at(i: int) -> int | None:
+        j = nxt[i]
+        if j >= n:
+            return None
+        r = get(token[start[i]:end[j]])
+        return r if r is not None and r < max_rank else None
+
+    heap = [(r, i) for i in range(n - 1) if (r := rank_at(i)) is not None]
+    heapq.heapify(heap)
+    parts = n
+    while heap and parts > 2:
+        r, i = heapq.heappop(heap)
+        if end[i] < 0 or rank_at(i) != r:
+            continue  # stale
+        j = nxt[i]
+        end[i], end[j] = end[j], -1
+        nxt[i] = k = nxt[j]
+        if k < n:
+            prev[k] = i
+        parts -= 1
+        for at in (prev[i], i):
+            if at >= 0 and (found := rank_at(at)) is not None:
+                heapq.heappush(heap, (found, at))
+    return [token[start[i]:end[i]] for i in range(n) if end[i] >= 0]
 
 
 def parse_special_tokens(items: Iterable[str]) -> dict[str, int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import stat
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
@@ -287,8 +288,8 @@ class _Counting:
         stats = Source(path)
         group = _Group([stats], key=next(self.keys))
         self.groups.append(group)
-        plain = path != "-" and not is_compressed(path)
-        size = self.sizes[index] or 0  # known for every file
+        plain = self.sizes[index] is not None and not is_compressed(path)
+        size = self.sizes[index] or 0  # known for every plain file
         hashed_first = plain and not self.force and bool(self.seen)
         if hashed_first:
             # This content may be in already: hashing a plain file first is cheap,
@@ -471,14 +472,17 @@ class _Counting:
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:
-    """What changes when a file is written: its size, modification time and inode (None: stdin, or gone)."""
+    """What changes when a file is written: its size, modification time and inode (None: stdin, a
+    stream such as a FIFO (read once: its time changes as it is read), or gone)."""
     if path == "-":
         return None
     try:
-        stat = os.stat(path)
+        found = os.stat(path)
     except OSError:
         return None
-    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ino
 
 
 def _after_last_line(text: str) -> int:

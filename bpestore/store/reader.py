@@ -86,6 +86,13 @@ PASSING_MERGES = ("SELECT (SELECT count(*) FROM merges WHERE version_id = :versi
                   "WHERE version_id = :version_id AND fast_problem IS NULL")
 
 
+
+def unstorable(name: str, what: str) -> None:
+    """NotFoundError for a name no store can hold (a NUL character, which PostgreSQL's
+    text refuses to be even compared with): the same answer on both databases."""
+    if "\0" in name:
+        raise NotFoundError(f"no {what} named {name!r}: names hold no NUL character")
+
 class VersionRow(NamedTuple):
     """What loading a version needs of its row."""
 
@@ -139,6 +146,7 @@ class VersionReads:
         if at and not tag:
             raise InvalidArgumentError(f"{ref!r}: after '@' comes a version number or an alias "
                                        f"(e.g. {name}@1)")
+        unstorable(ref, "version")
         found = self.run(TOKENIZER_ID, {"name": name})
         if not found:
             raise self.no_tokenizer(name)
@@ -181,6 +189,7 @@ class VersionReads:
         params: dict[str, Any] = {}
         where = ""
         if name is not None:
+            unstorable(name, "tokenizer")
             where, params = "WHERE tokenizers.name = :name", {"name": name}
         elif ids is not None:
             params = {f"id{i}": version_id for i, version_id in enumerate(ids)}

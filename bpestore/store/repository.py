@@ -32,7 +32,7 @@ from sqlalchemy import (
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, MergeInfo, Source
 from ..spec import TokenizerSpec
-from .reader import NUMBER, moment
+from .reader import NUMBER, moment, unstorable
 from .schema import (
     aliases,
     corpora,
@@ -59,8 +59,17 @@ class Transactions(Protocol):
     def session(self) -> AbstractContextManager[Connection]: ...
 
 
+MAX_NAME = 200  # characters of a corpus, tokenizer or alias name
+MAX_INTEGER = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
+MAX_RANK = 2**31 - 1  # the largest rank (an INTEGER column)
+
+
 def check_name(name: str, what: str, param: str) -> None:
-    """Names are stored as text: printable, '@'-free UTF-8, not only spaces."""
+    """Names are stored as text: printable, '@'-free UTF-8, not only spaces, at
+    most ``MAX_NAME`` characters (the columns' size on PostgreSQL)."""
+    if len(name) > MAX_NAME:
+        raise InvalidArgumentError(f"a {what} name is at most {MAX_NAME} characters, not {len(name):,}",
+                                   params=(param,))
     if not name.strip() or "@" in name or not name.isprintable():
         raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
                                    f"not {name!r}", params=(param,))
@@ -74,11 +83,13 @@ def check_name(name: str, what: str, param: str) -> None:
 # -- corpora and word counts --------------------------------------------------
 def corpus_spec(conn: Connection, name: str) -> TokenizerSpec | None:
     """The spec a corpus' words were made with, or None for a new corpus."""
+    unstorable(name, "corpus")
     spec = conn.execute(select(corpora.c.spec).where(corpora.c.name == name)).scalar()
     return None if spec is None else TokenizerSpec.from_json(spec)
 
 
 def corpus_id(conn: Connection, name: str) -> int:
+    unstorable(name, "corpus")
     found = conn.execute(select(corpora.c.id).where(corpora.c.name == name)).scalar()
     if found is None:
         raise _no_corpus(conn, name)
@@ -171,6 +182,7 @@ def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
              .outerjoin(generations, (generations.c.corpus_id == corpora.c.id) & (generations.c.number == newest))
              .order_by(corpora.c.name))
     if name is not None:
+        unstorable(name, "corpus")
         query = query.where(corpora.c.name == name)
     rows = conn.execute(query).all()
     if name is not None and not rows:

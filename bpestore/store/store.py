@@ -64,12 +64,20 @@ def _database_errors() -> Iterator[None]:
 
     try:
         yield
+    except OverflowError as exc:  # a number the driver cannot bind
+        raise DatabaseError(f"a number too large for the database: {exc}") from exc
     except SQLAlchemyError as exc:
         lock = _lock_given_up(exc)
         if lock is not None:
             raise DatabaseError(f"gave up after {lock_wait_seconds():g} s waiting for {lock}, which another "
                                 "process holds; try again when it is done (BPESTORE_LOCK_WAIT_SECONDS sets "
                                 "how long to wait)") from exc
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DatabaseError(f"database error: {message}") from exc
+    except Exception as exc:
+        if type(exc).__module__.partition(".")[0] not in ("psycopg", "psycopg2", "sqlite3"):
+            raise
+        # The driver's own error, from a path that bypasses SQLAlchemy (the bulk COPY of counts).
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DatabaseError(f"database error: {message}") from exc
 

@@ -36,6 +36,9 @@ class Vocabularies:
         for name, value in (("start", start), ("limit", limit)):
             if value is not None and value < 0:
                 raise InvalidArgumentError(f"{name} cannot be negative, not {value}", params=(name,))
+        if start > repository.MAX_RANK:
+            return []  # past every rank (and past what the rank column holds)
+        limit = None if limit is not None and limit > repository.MAX_RANK else limit
         with self.db.reading() as conn:
             return repository.merge_infos(conn, VersionReads.over(conn).resolve(ref), start, limit)
 

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import DBAPIError
 
+from ..errors import InvalidArgumentError
 from ..records import Source
 from . import repository
 from .schema import corpora, generations, ingests, versions, word_count_history, word_counts
@@ -246,6 +247,11 @@ def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], 
     previous = conn.execute(select(generations).where(generations.c.corpus_id == corpus_id)
                             .order_by(generations.c.number.desc()).limit(1)).first()
     number = (previous.number if previous else 0) + 1
+    n_words = (previous.n_words if previous else 0) + sum(s.n_words for s in sources)
+    if n_words > repository.MAX_INTEGER:  # then no word's count can pass it either (SQLite would make it a float)
+        raise InvalidArgumentError(f"the corpus would hold {n_words:,} words, more than the database's "
+                                   f"integers hold ({repository.MAX_INTEGER:,}); nothing was added",
+                                   params=("files",))
     pinned = repository.pinned_generations(conn, corpus_id)
     if pinned:
         keep_history(conn, corpus_id, counts, pinned[-1], number)
@@ -260,7 +266,7 @@ def add_generation(conn: Connection, corpus_id: int, sources: Sequence[Source], 
         corpus_id=corpus_id, number=number,
         n_sources=(previous.n_sources if previous else 0) + len(sources),
         size_bytes=(previous.size_bytes if previous else 0) + sum(s.size_bytes for s in sources),
-        n_words=(previous.n_words if previous else 0) + sum(s.n_words for s in sources),
+        n_words=n_words,
         n_distinct=conn.execute(select(func.count()).select_from(word_counts)
                                 .where(word_counts.c.corpus_id == corpus_id)).scalar_one(),
         digest=repository.sources_digest(spec, conn.execute(select(ingests.c.sha256)

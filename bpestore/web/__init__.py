@@ -43,16 +43,19 @@ def create_app(store_url: str | None = None, *, allowed_hosts: Iterable[str] = (
 def serve(store_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           allowed_hosts: Iterable[str] = (), app: Starlette | None = None) -> None:
     """Serve ``create_app(store_url)`` (or ``app``) on ``host:port`` until interrupted;
-    ``host`` itself is an allowed Host name unless it is a wildcard address."""
+    ``host`` itself is an allowed Host name unless it is a wildcard address.
+    Slow and idle connections are closed (``bpestore.web.server``)."""
     _require_web()
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
     except ModuleNotFoundError:
         raise InvalidArgumentError("the web view needs its extra: pip install 'bpestore[web]'") from None
     if app is None:
         app = create_app(store_url, allowed_hosts=[*allowed_hosts, *bound_host(host)])
     check_address(host, port)
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    from .server import run
+
+    run(app, host, port)
 
 
 def check_address(host: str, port: int) -> None:

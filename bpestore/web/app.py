@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -37,7 +38,9 @@ from ..store import Store
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_TEXT = 100_000  # characters of text to encode, explain or measure
 MAX_BODY = 1_000_000  # bytes of a request body
+BODY_SECONDS = 10.0  # the time a request body may take to arrive
 GREP_TIMEOUT = 2.0  # seconds a vocab --grep may take
+MAX_ROWS = 10_000  # a corpus' top words or changed words in one answer (a corpus may hold millions)
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
@@ -92,15 +95,20 @@ class Params:
             size = request.headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > MAX_BODY:
                 raise RequestError(413, f"the request is larger than {MAX_BODY:,} bytes")
-            body = b""
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > MAX_BODY:
-                    raise RequestError(413, f"the request is larger than {MAX_BODY:,} bytes")
+            body = bytearray()
+            with anyio.move_on_after(BODY_SECONDS) as waited:
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > MAX_BODY:
+                        raise RequestError(413, f"the request is larger than {MAX_BODY:,} bytes")
+            if waited.cancelled_caught:
+                raise RequestError(408, f"the request body took longer than {BODY_SECONDS:g}s to arrive")
             try:
                 data = json.loads(body or b"{}")
             except (ValueError, UnicodeDecodeError):
                 raise RequestError(400, "the body is not JSON") from None
+            except RecursionError:
+                raise RequestError(400, "the body is nested too deeply") from None
             if not isinstance(data, dict):
                 raise RequestError(400, "the body must be a JSON object")
             for key, value in data.items():
@@ -277,7 +285,7 @@ def api_corpora(store: Store, p: Params) -> Any:
 
 
 def api_corpus(store: Store, p: Params) -> Any:
-    name, top = p.need("name"), p.num("top", 20) or 0
+    name, top = p.need("name"), p.num("top", 20, high=MAX_ROWS) or 0
     info = store.corpus(name)
     words = store.top_words(name, top) if top and info.kept else []
     return {**info.to_dict(), "sources": [s.to_dict() for s in store.corpus_sources(name)],
@@ -289,7 +297,7 @@ def api_corpus_log(store: Store, p: Params) -> Any:
 
 
 def api_corpus_diff(store: Store, p: Params) -> Any:
-    return store.corpus_diff(p.need("a"), p.need("b"), limit=p.num("limit", 20) or 0)
+    return store.corpus_diff(p.need("a"), p.need("b"), limit=p.num("limit", 20, high=MAX_ROWS) or 0)
 
 
 def api_stats(store: Store, p: Params) -> Any:
