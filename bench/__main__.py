@@ -14,6 +14,7 @@ training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --sc
 compiled vs pure-Python merge core (bench/training_scale.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
+web-pages: first render of each page, a 10 kB playground update, the largest response, in Chromium (bench/web_pages.py).
 phases, phases-synthetic: cold ingest + train phase by phase (serial / parallel) at each --workers count,
 and the Amdahl projection to --project workers (bench/phases.py).
 fixed-costs: the everyday commands in a fresh process, SQLite (and PostgreSQL: BPESTORE_BENCH_PG_URL).
@@ -48,10 +49,11 @@ from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
 from bench.training_scale import SUITES as TRAINING_SCALE_SUITES
 from bench.web import SUITES as WEB_SUITES
+from bench.web_pages import SUITES as WEB_PAGE_SUITES
 
 WORKER_SUITES = ("ingest-workers", "encode-workers", *PHASE_SUITES)
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
-          **CHART_SUITES, **WEB_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
+          **CHART_SUITES, **WEB_SUITES, **WEB_PAGE_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
           **FIXED_COST_SUITES, **PEER_SUITES}
 
 

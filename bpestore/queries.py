@@ -16,6 +16,7 @@ from .errors import InvalidArgumentError, NotFoundError
 from .records import Merge
 
 Row = TypeVar("Row", bound=tuple)
+T = TypeVar("T")
 
 
 def token_text(data: bytes) -> str:
@@ -248,3 +249,27 @@ class TextTotals:
             self.words += len(chunk.split()) - (in_word and not chunk[0].isspace())
             in_word = not chunk[-1].isspace()
             yield chunk
+
+
+TOKEN_ORDERS = ("id", "rank", "newest", "longest")
+
+
+def order_tokens(tokens: Sequence[T], order: str) -> list[T]:
+    """Tokens (``TokenInfo``) in one of ``TOKEN_ORDERS``: by id; by the rank of the merge
+    that made each (``rank``, oldest first; ``newest``, latest first), base tokens last;
+    or longest first (ties by id).
+
+    >>> from bpestore.records import TokenInfo
+    >>> ts = [TokenInfo(97, b"a", "byte"), TokenInfo(256, b"ab", "merge", 0, 9), TokenInfo(257, b"abc", "merge", 1, 4)]
+    >>> [t.id for t in order_tokens(ts, "newest")], [t.id for t in order_tokens(ts, "rank")]
+    ([257, 256, 97], [256, 257, 97])
+    """
+    keys: dict[str, Callable[[Any], Any]] = {
+        "id": lambda t: t.id,
+        "rank": lambda t: (t.rank is None, t.rank or 0, t.id),
+        "newest": lambda t: (t.rank is None, -(t.rank or 0), t.id),
+        "longest": lambda t: (-len(t.data), t.id),
+    }
+    if order not in keys:
+        raise InvalidArgumentError(f"order is one of {', '.join(TOKEN_ORDERS)}, not {order!r}", params=("order",))
+    return sorted(tokens, key=keys[order])

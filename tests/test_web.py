@@ -240,16 +240,86 @@ def test_host_header_and_security_headers(db, client):
 
 
 def test_pages_and_static_files_are_served(client):
-    for path in ("/", "/version?ref=en@1", "/playground", "/diff?a=en@1&b=en@2"):
+    for path in ("/", "/version?ref=en@1", "/playground", "/diff?a=en@1&b=en@2", "/token?ref=en@1&id=300",
+                 "/corpora", "/corpus?name=books"):
         response = client.get(path)
         assert response.status_code == 200 and "<script src=\"/static/" in response.text
         assert "http://" not in response.text and "https://" not in response.text  # nothing from the network
-    for name in ("app.css", "common.js", "versions.js", "playground.js", "version.js", "diff.js"):
+    for name in ("app.css", "common.js", "versions.js", "playground.js", "version.js", "diff.js", "chart.js",
+                 "token.js", "corpora.js", "corpus.js", "notfound.js"):
         response = client.get(f"/static/{name}")
         assert response.status_code == 200, name
         code = response.text.replace('"http://www.w3.org/2000/svg"', "")  # the SVG namespace, not a fetch
         assert "innerHTML" not in code and "outerHTML" not in code and "insertAdjacentHTML" not in code, name
         assert "http://" not in code and "https://" not in code and "eval(" not in code, name
+
+
+def test_unknown_pages_are_an_html_404_and_the_api_stays_json(client):
+    page = client.get("/no/such/page")
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "<h1>Not found</h1>" in page.text and "content-security-policy" in page.headers
+    assert client.get("/api/nothing").json()["status"] == 404
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+
+
+@pytest.mark.parametrize("order", ["id", "rank", "newest", "longest"])
+def test_vocab_pages_are_the_cli_order_and_start(db, client, order):
+    """A page of tokens is ``vocab --order --start --limit --json``, which is the whole
+    list sorted (here, independently) and sliced."""
+    whole = cli_json(db, "vocab", "en@2")
+    keys = {"id": lambda t: t["id"], "rank": lambda t: (t["rank"] is None, t["rank"] or 0, t["id"]),
+            "newest": lambda t: (t["rank"] is None, -(t["rank"] or 0), t["id"]),
+            "longest": lambda t: (-t["bytes"], t["id"])}
+    ranked = sorted(whole, key=keys[order])
+    first = ok(client, "/api/vocab", ref="en@2", order=order, start="0", limit="30")
+    assert first == ranked[:30] == cli_json(db, "vocab", "en@2", "--order", order, "--limit", "30")
+    later = ok(client, "/api/vocab", ref="en@2", order=order, start="420")  # 100 unless told
+    assert later == ranked[420:520] == cli_json(db, "vocab", "en@2", "--order", order, "--start", "420",
+                                                "--limit", "100")
+    found = sorted(cli_json(db, "vocab", "en@2", "--grep", "^ [a-z]"), key=keys[order])
+    assert ok(client, "/api/vocab", ref="en@2", order=order, grep="^ [a-z]", start="5", limit="10") == found[5:15] \
+        == cli_json(db, "vocab", "en@2", "--grep", "^ [a-z]", "--order", order, "--start", "5", "--limit", "10")
+    prefixed = sorted(cli_json(db, "vocab", "en@2", "--prefix", " th"), key=keys[order])
+    assert ok(client, "/api/vocab", ref="en@2", order=order, prefix=" th") == prefixed[:100]
+
+
+def test_vocab_page_mistakes(db, client):
+    bad = client.get("/api/vocab", params={"ref": "en@1", "order": "size"})
+    assert bad.status_code == 400 and "'order' is one of id, rank, newest, longest" in bad.json()["error"]
+    both = client.get("/api/vocab", params={"ref": "en@1", "order": "id", "longest": "5"})
+    assert both.status_code == 400 and "order=longest" in both.json()["error"]
+    result = CliRunner().invoke(cli, ["--db", db, "vocab", "en@1", "--order", "id", "--longest", "5"])
+    assert result.exit_code == 2 and "--order longest" in result.stderr
+
+
+def test_diff_pages_are_slices_of_the_cli_diff(db, client):
+    whole = cli_json(db, "diff", "en@1", "xss@1")
+    page = ok(client, "/api/diff", a="en@1", b="xss@1", start="10", limit="25")
+    lists = ("changed_ids", "only_a", "only_b")
+    assert page["counts"] == {k: len(whole[k]) for k in lists} and page["start"] == 10 and page["limit"] == 25
+    assert {k: page[k] for k in lists} == {k: whole[k][10:35] for k in lists}
+    assert {k: v for k, v in page.items() if k not in (*lists, "counts", "start", "limit")} == \
+        {k: v for k, v in whole.items() if k not in lists}
+
+
+def test_curve_without_per_rank_lists_is_small(db, client):
+    full = ok(client, "/api/curve", ref="en@2", points="60")
+    drawn = ok(client, "/api/curve", ref="en@2", points="60", per_rank="0")
+    assert drawn == {k: v for k, v in full.items() if k not in ("merge_counts", "merge_uses")}
+    assert len(full["merge_counts"]) == 450 - 256
+    assert ok(client, "/api/curve", ref="en@2", points="60", per_rank="1") == full
+    assert len(client.get("/api/curve", params={"ref": "en@2", "points": "60", "per_rank": "0"}).content) < 6_000
+
+
+@pytest.mark.parametrize("ref", ["en@1", "xss@1"])
+def test_compact_encoding_is_the_cli_tokens(db, client, ref):
+    sample = f"I am Dracula; {XSS} naïve ’x’ 東京\n\t<|endoftext|> 42"
+    expected = cli_json(db, "encode", ref, sample, "--tokens")
+    got = client.post("/api/encode", json={"ref": ref, "text": sample, "compact": "1"}).json()
+    assert got["ids"] == [t["id"] for t in expected] and got["texts"] == [t["token"] for t in expected]
+    full = client.post("/api/encode", json={"ref": ref, "text": sample}).json()
+    assert {k: v for k, v in got.items() if k != "texts"} == {k: v for k, v in full.items() if k != "tokens"}
 
 
 def test_the_server_never_writes(db, client):

@@ -1,8 +1,9 @@
 """The web view's pages in a real browser: Debian's Chromium, headless, driven by
 Selenium through the system chromedriver (nothing downloads a browser). The server is
 `bpestore serve` in a subprocess over a SQLite store; references come from the CLI.
+Every page is read for console errors, and at 390 px for horizontal scrolling.
 
-``BPESTORE_SCREENSHOT=1`` makes the playground test save docs/playground.png.
+``BPESTORE_SCREENSHOT=1`` saves a screenshot of each page in docs/ (web-*.png).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -32,21 +34,16 @@ from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 import bpestore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-from .test_web import XSS, build_store  # noqa: E402
+from .test_web import XSS, build_store, cli_json  # noqa: E402  (the CLI in this process)
 
-
-def bpestore_cli(db: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bpestore", "--db", db, *args], capture_output=True, text=True,
-                          check=check, timeout=120)
-
-
-def cli_json(db: str, *args: str):
-    return json.loads(bpestore_cli(db, *args, "--json").stdout)
+SCREENSHOTS = os.environ.get("BPESTORE_SCREENSHOT") == "1"
+UNICODE = "naïve café ’quoted’\n\tindented  twice\n\nend"
 
 
 def free_port() -> int:
@@ -57,29 +54,40 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> str:
+    """The API tests' store, and books grown to a second generation (books@1 stays:
+    en@1 and en@2 were trained on it)."""
     tmp = tmp_path_factory.mktemp("browser")
     path = str(tmp / "web.db")
     build_store(path, tmp)
+    more = tmp / "more.txt"
+    more.write_text(f"{UNICODE}\n" * 30, encoding="utf-8")
+    with bpestore.open(path) as store:
+        store.ingest("books", [str(more)], workers=1)
     return path
 
 
-@pytest.fixture(scope="module")
-def server(db):
+def serve(db: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db, "serve", "--port", str(port)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/api/versions", timeout=2) as response:
+                assert response.status == 200
+            return process, base
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"bpestore serve did not start: {process.stdout.read()}") from None
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def server(db):
+    process, base = serve(db)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/versions", timeout=2) as response:
-                    assert response.status == 200
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"bpestore serve did not start: {process.stdout.read()}") from None
-                time.sleep(0.2)
         yield base
     finally:
         process.terminate()
@@ -91,8 +99,9 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,900", "--disable-extensions", "--no-first-run"):
+                     "--window-size=1440,900", "--disable-extensions", "--no-first-run"):
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
     yield driver
@@ -105,131 +114,448 @@ def wait(browser, condition, timeout: float = 20):
                          ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: condition())
 
 
-def test_versions_page_shows_the_lineage_tree(server, browser, db):
-    browser.get(f"{server}/")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "li.version")) == 3)
-    rows = {li.get_attribute("data-ref"): li for li in browser.find_elements(By.CSS_SELECTOR, "li.version")}
+def js(browser, script: str, *args):
+    return browser.execute_script(script, *args)
+
+
+def open_page(browser, url: str) -> None:
+    browser.get_log("browser")  # what earlier pages logged
+    browser.get(url)
+
+
+def console_errors(browser) -> list[str]:
+    return [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def settled(browser) -> None:
+    """No "Loading…" left, no console error."""
+    wait(browser, lambda: "Loading…" not in browser.find_element(By.TAG_NAME, "main").text)
+    assert console_errors(browser) == []
+
+
+def screenshot(browser, name: str, width: int = 1440, height: int = 900) -> None:
+    if not SCREENSHOTS:
+        return
+    (ROOT / "docs").mkdir(exist_ok=True)
+    browser.set_window_size(width, height)
+    js(browser, "window.scrollTo(0, 0); document.activeElement.blur();")
+    time.sleep(0.3)
+    browser.save_screenshot(str(ROOT / "docs" / f"web-{name}.png"))
+    browser.set_window_size(1440, 900)
+
+
+# -- colours: what a reader with a colour-vision deficiency sees (Machado et al. 2009) -----
+CVD = {
+    "deuteranopia": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.011820, 0.042940, 0.968881)),
+    "protanopia": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
+    "tritanopia": ((1.255528, -0.076749, -0.178779), (-0.078411, 0.930809, 0.147602), (0.004733, 0.691367, 0.303900)),
+    "none": ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+}
+
+
+def lab_seen(rgb: tuple[int, int, int], matrix) -> tuple[float, float, float]:
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    lin = [linear(c) for c in rgb]
+    r, g, b = (max(0.0, min(1.0, sum(row[k] * lin[k] for k in range(3)))) for row in matrix)
+    x, y, z = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b, \
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def rgb_of(css: str) -> tuple[int, int, int]:
+    r, g, b = css[css.index("(") + 1:css.index(")")].split(",")[:3]
+    return int(r), int(g), int(b)
+
+
+# -- the pages ---------------------------------------------------------------------------
+def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
+    open_page(browser, f"{server}/")
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == 3)
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
+    settled(browser)
+    rows = {li.get_attribute("data-ref"): li for li in browser.find_elements(By.CSS_SELECTOR, "#versions li.version")}
     assert set(rows) == {"en@1", "en@2", "xss@1"}
-    # en@2 extends en@1: it is drawn inside en@1's branch.
+    # en@2 extends en@1: it is drawn inside en@1's branch; the newest activity first.
     assert rows["en@1"].find_elements(By.CSS_SELECTOR, 'li.version[data-ref="en@2"]')
     expected = {v["ref"]: v for v in cli_json(db, "versions")}
+    roots = js(browser, "return [...document.querySelectorAll('ul.tree.root > li')].map((li) => li.dataset.ref);")
+    assert roots == sorted(roots, key=lambda r: max(expected[x]["updated_at"] for x in expected
+                                                     if x == r or expected[x]["parent"] == r), reverse=True)
     for ref, li in rows.items():
         v = expected[ref]
         text = li.find_element(By.CSS_SELECTOR, ".row").text
         assert li.get_attribute("data-status") == v["status"] == "complete"
         assert f"{v['vocab_size']:,} tokens" in text and v["fingerprint"][:12] in text
-        assert f"{v['corpus']}@{v['corpus_generation']}" in text
-    assert "en@prod" in rows["en@1"].find_element(By.CSS_SELECTOR, ".row").text
+        corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
+        assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
+    alias = rows["en@1"].find_element(By.CSS_SELECTOR, ".row a.alias")
+    assert alias.text == "en@prod" and alias.get_attribute("href").endswith("/version?ref=en%40prod")
     assert not browser.find_elements(By.CSS_SELECTOR, ".progress")  # nothing is training
+    assert js(browser, "return document.body.dataset.polling") == "idle"
+    # The timeline: every version and every corpus generation, newest first.
+    generations = [g for c in cli_json(db, "corpora") for g in cli_json(db, "corpus", "log", c["name"])]
+    items = browser.find_elements(By.CSS_SELECTOR, "ol.timeline li")
+    assert len(items) == len(expected) + len(generations)
+    times = [t.get_attribute("datetime") for t in browser.find_elements(By.CSS_SELECTOR, "ol.timeline li time")]
+    assert times == sorted(times, reverse=True)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "ol.timeline li.generation")) == len(generations)
+    screenshot(browser, "registry")
 
 
-def spans_of(browser, ref: str) -> list[tuple[int, str, str]]:
-    return browser.execute_script(
-        "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens span`)]"
-        ".map((s) => [Number(s.dataset.id), s.textContent, s.title]);", ref)
+def spans_of(browser, ref: str) -> list[dict]:
+    return js(browser, "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens > .tok`)]"
+                       ".map((s) => ({id: Number(s.dataset.id), token: s.dataset.token, text: s.textContent, "
+                       "split: s.classList.contains('split'), label: labelToken(s).getAttribute('aria-label'), "
+                       "colour: getComputedStyle(s).backgroundColor, differs: s.classList.contains('differs')}));", ref)
 
 
-def test_playground_spans_are_the_encode_tokens(server, browser, db):
-    browser.get(f"{server}/playground?ref=en@1")
+def pane_shows(browser, ref: str, text: str) -> bool:
+    found = browser.find_elements(By.CSS_SELECTOR, f"section[data-ref='{ref}']")
+    return bool(found) and found[0].get_attribute("data-text") == text
+
+
+def test_playground_tokens_are_readable(server, browser, db):
+    open_page(browser, f"{server}/playground?ref=en@1")
     area = browser.find_element(By.ID, "text")
-    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens span"))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok"))
     area.clear()
-    typed = f'I am Dracula; {XSS} <img src=x onerror="window.pwned=1"> héllo "quoted" 東京'
-    area.send_keys(typed)
-    section = "section[data-ref='en@1']"
-    wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, section).get_attribute("data-text") == typed)
+    area.send_keys(f'I am Dracula; {XSS} <img src=x onerror="window.pwned=1">')  # typed (a tab would leave the box)
+    typed = f'I am Dracula; {XSS} <img src=x onerror="window.pwned=1"> {UNICODE} 東京'
+    js(browser, "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'));", area, typed)
+    wait(browser, lambda: pane_shows(browser, "en@1", typed))
     expected = cli_json(db, "encode", "en@1", typed, "--tokens")
     got = spans_of(browser, "en@1")
-    assert [(i, t) for i, t, _ in got] == [(t["id"], t["token"]) for t in expected]
-    assert all(title == f"id {i}" for i, _, title in got)
+    assert [(s["id"], s["token"]) for s in got] == [(t["id"], t["token"]) for t in expected]
+    # Characters as characters; a token holding part of a character is marked, with its bytes.
+    for span, token in zip(got, expected):
+        raw = token["token"].encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1") \
+            if "\\x" in token["token"] else token["token"].encode()
+        assert span["split"] == ("\\x" in token["token"])
+        if span["split"]:
+            assert f"bytes {raw.hex(' ')}" in span["label"] and "part of a character" in span["label"]
+        else:
+            assert span["text"] == token["token"]  # the real characters, whitespace included
+        assert span["label"].startswith(f"id {span['id']}: ")
+    assert any(s["split"] for s in got) and "ï" not in "".join(s["text"] for s in got if s["split"])
+    # A run of split tokens names the character it spells: bytes of "ï" then of "’".
+    runs, run = [], b""
+    for span, token in zip(got, expected):
+        if span["split"]:
+            run += token["token"].encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1")
+            try:
+                runs.append((span["label"], run.decode()))
+                run = b""
+            except UnicodeDecodeError:
+                pass
+    assert {chars for _, chars in runs} >= {"ï", "’"}
+    assert all(label.endswith(f"with its neighbours, ‘{chars}’") for label, chars in runs)
+    # Neighbouring tokens never share a colour, and the colours stay apart for colour-blind readers.
+    colours = [rgb_of(s["colour"]) for s in got]
+    assert all(a != b for a, b in zip(colours, colours[1:]))
+    for name, matrix in CVD.items():
+        for a, b in {tuple(sorted(p)) for p in zip(colours, colours[1:])}:
+            distance = sum((x - y) ** 2 for x, y in zip(lab_seen(a, matrix), lab_seen(b, matrix))) ** 0.5
+            assert distance > 10, (name, a, b, distance)
+    # Whitespace is marked (switchable), and copying gives the real text.
+    marks = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
+                        "[w.textContent, getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after')"
+                        ".content, getComputedStyle(w).backgroundImage]);")
+    assert {("\t", '"→"'), ("\n", '"↵"')} <= {tuple(m[:2]) for m in marks}
+    assert all(m[2].startswith("radial-gradient") for m in marks if m[0] == " ")  # a centred dot
+    browser.find_element(By.ID, "toggle-marks").click()
+    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
+                       "[getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after').content,"
+                       " getComputedStyle(w).backgroundImage]).every(([c, b]) => c === 'none' && b === 'none');")
+    browser.find_element(By.ID, "toggle-marks").click()
     # The markup in the text stayed text: no element was made from it, nothing ran.
-    assert browser.execute_script("return document.querySelectorAll('main img, main script').length") == 0
-    assert browser.execute_script("return window.pwned === undefined")
-    stats = browser.find_element(By.CSS_SELECTOR, f"{section} .stats").text
+    assert js(browser, "return document.querySelectorAll('main img, main script').length") == 0
+    assert js(browser, "return window.pwned === undefined")
+    stats = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .stats").text
     n_bytes = len(typed.encode())
     assert f"{len(expected)} tokens" in stats and f"{n_bytes / len(expected):.2f} bytes/token" in stats
+    # Ids by keyboard: one tab stop, arrows move, the focused token's id is announced; or all shown.
+    row = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens")
+    row.click()
+    first = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens > .tok")
+    first.send_keys(Keys.ARROW_RIGHT)
+    focused = js(browser, "return [document.activeElement.dataset.id, "
+                          "document.querySelector(\"section[data-ref='en@1'] .tokinfo\").textContent,"
+                          "document.activeElement.getAttribute('aria-label')];")
+    assert focused[0] == str(expected[1]["id"]) and focused[1].startswith(f"id {expected[1]['id']} · ")
+    assert focused[2].startswith(f"id {expected[1]['id']}: ")  # named for a screen reader as it gets focus
+    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .tok\")]"
+                       ".filter((s) => s.tabIndex === 0).length") == 1
+    browser.find_element(By.ID, "toggle-ids").click()
+    assert js(browser, "return getComputedStyle(document.querySelector(\"section[data-ref='en@1'] .tok\"), '::after')"
+                       ".content") == f'"{expected[0]["id"]}"'
+    browser.find_element(By.ID, "toggle-ids").click()
+    settled(browser)
 
-    # It follows typing, and compares two versions side by side.
-    area.send_keys(" and more")
-    wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, section).get_attribute("data-text")
-         == typed + " and more")
-    browser.find_element(By.ID, "compare").click()
+
+def test_playground_compares_two_versions(server, browser, db):
+    text = "I am Dracula; I could see there were men which came from the house when she said so. The naïve Count."
+    open_page(browser, f"{server}/playground?ref=en@2&compare=en@1&text={urllib.request.quote(text)}")
+    wait(browser, lambda: pane_shows(browser, "en@2", text) and pane_shows(browser, "en@1", text))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#comparison .delta"))
+    a, b = (cli_json(db, "encode", ref, text, "--tokens") for ref in ("en@2", "en@1"))
+    delta = browser.find_element(By.CSS_SELECTOR, "#comparison .delta").get_attribute("data-delta")
+    assert delta == str(len(b) - len(a))
+    assert f"{len(b)} against {len(a)}" in browser.find_element(By.ID, "comparison").text
+
+    def ends(tokens) -> list[tuple[int, int]]:
+        places, at = [], 0
+        for t in tokens:
+            n = len(t["token"].encode("latin-1", "backslashreplace").decode("unicode_escape").encode("latin-1")
+                    if "\\x" in t["token"] else t["token"].encode())
+            places.append((at, at + n))
+            at += n
+        return places
+
+    differs = [place not in set(ends(b)) for place in ends(a)]  # no token of en@1 covers the same bytes
+    assert [s["differs"] for s in spans_of(browser, "en@2")] == differs and any(differs)
+    # The ids to copy, and the URL that gives this view again.
+    ids = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@2'] details textarea").get_attribute("value")
+    assert json.loads(ids) == [t["id"] for t in a]
+    query = js(browser, "return Object.fromEntries(new URLSearchParams(location.search));")
+    assert query == {"ref": "en@2", "compare": "en@1", "text": text}
+    screenshot(browser, "playground", height=660)
+    # The second pane follows the select; the markup of xss@1's tokens stays text.
     Select(browser.find_element(By.ID, "ref-b")).select_by_value("xss@1")
-    wait(browser, lambda: (browser.find_elements(By.CSS_SELECTOR, "section[data-ref='xss@1']") and
-                           browser.find_element(By.CSS_SELECTOR, "section[data-ref='xss@1']")
-                           .get_attribute("data-text") == typed + " and more"))
-    other = cli_json(db, "encode", "xss@1", typed + " and more", "--tokens")
-    assert [(i, t) for i, t, _ in spans_of(browser, "xss@1")] == [(t["id"], t["token"]) for t in other]
-    assert any("<script>" in t for _, t, _ in spans_of(browser, "xss@1"))
-    if os.environ.get("BPESTORE_SCREENSHOT") == "1":
-        area.clear()
-        area.send_keys("I am Dracula; and I bid you welcome, Mr. Harker, to my house. <script>\"x\"</script>")
-        wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, "section[data-ref='xss@1']")
-             .get_attribute("data-text") == area.get_attribute("value"))
-        (ROOT / "docs").mkdir(exist_ok=True)
-        browser.set_window_size(1100, 620)
-        browser.save_screenshot(str(ROOT / "docs" / "playground.png"))
-        browser.set_window_size(1280, 900)
+    wait(browser, lambda: pane_shows(browser, "xss@1", text))
+    assert [(s["id"], s["token"]) for s in spans_of(browser, "xss@1")] == \
+        [(t["id"], t["token"]) for t in cli_json(db, "encode", "xss@1", text, "--tokens")]
+    settled(browser)
+    # With nothing in the URL: the version aliased prod.
+    open_page(browser, f"{server}/playground")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section.pane .tokens .tok"))
+    assert browser.find_element(By.CSS_SELECTOR, "section.pane").get_attribute("data-ref") == \
+        cli_json(db, "show", "en@prod")["ref"]
+    settled(browser)
 
 
-def test_version_page_searches_tokens_and_draws_the_curve(server, browser, db):
-    browser.get(f"{server}/version?ref=xss@1")
-    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".tokens-table tr[data-id]"))
-    cells = browser.execute_script("return [...document.querySelectorAll('.tokens-table td.text span')]"
-                                   ".map((s) => s.textContent);")
-    assert cells == [t["token"] for t in cli_json(db, "vocab", "xss@1")][:len(cells)]
-    grep = browser.find_element(By.ID, "grep")
-    grep.send_keys("script")
-    expected = [str(t["id"]) for t in cli_json(db, "vocab", "xss@1", "--grep", "script")]
-    wait(browser, lambda: browser.execute_script(
-        "return [...document.querySelectorAll('.tokens-table tr[data-id]')].map((r) => r.dataset.id);") == expected)
-    assert any("<script>" in t for t in browser.execute_script(
-        "return [...document.querySelectorAll('.tokens-table td.text span')].map((s) => s.textContent);"))
-    assert browser.execute_script("return document.querySelectorAll('main script').length") == 0
-    merges = cli_json(db, "merges", "xss@1")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#merges tr")) == len(merges) + 1)
+def table_rows(browser, selector: str) -> list[list[str]]:
+    return js(browser, "return [...document.querySelectorAll(arguments[0] + ' tbody tr')].map((r) => "
+                       "[...r.children].map((c) => { const t = c.querySelector('.tok');"
+                       " return t ? t.dataset.token : c.textContent; }));", selector)
+
+
+def test_version_page_lists_sorts_and_pages_tokens(server, browser, db, tmp_path):
+    open_page(browser, f"{server}/version?ref=en@2")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".tokens-table tbody tr"))
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline"))
+    settled(browser)
+    screenshot(browser, "version", height=1400)
+    show = cli_json(db, "show", "en@2")
+    info = dict(js(browser, "return [...document.querySelectorAll('table.info tr')]"
+                            ".map((r) => [r.cells[0].textContent, r.cells[1].textContent]);"))
+    for key, value in show["spec"].items():  # every field of the spec
+        shown = info[key.replace("_", " ")]
+        assert shown == ("-" if value in (None, [], {}) else " ".join(value) if isinstance(value, list)
+                         else str(value).lower() if isinstance(value, bool) else str(value)), key
+    assert info["fingerprint"] == show["fingerprint"] and info["parent"] == "en@1"
+    vocab = cli_json(db, "vocab", "en@2")
+    by_rank = sorted((t for t in vocab if t["rank"] is not None), key=lambda t: (t["rank"], t["id"])) + \
+        [t for t in vocab if t["rank"] is None]
+    assert [r[0] for r in table_rows(browser, ".tokens-table")] == [str(t["id"]) for t in by_rank[:100]]
+    browser.find_element(By.CSS_SELECTOR, "#tokens-section .pager .next").click()
+    second = [str(t["id"]) for t in by_rank[100:200]]
+    wait(browser, lambda: [r[0] for r in table_rows(browser, ".tokens-table")] == second)
+    Select(browser.find_element(By.ID, "order")).select_by_value("longest")
+    longest = sorted(vocab, key=lambda t: (-t["bytes"], t["id"]))[:100]
+    wait(browser, lambda: [r[1] for r in table_rows(browser, ".tokens-table")] == [t["token"] for t in longest])
+    Select(browser.find_element(By.ID, "search-kind")).select_by_value("prefix")
+    browser.find_element(By.ID, "grep").send_keys(" th")
+    prefixed = sorted(cli_json(db, "vocab", "en@2", "--prefix", " th"), key=lambda t: (-t["bytes"], t["id"]))
+    wait(browser, lambda: [r[1] for r in table_rows(browser, ".tokens-table")] == [t["token"] for t in prefixed])
+    Select(browser.find_element(By.ID, "search-kind")).select_by_value("grep")
+    grep = browser.find_element(By.ID, "grep")
+    grep.clear()
+    grep.send_keys("ula$")
+    found = sorted(cli_json(db, "vocab", "en@2", "--grep", "ula$"), key=lambda t: (-t["bytes"], t["id"]))
+    wait(browser, lambda: [r[1] for r in table_rows(browser, ".tokens-table")] == [t["token"] for t in found])
+    # Merges, paged with the CLI's ranks and pair counts.
+    merges = cli_json(db, "merges", "en@2")
+    wait(browser, lambda: len(table_rows(browser, ".merges-table")) == 100)
+    rows = table_rows(browser, ".merges-table")
+    assert [(r[0], r[4]) for r in rows] == [(f"{m['rank']:,}", f"{m['count']:,}") for m in merges[:100]]
+    browser.find_element(By.CSS_SELECTOR, "#merges-section .pager .next").click()
+    later = [f"{m['rank']:,}" for m in merges[100:]]
+    wait(browser, lambda: [r[0] for r in table_rows(browser, ".merges-table")] == later)
+    # The curve: the points the CLI's plot gives, with a text alternative; and on the reader's text.
     points = browser.find_element(By.CSS_SELECTOR, "#curve svg polyline").get_attribute("points").split()
-    assert len(points) == len(cli_json(db, "plot", "xss@1", "--file", str(bpestore.sample_path()),
-                                       "--points", "60")[0]["curve"])
+    plot = cli_json(db, "plot", "en@2", "--file", str(bpestore.sample_path()), "--points", "60")[0]
+    assert len(points) == len(plot["curve"])
+    label = browser.find_element(By.CSS_SELECTOR, "#curve svg").get_attribute("aria-label")
+    assert f"to {plot['curve'][-1]['bytes_per_token']:.3f}" in label
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#curve figure tbody tr")) == len(plot["curve"])
+    assert "Paste an evaluation text" in browser.find_element(By.ID, "score").text
+    sample = "The Count smiled. Welcome to my house! " * 20
+    browser.find_element(By.ID, "curve-text").send_keys(sample)
+    browser.find_element(By.CSS_SELECTOR, "#curve-form label input[value='en@1']").click()  # overlay en@1
+    browser.find_element(By.CSS_SELECTOR, "#curve-form button[type=submit]").click()
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline")) == 2)
+    assert "your text" in browser.find_element(By.ID, "curve").text
+    # The score card: every complete version of the name on that text, as `stats` gives it.
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".score-card tbody tr")) == 2)
+    (tmp_path / "eval.txt").write_text(sample, encoding="utf-8")
+    stats = cli_json(db, "stats", "en@1", "en@2", "--file", str(tmp_path / "eval.txt"))
+    assert [(r[0], r[1], r[3]) for r in table_rows(browser, ".score-card")] == \
+        [(s["ref"], f"{s['tokens']:,}", f"{s['bytes_per_token']:.3f}") for s in stats]
+    one, two = stats[0]["tokens"], stats[1]["tokens"]  # en@1 against this page's en@2
+    assert table_rows(browser, ".score-card")[0][2] == f"{one - two:+,} ({(one / two - 1) * 100:.1f} %)"
+    settled(browser)
 
 
-def test_diff_page(server, browser, db):
-    browser.get(f"{server}/diff?a=en@1&b=en@2")
-    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "strong.shared"))
+def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
+    open_page(browser, f"{server}/token?ref=en@1&token=%20the&text=Dracula%27s%20castle")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".merge-tree li"))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".explained .tok"))
+    settled(browser)
+    token = cli_json(db, "token", "en@1", " the")
+
+    def tree(node) -> list:
+        return [node["id"], [tree(p) for p in node.get("parts", [])]]
+
+    shown = js(browser, "const walk = (li) => [Number(li.querySelector('.tok').dataset.id), "
+                        "[...(li.querySelector(':scope > ul')?.children || [])].map(walk)];"
+                        "return walk(document.querySelector('.merge-tree > li'));")
+    assert shown == tree(token)
+    explained = cli_json(db, "explain", "en@1", "Dracula's castle")
+    chips = js(browser, "return [...document.querySelectorAll('.explained .tok')].map((s) => Number(s.dataset.id));")
+    assert chips == explained["ids"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "details.word")) == len(explained["words"])
+    screenshot(browser, "token")
+    # By id: a token whose text is digits is still looked up as text unless "id" is chosen.
+    by_id = cli_json(db, "token", "en@1", "--id", str(token["id"]))
+    open_page(browser, f"{server}/token?ref=en@1&id={token['id']}")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".merge-tree li"))
+    assert js(browser, "return document.querySelector('table.info .tok').dataset.token;") == by_id["token"] == " the"
+    assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
+    settled(browser)
+
+
+def test_diff_reads_like_a_review(server, browser, db):
+    open_page(browser, f"{server}/diff?b=en@2")  # b alone: against its parent
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".new-merges tbody tr"))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".only-b .tok"))
+    settled(browser)
+    assert Select(browser.find_element(By.ID, "a")).first_selected_option.get_attribute("value") == "en@1"
     d = cli_json(db, "diff", "en@1", "en@2")
     assert browser.find_element(By.CSS_SELECTOR, "strong.shared").text == f"{d['shared_merges']:,}"
-    only_b = browser.execute_script("return [...document.querySelectorAll('.only-b .tok')].map((s) => s.textContent);")
-    assert sorted(only_b) == sorted(d["only_b"]) and not browser.find_elements(By.CSS_SELECTOR, ".only-a .tok")
+    text = browser.find_element(By.TAG_NAME, "main").text
+    assert "null" not in text and "Same spec" in text and d["spec_changes"] == {}
+    new = cli_json(db, "merges", "en@2", "--start", str(d["shared_merges"]))
+    rows = table_rows(browser, ".new-merges")
+    assert [(r[0], r[2], r[4]) for r in rows] == [(f"{m['rank']:,}", m["text"], f"{m['count']:,}") for m in new]
+    only_b = js(browser, "return [...document.querySelectorAll('.only-b .tok')].map((s) => s.dataset.token);")
+    assert only_b == d["only_b"] and not browser.find_elements(By.CSS_SELECTOR, ".only-a .tok")
+    # The token count of each on a text the reader gives.
+    sample = "I could see there were men which came from the house when she said so.\n" * 5
+    js(browser, "document.getElementById('eval-text').value = arguments[0];", sample)
+    browser.find_element(By.CSS_SELECTOR, "#eval-form button[type=submit]").click()
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#eval .score-card tbody tr")) == 2)
+    counts = [len(cli_json(db, "encode", ref, sample, "--tokens")) for ref in ("en@1", "en@2")]
+    rows = table_rows(browser, "#eval .score-card")
+    assert [(r[0], r[1]) for r in rows] == [("en@1", f"{counts[0]:,}"), ("en@2", f"{counts[1]:,}")]
+    assert rows[1][2] == f"{counts[1] - counts[0]:+,} ({(counts[1] / counts[0] - 1) * 100:.1f} %)"
+    screenshot(browser, "diff")
+    # Two unrelated versions: spec changes as values (none as "none"), changed ids listed.
+    open_page(browser, f"{server}/diff?a=en@1&b=xss@1")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".changed-ids tbody tr"))
+    settled(browser)
+    d = cli_json(db, "diff", "en@1", "xss@1")
+    changes = table_rows(browser, ".spec-changes")
+    assert [r[0] for r in changes] == [k.replace("_", " ") for k in d["spec_changes"]]
+    assert "null" not in browser.find_element(By.TAG_NAME, "main").text
+    assert browser.find_element(By.CSS_SELECTOR, "strong.changed").text == f"{len(d['changed_ids']):,}"
+    ids = [r[0] for r in table_rows(browser, ".changed-ids")]
+    assert ids == [str(i) for i in d["changed_ids"][:100]]
+    only_a = js(browser, "return [...document.querySelectorAll('.only-a .tok')].map((s) => s.dataset.token);")
+    assert only_a == d["only_a"][:100] and len(d["only_a"]) > 0
 
 
-def test_a_training_run_shows_progress_live(server, browser, db):
-    """A training run in another process (slowed by its progress callback): the versions
-    page, polling, shows its merge count growing, then the version complete."""
-    script = ("import sys, time, bpestore\n"
-              "with bpestore.open(sys.argv[1]) as store:\n"
-              "    store.train('live', corpus='books', merges=300, checkpoint_every=15,\n"
-              "                progress=lambda p: time.sleep(0.05))\n")
-    browser.get(f"{server}/?poll=250")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "li.version")) == 3)
-    trainer = subprocess.Popen([sys.executable, "-c", script, db])
-    seen: list[int] = []
+def test_corpus_pages(server, browser, db):
+    open_page(browser, f"{server}/corpora")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "table.corpora tbody tr"))
+    settled(browser)
+    corpora = cli_json(db, "corpora")
+    assert js(browser, "return [...document.querySelectorAll('table.corpora tbody tr')].map((r) => r.dataset.name);") \
+        == [c["name"] for c in corpora]
+    screenshot(browser, "corpora", height=500)
+    open_page(browser, f"{server}/corpus?name=books")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "table.generations tbody tr"))
+    settled(browser)
+    log = cli_json(db, "corpus", "log", "books")
+    rows = js(browser, "return [...document.querySelectorAll('table.generations tbody tr')].map((r) => "
+                       "[r.dataset.generation, [...r.cells[8].querySelectorAll('a')].map((a) => a.textContent)]);")
+    assert rows == [[str(g["generation"]), g["pinned_by"]] for g in reversed(log)]
+    assert rows[-1][1] == ["en@1", "en@2"]  # books@1 is what they were trained on
+    top = cli_json(db, "corpus", "show", "books", "--top", "30")["top_words"]
+    assert js(browser, "return [...document.querySelectorAll('.top-words .tok')].map((s) => s.dataset.token);") \
+        == [w["word"] for w in top]
+    sources = cli_json(db, "corpus", "show", "books")["sources"]
+    assert [r[5] for r in table_rows(browser, "table.sources")] == [s["sha256"][:12] for s in sources]
+    browser.find_element(By.CSS_SELECTOR, ".controls button[type=submit]").click()
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".corpus-diff .diff-summary"))
+    d = cli_json(db, "corpus", "diff", "books@1", "books@2")
+    summary = browser.find_element(By.CSS_SELECTOR, ".corpus-diff .diff-summary").text
+    assert summary.startswith(f"{d['new_words']:,} new words")
+    new = js(browser, "return [...document.querySelectorAll('.corpus-diff table')[0].querySelectorAll('.tok')]"
+                      ".map((s) => s.dataset.token);")
+    assert new == [w["word"] for w in d["new"]]
+    settled(browser)
+    screenshot(browser, "corpus")
+
+
+def test_edges_not_found_errors_favicon(server, browser):
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{server}/no/such/page", timeout=5)
+    assert missing.value.code == 404 and missing.value.headers["content-type"].startswith("text/html")
+    with urllib.request.urlopen(f"{server}/favicon.ico", timeout=5) as icon:
+        assert icon.headers["content-type"] == "image/svg+xml" and b"<svg" in icon.read()
+    open_page(browser, f"{server}/no/such/page")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "nav a"))
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Not found"
+    assert "/no/such/page" in browser.find_element(By.ID, "path").text
+    assert [e for e in console_errors(browser) if "404" not in e] == []  # the page's own status only
+    for url, message in [("/version?ref=en@9", "en has no version 9"), ("/version", "Give a version"),
+                         ("/corpus?name=nope", "nope"), ("/token?ref=en@1&token=zzzzqq", "is not a token"),
+                         ("/diff?a=en@1&b=en@9", "en has no version 9")]:
+        open_page(browser, server + url)
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[role=alert].error"))
+        assert message in browser.find_element(By.CSS_SELECTOR, "[role=alert].error").text, url
+        assert "Loading…" not in browser.find_element(By.TAG_NAME, "main").text, url
+        errors = console_errors(browser)
+        assert all("the server responded with a status of 404" in e for e in errors), (url, errors)
+
+
+PAGES = ["/", "/corpora", "/corpus?name=books", "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
+         "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2"]
+
+
+def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
+    browser.set_window_size(390, 844)
     try:
-        def watch() -> bool:
-            found = browser.execute_script(
-                "const li = document.querySelector(\"li.version[data-ref='live@1']\");"
-                "if (!li) return null;"
-                "const m = li.querySelector('.merges');"
-                "return [li.dataset.status, m ? Number(m.dataset.merges) : null];")
-            if found and found[1] is not None and (not seen or seen[-1] != found[1]):
-                seen.append(found[1])
-            return bool(found) and found[0] == "complete"
-        wait(browser, watch, timeout=90)
+        for path in PAGES:
+            open_page(browser, server + path)
+            wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "nav"))
+            settled(browser)
+            time.sleep(0.2)
+            width = js(browser, "return [document.documentElement.scrollWidth, window.innerWidth];")
+            assert width[0] <= width[1], (path, width)
+            unlabelled = js(browser, "return [...document.querySelectorAll('input, select, textarea')]"
+                                     ".filter((c) => !c.labels.length && !c.getAttribute('aria-label'))"
+                                     ".map((c) => c.outerHTML);")
+            assert unlabelled == [], path
+            assert js(browser, "return document.querySelectorAll('th:not([scope])').length") == 0, path
+            if path.startswith("/playground"):
+                screenshot(browser, "playground-390", width=390, height=844)
     finally:
-        assert trainer.wait(90) == 0
-    assert len(seen) >= 3, seen  # several checkpoints seen while it trained
-    # Growing by whole checkpoints (en@1's 144 merges on the same counts are copied first).
-    assert seen == sorted(seen) and all(0 < n < 300 for n in seen), seen
-    assert all((b - a) % 15 == 0 for a, b in zip(seen, seen[1:])), seen
-    li = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='live@1']")
-    assert f"{256 + 300:,} tokens" in li.text and not li.find_elements(By.CSS_SELECTOR, ".progress")
+        browser.set_window_size(1440, 900)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from ..queries import token_text
+from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..records import EncodingStats, Explanation, LineageNode, MergeInfo, TokenInfo, VersionInfo
 from .base import Context
 from .options import emit_json, emit_listing, json_option
@@ -29,14 +29,24 @@ def token_line(t: TokenInfo) -> str:
 @click.option("--longest", type=click.IntRange(min=0), metavar="N",
               help="The N longest tokens (in bytes), longest first.")
 @click.option("--limit", type=click.IntRange(min=0), metavar="N", help="At most N tokens.")
+@click.option("--order", type=click.Choice(TOKEN_ORDERS),
+              help="Sort: id, rank (of the merge that made each; base tokens last), newest (latest merge "
+                   "first) or longest.")
+@click.option("--start", type=click.IntRange(min=0), metavar="N",
+              help="Skip the first N tokens (of this order: a page of --limit).")
 @json_option
 @click.pass_obj
 def vocab(obj: Context, ref: str, grep: str | None, prefix: str | None, longest: int | None, limit: int | None,
-          as_json: bool) -> None:
+          order: str | None, start: int | None, as_json: bool) -> None:
     """List the tokens of REF: id, text, length, kind, and the merge that made each."""
-    tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=GREP_SECONDS)
-    emit_listing(tokens, as_json,
-                 "no token matches", token_line)
+    if order is None and start is None:
+        tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=GREP_SECONDS)
+    elif longest is not None:
+        raise click.UsageError("--longest is an order of its own: give --order longest instead")
+    else:
+        tokens = order_tokens(obj.store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_SECONDS), order or "id")
+        tokens = tokens[start or 0:None if limit is None else (start or 0) + limit]
+    emit_listing(tokens, as_json, "no token matches", token_line)
 
 
 def merge_line(m: MergeInfo) -> str:

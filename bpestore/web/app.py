@@ -8,6 +8,7 @@ version 404, a text over ``MAX_TEXT`` characters 413, a bad parameter 400.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -31,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumentError, NotFoundError
 from ..limits import MAX_INT
-from ..queries import token_text
+from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..store import Store
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -43,7 +44,8 @@ MAX_ROWS = 10_000  # a corpus' top words or changed words in one answer (a corpu
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-PAGES = {"/": "versions.html", "/version": "version.html", "/playground": "playground.html", "/diff": "diff.html"}
+PAGES = {"/": "versions.html", "/version": "version.html", "/playground": "playground.html", "/diff": "diff.html",
+         "/token": "token.html", "/corpora": "corpora.html", "/corpus": "corpus.html"}
 
 log = logging.getLogger("bpestore.web")
 
@@ -173,9 +175,42 @@ def api_show(store: Store, p: Params) -> Any:
 
 
 def api_vocab(store: Store, p: Params) -> Any:
+    if p.opt("order") is not None or p.opt("start") is not None:
+        return vocab_page(store, p)
     tokens = store.vocab(p.need("ref"), grep=p.opt("grep"), prefix=p.opt("prefix"), longest=p.num("longest"),
                          limit=p.num("limit"), timeout=GREP_TIMEOUT)
     return [t.to_dict() for t in tokens]
+
+
+VOCAB_PAGE = 100
+_whole_vocab: dict[str, list[Any]] = {}  # a complete version's tokens, for paging (one version kept)
+_whole_vocab_lock = threading.Lock()
+
+
+def vocab_page(store: Store, p: Params) -> Any:
+    """``vocab --order O --start S --limit L --json`` (``limit`` 100 unless given): a page
+    of the version's tokens (after ``grep`` and ``prefix``) in that order."""
+    ref, order = p.need("ref"), p.opt("order", "id") or "id"
+    if order not in TOKEN_ORDERS:
+        raise RequestError(400, f"parameter 'order' is one of {', '.join(TOKEN_ORDERS)}, not {order!r}")
+    if p.num("longest") is not None:
+        raise RequestError(400, "longest is an order of its own: give order=longest instead")
+    start, limit = p.num("start", 0) or 0, p.num("limit", VOCAB_PAGE)
+    grep, prefix = p.opt("grep"), p.opt("prefix")
+    version = store.version(ref)
+    if grep or prefix or version.status != "complete":
+        tokens = store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_TIMEOUT)
+    else:
+        key = f"{version.ref} {version.fingerprint}"  # a complete version never changes
+        with _whole_vocab_lock:
+            tokens = _whole_vocab.get(key) or []
+        if not tokens:
+            tokens = store.vocab(version.ref)
+            with _whole_vocab_lock:
+                _whole_vocab.clear()
+                _whole_vocab[key] = tokens
+    ranked = order_tokens(tokens, order)
+    return [t.to_dict() for t in ranked[start:start + (limit if limit is not None else VOCAB_PAGE)]]
 
 
 def api_merges(store: Store, p: Params) -> Any:
@@ -191,8 +226,50 @@ def api_token(store: Store, p: Params) -> Any:
     return store.token(p.need("ref"), token)
 
 
+class Results:
+    """The last answers that cost most (a diff, a curve), kept while their versions
+    are complete (a complete version never changes: its fingerprint says which it is)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self.kept: dict[tuple[Any, ...], Any] = {}
+        self.lock = threading.Lock()
+
+    def get(self, store: Store, refs: Iterable[str], key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        versions = [store.version(ref) for ref in refs]
+        if any(v.fingerprint is None for v in versions):
+            return compute()
+        full = (*((v.ref, v.fingerprint) for v in versions), *key)
+        with self.lock:
+            if full in self.kept:
+                self.kept[full] = self.kept.pop(full)  # the newest now
+                return self.kept[full]
+        value = compute()
+        with self.lock:
+            self.kept[full] = value
+            while len(self.kept) > self.size:
+                del self.kept[next(iter(self.kept))]
+        return value
+
+
+RESULTS = Results()
+
+
 def api_diff(store: Store, p: Params) -> Any:
-    return store.diff(p.need("a"), p.need("b"))
+    a, b = p.need("a"), p.need("b")
+    d = RESULTS.get(store, (a, b), ("diff",), lambda: store.diff(a, b))
+    if p.opt("start") is None and p.opt("limit") is None:
+        return d
+    return diff_page(d, p.num("start", 0) or 0, p.num("limit", 100) or 0)
+
+
+def diff_page(d: dict[str, Any], start: int, limit: int) -> dict[str, Any]:
+    """A page of a diff's long lists (web only; the CLI's --json has them whole):
+    ``changed_ids``, ``only_a`` and ``only_b`` from ``start``, ``limit`` of each, and
+    ``counts``, each list's whole length."""
+    lists = ("changed_ids", "only_a", "only_b")
+    return {**d, **{k: d[k][start:start + limit] for k in lists},
+            "counts": {k: len(d[k]) for k in lists}, "start": start, "limit": limit}
 
 
 def api_explain(store: Store, p: Params) -> Any:
@@ -246,6 +323,9 @@ class Encoder:
     def __call__(self, store: Store, p: Params) -> Any:
         ref, text = p.need("ref"), p.text()
         tok = store.tokenizer(ref)  # cached; its name is the version's NAME@N
+        if p.flag("compact"):
+            with self.lock:
+                return compact_encoding(tok, text)
         with self.lock:
             spans: list[tuple[int, int]] | list[tuple[None, None]]
             try:
@@ -258,6 +338,16 @@ class Encoder:
         n_bytes = len(text.encode("utf-8", "surrogatepass"))
         return {"ref": tok.name, "ids": ids, "tokens": tokens, "count": len(ids), "bytes": n_bytes,
                 "characters": len(text), "bytes_per_token": round(n_bytes / len(ids), 4) if ids else None}
+
+
+def compact_encoding(tok: Any, text: str) -> dict[str, Any]:
+    """What the playground draws, a fifth of the full answer's size: the ids and, beside
+    them, each token's text (``token_text``); no places in the text."""
+    ids = tok.encode(text, allowed_special="all")
+    texts = [token_text(tok.decode_single_token_bytes(i)) for i in ids]
+    n_bytes = len(text.encode("utf-8", "surrogatepass"))
+    return {"ref": tok.name, "ids": ids, "texts": texts, "count": len(ids), "bytes": n_bytes,
+            "characters": len(text), "bytes_per_token": round(n_bytes / len(ids), 4) if ids else None}
 
 
 def api_progress(store: Store, p: Params) -> Any:
@@ -276,18 +366,30 @@ def api_curve(store: Store, p: Params) -> Any:
     if p.opt("text") is None:
         from .. import sample_path
 
-        return store.chart(ref, sample_path(), points=points).to_dict()
-    return store.chart(ref, text=p.text(), points=points).to_dict()
+        chart = RESULTS.get(store, (ref,), ("curve", points),
+                            lambda: store.chart(ref, sample_path(), points=points).to_dict())
+    else:
+        text = p.text()
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        chart = RESULTS.get(store, (ref,), ("curve", points, digest),
+                            lambda: store.chart(ref, text=text, points=points).to_dict())
+    return chart if p.flag("per_rank") or p.opt("per_rank") is None else drawn_only(chart)
+
+
+def drawn_only(chart: dict[str, Any]) -> dict[str, Any]:
+    """A chart without its per-rank lists (``merge_counts``, ``merge_uses``: one number a
+    merge, 50,000 on GPT-2), which the version page does not draw (``per_rank=0``)."""
+    return {k: v for k, v in chart.items() if k not in ("merge_counts", "merge_uses")}
 
 
 Endpoint = Callable[[Store, Params], Any]
 API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "versions": (("name",), api_versions),
     "show": (("ref",), api_show),
-    "vocab": (("ref", "grep", "prefix", "longest", "limit"), api_vocab),
+    "vocab": (("ref", "grep", "prefix", "longest", "limit", "order", "start"), api_vocab),
     "merges": (("ref", "start", "limit"), api_merges),
     "token": (("ref", "token", "id"), api_token),
-    "diff": (("a", "b"), api_diff),
+    "diff": (("a", "b", "start", "limit"), api_diff),
     "explain": (("ref", "text"), api_explain),
     "lineage": (("name",), api_lineage),
     "corpora": ((), api_corpora),
@@ -295,9 +397,9 @@ API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "corpus_log": (("name",), api_corpus_log),
     "corpus_diff": (("a", "b", "limit"), api_corpus_diff),
     "stats": (("ref", "text"), api_stats),
-    "encode": (("ref", "text"), Encoder()),
+    "encode": (("ref", "text", "compact"), Encoder()),
     "progress": (("ref", "last"), api_progress),
-    "curve": (("ref", "text", "points"), api_curve),
+    "curve": (("ref", "text", "points", "per_rank"), api_curve),
 }
 
 
@@ -370,8 +472,19 @@ class Guard:
 
 async def http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 404 and not request.url.path.startswith("/api/"):
+        return not_found_page()
     detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
     return error_response(status, str(detail))
+
+
+def not_found_page() -> Response:
+    """The HTML page for an unknown address outside the API (the API answers JSON)."""
+    return FileResponse(STATIC / "404.html", status_code=404, media_type="text/html; charset=utf-8")
+
+
+async def favicon(request: Request) -> Response:
+    return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
 
 async def server_error(request: Request, exc: Exception) -> Response:
@@ -390,6 +503,7 @@ def build_app(store_url: str | None, *, allowed_hosts: Iterable[str] = ()) -> St
     routes: list[Any] = [Route(f"/api/{name}", api_route(store, name, allowed, endpoint), methods=["GET", "POST"])
                          for name, (allowed, endpoint) in API.items()]
     routes += [Route(path, page(filename), methods=["GET"]) for path, filename in PAGES.items()]
+    routes.append(Route("/favicon.ico", favicon, methods=["GET"]))
     routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
     app = Starlette(routes=routes, lifespan=lifespan,
                     middleware=[Middleware(Guard, hosts=[*LOOPBACK, *allowed_hosts])],

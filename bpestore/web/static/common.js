@@ -12,11 +12,21 @@ function el(tag, props, ...children) {
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
+}
+
+// where.replaceChildren(...) without the null/false children (which it would print as "null").
+function put(where, ...children) {
+  where.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  return where;
+}
+
+class ApiError extends Error {
+  constructor(message, status) { super(message); this.status = status; }
 }
 
 async function api(name, params, body) {
@@ -28,9 +38,14 @@ async function api(name, params, body) {
   const url = "/api/" + name + (query.toString() ? "?" + query : "");
   const options = body === undefined ? {} : {
     method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
-  const response = await fetch(url, options);
+  let response;
+  try {
+    response = await fetch(url, options);
+  } catch (error) {
+    throw new ApiError("the server does not answer (is bpestore serve still running?)", 0);
+  }
   const data = await response.json().catch(() => ({error: response.statusText}));
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  if (!response.ok) throw new ApiError(data.error || response.statusText, response.status);
   return data;
 }
 
@@ -46,10 +61,38 @@ function link(path, params, text) {
   return el("a", {href: path + "?" + new URLSearchParams(params)}, text);
 }
 
+function versionLink(ref) {
+  return link("/version", {ref}, ref);
+}
+
+function corpusLink(name, generation) {
+  const ref = generation === null || generation === undefined ? name : name + "@" + generation;
+  return link("/corpus", {name: ref}, ref);
+}
+
+// "2026-11-26 13:05" in the reader's time zone; the full ISO time on hover.
+function when(iso) {
+  if (!iso) return "-";
+  const d = new Date(iso);
+  const pad = (n) => String(n).padStart(2, "0");
+  return el("time", {datetime: d.toISOString(), title: d.toISOString()},
+    d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()));
+}
+
+function duration(seconds) {
+  if (seconds === null || seconds === undefined || !isFinite(seconds)) return "-";
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 90) return s + " s";
+  if (s < 90 * 60) return Math.round(s / 60) + " min";
+  if (s < 36 * 3600) return (s / 3600).toFixed(1) + " h";
+  return (s / 86400).toFixed(1) + " days";
+}
+
 function nav(current) {
-  const pages = [["/", "Versions"], ["/playground", "Playground"], ["/diff", "Diff"]];
-  const bar = el("nav", {}, el("span", {className: "brand", text: "bpestore"}),
-    pages.map(([href, label]) => el("a", {href, className: href === current ? "current" : null}, label)));
+  for (const [key, , initial] of DISPLAY) document.body.classList.toggle("show-" + key, displayPreference(key, initial));
+  const pages = [["/", "Registry"], ["/corpora", "Corpora"], ["/playground", "Playground"], ["/diff", "Diff"]];
+  const bar = el("nav", {"aria-label": "bpestore"}, el("span", {className: "brand", text: "bpestore"}),
+    pages.map(([href, label]) => el("a", {href, "aria-current": href === current ? "page" : null}, label)));
   document.body.prepend(bar);
 }
 
@@ -57,8 +100,299 @@ function showError(where, error) {
   where.replaceChildren(el("p", {className: "error", role: "alert"}, String(error.message || error)));
 }
 
-function tokenClass(id) {
-  return "tok tok-c" + (Number(id) % 8);
+function loading(where) {
+  where.replaceChildren(el("p", {className: "muted", role: "status"}, "Loading…"));
+}
+
+// A table: `head` the column names (a name ending in "#" is a number column), `rows`
+// arrays of cells (a Node or text); the first cell of each row is its header.
+function table(head, rows, props) {
+  const numeric = head.map((h) => h.endsWith("#"));
+  const names = head.map((h) => h.replace(/#$/, ""));
+  return el("div", {className: "scroll"}, el("table", props || {},
+    el("thead", {}, el("tr", {}, names.map((h, i) => el("th", {scope: "col", className: numeric[i] ? "num" : null}, h)))),
+    el("tbody", {}, rows.map((cells) => el("tr", cells.dataset ? {dataset: cells.dataset} : {},
+      cells.map((c, i) => i === 0
+        ? el("th", {scope: "row", className: numeric[i] ? "num" : null}, c)
+        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null)}, c)))))));
+}
+
+// A key/value table whose keys are row headers.
+function facts(rows) {
+  return el("div", {className: "scroll"}, el("table", {className: "info"}, el("tbody", {},
+    rows.map(([k, v]) => el("tr", {}, el("th", {scope: "row"}, k), el("td", {}, v === null || v === undefined ? "-" : v))))));
+}
+
+// A spec (pre-tokenizer, normalizer, alphabet...): every field, "-" for none.
+function specFacts(spec) {
+  const value = (v) => {
+    if (v === null || v === undefined || (Array.isArray(v) && !v.length) || (typeof v === "object" && !Object.keys(v).length)) return "-";
+    if (Array.isArray(v)) return v.map((x) => el("code", {}, x)).flatMap((c) => [c, " "]).slice(0, -1);
+    return el("code", {}, typeof v === "object" ? JSON.stringify(v) : String(v));
+  };
+  const box = facts(Object.entries(spec).map(([k, v]) => [k.replace(/_/g, " "), value(v)]));
+  box.querySelector("table").classList.add("spec");
+  return box;
+}
+
+// Earlier / later buttons over pages of `size` items; `go(start)` loads one.
+function pager(label) {
+  const prev = el("button", {type: "button", className: "prev"}, "← earlier");
+  const next = el("button", {type: "button", className: "next"}, "later →");
+  const where = el("span", {className: "muted where", "aria-live": "polite"});
+  const box = el("div", {className: "pager", role: "group", "aria-label": label}, prev, next, where);
+  return {box, prev, next, where, show(start, shown, size, total) {
+    prev.disabled = start === 0;
+    next.disabled = total !== undefined ? start + shown >= total : shown < size;
+    where.textContent = shown ? fmt(start + 1) + "–" + fmt(start + shown) + (total !== undefined ? " of " + fmt(total) : "") : "none";
+  }};
+}
+
+// -- tokens as readable text ----------------------------------------------------------
+// Token text from the API is token_text's: valid UTF-8 as characters, any other byte as
+// \xNN (always \x80-\xff: bytes below 0x80 are valid UTF-8). A token span's textContent is
+// its characters only; whitespace and control marks and the hex of split characters are
+// drawn by CSS (::before/::after), so copying the text copies the real text.
+
+// Paul Tol's "light" colours, chosen so each pair stays apart (CIELAB distance >= 17)
+// under simulated deuteranopia, protanopia and tritanopia (Machado 2009).
+const PALETTE_SIZE = 6;
+const BYTE_ESCAPE = /\\x([89a-f][0-9a-f])/g;
+
+const UTF8 = new TextEncoder();
+const HEX = Array.from({length: 256}, (_, b) => b.toString(16).padStart(2, "0"));
+
+function tokenBytesHex(text) {
+  // The hex of a token's bytes, from its token_text form.
+  const out = [];
+  let last = 0;
+  for (const match of text.matchAll(BYTE_ESCAPE)) {
+    for (const b of UTF8.encode(text.slice(last, match.index))) out.push(HEX[b]);
+    out.push(match[1]);
+    last = match.index + match[0].length;
+  }
+  for (const b of UTF8.encode(text.slice(last))) out.push(HEX[b]);
+  return out;
+}
+
+// How many bytes a token is, from its token_text form.
+function tokenByteLength(text) {
+  if (!text.includes("\\x")) return UTF8.encode(text).length;
+  return tokenBytesHex(text).length;
+}
+
+const WS_MARKS = {" ": "·", "\t": "→", "\n": "↵", "\r": "←", "\u00a0": "°"};
+const CONTROL_NAMES = ["NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF", "VT", "FF", "CR", "SO", "SI",
+  "DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US"];
+
+function appendChars(node, chars, running) {
+  let run = "";
+  for (const ch of chars) {
+    const code = ch.codePointAt(0);
+    const mark = code < 0x21 || code === 0x7f || code === 0xa0 ? WS_MARKS[ch] || (code === 0x7f ? "DEL" : CONTROL_NAMES[code]) : null;
+    if (mark === null || mark === undefined) { run += ch; continue; }
+    if (run) { node.append(run); run = ""; }
+    const span = document.createElement("span");
+    if (ch === "\n" && !running) {  // a token on its own: its newline a mark, not a line break
+      span.className = "ws nl alone";
+    } else {
+      span.className = WS_MARKS[ch] ? (ch === "\n" ? "ws nl" : ch === " " ? "ws sp" : "ws") : "ctl";
+      span.textContent = ch;
+    }
+    span.dataset.mark = mark;
+    node.append(span);
+  }
+  if (run) node.append(run);
+}
+
+// A token as a span: `text` in token_text form; opts.id (shown on demand and in its label);
+// opts.running: a token in running text (its newlines break the line; else they are marks).
+function tokenSpan(text, opts) {
+  const o = opts || {};
+  const span = document.createElement("span");
+  span.className = "tok";
+  span.dataset.token = text;
+  const hasId = o.id !== undefined && o.id !== null;
+  if (hasId) span.dataset.id = o.id;
+  let split = false;
+  if (text.includes("\\x")) {
+    let last = 0;
+    for (const match of text.matchAll(BYTE_ESCAPE)) {
+      appendChars(span, text.slice(last, match.index), o.running);
+      const byte = document.createElement("span");
+      byte.className = "byte";
+      byte.dataset.hex = match[1];
+      span.append(byte);
+      last = match.index + match[0].length;
+      split = true;
+    }
+    appendChars(span, text.slice(last), o.running);
+  } else {
+    appendChars(span, text, o.running);
+  }
+  if (split) span.classList.add("split");
+  if (!o.running) labelToken(span);
+  return span;
+}
+
+// A token's label (screen readers) and tooltip: its id, its text, its bytes when it holds
+// part of a character. Running text (thousands of tokens) labels a token when it is
+// focused or hovered: labelling all of them up front doubled the time to draw them.
+function labelToken(span) {
+  if (span.hasAttribute("aria-label")) return span;
+  const text = span.dataset.token;
+  const split = span.classList.contains("split");
+  const label = (span.dataset.id !== undefined ? "id " + span.dataset.id + ": " : "") + describeToken(text) +
+    (split ? " (bytes " + tokenBytesHex(text).join(" ") + ", part of a character)" : "") +
+    (span.dataset.chars ? ": with its neighbours, ‘" + span.dataset.chars + "’" : "");
+  span.title = label;
+  span.setAttribute("aria-label", label);
+  span.setAttribute("role", "listitem");
+  return span;
+}
+
+function describeToken(text) {
+  // The token as a screen reader and a tooltip say it: quoted, whitespace named.
+  const names = {" ": "space", "\t": "tab", "\n": "newline", "\r": "return"};
+  if (/^[ \t\n\r]+$/.test(text)) {
+    const parts = [];
+    for (const ch of text) {
+      if (parts.length && parts[parts.length - 1][0] === ch) parts[parts.length - 1][1]++;
+      else parts.push([ch, 1]);
+    }
+    return parts.map(([ch, n]) => (n > 1 ? n + " × " : "") + names[ch]).join(", ");
+  }
+  return "‘" + text.replace(BYTE_ESCAPE, "") + "’";
+}
+
+// Colours for a row of tokens: the id picks a colour, bumped when the token before has it,
+// so two neighbours never share one.
+function colourTokens(spans) {
+  let previous = -1;
+  for (const span of spans) {
+    let c = Number(span.dataset.id || 0) % PALETTE_SIZE;
+    if (c === previous) c = (c + 1) % PALETTE_SIZE;
+    span.className = span.className.replace(/ c\d\b/, "") + " c" + c;
+    previous = c;
+  }
+  return spans;
+}
+
+// In running text, the tokens that each hold part of a character: each is told which
+// character the run of them spells (its label and tooltip), e.g. ‘ï’ from c3 + af.
+const UTF8_FATAL = new TextDecoder("utf-8", {fatal: true});
+
+function nameSplitCharacters(spans) {
+  let run = [], bytes = [];
+  const finish = () => {
+    if (run.length) {
+      let chars = "";
+      try { chars = UTF8_FATAL.decode(new Uint8Array(bytes)); } catch (error) { chars = ""; }
+      if (chars) for (const span of run) span.dataset.chars = chars;
+    }
+    run = [];
+    bytes = [];
+  };
+  for (const span of spans) {
+    if (!span.classList.contains("split")) { finish(); continue; }
+    run.push(span);
+    for (const hex of tokenBytesHex(span.dataset.token)) bytes.push(parseInt(hex, 16));
+    try { UTF8_FATAL.decode(new Uint8Array(bytes)); finish(); } catch (error) { /* the character goes on */ }
+  }
+  finish();
+}
+
+// A row of token spans, one tab stop: arrow keys move between tokens, and each focused
+// token's id and bytes are announced in `info` (an aria-live element).
+function tokenRow(container, spans, info) {
+  colourTokens(spans);
+  nameSplitCharacters(spans);
+  if (spans.length) labelToken(spans[0]).setAttribute("tabindex", "0");  // roving: one token is the tab stop
+  container.replaceChildren(...spans);
+  container.setAttribute("role", "list");
+  if (!container.dataset.keyed) {
+    container.dataset.keyed = "1";
+    container.addEventListener("keydown", (event) => {
+      const at = event.target.closest(".tok");
+      if (!at || at.parentNode !== container) return;
+      const step = {ArrowRight: "next", ArrowDown: "next", ArrowLeft: "previous", ArrowUp: "previous", Home: "first", End: "last"}[event.key];
+      if (!step) return;
+      const to = step === "next" ? at.nextElementSibling : step === "previous" ? at.previousElementSibling
+        : step === "first" ? container.firstElementChild : container.lastElementChild;
+      if (!to || to === at) return;
+      event.preventDefault();
+      at.removeAttribute("tabindex");
+      labelToken(to).setAttribute("tabindex", "0");
+      to.focus();
+    });
+    container.addEventListener("focusin", (event) => {
+      const span = event.target.closest(".tok");
+      if (span && info) info.textContent = tokenDetail(span);
+    });
+    container.addEventListener("mouseover", (event) => {
+      const span = event.target.closest(".tok");
+      if (span) labelToken(span);
+      if (span && info) info.textContent = tokenDetail(span);
+    });
+  }
+  return container;
+}
+
+function tokenDetail(span) {
+  const text = span.dataset.token;
+  const hex = tokenBytesHex(text);
+  return (span.dataset.id !== undefined ? "id " + span.dataset.id + " · " : "") + describeToken(text) + " · " +
+    hex.length + (hex.length === 1 ? " byte: " : " bytes: ") + hex.join(" ") +
+    (span.classList.contains("split") ? " · part of a character" + (span.dataset.chars ? ": ‘" + span.dataset.chars + "’" : "") : "");
+}
+
+// The display toggles (whitespace marks, ids) as checkboxes that set classes on <body>,
+// remembered in localStorage.
+const DISPLAY = [["marks", "whitespace marks", true], ["ids", "ids", false]];
+
+function displayPreference(key, initial) {
+  const stored = localStorage.getItem("bpestore." + key);
+  return stored === null ? initial : stored === "1";
+}
+
+function displayToggles() {
+  const box = el("span", {className: "toggles"});
+  for (const [key, label, initial] of DISPLAY) {
+    const on = displayPreference(key, initial);
+    document.body.classList.toggle("show-" + key, on);
+    const input = el("input", {type: "checkbox", id: "toggle-" + key, checked: on ? "checked" : null});
+    input.addEventListener("change", () => {
+      document.body.classList.toggle("show-" + key, input.checked);
+      localStorage.setItem("bpestore." + key, input.checked ? "1" : "0");
+    });
+    box.append(el("label", {}, input, " " + label));
+  }
+  return box;
+}
+
+// The score card of versions on a text (`stats`): bytes per token, tokens per word,
+// the share of the vocabulary used and of unknown tokens; `base` marks the row others
+// are compared with.
+async function scoreCard(where, refs, text, base) {
+  if (!text) {
+    put(where, el("p", {className: "muted"}, "Paste an evaluation text above to score " + refs.join(", ") + " on it."));
+    return;
+  }
+  loading(where);
+  try {
+    const stats = await api("stats", undefined, {ref: refs, text});
+    const first = stats.find((s) => s.ref === base) || stats[0];
+    const change = (s) => s === first || !first.tokens ? "" :
+      (s.tokens >= first.tokens ? "+" : "") + fmt(s.tokens - first.tokens) + " (" + ((s.tokens / first.tokens - 1) * 100).toFixed(1) + " %)";
+    const share = (x) => (x === null || x === undefined ? "-" : (100 * x).toFixed(2) + " %");
+    put(where, table(["version", "tokens#", "change#", "bytes/token#", "tokens/word#", "vocabulary used#", "unknown#"],
+      stats.map((s) => Object.assign([versionLink(s.ref), fmt(s.tokens), change(s), s.bytes_per_token.toFixed(3),
+        s.tokens_per_word === null ? "-" : s.tokens_per_word.toFixed(3), share(s.vocab_use), share(s.unknown_share)],
+      {dataset: {ref: s.ref}})), {className: "score-card"}),
+    el("p", {className: "muted"}, fmt(first.bytes) + " bytes, " + fmt(first.words) + " words; change: tokens against " + first.ref + "."));
+  } catch (error) {
+    showError(where, error);
+  }
 }
 
 // A version select filled with the versions of the store (complete ones first).

@@ -1,40 +1,50 @@
-// One version: what it is, its compression curve, its tokens (searchable, as
-// `vocab --grep`) and its merges (paged).
+// One version: every field of its spec, its compression curve (on a text the reader
+// picks, overlaid with the other versions of its name), its tokens (sorted, searched,
+// paged) and its merges (paged).
 "use strict";
 
 const ref = param("ref");
 const PAGE = 100;
-let mergeStart = 0;
+let version = null;
+let tokenStart = 0, mergeStart = 0;
+const tokenPager = pager("token pages"), mergePager = pager("merge pages");
 
 function infoTable(v) {
-  const rows = [
-    ["status", v.status], ["tokens", fmt(v.vocab_size)], ["merges", fmt(v.n_merges)],
-    ["corpus", v.corpus === null ? "-" : (v.corpus_generation === null ? v.corpus : v.corpus + "@" + v.corpus_generation)],
-    ["parent", v.parent || "-"], ["aliases", v.aliases.join(", ") || "-"],
-    ["fingerprint", v.fingerprint || "- (not complete)"], ["corpus digest", v.corpus_digest || "-"],
-    ["pre-tokenizer", v.spec.pattern || v.spec.pretokenizer], ["tie-break", v.spec.tie_break],
-    ["special tokens", (v.spec.special_tokens || []).join(" ") || "-"],
-    ["created", v.created_at], ["updated", v.updated_at],
-  ];
-  return el("table", {className: "info"}, rows.map(([k, value]) =>
-    el("tr", {}, el("th", {}, k), el("td", {className: "text"}, String(value)))));
+  return el("div", {className: "columns"}, facts([
+    ["status", v.status], ["source", v.source], ["tokens", fmt(v.vocab_size)], ["merges", fmt(v.n_merges)],
+    ["target", v.target_vocab_size !== null ? fmt(v.target_vocab_size) + " tokens" : v.target_merges !== null ? fmt(v.target_merges) + " merges" : "-"],
+    ["corpus", v.corpus === null ? "-" : corpusLink(v.corpus, v.corpus_generation)],
+    ["parent", v.parent ? versionLink(v.parent) : "-"],
+    ["aliases", v.aliases.length ? v.aliases.map((a) => el("code", {}, v.name + "@" + a + " ")) : "-"],
+    ["min frequency", fmt(v.min_frequency)], ["max token length", v.max_token_length === null ? "-" : fmt(v.max_token_length)],
+    ["fingerprint", v.fingerprint ? el("code", {}, v.fingerprint) : "- (not complete)"],
+    ["corpus digest", v.corpus_digest ? el("code", {}, v.corpus_digest) : "-"],
+    ["created", when(v.created_at)], ["updated", when(v.updated_at)],
+  ]), specFacts(v.spec));
+}
+
+function tokenLink(t) {
+  return el("a", {href: "/token?" + new URLSearchParams({ref, id: t.id})}, t.id);
 }
 
 async function loadTokens() {
   const where = document.getElementById("tokens");
-  const grep = document.getElementById("grep").value;
+  const search = document.getElementById("grep").value;
+  const kind = document.getElementById("search-kind").value;
+  const order = document.getElementById("order").value;
   try {
-    const tokens = await api("vocab", {ref, grep, limit: grep ? 2000 : 500});
-    document.getElementById("token-count").textContent = fmt(tokens.length) + (tokens.length >= (grep ? 2000 : 500) ? "+ shown" : " shown");
-    where.replaceChildren(el("table", {className: "tokens-table"},
-      el("tr", {}, el("th", {className: "num"}, "id"), el("th", {}, "token"), el("th", {className: "num"}, "bytes"),
-        el("th", {}, "kind"), el("th", {className: "num"}, "rank"), el("th", {className: "num"}, "pair count")),
-      tokens.map((t) => el("tr", {dataset: {id: t.id}}, el("td", {className: "num"}, t.id),
-        el("td", {className: "text"}, el("span", {className: tokenClass(t.id)}, t.token)),
-        el("td", {className: "num"}, t.bytes), el("td", {}, t.kind),
-        el("td", {className: "num"}, t.rank === null ? "" : fmt(t.rank)), el("td", {className: "num"}, t.count === null ? "" : fmt(t.count))))));
+    const tokens = await api("vocab", {ref, order, start: tokenStart, limit: PAGE, [kind]: search || null});
+    tokenPager.show(tokenStart, tokens.length, PAGE);
+    const spans = tokens.map((t) => tokenSpan(t.token, {id: t.id}));
+    if (!tokens.length) {
+      put(where, el("p", {className: "muted"}, search ? "No token matches." : "No tokens here."));
+      return;
+    }
+    where.replaceChildren(table(["id#", "token", "bytes#", "kind", "rank#", "pair count#"],
+      tokens.map((t, i) => Object.assign([tokenLink(t), spans[i], t.bytes, t.kind, t.rank === null ? "" : fmt(t.rank),
+        t.count === null ? "" : fmt(t.count)], {dataset: {id: t.id}})), {className: "tokens-table"}));
   } catch (error) {
-    document.getElementById("token-count").textContent = "";
+    tokenPager.where.textContent = "";
     showError(where, error);
   }
 }
@@ -43,82 +53,90 @@ async function loadMerges() {
   const where = document.getElementById("merges");
   try {
     const merges = await api("merges", {ref, start: mergeStart, limit: PAGE});
-    document.getElementById("merges-where").textContent = merges.length
-      ? "ranks " + fmt(mergeStart) + "–" + fmt(mergeStart + merges.length - 1) : "no merges from rank " + fmt(mergeStart);
-    document.getElementById("merges-next").disabled = merges.length < PAGE;
-    document.getElementById("merges-prev").disabled = mergeStart === 0;
-    where.replaceChildren(el("table", {},
-      el("tr", {}, el("th", {className: "num"}, "rank"), el("th", {}, "pair"), el("th", {}, "token"), el("th", {className: "num"}, "id"), el("th", {className: "num"}, "pair count")),
-      merges.map((m) => el("tr", {}, el("td", {className: "num"}, fmt(m.rank)),
-        el("td", {className: "text"}, el("span", {className: tokenClass(m.left)}, m.pair[0]), " + ", el("span", {className: tokenClass(m.right)}, m.pair[1])),
-        el("td", {className: "text"}, el("span", {className: tokenClass(m.token)}, m.text)),
-        el("td", {className: "num"}, m.token), el("td", {className: "num"}, fmt(m.count))))));
+    mergePager.show(mergeStart, merges.length, PAGE, version.n_merges);
+    where.replaceChildren(table(["rank#", "pair", "token", "id#", "pair count#"], merges.map((m) => {
+      const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
+      return [fmt(m.rank), el("span", {className: "text"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
+        tokenLink({id: m.token}), fmt(m.count)];
+    }), {className: "merges-table"}));
   } catch (error) {
     showError(where, error);
   }
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-function svg(tag, attrs, text) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
+let family = [];  // the complete versions of this version's name, oldest first
 
-// points: [[x, y], ...]; labels: axis names.
-function lineChart(points, xLabel, yLabel) {
-  const W = 640, H = 300, L = 56, B = 40, T = 12, R = 16;
-  const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs), y0 = Math.min(...ys), y1 = Math.max(...ys);
-  const sx = (x) => L + (x1 === x0 ? 0 : (x - x0) / (x1 - x0)) * (W - L - R);
-  const sy = (y) => H - B - (y1 === y0 ? 0 : (y - y0) / (y1 - y0)) * (H - B - T);
-  const chart = svg("svg", {class: "curve", width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img"});
-  chart.append(svg("line", {class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B}),
-    svg("line", {class: "axis", x1: L, y1: T, x2: L, y2: H - B}),
-    svg("polyline", {class: "line", points: points.map((p) => sx(p[0]).toFixed(1) + "," + sy(p[1]).toFixed(1)).join(" ")}),
-    svg("text", {x: L, y: H - B + 16}, fmt(x0)), svg("text", {x: W - R, y: H - B + 16, "text-anchor": "end"}, fmt(x1)),
-    svg("text", {x: (L + W) / 2, y: H - 6, "text-anchor": "middle"}, xLabel),
-    svg("text", {x: L - 6, y: T + 10, "text-anchor": "end"}, y1.toFixed(2)),
-    svg("text", {x: L - 6, y: H - B, "text-anchor": "end"}, y0.toFixed(2)),
-    svg("text", {x: 14, y: (T + H - B) / 2, transform: "rotate(-90 14 " + (T + H - B) / 2 + ")", "text-anchor": "middle"}, yLabel));
-  return chart;
-}
-
-async function loadCurve() {
+async function loadCurve(event) {
+  if (event) event.preventDefault();
+  scoreCard(document.getElementById("score"), family.length ? family : [ref], document.getElementById("curve-text").value,
+    version.ref);
   const where = document.getElementById("curve");
-  try {
-    const chart = await api("curve", {ref, points: 60});
-    const points = chart.curve.map((p) => [p.merges, p.bytes_per_token]);
-    const on = chart.file.endsWith("dracula.txt.xz") ? "the sample text (Dracula)" : chart.file;
-    where.replaceChildren(lineChart(points, "merges (first N of " + ref + ")", "bytes per token"),
-      el("p", {className: "muted"}, "Bytes per token on " + on + " (" + fmt(chart.bytes) + " bytes) as the " +
-        "vocabulary grows along the merge ranks; the whole version: " + chart.bytes_per_token.toFixed(3) + "."));
-  } catch (error) {
-    where.replaceChildren(el("p", {className: "muted"}, "No compression curve: " + error.message));
-  }
+  loading(where);
+  const text = document.getElementById("curve-text").value;
+  const refs = [ref, ...[...document.querySelectorAll("#overlay input:checked")].map((i) => i.value)];
+  const results = await Promise.all(refs.map((r) => (text
+    ? api("curve", undefined, {ref: r, text, points: 60, per_rank: "0"})
+    : api("curve", {ref: r, points: 60, per_rank: "0"})).catch((error) => ({error, ref: r}))));
+  const good = results.filter((c) => !c.error);
+  const failed = results.filter((c) => c.error).map((c) => el("p", {className: "error", role: "alert"},
+    "No compression curve for " + c.ref + ": " + c.error.message +
+    (text ? "" : " (type a text above to measure on it)")));
+  if (!good.length) { where.replaceChildren(...failed); return; }
+  const on = text ? "your text" : "the sample text shipped with bpestore";
+  where.replaceChildren(
+    lineChart(good.map((c) => ({name: c.ref, points: c.curve.map((p) => [p.merges, p.bytes_per_token])})),
+      "merges", "bytes per token", 3),
+    el("p", {className: "muted"}, "Bytes per token on " + on + " (" + fmt(good[0].bytes) + " bytes) as the " +
+      "vocabulary grows along the merge ranks; the whole version: " +
+      good.map((c) => c.ref + " " + c.bytes_per_token.toFixed(3)).join(", ") + "."),
+    ...failed);
+}
+
+async function overlayChoices(v) {
+  const all = await api("versions", {name: v.name});
+  family = all.filter((o) => o.status === "complete" || o.ref === v.ref).sort((a, b) => a.number - b.number).map((o) => o.ref);
+  const others = all.filter((o) => o.ref !== v.ref && o.status === "complete");
+  if (!others.length) return;
+  put(document.getElementById("overlay"), el("span", {className: "muted"}, "overlay:"),
+    others.map((o) => el("label", {}, el("input", {type: "checkbox", value: o.ref}), " " + o.ref)));
 }
 
 async function start() {
-  nav("/version");
+  nav(null);
+  const info = document.getElementById("info");
   if (!ref) {
-    showError(document.getElementById("info"), new Error("give a version: /version?ref=NAME@N"));
+    showError(info, new Error("Give a version: /version?ref=NAME@N"));
     return;
   }
   try {
-    const v = await api("show", {ref});
-    document.getElementById("title").textContent = v.ref;
-    document.title = v.ref + " · bpestore";
-    document.getElementById("info").replaceChildren(infoTable(v),
-      el("p", {}, link("/playground", {ref: v.ref}, "Try it in the playground"),
-        v.parent ? [" · ", link("/diff", {a: v.parent, b: v.ref}, "diff with " + v.parent)] : null));
+    version = await api("show", {ref});
   } catch (error) {
-    showError(document.getElementById("info"), error);
+    document.getElementById("title").textContent = ref;
+    showError(info, error);
+    info.append(el("p", {}, el("a", {href: "/"}, "All versions")));
     return;
   }
-  document.getElementById("grep").addEventListener("input", debounce(loadTokens, 250));
-  document.getElementById("merges-prev").addEventListener("click", () => { mergeStart = Math.max(0, mergeStart - PAGE); loadMerges(); });
-  document.getElementById("merges-next").addEventListener("click", () => { mergeStart += PAGE; loadMerges(); });
+  const v = version;
+  document.getElementById("title").textContent = v.ref + (v.ref !== ref ? " (" + ref + ")" : "");
+  document.title = v.ref + " · bpestore";
+  info.removeAttribute("role");
+  info.replaceChildren(el("p", {}, link("/playground", {ref: v.ref}, "Try it in the playground"),
+    v.parent ? [" · ", link("/diff", {a: v.parent, b: v.ref}, "diff with its parent " + v.parent)] : null),
+  infoTable(v));
+  for (const id of ["curve-section", "tokens-section", "merges-section"]) document.getElementById(id).hidden = false;
+  document.getElementById("toggles").replaceWith(displayToggles());
+  document.getElementById("token-pager").replaceWith(tokenPager.box);
+  document.getElementById("merge-pager").replaceWith(mergePager.box);
+  const reload = () => { tokenStart = 0; loadTokens(); };
+  document.getElementById("grep").addEventListener("input", debounce(reload, 250));
+  document.getElementById("order").addEventListener("change", reload);
+  document.getElementById("search-kind").addEventListener("change", reload);
+  tokenPager.prev.addEventListener("click", () => { tokenStart = Math.max(0, tokenStart - PAGE); loadTokens(); });
+  tokenPager.next.addEventListener("click", () => { tokenStart += PAGE; loadTokens(); });
+  mergePager.prev.addEventListener("click", () => { mergeStart = Math.max(0, mergeStart - PAGE); loadMerges(); });
+  mergePager.next.addEventListener("click", () => { mergeStart += PAGE; loadMerges(); });
+  document.getElementById("curve-form").addEventListener("submit", loadCurve);
+  await overlayChoices(v).catch(() => {});
   loadCurve();
   loadTokens();
   loadMerges();

@@ -1,52 +1,80 @@
-// The versions page: every tokenizer's versions as a lineage tree; a version that is
-// training shows its progress (read by the server from its checkpointed merge rows),
-// polled every few seconds.
+// The registry's home: every tokenizer's versions as a lineage tree (newest activity
+// first), a timeline of versions and corpus generations, and the progress of trainings
+// (read by the server from their checkpointed merge rows). It polls while something
+// trains (rarely otherwise), and changes only the rows whose data changed.
 "use strict";
 
-const POLL_MS = Number(param("poll")) || 2000;
+const POLL_MS = Number(param("poll")) || 2000;      // while something trains
+const IDLE_MS = Number(param("idle")) || 15000;     // while nothing does
+const STALLED_S = Number(param("stalled")) || 60;   // no checkpoint for this long: stalled (the trainer checkpoints at least every 10 s)
 const seen = new Map();  // ref -> {merges, at}: the live rate between two polls
+const rows = new Map();  // ref -> {li, key}: what each row shows
+let shape = null;        // the tree's refs and parents, as drawn
+let lastGood = null;     // when the server last answered
+let timelineKey = null;
+
+function corpusRef(v) {
+  return v.corpus === null ? null : corpusLink(v.corpus, v.corpus_generation);
+}
 
 function sizeText(v) {
   if (v.status === "complete") return fmt(v.vocab_size) + " tokens";
-  const target = v.target_vocab_size !== null ? fmt(v.target_vocab_size) : fmt(v.target_merges) + " merges";
-  return fmt(v.vocab_size) + " / " + target + " tokens";
+  if (v.target_vocab_size !== null) return fmt(v.vocab_size) + " / " + fmt(v.target_vocab_size) + " tokens";
+  return fmt(v.vocab_size) + " tokens, " + fmt(v.n_merges) + " / " + fmt(v.target_merges) + " merges";
 }
 
-function progressBlock(p) {
+function liveRate(p) {
   const now = Date.now();
   const before = seen.get(p.ref);
   let rate = p.rate;
   if (before && p.merges > before.merges && now > before.at) rate = (p.merges - before.merges) / ((now - before.at) / 1000);
-  if (!before || p.merges !== before.merges) seen.set(p.ref, {merges: p.merges, at: now});
+  if (!before || p.merges !== before.merges) seen.set(p.ref, {merges: p.merges, at: now, rate});
+  else if (before.rate) rate = before.rate;
+  return rate;
+}
+
+function progressBlock(p) {
+  const stalled = p.seconds_since_checkpoint > STALLED_S;
+  const rate = stalled ? null : liveRate(p);
+  const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
   const bar = el("div");
   bar.style.width = p.fraction === null ? "0" : (100 * p.fraction).toFixed(1) + "%";
-  const last = p.last_merges.map((m) => el("span", {className: tokenClass(m.token), title: "rank " + m.rank + ", id " + m.token},
-    m.text));
+  const last = p.last_merges.map((m) => tokenSpan(m.text, {id: m.token}));
+  colourTokens(last);
   return el("div", {className: "progress", dataset: {ref: p.ref}},
-    el("span", {className: "bar"}, bar),
+    el("span", {className: "bar", role: "progressbar", "aria-label": "merges of " + p.ref, "aria-valuemin": "0",
+      "aria-valuemax": p.target_merges === null ? null : p.target_merges, "aria-valuenow": p.merges}, bar),
     el("span", {className: "merges", dataset: {merges: p.merges}},
       fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
-    " · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
-    " · last checkpoint ", el("span", {className: "age"}, p.seconds_since_checkpoint.toFixed(0) + " s ago"),
+    stalled
+      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
+          ": the trainer has probably stopped (bpestore resume " + p.ref + ")")]
+      : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
+         " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
+         " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],
     last.length ? el("div", {className: "chips last"}, el("span", {className: "muted"}, "last merges:"), last) : null);
 }
 
-function versionRow(v, progress) {
-  const status = el("span", {className: "badge " + v.status}, v.status);
-  const row = el("div", {className: "row"},
-    el("a", {className: "ref", href: "/version?" + new URLSearchParams({ref: v.ref})}, v.ref),
-    status,
-    el("span", {className: "size"}, sizeText(v)),
-    el("span", {}, "corpus ", el("code", {}, v.corpus === null ? "-" : (v.corpus_generation === null ? v.corpus : v.corpus + "@" + v.corpus_generation))),
-    v.fingerprint ? el("span", {}, "fingerprint ", el("code", {title: v.fingerprint}, v.fingerprint.slice(0, 12))) : null,
-    v.aliases.length ? el("span", {className: "aliases"}, "aliases ", v.aliases.map((a) => el("code", {}, v.name + "@" + a + " "))) : null,
-    v.source !== "trained" ? el("span", {className: "muted"}, "imported (" + v.source + ")") : null,
-    el("span", {className: "muted"}, new Date(v.created_at).toISOString().slice(0, 16).replace("T", " ")));
-  return el("li", {className: "version", dataset: {ref: v.ref, status: v.status}}, row,
-    progress ? progressBlock(progress) : null);
+function statusOf(v, p) {
+  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
+  return v.status;
 }
 
-function tree(versions, progress) {
+function rowLine(v, p) {
+  const status = statusOf(v, p);
+  return el("div", {className: "row"},
+    el("a", {className: "ref", href: "/version?" + new URLSearchParams({ref: v.ref})}, v.ref),
+    el("span", {className: "badge " + status}, status),
+    el("span", {className: "size"}, sizeText(v)),
+    v.corpus !== null ? el("span", {}, "corpus ", corpusRef(v)) : null,
+    v.fingerprint ? el("span", {}, "fingerprint ", el("code", {title: v.fingerprint}, v.fingerprint.slice(0, 12))) : null,
+    v.aliases.map((a) => el("a", {className: "badge alias", href: "/version?" + new URLSearchParams({ref: v.name + "@" + a})}, v.name + "@" + a)),
+    v.source !== "trained" ? el("span", {className: "muted"}, "imported (" + v.source + ")") : null,
+    el("span", {className: "muted"}, when(v.created_at)));
+}
+
+// Newest activity (creation of the version or of anything below it) first.
+function ordered(versions) {
   const byRef = new Map(versions.map((v) => [v.ref, v]));
   const children = new Map();
   for (const v of versions) {
@@ -54,31 +82,150 @@ function tree(versions, progress) {
     if (!children.has(parent)) children.set(parent, []);
     children.get(parent).push(v);
   }
+  const latest = new Map();
+  const activity = (v) => {
+    if (!latest.has(v.ref)) latest.set(v.ref, [v.updated_at, ...(children.get(v.ref) || []).map(activity)].sort().pop());
+    return latest.get(v.ref);
+  };
+  for (const list of children.values()) list.sort((a, b) => (activity(b) > activity(a) ? 1 : activity(b) < activity(a) ? -1 : 0));
+  return children;
+}
+
+function buildTree(children) {
   const branch = (parent, root) => el("ul", {className: root ? "tree root" : "tree"},
     (children.get(parent) || []).map((v) => {
-      const item = versionRow(v, progress.get(v.ref));
+      const item = rows.get(v.ref).li;
+      item.querySelector(":scope > ul")?.remove();
       if (children.has(v.ref)) item.append(branch(v.ref, false));
       return item;
     }));
   return branch(null, true);
 }
 
-async function refresh() {
-  const where = document.getElementById("versions");
+// Runs `change`, then puts keyboard focus back on the same link or button if it was
+// replaced (found again by its row and its href or text).
+function keepingFocus(change) {
+  const focused = document.activeElement;
+  const li = focused && focused !== document.body ? focused.closest("#versions li.version") : null;
+  change();
+  if (!li || document.activeElement === focused) return;
+  if (focused.isConnected) { focused.focus(); return; }  // moved with its row
+  const row = rows.get(li.dataset.ref);
+  const again = row && [...row.li.querySelectorAll("a, button")].find((n) => n.tagName === focused.tagName &&
+    n.getAttribute("href") === focused.getAttribute("href") && n.textContent === focused.textContent);
+  if (again) again.focus();
+}
+
+function draw(versions, progress) {
+  const children = ordered(versions);
+  keepingFocus(() => {
+    for (const v of versions) {
+      const p = v.status !== "complete" ? progress.get(v.ref) : undefined;
+      let row = rows.get(v.ref);
+      if (!row) {
+        row = {li: el("li", {className: "version"}), key: null, progressKey: null, progress: null};
+        row.li.dataset.ref = v.ref;
+        rows.set(v.ref, row);
+      }
+      const key = JSON.stringify([v, statusOf(v, p)]);
+      if (row.key !== key) {  // only this row's line is replaced; its progress and subtree stay
+        const line = rowLine(v, p);
+        if (row.line) row.line.replaceWith(line); else row.li.prepend(line);
+        row.line = line;
+        row.li.dataset.status = statusOf(v, p);
+        row.key = key;
+      }
+      const progressKey = p ? JSON.stringify([p, Math.round(p.seconds_since_checkpoint / 5)]) : null;
+      if (row.progressKey !== progressKey) {
+        const block = p ? progressBlock(p) : null;
+        if (row.progress && block) row.progress.replaceWith(block);
+        else if (row.progress) row.progress.remove();
+        else if (block) row.line.after(block);
+        row.progress = block;
+        row.progressKey = progressKey;
+      }
+    }
+    for (const ref of [...rows.keys()]) if (!versions.some((v) => v.ref === ref)) rows.delete(ref);
+    const newShape = JSON.stringify([...children.entries()].map(([k, list]) => [k, list.map((v) => v.ref)]));
+    if (newShape !== shape) {
+      document.getElementById("versions").replaceChildren(buildTree(children));
+      shape = newShape;
+    }
+  });
+}
+
+async function drawTimeline(versions) {
+  const key = JSON.stringify(versions.map((v) => [v.ref, v.status, v.aliases]));
+  if (key === timelineKey) return;
+  const where = document.getElementById("timeline");
   try {
-    const [versions, training] = await Promise.all([api("versions"), api("progress", {last: 6})]);
-    const progress = new Map(training.map((p) => [p.ref, p]));
+    const corpora = await api("corpora");
+    const logs = await Promise.all(corpora.map((c) => api("corpus_log", {name: c.name})));
+    const events = [];
+    for (const v of versions) {
+      events.push({at: v.created_at, kind: "version", node: [versionLink(v.ref),
+        v.parent ? [" extends ", versionLink(v.parent)] : v.source !== "trained" ? " imported (" + v.source + ")" : " trained",
+        v.corpus !== null ? [" on ", corpusRef(v)] : null,
+        v.status === "complete" ? (v.source === "trained" ? " · done in " + duration((new Date(v.updated_at) - new Date(v.created_at)) / 1000) : null)
+          : " · " + v.status]});
+    }
+    logs.forEach((log) => {
+      for (const g of log) {
+        events.push({at: g.generated_at || g.created_at, kind: "generation", node: [corpusLink(g.name, g.generation),
+          ": " + fmt(g.sources_added) + (g.sources_added === 1 ? " source" : " sources") + " added (" +
+          fmt(g.n_words) + " words in all)"]});
+      }
+    });
+    events.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
+    const aliases = versions.flatMap((v) => v.aliases.map((a) => [v.name + "@" + a, v.ref]));
+    put(where,
+      events.length ? el("ol", {className: "timeline"}, events.slice(0, 100).map((e) =>
+        el("li", {className: "event " + e.kind}, when(e.at), e.node))) : el("p", {className: "muted"}, "Nothing yet."),
+      aliases.length ? el("h3", {}, "Aliases") : null,
+      aliases.length ? el("ul", {className: "aliases"}, aliases.map(([a, ref]) => el("li", {}, el("code", {}, a), " → ", versionLink(ref)))) : null,
+      aliases.length ? el("p", {className: "muted"}, "The store keeps where each alias points now, not when it moved.") : null);
+    timelineKey = key;
+  } catch (error) {
+    if (timelineKey === null) showError(where, error);
+  }
+}
+
+function banner(error) {
+  const where = document.getElementById("banner");
+  if (!error) { where.replaceChildren(); where.className = ""; return; }
+  where.className = "banner";
+  where.replaceChildren(el("strong", {}, "Disconnected: "), error.message + ". " +
+    (lastGood ? "What you see is from " + lastGood.toLocaleTimeString() + "; " : "") + "trying again…");
+}
+
+async function refresh() {
+  let training = false;
+  try {
+    const [versions, progressList] = await Promise.all([api("versions"), api("progress", {last: 6})]);
+    const progress = new Map(progressList.map((p) => [p.ref, p]));
     const names = new Set(versions.map((v) => v.name));
+    const running = progressList.filter((p) => p.seconds_since_checkpoint <= STALLED_S).length;
+    const stalled = progressList.length - running;
     document.getElementById("summary").textContent = versions.length
       ? fmt(versions.length) + " versions of " + fmt(names.size) + " tokenizers" +
-        (training.length ? ", " + training.length + " training" : "")
+        (running ? ", " + running + " training" : "") + (stalled ? ", " + stalled + " stalled" : "")
       : "No versions yet: bpestore train NAME --corpus C --vocab-size N";
-    where.replaceChildren(tree(versions, progress));
+    draw(versions, progress);
+    drawTimeline(versions);
+    training = running > 0;
+    lastGood = new Date();
+    banner(null);
   } catch (error) {
-    showError(where, error);
+    if (lastGood === null) {
+      document.getElementById("summary").textContent = "";
+      if (!(error instanceof ApiError && error.status === 0)) showError(document.getElementById("versions"), error);
+    }
+    banner(error);
+    training = true;  // retry soon
   }
+  document.body.dataset.polling = training ? "fast" : "idle";
+  setTimeout(refresh, training ? POLL_MS : IDLE_MS);
 }
 
 nav("/");
 refresh();
-setInterval(refresh, POLL_MS);

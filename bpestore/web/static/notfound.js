@@ -1,0 +1,3 @@
+"use strict";
+nav(null);
+document.getElementById("path").textContent = window.location.pathname;

@@ -1,0 +1,101 @@
+"""The registry page while versions train, in Chromium (as tests/test_web_browser.py, whose
+fixtures these are: a store, server and browser of this module's own, since these tests
+add versions): a training run seen live, a dead one stalled, a stopped server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("selenium", reason="selenium is not installed: pip install -e '.[test]'")
+
+from .test_web_browser import (  # noqa: E402
+    By,
+    browser,
+    console_errors,
+    db,
+    js,
+    open_page,
+    screenshot,
+    serve,
+    server,
+    wait,
+)
+
+__all__ = ["browser", "db", "server"]  # fixtures
+
+
+def test_a_training_run_shows_progress_live_and_keeps_focus(server, browser, db):
+    """A training run in another process (slowed by its progress callback): the registry,
+    polling, shows its merge count growing and the time left, then the version complete;
+    the rows that did not change are the same elements, and keyboard focus stays."""
+    script = ("import sys, time, bpestore\n"
+              "with bpestore.open(sys.argv[1]) as store:\n"
+              "    store.train('live', corpus='books@1', merges=300, checkpoint_every=15,\n"
+              "                progress=lambda p: time.sleep(0.05))\n")
+    open_page(browser, f"{server}/?poll=250&idle=300")
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == 3)
+    js(browser, "document.querySelector(\"li.version[data-ref='en@1']\").marked = 1;"
+                "document.querySelector(\"li.version[data-ref='en@1'] a.ref\").focus();")
+    trainer = subprocess.Popen([sys.executable, "-c", script, db])
+    seen: list[int] = []
+    lefts: list[str] = []
+    try:
+        def watch() -> bool:
+            found = js(browser, "const li = document.querySelector(\"li.version[data-ref='live@1']\");"
+                                "if (!li) return null;"
+                                "const m = li.querySelector('.merges'), l = li.querySelector('.left');"
+                                "return [li.dataset.status, m ? Number(m.dataset.merges) : null,"
+                                "        l ? l.textContent : null];")
+            if found and found[1] is not None and (not seen or seen[-1] != found[1]):
+                seen.append(found[1])
+                lefts.append(found[2])
+                if len(seen) == 2:
+                    screenshot(browser, "registry-training", height=700)
+                    js(browser, "document.querySelector(\"li.version[data-ref='en@1'] a.ref\").focus();")
+            return bool(found) and found[0] == "complete"
+        wait(browser, watch, timeout=90)
+    finally:
+        assert trainer.wait(90) == 0
+    assert len(seen) >= 3, seen  # several checkpoints seen while it trained
+    # Growing by whole checkpoints (en@1's 144 merges on the same counts are copied first).
+    assert seen == sorted(seen) and all(0 < n < 300 for n in seen), seen
+    assert all((b - a) % 15 == 0 for a, b in zip(seen, seen[1:])), seen
+    assert any(left and left.startswith("about ") and left.endswith(" left") for left in lefts), lefts
+    li = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='live@1']")
+    assert f"{256 + 300:,} tokens" in li.text and not li.find_elements(By.CSS_SELECTOR, ".progress")
+    assert js(browser, "return document.querySelector(\"li.version[data-ref='en@1']\").marked") == 1
+    assert js(browser, "return document.activeElement.textContent") == "en@1"
+    wait(browser, lambda: js(browser, "return document.body.dataset.polling") == "idle")
+    assert console_errors(browser) == []
+
+
+def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
+    """A trainer that dies after some checkpoints leaves a version "training": after the
+    stall time the registry calls it stalled, without a rate. When the server stops, the
+    last data stays, under a banner."""
+    script = ("import os, sys, bpestore\n"
+              "def progress(p):\n"
+              "    if p.done >= 200: os._exit(3)\n"
+              "with bpestore.open(sys.argv[1]) as store:\n"
+              "    store.train('dead', corpus='books@1', merges=400, checkpoint_every=10, progress=progress)\n")
+    assert subprocess.run([sys.executable, "-c", script, db], timeout=120).returncode == 3
+    process, base = serve(db)
+    try:
+        open_page(browser, f"{base}/?poll=300&idle=300&stalled=1")
+        stalled = "li.version[data-ref='dead@1'][data-status=stalled]"
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, stalled))
+        li = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='dead@1']")
+        assert "stalled" in li.find_element(By.CSS_SELECTOR, ".badge").text
+        assert "no checkpoint for" in li.text and "merges/s" not in li.text
+        assert "1 stalled" in browser.find_element(By.ID, "summary").text
+        process.terminate()
+        process.wait(10)
+        wait(browser, lambda: "Disconnected" in browser.find_element(By.ID, "banner").text)
+        assert browser.find_elements(By.CSS_SELECTOR, "li.version[data-ref='en@1']")  # the last data stays
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(10)
