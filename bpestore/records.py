@@ -16,6 +16,16 @@ from .spec import EncoderFacts as EncoderFacts  # defined with the spec: loading
 from .spec import TokenizerSpec
 
 
+@dataclass
+class ForeignModel:
+    """A tokenizer read from another library's file (tokenizer.json, a SentencePiece
+    .model), in bpestore's terms: ids to token bytes, merges in rank order, the spec."""
+
+    vocab: dict[int, bytes]
+    merges: list[tuple[bytes, bytes]]
+    spec: TokenizerSpec
+
+
 @dataclass(frozen=True)
 class Merge:
     """One merge: tokens ``left`` and ``right`` became ``token`` at ``rank``, when

@@ -9,11 +9,11 @@ not a tokenizer.json, ``InvalidArgumentError`` for one bpestore cannot run).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
+from ..records import ForeignModel
 from ..spec import TokenizerSpec
 from ..text import PATTERNS
 from .gpt2 import str_to_token, token_to_str, unicode_to_bytes
@@ -184,16 +184,7 @@ def _char_decoder(spec: TokenizerSpec) -> dict[str, Any]:
     return steps[0] if len(steps) == 1 else {"type": "Sequence", "decoders": steps}
 
 
-@dataclass
-class HFModel:
-    """What a tokenizer.json holds, in bpestore's terms."""
-
-    vocab: dict[int, bytes]
-    merges: list[tuple[bytes, bytes]]
-    spec: TokenizerSpec
-
-
-def read_hf(path: str | Path) -> HFModel:
+def read_hf(path: str | Path) -> ForeignModel:
     """Read a Hugging Face ``tokenizer.json`` holding a BPE model."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -222,7 +213,7 @@ class _Reader:
     def damaged(self, part: str, why: str) -> DamagedDataError:
         return DamagedDataError(f"{self.path}: {part}: {why}", params=("path",))
 
-    def read(self) -> HFModel:
+    def read(self) -> ForeignModel:
         model = self.data["model"]
         self.refuse_unsupported()
         fields = self.text_fields()
@@ -292,7 +283,7 @@ class _Reader:
                                  layout="sentencepiece" if fallback and unk is not None else "bpestore", **fields)
         except InvalidArgumentError as exc:
             raise self.refuse("pre_tokenizer", str(exc)) from None
-        return HFModel(vocab, merges, spec)
+        return ForeignModel(vocab, merges, spec)
 
     def refuse_unsupported(self) -> None:
         """Refuse a model other than BPE and the parts of the file that add or change ids."""

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
+from ..records import ForeignModel
 from ..spec import TokenizerSpec
 
 if TYPE_CHECKING:
@@ -175,16 +176,7 @@ def serialize_model(model: SentencePieceModel) -> bytes:
 
 
 # -- reading -------------------------------------------------------------------------------------
-@dataclass
-class SentencePieceVersion:
-    """A .model file in bpestore's terms."""
-
-    vocab: dict[int, bytes]
-    merges: list[tuple[bytes, bytes]]
-    spec: TokenizerSpec
-
-
-def read_sentencepiece(path: str | Path) -> SentencePieceVersion:
+def read_sentencepiece(path: str | Path) -> ForeignModel:
     """Read a SentencePiece BPE ``.model``; a part bpestore cannot run is refused by name."""
     try:
         data = Path(path).read_bytes()
@@ -206,7 +198,7 @@ class _Converter:
     def refuse(self, part: str, why: str) -> InvalidArgumentError:
         return InvalidArgumentError(f"{self.path}: {part}: {why}; bpestore has no equivalent", params=("path",))
 
-    def convert(self) -> SentencePieceVersion:
+    def convert(self) -> ForeignModel:
         model, trainer = self.model, self.model.trainer
         model_type = trainer.get(3, 1)
         if model_type != _BPE:
@@ -252,7 +244,7 @@ class _Converter:
                              fuse_unk=True,
                              special_tokens=tuple(specials), segmentation="piece",
                              pretokenizer="none" if inner_space else "metaspace", **spec_fields)
-        return SentencePieceVersion(vocab, self.merges(normal), spec)
+        return ForeignModel(vocab, self.merges(normal), spec)
 
     def normalizer_fields(self) -> dict[str, Any]:
         norm = self.model.normalizer
