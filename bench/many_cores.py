@@ -176,29 +176,24 @@ def row_cold_cl100k_pinned(ctx: Context, runs: int) -> list[list[str]]:
     return _cold(ctx, runs, "cl100k", pinned=True)
 
 
-def row_ten_files(ctx: Context, runs: int) -> list[list[str]]:
-    folder = ingestion._split(ctx.corpus, 10)
+def _files_vs_one(ctx: Context, runs: int, n_files: int, files: str, key: str) -> list[list[str]]:
+    """Ingest of the corpus cut into ``n_files`` files against the one file (``files`` names them)."""
+    folder = ingestion._split(ctx.corpus, n_files)
     one = Params(corpus=str(ctx.corpus), workers=ctx.workers)
-    ten, single = measure_tree([
-        Case("bpestore ingest of ten files", ingestion.bpestore_ingest_n, Params(corpus=str(folder),
-                                                                                 workers=ctx.workers)),
+    cut, single = measure_tree([
+        Case(f"bpestore ingest of {key}", ingestion.bpestore_ingest_n, Params(corpus=str(folder), workers=ctx.workers)),
         Case("bpestore ingest of one file", ingestion.bpestore_ingest_n, one)], runs)
-    ctx.record["ten files"] = _runs([ten, single])
-    return [[f"ten {ctx.corpus.stat().st_size / 10e6:.0f} MB files vs one file, {ctx.workers} workers",
-             f"one file {_s(single.seconds)}", _s(ten.seconds), _ratio(ten.seconds, single.seconds),
-             "ratio: ten files / one file"]]
+    ctx.record[key] = _runs([cut, single])
+    return [[f"{files} vs one file, {ctx.workers} workers", f"one file {_s(single.seconds)}",
+             _s(cut.seconds), _ratio(cut.seconds, single.seconds), f"ratio: {key} / one file"]]
+
+
+def row_ten_files(ctx: Context, runs: int) -> list[list[str]]:
+    return _files_vs_one(ctx, runs, 10, f"ten {ctx.corpus.stat().st_size / 10e6:.0f} MB files", "ten files")
 
 
 def row_many_files(ctx: Context, runs: int) -> list[list[str]]:
-    folder = ingestion._split(ctx.corpus, ingestion.N_FILES)
-    one = Params(corpus=str(ctx.corpus), workers=ctx.workers)
-    many, single = measure_tree([
-        Case("bpestore ingest of 10,000 files", ingestion.bpestore_ingest_n, Params(corpus=str(folder),
-                                                                                    workers=ctx.workers)),
-        Case("bpestore ingest of one file", ingestion.bpestore_ingest_n, one)], runs)
-    ctx.record["10,000 files"] = _runs([many, single])
-    return [[f"10,000 small files vs one file, {ctx.workers} workers", f"one file {_s(single.seconds)}",
-             _s(many.seconds), _ratio(many.seconds, single.seconds), "ratio: 10,000 files / one file"]]
+    return _files_vs_one(ctx, runs, ingestion.N_FILES, "10,000 small files", "10,000 files")
 
 
 def row_400mb(ctx: Context, runs: int) -> list[list[str]]:
