@@ -1057,17 +1057,14 @@ static void split(Trainer *t, int workers, uint32_t n) {
     }
 }
 
-/* Run the workers, with the GIL released when they are worth it; -1 (MemoryError set) when one failed. */
-static int run_split(Trainer *t, int workers, uint64_t items) {
-    if (workers > 1 || items >= t->parallel_min) {
-        t->busy = 1;
-        Py_BEGIN_ALLOW_THREADS
-        run_workers(t, workers);
-        Py_END_ALLOW_THREADS
-        t->busy = 0;
-    } else {
-        run_work(&t->work[0]);
-    }
+/* Run the workers with the GIL released, even for one word: a thread of the caller's
+ * (training's checkpoint writer) runs meanwhile; -1 (MemoryError set) when one failed. */
+static int run_split(Trainer *t, int workers) {
+    t->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    run_workers(t, workers);
+    Py_END_ALLOW_THREADS
+    t->busy = 0;
     for (int k = 0; k < workers; k++)
         if (t->work[k].failed) { PyErr_NoMemory(); return -1; }
     return 0;
@@ -1105,7 +1102,7 @@ static int append_words(Slot *s, const uint32_t *src, uint32_t m) {
 static int build_split(Trainer *t, int workers) {
     split(t, workers, t->n_words);
     for (int k = 0; k < workers; k++) t->work[k].build = 1;
-    int rc = run_split(t, workers, t->n_words);
+    int rc = run_split(t, workers);
     for (int k = 0; rc == 0 && k < workers; k++) {
         Work *wk = &t->work[k];
         for (uint64_t i = 0; i < wk->n_loc; i++) {
@@ -1345,7 +1342,7 @@ static PyObject *Trainer_merge(Trainer *t, PyObject *args) {
             if (grow((void **)&t->work[k].ev, &t->work[k].cap_ev, share, sizeof(uint32_t)) < 0) goto error;
     }
     /* the words are rewritten (in threads), then the counts and index updated here, chunk by chunk */
-    if (run_split(t, workers, n_words) < 0) goto error;
+    if (run_split(t, workers) < 0) goto error;
     t->split_merges += workers > 1;
     for (uint32_t c = 0; c < t->n_chunks; c++) {
         const uint32_t *ev = t->work[t->at[c].worker].ev;

@@ -5,8 +5,8 @@ versions: ``reader``).
 The modules above (the Store's services, ``training``, ``imports``) open the
 transactions, pass their connection in and get plain data or
 ``bpestore.records`` back. Lookups that find nothing raise ``NotFoundError``
-saying what exists. Bulk rows (checkpoints) go through the driver's own
-``executemany`` (``wordcounts.insert_rows``).
+saying what exists. Bulk rows (checkpoints) go through the driver
+(``insert_rows``).
 """
 
 from __future__ import annotations
@@ -510,13 +510,37 @@ def delete_versions(conn: Connection, version_ids: Sequence[int]) -> None:
 
 
 def insert_rows(conn: Connection, table: Table, rows: list[tuple]) -> None:
-    """INSERT rows (tuples in the table's column order) with the driver's executemany."""
+    """INSERT rows (tuples in the table's column order): on SQLite as statements of
+    many rows each, elsewhere with the driver's executemany."""
     if not rows:
         return
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     columns = ", ".join(c.name for c in table.columns)
-    conn.exec_driver_sql(f"INSERT INTO {table.name} ({columns}) "
-                         f"VALUES ({', '.join([mark] * len(table.columns))})", rows)
+    row = f"({', '.join([mark] * len(table.columns))})"
+    sql = f"INSERT INTO {table.name} ({columns}) VALUES "
+    if conn.dialect.name != "sqlite":
+        conn.exec_driver_sql(sql + row, rows)
+        return
+    # One statement is one step of SQLite's, which the driver runs without the GIL
+    # (executemany takes the GIL back after each row): about half the time, and a
+    # thread beside it (training's checkpoint writer) is hardly held up.
+    per = max(1, min(_sqlite_variables(conn) // len(table.columns), 2000))
+    raw: Any = conn.connection.driver_connection
+    cursor = raw.cursor()
+    try:
+        for start in range(0, len(rows), per):
+            part = rows[start:start + per]
+            cursor.execute(sql + ", ".join([row] * len(part)), [value for r in part for value in r])
+    finally:
+        cursor.close()
+
+
+def _sqlite_variables(conn: Connection) -> int:
+    """How many parameters one SQLite statement may take (999 before SQLite 3.32)."""
+    raw: Any = conn.connection.driver_connection
+    if not hasattr(raw, "getlimit"):  # Python before 3.11
+        return 999
+    return raw.getlimit(9)  # SQLITE_LIMIT_VARIABLE_NUMBER
 
 
 

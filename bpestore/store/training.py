@@ -4,13 +4,12 @@ extension of a parent, a resumed run; and the checkpoint writer.
 The merges come from the pure trainer (``BpeTrainer``); every read and write
 goes through the repository. Merges are written as they are made, so a run
 stopped anywhere resumes from its last checkpoint and ends with exactly the
-merges of an uninterrupted run.
+merges of an uninterrupted run (the checkpoints: ``checkpoints.CheckpointWriter``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -19,6 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.engine import make_url
 
 from ..alphabet import (
     hf_order,
@@ -34,6 +34,7 @@ from ..records import Merge, Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec, check_special_tokens, fingerprint
 from ..trainer import BpeTrainer
 from . import locks, repository, snapshot, wordcounts
+from .checkpoints import CheckpointWriter
 from .reader import VersionReads
 from .repository import Transactions
 from .vocabulary import Vocabulary
@@ -384,7 +385,7 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
             trainer.prepare()  # the words are taken while the cursor is open
         spec = v.spec
         writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
-                                  every=checkpoint_every, seconds=checkpoint_seconds)
+                                  every=checkpoint_every, seconds=checkpoint_seconds, threaded=not _in_memory(db.url))
         # Progress counts merges; a vocabulary target counts the alphabet and specials too.
         target = v.target_merges if v.target_merges is not None else v.target_vocab_size
         total = None if target is None else target - (len(initial) if v.target_merges is None else 0)
@@ -394,17 +395,26 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
                 if progress is not None:
                     progress(Progress("train", v.ref, merge.rank + 1, total, "merges",
                                       merge=merge, token=trainer.token_bytes[merge.token]))
+            # Made while the writer thread writes the last batches.
+            done = fingerprint(spec, v.corpus_digest, trainer.merges)
+            made = snapshot.make(spec, _completed(stored, trainer.merges), done, checked=checked)
+            writer.wait()
         except BaseException as exc:
             # Keep what was merged: the rows are valid checkpoints to resume from.
-            if writer.pending:
-                try:
-                    writer.save()
-                except Exception as save_error:
-                    if hasattr(exc, "add_note"):  # Python 3.11+
-                        exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
+            try:
+                writer.keep()
+            except Exception as save_error:
+                if hasattr(exc, "add_note"):  # Python 3.11+
+                    exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
             raise
-        done = fingerprint(spec, v.corpus_digest, trainer.merges)
-        writer.save(done, snapshot.make(spec, _completed(stored, trainer.merges), done, checked=checked))
+        writer.save(done, made)
+
+
+def _in_memory(url: str) -> bool:
+    """An in-memory SQLite database: its one connection is not for a second thread."""
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and (
+        not parsed.database or ":memory:" in parsed.database or "mode=memory" in url)
 
 
 def _completed(start: Vocabulary, merges: Sequence[Merge]) -> Vocabulary:
@@ -415,59 +425,6 @@ def _completed(start: Vocabulary, merges: Sequence[Merge]) -> Vocabulary:
         tokens.setdefault(m.token, tokens[m.left] + tokens[m.right])
     return Vocabulary.from_rows(((i, data, start.kinds.get(i, "merge")) for i, data in sorted(tokens.items())),
                                 map(MERGE_ROW, merges))
-
-
-class CheckpointWriter:
-    """Writes a run's merges as they come, each batch with the tokens it makes.
-
-    A batch is written every ``every`` merges or ``seconds``, in one
-    transaction; one that fails stays pending and the next save writes it
-    again, whole.
-    """
-
-    def __init__(self, db: Transactions, version_id: int, token_bytes: Sequence[bytes], n_tokens: int,
-                 *, every: int, seconds: float) -> None:
-        """``token_bytes``: the trainer's tokens by id (it grows as merges come);
-        ``n_tokens``: how many of them are written already."""
-        self.db = db
-        self.version_id = version_id
-        self.token_bytes = token_bytes
-        self.n_tokens = n_tokens
-        self.every = every
-        self.seconds = seconds
-        self.pending: list[Merge] = []
-        self.last_save = time.monotonic()
-
-    def add(self, merge: Merge) -> None:
-        self.pending.append(merge)
-        if len(self.pending) >= self.every or time.monotonic() - self.last_save >= self.seconds:
-            self.save()
-
-    def save(self, fingerprint: str | None = None, made: snapshot.Snapshot | None = None) -> None:
-        """Write the pending merges; given the run's fingerprint and snapshot, mark the version complete."""
-        new_tokens = [m.token for m in self.pending if m.token >= self.n_tokens]
-        with self.db.writing() as conn:
-            self.write(conn, self.pending, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint,
-                       made)
-        # Only once committed: a failed batch is written again, whole.
-        self.n_tokens = max(new_tokens, default=self.n_tokens - 1) + 1
-        self.pending = []
-        self.last_save = time.monotonic()
-
-    def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
-              fingerprint: str | None, made: snapshot.Snapshot | None) -> None:
-        """One checkpoint's rows (the last: with the version's snapshot), in the caller's transaction."""
-        stored = repository.next_rank(conn, self.version_id) if merges else 0
-        if merges and stored != merges[0].rank:
-            # Another run of this version wrote merges since this one read them.
-            raise ConflictError(f"{VersionReads.over(conn).info(self.version_id).ref} is being trained by "
-                                f"another process ({stored:,} merges stored, this run expected "
-                                f"{merges[0].rank:,}); wait for it to finish, then resume it if it stopped")
-        repository.add_merges(conn, self.version_id, merges)
-        repository.add_tokens(conn, self.version_id, new_tokens)
-        repository.record_checkpoint(conn, self.version_id, fingerprint)
-        if made is not None:  # complete
-            repository.add_snapshot(conn, self.version_id, made)
 
 
 def verify(db: Transactions, ref: str) -> VerifyResult:

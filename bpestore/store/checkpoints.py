@@ -1,0 +1,142 @@
+"""Training's checkpoints: the merges of a run written as they come, batch after
+batch, each in one transaction with the tokens it makes, from a thread of their own.
+
+The merge loop hands a batch over and goes on; the thread writes the batches in
+the order made. Every committed batch extends the stored merges by the next ranks,
+so a run stopped anywhere (killed too) has a prefix of its merges stored and
+resumes from it to exactly the merges of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+
+from sqlalchemy import Connection
+
+from ..errors import ConflictError
+from ..records import Merge
+from . import repository, snapshot
+from .reader import VersionReads
+from .repository import Transactions
+
+
+class CheckpointWriter:
+    """Writes a run's merges as they come, each batch with the tokens it makes.
+
+    A batch is handed over every ``every`` merges or ``seconds``; a thread of the
+    writer's own writes each in one transaction, in order, while the merge loop goes
+    on (``threaded=False``: ``add`` writes it). A batch that fails is kept, and so is
+    every batch after it (the thread stops); the failure is raised by the next ``add``
+    or ``wait``, and ``save`` (or ``keep``) writes them all again, whole, in one
+    transaction.
+    """
+
+    def __init__(self, db: Transactions, version_id: int, token_bytes: Sequence[bytes], n_tokens: int,
+                 *, every: int, seconds: float, threaded: bool = True) -> None:
+        """``token_bytes``: the trainer's tokens by id (it grows as merges come);
+        ``n_tokens``: how many of them are written already."""
+        self.db = db
+        self.version_id = version_id
+        self.token_bytes = token_bytes
+        self.n_tokens = n_tokens
+        self.every = every
+        self.seconds = seconds
+        self.threaded = threaded
+        self.added: list[Merge] = []  # merges not handed over yet
+        self.unwritten: deque[list[Merge]] = deque()  # batches handed over, not committed yet
+        self.failure: BaseException | None = None  # the writer thread's, not raised yet
+        self._batches: queue.SimpleQueue[list[Merge] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self.last_save = time.monotonic()
+
+    @property
+    def pending(self) -> list[Merge]:
+        """Every merge added and not written yet, in order."""
+        return [m for batch in self.unwritten for m in batch] + self.added
+
+    def add(self, merge: Merge) -> None:
+        self.added.append(merge)
+        if len(self.added) >= self.every or time.monotonic() - self.last_save >= self.seconds:
+            self._raise_failure()
+            if not self.threaded:
+                self.save()
+                return
+            batch, self.added = self.added, []
+            self.unwritten.append(batch)
+            if self._thread is None:
+                self._batches = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._drain, args=(self._batches,),
+                                                name="bpestore-checkpoints", daemon=True)
+                self._thread.start()
+            self._batches.put(batch)
+            self.last_save = time.monotonic()
+
+    def wait(self) -> None:
+        """Wait until the writer thread wrote what it was handed; raise its failure, if any."""
+        if self._thread is not None:
+            self._batches.put(None)
+            self._thread.join()
+            self._thread = None
+        self._raise_failure()
+
+    def save(self, fingerprint: str | None = None, made: snapshot.Snapshot | None = None) -> None:
+        """Write every pending merge (one transaction, after the thread's); given the run's
+        fingerprint and snapshot, mark the version complete."""
+        self.wait()
+        self._write_batch(self.pending, fingerprint, made)
+        self.unwritten.clear()
+        self.added = []
+        self.last_save = time.monotonic()
+
+    def keep(self) -> None:
+        """After the run stopped on an error: write what is pending, if anything (the
+        thread's failure, if any, is the one being raised or is dropped for this retry)."""
+        try:
+            self.wait()
+        except Exception:  # noqa: S110 - the batches it kept are written below
+            pass
+        if self.pending:
+            self.save()
+
+    def _raise_failure(self) -> None:
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
+
+    def _drain(self, batches: queue.SimpleQueue[list[Merge] | None]) -> None:
+        """The writer thread: each batch in its own transaction, until None or a failure
+        (the batch that failed and those after it stay in ``unwritten``)."""
+        while (batch := batches.get()) is not None:
+            try:
+                self._write_batch(batch)
+            except BaseException as exc:  # noqa: BLE001 - handed to the merge loop's thread
+                self.failure = exc
+                return
+            self.unwritten.popleft()
+
+    def _write_batch(self, merges: list[Merge], fingerprint: str | None = None,
+                     made: snapshot.Snapshot | None = None) -> None:
+        new_tokens = [m.token for m in merges if m.token >= self.n_tokens]
+        with self.db.writing() as conn:
+            self.write(conn, merges, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint, made)
+        # Only once committed: a failed batch is written again, whole.
+        self.n_tokens = max(new_tokens, default=self.n_tokens - 1) + 1
+
+    def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
+              fingerprint: str | None, made: snapshot.Snapshot | None) -> None:
+        """One checkpoint's rows (the last: with the version's snapshot), in the caller's transaction."""
+        stored = repository.next_rank(conn, self.version_id) if merges else 0
+        if merges and stored != merges[0].rank:
+            # Another run of this version wrote merges since this one read them.
+            raise ConflictError(f"{VersionReads.over(conn).info(self.version_id).ref} is being trained by "
+                                f"another process ({stored:,} merges stored, this run expected "
+                                f"{merges[0].rank:,}); wait for it to finish, then resume it if it stopped")
+        repository.add_merges(conn, self.version_id, merges)
+        repository.add_tokens(conn, self.version_id, new_tokens)
+        repository.record_checkpoint(conn, self.version_id, fingerprint)
+        if made is not None:  # complete
+            repository.add_snapshot(conn, self.version_id, made)
