@@ -15,8 +15,10 @@ trains ``--vocab-size`` on N threads (the compiled merge core's ``default_thread
   hashing the file in the parent, which overlaps the counting where there are workers;
 * ingest, parallel: counting in the parent (1 worker, or the text before the workers
   start) and waiting for the workers' results;
-* training: reading the counts + loading them into the core + the first pair count
-  (``prepare``), the merge loop, the checkpoint writes, and the rest (the version rows).
+* training: reading the counts from the cursor, loading them into the core + the first
+  pair count, the merge loop (the checkpoints are written by a thread beside it), making
+  the snapshot, waiting for the writer + the last checkpoint, and the rest (the version
+  rows); its CPU, and how much of it the caller's thread spent (the serial path).
 
 A phase whose time is ``s + p / N`` at N workers gives ``s`` and ``p`` from its times at
 the two smallest N (the fit); the table projects every phase, and the whole, to
@@ -60,10 +62,14 @@ INGEST_PHASES = [
     ("write the counts (one transaction)", "serial"),
     ("the parent's other work", "serial"),
 ]
+READ = "read the counts (the SQLite cursor)"
+LOAD = "load the words into the core, count pairs"
 TRAIN_PHASES = [
-    ("prepare: read counts, load the core, count pairs", "mixed"),
-    ("merge loop", "mixed"),
-    ("checkpoint writes", "serial"),
+    (READ, "serial"),
+    (LOAD, "mixed"),
+    ("merge loop (checkpoints written beside it)", "mixed"),
+    ("make the snapshot (check + pack)", "serial"),
+    ("wait for the writer + last checkpoint", "serial"),
     ("the rest of Store.train", "serial"),
 ]
 
@@ -152,12 +158,16 @@ def _instrument_ingest(clock: Clock) -> None:
 
 def _instrument_train(clock: Clock, threads: int) -> None:
     from bpestore import trainer
-    from bpestore.store import training
+    from bpestore.store import training, wordcounts
 
     trainer.default_threads = lambda: threads  # type: ignore[assignment]
-    clock.wrap(trainer.BpeTrainer, "prepare", "prepare: read counts, load the core, count pairs")
-    trainer.BpeTrainer.train = clock.generator("merge loop", trainer.BpeTrainer.train)  # type: ignore[method-assign]
-    clock.wrap(training.CheckpointWriter, "save", "checkpoint writes")
+    # The rows are read inside prepare: READ is taken off LOAD after the run.
+    wordcounts.count_rows = clock.generator(READ, wordcounts.count_rows)  # type: ignore[assignment]
+    clock.wrap(trainer.BpeTrainer, "prepare", LOAD)
+    trainer.BpeTrainer.train = clock.generator(  # type: ignore[method-assign]
+        "merge loop (checkpoints written beside it)", trainer.BpeTrainer.train)
+    clock.wrap(training.snapshot, "make", "make the snapshot (check + pack)")
+    clock.wrap(training.CheckpointWriter, "save", "wait for the writer + last checkpoint")
 
 
 def _cpu() -> tuple[float, float]:
@@ -193,12 +203,15 @@ def _profiled(p: Params, train: bool) -> cases.Timed:
                                "open_cpu": opened_cpu}
         if train:
             clock.seconds.clear()
-            begin = time.perf_counter()
+            begin, main_cpu = time.perf_counter(), time.thread_time()
             store.train("en", corpus="bench", vocab_size=p.vocab_size, special_tokens=[SPECIAL])
-            train_s = time.perf_counter() - begin
+            train_s, main_cpu = time.perf_counter() - begin, time.thread_time() - main_cpu
             phases = dict(clock.seconds)
+            phases[LOAD] = max(0.0, phases.get(LOAD, 0.0) - phases.get(READ, 0.0))
             phases["the rest of Store.train"] = max(0.0, train_s - sum(phases.values()))
-            out.update(train_s=train_s, train=phases, train_cpu=_cpu()[0] - cpu1[0])
+            # The caller's thread is training's serial path; the rest of the CPU: the
+            # checkpoint writer's thread and the merge core's threads.
+            out.update(train_s=train_s, train=phases, train_cpu=_cpu()[0] - cpu1[0], train_cpu_main=main_cpu)
         store.close()
         return out
     return run
@@ -281,8 +294,11 @@ def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs:
             + (f"\nProjected from CPU time, import + open + the parent's + the workers' / {PROJECT} (a quiet "
                f"machine with {PROJECT} cores): {amdahl}." if amdahl else ""))
     if train:
+        cpu = ", ".join(f"{n}: {r.value('train_cpu'):.2f} s, {r.value('train_cpu_main'):.2f} s of it in the "
+                        "caller's thread" for n, r in zip(workers, results))
         text += ("\n\n#### Training from the ingested counts, by thread count (the same N)\n\n"
-                 + _table(results, workers, "train", TRAIN_PHASES, "train_s", "threads"))
+                 + _table(results, workers, "train", TRAIN_PHASES, "train_s", "threads")
+                 + f"\n\nCPU of the training (every thread): {cpu}.")
     return text
 
 

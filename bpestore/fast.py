@@ -86,6 +86,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import cast
 
+from . import native
 from .spec import TokenizerSpec
 from .text import PATTERNS
 
@@ -159,9 +160,12 @@ def _encoding_problem(merges: Sequence[tuple[bytes, bytes]], id_of: dict[bytes, 
     return None
 
 
-def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, int], checked: int = 0) -> int | None:
+def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, int], checked: int = 0, *,
+                  compiled: bool = True) -> int | None:
     """(S) without encoding: the first merge from ``checked`` on whose token does
     not encode to itself, or None. Requires (W) (``made_at``: each token's merge).
+    ``compiled``: the walk runs in the merge core where it is built (the same answer;
+    the loop below is its reference).
 
     Why it is exact. Take the tokens in rank order and suppose every token made
     before t_k = l_k + r_k encodes to itself. The merge rule applies merges in
@@ -189,6 +193,9 @@ def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, in
     for k, (left, right) in enumerate(merges):
         lefts[k] = made_at[left] if len(left) != 1 else -1 - left[0]
         rights[k] = made_at[right] if len(right) != 1 else -1 - right[0]
+    core = native.load("_mergecore")[0] if compiled else None
+    if core is not None:
+        return core.seam_problem(lefts, rights, checked)
     # The rank of each pair of codes (W: each pair makes one token), as one int key.
     pair_rank = {((a + 256) << 32) | (b + 256): k for k, (a, b) in enumerate(zip(lefts, rights))}
     get = pair_rank.get

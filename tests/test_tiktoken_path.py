@@ -15,6 +15,7 @@ from bpestore import Tokenizer, TokenizerSpec
 from bpestore.bpe import merge_word
 from bpestore.fast import all_assigned, rank_equivalence_problem
 from bpestore.text import PATTERNS
+from bpestore.trainer import COMPILED_CORE
 
 from .conftest import byte_vocab, corpus_path, read_corpus
 
@@ -125,8 +126,9 @@ def _reference_and_walk(merges: list[tuple[bytes, bytes]], checked: int = 0) -> 
 
     tok = Tokenizer(byte_vocab(*(left + right for left, right in merges)), merges, fast=False)
     made_at = {left + right: k for k, (left, right) in enumerate(merges)}
-    return (_encoding_problem(merges, tok._python.index.id_of, tok._python.encode_bytes, checked),
-            _seam_problem(merges, made_at, checked))
+    walk = _seam_problem(merges, made_at, checked, compiled=False)
+    assert _seam_problem(merges, made_at, checked) == walk  # the merge core's walk, where built
+    return _encoding_problem(merges, tok._python.index.id_of, tok._python.encode_bytes, checked), walk
 
 
 @settings(max_examples=1500, deadline=None)
@@ -171,13 +173,22 @@ def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
     tok = gpt2_tokenizer
     made_at = {left + right: k for k, (left, right) in enumerate(tok.merges)}
     assert _seam_problem(tok.merges, made_at) is None
+    assert _seam_problem(tok.merges, made_at, compiled=False) is None
     for tie_break in ("lexicographic", "hf"):
         vocab, merges = bpestore.train_bpe(corpus_path("tinyshakespeare.txt"), vocab_size=1200,
                                            tie_break=tie_break)
         pure = Tokenizer(vocab, merges, fast=False)
         made_at = {left + right: k for k, (left, right) in enumerate(merges)}
-        assert _seam_problem(merges, made_at) == _encoding_problem(merges, pure._python.index.id_of,
-                                                                          pure._python.encode_bytes)
+        by_encoding = _encoding_problem(merges, pure._python.index.id_of, pure._python.encode_bytes)
+        assert _seam_problem(merges, made_at) == _seam_problem(merges, made_at, compiled=False) == by_encoding
+
+
+@pytest.mark.skipif(COMPILED_CORE is None, reason="the merge core is not built")
+@pytest.mark.parametrize("lefts, rights", [([0], [-1]), ([-1, 1], [-2, -3]), ([-1], [-257]), ([-1, -2], [-1])])
+def test_the_cores_seam_walk_refuses_codes_no_merge_list_has(lefts, rights):
+    """A code is a rank below its merge's own (W), or -1 - byte; else no walk (it could loop)."""
+    with pytest.raises(ValueError):
+        COMPILED_CORE.seam_problem(lefts, rights, 0)
 
 
 # -- gate 1: the spec --------------------------------------------------------------
