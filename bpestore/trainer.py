@@ -197,7 +197,8 @@ class BpeTrainer:
             token = len(self.token_bytes)
             self.token_bytes.append(data)
             self.id_of_bytes[data] = token
-            self._tie.append(token if self.tie_break == "hf" else reversed_order_key(data))
+            if self._state is None:  # (the built core keeps each new token's tie itself)
+                self._tie.append(token if self.tie_break == "hf" else reversed_order_key(data))
         return token
 
     def _build_stats(self) -> None:
