@@ -123,8 +123,8 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
         store.close()
     out.append((f"whole Store.train, {trainer_module.default_threads()} thread(s)", total))
     out.append(("  of which prepare (read + symbolise + load + count, streamed)", prepared[0]))
-    out.append(("  of which checkpoint writes", saves[0]))
-    out.append(("  of which the rest (merge loop, progress, records)", total - prepared[0] - saves[0]))
+    out.append(("  of which waiting for the checkpoint writer + the last checkpoint", saves[0]))
+    out.append(("  of which the rest (merge loop, snapshot, records)", total - prepared[0] - saves[0]))
     return out
 
 
