@@ -75,7 +75,7 @@ def test_a_checkpoint_failing_in_the_thread_stops_the_run_and_keeps_the_merges(s
     when the loop waits for the writer at its end); every merge made is written by
     one more transaction, and a resume ends as an uninterrupted run."""
     real_write = CheckpointWriter.write
-    loop_done, failed = threading.Event(), threading.Event()
+    reached, loop_done, failed = threading.Event(), threading.Event(), threading.Event()
     calls: dict = {"write": 0}
     made: list[int] = []
 
@@ -83,15 +83,15 @@ def test_a_checkpoint_failing_in_the_thread_stops_the_run_and_keeps_the_merges(s
         calls["write"] += 1
         calls["writer"] = writer
         real_write(writer, conn, merges, *rest)  # the rows go in...
-        if calls["write"] == 2:
-            if when == "after the loop":
-                assert loop_done.wait(60)
+        if calls["write"] == 2:  # it fails once the loop is where the test wants it
+            assert (loop_done if when == "after the loop" else reached).wait(60)
             failed.set()
             raise OSError("disk full")  # ...then the transaction fails
 
     def progress(p):
         made.append(p.done)
         if when == "during the loop" and p.done == 5 * EVERY:
+            reached.set()
             assert failed.wait(60)
             deadline = time.monotonic() + 60
             while calls["writer"].failure is None and time.monotonic() < deadline:
