@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -377,7 +378,12 @@ def test_progress_while_training_reads_the_checkpointed_rows(db_url, tmp_path):
     try:
         assert reached.wait(60)
         with TestClient(create_app(db_url), base_url="http://127.0.0.1") as c:
-            info = ok(c, "/api/progress", ref="en@1", last="4")
+            # The checkpoints are written by a thread of their own: the fourth (merges
+            # 31-40, handed over before merge 45) is written while the loop is paused.
+            deadline = time.monotonic() + 60
+            while (info := ok(c, "/api/progress", ref="en@1", last="4"))["merges"] < 40 and \
+                    time.monotonic() < deadline:
+                time.sleep(0.01)
             training = ok(c, "/api/progress")
             listed = ok(c, "/api/versions")
     finally:
