@@ -1,8 +1,8 @@
 """Training from stored counts, by phase and by thread count (the merge loop at scale).
 
     python -m bench.train_threads phases [--scale 1] [--vocab-size 64000]
-    python -m bench.train_threads ab [--scale 1] [--vocab-size 64000] [--runs 3] [--threads 1 2]
-                                     [--code DIR ...]
+    python -m bench.train_threads ab [--scale 1 | --corpus english_100M] [--vocab-size 64000] [--runs 3]
+                                     [--threads 1 2] [--code DIR ...]
 
 The synthetic corpus of bench/synthetic.py at ``--scale`` is made and ingested once
 (2 workers) into bench/.data/synthetic-SCALE.db.
@@ -13,8 +13,11 @@ The synthetic corpus of bench/synthetic.py at ``--scale`` is made and ingested o
   streamed read + symbolise + load + count) and of the checkpoint writes.
 * ``ab``: one fresh process per ``Store.train`` on a copy of the ingested store, the
   cases interleaved run after run (each ``--code`` checkout, whose bpestore is imported
-  instead of this tree's, then this tree at each ``--threads``); medians, and the sha256
-  of each run's merges (all must agree).
+  instead of this tree's, then this tree at each ``--threads``); medians of the wall time,
+  the CPU time and the CPU of the caller's thread (training's serial path: on a loaded
+  machine the steadiest figure), and the sha256 of each run's merges (all must agree).
+
+``--corpus NAME``: a shared corpus (ingested once, 2 workers) instead of the synthetic one.
 """
 
 from __future__ import annotations
@@ -48,6 +51,22 @@ def ingested(scale: float) -> Path:
         part.unlink(missing_ok=True)
         with bpestore.open(part) as store:
             store.ingest("syn", [str(corpus_at(scale))], workers=2)
+        part.replace(db)
+    return db
+
+
+def ingested_corpus(name: str) -> Path:
+    """Shared corpus ``name``, ingested once (2 workers) as corpus ``syn``."""
+    from bench.common import prepare_corpus
+
+    db = DATA / f"{name}-ingested.db"
+    if not db.exists():
+        import bpestore
+
+        part = db.with_name(db.name + ".part")
+        part.unlink(missing_ok=True)
+        with bpestore.open(part) as store:
+            store.ingest("syn", [str(prepare_corpus(name))], workers=2)
         part.replace(db)
     return db
 
@@ -139,20 +158,21 @@ def one(db: Path, vocab: int, threads: int) -> dict:
         copy = Path(tmp) / "train.db"
         shutil.copyfile(db, copy)
         store = bpestore.open(copy)
-        start = time.perf_counter()
+        start, cpu, caller = time.perf_counter(), time.process_time(), time.thread_time()
         version = store.train("syn", corpus="syn", vocab_size=vocab)
-        seconds = time.perf_counter() - start
+        seconds, cpu, caller = time.perf_counter() - start, time.process_time() - cpu, time.thread_time() - caller
         merges = [(m.left, m.right, m.token) for m in store.merges(version.ref, limit=1_000_000)]
         store.close()
-    return {"seconds": seconds, "merges": len(merges), "sha256": hashlib.sha256(repr(merges).encode()).hexdigest(),
+    return {"seconds": seconds, "cpu": cpu, "caller_cpu": caller, "merges": len(merges),
+            "sha256": hashlib.sha256(repr(merges).encode()).hexdigest(),
             "bpestore": str(Path(bpestore.__file__).parent)}
 
 
-def ab(db: Path, vocab: int, runs: int, threads: list[int], codes: list[str]) -> list[tuple[str, list[float], str]]:
-    """Interleaved fresh-process runs; (case, seconds per run, merges' sha256) per case."""
+def ab(db: Path, vocab: int, runs: int, threads: list[int], codes: list[str]) -> list[tuple[str, list[dict], str]]:
+    """Interleaved fresh-process runs; (case, each run's figures, merges' sha256) per case."""
     cases = [(f"{code} (as checked out)", code, 1) for code in codes]
     cases += [(f"this tree, {n} thread(s)", str(REPO), n) for n in threads]
-    times: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    times: dict[str, list[dict]] = {name: [] for name, _, _ in cases}
     digests: dict[str, set[str]] = {name: set() for name, _, _ in cases}
     for run in range(runs):
         for name, code, n in cases:
@@ -161,7 +181,7 @@ def ab(db: Path, vocab: int, runs: int, threads: list[int], codes: list[str]) ->
             out = subprocess.run([sys.executable, str(HERE), "one", str(db), str(vocab), str(n)],
                                  env=env, cwd=code, capture_output=True, text=True, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
-            times[name].append(result["seconds"])
+            times[name].append(result)
             digests[name].add(result["sha256"])
             print(f"run {run + 1}: {name}: {result['seconds']:.2f} s, {result['merges']:,} merges, "
                   f"sha256 {result['sha256'][:12]} ({result['bpestore']})", file=sys.stderr, flush=True)
@@ -175,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("phases", "ab"):
         p = sub.add_parser(name)
         p.add_argument("--scale", type=float, default=1.0)
+        p.add_argument("--corpus", help="a shared corpus (e.g. english_100M) instead of the synthetic one")
         p.add_argument("--vocab-size", type=int, default=64_000)
         if name == "ab":
             p.add_argument("--runs", type=int, default=3)
@@ -188,20 +209,28 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "one":
         print(json.dumps(one(args.db, args.vocab, args.threads)))
         return
-    db = ingested(args.scale)
+    db = ingested_corpus(args.corpus) if args.corpus else ingested(args.scale)
+    what = f"`{args.corpus}`" if args.corpus else f"synthetic scale {args.scale:g}"
     if args.command == "phases":
         rows = phases(db, args.vocab_size)
-        print(f"| phase (synthetic scale {args.scale:g}, vocab {args.vocab_size:,}) | seconds |\n|---|---:|")
+        print(f"| phase ({what}, vocab {args.vocab_size:,}) | seconds |\n|---|---:|")
         for what, seconds in rows:
             print(f"| {what} | {seconds:.2f} |")
         return
     results = ab(db, args.vocab_size, args.runs, args.threads, args.code)
-    base = statistics.median(results[0][1])
-    print(f"| Store.train from stored counts, synthetic scale {args.scale:g}, vocab {args.vocab_size:,} | "
-          f"runs (s) | median (s) | vs first row | merges sha256 |\n|---|---|---:|---:|---|")
-    for name, seconds, digest in results:
-        median = statistics.median(seconds)
-        print(f"| {name} | {', '.join(f'{s:.2f}' for s in seconds)} | {median:.2f} | {median / base:.2f}× | {digest} |")
+
+    def median(runs: list[dict], key: str) -> float:
+        return statistics.median(r.get(key, float("nan")) for r in runs)
+    base = {key: median(results[0][1], key) for key in ("seconds", "cpu", "caller_cpu")}
+    print(f"| Store.train from stored counts, {what}, vocab {args.vocab_size:,} | runs (s) | median (s) | "
+          "CPU (s) | the caller's thread's CPU (s) | each vs the first row | merges sha256 |\n"
+          "|---|---|---:|---:|---:|---|---|")
+    for name, runs, digest in results:
+        m = {key: median(runs, key) for key in base}
+        seconds = ", ".join(f"{r['seconds']:.2f}" for r in runs)
+        ratios = " / ".join(f"{m[k] / base[k]:.2f}×" for k in base)
+        print(f"| {name} | {seconds} | {m['seconds']:.2f} | {m['cpu']:.2f} | {m['caller_cpu']:.2f} | {ratios} | "
+              f"{digest} |")
 
 
 if __name__ == "__main__":
