@@ -18,8 +18,7 @@ from ..counts import read_counts
 from ..errors import ConflictError, InvalidArgumentError
 from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
 from ..ingest.scheduler import merge_counts
-from ..queries import diff_counts
-from ..records import CorpusInfo, CountsInfo, Progress, Source
+from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
 from . import repository, wordcounts
@@ -189,41 +188,6 @@ class Corpora:
             if on_source:
                 on_source(source)
         return results
-
-    def corpora(self) -> list[CorpusInfo]:
-        with self.db.reading() as conn:
-            return repository.corpus_infos(conn)
-
-    def corpus(self, ref: str) -> CorpusInfo:
-        with self.db.reading() as conn:
-            corpus_id, generation = repository.corpus_ref(conn, ref)
-            if generation is None:
-                return repository.corpus_infos(conn, ref)[0]
-            return repository.corpus_log(conn, corpus_id)[generation - 1]
-
-    def corpus_log(self, corpus: str) -> list[CorpusInfo]:
-        with self.db.reading() as conn:
-            return repository.corpus_log(conn, repository.corpus_id(conn, corpus))
-
-    def corpus_sources(self, corpus: str) -> list[Source]:
-        with self.db.reading() as conn:
-            return repository.corpus_sources(conn, *repository.corpus_ref(conn, corpus))
-
-    def top_words(self, corpus: str, n: int) -> list[tuple[bytes, int]]:
-        n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
-        with self.db.reading() as conn:
-            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.top_words(conn, c, n, g))
-
-    def word_counts(self, corpus: str) -> dict[bytes, int]:
-        with self.db.reading() as conn:
-            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.counts(conn, c, g))
-
-    def corpus_diff(self, ref_a: str, ref_b: str, limit: int) -> dict[str, Any]:
-        with self.db.reading() as conn:
-            a, b = (repository.read_generation(conn, ref, lambda c, g: wordcounts.counts(conn, c, g))
-                    for ref in (ref_a, ref_b))
-        result = diff_counts(a, b, limit=limit)
-        return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
 
     def compact(self, corpus: str) -> dict[str, Any]:
         with self.db.writing() as conn:

@@ -131,15 +131,17 @@ class SnapshotRow(NamedTuple):
 class VersionReads:
     """The reads of versions, over one transaction (``run``)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, sqlite: sqlite3.Connection | None = None) -> None:
         self.run = run
+        self.sqlite = sqlite  # the sqlite3 connection beneath, on SQLite (for functions a query calls)
 
     @classmethod
     def over(cls, conn: Connection) -> VersionReads:
         """The reads over a SQLAlchemy connection's transaction."""
         from sqlalchemy import text  # loaded already: the caller holds a connection
 
-        return cls(lambda sql, params: conn.execute(text(sql), params).all())
+        sqlite = conn.connection.driver_connection if conn.dialect.name == "sqlite" else None
+        return cls(lambda sql, params: conn.execute(text(sql), params).all(), sqlite)
 
     def resolve(self, ref: str) -> int:
         """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``."""
@@ -370,7 +372,7 @@ class SqliteReader(VersionReader):
                 yield reads
             return
         try:
-            yield VersionReads(lambda sql, params: conn.execute(sql, params).fetchall())
+            yield VersionReads(lambda sql, params: conn.execute(sql, params).fetchall(), conn)
         except sqlite3.Error as exc:
             raise DatabaseError(f"database error: {exc}") from exc
         finally:

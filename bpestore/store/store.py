@@ -7,7 +7,7 @@ service that does the work:
 
 * ``corpora.Corpora``: ingest, counts files, generations, word counts, compaction;
 * ``versions.Versions``: train, resume, verify, import, aliases, lineage, removal;
-* ``vocabularies.Vocabularies``: tokens, merges, two versions compared;
+* ``reads.Questions``: corpora and word counts read, tokens, merges, two versions compared;
 * ``reader``: versions listed and loaded (``sqlite3`` or SQLAlchemy, chosen at open);
 * ``bpestore.analysis``: what a version makes of a file (statistics, charts).
 """
@@ -52,9 +52,9 @@ if TYPE_CHECKING:
         VersionProgress,
     )
     from .corpora import Corpora
+    from .reads import Questions
     from .training import TrainOptions
     from .versions import Versions
-    from .vocabularies import Vocabularies
 
 
 @contextmanager
@@ -257,9 +257,9 @@ class Store(Transfers):
         return Versions(self, self.tokenizer_cache)
 
     @cached_property
-    def _vocabularies(self) -> Vocabularies:
-        from .vocabularies import Vocabularies
-        return Vocabularies(self)
+    def _questions(self) -> Questions:
+        from .reads import Questions
+        return Questions(self)
 
     # -- corpora and ingestion --------------------------------------------------
     def ingest(self, corpus: str, paths: Iterable[str | Path], *, special_tokens: Sequence[str] | None = None,
@@ -311,32 +311,32 @@ class Store(Transfers):
 
     def corpora(self) -> list[CorpusInfo]:
         """Every corpus with its totals (as of its newest generation)."""
-        return self._corpora.corpora()
+        return self._questions.corpora()
 
     def corpus(self, ref: str) -> CorpusInfo:
         """A corpus as of generation ``C@N``, or ``C``: its newest."""
-        return self._corpora.corpus(ref)
+        return self._questions.corpus(ref)
 
     def corpus_log(self, corpus: str) -> list[CorpusInfo]:
         """Every generation of a corpus, oldest first (``kept``: its counts are readable)."""
-        return self._corpora.corpus_log(corpus)
+        return self._questions.corpus_log(corpus)
 
     def corpus_sources(self, corpus: str) -> list[Source]:
         """The sources of corpus generation ``C@N`` (``C``: the newest), oldest first."""
-        return self._corpora.corpus_sources(corpus)
+        return self._questions.corpus_sources(corpus)
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words of ``C@N`` (``C``: the newest) with their counts (ties by bytes)."""
-        return self._corpora.top_words(corpus, n)
+        return self._questions.top_words(corpus, n)
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
         """All word counts of ``C@N`` (``C``: the newest); the generation must be kept."""
-        return self._corpora.word_counts(corpus)
+        return self._questions.word_counts(corpus)
 
     def corpus_diff(self, ref_a: str, ref_b: str, *, limit: int = 20) -> dict[str, Any]:
         """What changed from corpus generation ``C@A`` to ``C@B``: new and vanished
         words, the largest count changes (``limit`` of each), both totals."""
-        return self._corpora.corpus_diff(ref_a, ref_b, limit)
+        return self._questions.corpus_diff(ref_a, ref_b, limit)
 
     def compact(self, corpus: str) -> dict[str, Any]:
         """Delete the history no version pins; says what it freed and which generations stay readable."""
@@ -432,7 +432,7 @@ class Store(Transfers):
 
     def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
         """What changed between two versions: shared merge prefix, changed ids, new tokens."""
-        return self._vocabularies.diff(ref_a, ref_b)
+        return self._questions.diff(ref_a, ref_b)
 
     def vocab(self, ref: str, *, grep: str | None = None, prefix: str | None = None,
               longest: int | None = None, limit: int | None = None, timeout: float | None = None
@@ -447,11 +447,11 @@ class Store(Transfers):
         >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
         [' the', ' then']
         """
-        return self._vocabularies.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=timeout)
+        return self._questions.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=timeout)
 
     def merges(self, ref: str, *, start: int = 0, limit: int | None = None) -> list[MergeInfo]:
         """A version's merges in rank order, from rank ``start`` on, at most ``limit``."""
-        return self._vocabularies.merges(ref, start, limit)
+        return self._questions.merges(ref, start, limit)
 
     def explain(self, ref: str, text: str) -> Explanation:
         """How a version encodes ``text``: per pre-token the merges applied step by
