@@ -10,28 +10,29 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
-from ..counts import read_counts
 from ..errors import ConflictError, InvalidArgumentError
 from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
 from ..ingest.scheduler import merge_counts
 from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
-from . import repository, wordcounts
-from .repository import Transactions
+from . import sqlite_writes
+from .reader import check_name
+from .reads import CorpusReads
+
+if TYPE_CHECKING:
+    from .repository import Transactions
+    from .store import Store
 
 
-def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:
-    """The spec of an existing corpus (checked against the fields given), or a new one."""
+def corpus_spec(stored: TokenizerSpec | None, corpus: str, **given: Any) -> TokenizerSpec:
+    """The spec of an existing corpus (``stored``, checked against the fields given), or a new one."""
     given = {k: v for k, v in given.items() if v is not None}
     if "special_tokens" in given:
         given["special_tokens"] = tuple(given["special_tokens"])
         check_special_tokens(given["special_tokens"])
-    stored = repository.corpus_spec(conn, corpus)
     if stored is None:
         return TokenizerSpec(**given)
     have, asked = stored.corpus_key(), stored.replace(**given).corpus_key()
@@ -56,33 +57,50 @@ class PartlyCounted(Exception):
 
 def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
     """Write a batch of counted sources as the corpus' next generation: the corpus (if
-    new), their rows and counts, in one transaction. A source another process counted
-    meanwhile is marked skipped."""
+    new), their rows and counts, in one transaction (a small batch on SQLite through
+    sqlite3: store/sqlite_writes.py). A source another process counted meanwhile is
+    marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
     generation = None
     if counted:
-        with db.writing() as conn:
-            # Check the stored spec inside this transaction: a concurrent first
-            # ingest may have created the corpus with another.
-            corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
-            if stored.corpus_key() != spec.corpus_key():
-                raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
-                                    "a concurrent ingest; ingest again to see it")
-            present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
-            if present:
-                if len(present) < len({s.sha256 for s in counted}):
-                    # Their counts are merged with the others': the others are counted again.
-                    raise PartlyCounted(present)
-                for s in counted:
-                    s.skipped = True
-                counted = []
-            generation = wordcounts.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
+        try:
+            present, generation = sqlite_writes.add_batch(db.url, corpus, spec, counted, batch.counts, force=force)
+            if generation == sqlite_writes.NOT_HERE and not present:
+                present, generation = _add_batch(db, corpus, spec, counted, batch.counts, force=force)
+        except sqlite_writes.Conflict:
+            raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
+                                "a concurrent ingest; ingest again to see it") from None
+        if present:
+            if len(present) < len({s.sha256 for s in counted}):
+                # Their counts are merged with the others': the others are counted again.
+                raise PartlyCounted(present)
+            for s in counted:
+                s.skipped = True
+            generation = None
     for s in batch.sources:
         s.corpus = corpus
         if not s.skipped:
             s.generation = generation
         if s.skipped:
             s.n_words = s.n_distinct = 0
+
+
+def _add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, counted: list[Source], counts: Counter, *,
+               force: bool) -> tuple[set[str], int | None]:
+    """``add_batch`` through the engine: the sha256 of the sources in the corpus
+    already (then nothing is written), and the new generation."""
+    from . import repository, wordcounts
+
+    with db.writing() as conn:
+        # Check the stored spec inside this transaction: a concurrent first
+        # ingest may have created the corpus with another.
+        corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
+        if stored.corpus_key() != spec.corpus_key():
+            raise sqlite_writes.Conflict(stored.to_json())
+        present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
+        if present:
+            return present, None
+        return present, wordcounts.add_generation(conn, corpus_id, counted, counts)
 
 
 def check_spec(corpus: str, stored: TokenizerSpec, spec: TokenizerSpec, what: str) -> None:
@@ -101,6 +119,8 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
     """Add counts files to a corpus as one generation, in one transaction: those whose
     sources are all in the corpus already (or earlier in ``files``) are skipped;
     one holding some of them is refused, since its counts cannot be split."""
+    from . import repository, wordcounts
+
     spec = files[0][0].spec
     for info, _ in files:
         check_spec(corpus, spec, info.spec, f"counts file {info.path}")
@@ -140,7 +160,7 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
 class Corpora:
     """The corpora of a store (``db``: its transactions)."""
 
-    def __init__(self, db: Transactions) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def ingest(self, corpus: str, paths: Iterable[str | Path], *, force: bool, errors: str, workers: int | None,
@@ -148,15 +168,16 @@ class Corpora:
                progress: Callable[[Progress], None] | None, tuning: IngestTuning | None,
                **given: Any) -> list[Source]:
         """``Store.ingest`` (``given``: the spec's fields)."""
-        repository.check_name(corpus, "corpus", "corpus")
+        check_name(corpus, "corpus", "corpus")
         files = expand_paths(paths, glob=glob)
         if not files:
             raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
         if jsonl_field is None:
             warn_raw_json(files)
-        with self.db.reading() as conn:
-            spec = corpus_spec(conn, corpus, **given)
-            counted_before = set() if force else repository.source_shas(conn, corpus)
+        with self.db.reader.reading() as reads:
+            corpora = CorpusReads(reads)
+            spec = corpus_spec(corpora.spec(corpus), corpus, **given)
+            counted_before = set() if force else corpora.source_shas(corpus)
         results: list[Source] = []
         tuning = tuning or IngestTuning()
         for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
@@ -178,11 +199,13 @@ class Corpora:
 
     def ingest_counts(self, corpus: str, files: Iterable[str | Path], *, force: bool,
                       on_source: Callable[[Source], None] | None) -> list[Source]:
-        repository.check_name(corpus, "corpus", "corpus")
+        check_name(corpus, "corpus", "corpus")
         names = expand_paths(files)
         if not names or "-" in names:
             raise InvalidArgumentError("files must name counts files (bpestore count writes them)",
                                        params=("files",))
+        from ..counts import read_counts
+
         results = add_counts(self.db, corpus, [read_counts(name) for name in names], force=force)
         for source in results:
             if on_source:
@@ -190,6 +213,8 @@ class Corpora:
         return results
 
     def compact(self, corpus: str) -> dict[str, Any]:
+        from . import repository, wordcounts
+
         with self.db.writing() as conn:
             corpus_id = repository.corpus_id(conn, corpus)
             repository.lock_corpus_row(conn, corpus_id)

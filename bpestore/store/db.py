@@ -92,6 +92,13 @@ def is_read_only(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite" and engine.url.query.get("mode") == "ro"
 
 
+def gave_up_waiting(lock: str) -> DatabaseError:
+    """The error for a lock waited for longer than the bounded wait."""
+    return DatabaseError(f"gave up after {lock_wait_seconds():g} s waiting for {lock}, which another "
+                         "process holds; try again when it is done (BPESTORE_LOCK_WAIT_SECONDS sets "
+                         "how long to wait)")
+
+
 def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False, wait_ms: int = 30000) -> None:
     # Let SQLAlchemy, not the driver, decide where transactions begin (see below).
     dbapi_connection.isolation_level = None

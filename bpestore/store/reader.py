@@ -94,6 +94,25 @@ def unstorable(name: str, what: str) -> None:
     if "\0" in name:
         raise NotFoundError(f"no {what} named {name!r}: names hold no NUL character")
 
+MAX_NAME = 200  # characters of a corpus, tokenizer or alias name
+
+
+def check_name(name: str, what: str, param: str) -> None:
+    """Names are stored as text: printable, '@'-free UTF-8, not only spaces, at
+    most ``MAX_NAME`` characters (the columns' size on PostgreSQL)."""
+    if len(name) > MAX_NAME:
+        raise InvalidArgumentError(f"a {what} name is at most {MAX_NAME} characters, not {len(name):,}",
+                                   params=(param,))
+    if not name.strip() or "@" in name or not name.isprintable():
+        raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
+                                   f"not {name!r}", params=(param,))
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"a {what} name must be valid text, not {name!r}",
+                                   params=(param,)) from None
+
+
 class VersionRow(NamedTuple):
     """What loading a version needs of its row."""
 

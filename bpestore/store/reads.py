@@ -18,6 +18,9 @@ from ..spec import TokenizerSpec
 from .reader import NUMBER, VersionReader, VersionReads, moment, unstorable
 
 CORPUS_ID = "SELECT id FROM corpora WHERE name = :name"
+CORPUS_SPEC = "SELECT spec FROM corpora WHERE name = :name"
+SOURCE_SHAS = ("SELECT ingests.sha256 FROM ingests JOIN corpora ON corpora.id = ingests.corpus_id "
+               "WHERE corpora.name = :name")
 CORPUS_NAMES = "SELECT name FROM corpora ORDER BY name"
 NEWEST_GENERATION = "SELECT COALESCE(MAX(number), 0) FROM generations WHERE corpus_id = :corpus_id"
 PINNED_GENERATIONS = ("SELECT DISTINCT corpus_generation FROM versions "
@@ -93,6 +96,16 @@ class CorpusReads:
         if not found:
             raise self.no_corpus(name)
         return found[0][0]
+
+    def spec(self, name: str) -> TokenizerSpec | None:
+        """The spec a corpus' words were made with, or None for a new corpus."""
+        unstorable(name, "corpus")
+        found = self.run(CORPUS_SPEC, {"name": name})
+        return TokenizerSpec.from_json(found[0][0]) if found else None
+
+    def source_shas(self, name: str) -> set[str]:
+        """The sha256 of every source already counted into a corpus (none if it is new)."""
+        return {row[0] for row in self.run(SOURCE_SHAS, {"name": name})}
 
     def no_corpus(self, name: str) -> NotFoundError:
         known = [row[0] for row in self.run(CORPUS_NAMES, {})]

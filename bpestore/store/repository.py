@@ -31,7 +31,7 @@ from sqlalchemy import (
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, MergeInfo, Source
 from ..spec import TokenizerSpec
-from .reader import NUMBER, VersionReads, unstorable
+from .reader import NUMBER, VersionReads, check_name
 from .reads import CorpusReads, VocabularyReads, sources_digest
 from .schema import (
     aliases,
@@ -59,32 +59,12 @@ class Transactions(Protocol):
     def session(self) -> AbstractContextManager[Connection]: ...
 
 
-MAX_NAME = 200  # characters of a corpus, tokenizer or alias name
 MAX_INTEGER = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
-
-
-def check_name(name: str, what: str, param: str) -> None:
-    """Names are stored as text: printable, '@'-free UTF-8, not only spaces, at
-    most ``MAX_NAME`` characters (the columns' size on PostgreSQL)."""
-    if len(name) > MAX_NAME:
-        raise InvalidArgumentError(f"a {what} name is at most {MAX_NAME} characters, not {len(name):,}",
-                                   params=(param,))
-    if not name.strip() or "@" in name or not name.isprintable():
-        raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
-                                   f"not {name!r}", params=(param,))
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(f"a {what} name must be valid text, not {name!r}",
-                                   params=(param,)) from None
 
 
 # -- corpora and word counts --------------------------------------------------
 def corpus_spec(conn: Connection, name: str) -> TokenizerSpec | None:
-    """The spec a corpus' words were made with, or None for a new corpus."""
-    unstorable(name, "corpus")
-    spec = conn.execute(select(corpora.c.spec).where(corpora.c.name == name)).scalar()
-    return None if spec is None else TokenizerSpec.from_json(spec)
+    return _corpora(conn).spec(name)
 
 
 def corpus_id(conn: Connection, name: str) -> int:
@@ -130,12 +110,6 @@ def generation_digest(conn: Connection, corpus_id: int, generation: int | None) 
     if digest is None:  # no source yet
         return sources_digest(conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one(), [])
     return digest
-
-
-def source_shas(conn: Connection, corpus: str) -> set[str]:
-    """The sha256 of every source already counted into a corpus (none if it is new)."""
-    return set(conn.execute(select(ingests.c.sha256).join(corpora, corpora.c.id == ingests.c.corpus_id)
-                            .where(corpora.c.name == corpus)).scalars())
 
 
 def lock_corpus(conn: Connection, name: str, spec: TokenizerSpec) -> tuple[int, TokenizerSpec]:

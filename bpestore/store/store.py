@@ -26,7 +26,14 @@ from ..errors import BpestoreError, DatabaseError, ReadOnlyError
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS
 from ..queries import token_info
 from ..spec import TokenizerSpec
-from .db import display_url, lock_wait_seconds, make_engine, resolve_url, schema_revision, upgrade_schema
+from .db import (
+    display_url,
+    gave_up_waiting,
+    make_engine,
+    resolve_url,
+    schema_revision,
+    upgrade_schema,
+)
 from .reader import SqliteReader, TokenizerCache, VersionReader, open_reader
 
 if TYPE_CHECKING:
@@ -70,9 +77,7 @@ def _database_errors() -> Iterator[None]:
     except SQLAlchemyError as exc:
         lock = _lock_given_up(exc)
         if lock is not None:
-            raise DatabaseError(f"gave up after {lock_wait_seconds():g} s waiting for {lock}, which another "
-                                "process holds; try again when it is done (BPESTORE_LOCK_WAIT_SECONDS sets "
-                                "how long to wait)") from exc
+            raise gave_up_waiting(lock) from exc
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DatabaseError(f"database error: {message}") from exc
     except Exception as exc:
