@@ -172,3 +172,23 @@ def test_a_small_ingest_waits_for_the_write_lock_and_says_so(tmp_path, monkeypat
     result = subprocess.run([sys.executable, "-m", "bpestore", "--db", db, "ingest", "web", str(new), "--quiet"],
                             capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+
+
+def test_a_small_ingest_that_fails_half_way_writes_nothing(tmp_path, monkeypatch):
+    paths = [tmp_path / f"{i}.txt" for i in range(3)]
+    for i, path in enumerate(paths):
+        path.write_text(f"source {i}", encoding="utf-8")
+    db = str(tmp_path / "f.db")
+    with bpestore.open(db) as store:
+        store.ingest("c", [paths[0]], workers=1)
+        before = rows(db)
+        # The sources' rows are in, the upsert fails: the transaction goes whole.
+        monkeypatch.setattr(sqlite_writes, "UPSERT", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
+        with pytest.raises(bpestore.DatabaseError, match="no such table"):
+            store.ingest("c", paths[1:], workers=1)
+        with pytest.raises(bpestore.DatabaseError, match="no such table"):
+            store.ingest("new", paths[1:], workers=1)
+        assert rows(db) == before
+        monkeypatch.undo()
+        assert [s.skipped for s in store.ingest("c", paths, workers=1)] == [True, False, False]
+        assert store.word_counts("c") == {b"source": 3, b" 0": 1, b" 1": 1, b" 2": 1}
