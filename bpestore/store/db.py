@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..errors import ConflictError, DamagedDataError, DatabaseError, InvalidArgumentError, NotFoundError
 
@@ -58,6 +58,8 @@ def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False)
     if db == ":memory:":
         return "sqlite://"
     if "://" in db:
+        if _plain_psycopg_url(db):
+            return db
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
@@ -81,6 +83,19 @@ def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False)
         immutable = "" if os.access(path.parent, os.W_OK) or Path(f"{path}-wal").exists() else "&immutable=1"
         return f"sqlite:///file:{quote(str(path))}?mode=ro{immutable}&uri=true"
     return f"sqlite:///{path}"
+
+
+def _plain_psycopg_url(url: str) -> bool:
+    """A ``postgresql+psycopg://`` URL whose parts parse (what psycopg's reader takes
+    without SQLAlchemy); any other goes through SQLAlchemy's parser and its errors."""
+    if not url.startswith("postgresql+psycopg://"):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        return False
+    return bool(parts.hostname or parts.path.strip("/"))
 
 
 def _writable(path: Path) -> bool:

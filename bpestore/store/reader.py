@@ -399,10 +399,15 @@ class SqliteReader(VersionReader):
 
 
 def open_reader(url: str, transaction: Callable[[], AbstractContextManager[Connection]]) -> VersionReader:
-    """The reader of a store: ``sqlite3`` on a SQLite file at ``HEAD``, else SQLAlchemy."""
+    """The reader of a store: ``sqlite3`` on a SQLite file at ``HEAD``, psycopg on a
+    PostgreSQL store at ``HEAD`` (store/psycopg_reader.py), else SQLAlchemy."""
     engine = SqlAlchemyReader(url, transaction)
     uri = sqlite_uri(url)
-    return SqliteReader(url, uri, engine) if uri is not None and at_head(uri) else engine
+    if uri is not None:
+        return SqliteReader(url, uri, engine) if at_head(uri) else engine
+    from .psycopg_reader import open_reader as psycopg_reader
+
+    return psycopg_reader(url, engine) or engine
 
 
 # -- the sqlite3 path ------------------------------------------------------------------

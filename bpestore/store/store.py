@@ -34,7 +34,7 @@ from .db import (
     schema_revision,
     upgrade_schema,
 )
-from .reader import SqliteReader, TokenizerCache, VersionReader, open_reader
+from .reader import SqlAlchemyReader, TokenizerCache, VersionReader, open_reader
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -180,7 +180,7 @@ class Store(Transfers):
         # (and SQLAlchemy) comes when a query first needs one, and its versions are
         # read through sqlite3 (store/reader.py).
         self.reader: VersionReader = open_reader(self.url, self.reading)  # chosen once, here
-        if not isinstance(self.reader, SqliteReader):  # the engine now, the schema created or upgraded
+        if isinstance(self.reader, SqlAlchemyReader):  # the engine now, the schema created or upgraded
             self._connect(upgrade)
             if upgrade:
                 self.reader = open_reader(self.url, self.reading)

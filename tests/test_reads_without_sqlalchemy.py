@@ -1,7 +1,7 @@
 """The read commands and a small ingest through sqlite3 (store/reads.py,
-store/sqlite_writes.py): the same answers, rows and command output as through
-SQLAlchemy, and on PostgreSQL; and a fresh process that runs them imports
-neither SQLAlchemy nor Alembic."""
+store/sqlite_writes.py), and the reads through psycopg alone on PostgreSQL
+(store/psycopg_reader.py): the same answers, rows and command output as through
+SQLAlchemy; and a fresh process that runs them imports neither SQLAlchemy nor Alembic."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import bpestore
 from bpestore.cli import cli
-from bpestore.store import sqlite_writes
+from bpestore.store import psycopg_reader, sqlite_writes
 from bpestore.store.reader import SqlAlchemyReader, SqliteReader
 
 from .conftest import pg_schema
@@ -100,6 +100,31 @@ def test_read_commands_print_the_same_on_postgresql(tmp_path):
         build(url, tmp_path / "src")
         on_pg = outputs(url)
     assert [masked(out) for out in on_pg] == [masked(out) for out in on_sqlite]
+
+
+def test_reads_through_psycopg_answer_as_through_sqlalchemy(tmp_path):
+    with pg_schema() as url:
+        build(url, tmp_path / "src")
+        with bpestore.open(url) as store:
+            assert isinstance(store.reader, psycopg_reader.PsycopgReader)
+            fast = answers(store) + [store.versions(), store.tokenizer("en@prod").encode("the cat")]
+            assert store._engine is None  # psycopg answered every one
+            bpestore.Store.tokenizer_cache.clear()
+            store.reader = SqlAlchemyReader(store.url, store.reading)
+            assert answers(store) + [store.versions(), store.tokenizer("en@prod").encode("the cat")] == fast
+        script = ("from bpestore.cli import main\nsys.argv[1:] = ['--db', sys.argv[1], *sys.argv[2:]]\n"
+                  "try: main()\nexcept SystemExit: pass")
+        for args in (["vocab", "en", "--limit", "2"], ["corpus", "show", "web"], ["versions"], ["encode", "en", "hi"]):
+            loaded, out = modules_after(script, url, *args)
+            assert not heavy(loaded) and out and not out.startswith("Error"), (args, heavy(loaded), out)
+
+
+def test_psycopg_takes_named_parameters_as_its_own():
+    assert psycopg_reader.pyformat("SELECT x::text, '5%' FROM t WHERE a = :a AND b = :b_2") == \
+        "SELECT x::text, '5%%' FROM t WHERE a = %(a)s AND b = %(b_2)s"
+    assert psycopg_reader.conninfo("postgresql+psycopg://u:p@h:5/db?options=-csearch_path%3Ds") == \
+        "postgresql://u:p@h:5/db?options=-csearch_path%3Ds"
+    assert psycopg_reader.conninfo("postgresql://u@h/db") is None  # another driver's URL: the engine reads
 
 
 def test_the_read_commands_and_a_small_ingest_import_no_sqlalchemy(tmp_path):
