@@ -13,7 +13,9 @@ PostgreSQL (in a database of their own made on that server, dropped at the end):
 table then says what PostgreSQL adds to each. With ``--baseline CHECKOUT`` (a checkout
 whose bpestore/ the baseline rows import, its compiled cores built or copied in) every
 SQLite command also runs with that code, interleaved, on the same store: the CPU ratio is
-the A/B on a loaded machine. "At the floor" scales CPU seconds to the issue's quiet floor
+the A/B on a loaded machine. PostgreSQL's extra is judged on the client's CPU (the
+server's work is a few index lookups; its wall time on a loaded machine is mostly
+waiting). "At the floor" scales CPU seconds to the issue's quiet floor
 (``QUIET_FLOOR``, ``python -c 'import sqlalchemy'``), as BENCHMARKS.md's table does.
 """
 
@@ -147,13 +149,16 @@ def fixed_costs(corpus: Path, name: str, runs: int, vocab_size: int, baseline: s
         if new_pg is not None:
             pg = results[f"{row} (PostgreSQL)"]
             extra = pg.seconds - r.seconds
-            cells += [f"{pg.seconds:.3f}", f"{extra:+.3f}", "met" if extra <= PG_EXTRA else "**not met**"]
+            extra_cpu = (pg.cpu - r.cpu) * QUIET_FLOOR / floor.cpu
+            cells += [f"{pg.seconds:.3f}", f"{extra:+.3f}", f"{pg.cpu:.3f}", f"{extra_cpu:+.3f}",
+                      "met" if extra_cpu <= PG_EXTRA else "**not met**"]
         rows.append(cells)
     headers = ["fresh process", "SQLite (s)", "CPU (s)", f"at the floor ({QUIET_FLOOR} s)", "target (s, at the floor)"]
     if baseline is not None:
         headers += ["baseline CPU (s)", "baseline at the floor", "CPU vs baseline"]
     if new_pg is not None:
-        headers += ["PostgreSQL (s)", "PostgreSQL − SQLite (s)", f"≤ +{PG_EXTRA:.2f} s"]
+        headers += ["PostgreSQL (s)", "PostgreSQL − SQLite (s)", "PostgreSQL CPU (s)",
+                    "PostgreSQL − SQLite CPU, at the floor (s)", f"≤ +{PG_EXTRA:.2f} s (CPU, at the floor)"]
     return (f"### Fixed costs of the everyday commands (median of {runs}; floor: `python -c 'import sqlalchemy'` "
             f"{floor.seconds:.3f} s, {floor.cpu:.3f} s CPU)\n\n" + markdown_table(headers, rows))
 
