@@ -1,5 +1,5 @@
 """The read commands and a small ingest through sqlite3 (store/reads.py,
-store/sqlite_writes.py), and the reads through psycopg alone on PostgreSQL
+store/small_writes.py), and the reads through psycopg alone on PostgreSQL
 (store/psycopg_reader.py): the same answers, rows and command output as through
 SQLAlchemy; and a fresh process that runs them imports neither SQLAlchemy nor Alembic."""
 
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import bpestore
 from bpestore.cli import cli
-from bpestore.store import psycopg_reader, sqlite_writes
+from bpestore.store import psycopg_reader, small_writes
 from bpestore.store.reader import SqlAlchemyReader, SqliteReader
 
 from .conftest import pg_schema
@@ -149,21 +149,33 @@ def test_the_read_commands_and_a_small_ingest_import_no_sqlalchemy(tmp_path):
         assert store.corpus("web").n_sources == 5 and store.word_counts("web")[b" small"] == 1
 
 
+TABLES = {"corpora": "name, spec", "ingests": "corpus_id, source, sha256, size_bytes, n_words, n_distinct, "
+          "generation", "generations": "corpus_id, number, n_sources, size_bytes, n_words, n_distinct, digest",
+          "word_counts": "corpus_id, word, count, changed_in",
+          "word_count_history": "corpus_id, word, count, valid_from, valid_to"}
+
+
 def rows(db: str) -> dict[str, list]:
     """Every row a corpus writes, timestamps left out, in a fixed order."""
-    tables = {"corpora": "name, spec", "ingests": "corpus_id, source, sha256, size_bytes, n_words, n_distinct, "
-              "generation", "generations": "corpus_id, number, n_sources, size_bytes, n_words, n_distinct, digest",
-              "word_counts": "corpus_id, word, count, changed_in",
-              "word_count_history": "corpus_id, word, count, valid_from, valid_to"}
+    if "://" in db:
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(db)
+        with engine.connect() as conn:
+            found = {table: sorted(tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+                                   for row in conn.execute(text(f"SELECT {columns} FROM {table}")))
+                     for table, columns in TABLES.items()}
+        engine.dispose()
+        return found
     with sqlite3.connect(db) as conn:
         return {table: sorted(conn.execute(f"SELECT {columns} FROM {table}").fetchall())
-                for table, columns in tables.items()}
+                for table, columns in TABLES.items()}
 
 
 def test_a_small_ingest_writes_the_rows_the_engine_writes(tmp_path, monkeypatch):
     fast, slow = str(tmp_path / "fast.db"), str(tmp_path / "slow.db")
     build(fast, tmp_path / "src")
-    monkeypatch.setattr(sqlite_writes, "SMALL_BATCH", -1)  # every batch through the engine
+    monkeypatch.setattr(small_writes, "SMALL_BATCH", -1)  # every batch through the engine
     build(slow, tmp_path / "src")
     assert rows(fast) == rows(slow)
     assert rows(fast)["word_count_history"]  # the pinned generations' rows were kept
@@ -176,6 +188,22 @@ def test_a_small_ingest_writes_the_rows_the_engine_writes(tmp_path, monkeypatch)
             store.ingest("other", [str(tmp_path / "src" / "s0.txt")], workers=1, special_tokens=["<|y|>"])
     with bpestore.open(fast, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
         store.ingest("web", [str(tmp_path / "src" / "s0.txt")], workers=1, force=True)
+
+
+def test_a_small_ingest_on_postgresql_writes_the_rows_the_engine_writes(tmp_path, monkeypatch):
+    with pg_schema() as fast, pg_schema() as slow:
+        build(fast, tmp_path / "src")
+        monkeypatch.setattr(small_writes, "SMALL_BATCH", -1)
+        build(slow, tmp_path / "src")
+        assert rows(fast) == rows(slow) and rows(fast)["word_count_history"]
+        monkeypatch.undo()
+        new = tmp_path / "new.txt"
+        new.write_text("through psycopg alone\n", encoding="utf-8")
+        loaded, out = modules_after("import bpestore\nprint(bpestore.open(sys.argv[1]).ingest('web', [sys.argv[2]], "
+                                    "workers=1)[0].n_words)", fast, str(new))
+        assert not heavy(loaded) and out == "4"
+        with bpestore.open(fast, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
+            store.ingest("web", [str(new)], workers=1, force=True)
 
 
 def test_a_small_ingest_waits_for_the_write_lock_and_says_so(tmp_path, monkeypatch):
@@ -208,7 +236,7 @@ def test_a_small_ingest_that_fails_half_way_writes_nothing(tmp_path, monkeypatch
         store.ingest("c", [paths[0]], workers=1)
         before = rows(db)
         # The sources' rows are in, the upsert fails: the transaction goes whole.
-        monkeypatch.setattr(sqlite_writes, "UPSERT", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
+        monkeypatch.setattr(small_writes, "UPSERT", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
         with pytest.raises(bpestore.DatabaseError, match="no such table"):
             store.ingest("c", paths[1:], workers=1)
         with pytest.raises(bpestore.DatabaseError, match="no such table"):

@@ -18,7 +18,7 @@ from ..ingest.scheduler import merge_counts
 from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
-from . import sqlite_writes
+from . import small_writes
 from .reader import check_name
 from .reads import CorpusReads
 
@@ -55,19 +55,20 @@ class PartlyCounted(Exception):
         self.present = present
 
 
-def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
+def add_batch(db: Store, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
     """Write a batch of counted sources as the corpus' next generation: the corpus (if
     new), their rows and counts, in one transaction (a small batch on SQLite through
-    sqlite3: store/sqlite_writes.py). A source another process counted meanwhile is
+    the driver alone: store/small_writes.py). A source another process counted meanwhile is
     marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
     generation = None
     if counted:
         try:
-            present, generation = sqlite_writes.add_batch(db.url, corpus, spec, counted, batch.counts, force=force)
-            if generation == sqlite_writes.NOT_HERE and not present:
+            present, generation = small_writes.add_batch(db.url, corpus, spec, counted, batch.counts, force=force,
+                                                        writable=not db.read_only)
+            if generation == small_writes.NOT_HERE and not present:
                 present, generation = _add_batch(db, corpus, spec, counted, batch.counts, force=force)
-        except sqlite_writes.Conflict:
+        except small_writes.Conflict:
             raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
                                 "a concurrent ingest; ingest again to see it") from None
         if present:
@@ -96,7 +97,7 @@ def _add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, counted: list
         # ingest may have created the corpus with another.
         corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
         if stored.corpus_key() != spec.corpus_key():
-            raise sqlite_writes.Conflict(stored.to_json())
+            raise small_writes.Conflict(stored.to_json())
         present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
         if present:
             return present, None
