@@ -12,6 +12,7 @@ or the schema is not at ``HEAD``, the store's engine reads (and says why where i
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -37,54 +38,97 @@ def pyformat(sql: str) -> str:
     return NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
-def transaction(info: str) -> psycopg.Connection | None:
-    """A read-only REPEATABLE READ transaction begun on the store at ``info``, at
-    ``HEAD``; None where this path does not apply (then the engine reads)."""
+def connect(info: str) -> psycopg.Connection | None:
+    """A connection for read-only REPEATABLE READ transactions with the bounded lock
+    wait; None where psycopg is missing or the server cannot be reached."""
     try:
         import psycopg
     except ImportError:
         return None
     try:
         conn = psycopg.connect(info, autocommit=True)
-    except psycopg.Error:
-        return None
-    try:
         conn.execute(f"SET lock_timeout = {max(1, round(lock_wait_seconds() * 1000))}")
         conn.autocommit = False
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         conn.read_only = True
-        current = conn.execute(REVISION).fetchone()
     except psycopg.Error:
-        current = None
-    if current is None or current[0] != HEAD:
-        conn.close()
         return None
     return conn
 
 
+def at_head(conn: psycopg.Connection) -> bool:
+    """Begin a transaction on ``conn``: whether its store is at ``HEAD`` (if not, it is rolled back)."""
+    import psycopg
+
+    try:
+        current = conn.execute(REVISION).fetchone()
+    except psycopg.Error:
+        current = None
+    if current is None or current[0] != HEAD:
+        conn.rollback()
+        return False
+    return True
+
+
 class PsycopgReader(VersionReader):
     """Reads a PostgreSQL store at ``HEAD`` through psycopg, one snapshot per
-    transaction; ``fallback`` (the engine) where that does not apply."""
+    transaction, on connections kept for the next (at most ``KEEP``; a server
+    process reads on as many threads); ``fallback`` (the engine) where that does not apply."""
 
-    def __init__(self, url: str, info: str, fallback: VersionReader) -> None:
+    KEEP = 4
+
+    def __init__(self, url: str, info: str, fallback: VersionReader, conn: psycopg.Connection | None = None) -> None:
         super().__init__(url)
         self.info = info
         self.fallback = fallback
+        self._idle: list[psycopg.Connection] = [conn] if conn is not None else []
+        self._lock = threading.Lock()
 
     @contextmanager
     def reading(self) -> Iterator[VersionReads]:
         import psycopg
 
-        conn = transaction(self.info)
-        if conn is None:
+        conn = self._take()
+        if conn is None or not at_head(conn):
+            if conn is not None:
+                conn.close()
             with self.fallback.reading() as reads:
                 yield reads
             return
         try:
             yield VersionReads(lambda sql, params: conn.execute(pyformat(sql), params).fetchall())
         except psycopg.Error as exc:
+            conn.close()
             raise _database_error(exc) from exc
         finally:
+            self._give_back(conn)
+
+    def _take(self) -> psycopg.Connection | None:
+        with self._lock:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+        return connect(self.info)
+
+    def _give_back(self, conn: psycopg.Connection) -> None:
+        """End the transaction (read-only: rolled back) and keep the connection for the next."""
+        import psycopg
+
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            conn.close()
+        with self._lock:
+            if len(self._idle) < self.KEEP and not conn.closed:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
             conn.close()
 
 
@@ -98,10 +142,10 @@ def _database_error(exc: Any) -> DatabaseError:
 def open_reader(url: str, fallback: VersionReader) -> VersionReader | None:
     """A psycopg reader of the store at ``url``, where it is a PostgreSQL store at ``HEAD``; else None."""
     info = conninfo(url)
-    if info is None:
+    conn = None if info is None else connect(info)
+    if conn is None or not at_head(conn):
+        if conn is not None:
+            conn.close()
         return None
-    conn = transaction(info)
-    if conn is None:
-        return None
-    conn.close()
-    return PsycopgReader(url, info, fallback)
+    conn.rollback()
+    return PsycopgReader(url, info, fallback, conn)  # type: ignore[arg-type]  # (info: not None with conn)

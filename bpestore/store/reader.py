@@ -323,6 +323,9 @@ class VersionReader:
     def reading(self) -> AbstractContextManager[VersionReads]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Close what the reader keeps open between transactions (nothing, unless it says)."""
+
     def vocabulary(self, ref: str) -> Vocabulary:
         """A version's vocabulary: from its snapshot where it is complete (unpacked once
         the transaction is over), else from its rows."""

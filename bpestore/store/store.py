@@ -176,9 +176,8 @@ class Store(Transfers):
         self.url = resolve_url(db, read_only=read_only)
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
-        # A SQLite file already at this bpestore's schema needs no upgrade: its engine
-        # (and SQLAlchemy) comes when a query first needs one, and its versions are
-        # read through sqlite3 (store/reader.py).
+        # A store already at this bpestore's schema is read through its driver alone (store/reader.py);
+        # its engine (and SQLAlchemy) comes when a write first needs one.
         self.reader: VersionReader = open_reader(self.url, self.reading)  # chosen once, here
         if isinstance(self.reader, SqlAlchemyReader):  # the engine now, the schema created or upgraded
             self._connect(upgrade)
@@ -198,6 +197,7 @@ class Store(Transfers):
         return self._engine if self._engine is not None else self._connect(upgrade=False)
 
     def close(self) -> None:
+        self.reader.close()
         if self._engine is not None:
             self._engine.dispose()
 
