@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="generations, incremental: a checkout of today's unversioned store whose "
                              f"bpestore/ the baseline cases import (default: commit {BASELINE} extracted "
                              "under bench/.data); startup, first-encode: a checkout to compare with (default: "
-                             f"commit {STARTUP_BASELINE}; 'none': no baseline rows)")
+                             f"commit {STARTUP_BASELINE}; 'none': no baseline rows); fixed-costs: a checkout "
+                             "to run beside (no default)")
     parser.add_argument("--slices", type=int, default=10,
                         help="generations: how many slices the corpus is ingested in (default: 10)")
     parser.add_argument("--workers", default="1,2",
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     names = list(SUITES) if args.what == "all" else [args.what]
     sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size,
                           **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else
-                             {"baseline": args.baseline} if n in STARTUP_SUITES else
+                             {"baseline": args.baseline} if n in STARTUP_SUITES or n in FIXED_COST_SUITES else
                              {"workers": workers} if n in WORKER_SUITES else
                              {"threads": threads, "quick": args.quick} if n in PEER_SUITES else {}))
                 for n in names]

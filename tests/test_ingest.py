@@ -337,7 +337,9 @@ def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, 
 
 
 def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, tmp_path):
-    from bpestore.store import wordcounts
+    from bpestore.store import small_writes, wordcounts
+
+    monkeypatch.setattr(small_writes, "SMALL_BATCH", -1)  # the engine's; the driver's: test_reads_without_sqlalchemy
 
     paths = [tmp_path / f"{i}.txt" for i in range(3)]
     for i, path in enumerate(paths):

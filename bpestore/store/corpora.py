@@ -10,29 +10,29 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
-from ..counts import read_counts
 from ..errors import ConflictError, InvalidArgumentError
 from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
 from ..ingest.scheduler import merge_counts
-from ..queries import diff_counts
-from ..records import CorpusInfo, CountsInfo, Progress, Source
+from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
-from . import repository, wordcounts
-from .repository import Transactions
+from . import small_writes
+from .reader import check_name
+from .reads import CorpusReads
+
+if TYPE_CHECKING:
+    from .repository import Transactions
+    from .store import Store
 
 
-def corpus_spec(conn: Connection, corpus: str, **given: Any) -> TokenizerSpec:
-    """The spec of an existing corpus (checked against the fields given), or a new one."""
+def corpus_spec(stored: TokenizerSpec | None, corpus: str, **given: Any) -> TokenizerSpec:
+    """The spec of an existing corpus (``stored``, checked against the fields given), or a new one."""
     given = {k: v for k, v in given.items() if v is not None}
     if "special_tokens" in given:
         given["special_tokens"] = tuple(given["special_tokens"])
         check_special_tokens(given["special_tokens"])
-    stored = repository.corpus_spec(conn, corpus)
     if stored is None:
         return TokenizerSpec(**given)
     have, asked = stored.corpus_key(), stored.replace(**given).corpus_key()
@@ -55,35 +55,53 @@ class PartlyCounted(Exception):
         self.present = present
 
 
-def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
+def add_batch(db: Store, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
     """Write a batch of counted sources as the corpus' next generation: the corpus (if
-    new), their rows and counts, in one transaction. A source another process counted
-    meanwhile is marked skipped."""
+    new), their rows and counts, in one transaction (a small batch on SQLite through
+    the driver alone: store/small_writes.py). A source another process counted meanwhile is
+    marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
     generation = None
     if counted:
-        with db.writing() as conn:
-            # Check the stored spec inside this transaction: a concurrent first
-            # ingest may have created the corpus with another.
-            corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
-            if stored.corpus_key() != spec.corpus_key():
-                raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
-                                    "a concurrent ingest; ingest again to see it")
-            present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
-            if present:
-                if len(present) < len({s.sha256 for s in counted}):
-                    # Their counts are merged with the others': the others are counted again.
-                    raise PartlyCounted(present)
-                for s in counted:
-                    s.skipped = True
-                counted = []
-            generation = wordcounts.add_generation(conn, corpus_id, counted, batch.counts) if counted else None
+        try:
+            present, generation = small_writes.add_batch(db.url, corpus, spec, counted, batch.counts, force=force,
+                                                        writable=not db.read_only)
+            if generation == small_writes.NOT_HERE and not present:
+                present, generation = _add_batch(db, corpus, spec, counted, batch.counts, force=force)
+        except small_writes.Conflict:
+            raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
+                                "a concurrent ingest; ingest again to see it") from None
+        if present:
+            if len(present) < len({s.sha256 for s in counted}):
+                # Their counts are merged with the others': the others are counted again.
+                raise PartlyCounted(present)
+            for s in counted:
+                s.skipped = True
+            generation = None
     for s in batch.sources:
         s.corpus = corpus
         if not s.skipped:
             s.generation = generation
         if s.skipped:
             s.n_words = s.n_distinct = 0
+
+
+def _add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, counted: list[Source], counts: Counter, *,
+               force: bool) -> tuple[set[str], int | None]:
+    """``add_batch`` through the engine: the sha256 of the sources in the corpus
+    already (then nothing is written), and the new generation."""
+    from . import repository, wordcounts
+
+    with db.writing() as conn:
+        # Check the stored spec inside this transaction: a concurrent first
+        # ingest may have created the corpus with another.
+        corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
+        if stored.corpus_key() != spec.corpus_key():
+            raise small_writes.Conflict(stored.to_json())
+        present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
+        if present:
+            return present, None
+        return present, wordcounts.add_generation(conn, corpus_id, counted, counts)
 
 
 def check_spec(corpus: str, stored: TokenizerSpec, spec: TokenizerSpec, what: str) -> None:
@@ -102,6 +120,8 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
     """Add counts files to a corpus as one generation, in one transaction: those whose
     sources are all in the corpus already (or earlier in ``files``) are skipped;
     one holding some of them is refused, since its counts cannot be split."""
+    from . import repository, wordcounts
+
     spec = files[0][0].spec
     for info, _ in files:
         check_spec(corpus, spec, info.spec, f"counts file {info.path}")
@@ -141,7 +161,7 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
 class Corpora:
     """The corpora of a store (``db``: its transactions)."""
 
-    def __init__(self, db: Transactions) -> None:
+    def __init__(self, db: Store) -> None:
         self.db = db
 
     def ingest(self, corpus: str, paths: Iterable[str | Path], *, force: bool, errors: str, workers: int | None,
@@ -149,15 +169,16 @@ class Corpora:
                progress: Callable[[Progress], None] | None, tuning: IngestTuning | None,
                **given: Any) -> list[Source]:
         """``Store.ingest`` (``given``: the spec's fields)."""
-        repository.check_name(corpus, "corpus", "corpus")
+        check_name(corpus, "corpus", "corpus")
         files = expand_paths(paths, glob=glob)
         if not files:
             raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
         if jsonl_field is None:
             warn_raw_json(files)
-        with self.db.reading() as conn:
-            spec = corpus_spec(conn, corpus, **given)
-            counted_before = set() if force else repository.source_shas(conn, corpus)
+        with self.db.reader.reading() as reads:
+            corpora = CorpusReads(reads)
+            spec = corpus_spec(corpora.spec(corpus), corpus, **given)
+            counted_before = set() if force else corpora.source_shas(corpus)
         results: list[Source] = []
         tuning = tuning or IngestTuning()
         for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
@@ -179,53 +200,22 @@ class Corpora:
 
     def ingest_counts(self, corpus: str, files: Iterable[str | Path], *, force: bool,
                       on_source: Callable[[Source], None] | None) -> list[Source]:
-        repository.check_name(corpus, "corpus", "corpus")
+        check_name(corpus, "corpus", "corpus")
         names = expand_paths(files)
         if not names or "-" in names:
             raise InvalidArgumentError("files must name counts files (bpestore count writes them)",
                                        params=("files",))
+        from ..counts import read_counts
+
         results = add_counts(self.db, corpus, [read_counts(name) for name in names], force=force)
         for source in results:
             if on_source:
                 on_source(source)
         return results
 
-    def corpora(self) -> list[CorpusInfo]:
-        with self.db.reading() as conn:
-            return repository.corpus_infos(conn)
-
-    def corpus(self, ref: str) -> CorpusInfo:
-        with self.db.reading() as conn:
-            corpus_id, generation = repository.corpus_ref(conn, ref)
-            if generation is None:
-                return repository.corpus_infos(conn, ref)[0]
-            return repository.corpus_log(conn, corpus_id)[generation - 1]
-
-    def corpus_log(self, corpus: str) -> list[CorpusInfo]:
-        with self.db.reading() as conn:
-            return repository.corpus_log(conn, repository.corpus_id(conn, corpus))
-
-    def corpus_sources(self, corpus: str) -> list[Source]:
-        with self.db.reading() as conn:
-            return repository.corpus_sources(conn, *repository.corpus_ref(conn, corpus))
-
-    def top_words(self, corpus: str, n: int) -> list[tuple[bytes, int]]:
-        n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
-        with self.db.reading() as conn:
-            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.top_words(conn, c, n, g))
-
-    def word_counts(self, corpus: str) -> dict[bytes, int]:
-        with self.db.reading() as conn:
-            return repository.read_generation(conn, corpus, lambda c, g: wordcounts.counts(conn, c, g))
-
-    def corpus_diff(self, ref_a: str, ref_b: str, limit: int) -> dict[str, Any]:
-        with self.db.reading() as conn:
-            a, b = (repository.read_generation(conn, ref, lambda c, g: wordcounts.counts(conn, c, g))
-                    for ref in (ref_a, ref_b))
-        result = diff_counts(a, b, limit=limit)
-        return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
-
     def compact(self, corpus: str) -> dict[str, Any]:
+        from . import repository, wordcounts
+
         with self.db.writing() as conn:
             corpus_id = repository.corpus_id(conn, corpus)
             repository.lock_corpus_row(conn, corpus_id)

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..errors import ConflictError, DamagedDataError, DatabaseError, InvalidArgumentError, NotFoundError
 
@@ -58,6 +58,8 @@ def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False)
     if db == ":memory:":
         return "sqlite://"
     if "://" in db:
+        if _plain_psycopg_url(db):
+            return db
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
@@ -83,6 +85,19 @@ def resolve_url(db: str | os.PathLike | None = None, *, read_only: bool = False)
     return f"sqlite:///{path}"
 
 
+def _plain_psycopg_url(url: str) -> bool:
+    """A ``postgresql+psycopg://`` URL whose parts parse (what psycopg's reader takes
+    without SQLAlchemy); any other goes through SQLAlchemy's parser and its errors."""
+    if not url.startswith("postgresql+psycopg://"):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        return False
+    return bool(parts.hostname or parts.path.strip("/"))
+
+
 def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
@@ -90,6 +105,13 @@ def _writable(path: Path) -> bool:
 def is_read_only(engine: Engine) -> bool:
     """A SQLite database opened read-only (its file or folder is not writable)."""
     return engine.dialect.name == "sqlite" and engine.url.query.get("mode") == "ro"
+
+
+def gave_up_waiting(lock: str) -> DatabaseError:
+    """The error for a lock waited for longer than the bounded wait."""
+    return DatabaseError(f"gave up after {lock_wait_seconds():g} s waiting for {lock}, which another "
+                         "process holds; try again when it is done (BPESTORE_LOCK_WAIT_SECONDS sets "
+                         "how long to wait)")
 
 
 def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False, wait_ms: int = 30000) -> None:

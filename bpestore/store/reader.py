@@ -94,6 +94,25 @@ def unstorable(name: str, what: str) -> None:
     if "\0" in name:
         raise NotFoundError(f"no {what} named {name!r}: names hold no NUL character")
 
+MAX_NAME = 200  # characters of a corpus, tokenizer or alias name
+
+
+def check_name(name: str, what: str, param: str) -> None:
+    """Names are stored as text: printable, '@'-free UTF-8, not only spaces, at
+    most ``MAX_NAME`` characters (the columns' size on PostgreSQL)."""
+    if len(name) > MAX_NAME:
+        raise InvalidArgumentError(f"a {what} name is at most {MAX_NAME} characters, not {len(name):,}",
+                                   params=(param,))
+    if not name.strip() or "@" in name or not name.isprintable():
+        raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
+                                   f"not {name!r}", params=(param,))
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"a {what} name must be valid text, not {name!r}",
+                                   params=(param,)) from None
+
+
 class VersionRow(NamedTuple):
     """What loading a version needs of its row."""
 
@@ -131,15 +150,17 @@ class SnapshotRow(NamedTuple):
 class VersionReads:
     """The reads of versions, over one transaction (``run``)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, sqlite: sqlite3.Connection | None = None) -> None:
         self.run = run
+        self.sqlite = sqlite  # the sqlite3 connection beneath, on SQLite (for functions a query calls)
 
     @classmethod
     def over(cls, conn: Connection) -> VersionReads:
         """The reads over a SQLAlchemy connection's transaction."""
         from sqlalchemy import text  # loaded already: the caller holds a connection
 
-        return cls(lambda sql, params: conn.execute(text(sql), params).all())
+        sqlite = conn.connection.driver_connection if conn.dialect.name == "sqlite" else None
+        return cls(lambda sql, params: conn.execute(text(sql), params).all(), sqlite)
 
     def resolve(self, ref: str) -> int:
         """The version id of ``NAME`` (newest complete), ``NAME@N`` or ``NAME@ALIAS``."""
@@ -302,6 +323,9 @@ class VersionReader:
     def reading(self) -> AbstractContextManager[VersionReads]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Close what the reader keeps open between transactions (nothing, unless it says)."""
+
     def vocabulary(self, ref: str) -> Vocabulary:
         """A version's vocabulary: from its snapshot where it is complete (unpacked once
         the transaction is over), else from its rows."""
@@ -370,7 +394,7 @@ class SqliteReader(VersionReader):
                 yield reads
             return
         try:
-            yield VersionReads(lambda sql, params: conn.execute(sql, params).fetchall())
+            yield VersionReads(lambda sql, params: conn.execute(sql, params).fetchall(), conn)
         except sqlite3.Error as exc:
             raise DatabaseError(f"database error: {exc}") from exc
         finally:
@@ -378,10 +402,15 @@ class SqliteReader(VersionReader):
 
 
 def open_reader(url: str, transaction: Callable[[], AbstractContextManager[Connection]]) -> VersionReader:
-    """The reader of a store: ``sqlite3`` on a SQLite file at ``HEAD``, else SQLAlchemy."""
+    """The reader of a store: ``sqlite3`` on a SQLite file at ``HEAD``, psycopg on a
+    PostgreSQL store at ``HEAD`` (store/psycopg_reader.py), else SQLAlchemy."""
     engine = SqlAlchemyReader(url, transaction)
     uri = sqlite_uri(url)
-    return SqliteReader(url, uri, engine) if uri is not None and at_head(uri) else engine
+    if uri is not None:
+        return SqliteReader(url, uri, engine) if at_head(uri) else engine
+    from .psycopg_reader import open_reader as psycopg_reader
+
+    return psycopg_reader(url, engine) or engine
 
 
 # -- the sqlite3 path ------------------------------------------------------------------

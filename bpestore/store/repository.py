@@ -11,9 +11,8 @@ saying what exists. Bulk rows (checkpoints) go through the driver
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from typing import Any, Protocol
@@ -32,7 +31,8 @@ from sqlalchemy import (
 from ..errors import InvalidArgumentError, NotFoundError
 from ..records import CorpusInfo, Merge, MergeInfo, Source
 from ..spec import TokenizerSpec
-from .reader import NUMBER, moment, unstorable
+from .reader import NUMBER, VersionReads, check_name
+from .reads import CorpusReads, VocabularyReads, sources_digest
 from .schema import (
     aliases,
     corpora,
@@ -59,184 +59,46 @@ class Transactions(Protocol):
     def session(self) -> AbstractContextManager[Connection]: ...
 
 
-MAX_NAME = 200  # characters of a corpus, tokenizer or alias name
 MAX_INTEGER = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
-MAX_RANK = 2**31 - 1  # the largest rank (an INTEGER column)
-
-
-def check_name(name: str, what: str, param: str) -> None:
-    """Names are stored as text: printable, '@'-free UTF-8, not only spaces, at
-    most ``MAX_NAME`` characters (the columns' size on PostgreSQL)."""
-    if len(name) > MAX_NAME:
-        raise InvalidArgumentError(f"a {what} name is at most {MAX_NAME} characters, not {len(name):,}",
-                                   params=(param,))
-    if not name.strip() or "@" in name or not name.isprintable():
-        raise InvalidArgumentError(f"a {what} name must be printable text, not blank, without '@', "
-                                   f"not {name!r}", params=(param,))
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(f"a {what} name must be valid text, not {name!r}",
-                                   params=(param,)) from None
 
 
 # -- corpora and word counts --------------------------------------------------
 def corpus_spec(conn: Connection, name: str) -> TokenizerSpec | None:
-    """The spec a corpus' words were made with, or None for a new corpus."""
-    unstorable(name, "corpus")
-    spec = conn.execute(select(corpora.c.spec).where(corpora.c.name == name)).scalar()
-    return None if spec is None else TokenizerSpec.from_json(spec)
+    return _corpora(conn).spec(name)
 
 
 def corpus_id(conn: Connection, name: str) -> int:
-    unstorable(name, "corpus")
-    found = conn.execute(select(corpora.c.id).where(corpora.c.name == name)).scalar()
-    if found is None:
-        raise _no_corpus(conn, name)
-    return found
-
-
-def _no_corpus(conn: Connection, name: str) -> NotFoundError:
-    return _not_found(conn, corpora, f"no corpus named {name!r}", "corpora", "no corpus yet: ingest text first")
-
-
-def _not_found(conn: Connection, table: Table, message: str, known_as: str, none_yet: str) -> NotFoundError:
-    """``message``, with the names the table does hold (or ``none_yet``)."""
-    known = conn.execute(select(table.c.name).order_by(table.c.name)).scalars().all()
-    return NotFoundError(f"{message} ({f'{known_as}: ' + ', '.join(known) if known else none_yet})")
-
-
-def corpus_ref(conn: Connection, ref: str) -> tuple[int, int | None]:
-    """The corpus id and generation of ``C@N``; ``C`` alone: the newest (None)."""
-    name, at, tag = ref.partition("@")
-    found = corpus_id(conn, name)
-    if not at:
-        return found, None
-    newest = newest_generation(conn, found)
-    if not NUMBER.fullmatch(tag):
-        raise InvalidArgumentError(f"{ref!r}: after '@' comes a generation number "
-                                   f"(e.g. {name}@{max(newest, 1)})")
-    if not 1 <= int(tag) <= newest:
-        known = f"generations: {name}@1 to {name}@{newest}" if newest else "no generation yet: ingest text first"
-        raise NotFoundError(f"corpus {name!r} has no generation {int(tag)} ({known})")
-    return found, int(tag)
+    return _corpora(conn).corpus_id(name)
 
 
 def readable_generation(conn: Connection, ref: str) -> tuple[int, int]:
-    """Like ``corpus_ref``, for reading counts: the generation (the newest when
-    not named) must be kept; one that is not raises NotFoundError naming those
-    that are."""
-    found, generation = corpus_ref(conn, ref)
-    newest = newest_generation(conn, found)
-    if generation is None or generation == newest:
-        return found, newest
-    kept = kept_generations(conn, found)
-    if generation not in kept:
-        name = ref.partition("@")[0]
-        raise NotFoundError(f"the word counts of {name}@{generation} are not kept (kept: "
-                            f"{', '.join(f'{name}@{g}' for g in kept)}): only the newest generation and "
-                            "those a version was trained on are")
-    return found, generation
-
-
-def read_generation(conn: Connection, ref: str, read: Callable[[int, int | None], Any]) -> Any:
-    """``read(corpus_id, generation)`` for the corpus generation ``ref`` (``C``:
-    the newest, read as None); the generation must be kept. An unpinned newest
-    generation that another ingest replaced during the read raises NotFoundError."""
-    found, generation = readable_generation(conn, ref)
-    if "@" not in ref:
-        return read(found, None)
-    result = read(found, generation)
-    if generation != newest_generation(conn, found) and generation not in pinned_generations(conn, found):
-        raise NotFoundError(f"{ref} stopped being the newest generation while it was read, and no version "
-                            "keeps it; read it again by name, or train on it to keep it")
-    return result
+    """``reads.CorpusReads.readable_generation`` in this transaction."""
+    return _corpora(conn).readable_generation(ref)
 
 
 def newest_generation(conn: Connection, corpus_id: int) -> int:
-    """The number of a corpus' newest generation; 0 before its first source."""
-    return conn.execute(select(func.coalesce(func.max(generations.c.number), 0))
-                        .where(generations.c.corpus_id == corpus_id)).scalar_one()
+    return _corpora(conn).newest_generation(corpus_id)
 
 
 def pinned_generations(conn: Connection, corpus_id: int) -> list[int]:
-    """The generations of a corpus that versions were trained on, ascending."""
-    return sorted(conn.execute(select(versions.c.corpus_generation).distinct().where(
-        versions.c.corpus_id == corpus_id, versions.c.corpus_generation.is_not(None))).scalars())
+    return _corpora(conn).pinned_generations(corpus_id)
 
 
 def kept_generations(conn: Connection, corpus_id: int) -> list[int]:
-    """The generations whose counts are readable: the pinned ones and the newest."""
-    newest = newest_generation(conn, corpus_id)
-    return sorted(set(pinned_generations(conn, corpus_id)) | ({newest} if newest else set()))
-
-
-def corpus_infos(conn: Connection, name: str | None = None) -> list[CorpusInfo]:
-    """Every corpus (or the one named) as of its newest generation, in three queries."""
-    later = generations.alias("later")
-    newest = select(func.max(later.c.number)).where(later.c.corpus_id == corpora.c.id).scalar_subquery()
-    query = (select(corpora, generations.c.number, generations.c.n_sources, generations.c.size_bytes,
-                    generations.c.n_words, generations.c.n_distinct, generations.c.digest,
-                    generations.c.created_at.label("generated_at"))
-             .select_from(corpora)
-             .outerjoin(generations, (generations.c.corpus_id == corpora.c.id) & (generations.c.number == newest))
-             .order_by(corpora.c.name))
-    if name is not None:
-        unstorable(name, "corpus")
-        query = query.where(corpora.c.name == name)
-    rows = conn.execute(query).all()
-    if name is not None and not rows:
-        raise _no_corpus(conn, name)
-    pins = _pins(conn, None if name is None else rows[0].id)
-    added = _sources_added(conn, None if name is None else rows[0].id)
-    return [_corpus_info(r, r.number or 0, pins, added, kept=True) for r in rows]
+    return _corpora(conn).kept_generations(corpus_id)
 
 
 def corpus_log(conn: Connection, corpus_id: int) -> list[CorpusInfo]:
-    """Every generation of a corpus, oldest first."""
-    corpus = conn.execute(select(corpora).where(corpora.c.id == corpus_id)).one()
-    rows = conn.execute(select(generations, generations.c.created_at.label("generated_at"))
-                        .where(generations.c.corpus_id == corpus_id).order_by(generations.c.number)).all()
-    pins, added = _pins(conn, corpus_id), _sources_added(conn, corpus_id)
-    newest = rows[-1].number if rows else 0
-    return [_corpus_info(corpus, r.number, pins, added, kept=r.number == newest or (corpus_id, r.number) in pins,
-                         totals=r) for r in rows]
+    return _corpora(conn).log(corpus_id)
 
 
-def _corpus_info(corpus: Any, generation: int, pins: Mapping[tuple[int, int], list[str]],
-                 added: Mapping[tuple[int, int], int], *, kept: bool, totals: Any = None) -> CorpusInfo:
-    totals = corpus if totals is None else totals
-    if not generation:  # no source yet
-        return CorpusInfo(name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=0,
-                          size_bytes=0, n_words=0, n_distinct=0, created_at=moment(corpus.created_at),
-                          digest=sources_digest(corpus.spec, []))
-    return CorpusInfo(
-        name=corpus.name, spec=TokenizerSpec.from_json(corpus.spec), n_sources=totals.n_sources,
-        size_bytes=int(totals.size_bytes), n_words=int(totals.n_words), n_distinct=int(totals.n_distinct),
-        created_at=moment(corpus.created_at), digest=totals.digest, generation=generation,
-        sources_added=added.get((corpus.id, generation), 0), kept=kept,
-        pinned_by=tuple(pins.get((corpus.id, generation), ())), generated_at=moment(totals.generated_at))
+def corpus_sources(conn: Connection, corpus_id: int, generation: int | None = None) -> list[Source]:
+    return _corpora(conn).sources(corpus_id, generation)
 
 
-def _pins(conn: Connection, corpus_id: int | None) -> dict[tuple[int, int], list[str]]:
-    """The refs of the versions trained on each (corpus id, generation)."""
-    query = (select(versions.c.corpus_id, versions.c.corpus_generation, tokenizers.c.name, versions.c.number)
-             .join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
-             .where(versions.c.corpus_generation.is_not(None)).order_by(tokenizers.c.name, versions.c.number))
-    if corpus_id is not None:
-        query = query.where(versions.c.corpus_id == corpus_id)
-    pins: dict[tuple[int, int], list[str]] = {}
-    for cid, generation, name, number in conn.execute(query):
-        pins.setdefault((cid, generation), []).append(f"{name}@{number}")
-    return pins
-
-
-def _sources_added(conn: Connection, corpus_id: int | None) -> dict[tuple[int, int], int]:
-    query = select(ingests.c.corpus_id, ingests.c.generation, func.count()).group_by(
-        ingests.c.corpus_id, ingests.c.generation)
-    if corpus_id is not None:
-        query = query.where(ingests.c.corpus_id == corpus_id)
-    return {(cid, generation): n for cid, generation, n in conn.execute(query)}
+def _corpora(conn: Connection) -> CorpusReads:
+    """The reads of corpora (store/reads.py: SQL text either driver runs) in this transaction."""
+    return CorpusReads(VersionReads.over(conn))
 
 
 def generation_digest(conn: Connection, corpus_id: int, generation: int | None) -> str:
@@ -248,29 +110,6 @@ def generation_digest(conn: Connection, corpus_id: int, generation: int | None) 
     if digest is None:  # no source yet
         return sources_digest(conn.execute(select(corpora.c.spec).where(corpora.c.id == corpus_id)).scalar_one(), [])
     return digest
-
-
-def sources_digest(spec_json: str, shas: Iterable[str]) -> str:
-    """What a corpus' counts were made from: its spec and every source's sha256."""
-    h = hashlib.sha256(spec_json.encode())
-    for sha in sorted(shas):
-        h.update(sha.encode())
-    return h.hexdigest()
-
-
-def corpus_sources(conn: Connection, corpus_id: int, generation: int | None = None) -> list[Source]:
-    """The sources counted into a corpus (up to a generation), oldest first."""
-    query = select(ingests).where(ingests.c.corpus_id == corpus_id).order_by(ingests.c.id)
-    if generation is not None:
-        query = query.where(ingests.c.generation <= generation)
-    return [Source(r.source, r.sha256, r.size_bytes, r.n_words, r.n_distinct,
-                   created_at=moment(r.created_at), generation=r.generation) for r in conn.execute(query)]
-
-
-def source_shas(conn: Connection, corpus: str) -> set[str]:
-    """The sha256 of every source already counted into a corpus (none if it is new)."""
-    return set(conn.execute(select(ingests.c.sha256).join(corpora, corpora.c.id == ingests.c.corpus_id)
-                            .where(corpora.c.name == corpus)).scalars())
 
 
 def lock_corpus(conn: Connection, name: str, spec: TokenizerSpec) -> tuple[int, TokenizerSpec]:
@@ -299,6 +138,12 @@ def present_shas(conn: Connection, corpus_id: int, shas: Sequence[str]) -> set[s
 
 
 # -- versions ---------------------------------------------------------------
+def _not_found(conn: Connection, table: Table, message: str, known_as: str, none_yet: str) -> NotFoundError:
+    """``message``, with the names the table does hold (or ``none_yet``)."""
+    known = conn.execute(select(table.c.name).order_by(table.c.name)).scalars().all()
+    return NotFoundError(f"{message} ({f'{known_as}: ' + ', '.join(known) if known else none_yet})")
+
+
 def newest_version(conn: Connection, name: str) -> int:
     """The id of a tokenizer's newest version, complete or not."""
     found = conn.execute(select(versions.c.id).join(tokenizers, tokenizers.c.id == versions.c.tokenizer_id)
@@ -422,53 +267,8 @@ def copy_merges(conn: Connection, source_id: int, target_id: int, *, n_merges: i
 
 
 # -- queries over stored vocabularies, and removal ------------------------------
-IN_LIST = 500  # ids per IN (...) list
-
-
-def token_rows(conn: Connection, version_id: int, *, prefix: bytes = b"",
-               match: Callable[[bytes], bool] | None = None) -> list[tuple[int, bytes, str]]:
-    """The tokens of a version as (id, bytes, kind), by id: those starting with
-    ``prefix`` and (if given) for whose bytes ``match`` is true. On SQLite
-    ``match`` runs inside the query, so rows that fail it are never fetched."""
-    query = (select(tokens.c.id, tokens.c.bytes, tokens.c.kind)
-             .where(tokens.c.version_id == version_id).order_by(tokens.c.id))
-    if prefix:
-        query = query.where(func.substr(tokens.c.bytes, 1, len(prefix)) == prefix)
-    in_query = match is not None and conn.dialect.name == "sqlite"
-    if in_query:
-        conn.connection.driver_connection.create_function(  # type: ignore[union-attr]
-            "bpestore_match", 1, match, deterministic=True)
-        query = query.where(func.bpestore_match(tokens.c.bytes) == 1)
-    rows = [(token_id, bytes(data), kind) for token_id, data, kind in conn.execute(query).all()]
-    return rows if match is None or in_query else [r for r in rows if match(r[1])]
-
-
-def first_merges(conn: Connection, version_id: int, token_ids: Collection[int] | None = None
-                 ) -> dict[int, tuple[int, int]]:
-    """The (rank, count) of the merge that first made each token (of ``token_ids``,
-    or all). A few ids are looked up; many read every merge once."""
-    query = (select(merges.c.token_id, merges.c.rank, merges.c["count"])
-             .where(merges.c.version_id == version_id).order_by(merges.c.rank))
-    if token_ids is not None and len(token_ids) <= IN_LIST:
-        query = query.where(merges.c.token_id.in_(list(token_ids)))
-    made: dict[int, tuple[int, int]] = {}
-    for token_id, rank, count in conn.execute(query):
-        made.setdefault(token_id, (rank, count))
-    return made
-
-
 def merge_infos(conn: Connection, version_id: int, start: int = 0, limit: int | None = None) -> list[MergeInfo]:
-    """A version's merges from rank ``start`` on (``limit`` of them), with the bytes of each pair."""
-    left, right = tokens.alias("left_token"), tokens.alias("right_token")
-    query = (select(merges.c.rank, merges.c.left_id, merges.c.right_id, merges.c.token_id, merges.c["count"],
-                    left.c.bytes, right.c.bytes)
-             .join(left, (left.c.version_id == merges.c.version_id) & (left.c.id == merges.c.left_id))
-             .join(right, (right.c.version_id == merges.c.version_id) & (right.c.id == merges.c.right_id))
-             .where(merges.c.version_id == version_id, merges.c.rank >= start).order_by(merges.c.rank))
-    if limit is not None:
-        query = query.limit(limit)
-    return [MergeInfo(rank, a, b, token, count, bytes(data_a), bytes(data_b))
-            for rank, a, b, token, count, data_a, data_b in conn.execute(query)]
+    return VocabularyReads(VersionReads.over(conn)).merge_infos(version_id, start, limit)
 
 
 def descendants(conn: Connection, version_id: int) -> list[int]:

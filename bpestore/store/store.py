@@ -7,7 +7,7 @@ service that does the work:
 
 * ``corpora.Corpora``: ingest, counts files, generations, word counts, compaction;
 * ``versions.Versions``: train, resume, verify, import, aliases, lineage, removal;
-* ``vocabularies.Vocabularies``: tokens, merges, two versions compared;
+* ``reads.Questions``: corpora and word counts read, tokens, merges, two versions compared;
 * ``reader``: versions listed and loaded (``sqlite3`` or SQLAlchemy, chosen at open);
 * ``bpestore.analysis``: what a version makes of a file (statistics, charts).
 """
@@ -26,8 +26,15 @@ from ..errors import BpestoreError, DatabaseError, ReadOnlyError
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS
 from ..queries import token_info
 from ..spec import TokenizerSpec
-from .db import display_url, lock_wait_seconds, make_engine, resolve_url, schema_revision, upgrade_schema
-from .reader import SqliteReader, TokenizerCache, VersionReader, open_reader
+from .db import (
+    display_url,
+    gave_up_waiting,
+    make_engine,
+    resolve_url,
+    schema_revision,
+    upgrade_schema,
+)
+from .reader import SqlAlchemyReader, TokenizerCache, VersionReader, open_reader
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
@@ -52,9 +59,9 @@ if TYPE_CHECKING:
         VersionProgress,
     )
     from .corpora import Corpora
+    from .reads import Questions
     from .training import TrainOptions
     from .versions import Versions
-    from .vocabularies import Vocabularies
 
 
 @contextmanager
@@ -70,9 +77,7 @@ def _database_errors() -> Iterator[None]:
     except SQLAlchemyError as exc:
         lock = _lock_given_up(exc)
         if lock is not None:
-            raise DatabaseError(f"gave up after {lock_wait_seconds():g} s waiting for {lock}, which another "
-                                "process holds; try again when it is done (BPESTORE_LOCK_WAIT_SECONDS sets "
-                                "how long to wait)") from exc
+            raise gave_up_waiting(lock) from exc
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DatabaseError(f"database error: {message}") from exc
     except Exception as exc:
@@ -171,11 +176,10 @@ class Store(Transfers):
         self.url = resolve_url(db, read_only=read_only)
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
-        # A SQLite file already at this bpestore's schema needs no upgrade: its engine
-        # (and SQLAlchemy) comes when a query first needs one, and its versions are
-        # read through sqlite3 (store/reader.py).
+        # A store already at this bpestore's schema is read through its driver alone (store/reader.py);
+        # its engine (and SQLAlchemy) comes when a write first needs one.
         self.reader: VersionReader = open_reader(self.url, self.reading)  # chosen once, here
-        if not isinstance(self.reader, SqliteReader):  # the engine now, the schema created or upgraded
+        if isinstance(self.reader, SqlAlchemyReader):  # the engine now, the schema created or upgraded
             self._connect(upgrade)
             if upgrade:
                 self.reader = open_reader(self.url, self.reading)
@@ -193,6 +197,7 @@ class Store(Transfers):
         return self._engine if self._engine is not None else self._connect(upgrade=False)
 
     def close(self) -> None:
+        self.reader.close()
         if self._engine is not None:
             self._engine.dispose()
 
@@ -257,9 +262,9 @@ class Store(Transfers):
         return Versions(self, self.tokenizer_cache)
 
     @cached_property
-    def _vocabularies(self) -> Vocabularies:
-        from .vocabularies import Vocabularies
-        return Vocabularies(self)
+    def _questions(self) -> Questions:
+        from .reads import Questions
+        return Questions(self)
 
     # -- corpora and ingestion --------------------------------------------------
     def ingest(self, corpus: str, paths: Iterable[str | Path], *, special_tokens: Sequence[str] | None = None,
@@ -311,32 +316,32 @@ class Store(Transfers):
 
     def corpora(self) -> list[CorpusInfo]:
         """Every corpus with its totals (as of its newest generation)."""
-        return self._corpora.corpora()
+        return self._questions.corpora()
 
     def corpus(self, ref: str) -> CorpusInfo:
         """A corpus as of generation ``C@N``, or ``C``: its newest."""
-        return self._corpora.corpus(ref)
+        return self._questions.corpus(ref)
 
     def corpus_log(self, corpus: str) -> list[CorpusInfo]:
         """Every generation of a corpus, oldest first (``kept``: its counts are readable)."""
-        return self._corpora.corpus_log(corpus)
+        return self._questions.corpus_log(corpus)
 
     def corpus_sources(self, corpus: str) -> list[Source]:
         """The sources of corpus generation ``C@N`` (``C``: the newest), oldest first."""
-        return self._corpora.corpus_sources(corpus)
+        return self._questions.corpus_sources(corpus)
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words of ``C@N`` (``C``: the newest) with their counts (ties by bytes)."""
-        return self._corpora.top_words(corpus, n)
+        return self._questions.top_words(corpus, n)
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
         """All word counts of ``C@N`` (``C``: the newest); the generation must be kept."""
-        return self._corpora.word_counts(corpus)
+        return self._questions.word_counts(corpus)
 
     def corpus_diff(self, ref_a: str, ref_b: str, *, limit: int = 20) -> dict[str, Any]:
         """What changed from corpus generation ``C@A`` to ``C@B``: new and vanished
         words, the largest count changes (``limit`` of each), both totals."""
-        return self._corpora.corpus_diff(ref_a, ref_b, limit)
+        return self._questions.corpus_diff(ref_a, ref_b, limit)
 
     def compact(self, corpus: str) -> dict[str, Any]:
         """Delete the history no version pins; says what it freed and which generations stay readable."""
@@ -432,7 +437,7 @@ class Store(Transfers):
 
     def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
         """What changed between two versions: shared merge prefix, changed ids, new tokens."""
-        return self._vocabularies.diff(ref_a, ref_b)
+        return self._questions.diff(ref_a, ref_b)
 
     def vocab(self, ref: str, *, grep: str | None = None, prefix: str | None = None,
               longest: int | None = None, limit: int | None = None, timeout: float | None = None
@@ -447,11 +452,11 @@ class Store(Transfers):
         >>> [t.text for t in store.vocab("en@1", grep="^ the", limit=2)]  # doctest: +SKIP
         [' the', ' then']
         """
-        return self._vocabularies.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=timeout)
+        return self._questions.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=timeout)
 
     def merges(self, ref: str, *, start: int = 0, limit: int | None = None) -> list[MergeInfo]:
         """A version's merges in rank order, from rank ``start`` on, at most ``limit``."""
-        return self._vocabularies.merges(ref, start, limit)
+        return self._questions.merges(ref, start, limit)
 
     def explain(self, ref: str, text: str) -> Explanation:
         """How a version encodes ``text``: per pre-token the merges applied step by

@@ -210,14 +210,6 @@ def words(conn: Connection, corpus_id: int, generation: int | None = None) -> It
         yield bytes(word)
 
 
-def top_words(conn: Connection, corpus_id: int, n: int, generation: int | None = None) -> list[tuple[bytes, int]]:
-    """The ``n`` most frequent words of a corpus' generation with their counts (ties by bytes)."""
-    rows = _counts_of(corpus_id, generation).subquery()
-    result = conn.execute(select(rows.c.word, rows.c["count"])
-                          .order_by(rows.c["count"].desc(), rows.c.word).limit(n))
-    return [(bytes(word), count) for word, count in result]
-
-
 def has_words(conn: Connection, corpus_id: int, generation: int | None = None) -> bool:
     return conn.execute(_counts_of(corpus_id, generation).limit(1)).first() is not None
 
