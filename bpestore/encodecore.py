@@ -109,6 +109,15 @@ class CoreEncoder:
         assert not isinstance(ids, bytes)
         return ids
 
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int] | None]:
+        """``encode`` of each text, in one call of the core: one scratch space and
+        cache, the GIL released while each text is encoded."""
+        if self._pretokenize is not None:
+            return [self.encode(text) for text in texts]
+        if self._steps:
+            texts = [normalize(text, self._steps) for text in texts]
+        return self._core.encode_batch(texts)
+
     def encode_into(self, text: str, out: list | array) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array); False,
         adding nothing, where ``encode`` gives None."""

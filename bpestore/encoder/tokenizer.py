@@ -461,16 +461,20 @@ class Tokenizer:
             regex = self._special_regex_cache[tokens] = special_tokens_regex(tokens)
         return regex
 
+    def _refuse_disallowed(self, text: str, rules: Rules) -> None:
+        """DisallowedSpecialError where text holds a special token the call disallows."""
+        if rules.disallowed:
+            match = self._specials_regex(rules.disallowed).search(text)
+            if match is not None:
+                raise DisallowedSpecialError(match.group())
+
     def _encode(self, text: str, rules: Rules, index: int | None, out: IdsT) -> IdsT:
         """Encode one text under checked rules into ``out`` (a list, or a uint32
         array), and return it; ``index`` numbers the pieces of a stream
         (it seeds dropout per piece, whichever worker runs it).
         Lone surrogates become U+FFFD (as in tiktoken) where a segment is
         encoded; special tokens hold none, so matching them is unchanged."""
-        if rules.disallowed:
-            match = self._specials_regex(rules.disallowed).search(text)
-            if match is not None:
-                raise DisallowedSpecialError(match.group())
+        self._refuse_disallowed(text, rules)
         dropout = rules.dropout
         rng = None
         if dropout:
