@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import alphabet, native
 from .spec import EncoderFacts, TokenizerSpec
@@ -61,40 +61,56 @@ def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts 
         merge_ids = ([id_of[left] for left, _ in merges], [id_of[right] for _, right in merges],
                      [id_of[left + right] for left, right in merges])
     whole = facts is not None and facts.fast_problem is None
-    return CoreEncoder(spec, python.vocab, id_of, merge_ids, whole=whole, pretokenize=python.pipeline.pretokenize)
+    return CoreEncoder(merge_core(spec, python.vocab, id_of, merge_ids, whole=whole), spec,
+                       python.pipeline.pretokenize)
+
+
+def for_ranks(spec: TokenizerSpec, tokens: Sequence[bytes | None],
+              pretokenize: Callable[[str], list[str]]) -> CoreEncoder:
+    """The core for a rank file's tokens (by rank, None where no token has one): the
+    adjacent pair whose bytes have the lowest rank joined first, tiktoken's rule,
+    its tables built in C straight from the tokens."""
+    assert CORE is not None, "core_problem() said the core is built"
+    pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)  # byte ids: the ranks of the one-byte tokens
+    return CoreEncoder(CORE.Encoder(tokens, None, None, mode=MODE_RANKS, pattern=pattern, classify=char_class),
+                       spec, pretokenize)
+
+
+def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int],
+               merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]], *, whole: bool) -> Any:
+    """The core with the merge rule: ``merge_ids``: each merge's left, right and made
+    ids, by rank; ``whole``: every token a merge makes encodes to itself (else the core
+    checks each, once)."""
+    assert CORE is not None, "core_problem() said the core is built"
+    assert spec.segmentation == "merge", "core_problem() said merge segmentation"
+    n_vocab = max(vocab) + 1 if vocab else 0
+    tokens = list(map(vocab.get, range(n_vocab)))
+    byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
+    options: dict = {}
+    if not spec.byte_level:
+        options["chars"] = alphabet.char_ids(id_of)
+        options["fallback"] = spec.byte_fallback
+        if spec.unk_token is not None:
+            options["unk"] = id_of[spec.unk_token.encode("utf-8")]
+    if spec.start_of_word is not None:
+        options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
+    if spec.end_of_word is not None:
+        options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
+    pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
+    return CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern, classify=char_class,
+                        whole=whole, **options)
 
 
 class CoreEncoder:
     """The compiled core built for one version, no special tokens (the
     tokenizer matches those first)."""
 
-    def __init__(self, spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int],
-                 merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]], *, whole: bool,
-                 pretokenize: Callable[[str], list[str]]) -> None:
-        """``merge_ids``: each merge's left, right and made ids, by rank;
-        ``whole``: every token a merge makes encodes to itself (else the core
-        checks each, once); ``pretokenize``: the spec's pipeline (normalize, then
-        cut words), used where the pattern is not one the core scans."""
-        assert CORE is not None, "core_problem() said the core is built"
-        assert spec.segmentation == "merge", "core_problem() said merge segmentation"
-        n_vocab = max(vocab) + 1 if vocab else 0
-        tokens = list(map(vocab.get, range(n_vocab)))
-        byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
-        options: dict = {}
-        if not spec.byte_level:
-            options["chars"] = alphabet.char_ids(id_of)
-            options["fallback"] = spec.byte_fallback
-            if spec.unk_token is not None:
-                options["unk"] = id_of[spec.unk_token.encode("utf-8")]
-        if spec.start_of_word is not None:
-            options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
-        if spec.end_of_word is not None:
-            options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
-        pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
-        self._core = CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern,
-                                  classify=char_class, whole=whole, **options)
+    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]]) -> None:
+        """``core``: a ``CORE.Encoder``; ``pretokenize``: the spec's pipeline (normalize,
+        then cut words), used where the pattern is not one the core scans."""
+        self._core = core
         self._steps = spec.normalizer_steps
-        self._pretokenize = None if pattern >= 0 else pretokenize
+        self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 
     def _ids(self, text: str, as_bytes: bool) -> list[int] | bytes | None:
         if self._pretokenize is not None:

@@ -148,9 +148,11 @@ def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: in
             with ThreadPoolExecutor(workers) as pool:
                 return list(pool.map(lambda text: tok._encode(text, rules, None, []), texts))
         return [tok._encode(text, rules, None, []) for text in texts]
+    from .tokenizer import refuse_disallowed
+
     texts = list(texts)
     for text in texts:
-        tok._refuse_disallowed(text, rules)
+        refuse_disallowed(tok, text, rules)
     batches = _batches(texts, workers)
     if workers > 1 and len(batches) > 1:
         from concurrent.futures import ThreadPoolExecutor
