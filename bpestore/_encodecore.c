@@ -833,6 +833,28 @@ Encoder_dealloc(Encoder *e)
 static uint32_t *
 uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
 {
+    Py_buffer view;  /* an array of uint32 (a stored version's columns) is copied as it is */
+    if (PyObject_CheckBuffer(seq) && PyObject_GetBuffer(seq, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+        uint32_t *out = NULL;
+        if (view.itemsize == 4 && view.format != NULL && strcmp(view.format, "I") == 0) {
+            *n = view.len / 4;
+            out = PyMem_RawMalloc((size_t)(*n ? *n : 1) * sizeof(uint32_t));
+            if (out == NULL)
+                PyErr_NoMemory();
+            else
+                memcpy(out, view.buf, (size_t)*n * sizeof(uint32_t));
+            for (Py_ssize_t i = 0; out != NULL && i < *n; i++)
+                if (out[i] == NO_ID) {
+                    PyErr_Format(PyExc_ValueError, "%s: id %lu is too large", what, (unsigned long)out[i]);
+                    PyMem_RawFree(out);
+                    out = NULL;
+                }
+            PyBuffer_Release(&view);
+            return out;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
     PyObject *fast = PySequence_Fast(seq, what);
     if (fast == NULL)
         return NULL;
@@ -1042,9 +1064,9 @@ build_chars(Encoder *e, PyObject *chars)
     return 0;
 }
 
-/* Token ranks without byte_ids: each byte's id is the rank of its one-byte token. */
+/* Plain byte symbols without byte_ids: each byte's id is the lowest id of its one-byte token. */
 static int
-rank_byte_ids(Encoder *e, PyObject *tokens)
+byte_ids_of_tokens(Encoder *e, PyObject *tokens)
 {
     PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
     if (fast == NULL)
@@ -1061,7 +1083,7 @@ rank_byte_ids(Encoder *e, PyObject *tokens)
         }
     Py_DECREF(fast);
     if (found < 256) {
-        PyErr_Format(PyExc_ValueError, "token ranks: %d of the 256 bytes have no token", 256 - found);
+        PyErr_Format(PyExc_ValueError, "byte_ids: %d of the 256 bytes have no token", 256 - found);
         return -1;
     }
     e->has_bytes = 1;
@@ -1128,8 +1150,8 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         memcpy(e->byte_ids, ids, sizeof e->byte_ids);
         PyMem_RawFree(ids);
         e->has_bytes = 1;
-    } else if (mode == MODE_RANKS) {
-        if (rank_byte_ids(e, tokens) < 0)
+    } else if (!e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
+        if (byte_ids_of_tokens(e, tokens) < 0)
             goto fail;
     } else if (!e->chars || fallback) {
         PyErr_SetString(PyExc_ValueError, "byte symbols (or byte fallback) need byte_ids");

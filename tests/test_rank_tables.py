@@ -115,3 +115,29 @@ def test_odd_but_valid_lines_and_missing_files(tmp_path):
         load_tokenizer(tmp_path / "absent.tiktoken", "gpt2")
     with pytest.raises(InvalidArgumentError, match="pattern cannot be empty"):
         load_tokenizer(path, "")
+
+
+def test_a_stored_version_builds_the_core_from_its_columns(tmp_path):
+    """A store's snapshot (token bytes, merge ids) goes to the core as it is: no index of
+    the tokens is built in Python, and the ids are tiktoken's."""
+    import bpestore
+
+    path, ranks = rank_file_of_gpt2(tmp_path)
+    bpestore.open(str(tmp_path / "s.db")).import_tiktoken("g", path, pattern="gpt2", special_tokens={"<|e|>": 50256})
+    tok = bpestore.open(str(tmp_path / "s.db")).tokenizer("g")
+    enc = tiktoken.Encoding(name="gpt2", pat_str=tiktoken_pattern("gpt2"), mergeable_ranks=ranks, special_tokens={})
+    text = read_corpus("taylorswift.txt")[:200_000]
+    assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
+    if encodecore.CORE is not None:
+        assert tok.backend == "compiled (C)" and "index" not in tok._python.__dict__
+    assert tok.encode_ordinary(TRICKY) == enc.encode_ordinary(fixed(TRICKY))  # a surrogate: the pure path
+
+
+def test_the_core_finds_the_bytes_ids_of_plain_byte_symbols():
+    if encodecore.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+    tokens = [bytes([255 - i]) for i in range(256)] + [b"ba"]
+    core = encodecore.CORE.Encoder(tokens, ([157], [158], [256]), None)
+    assert core.encode("bad") == [256, 155]
+    with pytest.raises(ValueError, match="1 of the 256 bytes have no token"):
+        encodecore.CORE.Encoder([*tokens[:-2], None, b"ba"], ([157], [158], [256]), None)
