@@ -95,3 +95,21 @@ def test_lists_made_without_the_gil_count_their_references(cl100k):
     del held
     gc.collect()
     assert sys.getrefcount(probe) == before
+
+
+def test_a_file_in_ranges_on_threads_gives_tiktokens_ids(cl100k, tmp_path, monkeypatch):
+    """encode_file with workers: each thread reads, decodes, encodes and packs a range
+    cut at a safe place (ranges of 64 KB here: many of them)."""
+    from bpestore.encoder import streams
+
+    tok, enc, _ = cl100k
+    text = read_corpus("taylorswift.txt")[:300_000] + read_corpus("japanese_1M.txt")[:200_000] + " \n\n end"
+    path = tmp_path / "in.txt"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(streams, "RANGE_BYTES", 1 << 16)
+    expected = enc.encode_ordinary(text)
+    for workers in (2, 3):
+        out = tmp_path / f"ids{workers}.bin"
+        done = tok.encode_file(path, out, workers=workers)
+        assert done.tokens == len(expected)
+        assert list(memoryview(out.read_bytes()).cast("I")) == expected

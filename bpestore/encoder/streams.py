@@ -11,6 +11,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -126,12 +127,17 @@ def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules,
 
 
 def _ranges_apply(tok: Tokenizer, rules: Rules) -> bool:
-    """Whether worker processes may each read and encode their own ranges of a
-    plain file: forked (Linux), no dropout (its seeds follow the stream's
-    pieces), and a pre-tokenizer that lets a file be cut anywhere; not where
-    the compiled core encodes (threads share it: one copy of its tables)."""
-    return (sys.platform == "linux" and not rules.dropout and tok.backend != "compiled (C)"
+    """Whether workers may each read and encode their own ranges of a plain file: no
+    dropout (its seeds follow the stream's pieces), a pre-tokenizer that lets a file be
+    cut anywhere, and threads (the compiled core: one copy of its tables) or forked
+    processes (Linux)."""
+    return (not rules.dropout and (_on_threads(tok) or sys.platform == "linux")
             and tok._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
+
+
+def _on_threads(tok: Tokenizer) -> bool:
+    """Whether the compiled core encodes ordinary text (it releases the GIL)."""
+    return isinstance(tok._fast_encoder(), CoreEncoder)
 
 
 def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
@@ -183,8 +189,9 @@ def _batches(texts: list[str], workers: int) -> list[list[str]]:
 def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: int, typecode: str,
                    errors: str) -> Iterator[tuple[bytes | bytearray, int, int]]:
     """A plain file's ids, packed as ``typecode``, range by range in order:
-    each worker process reads, decodes, encodes and packs a range between
-    safe cuts; this process only writes. Yields (packed ids, ids, bytes done)."""
+    each worker (a thread where the compiled core encodes, else a process) reads,
+    decodes, encodes and packs a range between safe cuts; this thread only
+    writes. Yields (packed ids, ids, bytes done)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -192,12 +199,21 @@ def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: 
 
     cutter = tok._stream_cutter(rules.allowed | rules.disallowed)
     points = cut_points(path, size, cutter, step=RANGE_BYTES, window=CUT_WINDOW)
-    tok._fast_encoder()  # decided (and checked) once, here: the workers inherit it
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(tok,)) as pool:
+    pool: Executor
+    if _on_threads(tok):  # each thread reads, decodes and packs its range too: this one only writes
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(workers)
+        encode_range: Callable[..., tuple[bytes | bytearray, int]] = partial(_encode_range, tok)
+    else:
+        tok._fast_encoder()  # decided (and checked) once, here: the workers inherit it
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_start_worker, initargs=(tok,))
+        encode_range = _encode_range_in_worker
+    with pool:
         window: deque = deque()
         for start, end in zip(points, points[1:]):
-            window.append((pool.submit(_encode_range, path, start, end, errors, rules, typecode), end))
+            window.append((pool.submit(encode_range, path, start, end, errors, rules, typecode), end))
             if len(window) >= 2 * workers:
                 future, done = window.popleft()
                 yield (*future.result(), done)
@@ -269,15 +285,20 @@ def _encode_in_worker(piece: str, rules: Rules, index: int) -> array[int]:
     return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
 
 
-def _encode_range(path: str, start: int, end: int, errors: str, rules: Rules,
+def _encode_range_in_worker(path: str, start: int, end: int, errors: str, rules: Rules,
+                            typecode: str) -> tuple[bytes | bytearray, int]:
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
+    return _encode_range(_WORKER_TOKENIZER, path, start, end, errors, rules, typecode)
+
+
+def _encode_range(tok: Tokenizer, path: str, start: int, end: int, errors: str, rules: Rules,
                   typecode: str) -> tuple[bytes | bytearray, int]:
     """Bytes ``start:end`` of a plain file (cut at a safe place) encoded and
     packed as ``typecode``: the packed ids and how many."""
     from ..sources import decode, read_range
 
-    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
     text = decode(read_range(path, start, end), path, errors, start)
-    ids = _WORKER_TOKENIZER._encode(text, rules, None, _uint32_array())
+    ids = tok._encode(text, rules, None, _uint32_array())
     return _pack(ids, typecode), len(ids)
 
 
