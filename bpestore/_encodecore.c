@@ -223,8 +223,8 @@ work_free(Work *w)
     free(w->touched);
 }
 
-#define KEEP_IDS (1u << 20)       /* room a scratch space keeps between calls: ids, */
-#define KEEP_UTF8 (4u << 20)      /* UTF-8 bytes, */
+#define KEEP_IDS (1u << 18)       /* room a scratch space keeps between calls: ids, */
+#define KEEP_UTF8 (1u << 20)      /* UTF-8 bytes, */
 #define KEEP_SYMBOLS (1u << 16)   /* and symbols of a word */
 
 /* A scratch space for one call (GIL held): one a finished call gave back, else a new
