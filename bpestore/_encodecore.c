@@ -205,6 +205,7 @@ typedef struct Work {
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
     uint32_t *touched;     /* the ids whose counts are not 0 */
     size_t n_touched;
+    int missing;           /* an id without an int: its item left NULL */
 } Work;
 
 static void
@@ -1243,6 +1244,7 @@ fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *span
     PyObject **objects = e->id_objects;
     uint32_t *counts = w->counts, *touched = w->touched;
     size_t n_ids = e->n_ids, n_touched = 0;
+    int missing = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         if (lists[k] == Py_None)
             continue;
@@ -1253,6 +1255,7 @@ fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *span
             uint32_t id = ids[i];
             if (id >= n_ids) {
                 items[i] = NULL;
+                missing = 1;
                 continue;
             }
             items[i] = objects[id];
@@ -1261,6 +1264,7 @@ fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *span
         }
     }
     w->n_touched = n_touched;
+    w->missing = missing;
 }
 
 /* With the GIL: fill_lists' counts added to the ints' reference counts, once per id;
@@ -1281,7 +1285,7 @@ count_references(Encoder *e, Work *w, PyObject *const *lists, const size_t *span
         if (lists[k] == Py_None)
             continue;
         PyObject **items = ((PyListObject *)lists[k])->ob_item;
-        size_t len = spans[2 * k + 1] - spans[2 * k];
+        size_t len = w->missing ? spans[2 * k + 1] - spans[2 * k] : 0;
         for (size_t i = 0; i < len; i++)
             if (items[i] == NULL && (items[i] = PyLong_FromUnsignedLong(w->out[spans[2 * k] + i])) == NULL) {
                 items[i] = Py_NewRef(Py_None);
@@ -1379,13 +1383,23 @@ has_surrogate(const void *data, int kind, Py_ssize_t n)
 
 enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
 
+/* Over each block of 4,096 characters: the surrogate test without a branch (the
+   compiler may vectorize it), the class of each character above Latin-1 (those below
+   are asked all at once, classify_text) looked up where the test finds one. */
 #define TEXT_STATE_LOOP(type)                                                 \
-    for (Py_ssize_t i = 0; i < n; i++) {                                      \
-        Py_UCS4 c = ((const type *)data)[i];                                  \
-        if (c - 0xD800u < 0x800u)                                             \
+    for (Py_ssize_t start = 0; start < n; start += 4096) {                    \
+        Py_ssize_t stop = n - start < 4096 ? n : start + 4096;                \
+        uint32_t surrogates = 0;                                              \
+        for (Py_ssize_t i = start; i < stop; i++)                             \
+            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
+        if (surrogates)                                                       \
             return TEXT_SURROGATE;                                            \
-        if (classes != NULL && !classes[c])                                   \
-            state = TEXT_UNCLASSIFIED;                                        \
+        if (classes != NULL && state == TEXT_READY)                           \
+            for (Py_ssize_t i = start; i < stop; i++) {                       \
+                Py_UCS4 c = ((const type *)data)[i];                          \
+                if (c > 0xFF && !classes[c])                                  \
+                    state = TEXT_UNCLASSIFIED;                                \
+            }                                                                 \
     }
 
 /* Whether a text can be encoded as it is, read without the GIL: TEXT_READY (no
@@ -1396,9 +1410,9 @@ static int
 text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
 {
     const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
-    int state = TEXT_READY;
+    int state = classes == NULL || classes[0xFF] ? TEXT_READY : TEXT_UNCLASSIFIED;
     if (kind == PyUnicode_1BYTE_KIND)
-        return classes == NULL || classes[0xFF] ? TEXT_READY : TEXT_UNCLASSIFIED;
+        return state;
     if (kind == PyUnicode_2BYTE_KIND)
         TEXT_STATE_LOOP(Py_UCS2)
     else
