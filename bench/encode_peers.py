@@ -61,18 +61,18 @@ def build_tiktoken(name: str, ranks: dict[bytes, int]):
     return tiktoken.Encoding(name=name, pat_str=tiktoken_pattern(name), mergeable_ranks=ranks, special_tokens={})
 
 
-def build_bpestore(name: str, ranks: dict[bytes, int]):
-    from bpestore import Tokenizer
-
+def build_bpestore(name: str):
+    """bpestore's Tokenizer of the shared files: GPT-2's vocabulary and merges, or a rank
+    file (read in C, the core's tables built straight from its ranks)."""
     if name == "gpt2":
+        from bpestore import Tokenizer
         from bpestore.formats.gpt2 import read_gpt2
 
         vocab, merges, specials = read_gpt2(CORPORA / "gpt2_vocab.json", CORPORA / "gpt2_merges.txt")
         return Tokenizer(vocab, merges, specials, name=name)
-    from bpestore.formats.tiktoken_ranks import tiktoken_version
+    from bpestore.formats.tiktoken_ranks import load_tokenizer
 
-    vocab, merges, spec = tiktoken_version(ranks, name, {})
-    return Tokenizer(vocab, merges, spec=spec, name=name)
+    return load_tokenizer(CORPORA / f"{name}_base.tiktoken", name, name=name)
 
 
 def peers(name: str, ranks: dict[bytes, int]) -> dict[str, Encode]:
@@ -109,7 +109,7 @@ def peers(name: str, ranks: dict[bytes, int]) -> dict[str, Encode]:
             found["HF tokenizers"] = lambda text: hf.encode(text, add_special_tokens=False).ids
         except ImportError:
             pass
-    tok = build_bpestore(name, ranks)
+    tok = build_bpestore(name)
     found[f"bpestore ({tok.backend})"] = tok.encode_ordinary
     return found
 
@@ -196,9 +196,8 @@ def single_thread(runs: int, quick: bool) -> str:
 def thread_scaling(threads: tuple[int, ...], runs: int, quick: bool) -> str:
     """bpestore encode_batch(workers=N) and tiktoken encode_ordinary_batch(num_threads=N) on
     english_medium (--quick: its first 4 M characters) cut into documents of 50,000 characters."""
-    ranks = shared_ranks("cl100k")
-    tok = build_bpestore("cl100k", ranks)
-    enc = build_tiktoken("cl100k", ranks)
+    tok = build_bpestore("cl100k")
+    enc = build_tiktoken("cl100k", shared_ranks("cl100k"))
     text = read_text("english_medium", False)[:4_000_000 if quick else None]
     docs = [text[i:i + THREAD_DOC_CHARS] for i in range(0, len(text), THREAD_DOC_CHARS)]
     mb = len(text.encode("utf-8")) / 1e6
@@ -227,8 +226,14 @@ def thread_scaling(threads: tuple[int, ...], runs: int, quick: bool) -> str:
 FRESH = {
     "bpestore": """
 import time, sys; t = time.perf_counter()
-from bench.encode_peers import build_bpestore, shared_ranks
-tok = build_bpestore(sys.argv[1], shared_ranks(sys.argv[1]) if sys.argv[1] != "gpt2" else {})
+from bench.encode_peers import build_bpestore
+tok = build_bpestore(sys.argv[1])
+tok.encode_ordinary(open(sys.argv[2], encoding="utf-8").read())
+print(time.perf_counter() - t)""",
+    "bpestore, from a store": """
+import time, sys; t = time.perf_counter()
+import bpestore
+tok = bpestore.open(sys.argv[3]).tokenizer(sys.argv[1])
 tok.encode_ordinary(open(sys.argv[2], encoding="utf-8").read())
 print(time.perf_counter() - t)""",
     "tiktoken": """
@@ -240,27 +245,46 @@ print(time.perf_counter() - t)""",
 }
 
 
+def fresh_store(folder: Path) -> Path:
+    """A store holding the three encodings, imported from the shared files (not timed)."""
+    import bpestore
+
+    db = folder / "fresh.db"
+    store = bpestore.open(str(db))
+    store.import_gpt2("gpt2", vocab=CORPORA / "gpt2_vocab.json", merges=CORPORA / "gpt2_merges.txt")
+    for name in ENCODINGS[1:]:
+        store.import_tiktoken(name, CORPORA / f"{name}_base.tiktoken", pattern=name)
+    return db
+
+
 def fresh_process(runs: int, quick: bool) -> str:
-    """A fresh process: imports, the tables built from the shared files, one encode of english_medium."""
+    """A fresh process: imports, the tables built from the shared files (or read from a
+    store), one encode of english_medium."""
+    import tempfile
+
     path = prepare_corpus("english_medium")
     if quick:
         short = path.with_name("english_medium_quick.txt")
         short.write_text(read_text("english_medium", True), encoding="utf-8")
         path = short
     rows = []
-    for encoding in ENCODINGS:
-        times: dict[str, list[float]] = {who: [] for who in FRESH}
-        for _ in range(runs):
-            for who, code in FRESH.items():
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-c", code, encoding, str(path)], cwd=REPO, check=True,
-                               capture_output=True)
-                times[who].append(time.perf_counter() - start)
-        ours, theirs = statistics.median(times["bpestore"]), statistics.median(times["tiktoken"])
-        rows.append([encoding, f"{ours:.2f}", f"{theirs:.2f}", f"{theirs / ours:.2f}×"])
-    return (f"#### Fresh process: python start + imports + tables from the shared files + one encode of "
-            f"{path.name}, median of {runs}\n\n"
-            + markdown_table(["encoding", "bpestore (s)", "tiktoken (s)", "bpestore speed × tiktoken"], rows))
+    with tempfile.TemporaryDirectory() as folder:
+        db = fresh_store(Path(folder))
+        for encoding in ENCODINGS:
+            times: dict[str, list[float]] = {who: [] for who in FRESH}
+            for _ in range(runs):
+                for who, code in FRESH.items():
+                    start = time.perf_counter()
+                    subprocess.run([sys.executable, "-c", code, encoding, str(path), str(db)], cwd=REPO, check=True,
+                                   capture_output=True)
+                    times[who].append(time.perf_counter() - start)
+            ours, stored, theirs = (statistics.median(times[who]) for who in FRESH)
+            rows.append([encoding, f"{ours:.2f}", f"{theirs / ours:.2f}×", f"{stored:.2f}", f"{theirs / stored:.2f}×",
+                         f"{theirs:.2f}"])
+    return (f"#### Fresh process: python start + imports + tables from the shared files (or a store) + one "
+            f"encode of {path.name}, median of {runs}\n\n"
+            + markdown_table(["encoding", "bpestore, files (s)", "× tiktoken", "bpestore, store (s)", "× tiktoken",
+                              "tiktoken (s)"], rows))
 
 
 def table_memory() -> str:
@@ -270,7 +294,7 @@ import gc, sys, psutil
 from bench.encode_peers import build_bpestore, build_tiktoken, shared_ranks
 ranks = shared_ranks(sys.argv[1]); gc.collect()
 before = psutil.Process().memory_info().rss
-made = build_bpestore(sys.argv[1], ranks) if sys.argv[2] == "bpestore" else build_tiktoken(sys.argv[1], ranks)
+made = build_bpestore(sys.argv[1]) if sys.argv[2] == "bpestore" else build_tiktoken(sys.argv[1], ranks)
 made.encode_ordinary("warm up the tables: the quick brown fox")
 core = getattr(made, "_fast", None)
 print((psutil.Process().memory_info().rss - before) / 1e6, core.table_bytes() / 1e6 if core is not None else 0)
@@ -331,9 +355,8 @@ def chars_versions(runs: int, quick: bool) -> str:
 
 def long_words(size: int = 1_000_000) -> str:
     """One word of ``size`` characters (no pre-token break): bpestore vs tiktoken, cl100k, one run each."""
-    ranks = shared_ranks("cl100k")
-    tok = build_bpestore("cl100k", ranks)
-    enc = build_tiktoken("cl100k", ranks)
+    tok = build_bpestore("cl100k")
+    enc = build_tiktoken("cl100k", shared_ranks("cl100k"))
     words = {"letters a-z": "".join(chr(0x61 + (i * 7919) % 26) for i in range(size)), "`a` repeated": "a" * size,
              "CJK ideographs": "".join(chr(0x4E00 + (i * 7919) % 2000) for i in range(size // 3)),
              "digits and spaces": "12 " * (size // 3)}

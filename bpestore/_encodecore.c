@@ -118,6 +118,9 @@ typedef struct {
     PyObject **id_objects;  /* an int for each id below n_ids, made at the first list of ids */
     size_t n_ids;
     size_t table_bytes;
+    struct Work **pool;     /* the scratch spaces (and caches) of finished calls, each reused by a later
+                               one: taken and given back with the GIL held, so threads need no lock */
+    size_t n_pool, pool_cap;
 } Encoder;
 
 static inline uint64_t
@@ -183,7 +186,7 @@ typedef struct {
     uint32_t ids[CACHE_IDS_MAX];
 } CacheSlot;
 
-typedef struct {
+typedef struct Work {
     uint32_t *out;
     size_t n_out, out_cap;
     uint8_t *utf8;          /* a word's UTF-8 */
@@ -199,6 +202,10 @@ typedef struct {
     int pair_bits;
     size_t cache_mask;
     int fail;
+    uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
+    uint32_t *touched;     /* the ids whose counts are not 0 */
+    size_t n_touched;
+    int missing;           /* an id without an int: its item left NULL */
 } Work;
 
 static void
@@ -213,6 +220,66 @@ work_free(Work *w)
     free(w->heap);
     free(w->cache);
     free(w->pair_cache);
+    free(w->counts);
+    free(w->touched);
+}
+
+#define KEEP_IDS (1u << 18)       /* room a scratch space keeps between calls: ids, */
+#define KEEP_UTF8 (1u << 20)      /* UTF-8 bytes, */
+#define KEEP_SYMBOLS (1u << 16)   /* and symbols of a word */
+
+/* A scratch space for one call (GIL held): one a finished call gave back, else a new
+   one; NULL with MemoryError. */
+static Work *
+work_take(Encoder *e)
+{
+    if (e->n_pool)
+        return e->pool[--e->n_pool];
+    Work *w = calloc(1, sizeof(Work));
+    if (w == NULL)
+        PyErr_NoMemory();
+    return w;
+}
+
+/* A call's scratch space given back (GIL held): kept for the next call, its caches
+   with it, less what a long text or word grew it to. */
+static void
+work_give(Encoder *e, Work *w)
+{
+    w->n_out = 0;
+    w->fail = 0;
+    if (w->out_cap > KEEP_IDS) {
+        free(w->out);
+        w->out = NULL;
+        w->out_cap = 0;
+    }
+    if (w->utf8_cap > KEEP_UTF8) {
+        free(w->utf8);
+        w->utf8 = NULL;
+        w->utf8_cap = 0;
+    }
+    if (w->symbols_cap > KEEP_SYMBOLS || w->heap_cap > KEEP_SYMBOLS) {
+        free(w->symbols);
+        free(w->positions);
+        free(w->next);
+        free(w->prev);
+        free(w->heap);
+        w->symbols = w->positions = w->next = w->prev = NULL;
+        w->heap = NULL;
+        w->symbols_cap = w->heap_cap = 0;
+    }
+    if (e->n_pool == e->pool_cap) {
+        size_t cap = e->pool_cap ? 2 * e->pool_cap : 4;
+        Work **bigger = PyMem_RawRealloc(e->pool, cap * sizeof(Work *));
+        if (bigger == NULL) {
+            work_free(w);
+            free(w);
+            return;
+        }
+        e->pool = bigger;
+        e->pool_cap = cap;
+    }
+    e->pool[e->n_pool++] = w;
 }
 
 /* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
@@ -278,18 +345,28 @@ symbols_room(Work *w, size_t n)
 }
 
 /* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX) and of `chars` / 4 pairs
-   (256..65,536): a short text does not pay for large ones. */
+   (256..65,536): a short text does not pay for large ones. A scratch space used
+   before keeps its caches (what they hold stays true for its encoder) unless this
+   text wants larger ones. */
 static void
 cache_init(Work *w, Py_ssize_t chars)
 {
     size_t slots = 64;
     while (slots < CACHE_SLOTS_MAX && (Py_ssize_t)slots * 8 < chars)
         slots <<= 1;
-    w->cache = calloc(slots, sizeof(CacheSlot));
-    w->cache_mask = slots - 1;
-    w->pair_bits = 8;
-    while (w->pair_bits < PAIR_CACHE_BITS && ((Py_ssize_t)1 << w->pair_bits) * 4 < chars)
-        w->pair_bits++;
+    if (w->cache == NULL || w->cache_mask + 1 < slots) {
+        free(w->cache);
+        w->cache = calloc(slots, sizeof(CacheSlot));
+        w->cache_mask = slots - 1;
+    }
+    int bits = 8;
+    while (bits < PAIR_CACHE_BITS && ((Py_ssize_t)1 << bits) * 4 < chars)
+        bits++;
+    if (bits > w->pair_bits) {  /* symbolize makes it, this size, when first needed */
+        free(w->pair_cache);
+        w->pair_cache = NULL;
+        w->pair_bits = bits;
+    }
 }
 
 /* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
@@ -744,6 +821,11 @@ Encoder_dealloc(Encoder *e)
         for (size_t i = 0; i < e->n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
     PyMem_Free(e->id_objects);
+    for (size_t i = 0; i < e->n_pool; i++) {
+        work_free(e->pool[i]);
+        free(e->pool[i]);
+    }
+    PyMem_RawFree(e->pool);
     Py_XDECREF(e->classify);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
@@ -752,6 +834,28 @@ Encoder_dealloc(Encoder *e)
 static uint32_t *
 uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
 {
+    Py_buffer view;  /* an array of uint32 (a stored version's columns) is copied as it is */
+    if (PyObject_CheckBuffer(seq) && PyObject_GetBuffer(seq, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+        uint32_t *out = NULL;
+        if (view.itemsize == 4 && view.format != NULL && strcmp(view.format, "I") == 0) {
+            *n = view.len / 4;
+            out = PyMem_RawMalloc((size_t)(*n ? *n : 1) * sizeof(uint32_t));
+            if (out == NULL)
+                PyErr_NoMemory();
+            else
+                memcpy(out, view.buf, (size_t)*n * sizeof(uint32_t));
+            for (Py_ssize_t i = 0; out != NULL && i < *n; i++)
+                if (out[i] == NO_ID) {
+                    PyErr_Format(PyExc_ValueError, "%s: id %lu is too large", what, (unsigned long)out[i]);
+                    PyMem_RawFree(out);
+                    out = NULL;
+                }
+            PyBuffer_Release(&view);
+            return out;
+        }
+        PyBuffer_Release(&view);
+    }
+    PyErr_Clear();
     PyObject *fast = PySequence_Fast(seq, what);
     if (fast == NULL)
         return NULL;
@@ -961,6 +1065,32 @@ build_chars(Encoder *e, PyObject *chars)
     return 0;
 }
 
+/* Plain byte symbols without byte_ids: each byte's id is the lowest id of its one-byte token. */
+static int
+byte_ids_of_tokens(Encoder *e, PyObject *tokens)
+{
+    PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
+    if (fast == NULL)
+        return -1;
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    int found = 0;
+    for (Py_ssize_t id = 0; id < PySequence_Fast_GET_SIZE(fast); id++)
+        if (PyBytes_Check(items[id]) && PyBytes_GET_SIZE(items[id]) == 1) {
+            uint8_t b = (uint8_t)PyBytes_AS_STRING(items[id])[0];
+            if (e->byte_ids[b] == NO_ID) {
+                e->byte_ids[b] = (uint32_t)id;
+                found++;
+            }
+        }
+    Py_DECREF(fast);
+    if (found < 256) {
+        PyErr_Format(PyExc_ValueError, "byte_ids: %d of the 256 bytes have no token", 256 - found);
+        return -1;
+    }
+    e->has_bytes = 1;
+    return 0;
+}
+
 static uint32_t
 optional_id(long v)
 {
@@ -1021,6 +1151,9 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         memcpy(e->byte_ids, ids, sizeof e->byte_ids);
         PyMem_RawFree(ids);
         e->has_bytes = 1;
+    } else if (!e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
+        if (byte_ids_of_tokens(e, tokens) < 0)
+            goto fail;
     } else if (!e->chars || fallback) {
         PyErr_SetString(PyExc_ValueError, "byte symbols (or byte fallback) need byte_ids");
         goto fail;
@@ -1076,58 +1209,162 @@ fail:
 
 /* -- encoding -------------------------------------------------------------------------------- */
 
-/* The ids of one call as a list, or (as_bytes) as bytes of native uint32. The ints of
-   the ids are made once per encoder (a list of a million ids makes no new object). */
-static PyObject *
-result(Encoder *e, Work *w, int as_bytes)
+/* The int of each id below n_ids, made once per encoder (a list of a million ids
+   makes no new object); 0, or -1 with an exception. */
+static int
+make_id_objects(Encoder *e)
 {
-    if (as_bytes)
-        return PyBytes_FromStringAndSize((const char *)w->out, (Py_ssize_t)(w->n_out * sizeof(uint32_t)));
-    if (e->id_objects == NULL && e->n_ids) {
-        PyObject **objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *));
-        if (objects == NULL)
-            return PyErr_NoMemory();
-        for (size_t i = 0; i < e->n_ids; i++)
-            if ((objects[i] = PyLong_FromSize_t(i)) == NULL) {
-                for (size_t j = 0; j < i; j++)
-                    Py_DECREF(objects[j]);
-                PyMem_Free(objects);
-                return NULL;
-            }
-        e->id_objects = objects;
-        e->table_bytes += e->n_ids * (sizeof(PyObject *) + 32);
+    if (e->id_objects != NULL || e->n_ids == 0)
+        return 0;
+    PyObject **objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *));
+    if (objects == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    PyObject *list = PyList_New((Py_ssize_t)w->n_out);
-    if (list == NULL)
-        return NULL;
-    for (size_t i = 0; i < w->n_out; i++) {
-        uint32_t id = w->out[i];
-        if (id < e->n_ids) {
-            Py_INCREF(e->id_objects[id]);
-            PyList_SET_ITEM(list, (Py_ssize_t)i, e->id_objects[id]);
-            continue;
+    for (size_t i = 0; i < e->n_ids; i++)
+        if ((objects[i] = PyLong_FromSize_t(i)) == NULL) {
+            for (size_t j = 0; j < i; j++)
+                Py_DECREF(objects[j]);
+            PyMem_Free(objects);
+            return -1;
         }
-        PyObject *v = PyLong_FromUnsignedLong(id);
-        if (v == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
-    }
-    return list;
+    e->id_objects = objects;
+    e->table_bytes += e->n_ids * (sizeof(PyObject *) + 32);
+    return 0;
 }
 
+/* Without the GIL: the items of new lists (untracked, seen by no other thread), each
+   lists[k] holding the ids w->out[spans[2k]..spans[2k + 1]); the references to each
+   id's int are counted in w->counts, to be added by count_references. The encoder
+   holds a reference to every one of its ints, so none can go meanwhile. An id
+   without an int (never, where the caller's ids are the tokens') leaves a NULL. */
+static void
+fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+{
+    PyObject **objects = e->id_objects;
+    uint32_t *counts = w->counts, *touched = w->touched;
+    size_t n_ids = e->n_ids, n_touched = 0;
+    int missing = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (lists[k] == Py_None)
+            continue;
+        PyObject **items = ((PyListObject *)lists[k])->ob_item;
+        const uint32_t *ids = w->out + spans[2 * k];
+        size_t len = spans[2 * k + 1] - spans[2 * k];
+        for (size_t i = 0; i < len; i++) {
+            uint32_t id = ids[i];
+            if (id >= n_ids) {
+                items[i] = NULL;
+                missing = 1;
+                continue;
+            }
+            items[i] = objects[id];
+            if (counts[id]++ == 0)
+                touched[n_touched++] = id;
+        }
+    }
+    w->n_touched = n_touched;
+    w->missing = missing;
+}
+
+/* With the GIL: fill_lists' counts added to the ints' reference counts, once per id;
+   the ids without an int made; the lists tracked. 0, or -1 with an exception (every
+   list then complete, so that freeing them is safe). */
+static int
+count_references(Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+{
+    for (size_t t = 0; t < w->n_touched; t++) {
+        uint32_t id = w->touched[t];
+        PyObject *o = e->id_objects[id];
+        Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)w->counts[id]);
+        w->counts[id] = 0;
+    }
+    w->n_touched = 0;
+    int rc = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (lists[k] == Py_None)
+            continue;
+        PyObject **items = ((PyListObject *)lists[k])->ob_item;
+        size_t len = w->missing ? spans[2 * k + 1] - spans[2 * k] : 0;
+        for (size_t i = 0; i < len; i++)
+            if (items[i] == NULL && (items[i] = PyLong_FromUnsignedLong(w->out[spans[2 * k] + i])) == NULL) {
+                items[i] = Py_NewRef(Py_None);
+                rc = -1;
+            }
+        PyObject_GC_Track(lists[k]);
+    }
+    return rc;
+}
+
+/* The ids of each span of w->out (spans[2k]..spans[2k + 1]; SIZE_MAX: None) as lists,
+   or (as_bytes) as bytes of native uint32, in out[0..n). The lists are filled with the
+   GIL released: what holds it is a step per list and per distinct id, not per id.
+   0, or -1 with an exception (out then holds nothing). */
+static int
+ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes, PyObject **out)
+{
+    Py_ssize_t k = 0;
+    if (!as_bytes && make_id_objects(e) < 0)
+        return -1;
+    if (!as_bytes && w->counts == NULL && e->n_ids) {
+        w->counts = calloc(e->n_ids, sizeof(uint32_t));
+        w->touched = malloc(e->n_ids * sizeof(uint32_t));
+        if (w->counts == NULL || w->touched == NULL) {
+            free(w->counts);
+            free(w->touched);
+            w->counts = w->touched = NULL;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (; k < n; k++) {
+        size_t start = spans[2 * k], end = spans[2 * k + 1];
+        if (end == SIZE_MAX)
+            out[k] = Py_NewRef(Py_None);
+        else if (as_bytes)
+            out[k] = PyBytes_FromStringAndSize((const char *)(w->out + start), (Py_ssize_t)((end - start) * 4));
+        else if ((out[k] = PyList_New((Py_ssize_t)(end - start))) != NULL)
+            PyObject_GC_UnTrack(out[k]);
+        if (out[k] == NULL)
+            break;
+    }
+    if (as_bytes || k < n) {
+        if (k < n) {
+            for (Py_ssize_t j = 0; j < k; j++) {
+                if (!as_bytes && out[j] != Py_None)
+                    PyObject_GC_Track(out[j]);  /* their items still NULL: freed as empty */
+                Py_CLEAR(out[j]);
+            }
+            return -1;
+        }
+        return 0;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    fill_lists(e, w, out, spans, n);
+    Py_END_ALLOW_THREADS
+    if (count_references(e, w, out, spans, n) < 0) {
+        for (Py_ssize_t j = 0; j < n; j++)
+            Py_CLEAR(out[j]);
+        return -1;
+    }
+    return 0;
+}
+
+/* The result of a call (its ids, None for an unknown character, or MemoryError); its
+   scratch space goes back to the pool. */
 static PyObject *
 finish(Encoder *e, Work *w, int rc, int as_bytes)
 {
     PyObject *out;
-    if (rc == 0)
-        out = result(e, w, as_bytes);
-    else if (w->fail == FAIL_UNKNOWN_CHAR)
+    size_t span[2] = {0, w->n_out};
+    if (rc == 0) {
+        if (ids_objects(e, w, span, 1, as_bytes, &out) < 0)
+            out = NULL;
+    } else if (w->fail == FAIL_UNKNOWN_CHAR)
         out = Py_NewRef(Py_None);
     else
         out = PyErr_NoMemory();
-    work_free(w);
+    work_give(e, w);
     return out;
 }
 
@@ -1144,6 +1381,107 @@ has_surrogate(const void *data, int kind, Py_ssize_t n)
     return 0;
 }
 
+enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
+
+/* Over each block of 4,096 characters: the surrogate test without a branch (the
+   compiler may vectorize it), the class of each character above Latin-1 (those below
+   are asked all at once, classify_text) looked up where the test finds one. */
+#define TEXT_STATE_LOOP(type)                                                 \
+    for (Py_ssize_t start = 0; start < n; start += 4096) {                    \
+        Py_ssize_t stop = n - start < 4096 ? n : start + 4096;                \
+        uint32_t surrogates = 0;                                              \
+        for (Py_ssize_t i = start; i < stop; i++)                             \
+            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
+        if (surrogates)                                                       \
+            return TEXT_SURROGATE;                                            \
+        if (classes != NULL && state == TEXT_READY)                           \
+            for (Py_ssize_t i = start; i < stop; i++) {                       \
+                Py_UCS4 c = ((const type *)data)[i];                          \
+                if (c > 0xFF && !classes[c])                                  \
+                    state = TEXT_UNCLASSIFIED;                                \
+            }                                                                 \
+    }
+
+/* Whether a text can be encoded as it is, read without the GIL: TEXT_READY (no
+   surrogate, and every character's class known where a pattern is scanned),
+   TEXT_SURROGATE, or TEXT_UNCLASSIFIED (settle_text asks the classes, with the GIL).
+   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
+static int
+text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
+{
+    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
+    int state = classes == NULL || classes[0xFF] ? TEXT_READY : TEXT_UNCLASSIFIED;
+    if (kind == PyUnicode_1BYTE_KIND)
+        return state;
+    if (kind == PyUnicode_2BYTE_KIND)
+        TEXT_STATE_LOOP(Py_UCS2)
+    else
+        TEXT_STATE_LOOP(Py_UCS4)
+    return state;
+}
+
+/* What text_state left to the GIL: TEXT_SURROGATE, or TEXT_READY once every class is
+   known; -1 with an exception. */
+static int
+settle_text(Encoder *e, PyObject *text)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const void *data = PyUnicode_DATA(text);
+    int kind = PyUnicode_KIND(text);
+    if (!PyUnicode_IS_ASCII(text) && has_surrogate(data, kind, n))
+        return TEXT_SURROGATE;
+    if (e->pattern != PATTERN_NONE && n && classify_text(e->classes, data, kind, n, e->classify) < 0)
+        return -1;
+    return TEXT_READY;
+}
+
+/* A ready text's ids added to w->out, without the GIL; 0, or -1 (w->fail set). */
+static int
+encode_text(const Encoder *e, Work *w, PyObject *text)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const void *data = PyUnicode_DATA(text);
+    int kind = PyUnicode_KIND(text), ascii = PyUnicode_IS_ASCII(text);
+    if (n == 0)
+        return 0;
+    if (e->pattern == PATTERN_NONE)
+        return encode_span(e, w, data, kind, ascii, 0, n);
+    return scanners[e->pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](e, w, data, ascii, n);
+}
+
+/* One text of a call, its ids added to w->out: its state (TEXT_READY: encoded,
+   TEXT_SURROGATE or TEXT_NONE: a character the version has no symbol for, its ids
+   taken back), or -1 with an exception. The GIL is released while it encodes. */
+static int
+encode_one(Encoder *e, Work *w, PyObject *text)
+{
+    const void *data = PyUnicode_DATA(text);
+    int kind = PyUnicode_KIND(text), state, rc = 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    size_t before = w->n_out;
+    Py_BEGIN_ALLOW_THREADS
+    state = text_state(e, data, kind, n);
+    if (state == TEXT_READY)
+        rc = encode_text(e, w, text);
+    Py_END_ALLOW_THREADS
+    if (state == TEXT_UNCLASSIFIED) {
+        state = settle_text(e, text);
+        if (state == TEXT_READY) {
+            Py_BEGIN_ALLOW_THREADS
+            rc = encode_text(e, w, text);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    if (rc < 0 && w->fail == FAIL_UNKNOWN_CHAR) {
+        w->fail = 0;
+        w->n_out = before;
+        return TEXT_NONE;
+    }
+    if (rc < 0)
+        PyErr_NoMemory();
+    return rc < 0 ? -1 : state;
+}
+
 static PyObject *
 Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
 {
@@ -1152,27 +1490,93 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
     int as_bytes = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|p:encode", names, &text, &as_bytes))
         return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    const void *data = PyUnicode_DATA(text);
-    int kind = PyUnicode_KIND(text);
-    int ascii = PyUnicode_IS_ASCII(text);
-    if (!ascii && has_surrogate(data, kind, n))
-        Py_RETURN_NONE;
-    if (e->pattern != PATTERN_NONE && n && classify_text(e->classes, data, kind, n, e->classify) < 0)
+    Work *w = work_take(e);
+    if (w == NULL)
         return NULL;
-    Work w;
-    memset(&w, 0, sizeof w);
+    cache_init(w, PyUnicode_GET_LENGTH(text));
+    int state = encode_one(e, w, text);
+    if (state != TEXT_READY) {
+        work_give(e, w);
+        return state < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    return finish(e, w, 0, as_bytes);
+}
+
+/* encode_batch's texts: their ids, in one scratch space; spans[2k], spans[2k + 1]:
+   where text k's ids start and end, SIZE_MAX where it gives None. The GIL is released
+   once for every text ready (text_state), then once for each that was not (texts with
+   characters met for the first time). 0, or -1 with an exception. */
+static int
+encode_texts(Encoder *e, Work *w, PyObject *const *texts, Py_ssize_t n, size_t *spans)
+{
+    Py_ssize_t chars = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (!PyUnicode_Check(texts[k])) {
+            PyErr_Format(PyExc_TypeError, "texts must be str, not %.100s", Py_TYPE(texts[k])->tp_name);
+            return -1;
+        }
+        chars += PyUnicode_GET_LENGTH(texts[k]);
+    }
+    cache_init(w, chars);
     int rc = 0;
     Py_BEGIN_ALLOW_THREADS
-    cache_init(&w, n);
-    if (n == 0)
-        rc = 0;
-    else if (e->pattern == PATTERN_NONE)
-        rc = encode_span(e, &w, data, kind, ascii, 0, n);
-    else
-        rc = scanners[e->pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](e, &w, data, ascii, n);
+    for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
+        PyObject *text = texts[k];
+        int state = text_state(e, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
+        spans[2 * k] = w->n_out;
+        spans[2 * k + 1] = SIZE_MAX;
+        if (state == TEXT_UNCLASSIFIED)
+            spans[2 * k] = SIZE_MAX;  /* encoded below */
+        else if (state == TEXT_READY && (rc = encode_text(e, w, text)) == 0)
+            spans[2 * k + 1] = w->n_out;
+        else if (rc < 0 && w->fail == FAIL_UNKNOWN_CHAR) {
+            w->fail = rc = 0;
+            w->n_out = spans[2 * k];
+        }
+    }
     Py_END_ALLOW_THREADS
-    return finish(e, &w, rc, as_bytes);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (spans[2 * k] != SIZE_MAX)
+            continue;
+        spans[2 * k] = w->n_out;
+        int state = encode_one(e, w, texts[k]);
+        if (state < 0)
+            return -1;
+        spans[2 * k + 1] = state == TEXT_READY ? w->n_out : SIZE_MAX;
+    }
+    return 0;
+}
+
+static PyObject *
+Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"texts", "as_bytes", NULL};
+    PyObject *texts;
+    int as_bytes = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:encode_batch", names, &texts, &as_bytes))
+        return NULL;
+    PyObject *tuple = PySequence_Tuple(texts);  /* ours: nobody changes it while the GIL is released */
+    if (tuple == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    size_t *spans = PyMem_RawMalloc((size_t)(n ? n : 1) * 2 * sizeof(size_t));
+    Work *w = spans != NULL ? work_take(e) : NULL;
+    PyObject *out = NULL;
+    if (spans == NULL)
+        PyErr_NoMemory();
+    if (w != NULL && encode_texts(e, w, &PyTuple_GET_ITEM(tuple, 0), n, spans) == 0
+            && (out = PyList_New(n)) != NULL
+            && ids_objects(e, w, spans, n, as_bytes, ((PyListObject *)out)->ob_item) < 0)
+        Py_CLEAR(out);  /* its items NULL: freed as empty */
+    if (w != NULL)
+        work_give(e, w);
+    PyMem_RawFree(spans);
+    Py_DECREF(tuple);
+    return out;
 }
 
 static PyObject *
@@ -1199,19 +1603,22 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
             Py_RETURN_NONE;
         }
     }
-    Work w;
-    memset(&w, 0, sizeof w);
+    Work *w = work_take(e);
+    if (w == NULL) {
+        Py_DECREF(tuple);
+        return NULL;
+    }
     int rc = 0;
     Py_BEGIN_ALLOW_THREADS
-    cache_init(&w, 8 * n);
+    cache_init(w, 8 * n);
     for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
         PyObject *word = PyTuple_GET_ITEM(tuple, k);
-        rc = encode_span(e, &w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
+        rc = encode_span(e, w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
                          PyUnicode_GET_LENGTH(word));
     }
     Py_END_ALLOW_THREADS
     Py_DECREF(tuple);
-    return finish(e, &w, rc, as_bytes);
+    return finish(e, w, rc, as_bytes);
 }
 
 static PyObject *
@@ -1226,6 +1633,10 @@ static PyMethodDef Encoder_methods[] = {
      "The ids of text (cut by the encoder's pattern, or one word where it has none); as_bytes:\n"
      "as native uint32 bytes. None where the text holds a surrogate or a character the\n"
      "version has no symbol for."},
+    {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
+     "encode_batch(texts, as_bytes=False) -> list[list[int] | bytes | None]\n\n"
+     "encode of each text, in one call: one scratch space and cache, the GIL released while\n"
+     "each text is encoded."},
     {"encode_words", (PyCFunction)(void (*)(void))Encoder_encode_words, METH_VARARGS | METH_KEYWORDS,
      "encode_words(words, as_bytes=False) -> list[int] | bytes | None\n\n"
      "The ids of words already cut, in order (as encode)."},
@@ -1253,10 +1664,210 @@ static PyTypeObject EncoderType = {
     .tp_new = Encoder_new,
 };
 
+/* -- rank files ------------------------------------------------------------------------------- */
+
+#define RANK_LINE_MAX (1u << 20)
+#define RANK_MAX 0x7FFFFFFFu
+
+static inline int
+base64_value(uint8_t c)
+{
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* The bytes of p[0..n), strict base64 with its padding, at out; their number, or -1. */
+static Py_ssize_t
+base64_decode(const uint8_t *p, size_t n, uint8_t *out)
+{
+    if (n == 0 || n % 4)
+        return -1;
+    size_t pad = p[n - 1] == '=' ? (p[n - 2] == '=' ? 2 : 1) : 0;
+    uint8_t *o = out;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4];
+        for (int j = 0; j < 4; j++) {
+            v[j] = i + j >= n - pad ? 0 : base64_value(p[i + j]);
+            if (v[j] < 0)
+                return -1;
+        }
+        uint32_t x = ((uint32_t)v[0] << 18) | ((uint32_t)v[1] << 12) | ((uint32_t)v[2] << 6) | (uint32_t)v[3];
+        *o++ = (uint8_t)(x >> 16);
+        if (i + 4 < n || pad < 2)
+            *o++ = (uint8_t)(x >> 8);
+        if (i + 4 < n || pad < 1)
+            *o++ = (uint8_t)x;
+    }
+    return o - out;
+}
+
+static inline int
+is_blank(uint8_t c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+typedef struct {
+    uint8_t *bytes;       /* every token's bytes, in file order */
+    uint32_t *offsets;    /* token k: bytes[offsets[k]..offsets[k + 1]) */
+    uint32_t *ranks;
+    size_t n;
+    uint32_t max_rank;
+} RankFile;
+
+/* The tokens and ranks of a rank file in its plainest form (each line a base64 token,
+   blanks, a decimal rank); 0, or -1 where anything else is met (the caller's reader
+   then says what), or -2 out of memory. Run without the GIL. */
+static int
+parse_rank_lines(const uint8_t *p, size_t size, RankFile *f)
+{
+    size_t lines = 1;
+    for (size_t i = 0; i < size; i++)
+        lines += p[i] == '\n';
+    f->bytes = malloc(size ? size : 1);
+    f->offsets = malloc((lines + 1) * sizeof(uint32_t));
+    f->ranks = malloc(lines * sizeof(uint32_t));
+    if (f->bytes == NULL || f->offsets == NULL || f->ranks == NULL || size >= NO_ID)
+        return size >= NO_ID ? -1 : -2;
+    size_t at = 0;
+    f->offsets[0] = 0;
+    for (size_t i = 0; i < size;) {
+        const uint8_t *end = memchr(p + i, '\n', size - i);
+        size_t stop = end ? (size_t)(end - p) : size, next = stop + 1;
+        if (stop - i >= RANK_LINE_MAX)
+            return -1;
+        while (i < stop && is_blank(p[i]))
+            i++;
+        while (stop > i && is_blank(p[stop - 1]))
+            stop--;
+        if (i == stop) {
+            i = next;
+            continue;
+        }
+        size_t token_end = i;
+        while (token_end < stop && !is_blank(p[token_end]))
+            token_end++;
+        size_t digits = token_end;
+        while (digits < stop && is_blank(p[digits]))
+            digits++;
+        if (digits == token_end || digits == stop)
+            return -1;
+        uint64_t rank = 0;
+        for (size_t j = digits; j < stop; j++) {
+            if (p[j] < '0' || p[j] > '9' || (rank = rank * 10 + (p[j] - '0')) > RANK_MAX)
+                return -1;
+        }
+        Py_ssize_t len = base64_decode(p + i, token_end - i, f->bytes + at);
+        if (len <= 0)
+            return -1;
+        at += (size_t)len;
+        f->ranks[f->n] = (uint32_t)rank;
+        f->offsets[++f->n] = (uint32_t)at;
+        if (rank > f->max_rank)
+            f->max_rank = (uint32_t)rank;
+        i = next;
+    }
+    return 0;
+}
+
+/* Whether two tokens of the file are the same bytes, or two have one rank; -1 out of memory. */
+static int
+has_repeats(const RankFile *f)
+{
+    size_t capacity = capacity_for(f->n);
+    uint32_t *slots = malloc(capacity * sizeof(uint32_t));
+    uint8_t *seen = calloc((size_t)f->max_rank / 8 + 1, 1);
+    int found = 0;
+    if (slots == NULL || seen == NULL) {
+        free(slots);
+        free(seen);
+        return -1;
+    }
+    memset(slots, 0xFF, capacity * sizeof(uint32_t));
+    for (size_t k = 0; k < f->n && !found; k++) {
+        uint32_t r = f->ranks[k];
+        found = (seen[r >> 3] >> (r & 7)) & 1;
+        seen[r >> 3] |= (uint8_t)(1u << (r & 7));
+        const uint8_t *t = f->bytes + f->offsets[k];
+        size_t len = f->offsets[k + 1] - f->offsets[k];
+        size_t j = (size_t)hash_bytes(t, len) & (capacity - 1);
+        for (; slots[j] != NO_ID && !found; j = (j + 1) & (capacity - 1)) {
+            uint32_t o = slots[j];
+            found = f->offsets[o + 1] - f->offsets[o] == len && memcmp(f->bytes + f->offsets[o], t, len) == 0;
+        }
+        slots[j] = (uint32_t)k;
+    }
+    free(slots);
+    free(seen);
+    return found;
+}
+
+static PyObject *
+rank_tokens(const RankFile *f)
+{
+    PyObject *tokens = PyList_New((Py_ssize_t)f->max_rank + 1);
+    if (tokens == NULL)
+        return NULL;
+    for (Py_ssize_t r = 0; r <= (Py_ssize_t)f->max_rank; r++)
+        PyList_SET_ITEM(tokens, r, Py_NewRef(Py_None));
+    for (size_t k = 0; k < f->n; k++) {
+        PyObject *t = PyBytes_FromStringAndSize((const char *)f->bytes + f->offsets[k],
+                                                (Py_ssize_t)(f->offsets[k + 1] - f->offsets[k]));
+        if (t == NULL) {
+            Py_DECREF(tokens);
+            return NULL;
+        }
+        Py_SETREF(((PyListObject *)tokens)->ob_item[f->ranks[k]], t);
+    }
+    return tokens;
+}
+
+static PyObject *
+read_rank_file(PyObject *module, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    RankFile f = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = parse_rank_lines(view.buf, (size_t)view.len, &f);
+    if (rc == 0 && (f.n == 0 || f.max_rank >= 4 * f.n + 1024))
+        rc = -1;  /* none, or ranks far apart: the caller's reader decides */
+    if (rc == 0 && has_repeats(&f) != 0)
+        rc = -1;  /* (or no memory to look: the caller's reader looks) */
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *out = NULL;
+    if (rc == -2 || (rc == 0 && f.n >= NO_ID))
+        PyErr_NoMemory();
+    else if (rc == -1)
+        out = Py_NewRef(Py_None);
+    else
+        out = rank_tokens(&f);
+    free(f.bytes);
+    free(f.offsets);
+    free(f.ranks);
+    return out;
+}
+
+static PyMethodDef module_functions[] = {
+    {"read_rank_file", read_rank_file, METH_O,
+     "read_rank_file(data) -> list[bytes | None] | None\n\n"
+     "The tokens of a tiktoken rank file's bytes (base64 token, rank a line), by rank (None\n"
+     "where no token has it); None where a line is not in that plain form, a token or a\n"
+     "rank repeats, or the ranks are far apart (the caller's own reader says what)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_encodecore",
     "Pre-tokenize and merge text into token ids (optional compiled core).",
-    -1, NULL,
+    -1, module_functions,
 };
 
 PyMODINIT_FUNC

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import alphabet, native
 from .spec import EncoderFacts, TokenizerSpec
@@ -50,51 +50,84 @@ def core_problem(spec: TokenizerSpec) -> str | None:
 
 
 def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts | None) -> CoreEncoder:
-    """The core for a version, from its reference encoder's token index and merge ids
-    (looked up from the merges where the version gave none, or where a token's bytes
-    repeat); ``facts`` that passed the rank-equivalence check say that every merged
-    token encodes to itself (else the core checks each, once)."""
+    """The core for a version, from its merge ids and tokens (a stored version's
+    columns, handed over as they are) where every token's bytes are its own and the
+    symbols are plain bytes (the core finds each byte's id); else from its reference
+    encoder's token index, the merge ids looked up from the merges where the version
+    gave none or a token's bytes repeat. ``facts`` that passed the rank-equivalence
+    check say that every merged token encodes to itself (else the core checks each, once)."""
+    whole = facts is not None and facts.fast_problem is None
+    vocab, merge_ids = python.vocab, python.merge_ids
+    if (merge_ids is not None and spec.byte_level and spec.start_of_word is None and spec.end_of_word is None
+            and len(set(vocab.values())) == len(vocab)):
+        try:
+            return CoreEncoder(merge_core(spec, vocab, None, merge_ids, whole=whole, special_ids=python.special_ids),
+                               spec, python.pipeline.pretokenize)
+        except ValueError:
+            pass  # a byte without its token: the index below says which
     id_of = python.index.id_of
-    merge_ids = python.merge_ids
-    if merge_ids is None or len(id_of) != len(python.vocab) - len(set(python.special_ids)):
+    if merge_ids is None or len(id_of) != len(vocab) - len(set(python.special_ids)):
         merges = python.merges
         merge_ids = ([id_of[left] for left, _ in merges], [id_of[right] for _, right in merges],
                      [id_of[left + right] for left, right in merges])
-    whole = facts is not None and facts.fast_problem is None
-    return CoreEncoder(spec, python.vocab, id_of, merge_ids, whole=whole, pretokenize=python.pipeline.pretokenize)
+    return CoreEncoder(merge_core(spec, vocab, id_of, merge_ids, whole=whole), spec, python.pipeline.pretokenize)
+
+
+def for_ranks(spec: TokenizerSpec, tokens: Sequence[bytes | None],
+              pretokenize: Callable[[str], list[str]]) -> CoreEncoder:
+    """The core for a rank file's tokens (by rank, None where no token has one): the
+    adjacent pair whose bytes have the lowest rank joined first, tiktoken's rule,
+    its tables built in C straight from the tokens."""
+    assert CORE is not None, "core_problem() said the core is built"
+    pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)  # byte ids: the ranks of the one-byte tokens
+    return CoreEncoder(CORE.Encoder(tokens, None, None, mode=MODE_RANKS, pattern=pattern, classify=char_class),
+                       spec, pretokenize)
+
+
+def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int] | None,
+               merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]], *, whole: bool,
+               special_ids: Sequence[int] = ()) -> Any:
+    """The core with the merge rule: ``merge_ids``: each merge's left, right and made
+    ids, by rank; ``whole``: every token a merge makes encodes to itself (else the core
+    checks each, once); ``id_of``: each ordinary token's id by its bytes, or None on
+    plain byte symbols where every token's bytes are its own (the core then takes each
+    byte's id from the tokens, ``special_ids`` aside)."""
+    assert CORE is not None, "core_problem() said the core is built"
+    assert spec.segmentation == "merge", "core_problem() said merge segmentation"
+    n_vocab = max(vocab) + 1 if vocab else 0
+    tokens = list(map(vocab.get, range(n_vocab)))
+    if id_of is None:
+        for special in special_ids:
+            tokens[special] = None
+        pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
+        return CORE.Encoder(tokens, merge_ids, None, mode=MODE_MERGE, pattern=pattern, classify=char_class,
+                            whole=whole)
+    byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
+    options: dict = {}
+    if not spec.byte_level:
+        options["chars"] = alphabet.char_ids(id_of)
+        options["fallback"] = spec.byte_fallback
+        if spec.unk_token is not None:
+            options["unk"] = id_of[spec.unk_token.encode("utf-8")]
+    if spec.start_of_word is not None:
+        options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
+    if spec.end_of_word is not None:
+        options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
+    pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
+    return CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern, classify=char_class,
+                        whole=whole, **options)
 
 
 class CoreEncoder:
     """The compiled core built for one version, no special tokens (the
     tokenizer matches those first)."""
 
-    def __init__(self, spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int],
-                 merge_ids: tuple[Sequence[int], Sequence[int], Sequence[int]], *, whole: bool,
-                 pretokenize: Callable[[str], list[str]]) -> None:
-        """``merge_ids``: each merge's left, right and made ids, by rank;
-        ``whole``: every token a merge makes encodes to itself (else the core
-        checks each, once); ``pretokenize``: the spec's pipeline (normalize, then
-        cut words), used where the pattern is not one the core scans."""
-        assert CORE is not None, "core_problem() said the core is built"
-        assert spec.segmentation == "merge", "core_problem() said merge segmentation"
-        n_vocab = max(vocab) + 1 if vocab else 0
-        tokens = list(map(vocab.get, range(n_vocab)))
-        byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
-        options: dict = {}
-        if not spec.byte_level:
-            options["chars"] = alphabet.char_ids(id_of)
-            options["fallback"] = spec.byte_fallback
-            if spec.unk_token is not None:
-                options["unk"] = id_of[spec.unk_token.encode("utf-8")]
-        if spec.start_of_word is not None:
-            options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
-        if spec.end_of_word is not None:
-            options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
-        pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
-        self._core = CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern,
-                                  classify=char_class, whole=whole, **options)
+    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]]) -> None:
+        """``core``: a ``CORE.Encoder``; ``pretokenize``: the spec's pipeline (normalize,
+        then cut words), used where the pattern is not one the core scans."""
+        self._core = core
         self._steps = spec.normalizer_steps
-        self._pretokenize = None if pattern >= 0 else pretokenize
+        self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 
     def _ids(self, text: str, as_bytes: bool) -> list[int] | bytes | None:
         if self._pretokenize is not None:
@@ -108,6 +141,15 @@ class CoreEncoder:
         ids = self._ids(text, False)
         assert not isinstance(ids, bytes)
         return ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int] | None]:
+        """``encode`` of each text, in one call of the core: one scratch space and
+        cache, the GIL released while each text is encoded."""
+        if self._pretokenize is not None:
+            return [self.encode(text) for text in texts]
+        if self._steps:
+            texts = [normalize(text, self._steps) for text in texts]
+        return self._core.encode_batch(texts)
 
     def encode_into(self, text: str, out: list | array) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array); False,

@@ -169,12 +169,14 @@ class PythonEncoder:
     every merge's bytes, and give the byte pairs where ``merges`` is None."""
 
     def __init__(self, vocab: dict[int, bytes], special_ids: Sequence[int], spec: TokenizerSpec,
-                 merges: Sequence[tuple[bytes, bytes]] | None, merge_ids: MergeIds | None) -> None:
+                 merges: Pairs | Callable[[], Pairs] | None, merge_ids: MergeIds | None) -> None:
+        """``merges``: the byte pairs, or a function that gives them when first needed."""
         self.vocab = vocab
         self.special_ids = special_ids
         self.spec = spec
         self.merge_ids = merge_ids
-        if merges is not None:
+        self._derive = merges if callable(merges) else None
+        if merges is not None and not callable(merges):
             self.merges = list(merges)
         self.pipeline = TextPipeline(spec.replace(special_tokens=()))
         self.words: dict[str, tuple[int, ...]] = {}
@@ -205,6 +207,8 @@ class PythonEncoder:
 
     @cached_property
     def merges(self) -> list[tuple[bytes, bytes]]:
+        if self._derive is not None:
+            return list(self._derive())
         assert self.merge_ids is not None, "an encoder made without merges has merge_ids"
         return pairs_of(self.vocab, self.merge_ids)
 

@@ -11,9 +11,11 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from ..encodecore import CoreEncoder
 from ..errors import InvalidArgumentError, NotFoundError
 from ..text import rechunk
 
@@ -27,6 +29,7 @@ ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typ
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a time
 CUT_WINDOW = 64 << 10  # bytes searched for a safe place to cut a file into ranges
+BATCH_CHARS = 1 << 21  # characters of encode_batch's texts the compiled core takes in one call
 
 # Token ids: a list, or a uint32 array (id files, worker results).
 IdsT = TypeVar("IdsT", list[int], "array[int]")
@@ -124,30 +127,71 @@ def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules,
 
 
 def _ranges_apply(tok: Tokenizer, rules: Rules) -> bool:
-    """Whether worker processes may each read and encode their own ranges of a
-    plain file: forked (Linux), no dropout (its seeds follow the stream's
-    pieces), and a pre-tokenizer that lets a file be cut anywhere; not where
-    the compiled core encodes (threads share it: one copy of its tables)."""
-    return (sys.platform == "linux" and not rules.dropout and tok.backend != "compiled (C)"
+    """Whether workers may each read and encode their own ranges of a plain file: no
+    dropout (its seeds follow the stream's pieces), a pre-tokenizer that lets a file be
+    cut anywhere, and threads (the compiled core: one copy of its tables) or forked
+    processes (Linux)."""
+    return (not rules.dropout and (_on_threads(tok) or sys.platform == "linux")
             and tok._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
 
 
+def _on_threads(tok: Tokenizer) -> bool:
+    """Whether the compiled core encodes ordinary text (it releases the GIL)."""
+    return isinstance(tok._fast_encoder(), CoreEncoder)
+
+
 def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
-    """``Tokenizer.encode_batch``: on ``workers`` threads where an accelerated backend
-    encodes (it releases the GIL) and there is no dropout."""
-    if workers > 1 and not rules.dropout and tok._fast_encoder() is not None:
+    """``Tokenizer.encode_batch``: where the compiled core encodes the texts whole (no
+    special token to match, no dropout), it takes them a batch per call, on ``workers``
+    threads (the GIL released while it encodes; one copy of its tables); else each text
+    is encoded alone, on threads where tiktoken's core encodes."""
+    fast = tok._fast_encoder() if not rules.allowed and not rules.dropout else None
+    core = fast if isinstance(fast, CoreEncoder) else None  # it encodes these texts whole
+    if core is None:
+        if workers > 1 and not rules.dropout and tok._fast_encoder() is not None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(workers) as pool:
+                return list(pool.map(lambda text: tok._encode(text, rules, None, []), texts))
+        return [tok._encode(text, rules, None, []) for text in texts]
+    from .tokenizer import refuse_disallowed
+
+    texts = list(texts)
+    for text in texts:
+        refuse_disallowed(tok, text, rules)
+    batches = _batches(texts, workers)
+    if workers > 1 and len(batches) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(lambda text: tok._encode(text, rules, None, []), texts))
-    return [tok._encode(text, rules, None, []) for text in texts]
+        with ThreadPoolExecutor(min(workers, len(batches))) as pool:
+            found = [ids for batch in pool.map(core.encode_batch, batches) for ids in batch]
+    else:
+        found = [ids for batch in batches for ids in core.encode_batch(batch)]
+    # None: a lone surrogate or a character the version has no symbol for (the pure path says what to do).
+    return [ids if ids is not None else tok._encode(text, rules, None, []) for ids, text in zip(found, texts)]
+
+
+def _batches(texts: list[str], workers: int) -> list[list[str]]:
+    """texts cut into runs of about BATCH_CHARS characters, or fewer where that gives each
+    worker at least four runs (threads that finish early take the next)."""
+    size = min(BATCH_CHARS, max(1, sum(map(len, texts)) // (4 * workers)))
+    batches: list[list[str]] = [[]]
+    chars = 0
+    for text in texts:
+        if chars >= size:
+            batches.append([])
+            chars = 0
+        batches[-1].append(text)
+        chars += len(text)
+    return batches
 
 
 def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: int, typecode: str,
                    errors: str) -> Iterator[tuple[bytes | bytearray, int, int]]:
     """A plain file's ids, packed as ``typecode``, range by range in order:
-    each worker process reads, decodes, encodes and packs a range between
-    safe cuts; this process only writes. Yields (packed ids, ids, bytes done)."""
+    each worker (a thread where the compiled core encodes, else a process) reads,
+    decodes, encodes and packs a range between safe cuts; this thread only
+    writes. Yields (packed ids, ids, bytes done)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -155,12 +199,21 @@ def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: 
 
     cutter = tok._stream_cutter(rules.allowed | rules.disallowed)
     points = cut_points(path, size, cutter, step=RANGE_BYTES, window=CUT_WINDOW)
-    tok._fast_encoder()  # decided (and checked) once, here: the workers inherit it
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(tok,)) as pool:
+    pool: Executor
+    if _on_threads(tok):  # each thread reads, decodes and packs its range too: this one only writes
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(workers)
+        encode_range: Callable[..., tuple[bytes | bytearray, int]] = partial(_encode_range, tok)
+    else:
+        tok._fast_encoder()  # decided (and checked) once, here: the workers inherit it
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_start_worker, initargs=(tok,))
+        encode_range = _encode_range_in_worker
+    with pool:
         window: deque = deque()
         for start, end in zip(points, points[1:]):
-            window.append((pool.submit(_encode_range, path, start, end, errors, rules, typecode), end))
+            window.append((pool.submit(encode_range, path, start, end, errors, rules, typecode), end))
             if len(window) >= 2 * workers:
                 future, done = window.popleft()
                 yield (*future.result(), done)
@@ -232,15 +285,20 @@ def _encode_in_worker(piece: str, rules: Rules, index: int) -> array[int]:
     return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
 
 
-def _encode_range(path: str, start: int, end: int, errors: str, rules: Rules,
+def _encode_range_in_worker(path: str, start: int, end: int, errors: str, rules: Rules,
+                            typecode: str) -> tuple[bytes | bytearray, int]:
+    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
+    return _encode_range(_WORKER_TOKENIZER, path, start, end, errors, rules, typecode)
+
+
+def _encode_range(tok: Tokenizer, path: str, start: int, end: int, errors: str, rules: Rules,
                   typecode: str) -> tuple[bytes | bytearray, int]:
     """Bytes ``start:end`` of a plain file (cut at a safe place) encoded and
     packed as ``typecode``: the packed ids and how many."""
     from ..sources import decode, read_range
 
-    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
     text = decode(read_range(path, start, end), path, errors, start)
-    ids = _WORKER_TOKENIZER._encode(text, rules, None, _uint32_array())
+    ids = tok._encode(text, rules, None, _uint32_array())
     return _pack(ids, typecode), len(ids)
 
 

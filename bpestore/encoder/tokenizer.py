@@ -132,6 +132,7 @@ class Tokenizer:
         fast: bool = True,
         facts: EncoderFacts | None = None,
         merge_ids: MergeIds | None = None,
+        ranks: Sequence[bytes | None] | None = None,
     ) -> None:
         """``vocab`` maps ids to bytes; ``merges`` are byte pairs in rank order;
         ``special_tokens`` are in ``vocab`` as their UTF-8 bytes (a dict, text ->
@@ -140,7 +141,9 @@ class Tokenizer:
         tokenizer's ``facts`` computed before (a store's, checked when the
         version completed): nothing is checked again, and the reference
         encoder's tables are built when first needed, from ``merge_ids`` where
-        given (each merge's left, right and made ids); then ``merges`` may be None."""
+        given (each merge's left, right and made ids); then ``merges`` may be None.
+        ``ranks``: each rank's token (a rank file's, ``tiktoken_ranks.load_tokenizer``):
+        the core encodes by tiktoken's rule on them; merges may be None (derived where needed)."""
         special_ids = dict(special_tokens) if isinstance(special_tokens, dict) else {}
         special_tokens = list(special_tokens)
         if spec is None:
@@ -150,9 +153,9 @@ class Tokenizer:
         self.spec = spec
         self.name = name
         self._vocab = dict(vocab)
-        if merges is None and merge_ids is None:
+        if merges is None and merge_ids is None and ranks is None:
             raise InvalidArgumentError("give the merges (or their ids as merge_ids)", params=("merges",))
-        if merges is None and facts is None:
+        if merges is None and facts is None and ranks is None:
             merges = pairs_of(self._vocab, merge_ids)  # type: ignore[arg-type]  # not None: checked above
         for text in spec.special_tokens:
             if text not in special_ids:
@@ -163,9 +166,11 @@ class Tokenizer:
                 special_ids[text] = found[0]
         self.special_tokens: dict[str, int] = special_ids
         self._facts = facts
-        self._python = PythonEncoder(self._vocab, list(special_ids.values()), spec, merges,
+        self._ranks = ranks
+        self._python = PythonEncoder(self._vocab, list(special_ids.values()), spec,
+                                     merges if merges is not None or ranks is None else derived(ranks),
                                      merge_ids if facts is not None else None)
-        if facts is None:
+        if facts is None and ranks is None:
             self._python.table  # noqa: B018  # checks the merges against the vocabulary now
         self._cutters: dict[frozenset[str], TextPipeline] = {}  # for cutting streams
         self._special_regex_cache: dict[frozenset[str], object] = {}
@@ -173,8 +178,8 @@ class Tokenizer:
 
     def __reduce__(self):
         # Pickled (for worker processes started by spawn) without caches.
-        return (_rebuild, (self._vocab, self._python.merges, self.special_tokens, self.spec, self.name,
-                           self._use_fast, self._facts))
+        return (_rebuild, (self._vocab, self._python.merges if self._ranks is None else None, self.special_tokens,
+                           self.spec, self.name, self._use_fast, self._facts, self._ranks))
 
     @property
     def facts(self) -> EncoderFacts:
@@ -205,6 +210,8 @@ class Tokenizer:
 
         if not self._use_fast:
             return None, "python (fast=False)"
+        if encodecore.core_problem(self.spec) is None and self._ranks is not None:
+            return encodecore.for_ranks(self.spec, self._ranks, self._python.pipeline.pretokenize), "compiled (C)"
         if encodecore.core_problem(self.spec) is None:
             return encodecore.for_version(self.spec, self._python, self._facts), "compiled (C)"
         problem = fast.spec_problem(self.spec) or fast.tiktoken_problem() or self.facts.fast_problem
@@ -467,10 +474,7 @@ class Tokenizer:
         (it seeds dropout per piece, whichever worker runs it).
         Lone surrogates become U+FFFD (as in tiktoken) where a segment is
         encoded; special tokens hold none, so matching them is unchanged."""
-        if rules.disallowed:
-            match = self._specials_regex(rules.disallowed).search(text)
-            if match is not None:
-                raise DisallowedSpecialError(match.group())
+        refuse_disallowed(self, text, rules)
         dropout = rules.dropout
         rng = None
         if dropout:
@@ -507,6 +511,23 @@ class Tokenizer:
             self._python.encode_into(text, out)
 
 
-def _rebuild(vocab, merges, special_tokens, spec, name, fast, facts) -> Tokenizer:
-    return Tokenizer(vocab, merges, special_tokens, spec=spec, name=name, fast=fast, facts=facts)
+def refuse_disallowed(tok: Tokenizer, text: str, rules: Rules) -> None:
+    """DisallowedSpecialError where text holds a special token the call disallows."""
+    if rules.disallowed:
+        match = tok._specials_regex(rules.disallowed).search(text)
+        if match is not None:
+            raise DisallowedSpecialError(match.group())
+
+
+def derived(ranks: Sequence[bytes | None]) -> Callable[[], list[tuple[bytes, bytes]]]:
+    """The merges of a rank file's tokens, derived when asked (``tiktoken_ranks.derive_merges``)."""
+    def derive() -> list[tuple[bytes, bytes]]:
+        from ..formats.tiktoken_ranks import derive_merges
+
+        return derive_merges({token: rank for rank, token in enumerate(ranks) if token is not None})
+    return derive
+
+
+def _rebuild(vocab, merges, special_tokens, spec, name, fast, facts, ranks=None) -> Tokenizer:
+    return Tokenizer(vocab, merges, special_tokens, spec=spec, name=name, fast=fast, facts=facts, ranks=ranks)
 

@@ -23,8 +23,20 @@ def token_to_str(data: bytes) -> str:
     return "".join(chars[b] for b in data)
 
 
+@lru_cache(maxsize=1)
+def _to_latin1() -> dict[int, str]:
+    """str.translate's table from GPT-2's alphabet to the bytes as Latin-1 characters;
+    a character below 256 outside the alphabet becomes one that Latin-1 cannot encode."""
+    table = {ord(c): chr(b) for c, b in unicode_to_bytes().items()}
+    return {**{b: "\uffff" for b in range(256) if b not in table}, **table}
+
+
 def str_to_token(text: str) -> bytes:
     """Inverse of ``token_to_str``; raises DamagedDataError on a foreign character."""
+    try:
+        return text.translate(_to_latin1()).encode("latin-1")
+    except UnicodeEncodeError:
+        pass
     table = unicode_to_bytes()
     try:
         return bytes(table[c] for c in text)
@@ -77,7 +89,10 @@ def read_gpt2(vocab_path: str | Path, merges_path: str | Path
                                    f"numbers 0 to {len(encoder) - 1}, each once", params=("vocab",))
         if token_id in vocab:
             raise DamagedDataError(f"{vocab_path}: id {token_id} is given twice", params=("vocab",))
-        data = str_to_token(text) if all(c in unicode_to_bytes() for c in text) else None
+        try:
+            data: bytes | None = str_to_token(text)
+        except DamagedDataError:
+            data = None
         if data is None or (len(data) > 1 and data not in merged):
             if data is not None and not SPECIAL_LOOK.fullmatch(text):
                 raise DamagedDataError(f"{vocab_path}: {text!r} (id {token_id}) is made by no merge of "

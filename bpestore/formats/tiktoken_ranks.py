@@ -16,10 +16,14 @@ import binascii
 import heapq
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from ..limits import MAX_INT
 from ..spec import TokenizerSpec
+
+if TYPE_CHECKING:
+    from ..encoder import Tokenizer
 
 NAMED_PATTERNS = ("gpt2", "cl100k", "o200k")
 MAX_LINE = 1 << 20  # bytes of a rank file's line (real ones: under 200)
@@ -154,7 +158,13 @@ def tiktoken_version(ranks: Mapping[bytes, int], pattern: str, special_tokens: M
                      ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]], TokenizerSpec]:
     """(vocab, merges, spec) of a rank file: the ids are the ranks, the special
     tokens at their ids; ``pattern`` is gpt2, cl100k, o200k or a regex."""
-    vocab = {rank: token for token, rank in ranks.items()}
+    vocab, spec = _vocab_and_spec({rank: token for token, rank in ranks.items()}, pattern, special_tokens)
+    return vocab, derive_merges(ranks), spec
+
+
+def _vocab_and_spec(vocab: dict[int, bytes], pattern: str, special_tokens: Mapping[str, int]
+                    ) -> tuple[dict[int, bytes], TokenizerSpec]:
+    """The rank file's vocabulary with the special tokens at their ids, and the spec."""
     for text, token_id in special_tokens.items():
         if not text:
             raise InvalidArgumentError("a special token cannot be empty", params=("special_tokens",))
@@ -172,4 +182,48 @@ def tiktoken_version(ranks: Mapping[bytes, int], pattern: str, special_tokens: M
         spec = TokenizerSpec(pretokenizer=pattern, special_tokens=tuple(special_tokens))
     else:
         spec = TokenizerSpec(pretokenizer="regex", pattern=pattern, special_tokens=tuple(special_tokens))
-    return vocab, derive_merges(ranks), spec
+    return vocab, spec
+
+
+def rank_tokens(path: str | Path) -> list[bytes | None]:
+    """The tokens of a rank file by rank (None where no token has a rank): read in C
+    where the encode core is built and the file is plain, else by ``read_ranks``
+    (which says what is wrong with a file that is not)."""
+    from ..encodecore import CORE
+
+    tokens = None
+    if CORE is not None:
+        try:
+            tokens = CORE.read_rank_file(Path(path).read_bytes())
+        except OSError:
+            pass  # read_ranks says what
+    if tokens is None:
+        ranks = read_ranks(path)
+        tokens = [None] * (max(ranks.values()) + 1)
+        for token, rank in ranks.items():
+            tokens[rank] = token
+    return tokens
+
+
+def load_tokenizer(path: str | Path, pattern: str, special_tokens: Mapping[str, int] | None = None, *,
+                   name: str | None = None) -> Tokenizer:
+    """A Tokenizer of a rank file that encodes by tiktoken's rule (the lowest-ranked
+    adjacent pair joined first), the compiled core's tables built straight from the
+    ranks; the merges are derived (``derive_merges``) only where first needed (the
+    pure-Python path, ``Tokenizer.merges``, pickling).
+
+    Its ids are tiktoken's: the compiled core's by construction; the pure-Python
+    path's where the derived merges give tiktoken's ids, as they do for every file
+    whose tokens each encode to themselves by them (GPT-2's, cl100k's, o200k's).
+    """
+    from ..encoder import Tokenizer
+
+    tokens = rank_tokens(path)
+    present = set(tokens)
+    if not all(bytes([b]) in present for b in range(256)):
+        derive_merges({token: 0 for token in present if token is not None and len(token) == 1})  # its error
+    vocab = cast(dict[int, bytes], dict(enumerate(tokens)))
+    if None in present:  # ranks that no token has
+        vocab = {rank: token for rank, token in vocab.items() if token is not None}
+    vocab, spec = _vocab_and_spec(vocab, pattern, special_tokens or {})
+    return Tokenizer(vocab, None, dict(special_tokens or {}), spec=spec, name=name, ranks=tokens)
