@@ -164,3 +164,17 @@ def test_version_says_which_counting_core():
         return out.stdout.splitlines()[2]
     assert third_line(None) == "counting core: compiled (C)"
     assert third_line({**os.environ, "BPESTORE_PURE": "1"}) == "counting core: pure-Python (BPESTORE_PURE is set)"
+
+
+def test_latin1_text_after_a_wider_one_is_classified_whole():
+    """A wider text fills the class table only for its own characters, ÿ (U+00FF) among
+    them: a Latin-1 text counted next must still have each of its characters asked
+    (the table is per process and fills as texts come, so a worker's order of tasks
+    once changed its counts)."""
+    latin = ' "£5 ^{×} ½ ¿Qué?\xa0\xa0a'
+    script = ("from bpestore.text import TextPipeline; from bpestore import TokenizerSpec\n"
+              "p = TextPipeline(TokenizerSpec()); p.count_utf8('ÿ中', {}); d = {}\n"
+              f"p.count_utf8({latin!r}, d); print(sorted(d.items()))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    want = Counter(w.encode() for w in regex.findall(GPT2_ENCODER_PY, latin))
+    assert out.strip() == str(sorted(want.items()))
