@@ -218,8 +218,9 @@ static PyObject *
 count(PyObject *self, PyObject *args)
 {
     PyObject *text, *counts, *classify;
-    int pattern;
-    if (!PyArg_ParseTuple(args, "UO!Oi:count", &text, &PyDict_Type, &counts, &classify, &pattern))
+    int pattern, distinct = 0;
+    if (!PyArg_ParseTuple(args, "UO!Oi|p:count", &text, &PyDict_Type, &counts, &classify, &pattern,
+                          &distinct))
         return NULL;
     if (!PyCallable_Check(classify))
         return PyErr_Format(PyExc_TypeError, "classify must be callable, not %.100s", Py_TYPE(classify)->tp_name);
@@ -239,7 +240,7 @@ count(PyObject *self, PyObject *args)
     const void *data = PyUnicode_DATA(text);
     int kind = PyUnicode_KIND(text);
     if (n == 0)
-        return PyLong_FromLong(0);
+        return distinct ? Py_BuildValue("(nn)", (Py_ssize_t)0, (Py_ssize_t)0) : PyLong_FromLong(0);
     if (classify_text(classes, data, kind, n, classify) < 0)
         return NULL;
     /* Room for every word of a short text (many calls are one short document each),
@@ -253,17 +254,19 @@ count(PyObject *self, PyObject *args)
     Py_ssize_t words = scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](data, n, &t);
     if (words >= 0 && table_flush(&t, data, kind, counts) < 0)
         words = -1;
+    Py_ssize_t used = (Py_ssize_t)t.used;
     PyMem_Free(t.slots);
     if (words < 0)
         return NULL;
-    return PyLong_FromSsize_t(words);
+    return distinct ? Py_BuildValue("(nn)", words, used) : PyLong_FromSsize_t(words);
 }
 
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS,
-     "count(text, counts, classify, pattern) -> int\n\n"
+     "count(text, counts, classify, pattern, distinct=False) -> int | (int, int)\n\n"
      "Add the words (UTF-8 bytes) of a built-in pre-tokenizer (0 gpt2, 1 cl100k, 2 o200k) in text\n"
-     "to the dict counts; return how many there were. classify(code_point) gives a category\n"
+     "to the dict counts; return how many there were (with distinct: and how many of them differ).\n"
+     "classify(code_point) gives a category\n"
      "1..7 plus 16 times a letter of 'sdmtlver' (see bpestore.text.char_class)."},
     {NULL, NULL, 0, NULL},
 };

@@ -282,6 +282,19 @@ class TextPipeline:
         return sum(self.count_core.count(segment, counts, char_class, self.count_pattern)
                    for segment in self.ordinary_segments(text))
 
+    def count_utf8_distinct(self, text: str, counts: dict[bytes, int]) -> tuple[int, int]:
+        """``count_utf8``, and how many of text's words differ: where text is one segment
+        the counting core tells, else text is counted alone first (a merge more)."""
+        if self.count_core is not None:
+            segments = list(self.ordinary_segments(text))
+            if len(segments) == 1:
+                return self.count_core.count(segments[0], counts, char_class, self.count_pattern, True)
+        own: dict[bytes, int] = {}
+        n_words = self.count_utf8(text, own)
+        for word, n in own.items():
+            counts[word] = counts.get(word, 0) + n
+        return n_words, len(own)
+
     def count_words(self, text: str, counts: Counter | None = None) -> Counter:
         """Add the UTF-8 bytes of every pre-token of text to counts (a Counter).
 

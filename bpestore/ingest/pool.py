@@ -17,9 +17,11 @@ as three byte strings (``shard_counts``); the caller stores them unopened and, o
 the batch is counted, has each shard merged and sorted by a worker
 (``Pool.reduce``): the parent does no work per word handed on, which would
 bound many workers (at 16 they hand on several times the distinct words), and
-gets the batch's counts as one sorted, disjoint part per shard. At the flush a
-worker hands on its counts in shards too where the batch has shards anyway,
-else whole (fewer workers, or less text: one round trip less). Tasks counted in this process (one
+gets the batch's counts as one sorted, disjoint part per shard (the upsert's
+sort then only merges sorted runs). At the flush a worker hands on its counts
+in shards too where the batch has shards anyway or more than two workers count
+(merging four workers' whole counts in the parent kept 4 workers barely faster
+than 2), else whole and in word order. Tasks counted in this process (one
 worker, or before the workers start) keep their batch's counts the same way,
 until the flush.
 
@@ -201,8 +203,16 @@ def reduce_shard(pieces: list[Packed]) -> Counted:
     total: Counter = Counter()
     for piece in pieces:
         merge_pairs(total, *unpack_shard(piece))
-    words = sorted(total)
-    return Counted(dict(zip(words, map(total.__getitem__, words))), [], reduced=True)
+    return Counted(in_order(total), [], reduced=True)
+
+
+def in_order(counts: Counter) -> dict[bytes, int]:
+    """The counts with UTF-8 keys, in word order (emptied as it goes)."""
+    utf8 = as_bytes(counts)
+    words = sorted(utf8)
+    ordered = dict(zip(words, map(utf8.__getitem__, words)))
+    utf8.clear()
+    return ordered
 
 
 class TaskCounter:
@@ -220,16 +230,26 @@ class TaskCounter:
         counts: Counter = Counter() if into is None else into
         words: list[tuple[int, int]] = []
         for piece in task.pieces:
-            own = counts if len(task.pieces) == 1 else Counter()
             try:
-                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, own)
+                text = piece.decoded(self.errors)
+                if len(task.pieces) == 1:
+                    words.append((self.count_text(text, piece.name, piece.first_line, counts), len(counts)))
+                else:
+                    words.append(self.count_distinct(text, piece.name, piece.first_line, counts))
             except BpestoreError as exc:
                 # Only the pieces before the failing one count.
-                return Counted(as_bytes(counts) if own is not counts else {}, words, exc)
-            words.append((n_words, len(own)))
-            if own is not counts:
-                merge_counts(counts, own)
+                return Counted(as_bytes(counts) if len(task.pieces) > 1 else {}, words, exc)
         return Counted({} if into is not None else as_bytes(counts), words)
+
+    def count_distinct(self, text: str, name: str, first_line: int, counts: Counter) -> tuple[int, int]:
+        """Add a piece's words to counts (one of several in a task); its words and distinct
+        words. The counting core tells both in one pass; else the piece is counted alone first."""
+        if self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts):
+            return self.pipeline.count_utf8_distinct(text, counts)
+        own: Counter = Counter()
+        n_words = self.count_text(text, name, first_line, own)  # raises before counts change
+        merge_counts(counts, own)
+        return n_words, len(own)
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts:
@@ -335,11 +355,11 @@ def _count(task: Task) -> Counted:
 
 
 def _flush(keep: int, shard: bool) -> Counted:
-    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else
-    whole); then wait for every other worker to take a flush task too, so that
-    each takes one."""
+    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else whole,
+    in word order); then wait for every other worker to take a flush task too, so
+    that each takes one."""
     held = _held.pop(keep, Counter())
-    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(as_bytes(held), [])
+    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(in_order(held), [])
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
@@ -434,7 +454,7 @@ class Pool:
     def flush(self, keep: int, *, shard: bool = False) -> list[Future[Counted]]:
         """The counts kept of batch ``keep``: those counted here, and one task per
         worker that hands back the counts it kept (none where workers keep none),
-        with ``shard`` cut into shards, else whole."""
+        with ``shard`` cut into shards, else whole in word order."""
         futures: list[Future[Counted]] = []
         held = self.held.pop(keep, None)
         if held is not None:

@@ -386,9 +386,11 @@ class _Counting:
         """Ask every worker for the counts it kept of a large source (all its tasks are sent)."""
         if group.closed:
             return
-        # Shards only where there are some to merge already: else the parent merges
-        # the workers' sorted counts (one round trip less).
-        for future in self.pool.flush(group.key, shard=group.shards is not None):
+        # In shards where more than two workers count, or shards were handed on already:
+        # the workers merge them (``reduce``) and the parent gets disjoint parts in word
+        # order. Else each worker's counts come whole, in word order: the parent's merge
+        # of two is cheaper than a round trip more, and the upsert's sort merges two runs.
+        for future in self.pool.flush(group.key, shard=group.shards is not None or self.pool.workers > 2):
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
 
