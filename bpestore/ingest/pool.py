@@ -228,28 +228,41 @@ class TaskCounter:
     def count(self, task: Task, into: Counter | None = None) -> Counted:
         """Count a task; with ``into`` (one piece), into those counts, and hand back none."""
         counts: Counter = Counter() if into is None else into
-        words: list[tuple[int, int]] = []
-        for piece in task.pieces:
+        if len(task.pieces) == 1:
+            piece = task.pieces[0]
             try:
-                text = piece.decoded(self.errors)
-                if len(task.pieces) == 1:
-                    words.append((self.count_text(text, piece.name, piece.first_line, counts), len(counts)))
-                else:
-                    words.append(self.count_distinct(text, piece.name, piece.first_line, counts))
+                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
             except BpestoreError as exc:
-                # Only the pieces before the failing one count.
-                return Counted(as_bytes(counts) if len(task.pieces) > 1 else {}, words, exc)
-        return Counted({} if into is not None else as_bytes(counts), words)
+                return Counted({}, [], exc)
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))])
+        words, error = self.count_pieces(task.pieces, counts)
+        # On an error, only the pieces before the failing one are in counts.
+        return Counted({} if into is not None else as_bytes(counts), words, error)
 
-    def count_distinct(self, text: str, name: str, first_line: int, counts: Counter) -> tuple[int, int]:
-        """Add a piece's words to counts (one of several in a task); its words and distinct
-        words. The counting core tells both in one pass; else the piece is counted alone first."""
+    def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
+                     ) -> tuple[list[tuple[int, int]], BpestoreError | None]:
+        """Add several pieces' words to counts: each piece's words and distinct words,
+        up to the first that fails, and its error."""
+        texts: list[str] = []
+        error = None
+        for piece in pieces:
+            try:
+                texts.append(piece.decoded(self.errors))
+            except BpestoreError as exc:
+                error = exc
+                break
         if self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts):
-            return self.pipeline.count_utf8_distinct(text, counts)
-        own: Counter = Counter()
-        n_words = self.count_text(text, name, first_line, own)  # raises before counts change
-        merge_counts(counts, own)
-        return n_words, len(own)
+            return self.pipeline.count_each(texts, counts), error
+        words: list[tuple[int, int]] = []
+        for piece, text in zip(pieces, texts):
+            own: Counter = Counter()
+            try:
+                n_words = self.count_text(text, piece.name, piece.first_line, own)
+            except BpestoreError as exc:
+                return words, exc
+            words.append((n_words, len(own)))
+            merge_counts(counts, own)
+        return words, error
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts:
