@@ -31,7 +31,7 @@ typedef struct {
     const unsigned char *p;  /* the word's first character in its text; NULL: empty slot */
     Py_ssize_t len;  /* in characters */
     Py_ssize_t count;
-    uint64_t hash;  /* its top two bits: the text's kind (entry_kind), so equal hashes mean equal kinds */
+    uint64_t hash;  /* word_hash: the same in texts of any kind, the text's kind in its top two bits */
 } Entry;
 
 static inline int
@@ -82,23 +82,48 @@ table_grow(Table *t)
     return 0;
 }
 
+#define KIND_BITS (3ULL << 62)
+
+/* A word's hash, the same whatever the kind of the text it is in (its characters
+   are hashed, FNV-1a), with the kind in its top two bits (entry_kind). */
+INLINE uint64_t
+word_hash(const unsigned char *p, int kind, Py_ssize_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = (h ^ PyUnicode_READ(kind, p, i)) * 1099511628211ULL;
+    h ^= h >> 29;
+    return (h & ~KIND_BITS) | (uint64_t)(kind >> 1) << 62;  /* kind 1, 2, 4 -> 0, 1, 2 */
+}
+
+/* Whether entry e is the word of len characters at p (of kind; hash h): texts of
+   another kind hold the same word in other units. */
+INLINE int
+same_word(const Entry *e, const unsigned char *p, int kind, Py_ssize_t len, uint64_t h)
+{
+    if (((e->hash ^ h) & ~KIND_BITS) != 0 || e->len != len)
+        return 0;
+    int other = entry_kind(e->hash);
+    if (other == kind)
+        return memcmp(e->p, p, (size_t)len * (size_t)kind) == 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (PyUnicode_READ(other, e->p, i) != PyUnicode_READ(kind, p, i))
+            return 0;
+    return 1;
+}
+
 /* Count the word text[start:start+len] (kind-byte units at data) once more. */
-static inline int
+INLINE int
 table_add(Table *t, const char *data, int kind, Py_ssize_t start, Py_ssize_t len)
 {
     const unsigned char *p = (const unsigned char *)data + start * kind;
-    size_t nbytes = (size_t)len * (size_t)kind;
-    uint64_t h = 1469598103934665603ULL;  /* FNV-1a */
-    for (size_t i = 0; i < nbytes; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    h ^= h >> 29;
-    h = (h & ~(3ULL << 62)) | (uint64_t)(kind >> 1) << 62;  /* kind 1, 2, 4 -> 0, 1, 2 */
+    uint64_t h = word_hash(p, kind, len);
     size_t j = (size_t)h & t->mask;
     for (;;) {
         Entry *e = &t->slots[j];
         if (e->p == NULL)
             break;
-        if (e->hash == h && e->len == len && memcmp(e->p, p, nbytes) == 0) {
+        if (same_word(e, p, kind, len, h)) {
             e->count++;
             return 0;
         }
@@ -153,13 +178,12 @@ utf8_word(const void *data, int kind, Py_ssize_t start, Py_ssize_t len)
 static int
 table_merge(Table *t, const Entry *e)
 {
-    size_t nbytes = (size_t)e->len * (size_t)entry_kind(e->hash);
     size_t j = (size_t)e->hash & t->mask;
     for (;;) {
         Entry *s = &t->slots[j];
         if (s->p == NULL)
             break;
-        if (s->hash == e->hash && s->len == e->len && memcmp(s->p, e->p, nbytes) == 0) {
+        if (same_word(s, e->p, entry_kind(e->hash), e->len, e->hash)) {
             s->count += e->count;
             return 0;
         }

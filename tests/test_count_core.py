@@ -189,6 +189,7 @@ def test_many_pieces_counted_together_count_as_each_alone(spec, monkeypatch):
     way; pieces of every string kind (ASCII, Latin-1, BMP, beyond) share words."""
     s = read_corpus("tinyshakespeare.txt")[:30_000]
     texts = ["", s[:5_000], s[3_000:9_000] + " ÿ£", "中文 the" + s[:2_000], "😀 the<|endoftext|>the 😀",
+             " the cat<|endoftext|> the 中 cat £<|endoftext|> the £ 😀",
              "x", s[9_000:] + " Ünïcode"] + [s[i:i + 300] for i in range(0, 6_000, 300)]
     got: dict[bytes, int] = {b" the": 7}
     each = TextPipeline(spec).count_each(texts, got)

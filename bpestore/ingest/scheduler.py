@@ -52,7 +52,7 @@ class IngestTuning:
     chunk_bytes: int = 512 << 10  # bytes read at a time; a range or piece counted is about this size
     small_source_bytes: int = 1 << 20  # plain files up to this size are counted whole, with others
     task_bytes: int = 1 << 20  # small sources are grouped into tasks of about this many bytes...
-    batch_bytes: int = 64 << 20  # ...and into batches (one transaction each) of about this many
+    batch_bytes: int = 256 << 20  # ...and into batches (one transaction each) of about this many
     parallel_min_bytes: int = 4 << 20  # less text than this is counted in this process
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
@@ -159,7 +159,10 @@ class _Counting:
         self.stdin = stdin
         self.errors = errors
         self.tuning = tuning
-        self.sizes = [file_size(p) for p in paths]
+        # Each file's size and stamp, from one stat before any is read (10,000 small
+        # files paid a stat each more when each was read).
+        self.stamps: dict[str, tuple[int, int, int] | None] = {p: _stamp(p) for p in paths}
+        self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
         known = [s for s in self.sizes if s is not None]
         self.total = None if len(known) < len(self.sizes) else sum(known)
         # Compressed text is several times its size on disk.
@@ -176,7 +179,6 @@ class _Counting:
         self.unsent_bytes = 0
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
-        self.stamps: dict[str, tuple[int, int, int] | None] = {}  # each file's stat when its reading began
         self.keys = itertools.count(1)  # Task.keep of each large source
         self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
@@ -251,7 +253,6 @@ class _Counting:
 
     # -- small sources: read whole, counted and written together --------------
     def add_small(self, index: int, path: str) -> None:
-        self.stamps[path] = _stamp(path)
         data = read_range(path)
         stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
         self.report(path, stats.size_bytes, stats.size_bytes, index)
@@ -284,7 +285,6 @@ class _Counting:
 
     # -- large sources: counted in pieces, a batch of their own ----------------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
-        self.stamps[path] = _stamp(path)
         stats = Source(path)
         group = _Group([stats], key=next(self.keys))
         self.groups.append(group)
