@@ -116,12 +116,13 @@ class _Group:
 
     def joined(self) -> Counter:
         """Its counts: the reduced shards (no word in two of them: joined without
-        adding) and whatever else came back."""
+        adding, each let go once in: the parent never holds the counts twice) and
+        whatever else came back."""
         if not self.reduced or self.counts is None:
             return self.counts if self.counts is not None else Counter()
         total: Counter = Counter()
-        for part in self.reduced:
-            dict.update(total, part)
+        while self.reduced:
+            dict.update(total, self.reduced.pop(0))
         merge_counts(total, self.counts)
         return total
 
