@@ -202,7 +202,11 @@ def reduce_shard(pieces: list[Packed]) -> Counted:
     """One shard's pieces (``shard_counts``) merged, in word order."""
     total: Counter = Counter()
     for piece in pieces:
-        merge_pairs(total, *unpack_shard(piece))
+        words, counts = unpack_shard(piece)
+        if total:
+            merge_pairs(total, words, counts)
+        else:  # the first piece: its words are distinct, nothing to add to
+            dict.update(total, zip(words, counts))
     return Counted(in_order(total), [], reduced=True)
 
 
