@@ -21,7 +21,8 @@ gets the batch's counts as one sorted, disjoint part per shard (the upsert's
 sort then only merges sorted runs). At the flush a worker hands on its counts
 in shards too where the batch has shards anyway or more than two workers count
 (merging four workers' whole counts in the parent kept 4 workers barely faster
-than 2), else whole and in word order. Tasks counted in this process (one
+than 2), else whole (sorting them there cost more than the parent's one sort
+where a call has many large sources). Tasks counted in this process (one
 worker, or before the workers start) keep their batch's counts the same way,
 until the flush.
 
@@ -372,11 +373,10 @@ def _count(task: Task) -> Counted:
 
 
 def _flush(keep: int, shard: bool) -> Counted:
-    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else whole,
-    in word order); then wait for every other worker to take a flush task too, so
-    that each takes one."""
+    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else whole);
+    then wait for every other worker to take a flush task too, so that each takes one."""
     held = _held.pop(keep, Counter())
-    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(in_order(held), [])
+    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(as_bytes(held), [])
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
@@ -471,7 +471,7 @@ class Pool:
     def flush(self, keep: int, *, shard: bool = False) -> list[Future[Counted]]:
         """The counts kept of batch ``keep``: those counted here, and one task per
         worker that hands back the counts it kept (none where workers keep none),
-        with ``shard`` cut into shards, else whole in word order."""
+        with ``shard`` cut into shards, else whole."""
         futures: list[Future[Counted]] = []
         held = self.held.pop(keep, None)
         if held is not None:

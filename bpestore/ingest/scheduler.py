@@ -389,8 +389,8 @@ class _Counting:
             return
         # In shards where more than two workers count, or shards were handed on already:
         # the workers merge them (``reduce``) and the parent gets disjoint parts in word
-        # order. Else each worker's counts come whole, in word order: the parent's merge
-        # of two is cheaper than a round trip more, and the upsert's sort merges two runs.
+        # order. Else each worker's counts come whole: the parent's merge of two costs
+        # less than a round trip more.
         for future in self.pool.flush(group.key, shard=group.shards is not None or self.pool.workers > 2):
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
