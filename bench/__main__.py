@@ -16,7 +16,8 @@ plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per 
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 web-pages: first render of each page, a 10 kB playground update, the largest response, in Chromium (bench/web_pages.py).
 phases, phases-synthetic: cold ingest + train phase by phase (serial / parallel) at each --workers count,
-and the Amdahl projection to --project workers (bench/phases.py).
+and the Amdahl projection to --project workers (bench/phases.py); phases-ingest, phases-ingest-x4: the
+ingest alone (x4: the corpus four times over, the 400 MB row).
 fixed-costs: the everyday commands in a fresh process, SQLite (and PostgreSQL: BPESTORE_BENCH_PG_URL).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 encode-peers: bpestore's encoder beside tiktoken, quicktok-v1, bpe-openai, rs-bpe and HF in one process,
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scale", type=float, default=0.1,
                         help="training-scale: size of the synthetic corpus (1: 30 M words; default: 0.1)")
     parser.add_argument("--project", type=int, default=16,
-                        help="phases, phases-synthetic: the worker count the fit projects to (default: 16)")
+                        help="phases suites: the worker count the fit projects to (default: 16)")
     args = parser.parse_args(argv)
     phases.PROJECT = args.project
     if args.scale <= 0:

@@ -3,6 +3,7 @@ parallel phases), and what that predicts for more cores (Amdahl).
 
     python -m bench phases --corpus english_100M --workers 1,2 [--runs 1] [--vocab-size 32000]
     python -m bench phases-synthetic --scale 0.3 --workers 1,2
+    python -m bench phases-ingest[-x4] --corpus english_100M --workers 1,2,4,16  (ingest alone; x4: 400 MB)
 
 Each run is a fresh process (``bench.child``) that wraps the functions of each phase
 with a clock, then ingests the corpus into a fresh SQLite store with N workers and
@@ -41,7 +42,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bench import cases, training_scale
+from bench import cases, ingestion, training_scale
 from bench.common import DATA, Case, Params, markdown_table, measure
 from bench.ingestion import TreeResult, run_tree
 
@@ -79,6 +80,7 @@ class Clock:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)  # the same phases in this thread's CPU seconds
         self.depth = 0
 
     def timed(self, phase: str, func: Callable) -> Callable:
@@ -86,11 +88,12 @@ class Clock:
             if self.depth:
                 return func(*args, **kwargs)
             self.depth += 1
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             try:
                 return func(*args, **kwargs)
             finally:
                 self.seconds[phase] += time.perf_counter() - start
+                self.cpu[phase] += time.thread_time() - start_cpu
                 self.depth -= 1
         return wrapper
 
@@ -195,10 +198,13 @@ def _profiled(p: Params, train: bool) -> cases.Timed:
         ingest_s = time.perf_counter() - begin
         cpu1 = _cpu()
         ingest = dict(clock.seconds)
+        ingest_cpu = dict(clock.cpu)
+        ingest_cpu["import bpestore + open the store"] = opened_cpu
+        ingest_cpu["the parent's other work"] = max(0.0, cpu1[0] - cpu0[0] - sum(clock.cpu.values()))
         ingest["import bpestore + open the store"] = opened
         named = sum(v for k, v in ingest.items() if k != "import bpestore + open the store")
         ingest["the parent's other work"] = max(0.0, ingest_s - named)
-        out: dict[str, Any] = {"workers": p.workers, "ingest_s": ingest_s, "ingest": ingest,
+        out: dict[str, Any] = {"workers": p.workers, "ingest_s": ingest_s, "ingest": ingest, "ingest_cpu": ingest_cpu,
                                "ingest_cpu_parent": cpu1[0] - cpu0[0], "ingest_cpu_workers": cpu1[1] - cpu0[1],
                                "open_cpu": opened_cpu}
         if train:
@@ -261,16 +267,25 @@ def _table(results: list[Profiled], workers: tuple[int, ...], part: str, phases:
             s, p = fit(times[0], n1, times[1], n2)
             row += [f"{s:.3f}", f"{p:.3f}", f"{s + p / PROJECT:.3f}"]
         return row
+    # Ingest: the parent's CPU seconds in each phase too (what a loaded machine disturbs least).
+    cpu_part = "ingest_cpu" if part == "ingest" else None
     for name, kind in phases:
-        rows.append(cells(name, kind, [r.phase(part, name) for r in results]))
+        row = cells(name, kind, [r.phase(part, name) for r in results])
+        if cpu_part:
+            row += [f"{r.phase(cpu_part, name):.3f}" for r in results]
+        rows.append(row)
     totals = [r.value(total_key) for r in results]
     if part == "ingest":  # the user also pays the import + open
         totals = [t + r.phase(part, "import bpestore + open the store") for t, r in zip(totals, results)]
-    rows.append(cells(f"**whole {part}**" + (" (import + open included)" if part == "ingest" else ""), "",
-                      totals))
+    last = cells(f"**whole {part}**" + (" (import + open included)" if part == "ingest" else ""), "", totals)
+    if cpu_part:
+        last += [f"{r.value('open_cpu') + r.value('ingest_cpu_parent'):.3f}" for r in results]
+    rows.append(last)
     headers = ["phase", "kind", *[f"{n} {unit} (s)" for n in workers]]
     if n1 != n2:
         headers += ["fit: serial s (s)", "fit: parallel p (s)", f"projected at {PROJECT} (s)"]
+    if cpu_part:
+        headers += [f"parent CPU, {n} {unit} (s)" for n in workers]
     return markdown_table(headers, rows)
 
 
@@ -334,4 +349,20 @@ def phases_synthetic(corpus: Path, name: str, runs: int, vocab_size: int,
                    runs, train=True)
 
 
-SUITES = {"phases": phases, "phases-synthetic": phases_synthetic}
+def phases_ingest(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2),
+                  times: int = 1) -> str:
+    """Cold ingest alone of ``corpus`` (``times`` times over), phase by phase, at each worker count."""
+    text = ingestion._repeated(corpus, times)
+    results = _measure(text, runs, vocab_size, workers, "", train=False)
+    size = text.stat().st_size / 1e6
+    label = f"`{name}`" + (f" x{times}" if times > 1 else "")
+    return _report(f"{label} ({size:.1f} MB), ingest only", results, workers, runs, train=False)
+
+
+def phases_ingest_x4(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
+    """The same on the corpus four times over (the issue's 400 MB row)."""
+    return phases_ingest(corpus, name, runs, vocab_size, workers, times=4)
+
+
+SUITES = {"phases": phases, "phases-synthetic": phases_synthetic, "phases-ingest": phases_ingest,
+          "phases-ingest-x4": phases_ingest_x4}

@@ -6,7 +6,9 @@
    were: what counting the UTF-8 of each word of `regex.findall(PATTERNS[name], text)`
    does, without an object for each match. Repeated words are found in a table of
    spans of text; a word's bytes are made once per distinct word, when the counts are
-   added.
+   added. count_many(pieces, ...) counts many short pieces (small files) with one table
+   for all of them, telling each piece's distinct words: their counts go into the dict
+   once, not once per piece.
 
    The scans and the character classes they read are in _pretok.h (shared with the
    encode core). */
@@ -26,11 +28,17 @@ static PyObject *classes_of = NULL;  /* the classify function the table holds an
 /* -- the table of distinct words: spans of the text, open addressing ---------------- */
 
 typedef struct {
-    Py_ssize_t start;  /* -1: empty slot */
-    Py_ssize_t len;
+    const unsigned char *p;  /* the word's first character in its text; NULL: empty slot */
+    Py_ssize_t len;  /* in characters */
     Py_ssize_t count;
-    uint64_t hash;
+    uint64_t hash;  /* word_hash: the same in texts of any kind, the text's kind in its top two bits */
 } Entry;
+
+static inline int
+entry_kind(uint64_t hash)
+{
+    return 1 << (int)(hash >> 62);
+}
 
 typedef struct {
     Entry *slots;
@@ -47,7 +55,7 @@ table_init(Table *t, size_t capacity)
         return -1;
     }
     for (size_t i = 0; i < capacity; i++)
-        t->slots[i].start = -1;
+        t->slots[i].p = NULL;
     t->mask = capacity - 1;
     t->used = 0;
     return 0;
@@ -61,10 +69,10 @@ table_grow(Table *t)
         return -1;
     for (size_t i = 0; i <= t->mask; i++) {
         Entry *e = &t->slots[i];
-        if (e->start < 0)
+        if (e->p == NULL)
             continue;
         size_t j = (size_t)e->hash & bigger.mask;
-        while (bigger.slots[j].start >= 0)
+        while (bigger.slots[j].p != NULL)
             j = (j + 1) & bigger.mask;
         bigger.slots[j] = *e;
     }
@@ -74,30 +82,55 @@ table_grow(Table *t)
     return 0;
 }
 
+#define KIND_BITS (3ULL << 62)
+
+/* A word's hash, the same whatever the kind of the text it is in (its characters
+   are hashed, FNV-1a), with the kind in its top two bits (entry_kind). */
+INLINE uint64_t
+word_hash(const unsigned char *p, int kind, Py_ssize_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = (h ^ PyUnicode_READ(kind, p, i)) * 1099511628211ULL;
+    h ^= h >> 29;
+    return (h & ~KIND_BITS) | (uint64_t)(kind >> 1) << 62;  /* kind 1, 2, 4 -> 0, 1, 2 */
+}
+
+/* Whether entry e is the word of len characters at p (of kind; hash h): texts of
+   another kind hold the same word in other units. */
+INLINE int
+same_word(const Entry *e, const unsigned char *p, int kind, Py_ssize_t len, uint64_t h)
+{
+    if (((e->hash ^ h) & ~KIND_BITS) != 0 || e->len != len)
+        return 0;
+    int other = entry_kind(e->hash);
+    if (other == kind)
+        return memcmp(e->p, p, (size_t)len * (size_t)kind) == 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (PyUnicode_READ(other, e->p, i) != PyUnicode_READ(kind, p, i))
+            return 0;
+    return 1;
+}
+
 /* Count the word text[start:start+len] (kind-byte units at data) once more. */
-static inline int
+INLINE int
 table_add(Table *t, const char *data, int kind, Py_ssize_t start, Py_ssize_t len)
 {
     const unsigned char *p = (const unsigned char *)data + start * kind;
-    size_t nbytes = (size_t)len * (size_t)kind;
-    uint64_t h = 1469598103934665603ULL;  /* FNV-1a */
-    for (size_t i = 0; i < nbytes; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    h ^= h >> 29;
+    uint64_t h = word_hash(p, kind, len);
     size_t j = (size_t)h & t->mask;
     for (;;) {
         Entry *e = &t->slots[j];
-        if (e->start < 0)
+        if (e->p == NULL)
             break;
-        if (e->hash == h && e->len == len
-                && memcmp(data + e->start * kind, p, nbytes) == 0) {
+        if (same_word(e, p, kind, len, h)) {
             e->count++;
             return 0;
         }
         j = (j + 1) & t->mask;
     }
     Entry *e = &t->slots[j];
-    e->start = start;
+    e->p = p;
     e->len = len;
     e->count = 1;
     e->hash = h;
@@ -141,15 +174,36 @@ utf8_word(const void *data, int kind, Py_ssize_t start, Py_ssize_t len)
     return word;
 }
 
+/* Add entry e of another table (its text still alive) to table t, with its count. */
+static int
+table_merge(Table *t, const Entry *e)
+{
+    size_t j = (size_t)e->hash & t->mask;
+    for (;;) {
+        Entry *s = &t->slots[j];
+        if (s->p == NULL)
+            break;
+        if (same_word(s, e->p, entry_kind(e->hash), e->len, e->hash)) {
+            s->count += e->count;
+            return 0;
+        }
+        j = (j + 1) & t->mask;
+    }
+    t->slots[j] = *e;
+    if (++t->used * 2 > t->mask + 1)
+        return table_grow(t);
+    return 0;
+}
+
 /* Add the table's counts to the dict counts, the words as UTF-8 bytes. */
 static int
-table_flush(Table *t, const void *data, int kind, PyObject *counts)
+table_flush(Table *t, PyObject *counts)
 {
     for (size_t i = 0; i <= t->mask; i++) {
         Entry *e = &t->slots[i];
-        if (e->start < 0)
+        if (e->p == NULL)
             continue;
-        PyObject *word = utf8_word(data, kind, e->start, e->len);
+        PyObject *word = utf8_word(e->p, entry_kind(e->hash), 0, e->len);
         if (word == NULL)
             return -1;
         PyObject *old = PyDict_GetItemWithError(counts, word);  /* borrowed */
@@ -214,6 +268,58 @@ typedef Py_ssize_t (*Scanner)(const void *, Py_ssize_t, Table *);
 static const Scanner scanners[3][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4}};
 
+/* Check the arguments shared by count and count_many; make the class table ready. */
+static int
+ready(PyObject *classify, int pattern)
+{
+    if (!PyCallable_Check(classify)) {
+        PyErr_Format(PyExc_TypeError, "classify must be callable, not %.100s", Py_TYPE(classify)->tp_name);
+        return -1;
+    }
+    if (pattern < PATTERN_GPT2 || pattern > PATTERN_O200K) {
+        PyErr_Format(PyExc_ValueError, "pattern must be 0 (gpt2), 1 (cl100k) or 2 (o200k), not %d", pattern);
+        return -1;
+    }
+    if (classes == NULL || classify != classes_of) {
+        PyMem_RawFree(classes);
+        classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
+        Py_CLEAR(classes_of);
+        if (classes == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        Py_INCREF(classify);
+        classes_of = classify;
+    }
+    return 0;
+}
+
+/* Scan one text into table t (its entries then point into text); the number of
+   words, or -1 with an exception set. */
+static Py_ssize_t
+scan_text(PyObject *text, PyObject *classify, int pattern, Table *t)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const void *data = PyUnicode_DATA(text);
+    int kind = PyUnicode_KIND(text);
+    if (n == 0)
+        return 0;
+    if (classify_text(classes, data, kind, n, classify) < 0)
+        return -1;
+    return scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](data, n, t);
+}
+
+/* Room for every word of a short text (many calls are one short document each),
+   at most 1,024 slots to start with. */
+static size_t
+first_capacity(Py_ssize_t n)
+{
+    size_t capacity = 16;
+    while (capacity < 1024 && (Py_ssize_t)capacity < 2 * n)
+        capacity <<= 1;
+    return capacity;
+}
+
 static PyObject *
 count(PyObject *self, PyObject *args)
 {
@@ -221,42 +327,93 @@ count(PyObject *self, PyObject *args)
     int pattern;
     if (!PyArg_ParseTuple(args, "UO!Oi:count", &text, &PyDict_Type, &counts, &classify, &pattern))
         return NULL;
-    if (!PyCallable_Check(classify))
-        return PyErr_Format(PyExc_TypeError, "classify must be callable, not %.100s", Py_TYPE(classify)->tp_name);
-    if (pattern < PATTERN_GPT2 || pattern > PATTERN_O200K)
-        return PyErr_Format(PyExc_ValueError, "pattern must be 0 (gpt2), 1 (cl100k) or 2 (o200k), not %d",
-                            pattern);
-    if (classes == NULL || classify != classes_of) {
-        PyMem_RawFree(classes);
-        classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
-        Py_CLEAR(classes_of);
-        if (classes == NULL)
-            return PyErr_NoMemory();
-        Py_INCREF(classify);
-        classes_of = classify;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    const void *data = PyUnicode_DATA(text);
-    int kind = PyUnicode_KIND(text);
-    if (n == 0)
-        return PyLong_FromLong(0);
-    if (classify_text(classes, data, kind, n, classify) < 0)
+    if (ready(classify, pattern) < 0)
         return NULL;
-    /* Room for every word of a short text (many calls are one short document each),
-       at most 1,024 slots to start with. */
-    size_t capacity = 16;
-    while (capacity < 1024 && (Py_ssize_t)capacity < 2 * n)
-        capacity <<= 1;
     Table t;
-    if (table_init(&t, capacity) < 0)
+    if (table_init(&t, first_capacity(PyUnicode_GET_LENGTH(text))) < 0)
         return NULL;
-    Py_ssize_t words = scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](data, n, &t);
-    if (words >= 0 && table_flush(&t, data, kind, counts) < 0)
+    Py_ssize_t words = scan_text(text, classify, pattern, &t);
+    if (words >= 0 && table_flush(&t, counts) < 0)
         words = -1;
     PyMem_Free(t.slots);
-    if (words < 0)
+    return words < 0 ? NULL : PyLong_FromSsize_t(words);
+}
+
+/* One piece (a list of str) scanned into a table of its own, then added to all;
+   (words, distinct words) of the piece, or NULL with an exception set. */
+static PyObject *
+count_piece(PyObject *piece, PyObject *classify, int pattern, Table *all)
+{
+    Py_ssize_t n = 0, words = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(piece); i++)
+        n += PyUnicode_GET_LENGTH(PyList_GET_ITEM(piece, i));
+    Table t;
+    if (table_init(&t, first_capacity(n)) < 0)
         return NULL;
-    return PyLong_FromSsize_t(words);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(piece) && words >= 0; i++) {
+        Py_ssize_t more = scan_text(PyList_GET_ITEM(piece, i), classify, pattern, &t);
+        words = more < 0 ? -1 : words + more;
+    }
+    for (size_t j = 0; j <= t.mask && words >= 0; j++)
+        if (t.slots[j].p != NULL && table_merge(all, &t.slots[j]) < 0)
+            words = -1;
+    PyMem_Free(t.slots);
+    return words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t.used);
+}
+
+static PyObject *
+count_many(PyObject *self, PyObject *args)
+{
+    PyObject *pieces, *counts, *classify;
+    int pattern;
+    if (!PyArg_ParseTuple(args, "O!O!Oi:count_many", &PyList_Type, &pieces, &PyDict_Type, &counts, &classify,
+                          &pattern))
+        return NULL;
+    if (ready(classify, pattern) < 0)
+        return NULL;
+    /* A copy: the texts stay alive (and in place) while the table points into them. */
+    pieces = PyList_GetSlice(pieces, 0, PyList_GET_SIZE(pieces));
+    if (pieces == NULL)
+        return NULL;
+    Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
+    for (Py_ssize_t i = 0; i < n_pieces; i++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, i), *copy = NULL;
+        if (PyList_Check(piece))
+            copy = PyList_GetSlice(piece, 0, PyList_GET_SIZE(piece));
+        else
+            PyErr_Format(PyExc_TypeError, "each piece must be a list of str, not %.100s", Py_TYPE(piece)->tp_name);
+        for (Py_ssize_t j = 0; copy != NULL && j < PyList_GET_SIZE(copy); j++)
+            if (!PyUnicode_Check(PyList_GET_ITEM(copy, j))) {
+                PyErr_Format(PyExc_TypeError, "each piece must be a list of str, not of %.100s",
+                             Py_TYPE(PyList_GET_ITEM(copy, j))->tp_name);
+                Py_CLEAR(copy);
+            }
+        if (copy == NULL) {
+            Py_DECREF(pieces);
+            return NULL;
+        }
+        PyList_SET_ITEM(pieces, i, copy);  /* steals copy; the slice's own reference to piece goes */
+        Py_DECREF(piece);
+    }
+    PyObject *result = PyList_New(n_pieces);
+    Table all;
+    if (result == NULL || table_init(&all, 1024) < 0) {
+        Py_XDECREF(result);
+        Py_DECREF(pieces);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n_pieces && result != NULL; i++) {
+        PyObject *pair = count_piece(PyList_GET_ITEM(pieces, i), classify, pattern, &all);
+        if (pair == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, pair);
+    }
+    if (result != NULL && table_flush(&all, counts) < 0)
+        Py_CLEAR(result);
+    PyMem_Free(all.slots);
+    Py_DECREF(pieces);
+    return result;
 }
 
 static PyMethodDef methods[] = {
@@ -265,6 +422,10 @@ static PyMethodDef methods[] = {
      "Add the words (UTF-8 bytes) of a built-in pre-tokenizer (0 gpt2, 1 cl100k, 2 o200k) in text\n"
      "to the dict counts; return how many there were. classify(code_point) gives a category\n"
      "1..7 plus 16 times a letter of 'sdmtlver' (see bpestore.text.char_class)."},
+    {"count_many", count_many, METH_VARARGS,
+     "count_many(pieces, counts, classify, pattern) -> list[(int, int)]\n\n"
+     "count() of each piece (a list of str: its segments) into counts; each piece's words and\n"
+     "distinct words. The words of all pieces are added to the dict once, not once per piece."},
     {NULL, NULL, 0, NULL},
 };
 

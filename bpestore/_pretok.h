@@ -61,9 +61,7 @@ ask_class(uint8_t *classes, PyObject *classify, Py_UCS4 c)
 static int
 classify_text(uint8_t *classes, const void *data, int kind, Py_ssize_t n, PyObject *classify)
 {
-    if (kind == PyUnicode_1BYTE_KIND) {  /* all 256 at once, then never again */
-        if (classes[0xFF])
-            return 0;
+    if (kind == PyUnicode_1BYTE_KIND) {  /* all 256 at once (a wider text may have filled only some) */
         for (Py_UCS4 c = 0; c < 256; c++)
             if (!classes[c] && ask_class(classes, classify, c) < 0)
                 return -1;

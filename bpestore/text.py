@@ -282,6 +282,21 @@ class TextPipeline:
         return sum(self.count_core.count(segment, counts, char_class, self.count_pattern)
                    for segment in self.ordinary_segments(text))
 
+    def count_each(self, texts: list[str], counts: dict[bytes, int]) -> list[tuple[int, int]]:
+        """``count_utf8`` of each text into counts; the words and distinct words of each.
+        The counting core counts them together, adding to counts once; else each
+        text is counted alone, then added."""
+        if self.count_core is not None:
+            return self.count_core.count_many([list(self.ordinary_segments(text)) for text in texts], counts,
+                                              char_class, self.count_pattern)
+        each = []
+        for text in texts:
+            own: dict[bytes, int] = {}
+            each.append((self.count_utf8(text, own), len(own)))
+            for word, n in own.items():
+                counts[word] = counts.get(word, 0) + n
+        return each
+
     def count_words(self, text: str, counts: Counter | None = None) -> Counter:
         """Add the UTF-8 bytes of every pre-token of text to counts (a Counter).
 

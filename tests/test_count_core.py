@@ -164,3 +164,53 @@ def test_version_says_which_counting_core():
         return out.stdout.splitlines()[2]
     assert third_line(None) == "counting core: compiled (C)"
     assert third_line({**os.environ, "BPESTORE_PURE": "1"}) == "counting core: pure-Python (BPESTORE_PURE is set)"
+
+
+def test_latin1_text_after_a_wider_one_is_classified_whole():
+    """A wider text fills the class table only for its own characters, ÿ (U+00FF) among
+    them: a Latin-1 text counted next must still have each of its characters asked
+    (the table is per process and fills as texts come, so a worker's order of tasks
+    once changed its counts)."""
+    latin = ' "£5 ^{×} ½ ¿Qué?\xa0\xa0a'
+    script = ("from bpestore.text import TextPipeline; from bpestore import TokenizerSpec\n"
+              "p = TextPipeline(TokenizerSpec()); p.count_utf8('ÿ中', {}); d = {}\n"
+              f"p.count_utf8({latin!r}, d); print(sorted(d.items()))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    want = Counter(w.encode() for w in regex.findall(GPT2_ENCODER_PY, latin))
+    assert out.strip() == str(sorted(want.items()))
+
+
+@pytest.mark.parametrize("spec", [TokenizerSpec(), TokenizerSpec(pretokenizer="o200k"),
+                                  TokenizerSpec(special_tokens=("<|endoftext|>",)),
+                                  TokenizerSpec(pretokenizer="cl100k", space_marker="▁")])
+def test_many_pieces_counted_together_count_as_each_alone(spec, monkeypatch):
+    """``count_each`` (the core's ``count_many``: one table for many small files) gives each
+    piece's words and distinct words and the counts of counting each alone, the pure
+    way; pieces of every string kind (ASCII, Latin-1, BMP, beyond) share words."""
+    s = read_corpus("tinyshakespeare.txt")[:30_000]
+    texts = ["", s[:5_000], s[3_000:9_000] + " ÿ£", "中文 the" + s[:2_000], "😀 the<|endoftext|>the 😀",
+             " the cat<|endoftext|> the 中 cat £<|endoftext|> the £ 😀",
+             "x", s[9_000:] + " Ünïcode"] + [s[i:i + 300] for i in range(0, 6_000, 300)]
+    got: dict[bytes, int] = {b" the": 7}
+    each = TextPipeline(spec).count_each(texts, got)
+    pure = TextPipeline(spec)
+    pure.count_core = None
+    want: dict[bytes, int] = {b" the": 7}
+    alone = []
+    for t in texts:
+        own: dict[bytes, int] = {}
+        alone.append((pure.count_utf8(t, own), len(own)))
+        for w, n in own.items():
+            want[w] = want.get(w, 0) + n
+    assert each == alone and got == want
+    assert pure.count_each(texts, want := {b" the": 7}) == alone and want == got
+
+
+def test_count_many_refuses_what_is_not_a_list_of_lists_of_str():
+    core = text.COUNT_CORE
+    for bad in (["text"], [[b"bytes"]], [None]):
+        with pytest.raises(TypeError):
+            core.count_many(bad, {}, char_class, 0)
+    with pytest.raises(ValueError):
+        core.count_many([["a"]], {}, char_class, 9)
+    assert core.count_many([], {}, char_class, 0) == []

@@ -67,6 +67,14 @@ class Reference:
         assert self.rank_core.encode(fixed) == expected
 
 
+def test_latin1_text_after_a_wider_one_is_classified_whole():
+    """A wider text fills the encoder's class table only for its own characters, ÿ among
+    them: a Latin-1 text encoded next must still have each of its characters asked."""
+    fresh = Reference("gpt2")
+    fresh.check("ÿ中")
+    fresh.check(' "£5 ^{×} ½ ¿Qué?\xa0\xa0a')
+
+
 @pytest.fixture(scope="module", params=ENCODINGS)
 def reference(request) -> Reference:
     ref = Reference(request.param)

@@ -758,3 +758,48 @@ def test_a_small_ingest_starts_no_process_machinery(tmp_path):
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s.db"), str(path)], capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _cut_at_safe_places(text: str, step: int) -> list[str]:
+    """Text cut about every ``step`` characters after a letter or digit, at a whitespace
+    before a non-space: no word of GPT-2's pattern spans such a place."""
+    cuts = [0]
+    for m in regex.finditer(r"(?<=[\p{L}\p{N}])\s(?=\S)", text):
+        if m.start() - cuts[-1] >= step:
+            cuts.append(m.start())
+    return [text[a:b] for a, b in zip(cuts, [*cuts[1:], len(text)])]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_many_small_files_write_the_counts_of_one_file_in_one_generation(workers, db_url, tmp_path):
+    """Small files of every string kind (ASCII, Latin-1, CJK, emoji), several to a task, at 1 and
+    3 workers (3: the workers' counts come back in shards), and the same bytes as one file:
+    each ingest call is one generation, with the reference's counts and each file's words."""
+    import bpestore
+
+    base = read_corpus("tinyshakespeare.txt")[:120_000]
+    lines = base.split("\n")
+    extra = ["Price £5 ×2 ½ ÿ", "中文 字 the", "emoji 😀 the", EOT]
+    text = "\n".join(line + (f" {extra[i % 4]}" if i % 7 == 0 else "") for i, line in enumerate(lines))
+    pieces = _cut_at_safe_places(text, 1_500)
+    assert len(pieces) > 50 and "".join(pieces) == text
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i, piece in enumerate(pieces):
+        (folder / f"{i:04d}.txt").write_text(piece, encoding="utf-8")
+    whole = tmp_path / "whole.txt"
+    whole.write_text(text, encoding="utf-8")
+    expected = reference_counts(text, GPT2, EOT)
+    assert sum((reference_counts(p, GPT2, EOT) for p in pieces), Counter()) == expected
+    tuning = dataclasses.replace(PARALLEL, task_bytes=8_000)  # tasks of several files each
+    with bpestore.open(db_url) as store:
+        for corpus, paths in (("many", [folder]), ("one", [whole])):
+            sources = store.ingest(corpus, paths, workers=workers, tuning=tuning, special_tokens=[EOT])
+            assert [g.generation for g in store.corpus_log(corpus)] == [1]
+            assert store.word_counts(corpus) == expected
+            assert sum(s.n_words for s in sources) == sum(expected.values())
+        by_name = {Path(s.source).name: s for s in store.corpus_sources("many")}
+        for i, piece in enumerate(pieces):
+            own = reference_counts(piece, GPT2, EOT)
+            assert (by_name[f"{i:04d}.txt"].n_words, by_name[f"{i:04d}.txt"].n_distinct) == \
+                (sum(own.values()), len(own))

@@ -17,9 +17,12 @@ as three byte strings (``shard_counts``); the caller stores them unopened and, o
 the batch is counted, has each shard merged and sorted by a worker
 (``Pool.reduce``): the parent does no work per word handed on, which would
 bound many workers (at 16 they hand on several times the distinct words), and
-gets the batch's counts as one sorted, disjoint part per shard. At the flush a
-worker hands on its counts in shards too where the batch has shards anyway,
-else whole (fewer workers, or less text: one round trip less). Tasks counted in this process (one
+gets the batch's counts as one sorted, disjoint part per shard (the upsert's
+sort then only merges sorted runs). At the flush a worker hands on its counts
+in shards too where the batch has shards anyway or more than two workers count
+(merging four workers' whole counts in the parent kept 4 workers barely faster
+than 2), else whole (sorting them there cost more than the parent's one sort
+where a call has many large sources). Tasks counted in this process (one
 worker, or before the workers start) keep their batch's counts the same way,
 until the flush.
 
@@ -200,9 +203,21 @@ def reduce_shard(pieces: list[Packed]) -> Counted:
     """One shard's pieces (``shard_counts``) merged, in word order."""
     total: Counter = Counter()
     for piece in pieces:
-        merge_pairs(total, *unpack_shard(piece))
-    words = sorted(total)
-    return Counted(dict(zip(words, map(total.__getitem__, words))), [], reduced=True)
+        words, counts = unpack_shard(piece)
+        if total:
+            merge_pairs(total, words, counts)
+        else:  # the first piece: its words are distinct, nothing to add to
+            dict.update(total, zip(words, counts))
+    return Counted(in_order(total), [], reduced=True)
+
+
+def in_order(counts: Counter) -> dict[bytes, int]:
+    """The counts with UTF-8 keys, in word order (emptied as it goes)."""
+    utf8 = as_bytes(counts)
+    words = sorted(utf8)
+    ordered = dict(zip(words, map(utf8.__getitem__, words)))
+    utf8.clear()
+    return ordered
 
 
 class TaskCounter:
@@ -218,18 +233,41 @@ class TaskCounter:
     def count(self, task: Task, into: Counter | None = None) -> Counted:
         """Count a task; with ``into`` (one piece), into those counts, and hand back none."""
         counts: Counter = Counter() if into is None else into
-        words: list[tuple[int, int]] = []
-        for piece in task.pieces:
-            own = counts if len(task.pieces) == 1 else Counter()
+        if len(task.pieces) == 1:
+            piece = task.pieces[0]
             try:
-                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, own)
+                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
             except BpestoreError as exc:
-                # Only the pieces before the failing one count.
-                return Counted(as_bytes(counts) if own is not counts else {}, words, exc)
+                return Counted({}, [], exc)
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))])
+        words, error = self.count_pieces(task.pieces, counts)
+        # On an error, only the pieces before the failing one are in counts.
+        return Counted({} if into is not None else as_bytes(counts), words, error)
+
+    def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
+                     ) -> tuple[list[tuple[int, int]], BpestoreError | None]:
+        """Add several pieces' words to counts: each piece's words and distinct words,
+        up to the first that fails, and its error."""
+        texts: list[str] = []
+        error = None
+        for piece in pieces:
+            try:
+                texts.append(piece.decoded(self.errors))
+            except BpestoreError as exc:
+                error = exc
+                break
+        if self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts):
+            return self.pipeline.count_each(texts, counts), error
+        words: list[tuple[int, int]] = []
+        for piece, text in zip(pieces, texts):
+            own: Counter = Counter()
+            try:
+                n_words = self.count_text(text, piece.name, piece.first_line, own)
+            except BpestoreError as exc:
+                return words, exc
             words.append((n_words, len(own)))
-            if own is not counts:
-                merge_counts(counts, own)
-        return Counted({} if into is not None else as_bytes(counts), words)
+            merge_counts(counts, own)
+        return words, error
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts:
@@ -335,9 +373,8 @@ def _count(task: Task) -> Counted:
 
 
 def _flush(keep: int, shard: bool) -> Counted:
-    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else
-    whole); then wait for every other worker to take a flush task too, so that
-    each takes one."""
+    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else whole);
+    then wait for every other worker to take a flush task too, so that each takes one."""
     held = _held.pop(keep, Counter())
     counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(as_bytes(held), [])
     assert _barrier is not None, "not a worker"

@@ -52,7 +52,7 @@ class IngestTuning:
     chunk_bytes: int = 512 << 10  # bytes read at a time; a range or piece counted is about this size
     small_source_bytes: int = 1 << 20  # plain files up to this size are counted whole, with others
     task_bytes: int = 1 << 20  # small sources are grouped into tasks of about this many bytes...
-    batch_bytes: int = 64 << 20  # ...and into batches (one transaction each) of about this many
+    batch_bytes: int = 256 << 20  # ...and into batches (one transaction each) of about this many
     parallel_min_bytes: int = 4 << 20  # less text than this is counted in this process
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
@@ -116,12 +116,13 @@ class _Group:
 
     def joined(self) -> Counter:
         """Its counts: the reduced shards (no word in two of them: joined without
-        adding) and whatever else came back."""
+        adding, each let go once in: the parent never holds the counts twice) and
+        whatever else came back."""
         if not self.reduced or self.counts is None:
             return self.counts if self.counts is not None else Counter()
         total: Counter = Counter()
-        for part in self.reduced:
-            dict.update(total, part)
+        while self.reduced:
+            dict.update(total, self.reduced.pop(0))
         merge_counts(total, self.counts)
         return total
 
@@ -159,7 +160,10 @@ class _Counting:
         self.stdin = stdin
         self.errors = errors
         self.tuning = tuning
-        self.sizes = [file_size(p) for p in paths]
+        # Each file's size and stamp, from one stat before any is read (10,000 small
+        # files paid a stat each more when each was read).
+        self.stamps: dict[str, tuple[int, int, int] | None] = {p: _stamp(p) for p in paths}
+        self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
         known = [s for s in self.sizes if s is not None]
         self.total = None if len(known) < len(self.sizes) else sum(known)
         # Compressed text is several times its size on disk.
@@ -176,7 +180,6 @@ class _Counting:
         self.unsent_bytes = 0
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
-        self.stamps: dict[str, tuple[int, int, int] | None] = {}  # each file's stat when its reading began
         self.keys = itertools.count(1)  # Task.keep of each large source
         self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
@@ -251,7 +254,6 @@ class _Counting:
 
     # -- small sources: read whole, counted and written together --------------
     def add_small(self, index: int, path: str) -> None:
-        self.stamps[path] = _stamp(path)
         data = read_range(path)
         stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
         self.report(path, stats.size_bytes, stats.size_bytes, index)
@@ -284,7 +286,6 @@ class _Counting:
 
     # -- large sources: counted in pieces, a batch of their own ----------------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
-        self.stamps[path] = _stamp(path)
         stats = Source(path)
         group = _Group([stats], key=next(self.keys))
         self.groups.append(group)
@@ -386,9 +387,11 @@ class _Counting:
         """Ask every worker for the counts it kept of a large source (all its tasks are sent)."""
         if group.closed:
             return
-        # Shards only where there are some to merge already: else the parent merges
-        # the workers' sorted counts (one round trip less).
-        for future in self.pool.flush(group.key, shard=group.shards is not None):
+        # In shards where more than two workers count, or shards were handed on already:
+        # the workers merge them (``reduce``) and the parent gets disjoint parts in word
+        # order. Else each worker's counts come whole: the parent's merge of two costs
+        # less than a round trip more.
+        for future in self.pool.flush(group.key, shard=group.shards is not None or self.pool.workers > 2):
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
 
