@@ -43,30 +43,25 @@ def ingested(scale: float) -> Path:
     """The synthetic corpus at ``scale``, ingested once (2 workers)."""
     from bench.training_scale import corpus_at
 
-    db = DATA / f"synthetic-{scale:g}.db"
-    if not db.exists():
-        import bpestore
-
-        part = db.with_name(db.name + ".part")
-        part.unlink(missing_ok=True)
-        with bpestore.open(part) as store:
-            store.ingest("syn", [str(corpus_at(scale))], workers=2)
-        part.replace(db)
-    return db
+    return _ingested_once(DATA / f"synthetic-{scale:g}.db", corpus_at(scale))
 
 
 def ingested_corpus(name: str) -> Path:
     """Shared corpus ``name``, ingested once (2 workers) as corpus ``syn``."""
     from bench.common import prepare_corpus
 
-    db = DATA / f"{name}-ingested.db"
+    return _ingested_once(DATA / f"{name}-ingested.db", prepare_corpus(name))
+
+
+def _ingested_once(db: Path, source: Path) -> Path:
+    """``db`` holding ``source`` as corpus ``syn``, made once (through a ``.part`` file)."""
     if not db.exists():
         import bpestore
 
         part = db.with_name(db.name + ".part")
         part.unlink(missing_ok=True)
         with bpestore.open(part) as store:
-            store.ingest("syn", [str(prepare_corpus(name))], workers=2)
+            store.ingest("syn", [str(source)], workers=2)
         part.replace(db)
     return db
 
