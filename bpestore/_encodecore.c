@@ -53,6 +53,52 @@ mix64(uint64_t x)
 }
 
 static inline uint64_t
+load64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint32_t
+load32(const uint8_t *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The n < 8 bytes at p as one word (not their exact bytes where n >= 4: two loads that
+   overlap; enough for a hash, whose length is mixed in apart). */
+static inline uint64_t
+tail_bytes(const uint8_t *p, size_t n)
+{
+    if (n >= 4)
+        return ((uint64_t)load32(p) << 32) | load32(p + n - 4);
+    if (n == 0)
+        return 0;
+    return ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+}
+
+/* a[0..n) == b[0..n), for short n, without a call. */
+static inline int
+same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            if (load64(a + i) != load64(b + i))
+                return 0;
+        return load64(a + n - 8) == load64(b + n - 8);
+    }
+    if (n >= 4)
+        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static inline uint64_t
 hash_bytes(const uint8_t *p, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
@@ -64,9 +110,7 @@ hash_bytes(const uint8_t *p, size_t n)
         p += 8;
         n -= 8;
     }
-    uint64_t w = 0;
-    for (size_t i = 0; i < n; i++)
-        w |= (uint64_t)p[i] << (8 * i);
+    uint64_t w = tail_bytes(p, n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     return h;
@@ -143,7 +187,7 @@ token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
         const TokenSlot *s = &e->tokens[j];
         if (s->len == 0)
             return NULL;
-        if (s->hash == h && s->len == n && memcmp(e->token_bytes + s->offset, p, n) == 0)
+        if (s->hash == h && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
             return s;
         j = (j + 1) & e->token_mask;
     }
@@ -302,7 +346,7 @@ cache_slot(const Work *w, uint64_t h)
 static inline int
 cache_holds(const CacheSlot *c, const uint8_t *key, size_t n)
 {
-    return c->len == n && memcmp(c->key, key, n) == 0;
+    return c->len == n && same_bytes(c->key, key, n);
 }
 
 static inline void
@@ -348,7 +392,7 @@ pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b,
 static size_t
 merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
 {
-    uint64_t pr[SHORT_SYMBOLS];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
+    uint64_t pr[2 * SHORT_SYMBOLS + 2];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
     if (e->byte_pairs != NULL) {  /* the symbols are the bytes: their pairs are in a table of 65,536 */
         for (size_t i = 0; i + 1 < n; i++)
             pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
@@ -374,9 +418,11 @@ merge:
         if (best == NO_PAIR)
             break;
         s[at] = (uint32_t)best;
-        memmove(s + at + 1, s + at + 2, (n - at - 2) * sizeof(uint32_t));
-        memmove(pos + at + 1, pos + at + 2, (n - at - 1) * sizeof(uint32_t));
-        memmove(pr + at + 1, pr + at + 2, (n - at - 2) * sizeof(uint64_t));
+        /* moves of a constant size (past n: the arrays have room) compile to a few
+           vector moves, not calls */
+        memmove(s + at + 1, s + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
+        memmove(pos + at + 1, pos + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
+        memmove(pr + at + 1, pr + at + 2, SHORT_SYMBOLS * sizeof(uint64_t));
         n--;
         if (at > 0)
             pr[at - 1] = pair_of(e, w, bytes, s[at - 1], s[at], pos[at - 1], pos[at + 1]);
@@ -1144,6 +1190,28 @@ has_surrogate(const void *data, int kind, Py_ssize_t n)
     return 0;
 }
 
+/* One pass over a text a pattern scans: 1 where it holds a surrogate (the text is not
+   encoded), else its characters are classified (classify_text): 0, or -1 with an
+   exception. A surrogate is never classified, so the check costs only at characters
+   not classified yet. */
+static int
+classify_and_check(Encoder *e, const void *data, int kind, Py_ssize_t n)
+{
+    if (kind == PyUnicode_1BYTE_KIND)
+        return n ? classify_text(e->classes, data, kind, n, e->classify) : 0;
+    uint8_t *classes = e->classes;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)data)[i] : ((const Py_UCS4 *)data)[i];
+        if (classes[c])
+            continue;
+        if (c >= 0xD800 && c <= 0xDFFF)
+            return 1;
+        if (ask_class(classes, e->classify, c) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
 {
@@ -1156,10 +1224,12 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
     const void *data = PyUnicode_DATA(text);
     int kind = PyUnicode_KIND(text);
     int ascii = PyUnicode_IS_ASCII(text);
-    if (!ascii && has_surrogate(data, kind, n))
-        Py_RETURN_NONE;
-    if (e->pattern != PATTERN_NONE && n && classify_text(e->classes, data, kind, n, e->classify) < 0)
+    int found = e->pattern == PATTERN_NONE ? (!ascii && has_surrogate(data, kind, n))
+                : classify_and_check(e, data, kind, n);
+    if (found < 0)
         return NULL;
+    if (found)
+        Py_RETURN_NONE;
     Work w;
     memset(&w, 0, sizeof w);
     int rc = 0;
