@@ -35,7 +35,8 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 
 #define NO_ID 0xFFFFFFFFu
 #define NO_PAIR UINT64_MAX
-#define SHORT_SYMBOLS 16
+#define SHORT_SYMBOLS 16       /* (2 * SHORT_SYMBOLS + 2 <= 64, the least room of the symbol arrays) */
+#define MID_SYMBOLS 256
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
 #define CACHE_SLOTS_MAX (1u << 13)
@@ -432,6 +433,80 @@ merge:
     return n;
 }
 
+/* The lowest pair value of block b (positions 8b..8b+7) of cur[0..n). */
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+static inline uint64_t
+block_min(const uint64_t *cur, size_t b)
+{
+    const uint64_t *c = cur + (b << 3);
+    return MIN2(MIN2(MIN2(c[0], c[1]), MIN2(c[2], c[3])), MIN2(MIN2(c[4], c[5]), MIN2(c[6], c[7])));
+}
+
+/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (rank << 32 |
+   made, NO_PAIR where none or dead) in cur, the lowest of every block of 8 in bmin, a
+   linked list of the symbols left. A merge finds the lowest block (leftmost among
+   equals), its first position of that value, and looks up the two pairs it changes:
+   no heap, no stale entries. Returns the symbols left, in s. */
+static size_t
+merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
+          size_t n)
+{
+    size_t nb = (n + 7) >> 3;
+    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 9 * nb, sizeof(uint64_t)) < 0)
+        return 0;
+    uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
+    uint32_t *next = w->next, *prev = w->prev;
+    for (size_t i = 0; i < n; i++) {
+        next[i] = (uint32_t)(i + 1);
+        prev[i] = (uint32_t)(i - 1);  /* NO_ID for the first */
+    }
+#define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
+    if (e->byte_pairs != NULL)
+        for (size_t i = 0; i + 1 < n; i++)
+            cur[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
+    else
+        for (size_t i = 0; i + 1 < n; i++)
+            cur[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
+    for (size_t i = n - 1; i < 8 * nb; i++)
+        cur[i] = NO_PAIR;
+    for (size_t b = 0; b < nb; b++)
+        bmin[b] = block_min(cur, b);
+    for (;;) {
+        uint64_t best = NO_PAIR;
+        size_t bb = 0;
+        for (size_t b = 0; b < nb; b++)
+            if (bmin[b] < best) {
+                best = bmin[b];
+                bb = b;
+            }
+        if (best == NO_PAIR)
+            break;
+        size_t i = bb << 3;
+        while (cur[i] != best)
+            i++;
+        uint32_t j = next[i], k = next[j], h = prev[i];
+        s[i] = (uint32_t)best;
+        s[j] = NO_ID;
+        cur[j] = NO_PAIR;
+        next[i] = k;
+        if (k < n)
+            prev[k] = (uint32_t)i;
+        cur[i] = k < n ? pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k)) : NO_PAIR;
+        if (h != NO_ID)
+            cur[h] = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
+        bmin[i >> 3] = block_min(cur, i >> 3);
+        if (j >> 3 != i >> 3)
+            bmin[j >> 3] = block_min(cur, j >> 3);
+        if (h != NO_ID && h >> 3 != i >> 3)
+            bmin[h >> 3] = block_min(cur, h >> 3);
+    }
+#undef END_OF
+    size_t m = 0;
+    for (size_t i = 0; i < n; i = next[i])
+        s[m++] = s[i];
+    return m;
+}
+
 static int
 heap_push(Work *w, uint64_t v)
 {
@@ -644,8 +719,8 @@ encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, ui
     Py_ssize_t m = symbolize(e, w, bytes, n);
     if (m < 0)
         return -1;
-    size_t left = (size_t)m <= SHORT_SYMBOLS
-                  ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
+    size_t left = (size_t)m <= SHORT_SYMBOLS ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
+                  : (size_t)m <= MID_SYMBOLS ? merge_mid(e, w, bytes, n, w->symbols, w->positions, (size_t)m)
                   : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
     if (w->fail)
         return -1;
@@ -662,7 +737,7 @@ encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
 
 /* The UTF-8 of text[start:end] (kind-byte code points at data, no surrogates) in
    w->utf8 from offset `at` on; its length, or -1. */
-static Py_ssize_t
+INLINE Py_ssize_t
 utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
 {
     size_t most = (size_t)(end - start) * (kind == 1 ? 2 : kind == 2 ? 3 : 4);
@@ -670,6 +745,21 @@ utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssi
         return -1;
     uint8_t *out = w->utf8 + at;
     for (Py_ssize_t i = start; i < end; i++) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* four ASCII characters of a 2-byte text at once */
+        while (kind == PyUnicode_2BYTE_KIND && i + 4 <= end) {
+            uint64_t x = load64((const uint8_t *)((const Py_UCS2 *)data + i));
+            if (x & 0xFF80FF80FF80FF80ULL)
+                break;
+            x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
+            uint32_t four = (uint32_t)(x | (x >> 16));
+            memcpy(out, &four, 4);
+            out += 4;
+            i += 4;
+        }
+        if (i == end)
+            break;
+#endif
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c < 0x80) {
             *out++ = (uint8_t)c;
@@ -1200,7 +1290,14 @@ classify_and_check(Encoder *e, const void *data, int kind, Py_ssize_t n)
     if (kind == PyUnicode_1BYTE_KIND)
         return n ? classify_text(e->classes, data, kind, n, e->classify) : 0;
     uint8_t *classes = e->classes;
+    if (classify_text(classes, NULL, PyUnicode_1BYTE_KIND, 0, e->classify) < 0)  /* the first 256 */
+        return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (kind == PyUnicode_2BYTE_KIND)  /* skip four characters below 256 at once */
+            while (i + 4 <= n && !(load64((const uint8_t *)((const Py_UCS2 *)data + i)) & 0xFF00FF00FF00FF00ULL))
+                i += 4;
+        if (i == n)
+            break;
         Py_UCS4 c = kind == PyUnicode_2BYTE_KIND ? ((const Py_UCS2 *)data)[i] : ((const Py_UCS4 *)data)[i];
         if (classes[c])
             continue;
