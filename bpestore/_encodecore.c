@@ -125,12 +125,13 @@ typedef struct {
     uint32_t made;
 } PairSlot;
 
+/* 16 bytes: four to a cache line. */
 typedef struct {
-    uint64_t hash;
-    uint32_t offset;  /* of its bytes in Encoder.token_bytes */
-    uint32_t len;     /* 0: empty slot */
+    uint32_t tag;         /* the hash's high half */
+    uint32_t offset;      /* of its bytes in Encoder.token_bytes */
+    uint32_t len : 31;    /* 0: empty slot */
+    uint32_t whole : 1;   /* the token is what a word of exactly its bytes encodes to */
     uint32_t id;
-    uint32_t whole;   /* the token is what a word of exactly its bytes encodes to */
 } TokenSlot;
 
 typedef struct {
@@ -188,7 +189,7 @@ token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
         const TokenSlot *s = &e->tokens[j];
         if (s->len == 0)
             return NULL;
-        if (s->hash == h && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
+        if (s->tag == (uint32_t)(h >> 32) && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
             return s;
         j = (j + 1) & e->token_mask;
     }
@@ -995,8 +996,8 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
         }
         total += (size_t)PyBytes_GET_SIZE(t);
     }
-    if (total >= NO_ID) {
-        PyErr_SetString(PyExc_ValueError, "the tokens' bytes exceed 4 GB");
+    if (total >= ((size_t)1 << 31)) {  /* every length fits TokenSlot.len */
+        PyErr_SetString(PyExc_ValueError, "the tokens' bytes exceed 2 GB");
         goto done;
     }
     size_t capacity = capacity_for((size_t)n);
@@ -1023,7 +1024,7 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
         while (e->tokens[j].len)
             j = (j + 1) & e->token_mask;
         memcpy(e->token_bytes + offset, p, len);
-        e->tokens[j] = (TokenSlot){h, (uint32_t)offset, (uint32_t)len, (uint32_t)id, 1};
+        e->tokens[j] = (TokenSlot){(uint32_t)(h >> 32), (uint32_t)offset, (uint32_t)len, 1, (uint32_t)id};
         offset += len;
         if (len > e->max_token_len)
             e->max_token_len = len;
