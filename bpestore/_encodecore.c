@@ -40,7 +40,6 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
 #define CACHE_SLOTS_MAX (1u << 13)
-#define PAIR_CACHE_BITS 16      /* at most */
 
 /* -- hashing ------------------------------------------------------------------------ */
 
@@ -181,6 +180,13 @@ pair_find(const Encoder *e, uint32_t a, uint32_t b)
     }
 }
 
+/* Fetch early the slot where pair_find(e, a, b) starts looking. */
+static inline void
+prefetch_pair(const Encoder *e, uint32_t a, uint32_t b)
+{
+    __builtin_prefetch(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
+}
+
 static inline const TokenSlot *
 token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
 {
@@ -241,8 +247,6 @@ typedef struct {
     uint64_t *heap;
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
-    PairSlot *pair_cache;  /* the merge table's answers met in this call (1 << pair_bits slots) */
-    int pair_bits;
     size_t cache_mask;
     int fail;
 } Work;
@@ -258,7 +262,6 @@ work_free(Work *w)
     free(w->prev);
     free(w->heap);
     free(w->cache);
-    free(w->pair_cache);
 }
 
 /* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
@@ -333,9 +336,6 @@ cache_init(Work *w, Py_ssize_t chars)
         slots <<= 1;
     w->cache = calloc(slots, sizeof(CacheSlot));
     w->cache_mask = slots - 1;
-    w->pair_bits = 8;
-    while (w->pair_bits < PAIR_CACHE_BITS && ((Py_ssize_t)1 << w->pair_bits) * 4 < chars)
-        w->pair_bits++;
 }
 
 /* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
@@ -369,19 +369,8 @@ cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_
 static inline uint64_t
 pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b, size_t start, size_t end)
 {
-    if (e->mode == MODE_MERGE) {
-        /* A small table of the answers met in this call stays in the CPU's cache; the
-           merge table (megabytes) does not. */
-        uint64_t key = ((uint64_t)a << 32) | b;
-        PairSlot *c = &w->pair_cache[mix64(key) >> (64 - w->pair_bits)];
-        if (c->key == key)
-            return c->rank == NO_ID ? NO_PAIR : ((uint64_t)c->rank << 32) | c->made;
-        uint64_t found = pair_find(e, a, b);
-        c->key = key;
-        c->rank = found == NO_PAIR ? NO_ID : (uint32_t)(found >> 32);
-        c->made = (uint32_t)found;
-        return found;
-    }
+    if (e->mode == MODE_MERGE)
+        return pair_find(e, a, b);
     size_t n = end - start;
     if (n > e->max_token_len)
         return NO_PAIR;
@@ -401,11 +390,8 @@ merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32
         goto merge;
     }
     if (e->mode == MODE_MERGE)  /* start every first look-up at once: their cache misses overlap */
-        for (size_t i = 0; i + 1 < n; i++) {
-            uint64_t key = ((uint64_t)s[i] << 32) | s[i + 1], h = mix64(key);
-            __builtin_prefetch(&w->pair_cache[h >> (64 - w->pair_bits)]);
-            __builtin_prefetch(&e->pairs[(size_t)h & e->pair_mask]);
-        }
+        for (size_t i = 0; i + 1 < n; i++)
+            prefetch_pair(e, s[i], s[i + 1]);
     for (size_t i = 0; i + 1 < n; i++)
         pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
 merge:
@@ -492,6 +478,12 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
         next[i] = k;
         if (k < n)
             prev[k] = (uint32_t)i;
+        if (e->mode == MODE_MERGE) {  /* both look-ups at once: their cache misses overlap */
+            if (k < n)
+                prefetch_pair(e, s[i], s[k]);
+            if (h != NO_ID)
+                prefetch_pair(e, s[h], s[i]);
+        }
         cur[i] = k < n ? pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k)) : NO_PAIR;
         if (h != NO_ID)
             cur[h] = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
@@ -632,16 +624,6 @@ symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
     /* at most one symbol per byte, plus the markers */
     if (symbols_room(w, n + 2) < 0)
         return -1;
-    if (w->pair_cache == NULL) {
-        if (w->pair_bits == 0)  /* no cache_init (the check of every token) */
-            w->pair_bits = 8;
-        w->pair_cache = malloc(sizeof(PairSlot) << w->pair_bits);
-        if (w->pair_cache == NULL) {
-            w->fail = FAIL_MEMORY;
-            return -1;
-        }
-        memset(w->pair_cache, 0xFF, sizeof(PairSlot) << w->pair_bits);  /* keys NO_PAIR: empty */
-    }
     uint32_t *s = w->symbols, *pos = w->positions;
     size_t m = 0;
     if (e->prefix != NO_ID) {
