@@ -165,11 +165,12 @@ typedef struct {
     size_t table_bytes;
 } Encoder;
 
+/* The pair key = (a << 32) | b, of hash h = mix64(key), in the merge table:
+   (rank << 32) | made, or NO_PAIR. */
 static inline uint64_t
-pair_find(const Encoder *e, uint32_t a, uint32_t b)
+pair_find_hashed(const Encoder *e, uint64_t key, uint64_t h)
 {
-    uint64_t key = ((uint64_t)a << 32) | b;
-    size_t j = (size_t)mix64(key) & e->pair_mask;
+    size_t j = (size_t)h & e->pair_mask;
     for (;;) {
         const PairSlot *s = &e->pairs[j];
         if (s->key == key)
@@ -178,6 +179,13 @@ pair_find(const Encoder *e, uint32_t a, uint32_t b)
             return NO_PAIR;
         j = (j + 1) & e->pair_mask;
     }
+}
+
+static inline uint64_t
+pair_find(const Encoder *e, uint32_t a, uint32_t b)
+{
+    uint64_t key = ((uint64_t)a << 32) | b;
+    return pair_find_hashed(e, key, mix64(key));
 }
 
 /* Fetch early the slot where pair_find(e, a, b) starts looking. */
@@ -412,6 +420,18 @@ merge:
         memmove(pos + at + 1, pos + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
         memmove(pr + at + 1, pr + at + 2, SHORT_SYMBOLS * sizeof(uint64_t));
         n--;
+        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
+            uint64_t left = at > 0 ? ((uint64_t)s[at - 1] << 32) | s[at] : 0;
+            uint64_t right = ((uint64_t)s[at] << 32) | (at + 1 < n ? s[at + 1] : 0);
+            uint64_t hl = mix64(left), hr = mix64(right);
+            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
+            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
+            if (at > 0)
+                pr[at - 1] = pair_find_hashed(e, left, hl);
+            if (at + 1 < n)
+                pr[at] = pair_find_hashed(e, right, hr);
+            continue;
+        }
         if (at > 0)
             pr[at - 1] = pair_of(e, w, bytes, s[at - 1], s[at], pos[at - 1], pos[at + 1]);
         if (at + 1 < n)
@@ -478,15 +498,20 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
         next[i] = k;
         if (k < n)
             prev[k] = (uint32_t)i;
-        if (e->mode == MODE_MERGE) {  /* both look-ups at once: their cache misses overlap */
-            if (k < n)
-                prefetch_pair(e, s[i], s[k]);
+        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
+            uint64_t right = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
+            uint64_t left = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
+            uint64_t hr = mix64(right), hl = mix64(left);
+            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
+            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
+            cur[i] = k < n ? pair_find_hashed(e, right, hr) : NO_PAIR;
             if (h != NO_ID)
-                prefetch_pair(e, s[h], s[i]);
+                cur[h] = pair_find_hashed(e, left, hl);
+        } else {
+            cur[i] = k < n ? pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k)) : NO_PAIR;
+            if (h != NO_ID)
+                cur[h] = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
         }
-        cur[i] = k < n ? pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k)) : NO_PAIR;
-        if (h != NO_ID)
-            cur[h] = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
         bmin[i >> 3] = block_min(cur, i >> 3);
         if (j >> 3 != i >> 3)
             bmin[j >> 3] = block_min(cur, j >> 3);
