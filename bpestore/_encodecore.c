@@ -35,11 +35,11 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 
 #define NO_ID 0xFFFFFFFFu
 #define NO_PAIR UINT64_MAX
-#define SHORT_SYMBOLS 16
+#define SHORT_SYMBOLS 16       /* (2 * SHORT_SYMBOLS + 2 <= 64, the least room of the symbol arrays) */
+#define MID_SYMBOLS 256
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
 #define CACHE_SLOTS_MAX (1u << 13)
-#define PAIR_CACHE_BITS 16      /* at most */
 
 /* -- hashing ------------------------------------------------------------------------ */
 
@@ -50,6 +50,52 @@ mix64(uint64_t x)
     x *= 0xff51afd7ed558ccdULL;
     x ^= x >> 33;
     return x;
+}
+
+static inline uint64_t
+load64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint32_t
+load32(const uint8_t *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+/* The n < 8 bytes at p as one word (not their exact bytes where n >= 4: two loads that
+   overlap; enough for a hash, whose length is mixed in apart). */
+static inline uint64_t
+tail_bytes(const uint8_t *p, size_t n)
+{
+    if (n >= 4)
+        return ((uint64_t)load32(p) << 32) | load32(p + n - 4);
+    if (n == 0)
+        return 0;
+    return ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+}
+
+/* a[0..n) == b[0..n), for short n, without a call. */
+static inline int
+same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            if (load64(a + i) != load64(b + i))
+                return 0;
+        return load64(a + n - 8) == load64(b + n - 8);
+    }
+    if (n >= 4)
+        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
 }
 
 static inline uint64_t
@@ -64,9 +110,7 @@ hash_bytes(const uint8_t *p, size_t n)
         p += 8;
         n -= 8;
     }
-    uint64_t w = 0;
-    for (size_t i = 0; i < n; i++)
-        w |= (uint64_t)p[i] << (8 * i);
+    uint64_t w = tail_bytes(p, n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     return h;
@@ -80,12 +124,13 @@ typedef struct {
     uint32_t made;
 } PairSlot;
 
+/* 16 bytes: four to a cache line. */
 typedef struct {
-    uint64_t hash;
-    uint32_t offset;  /* of its bytes in Encoder.token_bytes */
-    uint32_t len;     /* 0: empty slot */
+    uint32_t tag;         /* the hash's high half */
+    uint32_t offset;      /* of its bytes in Encoder.token_bytes */
+    uint32_t len : 31;    /* 0: empty slot */
+    uint32_t whole : 1;   /* the token is what a word of exactly its bytes encodes to */
     uint32_t id;
-    uint32_t whole;   /* the token is what a word of exactly its bytes encodes to */
 } TokenSlot;
 
 typedef struct {
@@ -123,11 +168,12 @@ typedef struct {
     size_t n_pool, pool_cap;
 } Encoder;
 
+/* The pair key = (a << 32) | b, of hash h = mix64(key), in the merge table:
+   (rank << 32) | made, or NO_PAIR. */
 static inline uint64_t
-pair_find(const Encoder *e, uint32_t a, uint32_t b)
+pair_find_hashed(const Encoder *e, uint64_t key, uint64_t h)
 {
-    uint64_t key = ((uint64_t)a << 32) | b;
-    size_t j = (size_t)mix64(key) & e->pair_mask;
+    size_t j = (size_t)h & e->pair_mask;
     for (;;) {
         const PairSlot *s = &e->pairs[j];
         if (s->key == key)
@@ -138,6 +184,20 @@ pair_find(const Encoder *e, uint32_t a, uint32_t b)
     }
 }
 
+static inline uint64_t
+pair_find(const Encoder *e, uint32_t a, uint32_t b)
+{
+    uint64_t key = ((uint64_t)a << 32) | b;
+    return pair_find_hashed(e, key, mix64(key));
+}
+
+/* Fetch early the slot where pair_find(e, a, b) starts looking. */
+static inline void
+prefetch_pair(const Encoder *e, uint32_t a, uint32_t b)
+{
+    __builtin_prefetch(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
+}
+
 static inline const TokenSlot *
 token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
 {
@@ -146,7 +206,7 @@ token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
         const TokenSlot *s = &e->tokens[j];
         if (s->len == 0)
             return NULL;
-        if (s->hash == h && s->len == n && memcmp(e->token_bytes + s->offset, p, n) == 0)
+        if (s->tag == (uint32_t)(h >> 32) && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
             return s;
         j = (j + 1) & e->token_mask;
     }
@@ -198,8 +258,6 @@ typedef struct Work {
     uint64_t *heap;
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
-    PairSlot *pair_cache;  /* the merge table's answers met in this call (1 << pair_bits slots) */
-    int pair_bits;
     size_t cache_mask;
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
@@ -219,7 +277,6 @@ work_free(Work *w)
     free(w->prev);
     free(w->heap);
     free(w->cache);
-    free(w->pair_cache);
     free(w->counts);
     free(w->touched);
 }
@@ -344,10 +401,9 @@ symbols_room(Work *w, size_t n)
     return 0;
 }
 
-/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX) and of `chars` / 4 pairs
-   (256..65,536): a short text does not pay for large ones. A scratch space used
-   before keeps its caches (what they hold stays true for its encoder) unless this
-   text wants larger ones. */
+/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX): a short text does not pay
+   for a large one. A scratch space used before keeps its cache (what it holds stays
+   true for its encoder) unless this text wants a larger one. */
 static void
 cache_init(Work *w, Py_ssize_t chars)
 {
@@ -358,14 +414,6 @@ cache_init(Work *w, Py_ssize_t chars)
         free(w->cache);
         w->cache = calloc(slots, sizeof(CacheSlot));
         w->cache_mask = slots - 1;
-    }
-    int bits = 8;
-    while (bits < PAIR_CACHE_BITS && ((Py_ssize_t)1 << bits) * 4 < chars)
-        bits++;
-    if (bits > w->pair_bits) {  /* symbolize makes it, this size, when first needed */
-        free(w->pair_cache);
-        w->pair_cache = NULL;
-        w->pair_bits = bits;
     }
 }
 
@@ -379,7 +427,7 @@ cache_slot(const Work *w, uint64_t h)
 static inline int
 cache_holds(const CacheSlot *c, const uint8_t *key, size_t n)
 {
-    return c->len == n && memcmp(c->key, key, n) == 0;
+    return c->len == n && same_bytes(c->key, key, n);
 }
 
 static inline void
@@ -400,19 +448,8 @@ cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_
 static inline uint64_t
 pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b, size_t start, size_t end)
 {
-    if (e->mode == MODE_MERGE) {
-        /* A small table of the answers met in this call stays in the CPU's cache; the
-           merge table (megabytes) does not. */
-        uint64_t key = ((uint64_t)a << 32) | b;
-        PairSlot *c = &w->pair_cache[mix64(key) >> (64 - w->pair_bits)];
-        if (c->key == key)
-            return c->rank == NO_ID ? NO_PAIR : ((uint64_t)c->rank << 32) | c->made;
-        uint64_t found = pair_find(e, a, b);
-        c->key = key;
-        c->rank = found == NO_PAIR ? NO_ID : (uint32_t)(found >> 32);
-        c->made = (uint32_t)found;
-        return found;
-    }
+    if (e->mode == MODE_MERGE)
+        return pair_find(e, a, b);
     size_t n = end - start;
     if (n > e->max_token_len)
         return NO_PAIR;
@@ -425,18 +462,15 @@ pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b,
 static size_t
 merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
 {
-    uint64_t pr[SHORT_SYMBOLS];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
+    uint64_t pr[2 * SHORT_SYMBOLS + 2];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
     if (e->byte_pairs != NULL) {  /* the symbols are the bytes: their pairs are in a table of 65,536 */
         for (size_t i = 0; i + 1 < n; i++)
             pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
         goto merge;
     }
     if (e->mode == MODE_MERGE)  /* start every first look-up at once: their cache misses overlap */
-        for (size_t i = 0; i + 1 < n; i++) {
-            uint64_t key = ((uint64_t)s[i] << 32) | s[i + 1], h = mix64(key);
-            __builtin_prefetch(&w->pair_cache[h >> (64 - w->pair_bits)]);
-            __builtin_prefetch(&e->pairs[(size_t)h & e->pair_mask]);
-        }
+        for (size_t i = 0; i + 1 < n; i++)
+            prefetch_pair(e, s[i], s[i + 1]);
     for (size_t i = 0; i + 1 < n; i++)
         pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
 merge:
@@ -451,16 +485,115 @@ merge:
         if (best == NO_PAIR)
             break;
         s[at] = (uint32_t)best;
-        memmove(s + at + 1, s + at + 2, (n - at - 2) * sizeof(uint32_t));
-        memmove(pos + at + 1, pos + at + 2, (n - at - 1) * sizeof(uint32_t));
-        memmove(pr + at + 1, pr + at + 2, (n - at - 2) * sizeof(uint64_t));
+        /* moves of a constant size (past n: the arrays have room) compile to a few
+           vector moves, not calls */
+        memmove(s + at + 1, s + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
+        memmove(pos + at + 1, pos + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
+        memmove(pr + at + 1, pr + at + 2, SHORT_SYMBOLS * sizeof(uint64_t));
         n--;
+        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
+            uint64_t left = at > 0 ? ((uint64_t)s[at - 1] << 32) | s[at] : 0;
+            uint64_t right = ((uint64_t)s[at] << 32) | (at + 1 < n ? s[at + 1] : 0);
+            uint64_t hl = mix64(left), hr = mix64(right);
+            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
+            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
+            if (at > 0)
+                pr[at - 1] = pair_find_hashed(e, left, hl);
+            if (at + 1 < n)
+                pr[at] = pair_find_hashed(e, right, hr);
+            continue;
+        }
         if (at > 0)
             pr[at - 1] = pair_of(e, w, bytes, s[at - 1], s[at], pos[at - 1], pos[at + 1]);
         if (at + 1 < n)
             pr[at] = pair_of(e, w, bytes, s[at], s[at + 1], pos[at], pos[at + 2]);
     }
     return n;
+}
+
+/* The lowest pair value of block b (positions 8b..8b+7) of cur[0..n). */
+#define MIN2(a, b) ((a) < (b) ? (a) : (b))
+static inline uint64_t
+block_min(const uint64_t *cur, size_t b)
+{
+    const uint64_t *c = cur + (b << 3);
+    return MIN2(MIN2(MIN2(c[0], c[1]), MIN2(c[2], c[3])), MIN2(MIN2(c[4], c[5]), MIN2(c[6], c[7])));
+}
+
+/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (rank << 32 |
+   made, NO_PAIR where none or dead) in cur, the lowest of every block of 8 in bmin, a
+   linked list of the symbols left. A merge finds the lowest block (leftmost among
+   equals), its first position of that value, and looks up the two pairs it changes:
+   no heap, no stale entries. Returns the symbols left, in s. */
+static size_t
+merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
+          size_t n)
+{
+    size_t nb = (n + 7) >> 3;
+    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 9 * nb, sizeof(uint64_t)) < 0)
+        return 0;
+    uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
+    uint32_t *next = w->next, *prev = w->prev;
+    for (size_t i = 0; i < n; i++) {
+        next[i] = (uint32_t)(i + 1);
+        prev[i] = (uint32_t)(i - 1);  /* NO_ID for the first */
+    }
+#define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
+    if (e->byte_pairs != NULL)
+        for (size_t i = 0; i + 1 < n; i++)
+            cur[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
+    else
+        for (size_t i = 0; i + 1 < n; i++)
+            cur[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
+    for (size_t i = n - 1; i < 8 * nb; i++)
+        cur[i] = NO_PAIR;
+    for (size_t b = 0; b < nb; b++)
+        bmin[b] = block_min(cur, b);
+    for (;;) {
+        uint64_t best = NO_PAIR;
+        size_t bb = 0;
+        for (size_t b = 0; b < nb; b++)
+            if (bmin[b] < best) {
+                best = bmin[b];
+                bb = b;
+            }
+        if (best == NO_PAIR)
+            break;
+        size_t i = bb << 3;
+        while (cur[i] != best)
+            i++;
+        uint32_t j = next[i], k = next[j], h = prev[i];
+        s[i] = (uint32_t)best;
+        s[j] = NO_ID;
+        cur[j] = NO_PAIR;
+        next[i] = k;
+        if (k < n)
+            prev[k] = (uint32_t)i;
+        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
+            uint64_t right = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
+            uint64_t left = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
+            uint64_t hr = mix64(right), hl = mix64(left);
+            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
+            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
+            cur[i] = k < n ? pair_find_hashed(e, right, hr) : NO_PAIR;
+            if (h != NO_ID)
+                cur[h] = pair_find_hashed(e, left, hl);
+        } else {
+            cur[i] = k < n ? pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k)) : NO_PAIR;
+            if (h != NO_ID)
+                cur[h] = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
+        }
+        bmin[i >> 3] = block_min(cur, i >> 3);
+        if (j >> 3 != i >> 3)
+            bmin[j >> 3] = block_min(cur, j >> 3);
+        if (h != NO_ID && h >> 3 != i >> 3)
+            bmin[h >> 3] = block_min(cur, h >> 3);
+    }
+#undef END_OF
+    size_t m = 0;
+    for (size_t i = 0; i < n; i = next[i])
+        s[m++] = s[i];
+    return m;
 }
 
 static int
@@ -587,16 +720,6 @@ symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
     /* at most one symbol per byte, plus the markers */
     if (symbols_room(w, n + 2) < 0)
         return -1;
-    if (w->pair_cache == NULL) {
-        if (w->pair_bits == 0)  /* no cache_init (the check of every token) */
-            w->pair_bits = 8;
-        w->pair_cache = malloc(sizeof(PairSlot) << w->pair_bits);
-        if (w->pair_cache == NULL) {
-            w->fail = FAIL_MEMORY;
-            return -1;
-        }
-        memset(w->pair_cache, 0xFF, sizeof(PairSlot) << w->pair_bits);  /* keys NO_PAIR: empty */
-    }
     uint32_t *s = w->symbols, *pos = w->positions;
     size_t m = 0;
     if (e->prefix != NO_ID) {
@@ -675,8 +798,8 @@ encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, ui
     Py_ssize_t m = symbolize(e, w, bytes, n);
     if (m < 0)
         return -1;
-    size_t left = (size_t)m <= SHORT_SYMBOLS
-                  ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
+    size_t left = (size_t)m <= SHORT_SYMBOLS ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
+                  : (size_t)m <= MID_SYMBOLS ? merge_mid(e, w, bytes, n, w->symbols, w->positions, (size_t)m)
                   : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
     if (w->fail)
         return -1;
@@ -693,7 +816,7 @@ encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
 
 /* The UTF-8 of text[start:end] (kind-byte code points at data, no surrogates) in
    w->utf8 from offset `at` on; its length, or -1. */
-static Py_ssize_t
+INLINE Py_ssize_t
 utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
 {
     size_t most = (size_t)(end - start) * (kind == 1 ? 2 : kind == 2 ? 3 : 4);
@@ -701,6 +824,21 @@ utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssi
         return -1;
     uint8_t *out = w->utf8 + at;
     for (Py_ssize_t i = start; i < end; i++) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* four ASCII characters of a 2-byte text at once */
+        while (kind == PyUnicode_2BYTE_KIND && i + 4 <= end) {
+            uint64_t x = load64((const uint8_t *)((const Py_UCS2 *)data + i));
+            if (x & 0xFF80FF80FF80FF80ULL)
+                break;
+            x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
+            uint32_t four = (uint32_t)(x | (x >> 16));
+            memcpy(out, &four, 4);
+            out += 4;
+            i += 4;
+        }
+        if (i == end)
+            break;
+#endif
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c < 0x80) {
             *out++ = (uint8_t)c;
@@ -963,8 +1101,8 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
         }
         total += (size_t)PyBytes_GET_SIZE(t);
     }
-    if (total >= NO_ID) {
-        PyErr_SetString(PyExc_ValueError, "the tokens' bytes exceed 4 GB");
+    if (total >= ((size_t)1 << 31)) {  /* every length fits TokenSlot.len */
+        PyErr_SetString(PyExc_ValueError, "the tokens' bytes exceed 2 GB");
         goto done;
     }
     size_t capacity = capacity_for((size_t)n);
@@ -991,7 +1129,7 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
         while (e->tokens[j].len)
             j = (j + 1) & e->token_mask;
         memcpy(e->token_bytes + offset, p, len);
-        e->tokens[j] = (TokenSlot){h, (uint32_t)offset, (uint32_t)len, (uint32_t)id, 1};
+        e->tokens[j] = (TokenSlot){(uint32_t)(h >> 32), (uint32_t)offset, (uint32_t)len, 1, (uint32_t)id};
         offset += len;
         if (len > e->max_token_len)
             e->max_token_len = len;
@@ -1430,7 +1568,11 @@ settle_text(Encoder *e, PyObject *text)
     int kind = PyUnicode_KIND(text);
     if (!PyUnicode_IS_ASCII(text) && has_surrogate(data, kind, n))
         return TEXT_SURROGATE;
-    if (e->pattern != PATTERN_NONE && n && classify_text(e->classes, data, kind, n, e->classify) < 0)
+    /* the first 256 before any wider character: text_state takes classes[0xFF] to mean
+       all of them are known */
+    if (e->pattern != PATTERN_NONE && n
+            && (classify_text(e->classes, NULL, PyUnicode_1BYTE_KIND, 0, e->classify) < 0
+                || classify_text(e->classes, data, kind, n, e->classify) < 0))
         return -1;
     return TEXT_READY;
 }

@@ -73,6 +73,9 @@ def test_latin1_text_after_a_wider_one_is_classified_whole():
     fresh = Reference("gpt2")
     fresh.check("ÿ中")
     fresh.check(' "£5 ^{×} ½ ¿Qué?\xa0\xa0a')
+    wide = Reference("gpt2")  # and a wider text next: its Latin-1 characters too
+    wide.check("ÿ中")
+    wide.check(' "£5 ^{×} ½\xa0\xa0a 中')
 
 
 @pytest.fixture(scope="module", params=ENCODINGS)
@@ -107,6 +110,17 @@ def test_tiktokens_ids_on_text_where_the_alternatives_meet(reference, text):
 ])
 def test_tiktokens_ids_on_worst_cases(reference, text):
     reference.check(text)
+
+
+def words_of_every_length(letters: str, most: int = 300) -> str:
+    """One word of each length 1..most (in symbols: across the merge paths' limits, 16
+    and 256: arrays, per-block minimums, heap), of letters that repeat and merge."""
+    return " ".join("".join(letters[(i * 7 + n) % len(letters)] for i in range(n)) for n in range(1, most + 1))
+
+
+@pytest.mark.parametrize("letters", ["theinganor", "ab", "a", "日本語のテキスト中文", "жизнь"])
+def test_tiktokens_ids_on_words_of_every_length(reference, letters):
+    reference.check(words_of_every_length(letters, 300 if letters.isascii() else 100))
 
 
 @pytest.mark.slow
@@ -163,6 +177,15 @@ def test_the_pure_encoders_ids_for_every_spec(spec, training_text):
     if not (spec.unk_token or spec.byte_fallback or spec.byte_level):
         with pytest.raises(ValueError, match="not seen in training"):
             tok.encode("Ω")
+
+
+@pytest.mark.parametrize("spec", [SPECS[7], SPECS[9], SPECS[10], SPECS[11]], ids=lambda s: s.to_json())
+def test_the_pure_encoders_ids_on_words_of_every_length(spec, training_text):
+    tok = train(spec, training_text, 500)
+    pure = Tokenizer(tok.vocab, tok.merges, spec=spec, fast=False)
+    text = words_of_every_length("theinganorsd") + " " + words_of_every_length("ab", 100)
+    assert tok.backend == "compiled (C)"
+    assert tok.encode_ordinary(text) == pure.encode_ordinary(text)
 
 
 def test_longest_match_and_dropout_stay_on_the_python_path(training_text):
