@@ -28,6 +28,7 @@ from sqlalchemy import func, select
 from bpestore import BpestoreError, TokenizerSpec
 from bpestore.errors import SourceError
 from bpestore.ingest import IngestTuning, count_sources, expand_paths
+from bpestore.ingest.scheduler import task_spans
 from bpestore.store.schema import ingests, word_counts
 
 from .conftest import read_corpus
@@ -138,6 +139,35 @@ def test_workers_hand_back_the_counts_of_every_task(parallel, tmp_path):
     path.write_bytes(text.encode())
     batch = only_batch([path], TokenizerSpec(), workers=2, tuning=tuning)
     assert batch.counts == reference_counts(text, GPT2)
+
+
+@pytest.mark.parametrize(("n_ranges", "workers"), [(0, 2), (1, 16), (3, 2), (200, 2), (200, 16), (800, 16)])
+def test_task_spans_cover_every_range_once(n_ranges, workers):
+    """Consecutive spans of at most 8 ranges from 0 to n_ranges; the last two per worker alone."""
+    spans = task_spans(n_ranges, workers, 8)
+    assert [r for first, last in spans for r in range(first, last)] == list(range(n_ranges))
+    assert all(1 <= last - first <= 8 for first, last in spans)
+    assert all(last - first == 1 for first, last in spans[-min(n_ranges, 2 * workers):])
+    assert len(spans) < n_ranges or n_ranges <= 4 * workers
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_bad_range_inside_a_task_of_several_fails_the_source(parallel, workers, tmp_path):
+    """Ranges sent several to a task: one that cannot be decoded fails the source, and the
+    file before it is still counted exactly."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=5_000, cut_window=1_000)
+    good = tmp_path / "a.txt"
+    good.write_text(read_corpus("german_1M.txt")[:100_000], encoding="utf-8")
+    bad = tmp_path / "b.txt"
+    data = read_corpus("dracula.txt")[:200_000].encode()
+    bad.write_bytes(data[:33_000] + b"\xff" + data[33_000:])
+    assert len(task_spans(40, workers, 8)) < 40  # the bad byte is in a task of several ranges
+    batches = []
+    with pytest.raises(SourceError, match="b.txt"):
+        for batch in count_sources([str(good), str(bad)], TokenizerSpec(), workers=workers, tuning=tuning):
+            batches.append(batch)
+    assert [s.source for b in batches for s in b.sources] == [str(good)]
+    assert batches[0].counts == reference_counts(good.read_text(encoding="utf-8"), GPT2)
 
 
 def test_workers_end_before_the_last_batch_is_handed_on(parallel, tmp_path):

@@ -231,14 +231,16 @@ class TaskCounter:
         self.part_chars = part_chars
 
     def count(self, task: Task, into: Counter | None = None) -> Counted:
-        """Count a task; with ``into`` (one piece), into those counts, and hand back none."""
+        """Count a task; with ``into``, into those counts, and hand back none (several
+        pieces then are ranges of one source, each read and counted in turn)."""
         counts: Counter = Counter() if into is None else into
-        if len(task.pieces) == 1:
-            piece = task.pieces[0]
-            try:
-                n_words = self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
-            except BpestoreError as exc:
-                return Counted({}, [], exc)
+        if _one_source(task.pieces):
+            n_words = 0
+            for piece in task.pieces:
+                try:
+                    n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
+                except BpestoreError as exc:
+                    return Counted({}, [], exc)
             return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))])
         words, error = self.count_pieces(task.pieces, counts)
         # On an error, only the pieces before the failing one are in counts.
@@ -307,6 +309,12 @@ class TaskCounter:
             replacement = "\ufffd" if self.errors == "replace" else ""
             doc = "".join(c if not "\ud800" <= c <= "\udfff" else replacement for c in doc)
         return doc
+
+
+def _one_source(pieces: tuple[Piece, ...]) -> bool:
+    """Whether the pieces are one piece, or ranges of one file (a large source's,
+    counted as one)."""
+    return len(pieces) == 1 or all(isinstance(p, FileRange) and p.name == pieces[0].name for p in pieces)
 
 
 def _utf8_keys(counts: Counter) -> bool:

@@ -3,8 +3,9 @@
 Sources are taken in order:
 
 * a large plain file is cut into ranges of about ``chunk_bytes``, each at a
-  place no word or special token spans (``TextPipeline.cut_anywhere``); the
-  workers read and count the ranges while this process hashes the file;
+  place no word or special token spans (``TextPipeline.cut_anywhere``), sent
+  several consecutive ranges to a task (``task_spans``); the workers read and
+  count them one at a time while this process hashes the file;
 * a compressed file, standard input, a large JSON Lines file (or any large
   file, under a spec without a built-in pre-tokenizer pattern) is read here, hashed and
   decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
@@ -58,6 +59,7 @@ class IngestTuning:
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
     merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
     batch_words: int = 1 << 20  # sources are written together while their distinct words stay within this
+    ranges_per_task: int = 8  # at most this many ranges of a large file are sent in one task
 
 
 @dataclass
@@ -319,8 +321,10 @@ class _Counting:
         with open(path, "rb") as f:
             points = cut_points(path, size, self.pipeline, step=self.tuning.chunk_bytes,
                                 window=self.tuning.cut_window)
-            for start, end in itertools.pairwise(points):
-                self.send(Task((FileRange(path, start, end),), group.key), group, [stats])
+            for first, last in task_spans(len(points) - 1, self.pool.workers, self.tuning.ranges_per_task):
+                ranges = tuple(FileRange(path, a, b) for a, b in itertools.pairwise(points[first:last + 1]))
+                start, end = points[first], points[last]
+                self.send(Task(ranges, group.key), group, [stats])
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
                 self.report(path, end, size, index, final=end == size)
@@ -472,6 +476,17 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
+
+
+def task_spans(n_ranges: int, workers: int, most: int) -> list[tuple[int, int]]:
+    """Consecutive ranges ``first:last`` of a file, one span per task: up to ``most`` ranges
+    a task while each worker still gets four or more tasks (sending a task costs the
+    parent about a millisecond), and the last two per worker one range each, so the
+    workers end about together."""
+    tail = min(n_ranges, 2 * workers)
+    per_task = max(1, min(most, (n_ranges - tail) // (4 * workers)))
+    firsts = [*range(0, n_ranges - tail, per_task), *range(n_ranges - tail, n_ranges)]
+    return list(zip(firsts, [*firsts[1:], n_ranges]))
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:
