@@ -157,8 +157,10 @@ typedef struct {
     int whole_lookup;      /* a word that is a token may be looked up whole */
     CharSlot *char_table;
     size_t char_mask;
-    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet */
+    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet; the
+                              process's shared table where classify is the first one given */
     PyObject *classify;
+    int own_classes;       /* classes is this encoder's own (another classify function) */
     uint64_t *byte_pairs;   /* plain byte symbols, merge rule: the pair of bytes (a << 8) | b */
     PyObject **id_objects;  /* an int for each id below n_ids, made at the first list of ids */
     size_t n_ids;
@@ -953,7 +955,8 @@ Encoder_dealloc(Encoder *e)
     PyMem_RawFree(e->tokens);
     PyMem_RawFree(e->token_bytes);
     PyMem_RawFree(e->char_table);
-    PyMem_RawFree(e->classes);
+    if (e->own_classes)
+        PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
@@ -1235,6 +1238,40 @@ optional_id(long v)
     return v < 0 ? NO_ID : (uint32_t)v;
 }
 
+/* The class tables of the classify functions given (bpestore.text.char_class, the same
+   for every version, and a few others), each shared by every encoder of the process given
+   that function: a fresh encoder asks no class again. Each is kept, with its function,
+   for the process's life; a function beyond the first few gets a table of each encoder's
+   own. Filled only with the GIL held, in ascending order over Latin-1, so that
+   classes[0xFF] set still means all 256 are known. */
+#define N_SHARED_CLASSES 8
+static struct {
+    PyObject *classify;
+    uint8_t *classes;
+} shared_classes[N_SHARED_CLASSES];
+
+/* The class table for classify: a shared one, or (*own set) a new one of its own; NULL
+   with an exception. */
+static uint8_t *
+classes_for(PyObject *classify, int *own)
+{
+    int k = 0;
+    while (k < N_SHARED_CLASSES && shared_classes[k].classify != NULL && shared_classes[k].classify != classify)
+        k++;
+    *own = k == N_SHARED_CLASSES;
+    if (!*own && shared_classes[k].classify == classify)
+        return shared_classes[k].classes;
+    uint8_t *classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
+    if (classes == NULL)
+        return (uint8_t *)PyErr_NoMemory();
+    if (!*own) {
+        Py_INCREF(classify);
+        shared_classes[k].classify = classify;
+        shared_classes[k].classes = classes;
+    }
+    return classes;
+}
+
 static PyObject *
 Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -1332,13 +1369,8 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     if (e->chars && build_chars(e, chars) < 0)
         goto fail;
-    if (pattern != PATTERN_NONE) {
-        e->classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
-        if (e->classes == NULL) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-    }
+    if (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)
+        goto fail;
     return (PyObject *)e;
 fail:
     Py_DECREF(e);
