@@ -130,6 +130,27 @@ def test_tiktokens_ids_on_text_where_the_alternatives_meet(reference, text):
     reference.check(text)
 
 
+SMALL_MERGES = ["th", "the", " the", "in", "ing", "an", "and", "中文", "日本", "日本語", "ab", "abab", "ababab", "aa",
+                "aaaa", "😀😀", "é", "ée"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet="theingadbe 中文日本語😀é\n", max_size=300))
+def test_tiktokens_ids_with_a_small_rank_table(text):
+    """A table of a few tokens, the least filter of the span look-ups (most spans are
+    no token): the ids tiktoken gives with the same ranks, words of every length."""
+    ranks = {bytes([b]): b for b in range(256)}
+    for token in SMALL_MERGES:
+        ranks.setdefault(token.encode("utf-8"), len(ranks))
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    core = encodecore.CORE.Encoder(tokens, None, list(range(256)), mode=encodecore.MODE_RANKS,
+                                   pattern=COUNT_CORE_PATTERNS["cl100k"], classify=char_class)
+    expected = tiktoken.Encoding(name="small", pat_str=tiktoken_pattern("cl100k"), mergeable_ranks=ranks,
+                                 special_tokens={})
+    assert core.encode(text) == expected.encode_ordinary(text)
+    assert core.encode(text.replace(" ", "")) == expected.encode_ordinary(text.replace(" ", ""))
+
+
 @pytest.mark.parametrize("text", [
     "a" * 100_000, "ab" * 50_000, " " * 100_000, "\n" * 50_000, " \n" * 30_000, "1234567890" * 10_000,
     "x" + " " * 70_000 + "y", "Donaudampfschifffahrt" * 3_000, ("日本語のテキスト" + "Ж" + "😀") * 5_000,
