@@ -16,9 +16,13 @@
        unknown token or byte fallback, with the word markers) are merged:
        MODE_MERGE joins the adjacent pair of lowest merge rank (leftmost first), as
        bpestore.bpe.merge_word does; MODE_RANKS joins the adjacent pair whose
-       concatenated bytes have the lowest rank (token id), tiktoken's rule.
-       A word of up to SHORT_SYMBOLS symbols is merged with arrays; a longer one with
-       a heap and a linked list, O(n log n).
+       concatenated bytes have the lowest rank (token id), tiktoken's rule: a pair's
+       bytes are hashed, a bit filter of the tokens' hashes (L2-sized) turns most
+       spans that are no token away, the table of tokens tells the rest.
+       A word of up to SHORT_SYMBOLS symbols is merged with arrays, up to MID_SYMBOLS
+       with blocks of 8 pairs' minima; a longer one with a heap and a linked list,
+       O(n log n). The look-ups a merge makes are hashed first and their memory
+       fetched at once, so that their cache misses overlap.
    The pure-Python encoder (bpestore.encoder) stays the reference; tests compare the
    two, and tiktoken, id for id. */
 #define PY_SSIZE_T_CLEAN
@@ -153,12 +157,17 @@ typedef struct {
     TokenSlot *tokens;
     size_t token_mask;
     uint8_t *token_bytes;
+    uint64_t *token_bits;  /* bit (h >> token_shift) of each token's hash h set: most spans that
+                              are no token are told so without reading the (larger) table */
+    int token_shift;
     size_t max_token_len;
     int whole_lookup;      /* a word that is a token may be looked up whole */
     CharSlot *char_table;
     size_t char_mask;
-    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet */
+    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet; the
+                              process's shared table where classify is the first one given */
     PyObject *classify;
+    int own_classes;       /* classes is this encoder's own (another classify function) */
     uint64_t *byte_pairs;   /* plain byte symbols, merge rule: the pair of bytes (a << 8) | b */
     PyObject **id_objects;  /* an int for each id below n_ids, made at the first list of ids */
     size_t n_ids;
@@ -443,6 +452,38 @@ cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_
 
 /* -- merging ---------------------------------------------------------------------------- */
 
+/* Whether a token's bytes may hash to h (0: surely not, from the bit filter alone). */
+static inline int
+token_may_be(const Encoder *e, uint64_t h)
+{
+    uint64_t bit = h >> e->token_shift;
+    return (int)(e->token_bits[bit >> 6] >> (bit & 63) & 1);
+}
+
+/* MODE_RANKS in two steps, so that the memory of several look-ups is fetched at once:
+   the hash of bytes [start, end) (0, unused, where no token is that long), its filter
+   word and table slot fetched; then the pair of that span as pair_of gives it. */
+static inline uint64_t
+span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
+{
+    size_t n = end - start;
+    if (n > e->max_token_len)
+        return 0;
+    uint64_t h = hash_bytes(bytes + start, n);
+    __builtin_prefetch(&e->token_bits[(h >> e->token_shift) >> 6]);
+    __builtin_prefetch(&e->tokens[(size_t)h & e->token_mask]);
+    return h;
+}
+
+static inline uint64_t
+span_pair(const Encoder *e, const uint8_t *bytes, size_t start, size_t end, uint64_t h)
+{
+    if (end - start > e->max_token_len || !token_may_be(e, h))
+        return NO_PAIR;
+    const TokenSlot *t = token_find(e, bytes + start, end - start, h);
+    return t == NULL ? NO_PAIR : ((uint64_t)t->id << 32) | t->id;
+}
+
 /* The pair of symbols a and b (spanning bytes [start, end) of the word, MODE_RANKS):
    (rank << 32) | the token it makes, or NO_PAIR. */
 static inline uint64_t
@@ -450,11 +491,7 @@ pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b,
 {
     if (e->mode == MODE_MERGE)
         return pair_find(e, a, b);
-    size_t n = end - start;
-    if (n > e->max_token_len)
-        return NO_PAIR;
-    const TokenSlot *t = token_find(e, bytes + start, n, hash_bytes(bytes + start, n));
-    return t == NULL ? NO_PAIR : ((uint64_t)t->id << 32) | t->id;
+    return span_pair(e, bytes, start, end, span_hash(e, bytes, start, end));
 }
 
 /* Merge symbols[0..n), n <= SHORT_SYMBOLS (positions[0..n]: where each starts in bytes,
@@ -468,11 +505,17 @@ merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32
             pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
         goto merge;
     }
-    if (e->mode == MODE_MERGE)  /* start every first look-up at once: their cache misses overlap */
+    if (e->mode == MODE_MERGE) {  /* start every first look-up at once: their cache misses overlap */
         for (size_t i = 0; i + 1 < n; i++)
             prefetch_pair(e, s[i], s[i + 1]);
-    for (size_t i = 0; i + 1 < n; i++)
-        pr[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
+        for (size_t i = 0; i + 1 < n; i++)
+            pr[i] = pair_find(e, s[i], s[i + 1]);
+    } else {
+        for (size_t i = 0; i + 1 < n; i++)
+            pr[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
+        for (size_t i = 0; i + 1 < n; i++)
+            pr[i] = span_pair(e, bytes, pos[i], pos[i + 2], pr[i]);
+    }
 merge:
     while (n > 1) {
         uint64_t best = NO_PAIR;
@@ -503,10 +546,12 @@ merge:
                 pr[at] = pair_find_hashed(e, right, hr);
             continue;
         }
+        uint64_t hl = at > 0 ? span_hash(e, bytes, pos[at - 1], pos[at + 1]) : 0;
+        uint64_t hr = at + 1 < n ? span_hash(e, bytes, pos[at], pos[at + 2]) : 0;
         if (at > 0)
-            pr[at - 1] = pair_of(e, w, bytes, s[at - 1], s[at], pos[at - 1], pos[at + 1]);
+            pr[at - 1] = span_pair(e, bytes, pos[at - 1], pos[at + 1], hl);
         if (at + 1 < n)
-            pr[at] = pair_of(e, w, bytes, s[at], s[at + 1], pos[at], pos[at + 2]);
+            pr[at] = span_pair(e, bytes, pos[at], pos[at + 2], hr);
     }
     return n;
 }
@@ -542,9 +587,15 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
     if (e->byte_pairs != NULL)
         for (size_t i = 0; i + 1 < n; i++)
             cur[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
-    else
+    else if (e->mode == MODE_MERGE)
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = pair_of(e, w, bytes, s[i], s[i + 1], pos[i], pos[i + 2]);
+            cur[i] = pair_find(e, s[i], s[i + 1]);
+    else {  /* every first look-up's slot fetched before any is read */
+        for (size_t i = 0; i + 1 < n; i++)
+            cur[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
+        for (size_t i = 0; i + 1 < n; i++)
+            cur[i] = span_pair(e, bytes, pos[i], pos[i + 2], cur[i]);
+    }
     for (size_t i = n - 1; i < 8 * nb; i++)
         cur[i] = NO_PAIR;
     for (size_t b = 0; b < nb; b++)
@@ -579,9 +630,11 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
             if (h != NO_ID)
                 cur[h] = pair_find_hashed(e, left, hl);
         } else {
-            cur[i] = k < n ? pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k)) : NO_PAIR;
+            uint64_t hr = k < n ? span_hash(e, bytes, pos[i], END_OF(k)) : 0;
+            uint64_t hl = h != NO_ID ? span_hash(e, bytes, pos[h], END_OF(i)) : 0;
+            cur[i] = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
             if (h != NO_ID)
-                cur[h] = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
+                cur[h] = span_pair(e, bytes, pos[h], END_OF(i), hl);
         }
         bmin[i >> 3] = block_min(cur, i >> 3);
         if (j >> 3 != i >> 3)
@@ -952,8 +1005,10 @@ Encoder_dealloc(Encoder *e)
     PyMem_RawFree(e->pairs);
     PyMem_RawFree(e->tokens);
     PyMem_RawFree(e->token_bytes);
+    PyMem_RawFree(e->token_bits);
     PyMem_RawFree(e->char_table);
-    PyMem_RawFree(e->classes);
+    if (e->own_classes)
+        PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
@@ -1114,6 +1169,13 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
     }
     e->table_bytes += capacity * sizeof(TokenSlot) + total;
     e->token_mask = capacity - 1;
+    size_t n_bits = 64 * capacity_for(capacity / 16);  /* 16 or more bits a token */
+    e->token_shift = 64 - __builtin_ctzll(n_bits);
+    if ((e->token_bits = PyMem_RawCalloc(n_bits / 64, sizeof(uint64_t))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    e->table_bytes += n_bits / 8;
     size_t offset = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t id = wanted ? (Py_ssize_t)wanted[k] : k;
@@ -1130,6 +1192,7 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
             j = (j + 1) & e->token_mask;
         memcpy(e->token_bytes + offset, p, len);
         e->tokens[j] = (TokenSlot){(uint32_t)(h >> 32), (uint32_t)offset, (uint32_t)len, 1, (uint32_t)id};
+        e->token_bits[(h >> e->token_shift) >> 6] |= 1ULL << ((h >> e->token_shift) & 63);  /* token_may_be */
         offset += len;
         if (len > e->max_token_len)
             e->max_token_len = len;
@@ -1235,6 +1298,40 @@ optional_id(long v)
     return v < 0 ? NO_ID : (uint32_t)v;
 }
 
+/* The class tables of the classify functions given (bpestore.text.char_class, the same
+   for every version, and a few others), each shared by every encoder of the process given
+   that function: a fresh encoder asks no class again. Each is kept, with its function,
+   for the process's life; a function beyond the first few gets a table of each encoder's
+   own. Filled only with the GIL held, in ascending order over Latin-1, so that
+   classes[0xFF] set still means all 256 are known. */
+#define N_SHARED_CLASSES 8
+static struct {
+    PyObject *classify;
+    uint8_t *classes;
+} shared_classes[N_SHARED_CLASSES];
+
+/* The class table for classify: a shared one, or (*own set) a new one of its own; NULL
+   with an exception. */
+static uint8_t *
+classes_for(PyObject *classify, int *own)
+{
+    int k = 0;
+    while (k < N_SHARED_CLASSES && shared_classes[k].classify != NULL && shared_classes[k].classify != classify)
+        k++;
+    *own = k == N_SHARED_CLASSES;
+    if (!*own && shared_classes[k].classify == classify)
+        return shared_classes[k].classes;
+    uint8_t *classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
+    if (classes == NULL)
+        return (uint8_t *)PyErr_NoMemory();
+    if (!*own) {
+        Py_INCREF(classify);
+        shared_classes[k].classify = classify;
+        shared_classes[k].classes = classes;
+    }
+    return classes;
+}
+
 static PyObject *
 Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -1332,13 +1429,8 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     if (e->chars && build_chars(e, chars) < 0)
         goto fail;
-    if (pattern != PATTERN_NONE) {
-        e->classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
-        if (e->classes == NULL) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-    }
+    if (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)
+        goto fail;
     return (PyObject *)e;
 fail:
     Py_DECREF(e);

@@ -7,10 +7,12 @@ oracle (``fast=False``)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from array import array
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -42,7 +44,7 @@ class Reference:
     """One encoding: tiktoken's Encoding, bpestore's Tokenizer of the same files, and
     the core with tiktoken's rule (token ranks) on the rank file itself."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, classify: Callable[[int], int] = char_class) -> None:
         if name == "gpt2":
             vocab, merges, specials = read_gpt2(corpus_path("gpt2_vocab.json"), corpus_path("gpt2_merges.txt"))
             self.tokenizer = Tokenizer(vocab, merges, specials, name=name)
@@ -58,7 +60,7 @@ class Reference:
             tokens[rank] = data
         self.rank_core = encodecore.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
                                                  mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS[name],
-                                                 classify=char_class)
+                                                 classify=classify)
 
     def check(self, text: str) -> None:
         expected = self.tiktoken.encode_ordinary(text)
@@ -69,13 +71,38 @@ class Reference:
 
 def test_latin1_text_after_a_wider_one_is_classified_whole():
     """A wider text fills the encoder's class table only for its own characters, ÿ among
-    them: a Latin-1 text encoded next must still have each of its characters asked."""
-    fresh = Reference("gpt2")
+    them: a Latin-1 text encoded next must still have each of its characters asked. (A
+    classify function of its own: the table of char_class is the process's, filled already.)"""
+    fresh = Reference("gpt2", functools.partial(char_class))
     fresh.check("ÿ中")
     fresh.check(' "£5 ^{×} ½ ¿Qué?\xa0\xa0a')
-    wide = Reference("gpt2")  # and a wider text next: its Latin-1 characters too
+    wide = Reference("gpt2", functools.partial(char_class))  # and a wider text next: its Latin-1 characters too
     wide.check("ÿ中")
     wide.check(' "£5 ^{×} ½\xa0\xa0a 中')
+
+
+def test_encoders_given_one_classify_function_share_its_classes():
+    """The second encoder given a classify function asks it nothing the first asked;
+    an encoder given another function asks that one."""
+    asked: list[int] = []
+
+    def counting(code_point: int) -> int:
+        asked.append(code_point)
+        return char_class(code_point)
+
+    def core(classify: Callable[[int], int]):
+        return encodecore.CORE.Encoder([bytes([b]) for b in range(256)], None, list(range(256)),
+                                       mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
+                                       classify=classify)
+
+    text = "Grüße, 中文 ok"
+    assert core(counting).encode(text) == list(text.encode("utf-8"))
+    assert len(asked) == 256 + 2 and asked[-2:] == [ord("中"), ord("文")]
+    assert core(counting).encode(text + " ą") == list((text + " ą").encode("utf-8"))
+    assert asked[256 + 2:] == [ord("ą")]
+    other: list[int] = []
+    core(lambda c: other.append(c) or char_class(c)).encode(text)
+    assert len(other) == 256 + 2
 
 
 @pytest.fixture(scope="module", params=ENCODINGS)
@@ -101,6 +128,27 @@ TRICKY = (" \n\r\t\x0b\x0c\x1c\x1f\x85\xa0\u2028\u3000'sdmtlverSDMTLVERſK_-./1�
 @given(text=st.text(alphabet=TRICKY, max_size=80))
 def test_tiktokens_ids_on_text_where_the_alternatives_meet(reference, text):
     reference.check(text)
+
+
+SMALL_MERGES = ["th", "the", " the", "in", "ing", "an", "and", "中文", "日本", "日本語", "ab", "abab", "ababab", "aa",
+                "aaaa", "😀😀", "é", "ée"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet="theingadbe 中文日本語😀é\n", max_size=300))
+def test_tiktokens_ids_with_a_small_rank_table(text):
+    """A table of a few tokens, the least filter of the span look-ups (most spans are
+    no token): the ids tiktoken gives with the same ranks, words of every length."""
+    ranks = {bytes([b]): b for b in range(256)}
+    for token in SMALL_MERGES:
+        ranks.setdefault(token.encode("utf-8"), len(ranks))
+    tokens = sorted(ranks, key=ranks.__getitem__)
+    core = encodecore.CORE.Encoder(tokens, None, list(range(256)), mode=encodecore.MODE_RANKS,
+                                   pattern=COUNT_CORE_PATTERNS["cl100k"], classify=char_class)
+    expected = tiktoken.Encoding(name="small", pat_str=tiktoken_pattern("cl100k"), mergeable_ranks=ranks,
+                                 special_tokens={})
+    assert core.encode(text) == expected.encode_ordinary(text)
+    assert core.encode(text.replace(" ", "")) == expected.encode_ordinary(text.replace(" ", ""))
 
 
 @pytest.mark.parametrize("text", [
