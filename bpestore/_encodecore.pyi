@@ -1,5 +1,6 @@
 """The optional compiled encode core (bpestore/_encodecore.c): see bpestore.encodecore."""
 
+from array import array
 from collections.abc import Callable, Sequence
 
 class Encoder:
@@ -25,3 +26,4 @@ class Encoder:
     def table_bytes(self) -> int: ...
 
 def read_rank_file(data: bytes) -> list[bytes | None] | None: ...
+def token_dict(data: bytes, at: int, ids: array[int], lengths: array[int]) -> dict[int, bytes]: ...
