@@ -1229,6 +1229,41 @@ byte_ids_of_tokens(Encoder *e, PyObject *tokens)
     return 0;
 }
 
+/* 1 where two of the tokens (bytes, or None: skipped) have the same bytes, 0 where
+   none do; -1 with an exception. */
+static int
+tokens_repeat(PyObject *tokens)
+{
+    PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    size_t capacity = capacity_for((size_t)n), mask = capacity - 1;
+    Py_ssize_t *slots = PyMem_RawMalloc(capacity * sizeof(Py_ssize_t));
+    if (slots == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(slots, 0xFF, capacity * sizeof(Py_ssize_t));
+    int found = 0;
+    for (Py_ssize_t k = 0; k < n && !found; k++) {
+        if (!PyBytes_Check(items[k]))
+            continue;
+        const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(items[k]);
+        size_t len = (size_t)PyBytes_GET_SIZE(items[k]), j = (size_t)hash_bytes(p, len) & mask;
+        for (; slots[j] >= 0 && !found; j = (j + 1) & mask) {
+            PyObject *o = items[slots[j]];
+            found = (size_t)PyBytes_GET_SIZE(o) == len && memcmp(PyBytes_AS_STRING(o), p, len) == 0;
+        }
+        slots[j] = k;
+    }
+    PyMem_RawFree(slots);
+    Py_DECREF(fast);
+    return found;
+}
+
 static uint32_t
 optional_id(long v)
 {
@@ -1239,14 +1274,17 @@ static PyObject *
 Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"tokens", "merges", "byte_ids", "mode", "pattern", "classify", "chars", "unk",
-                            "fallback", "prefix", "suffix", "whole", NULL};
+                            "fallback", "prefix", "suffix", "whole", "unique", NULL};
     PyObject *tokens, *merges, *byte_ids, *classify = Py_None, *chars = Py_None;
-    int mode = MODE_MERGE, pattern = PATTERN_NONE, fallback = 0, whole = 0;
+    int mode = MODE_MERGE, pattern = PATTERN_NONE, fallback = 0, whole = 0, unique = 0;
     long unk = -1, prefix = -1, suffix = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$iiOOlplli:Encoder", names, &tokens, &merges, &byte_ids,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$iiOOlpllip:Encoder", names, &tokens, &merges, &byte_ids,
                                      &mode, &pattern, &classify, &chars, &unk, &fallback, &prefix, &suffix,
-                                     &whole))
+                                     &whole, &unique))
         return NULL;
+    int repeat = unique ? tokens_repeat(tokens) : 0;
+    if (repeat != 0)
+        return repeat < 0 ? NULL : PyErr_Format(PyExc_ValueError, "two tokens have the same bytes");
     if (mode != MODE_MERGE && mode != MODE_RANKS)
         return PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
     if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE)
