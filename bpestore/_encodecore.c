@@ -1493,6 +1493,42 @@ finish_lists(Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
     return rc;
 }
 
+/* A new list of n items not yet set (PyList_New would zero them with the GIL held; they
+   are written by fill_lists without it), untracked. Until then freeing it needs
+   Py_SET_SIZE(list, 0) first. */
+static PyObject *
+unfilled_list(Py_ssize_t n)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    PyObject_GC_UnTrack(list);
+    if (n == 0)
+        return list;
+    PyObject **items = PyMem_Malloc((size_t)n * sizeof(PyObject *));
+    if (items == NULL) {
+        Py_DECREF(list);
+        return PyErr_NoMemory();
+    }
+    ((PyListObject *)list)->ob_item = items;
+    ((PyListObject *)list)->allocated = n;
+    Py_SET_SIZE(list, n);
+    return list;
+}
+
+/* Lists of unfilled_list freed before they are filled. */
+static void
+clear_unfilled(PyObject **lists, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (lists[j] != Py_None) {
+            Py_SET_SIZE(lists[j], 0);
+            PyObject_GC_Track(lists[j]);
+        }
+        Py_CLEAR(lists[j]);
+    }
+}
+
 /* The ids of each span of w->out (spans[2k]..spans[2k + 1]; SIZE_MAX: None) as lists,
    or (as_bytes) as bytes of native uint32, in out[0..n). The lists are filled with the
    GIL released: what holds it is a step per list and per distinct id, not per id.
@@ -1520,22 +1556,21 @@ ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes
             out[k] = Py_NewRef(Py_None);
         else if (as_bytes)
             out[k] = PyBytes_FromStringAndSize((const char *)(w->out + start), (Py_ssize_t)((end - start) * 4));
-        else if ((out[k] = PyList_New((Py_ssize_t)(end - start))) != NULL)
-            PyObject_GC_UnTrack(out[k]);
+        else
+            out[k] = unfilled_list((Py_ssize_t)(end - start));
         if (out[k] == NULL)
             break;
     }
-    if (as_bytes || k < n) {
-        if (k < n) {
-            for (Py_ssize_t j = 0; j < k; j++) {
-                if (!as_bytes && out[j] != Py_None)
-                    PyObject_GC_Track(out[j]);  /* their items still NULL: freed as empty */
+    if (k < n) {
+        if (as_bytes)
+            for (Py_ssize_t j = 0; j < k; j++)
                 Py_CLEAR(out[j]);
-            }
-            return -1;
-        }
-        return 0;
+        else
+            clear_unfilled(out, k);
+        return -1;
     }
+    if (as_bytes)
+        return 0;
     Py_BEGIN_ALLOW_THREADS
     count_ids(e, w, out, spans, n);
     Py_END_ALLOW_THREADS
@@ -1545,10 +1580,11 @@ ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes
         fill_lists(e, w, out, spans, n);
         Py_END_ALLOW_THREADS
     }
-    for (Py_ssize_t j = 0; j < n && rc < 0; j++)
-        if (out[j] != Py_None)
-            PyObject_GC_Track(out[j]);  /* their items still NULL: freed as empty */
-    if (rc < 0 || finish_lists(w, out, spans, n) < 0) {
+    if (rc < 0) {
+        clear_unfilled(out, n);
+        return -1;
+    }
+    if (finish_lists(w, out, spans, n) < 0) {
         for (Py_ssize_t j = 0; j < n; j++)
             Py_CLEAR(out[j]);
         return -1;
