@@ -1652,7 +1652,7 @@ static int
 text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
 {
     const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
-    int state = classes == NULL || classes[0xFF] ? TEXT_READY : TEXT_UNCLASSIFIED;
+    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
     if (kind == PyUnicode_1BYTE_KIND)
         return state;
     if (kind == PyUnicode_2BYTE_KIND)
