@@ -169,7 +169,7 @@ typedef struct {
     PyObject *classify;
     int own_classes;       /* classes is this encoder's own (another classify function) */
     uint64_t *byte_pairs;   /* plain byte symbols, merge rule: the pair of bytes (a << 8) | b */
-    PyObject **id_objects;  /* an int for each id below n_ids, made at the first list of ids */
+    PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
     size_t n_ids;
     size_t table_bytes;
     struct Work **pool;     /* the scratch spaces (and caches) of finished calls, each reused by a later
@@ -1292,6 +1292,41 @@ byte_ids_of_tokens(Encoder *e, PyObject *tokens)
     return 0;
 }
 
+/* 1 where two of the tokens (bytes, or None: skipped) have the same bytes, 0 where
+   none do; -1 with an exception. */
+static int
+tokens_repeat(PyObject *tokens)
+{
+    PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    size_t capacity = capacity_for((size_t)n), mask = capacity - 1;
+    Py_ssize_t *slots = PyMem_RawMalloc(capacity * sizeof(Py_ssize_t));
+    if (slots == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(slots, 0xFF, capacity * sizeof(Py_ssize_t));
+    int found = 0;
+    for (Py_ssize_t k = 0; k < n && !found; k++) {
+        if (!PyBytes_Check(items[k]))
+            continue;
+        const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(items[k]);
+        size_t len = (size_t)PyBytes_GET_SIZE(items[k]), j = (size_t)hash_bytes(p, len) & mask;
+        for (; slots[j] >= 0 && !found; j = (j + 1) & mask) {
+            PyObject *o = items[slots[j]];
+            found = (size_t)PyBytes_GET_SIZE(o) == len && memcmp(PyBytes_AS_STRING(o), p, len) == 0;
+        }
+        slots[j] = k;
+    }
+    PyMem_RawFree(slots);
+    Py_DECREF(fast);
+    return found;
+}
+
 static uint32_t
 optional_id(long v)
 {
@@ -1336,14 +1371,17 @@ static PyObject *
 Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"tokens", "merges", "byte_ids", "mode", "pattern", "classify", "chars", "unk",
-                            "fallback", "prefix", "suffix", "whole", NULL};
+                            "fallback", "prefix", "suffix", "whole", "unique", NULL};
     PyObject *tokens, *merges, *byte_ids, *classify = Py_None, *chars = Py_None;
-    int mode = MODE_MERGE, pattern = PATTERN_NONE, fallback = 0, whole = 0;
+    int mode = MODE_MERGE, pattern = PATTERN_NONE, fallback = 0, whole = 0, unique = 0;
     long unk = -1, prefix = -1, suffix = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$iiOOlplli:Encoder", names, &tokens, &merges, &byte_ids,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$iiOOlpllip:Encoder", names, &tokens, &merges, &byte_ids,
                                      &mode, &pattern, &classify, &chars, &unk, &fallback, &prefix, &suffix,
-                                     &whole))
+                                     &whole, &unique))
         return NULL;
+    int repeat = unique ? tokens_repeat(tokens) : 0;
+    if (repeat != 0)
+        return repeat < 0 ? NULL : PyErr_Format(PyExc_ValueError, "two tokens have the same bytes");
     if (mode != MODE_MERGE && mode != MODE_RANKS)
         return PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
     if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE)
@@ -1439,57 +1477,38 @@ fail:
 
 /* -- encoding -------------------------------------------------------------------------------- */
 
-/* The int of each id below n_ids, made once per encoder (a list of a million ids
-   makes no new object); 0, or -1 with an exception. */
+/* The table of each id's int (below n_ids), each made when an id first comes out and
+   kept by the encoder (a list of a million ids makes no new object; a short text makes
+   only its own); 0, or -1 with an exception. */
 static int
 make_id_objects(Encoder *e)
 {
     if (e->id_objects != NULL || e->n_ids == 0)
         return 0;
-    PyObject **objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *));
-    if (objects == NULL) {
+    if ((e->id_objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *))) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    for (size_t i = 0; i < e->n_ids; i++)
-        if ((objects[i] = PyLong_FromSize_t(i)) == NULL) {
-            for (size_t j = 0; j < i; j++)
-                Py_DECREF(objects[j]);
-            PyMem_Free(objects);
-            return -1;
-        }
-    e->id_objects = objects;
-    e->table_bytes += e->n_ids * (sizeof(PyObject *) + 32);
+    e->table_bytes += e->n_ids * sizeof(PyObject *);
     return 0;
 }
 
-/* Without the GIL: the items of new lists (untracked, seen by no other thread), each
-   lists[k] holding the ids w->out[spans[2k]..spans[2k + 1]); the references to each
-   id's int are counted in w->counts, to be added by count_references. The encoder
-   holds a reference to every one of its ints, so none can go meanwhile. An id
-   without an int (never, where the caller's ids are the tokens') leaves a NULL. */
+/* Without the GIL: how many times each id below n_ids comes out in the lists' spans
+   (w->counts, the ids counted in w->touched); w->missing where one is not below n_ids. */
 static void
-fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+count_ids(const Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
 {
-    PyObject **objects = e->id_objects;
     uint32_t *counts = w->counts, *touched = w->touched;
     size_t n_ids = e->n_ids, n_touched = 0;
     int missing = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         if (lists[k] == Py_None)
             continue;
-        PyObject **items = ((PyListObject *)lists[k])->ob_item;
-        const uint32_t *ids = w->out + spans[2 * k];
-        size_t len = spans[2 * k + 1] - spans[2 * k];
-        for (size_t i = 0; i < len; i++) {
-            uint32_t id = ids[i];
-            if (id >= n_ids) {
-                items[i] = NULL;
+        for (size_t i = spans[2 * k]; i < spans[2 * k + 1]; i++) {
+            uint32_t id = w->out[i];
+            if (id >= n_ids)
                 missing = 1;
-                continue;
-            }
-            items[i] = objects[id];
-            if (counts[id]++ == 0)
+            else if (counts[id]++ == 0)
                 touched[n_touched++] = id;
         }
     }
@@ -1497,19 +1516,59 @@ fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *span
     w->missing = missing;
 }
 
-/* With the GIL: fill_lists' counts added to the ints' reference counts, once per id;
-   the ids without an int made; the lists tracked. 0, or -1 with an exception (every
-   list then complete, so that freeing them is safe). */
+/* With the GIL: the ints of the counted ids that have none yet made, then count_ids'
+   counts added to their reference counts, once per id. 0, or -1 with an exception
+   (no reference then added). */
 static int
-count_references(Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+count_references(Encoder *e, Work *w)
 {
+    int rc = 0;
+    for (size_t t = 0; t < w->n_touched && rc == 0; t++) {
+        uint32_t id = w->touched[t];
+        if (e->id_objects[id] == NULL) {
+            if ((e->id_objects[id] = PyLong_FromUnsignedLong(id)) == NULL)
+                rc = -1;
+            else
+                e->table_bytes += 32;
+        }
+    }
     for (size_t t = 0; t < w->n_touched; t++) {
         uint32_t id = w->touched[t];
-        PyObject *o = e->id_objects[id];
-        Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)w->counts[id]);
+        if (rc == 0) {
+            PyObject *o = e->id_objects[id];
+            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)w->counts[id]);
+        }
         w->counts[id] = 0;
     }
     w->n_touched = 0;
+    return rc;
+}
+
+/* Without the GIL: the items of new lists (untracked, seen by no other thread), each
+   lists[k] holding the ids w->out[spans[2k]..spans[2k + 1]), their references already
+   counted (count_references). An id without an int (never, where the caller's ids are
+   the tokens') leaves a NULL. */
+static void
+fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+{
+    PyObject **objects = e->id_objects;
+    size_t n_ids = e->n_ids;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (lists[k] == Py_None)
+            continue;
+        PyObject **items = ((PyListObject *)lists[k])->ob_item;
+        const uint32_t *ids = w->out + spans[2 * k];
+        size_t len = spans[2 * k + 1] - spans[2 * k];
+        for (size_t i = 0; i < len; i++)
+            items[i] = ids[i] < n_ids ? objects[ids[i]] : NULL;
+    }
+}
+
+/* With the GIL: the NULL items (ids without an int) made; the lists tracked. 0, or -1
+   with an exception (every list then complete, so that freeing them is safe). */
+static int
+finish_lists(Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+{
     int rc = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         if (lists[k] == Py_None)
@@ -1524,6 +1583,42 @@ count_references(Encoder *e, Work *w, PyObject *const *lists, const size_t *span
         PyObject_GC_Track(lists[k]);
     }
     return rc;
+}
+
+/* A new list of n items not yet set (PyList_New would zero them with the GIL held; they
+   are written by fill_lists without it), untracked. Until then freeing it needs
+   Py_SET_SIZE(list, 0) first. */
+static PyObject *
+unfilled_list(Py_ssize_t n)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return NULL;
+    PyObject_GC_UnTrack(list);
+    if (n == 0)
+        return list;
+    PyObject **items = PyMem_Malloc((size_t)n * sizeof(PyObject *));
+    if (items == NULL) {
+        Py_DECREF(list);
+        return PyErr_NoMemory();
+    }
+    ((PyListObject *)list)->ob_item = items;
+    ((PyListObject *)list)->allocated = n;
+    Py_SET_SIZE(list, n);
+    return list;
+}
+
+/* Lists of unfilled_list freed before they are filled. */
+static void
+clear_unfilled(PyObject **lists, Py_ssize_t n)
+{
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (lists[j] != Py_None) {
+            Py_SET_SIZE(lists[j], 0);
+            PyObject_GC_Track(lists[j]);
+        }
+        Py_CLEAR(lists[j]);
+    }
 }
 
 /* The ids of each span of w->out (spans[2k]..spans[2k + 1]; SIZE_MAX: None) as lists,
@@ -1553,26 +1648,35 @@ ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes
             out[k] = Py_NewRef(Py_None);
         else if (as_bytes)
             out[k] = PyBytes_FromStringAndSize((const char *)(w->out + start), (Py_ssize_t)((end - start) * 4));
-        else if ((out[k] = PyList_New((Py_ssize_t)(end - start))) != NULL)
-            PyObject_GC_UnTrack(out[k]);
+        else
+            out[k] = unfilled_list((Py_ssize_t)(end - start));
         if (out[k] == NULL)
             break;
     }
-    if (as_bytes || k < n) {
-        if (k < n) {
-            for (Py_ssize_t j = 0; j < k; j++) {
-                if (!as_bytes && out[j] != Py_None)
-                    PyObject_GC_Track(out[j]);  /* their items still NULL: freed as empty */
+    if (k < n) {
+        if (as_bytes)
+            for (Py_ssize_t j = 0; j < k; j++)
                 Py_CLEAR(out[j]);
-            }
-            return -1;
-        }
-        return 0;
+        else
+            clear_unfilled(out, k);
+        return -1;
     }
+    if (as_bytes)
+        return 0;
     Py_BEGIN_ALLOW_THREADS
-    fill_lists(e, w, out, spans, n);
+    count_ids(e, w, out, spans, n);
     Py_END_ALLOW_THREADS
-    if (count_references(e, w, out, spans, n) < 0) {
+    int rc = count_references(e, w);
+    if (rc == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        fill_lists(e, w, out, spans, n);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) {
+        clear_unfilled(out, n);
+        return -1;
+    }
+    if (finish_lists(w, out, spans, n) < 0) {
         for (Py_ssize_t j = 0; j < n; j++)
             Py_CLEAR(out[j]);
         return -1;
@@ -1640,7 +1744,7 @@ static int
 text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
 {
     const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
-    int state = classes == NULL || classes[0xFF] ? TEXT_READY : TEXT_UNCLASSIFIED;
+    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
     if (kind == PyUnicode_1BYTE_KIND)
         return state;
     if (kind == PyUnicode_2BYTE_KIND)
@@ -2089,7 +2193,60 @@ read_rank_file(PyObject *module, PyObject *arg)
     return out;
 }
 
+/* A packed vocabulary's tokens (bpestore.store.snapshot.unpack): {ids[k]: the next
+   lengths[k] bytes of data from at}, in order; ValueError where data is shorter. */
+static PyObject *
+token_dict(PyObject *module, PyObject *args)
+{
+    Py_buffer data, ids, lengths;
+    Py_ssize_t at;
+    if (!PyArg_ParseTuple(args, "y*ny*y*:token_dict", &data, &at, &ids, &lengths))
+        return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t n = ids.len / 4;
+    if (at < 0 || at > data.len || lengths.len != ids.len || ids.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "token_dict: ids and lengths differ, or at is outside data");
+        goto done;
+    }
+    if ((out = PyDict_New()) == NULL)
+        goto done;
+    const char *bytes = (const char *)data.buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        uint32_t id, len;
+        memcpy(&id, (const char *)ids.buf + 4 * k, 4);
+        memcpy(&len, (const char *)lengths.buf + 4 * k, 4);
+        if ((size_t)len > (size_t)(data.len - at)) {
+            PyErr_SetString(PyExc_ValueError, "token_dict: the lengths run past the data");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *key = PyLong_FromUnsignedLong(id);
+        PyObject *value = key ? PyBytes_FromStringAndSize(bytes + at, (Py_ssize_t)len) : NULL;
+        int rc = value ? PyDict_SetItem(out, key, value) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        at += (Py_ssize_t)len;
+    }
+    if (out != NULL && at != data.len) {
+        PyErr_SetString(PyExc_ValueError, "token_dict: the data is longer than the lengths say");
+        Py_CLEAR(out);
+    }
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&lengths);
+    return out;
+}
+
 static PyMethodDef module_functions[] = {
+    {"token_dict", token_dict, METH_VARARGS,
+     "token_dict(data, at, ids, lengths) -> dict[int, bytes]\n\n"
+     "{ids[k]: the next lengths[k] bytes of data from at} (ids, lengths: native uint32\n"
+     "buffers); ValueError unless the lengths end exactly at data's end."},
     {"read_rank_file", read_rank_file, METH_O,
      "read_rank_file(data) -> list[bytes | None] | None\n\n"
      "The tokens of a tiktoken rank file's bytes (base64 token, rank a line), by rank (None\n"

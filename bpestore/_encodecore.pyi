@@ -1,5 +1,6 @@
 """The optional compiled encode core (bpestore/_encodecore.c): see bpestore.encodecore."""
 
+from array import array
 from collections.abc import Callable, Sequence
 
 class Encoder:
@@ -18,6 +19,7 @@ class Encoder:
         prefix: int = -1,
         suffix: int = -1,
         whole: bool = False,
+        unique: bool = False,
     ) -> None: ...
     def encode(self, text: str, as_bytes: bool = False) -> list[int] | bytes | None: ...
     def encode_batch(self, texts: Sequence[str], as_bytes: bool = False) -> list[list[int] | bytes | None]: ...
@@ -25,3 +27,4 @@ class Encoder:
     def table_bytes(self) -> int: ...
 
 def read_rank_file(data: bytes) -> list[bytes | None] | None: ...
+def token_dict(data: bytes, at: int, ids: array[int], lengths: array[int]) -> dict[int, bytes]: ...

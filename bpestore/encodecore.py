@@ -58,13 +58,12 @@ def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts 
     check say that every merged token encodes to itself (else the core checks each, once)."""
     whole = facts is not None and facts.fast_problem is None
     vocab, merge_ids = python.vocab, python.merge_ids
-    if (merge_ids is not None and spec.byte_level and spec.start_of_word is None and spec.end_of_word is None
-            and len(set(vocab.values())) == len(vocab)):
+    if merge_ids is not None and spec.byte_level and spec.start_of_word is None and spec.end_of_word is None:
         try:
             return CoreEncoder(merge_core(spec, vocab, None, merge_ids, whole=whole, special_ids=python.special_ids),
                                spec, python.pipeline.pretokenize)
         except ValueError:
-            pass  # a byte without its token: the index below says which
+            pass  # a byte without its token, or two tokens of the same bytes: the index below says which
     id_of = python.index.id_of
     if merge_ids is None or len(id_of) != len(vocab) - len(set(python.special_ids)):
         merges = python.merges
@@ -91,17 +90,16 @@ def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[b
     ids, by rank; ``whole``: every token a merge makes encodes to itself (else the core
     checks each, once); ``id_of``: each ordinary token's id by its bytes, or None on
     plain byte symbols where every token's bytes are its own (the core then takes each
-    byte's id from the tokens, ``special_ids`` aside)."""
+    byte's id from the tokens, ``special_ids`` aside; ValueError where two tokens' bytes repeat)."""
     assert CORE is not None, "core_problem() said the core is built"
     assert spec.segmentation == "merge", "core_problem() said merge segmentation"
-    n_vocab = max(vocab) + 1 if vocab else 0
-    tokens = list(map(vocab.get, range(n_vocab)))
+    tokens = by_id(vocab)
     if id_of is None:
         for special in special_ids:
             tokens[special] = None
         pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
         return CORE.Encoder(tokens, merge_ids, None, mode=MODE_MERGE, pattern=pattern, classify=char_class,
-                            whole=whole)
+                            whole=whole, unique=True)
     byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
     options: dict = {}
     if not spec.byte_level:
@@ -116,6 +114,14 @@ def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[b
     pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
     return CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern, classify=char_class,
                         whole=whole, **options)
+
+
+def by_id(vocab: Mapping[int, bytes]) -> list[bytes | None]:
+    """Each id's token, None where an id below the largest has none."""
+    n_vocab = max(vocab) + 1 if vocab else 0
+    if n_vocab == len(vocab) and list(vocab) == list(range(n_vocab)):  # a stored version's, in id order
+        return list(vocab.values())
+    return list(map(vocab.get, range(n_vocab)))
 
 
 class CoreEncoder:

@@ -22,6 +22,8 @@ from bpestore import Tokenizer, alphabet, encodecore
 from bpestore.formats.gpt2 import read_gpt2
 from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 from bpestore.spec import EncoderFacts, TokenizerSpec
+from bpestore.store import snapshot
+from bpestore.store.vocabulary import Vocabulary
 from bpestore.text import COUNT_CORE_PATTERNS, TextPipeline, char_class
 from bpestore.trainer import BpeTrainer
 
@@ -295,6 +297,38 @@ def test_bad_arguments_are_errors():
     core = encodecore.CORE.Encoder(tokens, ([], [], []), list(range(256)))
     assert core.encode("hé") == [104, 195, 169]
     assert core.encode("\ud800") is None  # the tokenizer fixes surrogates, as tiktoken, and asks again
+
+
+def test_a_stored_vocabularys_tokens_unpack_the_same_in_c_and_python(monkeypatch):
+    vocab = {**{i: bytes([i]) for i in range(256)}, 256: b"", 300: b"ab", 257: "é".encode()}
+    kinds = dict.fromkeys(vocab, "byte") | {256: "merge", 300: "merge", 257: "char"}
+    packed = snapshot.pack(Vocabulary(vocab, kinds, [97], [98], [300], [1]))
+    from_c = snapshot.unpack(packed).tokens
+    monkeypatch.setattr(snapshot, "CORE", None)
+    assert from_c == snapshot.unpack(packed).tokens == vocab
+    assert list(from_c) == sorted(vocab)
+    ids = array("I", range(3))
+    with pytest.raises(ValueError, match="longer"):
+        encodecore.CORE.token_dict(b"abcd", 0, ids, array("I", [1, 1, 1]))
+    with pytest.raises(ValueError, match="run past"):
+        encodecore.CORE.token_dict(b"abcd", 1, ids, array("I", [1, 1, 2]))
+    for core in (None, encodecore.CORE):
+        monkeypatch.setattr(snapshot, "CORE", core)
+        for bad in (packed[:-1], packed + b"x"):
+            with pytest.raises(ValueError):
+                snapshot.unpack(bad)
+
+
+def test_tokens_of_the_same_bytes_take_the_token_index_path():
+    """Two ids of the same bytes: the core cannot take each byte's id from the tokens
+    (``unique`` says so), so the tokenizer builds it from its index, as the pure path."""
+    tokens = [bytes([i]) for i in range(256)] + [b"ab", b"a"]
+    with pytest.raises(ValueError, match="same bytes"):
+        encodecore.CORE.Encoder(tokens, ([97], [98], [256]), None, unique=True)
+    vocab = dict(enumerate(tokens))
+    tok = Tokenizer(vocab, [(b"a", b"b")], facts=EncoderFacts(None), merge_ids=([97], [98], [256]))
+    pure = Tokenizer(vocab, [(b"a", b"b")], fast=False)
+    assert tok.encode("ab a ba") == pure.encode("ab a ba") and tok.backend == "compiled (C)"
 
 
 def test_pure_turns_the_core_off_and_version_names_it():

@@ -28,10 +28,12 @@ from array import array
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from .. import native
 from ..errors import DamagedDataError
 from ..spec import EncoderFacts, TokenizerSpec
 from .vocabulary import KindCodes, Vocabulary
 
+CORE = native.load("_encodecore")[0]  # its token_dict: the tokens without a slice per token
 FORMAT = 1  # the layout of ``pack``; another layout comes with a new revision that rewrites the rows
 _HEADER = struct.Struct("<III")  # tokens, merges, bytes of the kind names
 
@@ -86,15 +88,21 @@ def unpack(data: bytes) -> Vocabulary:
         columns.append(column)
         at += n * column.itemsize
     ids, lengths, kinds, lefts, rights, made, counts = columns
-    # Every token's bytes sliced in C: ends by accumulate, slices by map.
-    ends = list(itertools.accumulate(lengths, initial=at))
-    tokens = dict(zip(ids, map(data.__getitem__, map(slice, ends, ends[1:]))))
-    at = ends[-1]
-    if at != len(data):
-        raise ValueError("the packed vocabulary's length does not match its header")
+    tokens = _token_dict(data, at, ids, lengths)
     if kinds and max(kinds) >= len(names):
         raise ValueError("a token's kind is not one of the packed names")
     return Vocabulary(tokens, KindCodes(ids, kinds, names), lefts, rights, made, counts)
+
+
+def _token_dict(data: bytes, at: int, ids: array, lengths: array) -> dict[int, bytes]:
+    """{ids[k]: the next lengths[k] bytes of data from at}; ValueError unless they end at data's end."""
+    if CORE is not None:
+        return CORE.token_dict(data, at, ids, lengths)
+    # Every token's bytes sliced in C: ends by accumulate, slices by map.
+    ends = list(itertools.accumulate(lengths, initial=at))
+    if ends[-1] != len(data):
+        raise ValueError("the packed vocabulary's length does not match its header")
+    return dict(zip(ids, map(data.__getitem__, map(slice, ends, ends[1:]))))
 
 
 def digest(fingerprint: str | None, fast_problem: str | None, packed: bytes) -> str:
