@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseError
-from .db import HEAD, gave_up_waiting, lock_wait_seconds
-from .reader import REVISION, VersionReader, VersionReads
+from .db import gave_up_waiting, lock_wait_seconds
+from .reader import VersionReader, VersionReads, revision_is_head
 
 if TYPE_CHECKING:
     import psycopg
@@ -60,14 +60,10 @@ def at_head(conn: psycopg.Connection) -> bool:
     """Begin a transaction on ``conn``: whether its store is at ``HEAD`` (if not, it is rolled back)."""
     import psycopg
 
-    try:
-        current = conn.execute(REVISION).fetchone()
-    except psycopg.Error:
-        current = None
-    if current is None or current[0] != HEAD:
-        conn.rollback()
-        return False
-    return True
+    if revision_is_head(conn, psycopg.Error):
+        return True
+    conn.rollback()
+    return False
 
 
 class PsycopgReader(VersionReader):

@@ -443,10 +443,20 @@ def sqlite_transaction(uri: str, *, timeout: float = 30.0) -> sqlite3.Connection
         return None
     try:
         conn.execute("BEGIN")  # one snapshot for every statement
-        current = conn.execute(REVISION).fetchone()
+        ready = revision_is_head(conn, sqlite3.Error)
     except sqlite3.Error:
-        current = None
-    if current is None or current[0] != HEAD:
+        ready = False
+    if not ready:
         conn.close()
         return None
     return conn
+
+
+def revision_is_head(conn: Any, error: type[Exception]) -> bool:
+    """Whether the store on ``conn`` (a DB-API connection whose driver raises ``error``)
+    is at ``HEAD``; False where it has no revision to read."""
+    try:
+        current = conn.execute(REVISION).fetchone()
+    except error:
+        return False
+    return current is not None and current[0] == HEAD

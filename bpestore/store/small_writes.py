@@ -22,8 +22,8 @@ from typing import Any, Final, NamedTuple
 from ..errors import DatabaseError, InvalidArgumentError
 from ..records import Source
 from ..spec import TokenizerSpec
-from .db import HEAD, _sqlite_pragmas, gave_up_waiting, lock_wait_seconds
-from .reader import REVISION, VersionReads, sqlite_uri
+from .db import _sqlite_pragmas, gave_up_waiting, lock_wait_seconds
+from .reader import VersionReads, revision_is_head, sqlite_uri
 from .reads import CorpusReads, in_list, sources_digest
 
 SMALL_BATCH: Final = 10_000  # distinct words of a batch written this way
@@ -162,7 +162,7 @@ def _sqlite_writing(uri: str) -> Iterator[Writes | None]:
     try:
         _sqlite_pragmas(conn, None, False, max(1, round(wait * 1000)))
         conn.execute("BEGIN IMMEDIATE")  # the write lock, waited for as the engine waits
-        if not _at_head(conn, sqlite3.Error):
+        if not revision_is_head(conn, sqlite3.Error):
             conn.execute("ROLLBACK")
             yield None
             return
@@ -212,7 +212,7 @@ def _psycopg_writing(info: str) -> Iterator[Writes | None]:
             conn.cursor().executemany(pyformat(statement), rows)
     try:
         with conn:
-            if not _at_head(conn, psycopg.Error):
+            if not revision_is_head(conn, psycopg.Error):
                 yield None
                 return
             conn.execute(f"SET lock_timeout = {max(1, round(lock_wait_seconds() * 1000))}")
@@ -222,14 +222,6 @@ def _psycopg_writing(info: str) -> Iterator[Writes | None]:
     except psycopg.Error as exc:
         lock = _lock_given_up(SimpleNamespace(orig=exc, statement=sql))  # type: ignore[arg-type]
         raise (gave_up_waiting(lock) if lock else _database_error(exc)) from exc
-
-
-def _at_head(conn: Any, error: type[Exception]) -> bool:
-    try:
-        current = conn.execute(REVISION).fetchone()
-    except error:  # no such table: not a store at HEAD
-        return False
-    return current is not None and current[0] == HEAD
 
 
 def _database_error(exc: Exception) -> DatabaseError:
