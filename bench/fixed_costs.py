@@ -15,7 +15,7 @@ whose bpestore/ the baseline rows import, its compiled cores built or copied in)
 SQLite command also runs with that code, interleaved, on the same store: the CPU ratio is
 the A/B on a loaded machine. PostgreSQL's extra is judged on the client's CPU (the
 server's work is a few index lookups; its wall time on a loaded machine is mostly
-waiting). "At the floor" scales CPU seconds to the issue's quiet floor
+waiting). "At the floor" scales CPU seconds to the targets' quiet floor
 (``QUIET_FLOOR``, ``python -c 'import sqlalchemy'``), as BENCHMARKS.md's table does.
 """
 
@@ -36,7 +36,7 @@ from bench.startup import CLI, CpuResult, _env, _run_outside
 TARGETS = {"ingest a small file into the store": 0.35, "ingest into a new store (creates it)": 0.5}
 READ_TARGET = 0.3
 PG_EXTRA = 0.3  # seconds PostgreSQL may add to a command
-QUIET_FLOOR = 0.27  # s: `python -c 'import sqlalchemy'` on the issue's quiet machine
+QUIET_FLOOR = 0.27  # s: `python -c 'import sqlalchemy'` on the quiet machine the targets were set on
 SETUP = """
 import sys, bpestore
 store = bpestore.open(sys.argv[1])

@@ -332,7 +332,7 @@ def _measure(corpus: Path, runs: int, vocab_size: int, workers: tuple[int, ...],
 
 def phases(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
     """Cold ingest + train of ``corpus``, phase by phase, at each worker count."""
-    vocab = 32_000 if vocab_size == 10_000 else vocab_size  # 10,000 is bench's default: the issue's 32k
+    vocab = 32_000 if vocab_size == 10_000 else vocab_size  # 10,000 is bench's default: the targets are for 32k
     results = _measure(corpus, runs, vocab, workers, "", train=True)
     size = corpus.stat().st_size / 1e6
     return _report(f"`{name}` ({size:.1f} MB), vocab {vocab:,}", results, workers, runs, train=True)
@@ -360,7 +360,7 @@ def phases_ingest(corpus: Path, name: str, runs: int, vocab_size: int, workers: 
 
 
 def phases_ingest_x4(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
-    """The same on the corpus four times over (the issue's 400 MB row)."""
+    """The same on the corpus four times over (the 400 MB row)."""
     return phases_ingest(corpus, name, runs, vocab_size, workers, times=4)
 
 
