@@ -12,7 +12,7 @@ the newest (``word_counts("web")``), and ``compact("web")``: in (b), in (c),
 and in (c) again once the versions pinning the generations not read are
 deleted by hand (straight SQL: there is no ``rm`` yet).
 
-``incremental``: the issue's two days, end to end. Day 1: ingest the first
+``incremental``: two days of a user's work, end to end. Day 1: ingest the first
 half, train ``en@1`` (``--vocab-size``, 32,000 in the record). Day 2: ingest the
 second half while ``en@2`` (1.25x the vocabulary, on ``web@1``) trains in
 another process; then ``en@3`` extends ``en@1`` on the newest generation, ``en@4``

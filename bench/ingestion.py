@@ -1,4 +1,4 @@
-"""Ingestion at scale: the three targets of the ingestion issue, measured side by side.
+"""Ingestion at scale: the three ingestion targets, measured side by side.
 
 * throughput: ``Store.ingest`` (GPT-2 pre-tokenization, 2 workers, fresh SQLite)
   against HF ``train([file])`` with a 300-token vocabulary; and the same end to

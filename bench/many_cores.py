@@ -1,10 +1,10 @@
-"""The many-core rows of the scaling issue, side by side with HF tokenizers, within a time budget.
+"""The many-core rows (ingest and training on 16 cores), side by side with HF tokenizers, within a time budget.
 
     python -m bench.many_cores --out DIR [--corpus english_100M] [--runs 3] [--budget 290]
 
 Run by bench/many_cores.sh on a machine lent once for a few minutes. Rows run in order of
 priority; each gets as many runs (at most ``--runs``, medians shown) as the budget leaves
-once every later row has time for one, judged from the issue's 16-core figures scaled by
+once every later row has time for one, judged from earlier 16-core figures scaled by
 how long the rows so far took against their estimates; a row with no time left is skipped
 and says so. After every row, DIR/many_cores.json (every run's figures and phases) and
 DIR/summary.md (the table) are written again, so a run cut short still leaves both.
@@ -241,7 +241,7 @@ def _est(*seconds: float, fixed: float = 0.0) -> Callable[[float], float]:
     return lambda scale: sum(s * scale for s in seconds) + OVERHEAD_S * len(seconds) + fixed
 
 
-ROWS = [  # priority order; estimates from the issue's 16-core figures
+ROWS = [  # priority order; estimates from earlier 16-core figures
     Row("ingest vs HF, peak PSS", row_ingest_vs_hf, _est(2.9, 4.5)),
     Row("ingest by workers", row_by_workers, _est(4.5, 4.1, 3.2, 2.8)),
     Row("cold gpt2", row_cold_gpt2, _est(5.2, 6.1)),

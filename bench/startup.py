@@ -6,7 +6,7 @@ gpt2 " the"``, ``encode gpt2 "short text"``, ``decode gpt2 ...``, each a
 fresh process timed from outside (interpreter start included), beside the
 floor (``python -c "import sqlalchemy"``) and, unless ``--baseline none``,
 the same commands run by ``BASELINE`` (main before this work). The targets
-are judged on the times scaled to the issue's floor (0.30 s), since on a
+are judged on the times scaled to the quiet floor (0.30 s), since on a
 loaded machine every process is slower alike.
 
 ``first-encode --corpus C``: a fresh process that loads GPT-2 and encodes C
@@ -50,10 +50,10 @@ COMMANDS = {  # row -> arguments after --db DB
     "`decode gpt2 1212 318 257 1332`": ["decode", "gpt2", "1212", "318", "257", "1332"],
 }
 TARGETS = {"`bpestore --help`": 0.15}  # seconds; the others: 0.45
-QUIET_FLOOR = 0.30  # s: the interpreter + `import sqlalchemy` on the issue's machine
+QUIET_FLOOR = 0.30  # s: the interpreter + `import sqlalchemy` on the quiet machine the targets were set on
 
 # Each script prints one JSON line: the seconds from before its imports to the ids, those
-# after its imports (and opening the store: the issue's row), and the ids' digest.
+# after its imports (and opening the store, as a user waits for it), and the ids' digest.
 BPESTORE_SCRIPT = """
 import hashlib, json, sys, time
 from array import array
@@ -208,7 +208,7 @@ def startup(corpus: Path, name: str, runs: int, vocab_size: int, baseline: str |
         ours_s = results[row].seconds
         ours_cpu = cast(CpuResult, results[row]).cpu
         target = TARGETS.get(row, 0.45)
-        # On a loaded machine every process is slower alike: the time scaled to the issue's floor.
+        # On a loaded machine every process is slower alike: the time scaled to the quiet floor.
         scaled = ours_s * QUIET_FLOOR / floor
         cells = [row, f"{ours_s:.3f}", f"{ours_s / floor:.2f}×", f"{scaled:.2f}", f"≤ {target:.2f} s: "
                  + ("met" if scaled <= target else "**not met**"), f"{ours_cpu:.3f}",

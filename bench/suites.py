@@ -44,7 +44,7 @@ def ingest(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
 
 def train(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
-    """Every training measure of the training issue, beside HF's cold training."""
+    """Every training measure, beside HF's cold training."""
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
         db = Path(tmp) / "trained.db"
         cases.prepare_trained_db(db, str(corpus), vocab_size)
