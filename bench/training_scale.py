@@ -90,7 +90,7 @@ def bpestore_retrain_pure(p: Params) -> cases.Timed:
 # -- the suite -----------------------------------------------------------------------------
 def training_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     """The synthetic corpus at SCALE (``corpus`` is not used)."""
-    vocab = VOCAB if vocab_size == 10_000 else vocab_size  # 10,000 is bench's default: use the issue's
+    vocab = VOCAB if vocab_size == 10_000 else vocab_size  # 10,000 is bench's default: use the target's
     text = corpus_at(SCALE)
     size = f"{text.stat().st_size / 1e6:.0f} MB"
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:

@@ -1,7 +1,7 @@
 """Training at scale: a real kill, and resume equivalence on a larger corpus.
 
 Sized by BPESTORE_SCALE: small by default (CI), ``full`` for english_medium at
-vocab 5,000 as the issue states.
+vocab 5,000.
 """
 
 from __future__ import annotations
