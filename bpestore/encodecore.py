@@ -94,10 +94,10 @@ def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[b
     assert CORE is not None, "core_problem() said the core is built"
     assert spec.segmentation == "merge", "core_problem() said merge segmentation"
     tokens = by_id(vocab)
+    pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
     if id_of is None:
         for special in special_ids:
             tokens[special] = None
-        pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
         return CORE.Encoder(tokens, merge_ids, None, mode=MODE_MERGE, pattern=pattern, classify=char_class,
                             whole=whole, unique=True)
     byte_ids = alphabet.byte_ids(id_of) if spec.byte_level or spec.byte_fallback else None
@@ -111,7 +111,6 @@ def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[b
         options["prefix"] = id_of[spec.start_of_word.encode("utf-8")]
     if spec.end_of_word is not None:
         options["suffix"] = id_of[spec.end_of_word.encode("utf-8")]
-    pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
     return CORE.Encoder(tokens, merge_ids, byte_ids, mode=MODE_MERGE, pattern=pattern, classify=char_class,
                         whole=whole, **options)
 

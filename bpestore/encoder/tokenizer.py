@@ -210,9 +210,9 @@ class Tokenizer:
 
         if not self._use_fast:
             return None, "python (fast=False)"
-        if encodecore.core_problem(self.spec) is None and self._ranks is not None:
-            return encodecore.for_ranks(self.spec, self._ranks, self._python.pipeline.pretokenize), "compiled (C)"
         if encodecore.core_problem(self.spec) is None:
+            if self._ranks is not None:
+                return encodecore.for_ranks(self.spec, self._ranks, self._python.pipeline.pretokenize), "compiled (C)"
             return encodecore.for_version(self.spec, self._python, self._facts), "compiled (C)"
         problem = fast.spec_problem(self.spec) or fast.tiktoken_problem() or self.facts.fast_problem
         if problem is not None:
