@@ -416,6 +416,49 @@ count_many(PyObject *self, PyObject *args)
     return result;
 }
 
+/* -- the rows of an upsert ------------------------------------------------------------------ */
+
+static PyObject *
+interleave(PyObject *self, PyObject *args)
+{
+    PyObject *words, *counts;
+    Py_ssize_t per;
+    if (!PyArg_ParseTuple(args, "O!O!n:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per))
+        return NULL;
+    if (per < 1) {
+        PyErr_SetString(PyExc_ValueError, "interleave: rows per tuple must be at least 1");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(words), groups = (n + per - 1) / per;
+    PyObject *result = PyList_New(groups);
+    if (result == NULL)
+        return NULL;
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        Py_ssize_t first = g * per, rows = n - first < per ? n - first : per;
+        PyObject *group = PyTuple_New(2 * rows);
+        if (group == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyList_SET_ITEM(result, g, group);
+        for (Py_ssize_t i = 0; i < rows; i++) {
+            PyObject *word = PyList_GET_ITEM(words, first + i);
+            PyObject *count = PyDict_GetItemWithError(counts, word);
+            if (count == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetObject(PyExc_KeyError, word);
+                Py_DECREF(result);
+                return NULL;
+            }
+            Py_INCREF(word);
+            Py_INCREF(count);
+            PyTuple_SET_ITEM(group, 2 * i, word);
+            PyTuple_SET_ITEM(group, 2 * i + 1, count);
+        }
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS,
      "count(text, counts, classify, pattern) -> int\n\n"
@@ -426,6 +469,10 @@ static PyMethodDef methods[] = {
      "count_many(pieces, counts, classify, pattern) -> list[(int, int)]\n\n"
      "count() of each piece (a list of str: its segments) into counts; each piece's words and\n"
      "distinct words. The words of all pieces are added to the dict once, not once per piece."},
+    {"interleave", interleave, METH_VARARGS,
+     "interleave(words, counts, per) -> list[tuple]\n\n"
+     "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"
+     "per words each, the last one shorter where per does not divide len(words)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -214,3 +214,18 @@ def test_count_many_refuses_what_is_not_a_list_of_lists_of_str():
     with pytest.raises(ValueError):
         core.count_many([["a"]], {}, char_class, 9)
     assert core.count_many([], {}, char_class, 0) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.binary(max_size=12), st.integers(0, 2**62), max_size=60), st.integers(1, 7))
+def test_interleave_gives_the_parameters_of_multi_row_statements(counts, per):
+    words = sorted(counts)
+    expected = [tuple(x for w in words[i:i + per] for x in (w, counts[w])) for i in range(0, len(words), per)]
+    assert text.COUNT_CORE.interleave(words, counts, per) == expected
+
+
+def test_interleave_refuses_a_word_without_a_count_and_an_empty_group():
+    with pytest.raises(KeyError):
+        text.COUNT_CORE.interleave([b"a", b"b"], {b"a": 1}, 2)
+    with pytest.raises(ValueError, match="at least 1"):
+        text.COUNT_CORE.interleave([b"a"], {b"a": 1}, 0)
