@@ -416,6 +416,250 @@ count_many(PyObject *self, PyObject *args)
     return result;
 }
 
+/* -- shards: a worker's counts cut by word, and one shard's pieces merged ------------------- */
+
+/* zlib's crc32 (the shard of a word is the same in every process and in pool.shard_of). */
+static uint32_t crc_table[256];
+
+static uint32_t
+crc32_of(const unsigned char *p, Py_ssize_t n)
+{
+    if (crc_table[1] == 0) {
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            crc_table[i] = c;
+        }
+    }
+    uint32_t c = 0xFFFFFFFFu;
+    for (Py_ssize_t i = 0; i < n; i++)
+        c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+typedef struct {
+    const char *word;
+    Py_ssize_t len;
+    long long count;
+    uint64_t prefix;  /* the first 8 bytes big-endian, zeros past the end: most comparisons stop here */
+    Py_ssize_t shard;
+} Counted;
+
+static uint64_t
+prefix_of(const char *word, Py_ssize_t len)
+{
+    uint64_t prefix = 0;
+    for (int k = 0; k < 8; k++)
+        prefix = prefix << 8 | (k < len ? (unsigned char)word[k] : 0);
+    return prefix;
+}
+
+static int
+word_order(const Counted *x, const Counted *y)
+{
+    if (x->prefix != y->prefix)
+        return x->prefix < y->prefix ? -1 : 1;
+    int c = memcmp(x->word, y->word, (size_t)(x->len < y->len ? x->len : y->len));
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int
+shard_then_word(const void *a, const void *b)
+{
+    const Counted *x = a, *y = b;
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    return word_order(x, y);
+}
+
+static PyObject *
+shard(PyObject *self, PyObject *args)
+{
+    PyObject *counts;
+    Py_ssize_t n_shards;
+    if (!PyArg_ParseTuple(args, "O!n:shard", &PyDict_Type, &counts, &n_shards))
+        return NULL;
+    if (n_shards < 1) {
+        PyErr_SetString(PyExc_ValueError, "shard: n_shards must be at least 1");
+        return NULL;
+    }
+    Py_ssize_t n = PyDict_GET_SIZE(counts), pos = 0, i = 0;
+    Counted *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Counted));
+    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 2 * sizeof(Py_ssize_t));  /* words, bytes */
+    PyObject *result = PyList_New(n_shards), *key, *value;
+    if (items == NULL || sizes == NULL || result == NULL)
+        goto fail;
+    while (PyDict_Next(counts, &pos, &key, &value)) {
+        if (!PyBytes_CheckExact(key)) {
+            PyErr_SetString(PyExc_TypeError, "shard: every word must be bytes");
+            goto fail;
+        }
+        Counted *c = &items[i++];
+        c->word = PyBytes_AS_STRING(key);
+        c->len = PyBytes_GET_SIZE(key);
+        c->count = PyLong_AsLongLong(value);
+        if (c->count == -1 && PyErr_Occurred())
+            goto fail;
+        c->prefix = prefix_of(c->word, c->len);
+        c->shard = (Py_ssize_t)(crc32_of((const unsigned char *)c->word, c->len) % (uint32_t)n_shards);
+        sizes[2 * c->shard] += 1;
+        sizes[2 * c->shard + 1] += c->len;
+    }
+    qsort(items, (size_t)n, sizeof(Counted), shard_then_word);
+    Counted *next = items;
+    for (Py_ssize_t s = 0; s < n_shards; s++) {
+        Py_ssize_t words = sizes[2 * s];
+        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[2 * s + 1]);
+        PyObject *lengths = PyBytes_FromStringAndSize(NULL, words * 8);
+        PyObject *tallies = PyBytes_FromStringAndSize(NULL, words * 8);
+        PyObject *packed = data && lengths && tallies ? PyTuple_Pack(3, data, lengths, tallies) : NULL;
+        Py_XDECREF(data);
+        Py_XDECREF(lengths);
+        Py_XDECREF(tallies);
+        if (packed == NULL)
+            goto fail;
+        PyList_SET_ITEM(result, s, packed);
+        char *out = PyBytes_AS_STRING(data);
+        for (Py_ssize_t w = 0; w < words; w++, next++) {
+            uint64_t len = (uint64_t)next->len;
+            int64_t count = (int64_t)next->count;
+            memcpy(out, next->word, (size_t)next->len);
+            out += next->len;
+            memcpy(PyBytes_AS_STRING(lengths) + 8 * w, &len, 8);
+            memcpy(PyBytes_AS_STRING(tallies) + 8 * w, &count, 8);
+        }
+    }
+    PyMem_Free(items);
+    PyMem_Free(sizes);
+    PyDict_Clear(counts);
+    return result;
+fail:
+    PyMem_Free(items);
+    PyMem_Free(sizes);
+    Py_XDECREF(result);
+    return NULL;
+}
+
+typedef struct {
+    const char *data;
+    const uint64_t *lengths;  /* unaligned in general: read with memcpy */
+    const char *counts;
+    Py_ssize_t n, at;  /* words, the next one */
+    Counted head;
+} Cursor;
+
+static void
+cursor_load(Cursor *c)
+{
+    uint64_t len;
+    int64_t count;
+    memcpy(&len, (const char *)c->lengths + 8 * c->at, 8);
+    memcpy(&count, c->counts + 8 * c->at, 8);
+    c->head.word = c->data;
+    c->head.len = (Py_ssize_t)len;
+    c->head.count = count;
+    c->head.prefix = prefix_of(c->data, (Py_ssize_t)len);
+}
+
+static void
+heap_down(Cursor **heap, Py_ssize_t size, Py_ssize_t i)
+{
+    for (;;) {
+        Py_ssize_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < size && word_order(&heap[l]->head, &heap[least]->head) < 0)
+            least = l;
+        if (r < size && word_order(&heap[r]->head, &heap[least]->head) < 0)
+            least = r;
+        if (least == i)
+            return;
+        Cursor *t = heap[i];
+        heap[i] = heap[least];
+        heap[least] = t;
+        i = least;
+    }
+}
+
+static PyObject *
+merge_shard(PyObject *self, PyObject *args)
+{
+    PyObject *pieces;
+    if (!PyArg_ParseTuple(args, "O!:merge_shard", &PyList_Type, &pieces))
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(pieces), live = 0;
+    Cursor *cursors = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Cursor));
+    Cursor **heap = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Cursor *));
+    PyObject *result = PyDict_New();
+    if (cursors == NULL || heap == NULL || result == NULL)
+        goto fail;
+    for (Py_ssize_t p = 0; p < k; p++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, p);
+        if (!PyTuple_Check(piece) || PyTuple_GET_SIZE(piece) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(piece, 0))
+                || !PyBytes_Check(PyTuple_GET_ITEM(piece, 1)) || !PyBytes_Check(PyTuple_GET_ITEM(piece, 2))) {
+            PyErr_SetString(PyExc_TypeError, "merge_shard: each piece must be (words, lengths, counts) bytes");
+            goto fail;
+        }
+        Cursor *c = &cursors[p];
+        c->data = PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 0));
+        c->lengths = (const uint64_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 1));
+        c->counts = PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 2));
+        c->n = PyBytes_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) / 8;
+        c->at = 0;
+        /* The words must fill the data exactly, in strictly increasing order. */
+        Py_ssize_t total = 0;
+        Counted previous = {0};
+        for (Py_ssize_t w = 0; w < c->n; w++) {
+            cursor_load(c);
+            if (c->head.len < 0 || total + c->head.len > PyBytes_GET_SIZE(PyTuple_GET_ITEM(piece, 0))
+                    || (w && word_order(&previous, &c->head) >= 0)) {
+                PyErr_SetString(PyExc_ValueError, "merge_shard: a piece is not distinct words in order");
+                goto fail;
+            }
+            total += c->head.len;
+            previous = c->head;
+            c->data += c->head.len;
+            c->at++;
+        }
+        c->data = PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 0));
+        c->at = 0;
+        if (c->n) {
+            cursor_load(c);
+            heap[live++] = c;
+        }
+    }
+    for (Py_ssize_t i = live / 2 - 1; i >= 0; i--)
+        heap_down(heap, live, i);
+    while (live) {
+        Counted word = heap[0]->head;
+        long long sum = 0;
+        while (live && word_order(&heap[0]->head, &word) == 0) {
+            Cursor *c = heap[0];
+            sum += c->head.count;
+            c->data += c->head.len;
+            if (++c->at < c->n)
+                cursor_load(c);
+            else
+                heap[0] = heap[--live];
+            heap_down(heap, live, 0);
+        }
+        PyObject *key = PyBytes_FromStringAndSize(word.word, word.len);
+        PyObject *value = key ? PyLong_FromLongLong(sum) : NULL;
+        int failed = value == NULL || PyDict_SetItem(result, key, value) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (failed)
+            goto fail;
+    }
+    PyMem_Free(cursors);
+    PyMem_Free(heap);
+    return result;
+fail:
+    PyMem_Free(cursors);
+    PyMem_Free(heap);
+    Py_XDECREF(result);
+    return NULL;
+}
+
 /* -- the rows of an upsert ------------------------------------------------------------------ */
 
 static PyObject *
@@ -469,6 +713,15 @@ static PyMethodDef methods[] = {
      "count_many(pieces, counts, classify, pattern) -> list[(int, int)]\n\n"
      "count() of each piece (a list of str: its segments) into counts; each piece's words and\n"
      "distinct words. The words of all pieces are added to the dict once, not once per piece."},
+    {"shard", shard, METH_VARARGS,
+     "shard(counts, n_shards) -> list[(bytes, bytes, bytes)]\n\n"
+     "The counts (bytes words) cut into n_shards by zlib.crc32(word) % n_shards, each shard packed\n"
+     "as its words end to end, their lengths (uint64) and counts (int64), in word order; counts is\n"
+     "emptied."},
+    {"merge_shard", merge_shard, METH_VARARGS,
+     "merge_shard(pieces) -> dict[bytes, int]\n\n"
+     "Packed pieces of one shard (each as shard() makes them: distinct words in order) merged:\n"
+     "each word once with its counts summed, in word order."},
     {"interleave", interleave, METH_VARARGS,
      "interleave(words, counts, per) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from bpestore import BpestoreError, TokenizerSpec
@@ -693,6 +695,40 @@ def test_shards_a_worker_hands_on_reduce_to_every_count_in_word_order(n_shards):
     assert all(list(part) == sorted(part) for part in reduced)
     assert sum(len(part) for part in reduced) == len(expected)
     assert {w: n for part in reduced for w, n in part.items()} == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(st.binary(max_size=11), st.integers(1, 2**40), max_size=40), min_size=1, max_size=4),
+       st.integers(1, 6))
+def test_the_counting_cores_shards_equal_the_pure_pythons(parts, n_shards):
+    """The compiled shard / merge give byte for byte the pure-Python packed shards, and
+    the same merged counts in the same order (words sharing long prefixes, NULs, empty)."""
+    from bpestore.ingest import pool
+
+    if pool.COUNT_CORE is None:
+        pytest.skip("the compiled counting core is not built here")
+    compiled = [pool.shard_counts(Counter(part), n_shards) for part in parts]
+    merged = [pool.reduce_shard([piece[i] for piece in compiled]).counts for i in range(n_shards)]
+    core, pool.COUNT_CORE = pool.COUNT_CORE, None
+    try:
+        pure = [pool.shard_counts(Counter(part), n_shards) for part in parts]
+        pure_merged = [pool.reduce_shard([piece[i] for piece in pure]).counts for i in range(n_shards)]
+    finally:
+        pool.COUNT_CORE = core
+    assert compiled == pure
+    assert [list(m.items()) for m in merged] == [list(m.items()) for m in pure_merged]
+    assert sum(map(Counter, parts), Counter()) == Counter({w: n for m in merged for w, n in m.items()})
+
+
+def test_the_counting_cores_merge_refuses_pieces_out_of_order():
+    from bpestore.ingest import pool
+
+    if pool.COUNT_CORE is None:
+        pytest.skip("the compiled counting core is not built here")
+    with pytest.raises(ValueError, match="in order"):
+        pool.COUNT_CORE.merge_shard([pool.pack_shard([b"b", b"a"], [1, 2])])
+    with pytest.raises(ValueError, match="in order"):
+        pool.COUNT_CORE.merge_shard([(b"ab", (5).to_bytes(8, "little"), (1).to_bytes(8, "little"))])
 
 
 def test_a_packed_shard_gives_back_its_words_and_counts():

@@ -54,7 +54,7 @@ from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
 from ..sources import decode, read_range
 from ..spec import TokenizerSpec
-from ..text import TextPipeline
+from ..text import COUNT_CORE, TextPipeline
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -184,23 +184,24 @@ def shard_of(word: bytes, n_shards: int) -> int:
 
 def shard_counts(counts: Counter, n_shards: int) -> list[Packed]:
     """A worker's counts (str or UTF-8 keys, emptied as it goes) as ``n_shards`` packed
-    shards of UTF-8 words, word ``w`` in shard ``shard_of(w)``: the caller only
-    stores them, and each shard is merged in a worker (``reduce_shard``)."""
-    words: list[list[bytes]] = [[] for _ in range(n_shards)]
-    tallies: list[list[int]] = [[] for _ in range(n_shards)]
+    shards of UTF-8 words in word order, word ``w`` in shard ``shard_of(w)``: the caller
+    only stores them, and each shard is merged in a worker (``reduce_shard``)."""
+    if COUNT_CORE is not None and _utf8_keys(counts):
+        return COUNT_CORE.shard(counts, n_shards)
+    shards: list[dict[bytes, int]] = [{} for _ in range(n_shards)]
     crc32 = zlib.crc32
     utf8 = _utf8_keys(counts)
     while counts:
         word, n = counts.popitem()
         key = word if utf8 else word.encode("utf-8", "surrogatepass")
-        i = crc32(key) % n_shards
-        words[i].append(key)
-        tallies[i].append(n)
-    return [pack_shard(w, t) for w, t in zip(words, tallies)]
+        shards[crc32(key) % n_shards][key] = n
+    return [pack_shard(sorted(shard), [shard[w] for w in sorted(shard)]) for shard in shards]
 
 
 def reduce_shard(pieces: list[Packed]) -> Counted:
     """One shard's pieces (``shard_counts``) merged, in word order."""
+    if COUNT_CORE is not None:
+        return Counted(COUNT_CORE.merge_shard(pieces), [], reduced=True)
     total: Counter = Counter()
     for piece in pieces:
         words, counts = unpack_shard(piece)
