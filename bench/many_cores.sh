@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The many-core rows of the scaling issue in one go, about 6 minutes on 16 cores:
+# The many-core rows (ingest, training and encoding on 16 cores) in one go, about 6 minutes:
 # build bpestore (aborts unless every compiled core says "compiled"), then
 # `python -m bench.many_cores` (ingest by workers and vs HF with peak PSS, cold
 # ingest + train 32k with the GPT-2 and cl100k patterns, on all cores and pinned to 2,
 # ten files vs one, fixed costs of the commands, day 2, 400 MB, 10,000 files: as many
-# of them, and as many runs, as the budget allows), then `python -m bench
-# encode-peers` where that suite exists. The table comes last on stdout; everything
+# of them, and as many runs, as the budget allows), the machine's own scaling
+# (`python -m bench.cpu_ceiling`, lscpu), then `python -m bench encode-peers` where that
+# suite exists. The table comes last on stdout; everything
 # else is under $OUT: many_cores.json, summary.md, many_cores.log, build.log,
-# encode_peers.md, phases.md.
+# encode_peers.md, phases.md, cpu_ceiling.md, lscpu.txt.
 #
 # Run from the repository root, sqlalchemy and alembic importable (e.g. PYTHONPATH),
 # the corpora in .devdata/ or ../shared/corpora. Settings (environment):
@@ -15,6 +16,7 @@
 #   MANY_CORES_CORPUS   the corpus (default english_100M; english_medium for a quick try)
 #   MANY_CORES_RUNS     at most this many runs per row (default 3)
 #   MANY_CORES_TOTAL    seconds for the whole script (default 345)
+#   MANY_CORES_ONLY     comma-separated row names of bench.many_cores (default: all)
 #   PYTHON              the interpreter (default python3)
 set -u
 T0=$(date +%s)
@@ -40,6 +42,9 @@ else
     die "no corpora: neither .devdata/ nor ../shared/corpora here ($PWD)"
 fi
 ls "$BPESTORE_CORPORA/$CORPUS".txt* >/dev/null 2>&1 || die "no $CORPUS.txt[.xz] in $BPESTORE_CORPORA"
+for f in tinyshakespeare.txt cl100k_base.tiktoken o200k_base.tiktoken gpt2_merges.txt; do
+    [ -e "$BPESTORE_CORPORA/$f" ] || say "no $f in $BPESTORE_CORPORA: encode-peers will stop short"
+done
 say "corpora: $BPESTORE_CORPORA; corpus $CORPUS; $(nproc) cores; $($PY --version 2>&1)"
 
 # -- build: the editable install, else the cores compiled in place ----------------------------
@@ -78,8 +83,13 @@ BUDGET=$(( TOTAL - ($(date +%s) - T0) - ENCODE_RESERVE ))
 say "rows: $BUDGET s budget"
 # A row may run past its estimate: it can take the encode reserve, never more.
 timeout -k 5 $(( BUDGET + ENCODE_RESERVE - 5 )) $PY -m bench.many_cores --out "$OUT" --corpus "$CORPUS" --runs "$RUNS" \
-    --budget "$BUDGET" >/dev/null 2>>"$LOG"
+    --budget "$BUDGET" ${MANY_CORES_ONLY:+--only "$MANY_CORES_ONLY"} >/dev/null 2>>"$LOG"
 say "rows done (exit $?)"
+
+# -- what the machine itself allows: its CPUs, and N processes of fixed work ----------------------
+lscpu >"$OUT/lscpu.txt" 2>&1 || true
+timeout -k 5 60 $PY -m bench.cpu_ceiling --procs "1,2,4,8,$(nproc)" --runs 1 >"$OUT/cpu_ceiling.md" 2>>"$LOG" \
+    || say "cpu_ceiling did not finish"
 
 # -- the encoder against its peers, where that suite exists -------------------------------------
 LEFT=$(( TOTAL - ($(date +%s) - T0) ))
