@@ -226,7 +226,13 @@ def opener(request, monkeypatch):
     return request.param
 
 
-def test_an_ingest_writes_exactly_its_rows(tmp_path, opener):
+# The history of the pinned rows: the changed words' rows looked up (0), or the corpus' rows scanned.
+LOOKUPS = pytest.mark.parametrize("lookups", [0, 10**9])
+
+
+@LOOKUPS
+def test_an_ingest_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatch):
+    monkeypatch.setattr(writes, "LOOKUPS", lookups)
     db = str(tmp_path / "r.db")
     build(db, tmp_path / "src")
     assert rows(db) == expected_rows(tmp_path / "src", rows(db)["corpora"])
@@ -241,13 +247,15 @@ def test_an_ingest_writes_exactly_its_rows(tmp_path, opener):
         store.ingest("web", [str(tmp_path / "src" / "s0.txt")], workers=1, force=True)
 
 
-def test_an_ingest_on_postgresql_writes_exactly_its_rows(tmp_path, opener):
+@LOOKUPS
+def test_an_ingest_on_postgresql_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatch):
+    monkeypatch.setattr(writes, "LOOKUPS", lookups)
     with pg_schema() as url:
         build(url, tmp_path / "src")
         assert rows(url) == expected_rows(tmp_path / "src", rows(url)["corpora"]) and rows(url)["word_count_history"]
         with bpestore.open(url, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
             store.ingest("web", [str(tmp_path / "src" / "s0.txt")], workers=1, force=True)
-        if opener == "engine":
+        if opener == "engine" or lookups:
             return
         new = tmp_path / "new.txt"
         new.write_text("through psycopg alone\n", encoding="utf-8")
