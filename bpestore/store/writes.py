@@ -92,6 +92,8 @@ class Writes(NamedTuple):
 
 
 class Writable(Protocol):
+    """What ``writing`` opens transactions on (the Store)."""
+
     url: str
     read_only: bool
 
@@ -178,7 +180,8 @@ def insert_rows(db: Writes, table: str, columns: Sequence[str], rows: list[tuple
     one statement per row."""
     if not rows:
         return
-    sql = f"INSERT INTO {table} ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in columns)}) VALUES "
+    names = ", ".join(f'"{c}"' for c in columns)  # quoted: "count" is a keyword
+    sql = f"INSERT INTO {table} ({names}) VALUES "
     if isinstance(db.raw, sqlite3.Connection):
         _sqlite_rows(db.raw, sql, f"({', '.join('?' * len(columns))})", "", [v for row in rows for v in row],
                      len(columns))
