@@ -1,22 +1,26 @@
-"""The read commands and a small ingest through sqlite3 (store/reads.py,
-store/small_writes.py), and the reads through psycopg alone on PostgreSQL
-(store/psycopg_reader.py): the same answers, rows and command output as through
-SQLAlchemy; and a fresh process that runs them imports neither SQLAlchemy nor Alembic."""
+"""The read commands and an ingest through sqlite3 (store/reads.py, store/writes.py),
+and the reads and writes through psycopg alone on PostgreSQL (store/psycopg_reader.py):
+the same answers and command output as through SQLAlchemy, exactly the rows expected;
+and a fresh process that runs them imports neither SQLAlchemy nor Alembic."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import bpestore
+from bpestore import TokenizerSpec
 from bpestore.cli import cli
-from bpestore.store import psycopg_reader, small_writes
+from bpestore.store import psycopg_reader, writes
 from bpestore.store.reader import SqlAlchemyReader, SqliteReader
 
 from .conftest import pg_schema
@@ -149,7 +153,7 @@ def test_the_read_commands_and_a_small_ingest_import_no_sqlalchemy(tmp_path):
         assert store.corpus("web").n_sources == 5 and store.word_counts("web")[b" small"] == 1
 
 
-TABLES = {"corpora": "name, spec", "ingests": "corpus_id, source, sha256, size_bytes, n_words, n_distinct, "
+TABLES = {"corpora": "name, spec, id", "ingests": "corpus_id, source, sha256, size_bytes, n_words, n_distinct, "
           "generation", "generations": "corpus_id, number, n_sources, size_bytes, n_words, n_distinct, digest",
           "word_counts": "corpus_id, word, count, changed_in",
           "word_count_history": "corpus_id, word, count, valid_from, valid_to"}
@@ -172,38 +176,92 @@ def rows(db: str) -> dict[str, list]:
                 for table, columns in TABLES.items()}
 
 
-def test_a_small_ingest_writes_the_rows_the_engine_writes(tmp_path, monkeypatch):
-    fast, slow = str(tmp_path / "fast.db"), str(tmp_path / "slow.db")
-    build(fast, tmp_path / "src")
-    monkeypatch.setattr(small_writes, "SMALL_BATCH", -1)  # every batch through the engine
-    build(slow, tmp_path / "src")
-    assert rows(fast) == rows(slow)
-    assert rows(fast)["word_count_history"]  # the pinned generations' rows were kept
-    monkeypatch.undo()
-    with bpestore.open(fast) as store:  # a source in the corpus already: skipped, nothing written
-        before = rows(fast)
+def expected_rows(folder: Path, found_ids: list[tuple]) -> dict[str, list]:
+    """The rows ``build`` should write, from the regex pre-tokenizer's counts and the rules
+    of generations (a row a pinned generation reads is copied before it changes), made
+    without the store's code; the corpora's ids (any two) as ``found_ids`` holds them."""
+    from .test_ingest import GPT2, reference_counts
+
+    specs = {"web": TokenizerSpec().to_json(), "other": TokenizerSpec(special_tokens=("<|x|>",)).to_json()}
+    steps = [("web", [0], []), ("web", [1], [1]), ("web", [2, 3], [1, 2]), ("other", [3], [])]
+    ids = {name: corpus_id for name, _, corpus_id in found_ids}
+    found: dict[str, list] = {table: [] for table in TABLES}
+    state: dict[str, dict] = {}
+    for name, files, pins in steps:
+        cid = ids[name]
+        corpus = state.setdefault(name, {"words": {}, "gen": 0, "shas": [], "sources": 0, "size": 0, "n": 0})
+        corpus["gen"] += 1
+        number, batch = corpus["gen"], Counter()
+        for i in files:
+            data = (folder / f"s{i}.txt").read_bytes()
+            counts = reference_counts(data.decode(), GPT2)
+            batch += counts
+            sha = hashlib.sha256(data).hexdigest()
+            found["ingests"].append((cid, str(folder / f"s{i}.txt"), sha, len(data), counts.total(), len(counts),
+                                     number))
+            corpus["shas"].append(sha)
+            corpus["sources"], corpus["size"], corpus["n"] = corpus["sources"] + 1, corpus["size"] + len(data), \
+                corpus["n"] + counts.total()
+        for word, count in batch.items():
+            old, changed_in = corpus["words"].get(word, (0, None))
+            if changed_in is not None and any(pin >= changed_in for pin in pins):
+                found["word_count_history"].append((cid, word, old, changed_in, number))
+            corpus["words"][word] = (old + count, number)
+        digest = hashlib.sha256(specs[name].encode() + "".join(sorted(corpus["shas"])).encode()).hexdigest()
+        found["generations"].append((cid, number, corpus["sources"], corpus["size"], corpus["n"],
+                                     len(corpus["words"]), digest))
+    found["corpora"] = [(name, spec, ids[name]) for name, spec in specs.items()]
+    found["word_counts"] = [(ids[name], word, count, changed_in)
+                            for name, corpus in state.items() for word, (count, changed_in) in corpus["words"].items()]
+    return {table: sorted(rows) for table, rows in found.items()}
+
+
+@pytest.fixture(params=["driver", "engine"])
+def opener(request, monkeypatch):
+    """Every ingest's transaction through the driver alone, or through the engine."""
+    if request.param == "driver":
+        monkeypatch.setattr(writes.Writes, "over", None)  # the engine's transactions never write a batch
+    else:
+        monkeypatch.setattr(writes, "_driver_writing", contextmanager(lambda url: iter([None])))
+    return request.param
+
+
+# The history of the pinned rows: the changed words' rows looked up (0), or the corpus' rows scanned.
+LOOKUPS = pytest.mark.parametrize("lookups", [0, 10**9])
+
+
+@LOOKUPS
+def test_an_ingest_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatch):
+    monkeypatch.setattr(writes, "LOOKUPS", lookups)
+    db = str(tmp_path / "r.db")
+    build(db, tmp_path / "src")
+    assert rows(db) == expected_rows(tmp_path / "src", rows(db)["corpora"])
+    assert rows(db)["word_count_history"]  # the pinned generations' rows were kept
+    with bpestore.open(db) as store:  # a source in the corpus already: skipped, nothing written
+        before = rows(db)
         again = store.ingest("web", [str(tmp_path / "src" / "s1.txt")], workers=1)
-        assert again[0].skipped and rows(fast) == before
+        assert again[0].skipped and rows(db) == before
         with pytest.raises(bpestore.InvalidArgumentError, match="ingested with another special_tokens"):
             store.ingest("other", [str(tmp_path / "src" / "s0.txt")], workers=1, special_tokens=["<|y|>"])
-    with bpestore.open(fast, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
+    with bpestore.open(db, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
         store.ingest("web", [str(tmp_path / "src" / "s0.txt")], workers=1, force=True)
 
 
-def test_a_small_ingest_on_postgresql_writes_the_rows_the_engine_writes(tmp_path, monkeypatch):
-    with pg_schema() as fast, pg_schema() as slow:
-        build(fast, tmp_path / "src")
-        monkeypatch.setattr(small_writes, "SMALL_BATCH", -1)
-        build(slow, tmp_path / "src")
-        assert rows(fast) == rows(slow) and rows(fast)["word_count_history"]
-        monkeypatch.undo()
+@LOOKUPS
+def test_an_ingest_on_postgresql_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatch):
+    monkeypatch.setattr(writes, "LOOKUPS", lookups)
+    with pg_schema() as url:
+        build(url, tmp_path / "src")
+        assert rows(url) == expected_rows(tmp_path / "src", rows(url)["corpora"]) and rows(url)["word_count_history"]
+        with bpestore.open(url, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
+            store.ingest("web", [str(tmp_path / "src" / "s0.txt")], workers=1, force=True)
+        if opener == "engine" or lookups:
+            return
         new = tmp_path / "new.txt"
         new.write_text("through psycopg alone\n", encoding="utf-8")
         loaded, out = modules_after("import bpestore\nprint(bpestore.open(sys.argv[1]).ingest('web', [sys.argv[2]], "
-                                    "workers=1)[0].n_words)", fast, str(new))
+                                    "workers=1)[0].n_words)", url, str(new))
         assert not heavy(loaded) and out == "4"
-        with bpestore.open(fast, read_only=True) as store, pytest.raises(bpestore.ReadOnlyError):
-            store.ingest("web", [str(new)], workers=1, force=True)
 
 
 def test_a_small_ingest_waits_for_the_write_lock_and_says_so(tmp_path, monkeypatch):
@@ -236,7 +294,7 @@ def test_a_small_ingest_that_fails_half_way_writes_nothing(tmp_path, monkeypatch
         store.ingest("c", [paths[0]], workers=1)
         before = rows(db)
         # The sources' rows are in, the upsert fails: the transaction goes whole.
-        monkeypatch.setattr(small_writes, "UPSERT", "INSERT INTO no_such_table VALUES (?, ?, ?, ?)")
+        monkeypatch.setattr(writes, "UPSERT", "INSERT INTO no_such_table (a, b, c, d) VALUES {rows}")
         with pytest.raises(bpestore.DatabaseError, match="no such table"):
             store.ingest("c", paths[1:], workers=1)
         with pytest.raises(bpestore.DatabaseError, match="no such table"):

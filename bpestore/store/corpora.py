@@ -18,12 +18,11 @@ from ..ingest.scheduler import merge_counts
 from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
-from . import small_writes
+from . import writes
 from .reader import check_name
 from .reads import CorpusReads
 
 if TYPE_CHECKING:
-    from .repository import Transactions
     from .store import Store
 
 
@@ -57,51 +56,33 @@ class PartlyCounted(Exception):
 
 def add_batch(db: Store, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
     """Write a batch of counted sources as the corpus' next generation: the corpus (if
-    new), their rows and counts, in one transaction (a small batch on SQLite through
-    the driver alone: store/small_writes.py). A source another process counted meanwhile is
-    marked skipped."""
+    new), their rows and counts, in one transaction (store/writes.py). A source another
+    process counted meanwhile is marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
     generation = None
     if counted:
-        try:
-            present, generation = small_writes.add_batch(db.url, corpus, spec, counted, batch.counts, force=force,
-                                                        writable=not db.read_only)
-            if generation == small_writes.NOT_HERE and not present:
-                present, generation = _add_batch(db, corpus, spec, counted, batch.counts, force=force)
-        except small_writes.Conflict:
-            raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
-                                "a concurrent ingest; ingest again to see it") from None
+        with writes.writing(db) as conn:
+            # Check the stored spec inside this transaction: a concurrent first
+            # ingest may have created the corpus with another.
+            corpus_id, stored = writes.lock_corpus(conn, corpus, spec)
+            if stored.corpus_key() != spec.corpus_key():
+                raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
+                                    "a concurrent ingest; ingest again to see it")
+            present = set() if force else writes.present_shas(conn, corpus_id, [s.sha256 for s in counted])
+            if not present:
+                generation = writes.add_generation(conn, corpus_id, counted, batch.counts)
         if present:
             if len(present) < len({s.sha256 for s in counted}):
                 # Their counts are merged with the others': the others are counted again.
                 raise PartlyCounted(present)
             for s in counted:
                 s.skipped = True
-            generation = None
     for s in batch.sources:
         s.corpus = corpus
         if not s.skipped:
             s.generation = generation
         if s.skipped:
             s.n_words = s.n_distinct = 0
-
-
-def _add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, counted: list[Source], counts: Counter, *,
-               force: bool) -> tuple[set[str], int | None]:
-    """``add_batch`` through the engine: the sha256 of the sources in the corpus
-    already (then nothing is written), and the new generation."""
-    from . import repository, wordcounts
-
-    with db.writing() as conn:
-        # Check the stored spec inside this transaction: a concurrent first
-        # ingest may have created the corpus with another.
-        corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
-        if stored.corpus_key() != spec.corpus_key():
-            raise small_writes.Conflict(stored.to_json())
-        present = set() if force else repository.present_shas(conn, corpus_id, [s.sha256 for s in counted])
-        if present:
-            return present, None
-        return present, wordcounts.add_generation(conn, corpus_id, counted, counts)
 
 
 def check_spec(corpus: str, stored: TokenizerSpec, spec: TokenizerSpec, what: str) -> None:
@@ -115,22 +96,20 @@ def check_spec(corpus: str, stored: TokenizerSpec, spec: TokenizerSpec, what: st
             "words from different specs never mix: count again with the corpus' spec, or ingest into a new corpus")
 
 
-def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, dict[bytes, int]]], *,
+def add_counts(db: Store, corpus: str, files: Sequence[tuple[CountsInfo, dict[bytes, int]]], *,
                force: bool) -> list[Source]:
     """Add counts files to a corpus as one generation, in one transaction: those whose
     sources are all in the corpus already (or earlier in ``files``) are skipped;
     one holding some of them is refused, since its counts cannot be split."""
-    from . import repository, wordcounts
-
     spec = files[0][0].spec
     for info, _ in files:
         check_spec(corpus, spec, info.spec, f"counts file {info.path}")
     results: list[Source] = []
-    with db.writing() as conn:
-        corpus_id, stored = repository.lock_corpus(conn, corpus, spec)
+    with writes.writing(db) as conn:
+        corpus_id, stored = writes.lock_corpus(conn, corpus, spec)
         check_spec(corpus, stored, spec, f"counts file {files[0][0].path}")
         every = [s.sha256 for info, _ in files for s in info.sources]
-        seen = set() if force else repository.present_shas(conn, corpus_id, every)
+        seen = set() if force else writes.present_shas(conn, corpus_id, every)
         merged: Counter = Counter()
         added: list[Source] = []
         for info, counts in files:
@@ -152,7 +131,7 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
                     seen |= shas
             results.extend(sources)
         if added:
-            generation = wordcounts.add_generation(conn, corpus_id, added, merged)
+            generation = writes.add_generation(conn, corpus_id, added, merged)
             for s in added:
                 s.generation = generation
     return results

@@ -37,7 +37,6 @@ from .schema import (
     aliases,
     corpora,
     generations,
-    ingests,
     merges,
     tokenizers,
     tokens,
@@ -57,9 +56,6 @@ class Transactions(Protocol):
     def writing(self) -> AbstractContextManager[Connection]: ...
 
     def session(self) -> AbstractContextManager[Connection]: ...
-
-
-MAX_INTEGER = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
 
 
 # -- corpora and word counts --------------------------------------------------
@@ -112,29 +108,10 @@ def generation_digest(conn: Connection, corpus_id: int, generation: int | None) 
     return digest
 
 
-def lock_corpus(conn: Connection, name: str, spec: TokenizerSpec) -> tuple[int, TokenizerSpec]:
-    """Create the corpus with ``spec`` if it is new (race-free), lock its row until
-    the transaction ends; returns its id and its stored spec."""
-    conn.execute(dialect(conn).insert(corpora).values(name=name, spec=spec.to_json(), created_at=utc_now())
-                 .on_conflict_do_nothing(index_elements=[corpora.c.name]))
-    found, stored = conn.execute(select(corpora.c.id, corpora.c.spec).where(corpora.c.name == name)
-                                 .with_for_update()).one()
-    return found, TokenizerSpec.from_json(stored)
-
-
 def lock_corpus_row(conn: Connection, corpus_id: int) -> None:
     """Lock a corpus' row until the transaction ends: ingests into it wait (PostgreSQL;
     on SQLite every writer holds the database's write lock)."""
     conn.execute(select(corpora.c.id).where(corpora.c.id == corpus_id).with_for_update())
-
-
-def present_shas(conn: Connection, corpus_id: int, shas: Sequence[str]) -> set[str]:
-    """Which of these contents are already sources of the corpus."""
-    found: set[str] = set()
-    for start in range(0, len(shas), 500):
-        found.update(conn.execute(select(ingests.c.sha256).where(
-            ingests.c.corpus_id == corpus_id, ingests.c.sha256.in_(shas[start:start + 500]))).scalars())
-    return found
 
 
 # -- versions ---------------------------------------------------------------

@@ -36,7 +36,7 @@ from sqlalchemy import Connection, func, insert, select, update
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError, NotFoundError
 from ..records import Copied, CorpusInfo, Source
 from ..spec import TokenizerSpec, fingerprint
-from . import repository, snapshot, wordcounts
+from . import repository, snapshot, wordcounts, writes
 from .reader import SnapshotRow, VersionReads, moment
 from .schema import aliases as aliases_table
 from .schema import corpora, generations, ingests, tokenizers, versions, word_count_history, word_counts
@@ -234,10 +234,11 @@ def _grow(conn: Connection, corpus_id: int, g: GenerationRows, newest: int) -> N
                             "history differs")
     change = {word: count - current.get(word, 0) for word, count in g.counts.items() if count != current.get(word)}
     pinned = repository.pinned_generations(conn, corpus_id)
+    db = writes.Writes.over(conn)
     if pinned and change:
         # The rows a pinned generation reads stay readable: copies valid up to this growth.
-        wordcounts.keep_history(conn, corpus_id, change, pinned[-1], newest + 1)
-    wordcounts.upsert_counts(conn, corpus_id, change, g.generation)
+        writes.keep_history(db, corpus_id, change, pinned[-1], newest + 1)
+    writes.upsert_counts(db, corpus_id, change, g.generation)
     n_distinct = conn.execute(select(func.count()).select_from(word_counts)
                               .where(word_counts.c.corpus_id == corpus_id)).scalar_one()
     if n_distinct != g.history[-1].n_distinct:
