@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
+from .. import native
 from ..errors import DatabaseError, InvalidArgumentError
 from ..records import Source
 from ..spec import TokenizerSpec
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 MAX_INTEGER: Final = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
 PARAMETERS: Final = 1000  # parameters of one SQLite statement of many rows
 UPSERT_BATCH: Final = 20_000  # words whose rows are made at once
+COUNT_CORE, _ = native.load("_countcore")  # interleave: the parameters of the upsert's statements in C
 LOOKUPS: Final = 16  # pinned rows looked up word by word where the corpus has this many times the batch's words
 
 NEW_CORPUS = "INSERT INTO corpora (name, spec, created_at) VALUES (:name, :spec, :now) ON CONFLICT (name) DO NOTHING"
@@ -219,23 +221,42 @@ def upsert_counts(db: Writes, corpus_id: int, counts: Mapping[bytes, int], gener
     row = f"({int(corpus_id)}, ?, ?, {int(generation)})"
     for start in range(0, len(ordered), UPSERT_BATCH):
         chunk = ordered[start:start + UPSERT_BATCH]
-        flat: list[bytes | int | None] = [None] * (2 * len(chunk))  # word, count, ...: no tuple per row
-        flat[::2] = chunk
-        flat[1::2] = map(counts.__getitem__, chunk)
-        _sqlite_rows(db.raw, head, row, tail, flat, 2)
+        _sqlite_groups(db.raw, head, row, tail, interleave(chunk, counts, PARAMETERS // 2), 2)
+
+
+def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> list[Sequence[bytes | int]]:
+    """The parameters of statements of ``per`` rows (word, count, word, count, ...), the
+    last statement's fewer: no tuple per row (in the counting core where built).
+
+    >>> interleave([b"a", b"b", b"c"], {b"a": 1, b"b": 2, b"c": 3}, 2)
+    [(b'a', 1, b'b', 2), (b'c', 3)]
+    """
+    if COUNT_CORE is not None and type(counts) is dict:
+        return COUNT_CORE.interleave(words, counts, per)
+    flat: list[bytes | int | None] = [None] * (2 * len(words))
+    flat[::2] = words
+    flat[1::2] = map(counts.__getitem__, words)
+    return [tuple(flat[i:i + 2 * per]) for i in range(0, len(flat), 2 * per)]  # type: ignore[misc]
 
 
 def _sqlite_rows(conn: sqlite3.Connection, head: str, row: str, tail: str, values: list, width: int) -> None:
     """``head`` + rows + ``tail`` over ``values`` (``width`` to a row), as few statements as
-    the parameters allow: the sqlite3 module's cost per statement run is most of an
-    executemany's time, and one statement runs without the GIL."""
+    the parameters allow."""
     step = PARAMETERS // width * width
-    whole = len(values) // step * step
-    if whole:
-        conn.executemany(head + ", ".join([row] * (step // width)) + tail,
-                         [values[i:i + step] for i in range(0, whole, step)])
-    if whole < len(values):
-        conn.execute(head + ", ".join([row] * ((len(values) - whole) // width)) + tail, values[whole:])
+    _sqlite_groups(conn, head, row, tail, [values[i:i + step] for i in range(0, len(values), step)], width)
+
+
+def _sqlite_groups(conn: sqlite3.Connection, head: str, row: str, tail: str, groups: list[Sequence[Any]],
+                   width: int) -> None:
+    """``head`` + rows + ``tail`` once per group of parameters (``width`` to a row, each group
+    ``PARAMETERS // width`` rows but the last): the sqlite3 module's cost per statement run
+    is most of an executemany's time, and one statement runs without the GIL."""
+    step = PARAMETERS // width * width
+    last = groups.pop() if groups and len(groups[-1]) < step else None
+    if groups:
+        conn.executemany(head + ", ".join([row] * (step // width)) + tail, groups)
+    if last:
+        conn.execute(head + ", ".join([row] * (len(last) // width)) + tail, last)
 
 
 def _staging_table(pg: Any) -> bool:
