@@ -236,7 +236,7 @@ def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> lis
     flat: list[bytes | int | None] = [None] * (2 * len(words))
     flat[::2] = words
     flat[1::2] = map(counts.__getitem__, words)
-    return [tuple(flat[i:i + 2 * per]) for i in range(0, len(flat), 2 * per)]  # type: ignore[misc]
+    return [tuple(flat[i:i + 2 * per]) for i in range(0, len(flat), 2 * per)]  # type: ignore[arg-type]
 
 
 def _sqlite_rows(conn: sqlite3.Connection, head: str, row: str, tail: str, values: list, width: int) -> None:
