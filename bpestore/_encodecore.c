@@ -276,8 +276,10 @@ typedef struct Work {
     size_t cache_mask;
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
-    uint32_t *touched;     /* the ids whose counts are not 0 */
-    size_t n_touched;
+    uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
+    size_t n_touched, n_fresh;
+    uint32_t *added;       /* the ids other works of a call counted that this one did not */
+    size_t n_added;
     int missing;           /* an id without an int: its item left NULL */
 } Work;
 
@@ -294,6 +296,7 @@ work_free(Work *w)
     free(w->cache);
     free(w->counts);
     free(w->touched);
+    free(w->added);
 }
 
 #define KEEP_IDS (1u << 18)       /* room a scratch space keeps between calls: ids, */
@@ -1516,12 +1519,29 @@ count_ids(const Encoder *e, Work *w, size_t start, size_t end)
     w->n_touched = n_touched;
 }
 
-/* With the GIL: the ints of the ids count_ids counted that have none yet made. 0, or -1
-   with an exception. */
+/* Without the GIL: the ids count_ids counted whose ints were not made yet moved to the
+   front of w->touched (w->n_fresh of them). Ints are only ever added to the table (with
+   the GIL), so an id read as having one has it. */
+static void
+find_fresh(const Encoder *e, Work *w)
+{
+    size_t fresh = 0;
+    for (size_t t = 0; t < w->n_touched; t++) {
+        uint32_t id = w->touched[t];
+        if (e->id_objects[id] == NULL) {
+            w->touched[t] = w->touched[fresh];
+            w->touched[fresh++] = id;
+        }
+    }
+    w->n_fresh = fresh;
+}
+
+/* With the GIL: the ints of find_fresh's ids that have none yet made. 0, or -1 with an
+   exception. */
 static int
 make_ints(Encoder *e, const Work *w)
 {
-    for (size_t t = 0; t < w->n_touched; t++) {
+    for (size_t t = 0; t < w->n_fresh; t++) {
         uint32_t id = w->touched[t];
         if (e->id_objects[id] == NULL) {
             if ((e->id_objects[id] = PyLong_FromUnsignedLong(id)) == NULL)
@@ -1532,20 +1552,29 @@ make_ints(Encoder *e, const Work *w)
     return 0;
 }
 
-/* With the GIL (add): count_ids' counts added to their ints' reference counts, once per
-   id; the counts cleared for the next call either way. */
+/* With the GIL (add): the counts of ids[0..n) added to their ints' reference counts,
+   once per id; the counts cleared for the next call either way. */
+static void
+add_references(Encoder *e, uint32_t *counts, const uint32_t *ids, size_t n, int add)
+{
+    for (size_t t = 0; t < n; t++) {
+        uint32_t id = ids[t];
+        if (add) {
+            PyObject *o = e->id_objects[id];
+            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)counts[id]);
+        }
+        counts[id] = 0;
+    }
+}
+
+/* With the GIL (add): a work's counts (merged ones included) added to the references
+   of their ints; every count cleared either way. */
 static void
 count_references(Encoder *e, Work *w, int add)
 {
-    for (size_t t = 0; t < w->n_touched; t++) {
-        uint32_t id = w->touched[t];
-        if (add) {
-            PyObject *o = e->id_objects[id];
-            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)w->counts[id]);
-        }
-        w->counts[id] = 0;
-    }
-    w->n_touched = 0;
+    add_references(e, w->counts, w->touched, w->n_touched, add);
+    add_references(e, w->counts, w->added, w->n_added, add);
+    w->n_touched = w->n_added = w->n_fresh = 0;
 }
 
 /* -- a call's texts, on its workers ------------------------------------------------------ */
@@ -1581,6 +1610,7 @@ typedef struct {
     int n_work;
     int64_t next;
     Work *work[MAX_WORKERS];
+    size_t n_added[MAX_WORKERS];  /* merge_counts: each share's ids new to work 0 */
 } Batch;
 
 typedef struct {
@@ -1620,6 +1650,8 @@ encode_some(Batch *b, int id)
         } else if (w->fail)
             break;
     }
+    if (b->counted)
+        find_fresh(e, w);
 }
 
 /* Without the GIL: the items of a worker's new lists (untracked, seen by no other
@@ -1641,11 +1673,38 @@ fill_some(Batch *b, int id)
     }
 }
 
+/* Without the GIL: the counts of the other works (1..) added to work 0's, for the ids of
+   one share of the id range (each worker its own: none writes where another does); the
+   ids work 0 had not counted listed in its added[] from the share's start. */
+static void
+merge_counts(Batch *b, int id)
+{
+    size_t n_ids = b->e->n_ids, lo = n_ids * id / b->n_work, hi = n_ids * (id + 1) / b->n_work;
+    uint32_t *sum = b->work[0]->counts, *added = b->work[0]->added + lo;
+    size_t n_added = 0;
+    for (int u = 1; u < b->n_work; u++) {
+        Work *w = b->work[u];
+        for (size_t t = 0; t < w->n_touched; t++) {
+            uint32_t k = w->touched[t];
+            if (k < lo || k >= hi)
+                continue;
+            if (sum[k] == 0)
+                added[n_added++] = k;
+            sum[k] += w->counts[k];
+            w->counts[k] = 0;
+        }
+    }
+    b->n_added[id] = n_added;
+}
+
 static void
 run_worker(Worker *worker)
 {
-    if (worker->fill)
+    if (worker->fill) {
+        if (worker->b->n_work > 1)
+            merge_counts(worker->b, worker->id);
         fill_some(worker->b, worker->id);
+    }
     else
         encode_some(worker->b, worker->id);
 }
@@ -1764,7 +1823,13 @@ counts_ready(Batch *b)
     for (int t = 0; t < b->n_work; t++) {
         Work *w = b->work[t];
         w->missing = 0;
-        if (w->counts != NULL || e->n_ids == 0)
+        if (e->n_ids == 0)
+            continue;
+        if (t == 0 && b->n_work > 1 && w->added == NULL && (w->added = malloc(e->n_ids * sizeof(uint32_t))) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (w->counts != NULL)
             continue;
         w->counts = calloc(e->n_ids, sizeof(uint32_t));
         w->touched = malloc(e->n_ids * sizeof(uint32_t));
@@ -1821,18 +1886,16 @@ batch_objects(Batch *b, int as_bytes, int workers, PyObject **out)
         for (k = 0; k < n; k++)
             if (spans[2 * k + 1] != SIZE_MAX)
                 count_ids(b->e, b->work[b->owner[k]], spans[2 * k], spans[2 * k + 1]);
+        for (int t = 0; t < b->n_work; t++)
+            find_fresh(b->e, b->work[t]);
         Py_END_ALLOW_THREADS
     }
     int rc = 0, missing = 0;
     for (int t = 0; t < b->n_work && rc == 0; t++)
         rc = make_ints(b->e, b->work[t]);
-    for (int t = 0; t < b->n_work; t++) {
-        missing |= b->work[t]->missing;
-        count_references(b->e, b->work[t], rc == 0);
-    }
     if (rc < 0) {
         clear_unfilled(out, n);
-        return -1;
+        return -1;  /* the counts cleared by the caller */
     }
     b->lists = out;
     int fillers = (int)(ids / WORKER_IDS) + 1;
@@ -1841,9 +1904,23 @@ batch_objects(Batch *b, int as_bytes, int workers, PyObject **out)
     if (fillers > 1)
         run_workers(b, b->n_work, 1);
     else
-        for (int t = 0; t < b->n_work; t++)
+        for (int t = 0; t < b->n_work; t++) {
+            if (b->n_work > 1)
+                merge_counts(b, t);
             fill_some(b, t);
+        }
     Py_END_ALLOW_THREADS
+    /* work 0 holds every count now: its own ids, then each share's added ones */
+    Work *w0 = b->work[0];
+    add_references(b->e, w0->counts, w0->touched, w0->n_touched, 1);
+    for (int t = 0; t < b->n_work; t++) {
+        missing |= b->work[t]->missing;
+        if (b->n_work > 1) {
+            size_t lo = b->e->n_ids * t / b->n_work;
+            add_references(b->e, w0->counts, w0->added + lo, b->n_added[t], 1);
+        }
+        b->work[t]->n_touched = b->work[t]->n_added = b->work[t]->n_fresh = 0;
+    }
     if (finish_lists(b, missing) < 0) {
         for (Py_ssize_t j = 0; j < n; j++)
             Py_CLEAR(out[j]);
@@ -1862,8 +1939,11 @@ finish(Encoder *e, Work *w, int rc, int as_bytes)
     uint8_t owner = 0;
     Batch b = {.e = e, .n = 1, .spans = span, .owner = &owner, .n_work = 1, .work = {w}};
     if (rc == 0) {
-        if (batch_objects(&b, as_bytes, 1, &out) < 0)
+        if (batch_objects(&b, as_bytes, 1, &out) < 0) {
             out = NULL;
+            if (w->counts != NULL)
+                count_references(e, w, 0);
+        }
     } else if (w->fail == FAIL_UNKNOWN_CHAR)
         out = Py_NewRef(Py_None);
     else
@@ -2039,8 +2119,10 @@ encode_texts(Batch *b, int workers)
         b->owner[k] = 0;
         b->spans[2 * k] = start;
         b->spans[2 * k + 1] = state == TEXT_READY ? w->n_out : SIZE_MAX;
-        if (b->counted && state == TEXT_READY)
+        if (b->counted && state == TEXT_READY) {
             count_ids(b->e, w, start, w->n_out);
+            find_fresh(b->e, w);
+        }
     }
     return 0;
 }
@@ -2066,7 +2148,7 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
     }
     /* a thread for each WORKER_CHARS characters at most: a short batch is not worth one */
     Py_ssize_t most = b.chars / WORKER_CHARS + 1;
-    most = most < b.n ? most : b.n;
+    most = most < b.n ? most : b.n > 0 ? b.n : 1;
     most = most < MAX_WORKERS ? most : MAX_WORKERS;
     workers = workers < 1 ? 1 : workers < most ? workers : (int)most;
     size_t n = (size_t)(b.n ? b.n : 1);
