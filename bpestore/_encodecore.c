@@ -1585,7 +1585,6 @@ static int encode_text(const Encoder *e, Work *w, PyObject *text);
 
 #define MAX_WORKERS 64
 #define WORKER_CHARS 16384   /* a worker thread for each this many characters, at most */
-#define WORKER_IDS 65536     /* and for each this many ids of the lists it fills */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TAKE(counter) __atomic_fetch_add((counter), 1, __ATOMIC_RELAXED)
@@ -1593,12 +1592,46 @@ static int encode_text(const Encoder *e, Work *w, PyObject *text);
 #define TAKE(counter) (InterlockedIncrement64((volatile LONG64 *)(counter)) - 1)
 #endif
 
+#ifdef _WIN32
+typedef HANDLE Thread;
+typedef SRWLOCK Lock;
+typedef CONDITION_VARIABLE Cond;
+#define LOCK_INIT(l) InitializeSRWLock(l)
+#define LOCK_FREE(l) ((void)0)
+#define LOCK(l) AcquireSRWLockExclusive(l)
+#define UNLOCK(l) ReleaseSRWLockExclusive(l)
+#define COND_INIT(c) InitializeConditionVariable(c)
+#define COND_FREE(c) ((void)0)
+#define WAIT(c, l) SleepConditionVariableSRW((c), (l), INFINITE, 0)
+#define WAKE_ALL(c) WakeAllConditionVariable(c)
+#else
+typedef pthread_t Thread;
+typedef pthread_mutex_t Lock;
+typedef pthread_cond_t Cond;
+#define LOCK_INIT(l) pthread_mutex_init((l), NULL)
+#define LOCK_FREE(l) pthread_mutex_destroy(l)
+#define LOCK(l) pthread_mutex_lock(l)
+#define UNLOCK(l) pthread_mutex_unlock(l)
+#define COND_INIT(c) pthread_cond_init((c), NULL)
+#define COND_FREE(c) pthread_cond_destroy(c)
+#define WAIT(c, l) pthread_cond_wait((c), (l))
+#define WAKE_ALL(c) pthread_cond_broadcast(c)
+#endif
+
 /* The texts of a call and where their ids are: text k's in work[owner[k]]->out, from
    spans[2k] to spans[2k + 1] (SIZE_MAX: None). Workers take the next text not yet
    taken (next), so that uneven texts keep every worker busy to the end; each counts its
-   own texts' ids where lists will be made (counted), and later fills its own texts'
-   lists. */
+   own texts' ids where lists will be made (counted). The same threads then wait (go)
+   while the calling one makes the lists with the GIL, and fill their own texts' lists:
+   a call starts its threads once. */
+typedef struct Batch Batch;
+
 typedef struct {
+    Batch *b;
+    int id;
+} Worker;
+
+struct Batch {
     Encoder *e;
     PyObject *const *texts;
     Py_ssize_t n;
@@ -1611,13 +1644,15 @@ typedef struct {
     int64_t next;
     Work *work[MAX_WORKERS];
     size_t n_added[MAX_WORKERS];  /* merge_counts: each share's ids new to work 0 */
-} Batch;
-
-typedef struct {
-    Batch *b;
-    int id;
-    int fill;      /* 0: encode texts, 1: fill their lists */
-} Worker;
+    Thread threads[MAX_WORKERS];
+    int started[MAX_WORKERS];     /* threads[k] runs worker k (else the calling thread runs it) */
+    int n_threads;                /* workers 1..n_threads - 1 were started (0: none) */
+    Lock lock;
+    Cond cond;
+    int encoded;                  /* workers done encoding */
+    int go;                       /* 0: wait; 1: fill the lists; -1: stop */
+    Worker workers[MAX_WORKERS];
+};
 
 /* A worker's texts encoded (and counted), without the GIL. A text with a character whose
    class is not known yet is left to the GIL (spans[2k] = SIZE_MAX); one that gives None
@@ -1697,16 +1732,32 @@ merge_counts(Batch *b, int id)
     b->n_added[id] = n_added;
 }
 
+/* Without the GIL: a worker's share of the filling: its share of the counts merged
+   into work 0's, its texts' lists filled. */
+static void
+fill_share(Batch *b, int id)
+{
+    if (b->n_work > 1)
+        merge_counts(b, id);
+    fill_some(b, id);
+}
+
+/* A started worker: its texts encoded; where lists are made, it waits for them and fills
+   its share. */
 static void
 run_worker(Worker *worker)
 {
-    if (worker->fill) {
-        if (worker->b->n_work > 1)
-            merge_counts(worker->b, worker->id);
-        fill_some(worker->b, worker->id);
-    }
-    else
-        encode_some(worker->b, worker->id);
+    Batch *b = worker->b;
+    encode_some(b, worker->id);
+    LOCK(&b->lock);
+    if (++b->encoded == b->n_threads)
+        WAKE_ALL(&b->cond);
+    while (b->counted && b->go == 0)
+        WAIT(&b->cond, &b->lock);
+    int go = b->go;
+    UNLOCK(&b->lock);
+    if (b->counted && go > 0)
+        fill_share(b, worker->id);
 }
 
 #ifdef _WIN32
@@ -1715,42 +1766,73 @@ static unsigned __stdcall worker_main(void *arg) { run_worker((Worker *)arg); re
 static void *worker_main(void *arg) { run_worker((Worker *)arg); return NULL; }
 #endif
 
-/* Workers 0..n of b on n - 1 threads and the calling one (without the GIL); a thread that
-   cannot be started has its share run here. */
+/* Without the GIL: workers 1..n_work - 1 started on threads, worker 0 run here, until
+   every worker has encoded its texts. A worker whose thread cannot be started is run
+   here (and its share of the filling too, later). */
 static void
-run_workers(Batch *b, int n, int fill)
+encode_on_threads(Batch *b)
 {
-#ifdef _WIN32
-    HANDLE threads[MAX_WORKERS];
-#else
-    pthread_t threads[MAX_WORKERS];
-#endif
-    Worker workers[MAX_WORKERS];
-    int started[MAX_WORKERS];
-    for (int k = 0; k < n; k++)
-        workers[k] = (Worker){b, k, fill};
-    for (int k = 1; k < n; k++) {
+    Worker *workers = b->workers;
+    LOCK_INIT(&b->lock);
+    COND_INIT(&b->cond);
+    b->n_threads = b->n_work;
+    b->encoded = 1;  /* this thread's */
+    b->go = 0;
+    for (int k = 0; k < b->n_work; k++)
+        workers[k] = (Worker){b, k};
+    for (int k = 1; k < b->n_work; k++) {
 #ifdef _WIN32
         uintptr_t h = _beginthreadex(NULL, 0, worker_main, &workers[k], 0, NULL);
-        threads[k] = (HANDLE)h;
-        started[k] = h != 0;
+        b->threads[k] = (HANDLE)h;
+        b->started[k] = h != 0;
 #else
-        started[k] = pthread_create(&threads[k], NULL, worker_main, &workers[k]) == 0;
+        b->started[k] = pthread_create(&b->threads[k], NULL, worker_main, &workers[k]) == 0;
 #endif
-    }
-    run_worker(&workers[0]);
-    for (int k = 1; k < n; k++) {
-        if (!started[k]) {
-            run_worker(&workers[k]);
-            continue;
+        if (!b->started[k]) {
+            LOCK(&b->lock);
+            b->encoded++;
+            UNLOCK(&b->lock);
         }
+    }
+    encode_some(b, 0);
+    for (int k = 1; k < b->n_work; k++)
+        if (!b->started[k])
+            encode_some(b, k);
+    LOCK(&b->lock);
+    while (b->encoded < b->n_threads)
+        WAIT(&b->cond, &b->lock);
+    UNLOCK(&b->lock);
+}
+
+/* Without the GIL: the workers told to fill their lists (go 1) or to stop (-1), this
+   thread's shares (worker 0's, and those of workers that have no thread) done, the
+   threads joined. */
+static void
+end_threads(Batch *b, int go)
+{
+    if (b->n_threads == 0)
+        return;
+    LOCK(&b->lock);
+    b->go = go;
+    WAKE_ALL(&b->cond);
+    UNLOCK(&b->lock);
+    if (go > 0)
+        for (int k = 0; k < b->n_work; k++)
+            if (k == 0 || !b->started[k])
+                fill_share(b, k);
+    for (int k = 1; k < b->n_work; k++) {
+        if (!b->started[k])
+            continue;
 #ifdef _WIN32
-        WaitForSingleObject(threads[k], INFINITE);
-        CloseHandle(threads[k]);
+        WaitForSingleObject(b->threads[k], INFINITE);
+        CloseHandle(b->threads[k]);
 #else
-        pthread_join(threads[k], NULL);
+        pthread_join(b->threads[k], NULL);
 #endif
     }
+    LOCK_FREE(&b->lock);
+    COND_FREE(&b->cond);
+    b->n_threads = 0;
 }
 
 /* With the GIL: the NULL items (ids without an int) made; the lists tracked. 0, or -1
@@ -1845,18 +1927,18 @@ counts_ready(Batch *b)
 }
 
 /* The ids of each text of b as lists, or (as_bytes) as bytes of native uint32, in
-   out[0..n). The lists are filled with the GIL released, on `workers` threads: what
-   holds it is a step per list and per distinct id of each worker, not per id. Where
-   the workers did not count their texts' ids (b->counted), they are counted here.
-   0, or -1 with an exception (out then holds nothing). */
+   out[0..n). The lists are filled with the GIL released, by the threads that encoded
+   the texts (each its own texts', end_threads) or here: what holds the GIL is a step
+   per list and per distinct id of the call, not per id. Where the workers did not count
+   their texts' ids (b->counted), they are counted here. 0, or -1 with an exception
+   (out then holds nothing). */
 static int
-batch_objects(Batch *b, int as_bytes, int workers, PyObject **out)
+batch_objects(Batch *b, int as_bytes, PyObject **out)
 {
     Py_ssize_t k = 0, n = b->n;
     const size_t *spans = b->spans;
     if (!as_bytes && !b->counted && counts_ready(b) < 0)
         return -1;
-    size_t ids = 0;
     for (; k < n; k++) {
         size_t start = spans[2 * k], end = spans[2 * k + 1];
         if (end == SIZE_MAX)
@@ -1868,8 +1950,6 @@ batch_objects(Batch *b, int as_bytes, int workers, PyObject **out)
             out[k] = unfilled_list((Py_ssize_t)(end - start));
         if (out[k] == NULL)
             break;
-        if (end != SIZE_MAX)
-            ids += end - start;
     }
     if (k < n) {
         if (as_bytes)
@@ -1898,17 +1978,12 @@ batch_objects(Batch *b, int as_bytes, int workers, PyObject **out)
         return -1;  /* the counts cleared by the caller */
     }
     b->lists = out;
-    int fillers = (int)(ids / WORKER_IDS) + 1;
-    fillers = fillers < workers ? fillers : workers;
     Py_BEGIN_ALLOW_THREADS
-    if (fillers > 1)
-        run_workers(b, b->n_work, 1);
+    if (b->n_threads)
+        end_threads(b, 1);
     else
-        for (int t = 0; t < b->n_work; t++) {
-            if (b->n_work > 1)
-                merge_counts(b, t);
-            fill_some(b, t);
-        }
+        for (int t = 0; t < b->n_work; t++)
+            fill_share(b, t);
     Py_END_ALLOW_THREADS
     /* work 0 holds every count now: its own ids, then each share's added ones */
     Work *w0 = b->work[0];
@@ -1939,7 +2014,7 @@ finish(Encoder *e, Work *w, int rc, int as_bytes)
     uint8_t owner = 0;
     Batch b = {.e = e, .n = 1, .spans = span, .owner = &owner, .n_work = 1, .work = {w}};
     if (rc == 0) {
-        if (batch_objects(&b, as_bytes, 1, &out) < 0) {
+        if (batch_objects(&b, as_bytes, &out) < 0) {
             out = NULL;
             if (w->counts != NULL)
                 count_references(e, w, 0);
@@ -2093,14 +2168,16 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
    (texts with characters met for the first time, encoded by work 0). Where lists will be
    made (b->counted), their ids are counted too. 0, or -1 with an exception. */
 static int
-encode_texts(Batch *b, int workers)
+encode_texts(Batch *b)
 {
     for (int t = 0; t < b->n_work; t++)
         cache_init(b->work[t], b->chars / b->n_work);
     Py_BEGIN_ALLOW_THREADS
-    if (workers > 1)
-        run_workers(b, b->n_work, 0);
-    else
+    if (b->n_work > 1) {
+        encode_on_threads(b);
+        if (!b->counted)  /* no lists to fill: the threads are done */
+            end_threads(b, -1);
+    } else
         encode_some(b, 0);
     Py_END_ALLOW_THREADS
     for (int t = 0; t < b->n_work; t++)
@@ -2162,10 +2239,15 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
         ok = (b.work[b.n_work] = work_take(e)) != NULL;
     if (ok && b.counted)
         ok = counts_ready(&b) == 0;
-    if (ok && encode_texts(&b, workers) == 0
+    if (ok && encode_texts(&b) == 0
             && (out = PyList_New(b.n)) != NULL
-            && batch_objects(&b, as_bytes, workers, ((PyListObject *)out)->ob_item) < 0)
+            && batch_objects(&b, as_bytes, ((PyListObject *)out)->ob_item) < 0)
         Py_CLEAR(out);  /* its items NULL: freed as empty */
+    if (b.n_threads) {  /* a failure on the way: the threads stopped before their works go back */
+        Py_BEGIN_ALLOW_THREADS
+        end_threads(&b, -1);
+        Py_END_ALLOW_THREADS
+    }
     for (int t = 0; t < b.n_work; t++) {
         Work *w = b.work[t];
         if (w->counts != NULL)  /* counts left by a failure on the way */

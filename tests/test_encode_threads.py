@@ -134,6 +134,9 @@ def test_the_cores_own_threads_give_tiktokens_ids_for_any_number_of_workers(cl10
         assert core.encode_batch(docs, workers=workers) == expected, workers
         packed = core.encode_batch(docs, as_bytes=True, workers=workers)
         assert [list(memoryview(b).cast("I")) if b is not None else None for b in packed] == expected
+    with ThreadPoolExecutor(4) as pool:  # calls on threads at once, each on threads of the core
+        batches = list(pool.map(lambda k: core.encode_batch(docs[k:] + docs[:k], workers=3), range(8)))
+    assert batches == [expected[k:] + expected[:k] for k in range(8)]
 
 
 def test_lists_of_threads_count_their_references_and_behave_as_lists(cl100k):
