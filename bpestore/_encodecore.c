@@ -1635,6 +1635,7 @@ struct Batch {
     Encoder *e;
     PyObject *const *texts;
     Py_ssize_t n;
+    Py_ssize_t *order;     /* the order texts are taken in (NULL: as given) */
     size_t *spans;
     uint8_t *owner;
     PyObject **lists;
@@ -1667,6 +1668,8 @@ encode_some(Batch *b, int id)
         int64_t k = TAKE(&b->next);
         if (k >= b->n)
             break;
+        if (b->order != NULL)
+            k = b->order[k];
         PyObject *text = b->texts[k];
         int state = text_state(e, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
         size_t start = w->n_out;
@@ -2163,6 +2166,43 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
     return finish(e, w, 0, as_bytes);
 }
 
+typedef struct {
+    Py_ssize_t len, k;
+} Sized;
+
+static int
+longer_first(const void *a, const void *b)
+{
+    const Sized *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Where one text is long beside a worker's share (more than a quarter of it), the texts
+   taken longest first, so that no long one is left to the end while the other workers
+   idle; else in order (texts of even length need no sorting). 0, or -1 with MemoryError. */
+static int
+order_texts(Batch *b, Py_ssize_t longest)
+{
+    if (b->n_work < 2 || longest * 4 * b->n_work <= b->chars)
+        return 0;
+    Sized *sized = PyMem_RawMalloc((size_t)b->n * sizeof(Sized));
+    b->order = PyMem_RawMalloc((size_t)b->n * sizeof(Py_ssize_t));
+    if (sized == NULL || b->order == NULL) {
+        PyMem_RawFree(sized);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < b->n; k++)
+        sized[k] = (Sized){PyUnicode_GET_LENGTH(b->texts[k]), k};
+    qsort(sized, (size_t)b->n, sizeof(Sized), longer_first);
+    for (Py_ssize_t k = 0; k < b->n; k++)
+        b->order[k] = sized[k].k;
+    PyMem_RawFree(sized);
+    return 0;
+}
+
 /* encode_batch's texts encoded into b (its works taken), on `workers` threads: the GIL
    released once for every text ready (text_state), then taken for each that was not
    (texts with characters met for the first time, encoded by work 0). Where lists will be
@@ -2216,12 +2256,15 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
     if (tuple == NULL)
         return NULL;
     Batch b = {.e = e, .texts = &PyTuple_GET_ITEM(tuple, 0), .n = PyTuple_GET_SIZE(tuple), .counted = !as_bytes};
+    Py_ssize_t longest = 0;
     for (Py_ssize_t k = 0; k < b.n; k++) {
         if (!PyUnicode_Check(b.texts[k])) {
             Py_DECREF(tuple);
             return PyErr_Format(PyExc_TypeError, "texts must be str, not %.100s", Py_TYPE(b.texts[k])->tp_name);
         }
-        b.chars += PyUnicode_GET_LENGTH(b.texts[k]);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(b.texts[k]);
+        b.chars += len;
+        longest = len > longest ? len : longest;
     }
     /* a thread for each WORKER_CHARS characters at most: a short batch is not worth one */
     Py_ssize_t most = b.chars / WORKER_CHARS + 1;
@@ -2239,6 +2282,8 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
         ok = (b.work[b.n_work] = work_take(e)) != NULL;
     if (ok && b.counted)
         ok = counts_ready(&b) == 0;
+    if (ok)
+        ok = order_texts(&b, longest) == 0;
     if (ok && encode_texts(&b) == 0
             && (out = PyList_New(b.n)) != NULL
             && batch_objects(&b, as_bytes, ((PyListObject *)out)->ob_item) < 0)
@@ -2256,6 +2301,7 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
     }
     PyMem_RawFree(b.spans);
     PyMem_RawFree(b.owner);
+    PyMem_RawFree(b.order);
     Py_DECREF(tuple);
     return out;
 }

@@ -157,8 +157,9 @@ def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: in
     from .tokenizer import refuse_disallowed
 
     texts = list(texts)
-    for text in texts:
-        refuse_disallowed(tok, text, rules)
+    if rules.disallowed:
+        for text in texts:
+            refuse_disallowed(tok, text, rules)
     found = [ids for batch in _batches(texts, workers) for ids in core.encode_batch(batch, workers)]
     # None: a lone surrogate or a character the version has no symbol for (the pure path says what to do).
     return [ids if ids is not None else tok._encode(text, rules, None, []) for ids, text in zip(found, texts)]
@@ -168,6 +169,8 @@ def _batches(texts: list[str], workers: int) -> list[list[str]]:
     """texts cut into runs of about BATCH_CHARS characters a worker (the core's threads
     share a run's texts, each taking the next)."""
     size = BATCH_CHARS * workers
+    if sum(map(len, texts)) <= size:
+        return [texts]
     batches: list[list[str]] = [[]]
     chars = 0
     for text in texts:
