@@ -2226,9 +2226,11 @@ encode_texts(Batch *b)
             return -1;
         }
     Work *w = b->work[0];
+    int late = 0;
     for (Py_ssize_t k = 0; k < b->n; k++) {
         if (b->spans[2 * k] != SIZE_MAX)
             continue;
+        late = 1;
         size_t start = w->n_out;
         int state = encode_one(b->e, w, b->texts[k]);
         if (state < 0)
@@ -2236,11 +2238,11 @@ encode_texts(Batch *b)
         b->owner[k] = 0;
         b->spans[2 * k] = start;
         b->spans[2 * k + 1] = state == TEXT_READY ? w->n_out : SIZE_MAX;
-        if (b->counted && state == TEXT_READY) {
+        if (b->counted && state == TEXT_READY)
             count_ids(b->e, w, start, w->n_out);
-            find_fresh(b->e, w);
-        }
     }
+    if (b->counted && late)
+        find_fresh(b->e, w);
     return 0;
 }
 
