@@ -1647,7 +1647,7 @@ struct Batch {
     size_t n_added[MAX_WORKERS];  /* merge_counts: each share's ids new to work 0 */
     Thread threads[MAX_WORKERS];
     int started[MAX_WORKERS];     /* threads[k] runs worker k (else the calling thread runs it) */
-    int n_threads;                /* workers 1..n_threads - 1 were started (0: none) */
+    int n_threads;                /* n_work while the threads run (0: none started, or joined) */
     Lock lock;
     Cond cond;
     int encoded;                  /* workers done encoding */
