@@ -30,6 +30,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#include <process.h>
+#else
+#include <pthread.h>
+#endif
 
 #include "_pretok.h"
 
@@ -270,8 +276,10 @@ typedef struct Work {
     size_t cache_mask;
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
-    uint32_t *touched;     /* the ids whose counts are not 0 */
-    size_t n_touched;
+    uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
+    size_t n_touched, n_fresh;
+    uint32_t *added;       /* the ids other works of a call counted that this one did not */
+    size_t n_added;
     int missing;           /* an id without an int: its item left NULL */
 } Work;
 
@@ -288,6 +296,7 @@ work_free(Work *w)
     free(w->cache);
     free(w->counts);
     free(w->touched);
+    free(w->added);
 }
 
 #define KEEP_IDS (1u << 18)       /* room a scratch space keeps between calls: ids, */
@@ -1493,100 +1502,367 @@ make_id_objects(Encoder *e)
     return 0;
 }
 
-/* Without the GIL: how many times each id below n_ids comes out in the lists' spans
-   (w->counts, the ids counted in w->touched); w->missing where one is not below n_ids. */
+/* Without the GIL: the ids w->out[start..end) counted (w->counts, the ids counted in
+   w->touched); w->missing where one is not below n_ids. */
 static void
-count_ids(const Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+count_ids(const Encoder *e, Work *w, size_t start, size_t end)
 {
     uint32_t *counts = w->counts, *touched = w->touched;
-    size_t n_ids = e->n_ids, n_touched = 0;
-    int missing = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (lists[k] == Py_None)
-            continue;
-        for (size_t i = spans[2 * k]; i < spans[2 * k + 1]; i++) {
-            uint32_t id = w->out[i];
-            if (id >= n_ids)
-                missing = 1;
-            else if (counts[id]++ == 0)
-                touched[n_touched++] = id;
-        }
+    size_t n_ids = e->n_ids, n_touched = w->n_touched;
+    for (size_t i = start; i < end; i++) {
+        uint32_t id = w->out[i];
+        if (id >= n_ids)
+            w->missing = 1;
+        else if (counts[id]++ == 0)
+            touched[n_touched++] = id;
     }
     w->n_touched = n_touched;
-    w->missing = missing;
 }
 
-/* With the GIL: the ints of the counted ids that have none yet made, then count_ids'
-   counts added to their reference counts, once per id. 0, or -1 with an exception
-   (no reference then added). */
-static int
-count_references(Encoder *e, Work *w)
+/* Without the GIL: the ids count_ids counted whose ints were not made yet moved to the
+   front of w->touched (w->n_fresh of them). Ints are only ever added to the table (with
+   the GIL), so an id read as having one has it. */
+static void
+find_fresh(const Encoder *e, Work *w)
 {
-    int rc = 0;
-    for (size_t t = 0; t < w->n_touched && rc == 0; t++) {
+    size_t fresh = 0;
+    for (size_t t = 0; t < w->n_touched; t++) {
+        uint32_t id = w->touched[t];
+        if (e->id_objects[id] == NULL) {
+            w->touched[t] = w->touched[fresh];
+            w->touched[fresh++] = id;
+        }
+    }
+    w->n_fresh = fresh;
+}
+
+/* With the GIL: the ints of find_fresh's ids that have none yet made. 0, or -1 with an
+   exception. */
+static int
+make_ints(Encoder *e, const Work *w)
+{
+    for (size_t t = 0; t < w->n_fresh; t++) {
         uint32_t id = w->touched[t];
         if (e->id_objects[id] == NULL) {
             if ((e->id_objects[id] = PyLong_FromUnsignedLong(id)) == NULL)
-                rc = -1;
-            else
-                e->table_bytes += 32;
+                return -1;
+            e->table_bytes += 32;
         }
     }
-    for (size_t t = 0; t < w->n_touched; t++) {
-        uint32_t id = w->touched[t];
-        if (rc == 0) {
-            PyObject *o = e->id_objects[id];
-            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)w->counts[id]);
-        }
-        w->counts[id] = 0;
-    }
-    w->n_touched = 0;
-    return rc;
+    return 0;
 }
 
-/* Without the GIL: the items of new lists (untracked, seen by no other thread), each
-   lists[k] holding the ids w->out[spans[2k]..spans[2k + 1]), their references already
-   counted (count_references). An id without an int (never, where the caller's ids are
-   the tokens') leaves a NULL. */
+/* With the GIL (add): the counts of ids[0..n) added to their ints' reference counts,
+   once per id; the counts cleared for the next call either way. */
 static void
-fill_lists(const Encoder *e, Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+add_references(Encoder *e, uint32_t *counts, const uint32_t *ids, size_t n, int add)
 {
-    PyObject **objects = e->id_objects;
-    size_t n_ids = e->n_ids;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (lists[k] == Py_None)
+    for (size_t t = 0; t < n; t++) {
+        uint32_t id = ids[t];
+        if (add) {
+            PyObject *o = e->id_objects[id];
+            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)counts[id]);
+        }
+        counts[id] = 0;
+    }
+}
+
+/* With the GIL (add): a work's counts (merged ones included) added to the references
+   of their ints; every count cleared either way. */
+static void
+count_references(Encoder *e, Work *w, int add)
+{
+    add_references(e, w->counts, w->touched, w->n_touched, add);
+    add_references(e, w->counts, w->added, w->n_added, add);
+    w->n_touched = w->n_added = w->n_fresh = 0;
+}
+
+/* -- a call's texts, on its workers ------------------------------------------------------ */
+
+enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
+static int text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n);
+static int encode_text(const Encoder *e, Work *w, PyObject *text);
+
+#define MAX_WORKERS 64
+#define WORKER_CHARS 16384   /* a worker thread for each this many characters, at most */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TAKE(counter) __atomic_fetch_add((counter), 1, __ATOMIC_RELAXED)
+#else
+#define TAKE(counter) (InterlockedIncrement64((volatile LONG64 *)(counter)) - 1)
+#endif
+
+#ifdef _WIN32
+typedef HANDLE Thread;
+typedef SRWLOCK Lock;
+typedef CONDITION_VARIABLE Cond;
+#define LOCK_INIT(l) InitializeSRWLock(l)
+#define LOCK_FREE(l) ((void)0)
+#define LOCK(l) AcquireSRWLockExclusive(l)
+#define UNLOCK(l) ReleaseSRWLockExclusive(l)
+#define COND_INIT(c) InitializeConditionVariable(c)
+#define COND_FREE(c) ((void)0)
+#define WAIT(c, l) SleepConditionVariableSRW((c), (l), INFINITE, 0)
+#define WAKE_ALL(c) WakeAllConditionVariable(c)
+#else
+typedef pthread_t Thread;
+typedef pthread_mutex_t Lock;
+typedef pthread_cond_t Cond;
+#define LOCK_INIT(l) pthread_mutex_init((l), NULL)
+#define LOCK_FREE(l) pthread_mutex_destroy(l)
+#define LOCK(l) pthread_mutex_lock(l)
+#define UNLOCK(l) pthread_mutex_unlock(l)
+#define COND_INIT(c) pthread_cond_init((c), NULL)
+#define COND_FREE(c) pthread_cond_destroy(c)
+#define WAIT(c, l) pthread_cond_wait((c), (l))
+#define WAKE_ALL(c) pthread_cond_broadcast(c)
+#endif
+
+/* The texts of a call and where their ids are: text k's in work[owner[k]]->out, from
+   spans[2k] to spans[2k + 1] (SIZE_MAX: None). Workers take the next text not yet
+   taken (next), so that uneven texts keep every worker busy to the end; each counts its
+   own texts' ids where lists will be made (counted). The same threads then wait (go)
+   while the calling one makes the lists with the GIL, and fill their own texts' lists:
+   a call starts its threads once. */
+typedef struct Batch Batch;
+
+typedef struct {
+    Batch *b;
+    int id;
+} Worker;
+
+struct Batch {
+    Encoder *e;
+    PyObject *const *texts;
+    Py_ssize_t n;
+    Py_ssize_t *order;     /* the order texts are taken in (NULL: as given) */
+    size_t *spans;
+    uint8_t *owner;
+    PyObject **lists;
+    Py_ssize_t chars;
+    int counted;
+    int n_work;
+    int64_t next;
+    Work *work[MAX_WORKERS];
+    size_t n_added[MAX_WORKERS];  /* merge_counts: each share's ids new to work 0 */
+    Thread threads[MAX_WORKERS];
+    int started[MAX_WORKERS];     /* threads[k] runs worker k (else the calling thread runs it) */
+    int n_threads;                /* n_work while the threads run (0: none started, or joined) */
+    Lock lock;
+    Cond cond;
+    int encoded;                  /* workers done encoding */
+    int go;                       /* 0: wait; 1: fill the lists; -1: stop */
+    Worker workers[MAX_WORKERS];
+};
+
+/* A worker's texts encoded (and counted), without the GIL. A text with a character whose
+   class is not known yet is left to the GIL (spans[2k] = SIZE_MAX); one that gives None
+   keeps no ids. Stops at the first failed allocation (w->fail). */
+static void
+encode_some(Batch *b, int id)
+{
+    Encoder *e = b->e;
+    Work *w = b->work[id];
+    size_t *spans = b->spans;
+    for (;;) {
+        int64_t k = TAKE(&b->next);
+        if (k >= b->n)
+            break;
+        if (b->order != NULL)
+            k = b->order[k];
+        PyObject *text = b->texts[k];
+        int state = text_state(e, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
+        size_t start = w->n_out;
+        b->owner[k] = (uint8_t)id;
+        spans[2 * k] = start;
+        spans[2 * k + 1] = SIZE_MAX;
+        if (state == TEXT_UNCLASSIFIED)
+            spans[2 * k] = SIZE_MAX;
+        else if (state == TEXT_READY && encode_text(e, w, text) == 0) {
+            spans[2 * k + 1] = w->n_out;
+            if (b->counted)
+                count_ids(e, w, start, w->n_out);
+        } else if (w->fail == FAIL_UNKNOWN_CHAR) {
+            w->fail = 0;
+            w->n_out = start;
+        } else if (w->fail)
+            break;
+    }
+    if (b->counted)
+        find_fresh(e, w);
+}
+
+/* Without the GIL: the items of a worker's new lists (untracked, seen by no other
+   thread), their references already counted (count_references). An id without an int
+   (never, where the caller's ids are the tokens') leaves a NULL. */
+static void
+fill_some(Batch *b, int id)
+{
+    PyObject **objects = b->e->id_objects;
+    size_t n_ids = b->e->n_ids;
+    for (Py_ssize_t k = 0; k < b->n; k++) {
+        if (b->lists[k] == Py_None || b->owner[k] != id)
             continue;
-        PyObject **items = ((PyListObject *)lists[k])->ob_item;
-        const uint32_t *ids = w->out + spans[2 * k];
-        size_t len = spans[2 * k + 1] - spans[2 * k];
+        PyObject **items = ((PyListObject *)b->lists[k])->ob_item;
+        const uint32_t *ids = b->work[id]->out + b->spans[2 * k];
+        size_t len = b->spans[2 * k + 1] - b->spans[2 * k];
         for (size_t i = 0; i < len; i++)
             items[i] = ids[i] < n_ids ? objects[ids[i]] : NULL;
     }
 }
 
+/* Without the GIL: the counts of the other works (1..) added to work 0's, for the ids of
+   one share of the id range (each worker its own: none writes where another does); the
+   ids work 0 had not counted listed in its added[] from the share's start. */
+static void
+merge_counts(Batch *b, int id)
+{
+    size_t n_ids = b->e->n_ids, lo = n_ids * id / b->n_work, hi = n_ids * (id + 1) / b->n_work;
+    uint32_t *sum = b->work[0]->counts, *added = b->work[0]->added + lo;
+    size_t n_added = 0;
+    for (int u = 1; u < b->n_work; u++) {
+        Work *w = b->work[u];
+        for (size_t t = 0; t < w->n_touched; t++) {
+            uint32_t k = w->touched[t];
+            if (k < lo || k >= hi)
+                continue;
+            if (sum[k] == 0)
+                added[n_added++] = k;
+            sum[k] += w->counts[k];
+            w->counts[k] = 0;
+        }
+    }
+    b->n_added[id] = n_added;
+}
+
+/* Without the GIL: a worker's share of the filling: its share of the counts merged
+   into work 0's, its texts' lists filled. */
+static void
+fill_share(Batch *b, int id)
+{
+    if (b->n_work > 1)
+        merge_counts(b, id);
+    fill_some(b, id);
+}
+
+/* A started worker: its texts encoded; where lists are made, it waits for them and fills
+   its share. */
+static void
+run_worker(Worker *worker)
+{
+    Batch *b = worker->b;
+    encode_some(b, worker->id);
+    LOCK(&b->lock);
+    if (++b->encoded == b->n_threads)
+        WAKE_ALL(&b->cond);
+    while (b->counted && b->go == 0)
+        WAIT(&b->cond, &b->lock);
+    int go = b->go;
+    UNLOCK(&b->lock);
+    if (b->counted && go > 0)
+        fill_share(b, worker->id);
+}
+
+#ifdef _WIN32
+static unsigned __stdcall worker_main(void *arg) { run_worker((Worker *)arg); return 0; }
+#else
+static void *worker_main(void *arg) { run_worker((Worker *)arg); return NULL; }
+#endif
+
+/* Without the GIL: workers 1..n_work - 1 started on threads, worker 0 run here, until
+   every worker has encoded its texts. A worker whose thread cannot be started is run
+   here (and its share of the filling too, later). */
+static void
+encode_on_threads(Batch *b)
+{
+    Worker *workers = b->workers;
+    LOCK_INIT(&b->lock);
+    COND_INIT(&b->cond);
+    b->n_threads = b->n_work;
+    b->encoded = 1;  /* this thread's */
+    b->go = 0;
+    for (int k = 0; k < b->n_work; k++)
+        workers[k] = (Worker){b, k};
+    for (int k = 1; k < b->n_work; k++) {
+#ifdef _WIN32
+        uintptr_t h = _beginthreadex(NULL, 0, worker_main, &workers[k], 0, NULL);
+        b->threads[k] = (HANDLE)h;
+        b->started[k] = h != 0;
+#else
+        b->started[k] = pthread_create(&b->threads[k], NULL, worker_main, &workers[k]) == 0;
+#endif
+        if (!b->started[k]) {
+            LOCK(&b->lock);
+            b->encoded++;
+            UNLOCK(&b->lock);
+        }
+    }
+    encode_some(b, 0);
+    for (int k = 1; k < b->n_work; k++)
+        if (!b->started[k])
+            encode_some(b, k);
+    LOCK(&b->lock);
+    while (b->encoded < b->n_threads)
+        WAIT(&b->cond, &b->lock);
+    UNLOCK(&b->lock);
+}
+
+/* Without the GIL: the workers told to fill their lists (go 1) or to stop (-1), this
+   thread's shares (worker 0's, and those of workers that have no thread) done, the
+   threads joined. */
+static void
+end_threads(Batch *b, int go)
+{
+    if (b->n_threads == 0)
+        return;
+    LOCK(&b->lock);
+    b->go = go;
+    WAKE_ALL(&b->cond);
+    UNLOCK(&b->lock);
+    if (go > 0)
+        for (int k = 0; k < b->n_work; k++)
+            if (k == 0 || !b->started[k])
+                fill_share(b, k);
+    for (int k = 1; k < b->n_work; k++) {
+        if (!b->started[k])
+            continue;
+#ifdef _WIN32
+        WaitForSingleObject(b->threads[k], INFINITE);
+        CloseHandle(b->threads[k]);
+#else
+        pthread_join(b->threads[k], NULL);
+#endif
+    }
+    LOCK_FREE(&b->lock);
+    COND_FREE(&b->cond);
+    b->n_threads = 0;
+}
+
 /* With the GIL: the NULL items (ids without an int) made; the lists tracked. 0, or -1
    with an exception (every list then complete, so that freeing them is safe). */
 static int
-finish_lists(Work *w, PyObject *const *lists, const size_t *spans, Py_ssize_t n)
+finish_lists(Batch *b, int missing)
 {
     int rc = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (lists[k] == Py_None)
+    for (Py_ssize_t k = 0; k < b->n; k++) {
+        PyObject *list = b->lists[k];
+        if (list == Py_None)
             continue;
-        PyObject **items = ((PyListObject *)lists[k])->ob_item;
-        size_t len = w->missing ? spans[2 * k + 1] - spans[2 * k] : 0;
+        PyObject **items = ((PyListObject *)list)->ob_item;
+        const uint32_t *ids = b->work[b->owner[k]]->out + b->spans[2 * k];
+        size_t len = missing ? b->spans[2 * k + 1] - b->spans[2 * k] : 0;
         for (size_t i = 0; i < len; i++)
-            if (items[i] == NULL && (items[i] = PyLong_FromUnsignedLong(w->out[spans[2 * k] + i])) == NULL) {
+            if (items[i] == NULL && (items[i] = PyLong_FromUnsignedLong(ids[i])) == NULL) {
                 items[i] = Py_NewRef(Py_None);
                 rc = -1;
             }
-        PyObject_GC_Track(lists[k]);
+        PyObject_GC_Track(list);
     }
     return rc;
 }
 
 /* A new list of n items not yet set (PyList_New would zero them with the GIL held; they
-   are written by fill_lists without it), untracked. Until then freeing it needs
+   are written by fill_some without it), untracked. Until then freeing it needs
    Py_SET_SIZE(list, 0) first. */
 static PyObject *
 unfilled_list(Py_ssize_t n)
@@ -1621,17 +1897,25 @@ clear_unfilled(PyObject **lists, Py_ssize_t n)
     }
 }
 
-/* The ids of each span of w->out (spans[2k]..spans[2k + 1]; SIZE_MAX: None) as lists,
-   or (as_bytes) as bytes of native uint32, in out[0..n). The lists are filled with the
-   GIL released: what holds it is a step per list and per distinct id, not per id.
-   0, or -1 with an exception (out then holds nothing). */
+/* With the GIL: each work of b ready to count ids (its counts, as many as the encoder
+   has ids). 0, or -1 with MemoryError. */
 static int
-ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes, PyObject **out)
+counts_ready(Batch *b)
 {
-    Py_ssize_t k = 0;
-    if (!as_bytes && make_id_objects(e) < 0)
+    Encoder *e = b->e;
+    if (make_id_objects(e) < 0)
         return -1;
-    if (!as_bytes && w->counts == NULL && e->n_ids) {
+    for (int t = 0; t < b->n_work; t++) {
+        Work *w = b->work[t];
+        w->missing = 0;
+        if (e->n_ids == 0)
+            continue;
+        if (t == 0 && b->n_work > 1 && w->added == NULL && (w->added = malloc(e->n_ids * sizeof(uint32_t))) == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (w->counts != NULL)
+            continue;
         w->counts = calloc(e->n_ids, sizeof(uint32_t));
         w->touched = malloc(e->n_ids * sizeof(uint32_t));
         if (w->counts == NULL || w->touched == NULL) {
@@ -1642,12 +1926,29 @@ ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes
             return -1;
         }
     }
+    return 0;
+}
+
+/* The ids of each text of b as lists, or (as_bytes) as bytes of native uint32, in
+   out[0..n). The lists are filled with the GIL released, by the threads that encoded
+   the texts (each its own texts', end_threads) or here: what holds the GIL is a step
+   per list and per distinct id of the call, not per id. Where the workers did not count
+   their texts' ids (b->counted), they are counted here. 0, or -1 with an exception
+   (out then holds nothing). */
+static int
+batch_objects(Batch *b, int as_bytes, PyObject **out)
+{
+    Py_ssize_t k = 0, n = b->n;
+    const size_t *spans = b->spans;
+    if (!as_bytes && !b->counted && counts_ready(b) < 0)
+        return -1;
     for (; k < n; k++) {
         size_t start = spans[2 * k], end = spans[2 * k + 1];
         if (end == SIZE_MAX)
             out[k] = Py_NewRef(Py_None);
         else if (as_bytes)
-            out[k] = PyBytes_FromStringAndSize((const char *)(w->out + start), (Py_ssize_t)((end - start) * 4));
+            out[k] = PyBytes_FromStringAndSize((const char *)(b->work[b->owner[k]]->out + start),
+                                               (Py_ssize_t)((end - start) * 4));
         else
             out[k] = unfilled_list((Py_ssize_t)(end - start));
         if (out[k] == NULL)
@@ -1663,20 +1964,42 @@ ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes
     }
     if (as_bytes)
         return 0;
-    Py_BEGIN_ALLOW_THREADS
-    count_ids(e, w, out, spans, n);
-    Py_END_ALLOW_THREADS
-    int rc = count_references(e, w);
-    if (rc == 0) {
+    if (!b->counted) {
         Py_BEGIN_ALLOW_THREADS
-        fill_lists(e, w, out, spans, n);
+        for (k = 0; k < n; k++)
+            if (spans[2 * k + 1] != SIZE_MAX)
+                count_ids(b->e, b->work[b->owner[k]], spans[2 * k], spans[2 * k + 1]);
+        for (int t = 0; t < b->n_work; t++)
+            find_fresh(b->e, b->work[t]);
         Py_END_ALLOW_THREADS
     }
+    int rc = 0, missing = 0;
+    for (int t = 0; t < b->n_work && rc == 0; t++)
+        rc = make_ints(b->e, b->work[t]);
     if (rc < 0) {
         clear_unfilled(out, n);
-        return -1;
+        return -1;  /* the counts cleared by the caller */
     }
-    if (finish_lists(w, out, spans, n) < 0) {
+    b->lists = out;
+    Py_BEGIN_ALLOW_THREADS
+    if (b->n_threads)
+        end_threads(b, 1);
+    else
+        for (int t = 0; t < b->n_work; t++)
+            fill_share(b, t);
+    Py_END_ALLOW_THREADS
+    /* work 0 holds every count now: its own ids, then each share's added ones */
+    Work *w0 = b->work[0];
+    add_references(b->e, w0->counts, w0->touched, w0->n_touched, 1);
+    for (int t = 0; t < b->n_work; t++) {
+        missing |= b->work[t]->missing;
+        if (b->n_work > 1) {
+            size_t lo = b->e->n_ids * t / b->n_work;
+            add_references(b->e, w0->counts, w0->added + lo, b->n_added[t], 1);
+        }
+        b->work[t]->n_touched = b->work[t]->n_added = b->work[t]->n_fresh = 0;
+    }
+    if (finish_lists(b, missing) < 0) {
         for (Py_ssize_t j = 0; j < n; j++)
             Py_CLEAR(out[j]);
         return -1;
@@ -1684,16 +2007,21 @@ ids_objects(Encoder *e, Work *w, const size_t *spans, Py_ssize_t n, int as_bytes
     return 0;
 }
 
-/* The result of a call (its ids, None for an unknown character, or MemoryError); its
-   scratch space goes back to the pool. */
+/* The result of a call of one text's ids (in w->out, or None for an unknown character,
+   or MemoryError); its scratch space goes back to the pool. */
 static PyObject *
 finish(Encoder *e, Work *w, int rc, int as_bytes)
 {
     PyObject *out;
     size_t span[2] = {0, w->n_out};
+    uint8_t owner = 0;
+    Batch b = {.e = e, .n = 1, .spans = span, .owner = &owner, .n_work = 1, .work = {w}};
     if (rc == 0) {
-        if (ids_objects(e, w, span, 1, as_bytes, &out) < 0)
+        if (batch_objects(&b, as_bytes, &out) < 0) {
             out = NULL;
+            if (w->counts != NULL)
+                count_references(e, w, 0);
+        }
     } else if (w->fail == FAIL_UNKNOWN_CHAR)
         out = Py_NewRef(Py_None);
     else
@@ -1714,8 +2042,6 @@ has_surrogate(const void *data, int kind, Py_ssize_t n)
     }
     return 0;
 }
-
-enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
 
 /* Over each block of 4,096 characters: the surrogate test without a branch (the
    compiler may vectorize it), the class of each character above Latin-1 (those below
@@ -1840,79 +2166,144 @@ Encoder_encode(Encoder *e, PyObject *args, PyObject *kwargs)
     return finish(e, w, 0, as_bytes);
 }
 
-/* encode_batch's texts: their ids, in one scratch space; spans[2k], spans[2k + 1]:
-   where text k's ids start and end, SIZE_MAX where it gives None. The GIL is released
-   once for every text ready (text_state), then once for each that was not (texts with
-   characters met for the first time). 0, or -1 with an exception. */
+typedef struct {
+    Py_ssize_t len, k;
+} Sized;
+
 static int
-encode_texts(Encoder *e, Work *w, PyObject *const *texts, Py_ssize_t n, size_t *spans)
+longer_first(const void *a, const void *b)
 {
-    Py_ssize_t chars = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (!PyUnicode_Check(texts[k])) {
-            PyErr_Format(PyExc_TypeError, "texts must be str, not %.100s", Py_TYPE(texts[k])->tp_name);
-            return -1;
-        }
-        chars += PyUnicode_GET_LENGTH(texts[k]);
-    }
-    cache_init(w, chars);
-    int rc = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
-        PyObject *text = texts[k];
-        int state = text_state(e, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
-        spans[2 * k] = w->n_out;
-        spans[2 * k + 1] = SIZE_MAX;
-        if (state == TEXT_UNCLASSIFIED)
-            spans[2 * k] = SIZE_MAX;  /* encoded below */
-        else if (state == TEXT_READY && (rc = encode_text(e, w, text)) == 0)
-            spans[2 * k + 1] = w->n_out;
-        else if (rc < 0 && w->fail == FAIL_UNKNOWN_CHAR) {
-            w->fail = rc = 0;
-            w->n_out = spans[2 * k];
-        }
-    }
-    Py_END_ALLOW_THREADS
-    if (rc < 0) {
+    const Sized *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Where one text is long beside a worker's share (more than a quarter of it), the texts
+   taken longest first, so that no long one is left to the end while the other workers
+   idle; else in order (texts of even length need no sorting). 0, or -1 with MemoryError. */
+static int
+order_texts(Batch *b, Py_ssize_t longest)
+{
+    if (b->n_work < 2 || longest * 4 * b->n_work <= b->chars)
+        return 0;
+    Sized *sized = PyMem_RawMalloc((size_t)b->n * sizeof(Sized));
+    b->order = PyMem_RawMalloc((size_t)b->n * sizeof(Py_ssize_t));
+    if (sized == NULL || b->order == NULL) {
+        PyMem_RawFree(sized);
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (spans[2 * k] != SIZE_MAX)
+    for (Py_ssize_t k = 0; k < b->n; k++)
+        sized[k] = (Sized){PyUnicode_GET_LENGTH(b->texts[k]), k};
+    qsort(sized, (size_t)b->n, sizeof(Sized), longer_first);
+    for (Py_ssize_t k = 0; k < b->n; k++)
+        b->order[k] = sized[k].k;
+    PyMem_RawFree(sized);
+    return 0;
+}
+
+/* encode_batch's texts encoded into b (its works taken), on `workers` threads: the GIL
+   released once for every text ready (text_state), then taken for each that was not
+   (texts with characters met for the first time, encoded by work 0). Where lists will be
+   made (b->counted), their ids are counted too. 0, or -1 with an exception. */
+static int
+encode_texts(Batch *b)
+{
+    for (int t = 0; t < b->n_work; t++)
+        cache_init(b->work[t], b->chars / b->n_work);
+    Py_BEGIN_ALLOW_THREADS
+    if (b->n_work > 1) {
+        encode_on_threads(b);
+        if (!b->counted)  /* no lists to fill: the threads are done */
+            end_threads(b, -1);
+    } else
+        encode_some(b, 0);
+    Py_END_ALLOW_THREADS
+    for (int t = 0; t < b->n_work; t++)
+        if (b->work[t]->fail) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    Work *w = b->work[0];
+    int late = 0;
+    for (Py_ssize_t k = 0; k < b->n; k++) {
+        if (b->spans[2 * k] != SIZE_MAX)
             continue;
-        spans[2 * k] = w->n_out;
-        int state = encode_one(e, w, texts[k]);
+        late = 1;
+        size_t start = w->n_out;
+        int state = encode_one(b->e, w, b->texts[k]);
         if (state < 0)
             return -1;
-        spans[2 * k + 1] = state == TEXT_READY ? w->n_out : SIZE_MAX;
+        b->owner[k] = 0;
+        b->spans[2 * k] = start;
+        b->spans[2 * k + 1] = state == TEXT_READY ? w->n_out : SIZE_MAX;
+        if (b->counted && state == TEXT_READY)
+            count_ids(b->e, w, start, w->n_out);
     }
+    if (b->counted && late)
+        find_fresh(b->e, w);
     return 0;
 }
 
 static PyObject *
 Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
 {
-    static char *names[] = {"texts", "as_bytes", NULL};
+    static char *names[] = {"texts", "as_bytes", "workers", NULL};
     PyObject *texts;
-    int as_bytes = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:encode_batch", names, &texts, &as_bytes))
+    int as_bytes = 0, workers = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|pi:encode_batch", names, &texts, &as_bytes, &workers))
         return NULL;
     PyObject *tuple = PySequence_Tuple(texts);  /* ours: nobody changes it while the GIL is released */
     if (tuple == NULL)
         return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
-    size_t *spans = PyMem_RawMalloc((size_t)(n ? n : 1) * 2 * sizeof(size_t));
-    Work *w = spans != NULL ? work_take(e) : NULL;
+    Batch b = {.e = e, .texts = &PyTuple_GET_ITEM(tuple, 0), .n = PyTuple_GET_SIZE(tuple), .counted = !as_bytes};
+    Py_ssize_t longest = 0;
+    for (Py_ssize_t k = 0; k < b.n; k++) {
+        if (!PyUnicode_Check(b.texts[k])) {
+            Py_DECREF(tuple);
+            return PyErr_Format(PyExc_TypeError, "texts must be str, not %.100s", Py_TYPE(b.texts[k])->tp_name);
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(b.texts[k]);
+        b.chars += len;
+        longest = len > longest ? len : longest;
+    }
+    /* a thread for each WORKER_CHARS characters at most: a short batch is not worth one */
+    Py_ssize_t most = b.chars / WORKER_CHARS + 1;
+    most = most < b.n ? most : b.n > 0 ? b.n : 1;
+    most = most < MAX_WORKERS ? most : MAX_WORKERS;
+    workers = workers < 1 ? 1 : workers < most ? workers : (int)most;
+    size_t n = (size_t)(b.n ? b.n : 1);
+    b.spans = PyMem_RawMalloc(n * 2 * sizeof(size_t));
+    b.owner = PyMem_RawMalloc(n);
     PyObject *out = NULL;
-    if (spans == NULL)
+    int ok = b.spans != NULL && b.owner != NULL;
+    if (!ok)
         PyErr_NoMemory();
-    if (w != NULL && encode_texts(e, w, &PyTuple_GET_ITEM(tuple, 0), n, spans) == 0
-            && (out = PyList_New(n)) != NULL
-            && ids_objects(e, w, spans, n, as_bytes, ((PyListObject *)out)->ob_item) < 0)
+    for (; ok && b.n_work < workers; b.n_work++)
+        ok = (b.work[b.n_work] = work_take(e)) != NULL;
+    if (ok && b.counted)
+        ok = counts_ready(&b) == 0;
+    if (ok)
+        ok = order_texts(&b, longest) == 0;
+    if (ok && encode_texts(&b) == 0
+            && (out = PyList_New(b.n)) != NULL
+            && batch_objects(&b, as_bytes, ((PyListObject *)out)->ob_item) < 0)
         Py_CLEAR(out);  /* its items NULL: freed as empty */
-    if (w != NULL)
+    if (b.n_threads) {  /* a failure on the way: the threads stopped before their works go back */
+        Py_BEGIN_ALLOW_THREADS
+        end_threads(&b, -1);
+        Py_END_ALLOW_THREADS
+    }
+    for (int t = 0; t < b.n_work; t++) {
+        Work *w = b.work[t];
+        if (w->counts != NULL)  /* counts left by a failure on the way */
+            count_references(e, w, 0);
         work_give(e, w);
-    PyMem_RawFree(spans);
+    }
+    PyMem_RawFree(b.spans);
+    PyMem_RawFree(b.owner);
+    PyMem_RawFree(b.order);
     Py_DECREF(tuple);
     return out;
 }
@@ -1972,9 +2363,10 @@ static PyMethodDef Encoder_methods[] = {
      "as native uint32 bytes. None where the text holds a surrogate or a character the\n"
      "version has no symbol for."},
     {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
-     "encode_batch(texts, as_bytes=False) -> list[list[int] | bytes | None]\n\n"
-     "encode of each text, in one call: one scratch space and cache, the GIL released while\n"
-     "each text is encoded."},
+     "encode_batch(texts, as_bytes=False, workers=1) -> list[list[int] | bytes | None]\n\n"
+     "encode of each text, in one call, the GIL released while they are encoded: on up to\n"
+     "`workers` threads (each with its scratch space and cache; none for less than 16,384\n"
+     "characters), each taking the next text not yet taken."},
     {"encode_words", (PyCFunction)(void (*)(void))Encoder_encode_words, METH_VARARGS | METH_KEYWORDS,
      "encode_words(words, as_bytes=False) -> list[int] | bytes | None\n\n"
      "The ids of words already cut, in order (as encode)."},

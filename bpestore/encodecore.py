@@ -147,14 +147,19 @@ class CoreEncoder:
         assert not isinstance(ids, bytes)
         return ids
 
-    def encode_batch(self, texts: Sequence[str]) -> list[list[int] | None]:
-        """``encode`` of each text, in one call of the core: one scratch space and
-        cache, the GIL released while each text is encoded."""
-        if self._pretokenize is not None:
+    def encode_batch(self, texts: Sequence[str], workers: int = 1) -> list[list[int] | None]:
+        """``encode`` of each text, in one call of the core, the GIL released while they
+        are encoded: on up to ``workers`` threads of the core, each taking the next text."""
+        if self._pretokenize is not None:  # cut in Python, with the GIL: threads share what the core does
+            if workers > 1 and len(texts) > 1:
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(workers) as pool:
+                    return list(pool.map(self.encode, texts))
             return [self.encode(text) for text in texts]
         if self._steps:
             texts = [normalize(text, self._steps) for text in texts]
-        return self._core.encode_batch(texts)
+        return self._core.encode_batch(texts, workers=workers)
 
     def encode_into(self, text: str, out: list | array) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array); False,

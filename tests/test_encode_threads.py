@@ -113,3 +113,66 @@ def test_a_file_in_ranges_on_threads_gives_tiktokens_ids(cl100k, tmp_path, monke
         done = tok.encode_file(path, out, workers=workers)
         assert done.tokens == len(expected)
         assert list(memoryview(out.read_bytes()).cast("I")) == expected
+
+
+def test_the_cores_own_threads_give_tiktokens_ids_for_any_number_of_workers(cl100k):
+    """One call on the core's threads (each taking the next text, uneven texts among even
+    ones; a fresh core, so that texts with characters met for the first time wait for the
+    GIL): the ids of tiktoken, whatever the number of workers asked."""
+    _, enc, ranks = cl100k
+    tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
+    for data, rank in ranks.items():
+        tokens[rank] = data
+    long = read_corpus("taylorswift.txt")[:150_000]
+    docs = [d for d in documents() if fixed(d) == d]
+    docs = docs[:5] + [long] + docs[5:] * 4 + ["\ud800 alone"]
+    expected = [enc.encode_ordinary(d) for d in docs[:-1]] + [None]
+    for workers in (2, 64, 1, 3, 1000, 0, -5, 8):
+        core = encodecore.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
+                                       mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
+                                       classify=char_class)
+        assert core.encode_batch(docs, workers=workers) == expected, workers
+        packed = core.encode_batch(docs, as_bytes=True, workers=workers)
+        assert [list(memoryview(b).cast("I")) if b is not None else None for b in packed] == expected
+    with ThreadPoolExecutor(4) as pool:  # calls on threads at once, each on threads of the core
+        batches = list(pool.map(lambda k: core.encode_batch(docs[k:] + docs[:k], workers=3), range(8)))
+    assert batches == [expected[k:] + expected[:k] for k in range(8)]
+
+
+def test_lists_of_threads_count_their_references_and_behave_as_lists(cl100k):
+    """Lists filled on the core's threads: each int gets back the count it had once they
+    are freed; they are ordinary lists to the collector (tracked, found by
+    gc.get_referrers) and stay usable after mutation, a cycle through one collected."""
+    tok, enc, _ = cl100k
+    core = tok._fast_encoder()._core
+    docs = documents()[:30] * 3
+    core.encode_batch(docs, workers=4)  # the ints made
+    probe = core.encode(docs[0])[5]
+    gc.collect()
+    before = sys.getrefcount(probe)
+    held = core.encode_batch(docs, workers=4)
+    uses = sum(ids.count(probe) for ids in held if ids is not None)
+    assert uses > 0 and sys.getrefcount(probe) == before + uses
+    first = held[0]
+    assert gc.is_tracked(first) and any(r is first for r in gc.get_referrers(probe))
+    first.append(first)
+    first.extend([probe, [1]])
+    first.sort(key=id)
+    assert first.count(probe) == enc.encode_ordinary(fixed(docs[0])).count(probe) + 1
+    del held, first
+    gc.collect()
+    assert sys.getrefcount(probe) == before
+
+
+def test_a_batch_on_threads_of_short_and_uneven_documents(cl100k):
+    """Tokenizer.encode_batch with workers: documents of a few characters to 100,000, in
+    runs the core shares among its threads: one thread's ids."""
+    tok, enc, _ = cl100k
+    text = read_corpus("taylorswift.txt")[:200_000]
+    docs, at = [], 0
+    for size in [3, 500, 100_000, 7, 2_000] * 8:
+        docs.append(text[at % 150_000:at % 150_000 + size])
+        at += 7_919
+    expected = [enc.encode_ordinary(d) for d in docs]
+    for workers in (1, 2, 5):
+        assert tok.encode_batch(docs, workers=workers) == expected

@@ -29,7 +29,7 @@ ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typ
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a time
 CUT_WINDOW = 64 << 10  # bytes searched for a safe place to cut a file into ranges
-BATCH_CHARS = 1 << 21  # characters of encode_batch's texts the compiled core takes in one call
+BATCH_CHARS = 1 << 21  # characters of encode_batch's texts a worker of the compiled core takes in one call
 
 # Token ids: a list, or a uint32 array (id files, worker results).
 IdsT = TypeVar("IdsT", list[int], "array[int]")
@@ -143,7 +143,7 @@ def _on_threads(tok: Tokenizer) -> bool:
 def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
     """``Tokenizer.encode_batch``: where the compiled core encodes the texts whole (no
     special token to match, no dropout), it takes them a batch per call, on ``workers``
-    threads (the GIL released while it encodes; one copy of its tables); else each text
+    threads of its own (the GIL released while it encodes; one copy of its tables); else each text
     is encoded alone, on threads where tiktoken's core encodes."""
     fast = tok._fast_encoder() if not rules.allowed and not rules.dropout else None
     core = fast if isinstance(fast, CoreEncoder) else None  # it encodes these texts whole
@@ -157,24 +157,20 @@ def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: in
     from .tokenizer import refuse_disallowed
 
     texts = list(texts)
-    for text in texts:
-        refuse_disallowed(tok, text, rules)
-    batches = _batches(texts, workers)
-    if workers > 1 and len(batches) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(workers, len(batches))) as pool:
-            found = [ids for batch in pool.map(core.encode_batch, batches) for ids in batch]
-    else:
-        found = [ids for batch in batches for ids in core.encode_batch(batch)]
+    if rules.disallowed:
+        for text in texts:
+            refuse_disallowed(tok, text, rules)
+    found = [ids for batch in _batches(texts, workers) for ids in core.encode_batch(batch, workers)]
     # None: a lone surrogate or a character the version has no symbol for (the pure path says what to do).
     return [ids if ids is not None else tok._encode(text, rules, None, []) for ids, text in zip(found, texts)]
 
 
 def _batches(texts: list[str], workers: int) -> list[list[str]]:
-    """texts cut into runs of about BATCH_CHARS characters, or fewer where that gives each
-    worker at least four runs (threads that finish early take the next)."""
-    size = min(BATCH_CHARS, max(1, sum(map(len, texts)) // (4 * workers)))
+    """texts cut into runs of about BATCH_CHARS characters a worker (the core's threads
+    share a run's texts, each taking the next)."""
+    size = BATCH_CHARS * workers
+    if sum(map(len, texts)) <= size:
+        return [texts]
     batches: list[list[str]] = [[]]
     chars = 0
     for text in texts:
