@@ -168,7 +168,10 @@ typedef struct {
                               process's shared table where classify is the first one given */
     PyObject *classify;
     int own_classes;       /* classes is this encoder's own (another classify function) */
-    uint64_t *byte_pairs;   /* plain byte symbols, merge rule: the pair of bytes (a << 8) | b */
+    uint64_t *byte_pairs;   /* plain byte symbols: the pair of bytes (a << 8) | b */
+    uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
+                               (short_key): one look-up, no filter, no second read; 0: empty */
+    int short_shift;
     PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
     size_t n_ids;
     size_t table_bytes;
@@ -242,6 +245,39 @@ capacity_for(size_t n)
     while (capacity < 2 * n)
         capacity <<= 1;
     return capacity;
+}
+
+/* The tokens of 2..SHORT_TOKEN_LEN bytes: a slot is the key (the bytes, and the
+   length from bit 32 on) with the id from bit SHORT_ID_SHIFT on. */
+#define SHORT_TOKEN_LEN 4
+#define SHORT_ID_SHIFT 35
+#define SHORT_KEY_MASK ((1ULL << SHORT_ID_SHIFT) - 1)
+
+static inline uint64_t
+short_key(const uint8_t *p, size_t n)
+{
+    uint32_t bytes = n == 4 ? load32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (n == 3 ? (uint32_t)p[2] << 16 : 0);
+    return (uint64_t)bytes | (uint64_t)n << 32;
+}
+
+static inline size_t
+short_slot(const Encoder *e, uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->short_shift);
+}
+
+/* The id of the token of key's bytes, or NO_ID. */
+static inline uint32_t
+short_find(const Encoder *e, uint64_t key)
+{
+    size_t mask = ((size_t)1 << (64 - e->short_shift)) - 1;
+    for (size_t j = short_slot(e, key);; j = (j + 1) & mask) {
+        uint64_t slot = e->short_tokens[j];
+        if ((slot & SHORT_KEY_MASK) == key)
+            return (uint32_t)(slot >> SHORT_ID_SHIFT);
+        if (slot == 0)
+            return NO_ID;
+    }
 }
 
 /* -- one call's scratch space and cache -------------------------------------------------- */
@@ -461,12 +497,18 @@ token_may_be(const Encoder *e, uint64_t h)
 }
 
 /* MODE_RANKS in two steps, so that the memory of several look-ups is fetched at once:
-   the hash of bytes [start, end) (0, unused, where no token is that long), its filter
-   word and table slot fetched; then the pair of that span as pair_of gives it. */
+   the hash of bytes [start, end) (0, unused, where no token is that long; the key of a
+   short span), its filter word and table slot fetched; then the pair of that span as
+   pair_of gives it. */
 static inline uint64_t
 span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
 {
     size_t n = end - start;
+    if (n <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
+        uint64_t key = short_key(bytes + start, n);
+        __builtin_prefetch(&e->short_tokens[short_slot(e, key)]);
+        return key;
+    }
     if (n > e->max_token_len)
         return 0;
     uint64_t h = hash_bytes(bytes + start, n);
@@ -478,6 +520,10 @@ span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
 static inline uint64_t
 span_pair(const Encoder *e, const uint8_t *bytes, size_t start, size_t end, uint64_t h)
 {
+    if (end - start <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
+        uint32_t id = short_find(e, h);
+        return id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
+    }
     if (end - start > e->max_token_len || !token_may_be(e, h))
         return NO_PAIR;
     const TokenSlot *t = token_find(e, bytes + start, end - start, h);
@@ -520,11 +566,11 @@ merge:
     while (n > 1) {
         uint64_t best = NO_PAIR;
         size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++)
-            if (pr[i] < best) {
-                best = pr[i];
-                at = i;
-            }
+        for (size_t i = 0; i + 1 < n; i++) {  /* without branches: which pair wins is no pattern */
+            int lower = pr[i] < best;
+            best = lower ? pr[i] : best;
+            at = lower ? i : at;
+        }
         if (best == NO_PAIR)
             break;
         s[at] = (uint32_t)best;
@@ -603,16 +649,18 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
     for (;;) {
         uint64_t best = NO_PAIR;
         size_t bb = 0;
-        for (size_t b = 0; b < nb; b++)
-            if (bmin[b] < best) {
-                best = bmin[b];
-                bb = b;
-            }
+        for (size_t b = 0; b < nb; b++) {  /* without branches: which block wins is no pattern */
+            int lower = bmin[b] < best;
+            best = lower ? bmin[b] : best;
+            bb = lower ? b : bb;
+        }
         if (best == NO_PAIR)
             break;
-        size_t i = bb << 3;
-        while (cur[i] != best)
-            i++;
+        const uint64_t *c = cur + (bb << 3);
+        unsigned found = 0;
+        for (unsigned k = 0; k < 8; k++)
+            found |= (unsigned)(c[k] == best) << k;
+        size_t i = (bb << 3) + (size_t)__builtin_ctz(found);
         uint32_t j = next[i], k = next[j], h = prev[i];
         s[i] = (uint32_t)best;
         s[j] = NO_ID;
@@ -1010,6 +1058,7 @@ Encoder_dealloc(Encoder *e)
     if (e->own_classes)
         PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
+    PyMem_RawFree(e->short_tokens);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
@@ -1228,6 +1277,48 @@ check_whole(Encoder *e)
     if (rc < 0)
         PyErr_NoMemory();
     return rc;
+}
+
+/* Token ranks: the pairs of bytes (the first look-ups of every word) in a table of
+   65,536, and the tokens of 2..SHORT_TOKEN_LEN bytes in a table of their own, from the
+   table of tokens (so the same id where bytes repeat). */
+static int
+build_short_tokens(Encoder *e)
+{
+    size_t count = 0;
+    for (size_t j = 0; j <= e->token_mask; j++) {
+        const TokenSlot *t = &e->tokens[j];
+        if (t->len >= 2 && t->len <= SHORT_TOKEN_LEN) {
+            if ((uint64_t)t->id >> (64 - SHORT_ID_SHIFT))
+                return 0;  /* an id too large for a slot: spans take the table of tokens */
+            count++;
+        }
+    }
+    size_t capacity = capacity_for(count);
+    e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
+    e->short_tokens = PyMem_RawCalloc(capacity, sizeof(uint64_t));
+    if (e->byte_pairs == NULL || e->short_tokens == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->table_bytes += 65536 * sizeof(uint64_t) + capacity * sizeof(uint64_t);
+    e->short_shift = 64 - __builtin_ctzll(capacity);
+    for (size_t j = 0; j <= e->token_mask; j++) {
+        const TokenSlot *t = &e->tokens[j];
+        if (t->len < 2 || t->len > SHORT_TOKEN_LEN)
+            continue;
+        uint64_t key = short_key(e->token_bytes + t->offset, t->len);
+        size_t k = short_slot(e, key);
+        while (e->short_tokens[k])
+            k = (k + 1) & (capacity - 1);
+        e->short_tokens[k] = key | (uint64_t)t->id << SHORT_ID_SHIFT;
+    }
+    for (size_t ab = 0; ab < 65536; ab++) {
+        uint8_t pair[2] = {(uint8_t)(ab >> 8), (uint8_t)ab};
+        uint32_t id = short_find(e, short_key(pair, 2));
+        e->byte_pairs[ab] = id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
+    }
+    return 0;
 }
 
 static int
@@ -1463,6 +1554,8 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             goto fail;
         e->whole_lookup = 1;
         if (mode == MODE_MERGE && !whole && check_whole(e) < 0)
+            goto fail;
+        if (mode == MODE_RANKS && build_short_tokens(e) < 0)
             goto fail;
     }
     if (e->chars && build_chars(e, chars) < 0)
