@@ -72,49 +72,45 @@ load32(const uint8_t *p)
     return w;
 }
 
-/* The n < 8 bytes at p as one word (not their exact bytes where n >= 4: two loads that
-   overlap; enough for a hash, whose length is mixed in apart). */
+/* The n <= 8 bytes at p as one word (little-endian, zero above them). Where the 8 bytes
+   from p lie on one page, one load (the bytes past n are masked off): no branch on n. */
 static inline uint64_t
-tail_bytes(const uint8_t *p, size_t n)
+load_upto8(const uint8_t *p, size_t n)
 {
-    if (n >= 4)
-        return ((uint64_t)load32(p) << 32) | load32(p + n - 4);
-    if (n == 0)
-        return 0;
-    return ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n != 0 && ((uintptr_t)p & 4095) <= 4096 - 8)
+        return load64(p) & (n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1);
+#endif
+    uint64_t w = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        w |= (uint64_t)p[i] << (8 * i);
+    return w;
 }
 
 /* a[0..n) == b[0..n), for short n, without a call. */
 static inline int
 same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
 {
-    if (n >= 8) {
-        for (size_t i = 0; i + 8 < n; i += 8)
-            if (load64(a + i) != load64(b + i))
-                return 0;
-        return load64(a + n - 8) == load64(b + n - 8);
-    }
-    if (n >= 4)
-        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
+    if (n <= 8)
+        return load_upto8(a, n) == load_upto8(b, n);
+    for (size_t i = 0; i + 8 < n; i += 8)
+        if (load64(a + i) != load64(b + i))
             return 0;
-    return 1;
+    return load64(a + n - 8) == load64(b + n - 8);
 }
 
 static inline uint64_t
 hash_bytes(const uint8_t *p, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    /* the last 1..8 bytes (of 8 or more: one load ending at the end) */
+    uint64_t w = n >= 8 ? load64(p + n - 8) >> (8 * ((8 - n % 8) % 8)) : load_upto8(p, n);
+    while (n > 8) {
+        h = (h ^ load64(p)) * 0xff51afd7ed558ccdULL;
         h ^= h >> 31;
         p += 8;
         n -= 8;
     }
-    uint64_t w = tail_bytes(p, n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     return h;
@@ -611,19 +607,30 @@ block_min(const uint64_t *cur, size_t b)
     return MIN2(MIN2(MIN2(c[0], c[1]), MIN2(c[2], c[3])), MIN2(MIN2(c[4], c[5]), MIN2(c[6], c[7])));
 }
 
-/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (rank << 32 |
-   made, NO_PAIR where none or dead) in cur, the lowest of every block of 8 in bmin, a
-   linked list of the symbols left. A merge finds the lowest block (leftmost among
-   equals), its first position of that value, and looks up the two pairs it changes:
-   no heap, no stale entries. Returns the symbols left, in s. */
+/* A pair value (rank << 32 | made) as merge_mid keeps it: the made id apart, the
+   position i in its place, so that the lowest value says where (leftmost among equal
+   ranks); NO_PAIR (none) becomes a value above every pair. */
+#define NO_RANK 0xFFFFFFFF00000000ULL
+static inline uint64_t
+at_position(uint64_t pair, uint32_t *made, size_t i)
+{
+    made[i] = (uint32_t)pair;
+    return (pair & NO_RANK) | i;
+}
+
+/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (at_position,
+   NO_PAIR where dead) in cur, the lowest of every block of 8 in bmin, a linked list of
+   the symbols left. A merge takes the lowest of the blocks' minima and looks up the two
+   pairs it changes: no heap, no stale entries. Returns the symbols left, in s. */
 static size_t
 merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
           size_t n)
 {
-    size_t nb = (n + 7) >> 3;
-    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 9 * nb, sizeof(uint64_t)) < 0)
+    size_t nb = (n + 7) >> 3, nbmin = nb < 8 ? 8 : nb;
+    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 8 * nb + nbmin + 4 * nb, sizeof(uint64_t)) < 0)
         return 0;
     uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
+    uint32_t *made = (uint32_t *)(bmin + nbmin);
     uint32_t *next = w->next, *prev = w->prev;
     for (size_t i = 0; i < n; i++) {
         next[i] = (uint32_t)(i + 1);
@@ -632,63 +639,66 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
 #define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
     if (e->byte_pairs != NULL)
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
+            cur[i] = at_position(e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]], made, i);
     else if (e->mode == MODE_MERGE)
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = pair_find(e, s[i], s[i + 1]);
+            cur[i] = at_position(pair_find(e, s[i], s[i + 1]), made, i);
     else {  /* every first look-up's slot fetched before any is read */
         for (size_t i = 0; i + 1 < n; i++)
             cur[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = span_pair(e, bytes, pos[i], pos[i + 2], cur[i]);
+            cur[i] = at_position(span_pair(e, bytes, pos[i], pos[i + 2], cur[i]), made, i);
     }
     for (size_t i = n - 1; i < 8 * nb; i++)
         cur[i] = NO_PAIR;
     for (size_t b = 0; b < nb; b++)
         bmin[b] = block_min(cur, b);
+    for (size_t b = nb; b < nbmin; b++)
+        bmin[b] = NO_PAIR;
     for (;;) {
-        uint64_t best = NO_PAIR;
-        size_t bb = 0;
-        for (size_t b = 0; b < nb; b++) {  /* without branches: which block wins is no pattern */
-            int lower = bmin[b] < best;
-            best = lower ? bmin[b] : best;
-            bb = lower ? b : bb;
+        uint64_t best;
+        if (nb <= 8)  /* a fixed tree of minima: no branch to mispredict */
+            best = block_min(bmin, 0);
+        else {
+            best = NO_PAIR;
+            for (size_t b = 0; b < nb; b++)
+                best = MIN2(best, bmin[b]);
         }
-        if (best == NO_PAIR)
+        if (best >= NO_RANK)
             break;
-        const uint64_t *c = cur + (bb << 3);
-        unsigned found = 0;
-        for (unsigned k = 0; k < 8; k++)
-            found |= (unsigned)(c[k] == best) << k;
-        size_t i = (bb << 3) + (size_t)__builtin_ctz(found);
+        size_t i = (uint32_t)best;
         uint32_t j = next[i], k = next[j], h = prev[i];
-        s[i] = (uint32_t)best;
+        s[i] = made[i];
         s[j] = NO_ID;
         cur[j] = NO_PAIR;
         next[i] = k;
         if (k < n)
             prev[k] = (uint32_t)i;
+        uint64_t right, left;
         if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t right = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
-            uint64_t left = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
-            uint64_t hr = mix64(right), hl = mix64(left);
+            uint64_t rkey = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
+            uint64_t lkey = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
+            uint64_t hr = mix64(rkey), hl = mix64(lkey);
             __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
             __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
-            cur[i] = k < n ? pair_find_hashed(e, right, hr) : NO_PAIR;
-            if (h != NO_ID)
-                cur[h] = pair_find_hashed(e, left, hl);
+            right = k < n ? pair_find_hashed(e, rkey, hr) : NO_PAIR;
+            left = h != NO_ID ? pair_find_hashed(e, lkey, hl) : NO_PAIR;
         } else {
             uint64_t hr = k < n ? span_hash(e, bytes, pos[i], END_OF(k)) : 0;
             uint64_t hl = h != NO_ID ? span_hash(e, bytes, pos[h], END_OF(i)) : 0;
-            cur[i] = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
-            if (h != NO_ID)
-                cur[h] = span_pair(e, bytes, pos[h], END_OF(i), hl);
+            right = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
+            left = h != NO_ID ? span_pair(e, bytes, pos[h], END_OF(i), hl) : NO_PAIR;
         }
+        cur[i] = k < n ? at_position(right, made, i) : NO_PAIR;
+        size_t hb = i >> 3;
+        if (h != NO_ID) {
+            cur[h] = at_position(left, made, h);
+            hb = h >> 3;
+        }
+        /* every block that changed, again (the same block twice costs less than a branch) */
         bmin[i >> 3] = block_min(cur, i >> 3);
-        if (j >> 3 != i >> 3)
-            bmin[j >> 3] = block_min(cur, j >> 3);
-        if (h != NO_ID && h >> 3 != i >> 3)
-            bmin[h >> 3] = block_min(cur, h >> 3);
+        bmin[j >> 3] = block_min(cur, j >> 3);
+        bmin[hb] = block_min(cur, hb);
     }
 #undef END_OF
     size_t m = 0;
