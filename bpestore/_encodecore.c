@@ -619,14 +619,17 @@ at_position(uint64_t pair, uint32_t *made, size_t i)
 }
 
 /* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (at_position,
-   NO_PAIR where dead) in cur, the lowest of every block of 8 in bmin, a linked list of
-   the symbols left. A merge takes the lowest of the blocks' minima and looks up the two
-   pairs it changes: no heap, no stale entries. Returns the symbols left, in s. */
+   NO_PAIR where dead) in cur, a lower bound of every block of 8 in bmin (the block's
+   lowest, or below where a value of the block rose since), a linked list of the symbols
+   left. A merge takes the lowest bound: where that is a value still in cur it is the
+   lowest pair (every other is above its block's bound), else its block is looked at
+   again. Then it looks up the two pairs it changes: no heap. Returns the symbols left,
+   in s. */
 static size_t
 merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
           size_t n)
 {
-    size_t nb = (n + 7) >> 3, nbmin = nb < 8 ? 8 : nb;
+    size_t nb = (n + 7) >> 3, nbmin = nb <= 8 ? 8 : nb <= 16 ? 16 : nb;
     if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 8 * nb + nbmin + 4 * nb, sizeof(uint64_t)) < 0)
         return 0;
     uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
@@ -657,16 +660,24 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
         bmin[b] = NO_PAIR;
     for (;;) {
         uint64_t best;
-        if (nb <= 8)  /* a fixed tree of minima: no branch to mispredict */
+        if (nbmin == 8)  /* a fixed tree of minima: no branch to mispredict */
             best = block_min(bmin, 0);
+        else if (nbmin == 16)
+            best = MIN2(block_min(bmin, 0), block_min(bmin, 1));
         else {
             best = NO_PAIR;
             for (size_t b = 0; b < nb; b++)
                 best = MIN2(best, bmin[b]);
         }
-        if (best >= NO_RANK)
+        if (best == NO_PAIR)
             break;
         size_t i = (uint32_t)best;
+        if (cur[i] != best) {  /* a bound below its block's values */
+            bmin[i >> 3] = block_min(cur, i >> 3);
+            continue;
+        }
+        if (best >= NO_RANK)
+            break;
         uint32_t j = next[i], k = next[j], h = prev[i];
         s[i] = made[i];
         s[j] = NO_ID;
@@ -690,15 +701,12 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
             left = h != NO_ID ? span_pair(e, bytes, pos[h], END_OF(i), hl) : NO_PAIR;
         }
         cur[i] = k < n ? at_position(right, made, i) : NO_PAIR;
-        size_t hb = i >> 3;
-        if (h != NO_ID) {
+        bmin[i >> 3] = block_min(cur, i >> 3);  /* its lowest was cur[i]: surely stale */
+        if (h != NO_ID) {  /* a bound stays one where the value falls; where it rises (and at j), a
+                              stale bound is found when it comes out lowest */
             cur[h] = at_position(left, made, h);
-            hb = h >> 3;
+            bmin[h >> 3] = MIN2(bmin[h >> 3], cur[h]);
         }
-        /* every block that changed, again (the same block twice costs less than a branch) */
-        bmin[i >> 3] = block_min(cur, i >> 3);
-        bmin[j >> 3] = block_min(cur, j >> 3);
-        bmin[hb] = block_min(cur, hb);
     }
 #undef END_OF
     size_t m = 0;
