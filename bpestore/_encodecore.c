@@ -16,9 +16,11 @@
        unknown token or byte fallback, with the word markers) are merged:
        MODE_MERGE joins the adjacent pair of lowest merge rank (leftmost first), as
        bpestore.bpe.merge_word does; MODE_RANKS joins the adjacent pair whose
-       concatenated bytes have the lowest rank (token id), tiktoken's rule: a pair's
-       bytes are hashed, a bit filter of the tokens' hashes (L2-sized) turns most
-       spans that are no token away, the table of tokens tells the rest.
+       concatenated bytes have the lowest rank (token id), tiktoken's rule: two bytes
+       are looked up in a table of every pair of bytes, a span of 3 or 4 in a table of
+       the short tokens that holds their bytes (one read); a longer span's bytes are
+       hashed, a bit filter of the tokens' hashes (L2-sized) turns most spans that are
+       no token away, the table of tokens tells the rest.
        A word of up to SHORT_SYMBOLS symbols is merged with arrays, up to MID_SYMBOLS
        with blocks of 8 pairs' minima; a longer one with a heap and a linked list,
        O(n log n). The look-ups a merge makes are hashed first and their memory
