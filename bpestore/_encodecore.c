@@ -16,9 +16,11 @@
        unknown token or byte fallback, with the word markers) are merged:
        MODE_MERGE joins the adjacent pair of lowest merge rank (leftmost first), as
        bpestore.bpe.merge_word does; MODE_RANKS joins the adjacent pair whose
-       concatenated bytes have the lowest rank (token id), tiktoken's rule: a pair's
-       bytes are hashed, a bit filter of the tokens' hashes (L2-sized) turns most
-       spans that are no token away, the table of tokens tells the rest.
+       concatenated bytes have the lowest rank (token id), tiktoken's rule: two bytes
+       are looked up in a table of every pair of bytes, a span of 3 or 4 in a table of
+       the short tokens that holds their bytes (one read); a longer span's bytes are
+       hashed, a bit filter of the tokens' hashes (L2-sized) turns most spans that are
+       no token away, the table of tokens tells the rest.
        A word of up to SHORT_SYMBOLS symbols is merged with arrays, up to MID_SYMBOLS
        with blocks of 8 pairs' minima; a longer one with a heap and a linked list,
        O(n log n). The look-ups a merge makes are hashed first and their memory
@@ -49,7 +51,7 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 #define MID_SYMBOLS 256
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
-#define CACHE_SLOTS_MAX (1u << 13)
+#define CACHE_SLOTS_MAX (1u << 15)
 
 /* -- hashing ------------------------------------------------------------------------ */
 
@@ -78,49 +80,45 @@ load32(const uint8_t *p)
     return w;
 }
 
-/* The n < 8 bytes at p as one word (not their exact bytes where n >= 4: two loads that
-   overlap; enough for a hash, whose length is mixed in apart). */
+/* The n <= 8 bytes at p as one word (little-endian, zero above them). Where the 8 bytes
+   from p lie on one page, one load (the bytes past n are masked off): no branch on n. */
 static inline uint64_t
-tail_bytes(const uint8_t *p, size_t n)
+load_upto8(const uint8_t *p, size_t n)
 {
-    if (n >= 4)
-        return ((uint64_t)load32(p) << 32) | load32(p + n - 4);
-    if (n == 0)
-        return 0;
-    return ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n != 0 && ((uintptr_t)p & 4095) <= 4096 - 8)
+        return load64(p) & (n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1);
+#endif
+    uint64_t w = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        w |= (uint64_t)p[i] << (8 * i);
+    return w;
 }
 
 /* a[0..n) == b[0..n), for short n, without a call. */
 static inline int
 same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
 {
-    if (n >= 8) {
-        for (size_t i = 0; i + 8 < n; i += 8)
-            if (load64(a + i) != load64(b + i))
-                return 0;
-        return load64(a + n - 8) == load64(b + n - 8);
-    }
-    if (n >= 4)
-        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i])
+    if (n <= 8)
+        return load_upto8(a, n) == load_upto8(b, n);
+    for (size_t i = 0; i + 8 < n; i += 8)
+        if (load64(a + i) != load64(b + i))
             return 0;
-    return 1;
+    return load64(a + n - 8) == load64(b + n - 8);
 }
 
 static inline uint64_t
 hash_bytes(const uint8_t *p, size_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    /* the last 1..8 bytes (of 8 or more: one load ending at the end) */
+    uint64_t w = n >= 8 ? load64(p + n - 8) >> (8 * ((8 - n % 8) % 8)) : load_upto8(p, n);
+    while (n > 8) {
+        h = (h ^ load64(p)) * 0xff51afd7ed558ccdULL;
         h ^= h >> 31;
         p += 8;
         n -= 8;
     }
-    uint64_t w = tail_bytes(p, n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 29;
     return h;
@@ -174,7 +172,10 @@ typedef struct {
                               process's shared table where classify is the first one given */
     PyObject *classify;
     int own_classes;       /* classes is this encoder's own (another classify function) */
-    uint64_t *byte_pairs;   /* plain byte symbols, merge rule: the pair of bytes (a << 8) | b */
+    uint64_t *byte_pairs;   /* plain byte symbols: the pair of bytes (a << 8) | b */
+    uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
+                               (short_key): one look-up, no filter, no second read; 0: empty */
+    int short_shift;
     PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
     size_t n_ids;
     size_t table_bytes;
@@ -248,6 +249,39 @@ capacity_for(size_t n)
     while (capacity < 2 * n)
         capacity <<= 1;
     return capacity;
+}
+
+/* The tokens of 2..SHORT_TOKEN_LEN bytes: a slot is the key (the bytes, and the
+   length from bit 32 on) with the id from bit SHORT_ID_SHIFT on. */
+#define SHORT_TOKEN_LEN 4
+#define SHORT_ID_SHIFT 35
+#define SHORT_KEY_MASK ((1ULL << SHORT_ID_SHIFT) - 1)
+
+static inline uint64_t
+short_key(const uint8_t *p, size_t n)
+{
+    uint32_t bytes = n == 4 ? load32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (n == 3 ? (uint32_t)p[2] << 16 : 0);
+    return (uint64_t)bytes | (uint64_t)n << 32;
+}
+
+static inline size_t
+short_slot(const Encoder *e, uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->short_shift);
+}
+
+/* The id of the token of key's bytes, or NO_ID. */
+static inline uint32_t
+short_find(const Encoder *e, uint64_t key)
+{
+    size_t mask = ((size_t)1 << (64 - e->short_shift)) - 1;
+    for (size_t j = short_slot(e, key);; j = (j + 1) & mask) {
+        uint64_t slot = e->short_tokens[j];
+        if ((slot & SHORT_KEY_MASK) == key)
+            return (uint32_t)(slot >> SHORT_ID_SHIFT);
+        if (slot == 0)
+            return NO_ID;
+    }
 }
 
 /* -- one call's scratch space and cache -------------------------------------------------- */
@@ -470,12 +504,18 @@ token_may_be(const Encoder *e, uint64_t h)
 }
 
 /* MODE_RANKS in two steps, so that the memory of several look-ups is fetched at once:
-   the hash of bytes [start, end) (0, unused, where no token is that long), its filter
-   word and table slot fetched; then the pair of that span as pair_of gives it. */
+   the hash of bytes [start, end) (0, unused, where no token is that long; the key of a
+   short span), its filter word and table slot fetched; then the pair of that span as
+   pair_of gives it. */
 static inline uint64_t
 span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
 {
     size_t n = end - start;
+    if (n <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
+        uint64_t key = short_key(bytes + start, n);
+        __builtin_prefetch(&e->short_tokens[short_slot(e, key)]);
+        return key;
+    }
     if (n > e->max_token_len)
         return 0;
     uint64_t h = hash_bytes(bytes + start, n);
@@ -487,6 +527,10 @@ span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
 static inline uint64_t
 span_pair(const Encoder *e, const uint8_t *bytes, size_t start, size_t end, uint64_t h)
 {
+    if (end - start <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
+        uint32_t id = short_find(e, h);
+        return id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
+    }
     if (end - start > e->max_token_len || !token_may_be(e, h))
         return NO_PAIR;
     const TokenSlot *t = token_find(e, bytes + start, end - start, h);
@@ -529,11 +573,11 @@ merge:
     while (n > 1) {
         uint64_t best = NO_PAIR;
         size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++)
-            if (pr[i] < best) {
-                best = pr[i];
-                at = i;
-            }
+        for (size_t i = 0; i + 1 < n; i++) {  /* without branches: which pair wins is no pattern */
+            int lower = pr[i] < best;
+            best = lower ? pr[i] : best;
+            at = lower ? i : at;
+        }
         if (best == NO_PAIR)
             break;
         s[at] = (uint32_t)best;
@@ -574,19 +618,33 @@ block_min(const uint64_t *cur, size_t b)
     return MIN2(MIN2(MIN2(c[0], c[1]), MIN2(c[2], c[3])), MIN2(MIN2(c[4], c[5]), MIN2(c[6], c[7])));
 }
 
-/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (rank << 32 |
-   made, NO_PAIR where none or dead) in cur, the lowest of every block of 8 in bmin, a
-   linked list of the symbols left. A merge finds the lowest block (leftmost among
-   equals), its first position of that value, and looks up the two pairs it changes:
-   no heap, no stale entries. Returns the symbols left, in s. */
+/* A pair value (rank << 32 | made) as merge_mid keeps it: the made id apart, the
+   position i in its place, so that the lowest value says where (leftmost among equal
+   ranks); NO_PAIR (none) becomes a value above every pair. */
+#define NO_RANK 0xFFFFFFFF00000000ULL
+static inline uint64_t
+at_position(uint64_t pair, uint32_t *made, size_t i)
+{
+    made[i] = (uint32_t)pair;
+    return (pair & NO_RANK) | i;
+}
+
+/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (at_position,
+   NO_PAIR where dead) in cur, a lower bound of every block of 8 in bmin (the block's
+   lowest, or below where a value of the block rose since), a linked list of the symbols
+   left. A merge takes the lowest bound: where that is a value still in cur it is the
+   lowest pair (every other is above its block's bound), else its block is looked at
+   again. Then it looks up the two pairs it changes: no heap. Returns the symbols left,
+   in s. */
 static size_t
 merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
           size_t n)
 {
-    size_t nb = (n + 7) >> 3;
-    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 9 * nb, sizeof(uint64_t)) < 0)
+    size_t nb = (n + 7) >> 3, nbmin = nb <= 8 ? 8 : nb <= 16 ? 16 : nb;
+    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 8 * nb + nbmin + 4 * nb, sizeof(uint64_t)) < 0)
         return 0;
     uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
+    uint32_t *made = (uint32_t *)(bmin + nbmin);
     uint32_t *next = w->next, *prev = w->prev;
     for (size_t i = 0; i < n; i++) {
         next[i] = (uint32_t)(i + 1);
@@ -595,61 +653,71 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
 #define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
     if (e->byte_pairs != NULL)
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
+            cur[i] = at_position(e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]], made, i);
     else if (e->mode == MODE_MERGE)
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = pair_find(e, s[i], s[i + 1]);
+            cur[i] = at_position(pair_find(e, s[i], s[i + 1]), made, i);
     else {  /* every first look-up's slot fetched before any is read */
         for (size_t i = 0; i + 1 < n; i++)
             cur[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
         for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = span_pair(e, bytes, pos[i], pos[i + 2], cur[i]);
+            cur[i] = at_position(span_pair(e, bytes, pos[i], pos[i + 2], cur[i]), made, i);
     }
     for (size_t i = n - 1; i < 8 * nb; i++)
         cur[i] = NO_PAIR;
     for (size_t b = 0; b < nb; b++)
         bmin[b] = block_min(cur, b);
+    for (size_t b = nb; b < nbmin; b++)
+        bmin[b] = NO_PAIR;
     for (;;) {
-        uint64_t best = NO_PAIR;
-        size_t bb = 0;
-        for (size_t b = 0; b < nb; b++)
-            if (bmin[b] < best) {
-                best = bmin[b];
-                bb = b;
-            }
+        uint64_t best;
+        if (nbmin == 8)  /* a fixed tree of minima: no branch to mispredict */
+            best = block_min(bmin, 0);
+        else if (nbmin == 16)
+            best = MIN2(block_min(bmin, 0), block_min(bmin, 1));
+        else {
+            best = NO_PAIR;
+            for (size_t b = 0; b < nb; b++)
+                best = MIN2(best, bmin[b]);
+        }
         if (best == NO_PAIR)
             break;
-        size_t i = bb << 3;
-        while (cur[i] != best)
-            i++;
+        size_t i = (uint32_t)best;
+        if (cur[i] != best) {  /* a bound below its block's values */
+            bmin[i >> 3] = block_min(cur, i >> 3);
+            continue;
+        }
+        if (best >= NO_RANK)
+            break;
         uint32_t j = next[i], k = next[j], h = prev[i];
-        s[i] = (uint32_t)best;
+        s[i] = made[i];
         s[j] = NO_ID;
         cur[j] = NO_PAIR;
         next[i] = k;
         if (k < n)
             prev[k] = (uint32_t)i;
+        uint64_t right, left;
         if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t right = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
-            uint64_t left = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
-            uint64_t hr = mix64(right), hl = mix64(left);
+            uint64_t rkey = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
+            uint64_t lkey = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
+            uint64_t hr = mix64(rkey), hl = mix64(lkey);
             __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
             __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
-            cur[i] = k < n ? pair_find_hashed(e, right, hr) : NO_PAIR;
-            if (h != NO_ID)
-                cur[h] = pair_find_hashed(e, left, hl);
+            right = k < n ? pair_find_hashed(e, rkey, hr) : NO_PAIR;
+            left = h != NO_ID ? pair_find_hashed(e, lkey, hl) : NO_PAIR;
         } else {
             uint64_t hr = k < n ? span_hash(e, bytes, pos[i], END_OF(k)) : 0;
             uint64_t hl = h != NO_ID ? span_hash(e, bytes, pos[h], END_OF(i)) : 0;
-            cur[i] = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
-            if (h != NO_ID)
-                cur[h] = span_pair(e, bytes, pos[h], END_OF(i), hl);
+            right = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
+            left = h != NO_ID ? span_pair(e, bytes, pos[h], END_OF(i), hl) : NO_PAIR;
         }
-        bmin[i >> 3] = block_min(cur, i >> 3);
-        if (j >> 3 != i >> 3)
-            bmin[j >> 3] = block_min(cur, j >> 3);
-        if (h != NO_ID && h >> 3 != i >> 3)
-            bmin[h >> 3] = block_min(cur, h >> 3);
+        cur[i] = k < n ? at_position(right, made, i) : NO_PAIR;
+        bmin[i >> 3] = block_min(cur, i >> 3);  /* its lowest was cur[i]: surely stale */
+        if (h != NO_ID) {  /* a bound stays one where the value falls; where it rises (and at j), a
+                              stale bound is found when it comes out lowest */
+            cur[h] = at_position(left, made, h);
+            bmin[h >> 3] = MIN2(bmin[h >> 3], cur[h]);
+        }
     }
 #undef END_OF
     size_t m = 0;
@@ -1019,6 +1087,7 @@ Encoder_dealloc(Encoder *e)
     if (e->own_classes)
         PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
+    PyMem_RawFree(e->short_tokens);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
@@ -1237,6 +1306,48 @@ check_whole(Encoder *e)
     if (rc < 0)
         PyErr_NoMemory();
     return rc;
+}
+
+/* Token ranks: the pairs of bytes (the first look-ups of every word) in a table of
+   65,536, and the tokens of 2..SHORT_TOKEN_LEN bytes in a table of their own, from the
+   table of tokens (so the same id where bytes repeat). */
+static int
+build_short_tokens(Encoder *e)
+{
+    size_t count = 0;
+    for (size_t j = 0; j <= e->token_mask; j++) {
+        const TokenSlot *t = &e->tokens[j];
+        if (t->len >= 2 && t->len <= SHORT_TOKEN_LEN) {
+            if ((uint64_t)t->id >> (64 - SHORT_ID_SHIFT))
+                return 0;  /* an id too large for a slot: spans take the table of tokens */
+            count++;
+        }
+    }
+    size_t capacity = capacity_for(count);
+    e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
+    e->short_tokens = PyMem_RawCalloc(capacity, sizeof(uint64_t));
+    if (e->byte_pairs == NULL || e->short_tokens == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->table_bytes += 65536 * sizeof(uint64_t) + capacity * sizeof(uint64_t);
+    e->short_shift = 64 - __builtin_ctzll(capacity);
+    for (size_t j = 0; j <= e->token_mask; j++) {
+        const TokenSlot *t = &e->tokens[j];
+        if (t->len < 2 || t->len > SHORT_TOKEN_LEN)
+            continue;
+        uint64_t key = short_key(e->token_bytes + t->offset, t->len);
+        size_t k = short_slot(e, key);
+        while (e->short_tokens[k])
+            k = (k + 1) & (capacity - 1);
+        e->short_tokens[k] = key | (uint64_t)t->id << SHORT_ID_SHIFT;
+    }
+    for (size_t ab = 0; ab < 65536; ab++) {
+        uint8_t pair[2] = {(uint8_t)(ab >> 8), (uint8_t)ab};
+        uint32_t id = short_find(e, short_key(pair, 2));
+        e->byte_pairs[ab] = id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
+    }
+    return 0;
 }
 
 static int
@@ -1472,6 +1583,8 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             goto fail;
         e->whole_lookup = 1;
         if (mode == MODE_MERGE && !whole && check_whole(e) < 0)
+            goto fail;
+        if (mode == MODE_RANKS && build_short_tokens(e) < 0)
             goto fail;
     }
     if (e->chars && build_chars(e, chars) < 0)

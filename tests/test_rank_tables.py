@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+import random
 
 import pytest
 
@@ -58,6 +59,36 @@ def test_the_tables_built_from_the_rank_file_give_tiktokens_ids(encoding):
     assert tok.decode(tok.encode(TRICKY)) == fixed(TRICKY)
     again = pickle.loads(pickle.dumps(tok))
     assert again.encode(TRICKY) == enc.encode_ordinary(fixed(TRICKY))
+
+
+def test_cjk_runs_and_words_of_short_tokens_give_tiktokens_ids(encoding):
+    """Words of every length the merge takes another way for (runs of 1 to 150 CJK
+    characters: 3 to 450 bytes, mostly merged a byte pair at a time) and words joined
+    from tokens of 1 to 4 bytes (the spans the tables of short tokens and of byte pairs
+    answer), each merged alone and in a text, against tiktoken."""
+    name, path, ranks, enc = encoding
+    if encodecore.CORE is None:
+        pytest.skip("the encode core is not built")
+    tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
+    for token, rank in ranks.items():
+        tokens[rank] = token
+    core = encodecore.CORE.Encoder(tokens, None, None, mode=encodecore.MODE_RANKS)
+    rng = random.Random(12)
+    japanese = read_corpus("japanese_1M.txt")[:100_000]
+    cjk = sorted({c for c in japanese if ord(c) >= 0x3000}) + [chr(c) for c in range(0x4E00, 0x4E00 + 300)]
+    words = ["".join(rng.choices(cjk, k=n)) for n in [*range(1, 90), 100, 120, 150] for _ in range(3)]
+    short = []
+    for token in ranks:
+        if len(token) <= 4:
+            try:
+                short.append(token.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass
+    words += short + ["".join(rng.choices(short, k=rng.randint(2, 8))) for _ in range(3000)]
+    for word in words:
+        assert core.encode_words([word]) == enc._encode_single_piece(word.encode("utf-8")), word
+    text = " ".join(words)
+    assert load_tokenizer(path, name).encode_ordinary(text) == enc.encode_ordinary(text)
 
 
 def test_the_c_reader_reads_what_read_ranks_reads(encoding):
