@@ -250,7 +250,8 @@ def test_stdin_and_compressed_sources(tmp_path):
             f.write(data)
     batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
                                  TokenizerSpec(), stdin=io.BytesIO(data), force=True,
-                                 tuning=IngestTuning(batch_bytes=0, batch_words=0)))  # a batch per source: each one's counts
+                                 # a batch per source: each one's counts
+                                 tuning=IngestTuning(batch_bytes=0, batch_words=0)))
     assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
     assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
 
@@ -665,7 +666,8 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     bad.write_bytes(b"fine words " * 5_000 + b"\xc3(")
     expected_bytes = 4 * paths[0].stat().st_size + paths[1].stat().st_size + bad.stat().st_size
     assert expected_bytes < 400_000 < len(texts[0])  # the workers start inside the first source
-    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_bytes=0, batch_words=0)  # a batch per source
+    # a batch per source
+    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_bytes=0, batch_words=0)
     batches = []
     with pytest.raises(SourceError, match="not valid UTF-8"):
         for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=workers,
@@ -858,16 +860,19 @@ def test_many_small_files_write_the_counts_of_one_file_in_one_generation(workers
 # -- several sources counted together: each source's own words, none twice ---------
 def _mixed_sources(tmp_path):
     """Large and small files cut from one text (words shared across them), a large one
-    repeating an earlier one, a small one repeating an earlier small one, an empty one."""
+    repeating an earlier one, a compressed one repeating an earlier large one (known
+    to repeat only once read), a small one repeating an earlier small one, an empty one."""
     text = read_corpus("tinyshakespeare.txt")[:240_000]
     cuts = [0, 41_000, 43_000, 90_000, 95_500, 96_000, 150_000, 151_000, 240_000]
     texts = [text[a:b] for a, b in itertools.pairwise(cuts)]
     texts[3:3] = [texts[0]]  # a large repeat
-    texts[6:6] = [texts[1], ""]  # a small repeat, an empty file
+    texts[6:6] = [texts[1], "", texts[2]]  # a small repeat, an empty file, a compressed repeat
     paths = []
     for i, t in enumerate(texts):
         paths.append(tmp_path / f"{i:02d}.txt")
         paths[-1].write_text(t, encoding="utf-8")
+    paths[8] = paths[8].rename(paths[8].with_suffix(".txt.gz"))
+    paths[8].write_bytes(gzip.compress(texts[8].encode()))
     return texts, paths
 
 
@@ -882,7 +887,7 @@ def test_sources_counted_together_keep_each_ones_words_and_distinct_words(tmp_pa
         by_name = {s.source: s for s in batches[0].sources}
         seen, kept = set(), Counter()
         for p in order:  # the first of two equal contents counts, in the order given
-            t = p.read_text(encoding="utf-8")
+            t = texts[paths.index(p)]
             s = by_name[str(p)]
             expected = reference_counts(t, GPT2)
             assert s.sha256 == hashlib.sha256(t.encode()).hexdigest() and s.size_bytes == len(t.encode())

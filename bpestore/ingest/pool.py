@@ -243,21 +243,24 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     """One shard's pieces (``shard_counts``, each with its key) merged, in word order,
     and the distinct words of each of ``keys`` in it (a word that two keys share
     is one of each)."""
-    total: Counter = Counter()
-    words_of: dict[int, list[list[bytes]]] = {}
+    by_key: dict[int, list[Packed]] = {}
     for key, piece in pieces:
-        words, counts = unpack_shard(piece)
-        if total:
-            merge_pairs(total, words, counts)
-        else:  # the first piece: its words are distinct, nothing to add to
-            dict.update(total, zip(words, counts))
+        by_key.setdefault(key, []).append(piece)
+    total: Counter = Counter()
+    distinct: dict[int, int] = {}
+    for key, packed in by_key.items():
+        # A key's words, one key at a time: where it is alone, they are the total's.
+        own: set[bytes] | None = set() if key in keys and len(by_key) > 1 and len(packed) > 1 else None
+        for piece in packed:
+            words, counts = unpack_shard(piece)
+            if total:
+                merge_pairs(total, words, counts)
+            else:  # the first piece: its words are distinct, nothing to add to
+                dict.update(total, zip(words, counts))
+            if own is not None:
+                own.update(words)
         if key in keys:
-            words_of.setdefault(key, []).append(words)
-    if len({key for key, _ in pieces}) == 1:
-        distinct = dict.fromkeys(words_of, len(total))
-    else:
-        distinct = {key: len(lists[0]) if len(lists) == 1 else len(set().union(*lists))
-                    for key, lists in words_of.items()}
+            distinct[key] = len(total) if len(by_key) == 1 else len(own) if own is not None else len(words)
     return Counted(in_order(total), [], reduced=True, distinct=distinct)
 
 

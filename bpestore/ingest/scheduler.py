@@ -120,6 +120,7 @@ class _Group:
     closed: bool = False  # no more sources or tasks come
     flushed: bool = False  # the workers were asked for its counts
     shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
+    held: int = 0  # bytes of those shards
     reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
     distinct: Counter = field(default_factory=Counter)  # each large source's distinct words, from the shards
     repeats: list[Source] = field(default_factory=list)  # small sources counted, then found to repeat one
@@ -177,6 +178,7 @@ class _Counting:
         self.seen = set(already_counted)  # sha256 of contents counted (skip repeats)
         # What the workers skip unread: contents counted before the call.
         self.known = frozenset() if force else frozenset(already_counted)
+        self.large_sizes: set[int] = set()  # sizes of the large plain files so far
         self.progress = progress
         self.stdin = stdin
         self.errors = errors
@@ -280,7 +282,10 @@ class _Counting:
     def group_for(self, small: bool) -> _Group:
         """The open group, or a new one where it is of the other kind or full."""
         group = self.open
-        if group is None or bool(group.key) != small or group.size >= self.tuning.batch_bytes:
+        # The shards the parent keeps of a group stay within about ``merge_bytes``
+        # where the sources allow: each source's words come in shards of their own.
+        if group is None or bool(group.key) != small or group.size >= self.tuning.batch_bytes or \
+                group.held >= self.tuning.merge_bytes:
             self.close_group()
             group = self.open = _Group(key=next(self.keys) if small else 0)
             self.groups.append(group)
@@ -324,11 +329,13 @@ class _Counting:
         plain = self.sizes[index] is not None and not is_compressed(path)
         size = self.sizes[index] or 0  # known for every plain file
         group.size += size
-        hashed_first = plain and not self.force and bool(self.seen)
+        # This content may be in already (counted before the call, or a file of the
+        # same size earlier in it): hashing a plain file first spares counting a repeat.
+        hashed_first = plain and not self.force and (bool(self.known) or size in self.large_sizes)
+        if plain:
+            self.large_sizes.add(size)
         try:
             if hashed_first:
-                # This content may be in already: hashing a plain file first is cheap,
-                # and spares counting a repeat.
                 stats.sha256, stats.size_bytes = file_sha256(path), size
                 if self.is_repeat(stats):
                     del group.large[key]
@@ -485,6 +492,7 @@ class _Counting:
                     group.shards = [[] for _ in shards]
                 for pieces, piece in zip(group.shards, shards):
                     pieces.append((key, piece))
+                    group.held += sum(map(len, piece))
         if counted.error is not None:
             self.fail(group, sent.sources[len(counted.words)], counted.error)
         else:
