@@ -919,3 +919,25 @@ def test_a_source_failing_among_large_ones_keeps_those_before_it_exactly(tmp_pat
         assert (s.n_words, s.n_distinct) == (sum(expected.values()), len(expected))
     assert sum((b.counts for b in batches), Counter()) == sum(
         (reference_counts(Path(p).read_text(encoding="utf-8"), GPT2) for p in order[:2]), Counter())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_small_file_changed_before_it_is_read_fails_after_those_before_it(tmp_path, workers):
+    texts = [f"file {i} has words of its own, {'and more ' * i}" for i in range(5)]
+    paths = [tmp_path / f"{i}.txt" for i in range(5)]
+    for p, t in zip(paths, texts):
+        p.write_text(t, encoding="utf-8")
+
+    def change_the_third(progress):
+        if progress.name == str(paths[0]):
+            with open(paths[2], "a", encoding="utf-8") as f:
+                f.write(" written meanwhile")
+
+    batches = []
+    with pytest.raises(SourceError, match="2.txt changed while it was read"):
+        for batch in count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers,
+                                   progress=change_the_third, tuning=PARALLEL):
+            batches.append(batch)
+    assert [s.source for b in batches for s in b.sources] == [str(p) for p in paths[:2]]
+    assert sum((b.counts for b in batches), Counter()) == \
+        reference_counts(texts[0], GPT2) + reference_counts(texts[1], GPT2)
