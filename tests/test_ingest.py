@@ -941,3 +941,25 @@ def test_a_small_file_changed_before_it_is_read_fails_after_those_before_it(tmp_
     assert [s.source for b in batches for s in b.sources] == [str(p) for p in paths[:2]]
     assert sum((b.counts for b in batches), Counter()) == \
         reference_counts(texts[0], GPT2) + reference_counts(texts[1], GPT2)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_large_file_changed_while_counted_with_others_fails_after_those_before_it(tmp_path, workers):
+    texts, paths = _mixed_sources(tmp_path)
+    large = [p for p, t in zip(paths, texts) if len(t.encode()) > PARALLEL.small_source_bytes and p.suffix == ".txt"]
+    order = [str(p) for p in large[:3]]
+    expected = [reference_counts(Path(p).read_text(encoding="utf-8"), GPT2) for p in order]
+
+    def change_the_second(progress):
+        if progress.name == order[0] and progress.sources_done == 1:
+            with open(order[1], "a", encoding="utf-8") as f:
+                f.write(" written meanwhile")
+
+    batches = []
+    with pytest.raises(SourceError, match=f"{large[1].name} changed while it was read"):
+        for batch in count_sources(order, TokenizerSpec(), workers=workers, progress=change_the_second,
+                                   tuning=dataclasses.replace(PARALLEL, chunk_bytes=8_000)):
+            batches.append(batch)
+    [kept] = [s for b in batches for s in b.sources]
+    assert (kept.source, kept.n_words, kept.n_distinct) == (order[0], sum(expected[0].values()), len(expected[0]))
+    assert sum((b.counts for b in batches), Counter()) == expected[0]

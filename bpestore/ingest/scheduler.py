@@ -119,6 +119,7 @@ class _Group:
     pending: int = 0  # its tasks not yet answered
     closed: bool = False  # no more sources or tasks come
     flushed: bool = False  # the workers were asked for its counts
+    checked: bool = False  # its large sources were checked unchanged, once all was read
     shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
     held: int = 0  # bytes of those shards
     reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
@@ -242,11 +243,6 @@ class _Counting:
             group = self.groups.popleft()
             if not group.sources:
                 continue
-            for source in group.large.values():  # a small one is checked where it is read
-                if not source.skipped and _stamp(source.source) != self.stamps.get(source.source):
-                    yield from self.hand_on()  # the sources before it are kept
-                    raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
-                                      "ingest it again once it stays as it is", source=source.source)
             counts = group.joined()
             for source in group.repeats:  # counted by a worker before it was found to repeat
                 for word, n in self.recount([source]).items():
@@ -446,9 +442,22 @@ class _Counting:
             self.sent.append(_Sent(future, group, []))
 
     def reduce(self, group: _Group) -> None:
-        """Once a group's tasks and flushes are all answered, have the workers merge
-        each shard of the counts they handed on (``Pool.reduce``)."""
-        if group.closed and group.pending == 0 and group.shards and group.counts is not None:
+        """Once a group's tasks and flushes are all answered: a large source changed
+        since it was listed fails (``fail``: those before it are kept; a small one
+        is checked where it is read); then have the workers merge each shard of the
+        counts they handed on (``Pool.reduce``)."""
+        if not group.closed or group.pending or group.counts is None:
+            return
+        if not group.checked:
+            group.checked = True
+            for key, source in group.large.items():
+                if key not in group.dropped and not source.skipped and \
+                        _stamp(source.source) != self.stamps.get(source.source):
+                    self.fail(group, source, SourceError(
+                        f"{source.source} changed while it was read; nothing of it was stored: "
+                        "ingest it again once it stays as it is", source=source.source))
+                    break
+        if group.shards and group.counts is not None:
             shards = [[(key, piece) for key, piece in pieces if key not in group.dropped]
                       for pieces in group.shards]
             for future in self.pool.reduce(shards, set(group.large) - group.dropped):
