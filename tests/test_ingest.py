@@ -878,7 +878,15 @@ def _mixed_sources(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
 @pytest.mark.parametrize("merge_bytes", [64 << 20, 1])  # 1: each worker hands on after every task
-def test_sources_counted_together_keep_each_ones_words_and_distinct_words(tmp_path, workers, merge_bytes):
+@pytest.mark.parametrize("platform", ["linux", "other"])  # other: workers keep no counts, each task's come back
+def test_sources_counted_together_keep_each_ones_words_and_distinct_words(tmp_path, monkeypatch, workers,
+                                                                          merge_bytes, platform):
+    import types
+
+    from bpestore.ingest import pool
+
+    if platform != "linux":
+        monkeypatch.setattr(pool, "sys", types.SimpleNamespace(platform=platform))
     texts, paths = _mixed_sources(tmp_path)
     tuning = dataclasses.replace(PARALLEL, chunk_bytes=8_000, merge_bytes=merge_bytes)
     for order in (paths, paths[::-1]):

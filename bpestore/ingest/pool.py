@@ -23,11 +23,10 @@ the batch is counted, has each shard merged and sorted by a worker
 bound many workers (at 16 they hand on several times the distinct words), and
 gets the batch's counts as one sorted, disjoint part per shard (the upsert's
 sort then only merges sorted runs). At the flush a worker hands on its counts
-in shards too where the batch has shards anyway or more than two workers count
-(merging four workers' whole counts in the parent kept 4 workers barely faster
-than 2), else whole (sorting them there cost more than the parent's one sort
-where a call has many large sources). Tasks counted in this process (one
-worker, or before the workers start) keep their batch's counts the same way,
+in shards too where the batch has shards anyway, several large sources, or more
+than two workers count (merging four workers' whole counts in the parent kept 4
+workers barely faster than 2), else whole. Tasks counted in this process (one
+worker, or before the workers start) keep their counts per key the same way,
 until the flush.
 
 ``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
@@ -295,7 +294,7 @@ class TaskCounter:
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
-            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))])
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep)
         words, shas, error = self.count_pieces(task.pieces, counts)
         # On an error, only the pieces before the failing one are in counts.
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
