@@ -242,6 +242,7 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     """One shard's pieces (``shard_counts``, each with its key) merged, in word order,
     and the distinct words of each of ``keys`` in it (a word that two keys share
     is one of each)."""
+    _trim_heap()  # what the counts flushed before it freed
     by_key: dict[int, list[Packed]] = {}
     for key, piece in pieces:
         by_key.setdefault(key, []).append(piece)
@@ -456,6 +457,7 @@ def _flush(shard: bool) -> Counted:
     else:
         key, held = _held.popitem() if _held else (0, Counter())
         counted = Counted(as_bytes(held), [], key=key)
+    _trim_heap()  # the counts just let go, while the other workers still count
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
