@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import fnmatch
 import gzip
 import hashlib
 import lzma
@@ -47,7 +48,7 @@ def expand_paths(paths: Iterable[str | Path], *, glob: str | None = None) -> lis
             continue
         p = Path(path)
         if p.is_dir():
-            found = sorted(str(f) for f in p.rglob(glob or "*") if f.is_file())
+            found = sorted(_files_under(p, glob))
             if not found:
                 raise NotFoundError(f"no files{f' matching {glob!r}' if glob else ''} under {path}")
             for name in found:
@@ -63,25 +64,40 @@ def expand_paths(paths: Iterable[str | Path], *, glob: str | None = None) -> lis
     return files
 
 
+def _files_under(folder: Path, glob: str | None) -> Iterator[str]:
+    """The files under a folder, recursively, whose names match ``glob`` (as ``Path.rglob``
+    finds them: hidden ones too, no folder reached through a link), named as ``Path`` names
+    them; one directory listing per folder, no ``stat`` per regular file."""
+    if glob is not None and ("/" in glob or "**" in glob):
+        yield from (str(f) for f in folder.rglob(glob) if f.is_file())
+        return
+    root = str(folder)
+    folders = ["" if root == "." else root]  # Path(".") / "x" is named "x"
+    while folders:
+        here = folders.pop()
+        with os.scandir(here or ".") as entries:
+            for entry in entries:
+                name = os.path.join(here, entry.name)
+                if entry.is_dir():
+                    if not entry.is_symlink():
+                        folders.append(name)
+                elif (glob is None or fnmatch.fnmatchcase(entry.name, glob)) and entry.is_file():
+                    yield name
+
+
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
+_JSON_NAMES = tuple(s + c for s in JSON_LINES_SUFFIXES for c in ("", *COMPRESSED_SUFFIXES))
 
 
 def warn_raw_json(files: Sequence[str]) -> None:
     """Warn where files named as JSON Lines are about to be counted as raw text (no field given)."""
-    named = [f for f in files if f != "-" and _without_compression(f).lower().endswith(JSON_LINES_SUFFIXES)]
+    named = [f for f in files if f.lower().endswith(_JSON_NAMES)]
     if named:
         more = f" and {len(named) - 1:,} more" if len(named) > 1 else ""
         warnings.warn(BpestoreWarning(
             f"{named[0]}{more} look{'' if more else 's'} like JSON Lines, but no field was named: the raw JSON "
             "(keys, quotes, escapes) is counted as text; name the field to count with jsonl_field "
             "(--jsonl-field FIELD)"), stacklevel=3)
-
-
-def _without_compression(name: str) -> str:
-    for suffix in COMPRESSED_SUFFIXES:
-        if name.endswith(suffix):
-            return name[:-len(suffix)]
-    return name
 
 
 def _check_file_name(name: str) -> None:

@@ -12,6 +12,7 @@ import dataclasses
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import lzma
 import os
@@ -251,7 +252,8 @@ def test_stdin_and_compressed_sources(tmp_path):
             f.write(data)
     batches = list(count_sources(["-", *(str(tmp_path / f"t{s}") for s in (".gz", ".xz", ".bz2"))],
                                  TokenizerSpec(), stdin=io.BytesIO(data), force=True,
-                                 tuning=IngestTuning(batch_words=0)))  # a batch per source: each one's counts
+                                 # a batch per source: each one's counts
+                                 tuning=IngestTuning(batch_bytes=0, batch_words=0)))
     assert [b.counts for b in batches] == [reference_counts(data.decode(), GPT2)] * 4
     assert {b.sources[0].sha256 for b in batches} == {hashlib.sha256(data).hexdigest()}
 
@@ -345,7 +347,7 @@ def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
     from bpestore.store import writes
 
-    one_each = IngestTuning(small_source_bytes=5, batch_words=0)  # each source a transaction of its own
+    one_each = IngestTuning(small_source_bytes=5, batch_bytes=0, batch_words=0)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
@@ -664,7 +666,8 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     bad.write_bytes(b"fine words " * 5_000 + b"\xc3(")
     expected_bytes = 4 * paths[0].stat().st_size + paths[1].stat().st_size + bad.stat().st_size
     assert expected_bytes < 400_000 < len(texts[0])  # the workers start inside the first source
-    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_words=0)  # a batch per source
+    # a batch per source
+    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_bytes=0, batch_words=0)
     batches = []
     with pytest.raises(SourceError, match="not valid UTF-8"):
         for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=workers,
@@ -689,10 +692,29 @@ def test_shards_a_worker_hands_on_reduce_to_every_count_in_word_order(n_shards):
     for piece in pieces:
         for i, packed in enumerate(piece):
             assert all(shard_of(w, n_shards) == i for w in unpack_shard(packed)[0])
-    reduced = [reduce_shard([piece[i] for piece in pieces]).counts for i in range(n_shards)]
+    results = [reduce_shard([(key, piece[i]) for key, piece in zip((1, 2), pieces)], {1, 2})
+               for i in range(n_shards)]
+    reduced = [r.counts for r in results]
     assert all(list(part) == sorted(part) for part in reduced)
     assert sum(len(part) for part in reduced) == len(expected)
     assert {w: n for part in reduced for w, n in part.items()} == expected
+    # Each key's distinct words, a word the two share counted once for each.
+    assert sum((Counter(r.distinct) for r in results), Counter()) == {1: len(first), 2: len(second)}
+
+
+def test_shards_of_several_keys_count_each_keys_distinct_words():
+    """Three workers' shards of two keys (sources), one of them not asked for: its
+    words are merged but not counted as its own; one key alone in a shard."""
+    from bpestore.ingest.pool import reduce_shard, shard_counts
+
+    a1, a2 = Counter({b"x": 1, b"y": 2}), Counter({b"y": 3, b"z": 1})
+    b1 = Counter({b"x": 5, b"w": 1})
+    pieces = [(1, shard_counts(Counter(a1), 1)[0]), (2, shard_counts(Counter(b1), 1)[0]),
+              (1, shard_counts(Counter(a2), 1)[0])]
+    both = reduce_shard(pieces, {1, 2})
+    assert both.counts == {b"w": 1, b"x": 6, b"y": 5, b"z": 1} and both.distinct == {1: 3, 2: 2}
+    assert reduce_shard(pieces, {2}).distinct == {2: 2}
+    assert reduce_shard(pieces[:1], {1}).distinct == {1: 2}
 
 
 @settings(max_examples=60, deadline=None)
@@ -705,17 +727,22 @@ def test_the_counting_cores_shards_equal_the_pure_pythons(parts, n_shards):
 
     if pool.COUNT_CORE is None:
         pytest.skip("the compiled counting core is not built here")
-    compiled = [pool.shard_counts(Counter(part), n_shards) for part in parts]
-    merged = [pool.reduce_shard([piece[i] for piece in compiled]).counts for i in range(n_shards)]
+    keys = [k % 2 for k in range(len(parts))]  # two keys, one with several pieces where there are 3+ parts
+
+    def shards_and_merged() -> tuple[list, list]:
+        shards = [pool.shard_counts(Counter(part), n_shards) for part in parts]
+        return shards, [pool.reduce_shard([(key, piece[i]) for key, piece in zip(keys, shards)], {0, 1})
+                        for i in range(n_shards)]
+    compiled, merged = shards_and_merged()
     core, pool.COUNT_CORE = pool.COUNT_CORE, None
     try:
-        pure = [pool.shard_counts(Counter(part), n_shards) for part in parts]
-        pure_merged = [pool.reduce_shard([piece[i] for piece in pure]).counts for i in range(n_shards)]
+        pure, pure_merged = shards_and_merged()
     finally:
         pool.COUNT_CORE = core
     assert compiled == pure
-    assert [list(m.items()) for m in merged] == [list(m.items()) for m in pure_merged]
-    assert sum(map(Counter, parts), Counter()) == Counter({w: n for m in merged for w, n in m.items()})
+    assert [list(m.counts.items()) for m in merged] == [list(m.counts.items()) for m in pure_merged]
+    assert [m.distinct for m in merged] == [m.distinct for m in pure_merged]
+    assert sum(map(Counter, parts), Counter()) == Counter({w: n for m in merged for w, n in m.counts.items()})
 
 
 def test_the_counting_cores_merge_refuses_pieces_out_of_order():
@@ -867,3 +894,119 @@ def test_many_small_files_write_the_counts_of_one_file_in_one_generation(workers
             own = reference_counts(piece, GPT2, EOT)
             assert (by_name[f"{i:04d}.txt"].n_words, by_name[f"{i:04d}.txt"].n_distinct) == \
                 (sum(own.values()), len(own))
+
+
+# -- several sources counted together: each source's own words, none twice ---------
+def _mixed_sources(tmp_path):
+    """Large and small files cut from one text (words shared across them), a large one
+    repeating an earlier one, a compressed one repeating an earlier large one (known
+    to repeat only once read), a small one repeating an earlier small one, an empty one."""
+    text = read_corpus("tinyshakespeare.txt")[:240_000]
+    cuts = [0, 41_000, 43_000, 90_000, 95_500, 96_000, 150_000, 151_000, 240_000]
+    texts = [text[a:b] for a, b in itertools.pairwise(cuts)]
+    texts[3:3] = [texts[0]]  # a large repeat
+    texts[6:6] = [texts[1], "", texts[2]]  # a small repeat, an empty file, a compressed repeat
+    paths = []
+    for i, t in enumerate(texts):
+        paths.append(tmp_path / f"{i:02d}.txt")
+        paths[-1].write_text(t, encoding="utf-8")
+    paths[8] = paths[8].rename(paths[8].with_suffix(".txt.gz"))
+    paths[8].write_bytes(gzip.compress(texts[8].encode()))
+    return texts, paths
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("merge_bytes", [64 << 20, 1])  # 1: each worker hands on after every task
+@pytest.mark.parametrize("platform", ["linux", "other"])  # other: workers keep no counts, each task's come back
+def test_sources_counted_together_keep_each_ones_words_and_distinct_words(tmp_path, monkeypatch, workers,
+                                                                          merge_bytes, platform):
+    import types
+
+    from bpestore.ingest import pool
+
+    if platform != "linux":
+        monkeypatch.setattr(pool, "sys", types.SimpleNamespace(platform=platform))
+    texts, paths = _mixed_sources(tmp_path)
+    tuning = dataclasses.replace(PARALLEL, chunk_bytes=8_000, merge_bytes=merge_bytes)
+    for order in (paths, paths[::-1]):
+        batches = list(count_sources([str(p) for p in order], TokenizerSpec(), workers=workers, tuning=tuning))
+        assert len(batches) == 1 and len({id(s) for s in batches[0].sources}) == len(paths)
+        by_name = {s.source: s for s in batches[0].sources}
+        seen, kept = set(), Counter()
+        for p in order:  # the first of two equal contents counts, in the order given
+            t = texts[paths.index(p)]
+            s = by_name[str(p)]
+            expected = reference_counts(t, GPT2)
+            assert s.sha256 == hashlib.sha256(t.encode()).hexdigest() and s.size_bytes == len(t.encode())
+            if t in seen:
+                assert (s.skipped, s.n_words, s.n_distinct) == (True, 0, 0), p
+                continue
+            seen.add(t)
+            kept += expected
+            assert (s.skipped, s.n_words, s.n_distinct) == (False, sum(expected.values()), len(expected)), p
+        assert batches[0].counts == kept
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_source_failing_among_large_ones_keeps_those_before_it_exactly(tmp_path, workers):
+    texts, paths = _mixed_sources(tmp_path)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(texts[2].encode() + b"\xc3(" + texts[4].encode())
+    large = [p for p, t in zip(paths, texts) if len(t.encode()) > PARALLEL.small_source_bytes]
+    order = [str(p) for p in [large[0], large[1], bad, large[3]]]
+    tuning = dataclasses.replace(PARALLEL, chunk_bytes=8_000)
+    batches = []
+    with pytest.raises(SourceError, match="bad.txt is not valid UTF-8"):
+        for batch in count_sources(order, TokenizerSpec(), workers=workers, tuning=tuning):
+            batches.append(batch)
+    sources = [s for b in batches for s in b.sources]
+    assert [s.source for s in sources] == order[:2]
+    for s, p in zip(sources, order):
+        expected = reference_counts(Path(p).read_text(encoding="utf-8"), GPT2)
+        assert (s.n_words, s.n_distinct) == (sum(expected.values()), len(expected))
+    assert sum((b.counts for b in batches), Counter()) == sum(
+        (reference_counts(Path(p).read_text(encoding="utf-8"), GPT2) for p in order[:2]), Counter())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_small_file_changed_before_it_is_read_fails_after_those_before_it(tmp_path, workers):
+    texts = [f"file {i} has words of its own, {'and more ' * i}" for i in range(5)]
+    paths = [tmp_path / f"{i}.txt" for i in range(5)]
+    for p, t in zip(paths, texts):
+        p.write_text(t, encoding="utf-8")
+
+    def change_the_third(progress):
+        if progress.name == str(paths[0]):
+            with open(paths[2], "a", encoding="utf-8") as f:
+                f.write(" written meanwhile")
+
+    batches = []
+    with pytest.raises(SourceError, match="2.txt changed while it was read"):
+        for batch in count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers,
+                                   progress=change_the_third, tuning=PARALLEL):
+            batches.append(batch)
+    assert [s.source for b in batches for s in b.sources] == [str(p) for p in paths[:2]]
+    assert sum((b.counts for b in batches), Counter()) == \
+        reference_counts(texts[0], GPT2) + reference_counts(texts[1], GPT2)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_large_file_changed_while_counted_with_others_fails_after_those_before_it(tmp_path, workers):
+    texts, paths = _mixed_sources(tmp_path)
+    large = [p for p, t in zip(paths, texts) if len(t.encode()) > PARALLEL.small_source_bytes and p.suffix == ".txt"]
+    order = [str(p) for p in large[:3]]
+    expected = [reference_counts(Path(p).read_text(encoding="utf-8"), GPT2) for p in order]
+
+    def change_the_second(progress):
+        if progress.name == order[0] and progress.sources_done == 1:
+            with open(order[1], "a", encoding="utf-8") as f:
+                f.write(" written meanwhile")
+
+    batches = []
+    with pytest.raises(SourceError, match=f"{large[1].name} changed while it was read"):
+        for batch in count_sources(order, TokenizerSpec(), workers=workers, progress=change_the_second,
+                                   tuning=dataclasses.replace(PARALLEL, chunk_bytes=8_000)):
+            batches.append(batch)
+    [kept] = [s for b in batches for s in b.sources]
+    assert (kept.source, kept.n_words, kept.n_distinct) == (order[0], sum(expected[0].values()), len(expected[0]))
+    assert sum((b.counts for b in batches), Counter()) == expected[0]

@@ -1,17 +1,21 @@
 """Counting words in worker processes: ``Task`` s in, ``Counted`` results out. No SQL.
 
 A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain
-file, read by the worker itself), a ``FileBytes`` (a small file, read and
-hashed by the caller) or a ``TextPiece`` (text the caller read and decoded:
-standard input, a compressed file, JSON Lines). A source that cannot be read,
-decoded or parsed comes back as ``Counted.error``, an exception the caller
-raises; the pieces before it in the task are counted.
+file, read by the worker itself), a ``SmallFile`` (a small file, read, hashed and
+checked unchanged by the worker), a ``FileBytes`` (a small file the caller read)
+or a ``TextPiece`` (text the caller read and decoded: standard input, a
+compressed file, JSON Lines). A source that cannot be read, decoded or parsed
+comes back as ``Counted.error``, an exception the caller raises; the pieces
+before it in the task are counted.
 
-A task of a large source (``Task.keep``, the key of its batch) is counted into
-the worker's own counts of that batch, which the worker hands back only once
-they outgrow its share of one memory budget (``hold_bytes``: the budget divided
-by the number of workers), and when the caller ``Pool.flush`` es the batch: the
-workers together hold about the same memory at any worker count. What a worker
+A task is counted into the worker's own counts of its key (``Task.keep``: one
+per large source, one for a run of small ones), which the worker hands back,
+every key it holds, only once they outgrow its share of one memory budget
+(``hold_bytes``: the budget divided by the number of workers), and when the
+caller ``Pool.flush`` es them: the workers together hold about the same memory
+at any worker count. The caller flushes once for many sources (a batch), and
+the shards say which key each word came from, so that each large source's
+distinct words are still counted exactly (``reduce_shard``). What a worker
 hands on while it counts is cut by word into one shard per worker, each packed
 as three byte strings (``shard_counts``); the caller stores them unopened and, once
 the batch is counted, has each shard merged and sorted by a worker
@@ -19,11 +23,10 @@ the batch is counted, has each shard merged and sorted by a worker
 bound many workers (at 16 they hand on several times the distinct words), and
 gets the batch's counts as one sorted, disjoint part per shard (the upsert's
 sort then only merges sorted runs). At the flush a worker hands on its counts
-in shards too where the batch has shards anyway or more than two workers count
-(merging four workers' whole counts in the parent kept 4 workers barely faster
-than 2), else whole (sorting them there cost more than the parent's one sort
-where a call has many large sources). Tasks counted in this process (one
-worker, or before the workers start) keep their batch's counts the same way,
+in shards too where the batch has shards anyway, several large sources, or more
+than two workers count (merging four workers' whole counts in the parent kept 4
+workers barely faster than 2), else whole. Tasks counted in this process (one
+worker, or before the workers start) keep their counts per key the same way,
 until the flush.
 
 ``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
@@ -34,6 +37,7 @@ ignore Ctrl-C (the parent stops them) and end when the parent is killed.
 from __future__ import annotations
 
 import gc
+import hashlib
 import itertools
 import json
 import operator
@@ -45,7 +49,7 @@ import time
 import zlib
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -94,6 +98,36 @@ class FileBytes:
 
 
 @dataclass(frozen=True)
+class SmallFile:
+    """A small file the worker reads whole; ``stamp``: its size, modification time
+    and inode when the caller listed it (read again after reading: a file
+    written meanwhile fails)."""
+
+    name: str
+    stamp: tuple[int, int, int] | None
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return self.stamp[0] if self.stamp else 0
+
+    def read(self) -> bytes:
+        try:
+            with open(self.name, "rb") as f:
+                data = f.read()
+                found = os.fstat(f.fileno())
+        except OSError as exc:
+            raise SourceError(f"cannot read {self.name}: {exc.strerror or exc}", source=self.name) from None
+        if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
+            raise SourceError(f"{self.name} changed while it was read; nothing of it was stored: "
+                              "ingest it again once it stays as it is", source=self.name)
+        return data
+
+    def decoded(self, errors: str) -> str:
+        return decode(self.read(), self.name, errors)
+
+
+@dataclass(frozen=True)
 class TextPiece:
     """Text of source ``name`` whose first line is line ``first_line`` of the
     source (for JSON Lines messages)."""
@@ -110,7 +144,7 @@ class TextPiece:
         return self.text
 
 
-Piece = FileRange | FileBytes | TextPiece
+Piece = FileRange | SmallFile | FileBytes | TextPiece
 
 
 @dataclass(frozen=True)
@@ -119,7 +153,7 @@ class Task:
     own distinct words)."""
 
     pieces: tuple[Piece, ...]
-    keep: int = 0  # not 0: a worker keeps the counts of batch ``keep`` (one source) until they are flushed
+    keep: int = 0  # not 0: a worker keeps the counts under key ``keep`` until they are flushed
 
     @property
     def size(self) -> int:
@@ -128,17 +162,22 @@ class Task:
 
 @dataclass
 class Counted:
-    """A task's counts (UTF-8 keys), and the words and distinct words of each piece
-    it counted, in order. With ``error``, the next piece failed: it and the rest
-    of the task are not counted. ``shards``: counts a worker handed on instead,
-    cut by word into one packed shard each (``shard_counts``), which the caller
-    keeps unopened until ``reduce_shard`` merges each shard in a worker."""
+    """A task's counts (UTF-8 keys) of key ``key``, and the words and distinct words
+    of each piece it counted, in order (``shas``: the sha256 of each ``SmallFile``
+    read; one whose sha256 the worker was told to skip is not counted). With
+    ``error``, the next piece failed: it and the rest of the task are not counted.
+    ``shards``: counts a worker handed on instead, per key, cut by word into one
+    packed shard each (``shard_counts``), which the caller keeps unopened until
+    ``reduce_shard`` merges each shard in a worker."""
 
     counts: dict[bytes, int]
     words: list[tuple[int, int]]
     error: BpestoreError | None = None
-    shards: list[Packed] | None = None
+    shards: dict[int, list[Packed]] | None = None
     reduced: bool = False  # one shard's merged counts: no word of it is in another shard's
+    key: int = 0
+    shas: list[str] | None = None
+    distinct: dict[int, int] | None = None  # reduced: each key's distinct words in this shard
 
 
 # A shard's words and counts as three byte strings: the words end to end, their
@@ -198,18 +237,35 @@ def shard_counts(counts: Counter, n_shards: int) -> list[Packed]:
     return [pack_shard(sorted(shard), [shard[w] for w in sorted(shard)]) for shard in shards]
 
 
-def reduce_shard(pieces: list[Packed]) -> Counted:
-    """One shard's pieces (``shard_counts``) merged, in word order."""
+def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Counted:
+    """One shard's pieces (``shard_counts``, each with its key) merged, in word order,
+    and the distinct words of each of ``keys`` in it (a word that two keys share
+    is one of each)."""
+    _trim_heap()  # what the counts flushed before it freed
+    by_key: dict[int, list[Packed]] = {}
+    for key, piece in pieces:
+        by_key.setdefault(key, []).append(piece)
     if COUNT_CORE is not None:
-        return Counted(COUNT_CORE.merge_shard(pieces), [], reduced=True)
+        merged = COUNT_CORE.merge_shard([piece for _, piece in pieces])
+        return Counted(merged, [], reduced=True, distinct={
+            key: len(merged) if len(by_key) == 1 else len(packed[0][1]) // 8 if len(packed) == 1
+            else len(COUNT_CORE.merge_shard(packed)) for key, packed in by_key.items() if key in keys})
     total: Counter = Counter()
-    for piece in pieces:
-        words, counts = unpack_shard(piece)
-        if total:
-            merge_pairs(total, words, counts)
-        else:  # the first piece: its words are distinct, nothing to add to
-            dict.update(total, zip(words, counts))
-    return Counted(in_order(total), [], reduced=True)
+    distinct: dict[int, int] = {}
+    for key, packed in by_key.items():
+        # A key's words, one key at a time: where it is alone, they are the total's.
+        own: set[bytes] | None = set() if key in keys and len(by_key) > 1 and len(packed) > 1 else None
+        for piece in packed:
+            words, counts = unpack_shard(piece)
+            if total:
+                merge_pairs(total, words, counts)
+            else:  # the first piece: its words are distinct, nothing to add to
+                dict.update(total, zip(words, counts))
+            if own is not None:
+                own.update(words)
+        if key in keys:
+            distinct[key] = len(total) if len(by_key) == 1 else len(own) if own is not None else len(words)
+    return Counted(in_order(total), [], reduced=True, distinct=distinct)
 
 
 def in_order(counts: Counter) -> dict[bytes, int]:
@@ -225,52 +281,64 @@ class TaskCounter:
     """Counts the words of tasks with one spec's pipeline."""
 
     def __init__(self, spec: TokenizerSpec, errors: str, jsonl_field: str | None,
-                 part_chars: int) -> None:
+                 part_chars: int, skip: Collection[str] = frozenset()) -> None:
         self.pipeline = TextPipeline(spec)
         self.errors = errors
         self.jsonl_field = jsonl_field
         self.part_chars = part_chars
+        self.skip = skip  # sha256 of contents counted before: a SmallFile with one is not counted
 
     def count(self, task: Task, into: Counter | None = None) -> Counted:
         """Count a task; with ``into``, into those counts, and hand back none (several
         pieces then are ranges of one source, each read and counted in turn)."""
         counts: Counter = Counter() if into is None else into
-        if _one_source(task.pieces):
+        if _one_source(task.pieces) and not isinstance(task.pieces[0], SmallFile):
             n_words = 0
             for piece in task.pieces:
                 try:
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
-            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))])
-        words, error = self.count_pieces(task.pieces, counts)
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep)
+        words, shas, error = self.count_pieces(task.pieces, counts)
         # On an error, only the pieces before the failing one are in counts.
-        return Counted({} if into is not None else as_bytes(counts), words, error)
+        return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
+                       shas=shas or None)
 
     def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
-                     ) -> tuple[list[tuple[int, int]], BpestoreError | None]:
+                     ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
         """Add several pieces' words to counts: each piece's words and distinct words,
-        up to the first that fails, and its error."""
-        texts: list[str] = []
+        up to the first that fails, the sha256 of each ``SmallFile``, and the error."""
+        texts: list[str | None] = []  # None: a SmallFile counted before
+        shas: list[str] = []
         error = None
         for piece in pieces:
             try:
-                texts.append(piece.decoded(self.errors))
+                if isinstance(piece, SmallFile):
+                    data = piece.read()
+                    sha = hashlib.sha256(data).hexdigest()
+                    texts.append(None if sha in self.skip else decode(data, piece.name, self.errors))
+                    shas.append(sha)
+                else:
+                    texts.append(piece.decoded(self.errors))
             except BpestoreError as exc:
                 error = exc
                 break
+        counted = [text for text in texts if text is not None]
         if self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts):
-            return self.pipeline.count_each(texts, counts), error
+            each = iter(self.pipeline.count_each(counted, counts))
+            return [(0, 0) if text is None else next(each) for text in texts], shas, error
         words: list[tuple[int, int]] = []
         for piece, text in zip(pieces, texts):
             own: Counter = Counter()
-            try:
-                n_words = self.count_text(text, piece.name, piece.first_line, own)
-            except BpestoreError as exc:
-                return words, exc
-            words.append((n_words, len(own)))
+            if text is not None:
+                try:
+                    n_words = self.count_text(text, piece.name, piece.first_line, own)
+                except BpestoreError as exc:
+                    return words, shas[:len(words)], exc
+            words.append((n_words if text is not None else 0, len(own)))
             merge_counts(counts, own)
-        return words, error
+        return words, shas, error
 
     def count_text(self, text: str, name: str, first_line: int, counts: Counter) -> int:
         """Add the words of a text (or of each JSON Lines record in it) to counts:
@@ -341,13 +409,13 @@ def as_bytes(counts: Counter) -> dict[bytes, int]:
 WORD_BYTES = 128
 
 _counter: TaskCounter | None = None  # a worker's, set when it starts
-_held: dict[int, Counter] = {}  # a worker's counts kept per batch (Task.keep)
+_held: dict[int, Counter] = {}  # a worker's counts kept per key (Task.keep)
 _hold_bytes = 0  # a worker's share of the memory budget for them
 _barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
 _n_shards = 1  # the shards a worker cuts the counts it hands on into
 
 
-def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_chars: int,
+def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_chars: int, skip: Collection[str],
                   parent: int, hold_bytes: int = 0, barrier: Any = None, n_shards: int = 1) -> None:
     global _counter, _hold_bytes, _barrier, _n_shards
     # Ctrl-C reaches the whole process group; the parent stops the workers.
@@ -355,7 +423,7 @@ def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_cha
     die_with_parent()
     if os.getppid() != parent:  # it died before the line above
         os._exit(1)
-    _counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field, part_chars)
+    _counter = TaskCounter(TokenizerSpec.from_json(spec_json), errors, jsonl_field, part_chars, skip)
     _hold_bytes, _barrier, _n_shards = hold_bytes, barrier, n_shards
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
 
@@ -372,20 +440,28 @@ def _count(task: Task) -> Counted:
     _trim_heap()  # what the last task freed
     if not task.keep or _barrier is None:
         return _counter.count(task)
-    held = _held.setdefault(task.keep, Counter())
-    counted = _counter.count(task, into=held)
-    if counted.error is not None:
-        _held.pop(task.keep, None)  # the batch fails: nothing of it is kept
-    elif len(held) * WORD_BYTES >= _hold_bytes:
-        counted.shards = shard_counts(_held.pop(task.keep), _n_shards)  # over this worker's share: hand them on
+    counted = _counter.count(task, into=_held.setdefault(task.keep, Counter()))
+    # A failed source's counts stay: the caller leaves its key out of what it keeps.
+    if sum(map(len, _held.values())) * WORD_BYTES >= _hold_bytes:
+        counted.shards = _hand_on()  # over this worker's share
     return counted
 
 
-def _flush(keep: int, shard: bool) -> Counted:
-    """This worker's counts of batch ``keep`` (``shard``: cut into shards, else whole);
-    then wait for every other worker to take a flush task too, so that each takes one."""
-    held = _held.pop(keep, Counter())
-    counted = Counted({}, [], shards=shard_counts(held, _n_shards)) if shard else Counted(as_bytes(held), [])
+def _hand_on() -> dict[int, list[Packed]]:
+    """Every key's counts this worker holds, cut into shards, let go."""
+    return {key: shard_counts(_held.pop(key), _n_shards) for key in list(_held)}
+
+
+def _flush(shard: bool) -> Counted:
+    """Every count this worker holds (``shard``, or of more than one key: cut into
+    shards, else whole); then wait for every other worker to take a flush task too,
+    so that each takes one."""
+    if shard or len(_held) > 1:
+        counted = Counted({}, [], shards=_hand_on())
+    else:
+        key, held = _held.popitem() if _held else (0, Counter())
+        counted = Counted(as_bytes(held), [], key=key)
+    _trim_heap()  # the counts just let go, while the other workers still count
     assert _barrier is not None, "not a worker"
     try:
         _barrier.wait()
@@ -417,9 +493,10 @@ class Pool:
     text were submitted; until then (and with one worker) in this process."""
 
     def __init__(self, spec: TokenizerSpec, *, errors: str, jsonl_field: str | None,
-                 part_chars: int, workers: int, start_at: int, merge_bytes: int = 64 << 20) -> None:
-        self.local = TaskCounter(spec, errors, jsonl_field, part_chars)
-        self.config: tuple = (spec.to_json(), errors, jsonl_field, part_chars, os.getpid())
+                 part_chars: int, workers: int, start_at: int, merge_bytes: int = 64 << 20,
+                 skip: Collection[str] = frozenset()) -> None:
+        self.local = TaskCounter(spec, errors, jsonl_field, part_chars, skip)
+        self.config: tuple = (spec.to_json(), errors, jsonl_field, part_chars, skip, os.getpid())
         self.hold_bytes = merge_bytes // max(workers, 1)
         self.workers = workers
         self.start_at = start_at
@@ -427,7 +504,7 @@ class Pool:
         self.executor: ProcessPoolExecutor | None = None
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
         self.forked = False  # whether the workers were started
-        self.held: dict[int, Counter] = {}  # counts of batches (Task.keep) counted in this process
+        self.held: dict[int, Counter] = {}  # counts per key (Task.keep) counted in this process
 
     @property
     def capacity(self) -> int:
@@ -466,34 +543,34 @@ class Pool:
         return future
 
     def count_here(self, task: Task) -> Counted:
-        """Count a task in this process; a large source's counts are kept (as a
-        worker keeps them) until its flush: one conversion to UTF-8 keys and no
-        merge per task."""
+        """Count a task in this process; its counts are kept per key (as a worker
+        keeps them) until the flush: one conversion to UTF-8 keys and no merge
+        per task."""
         if not task.keep:
             return self.local.count(task)
-        held = self.held.setdefault(task.keep, Counter())
-        counted = self.local.count(task, into=held)
-        if counted.error is not None:
-            self.held.pop(task.keep, None)  # the batch fails: nothing of it is kept
-        return counted
+        return self.local.count(task, into=self.held.setdefault(task.keep, Counter()))
 
-    def flush(self, keep: int, *, shard: bool = False) -> list[Future[Counted]]:
-        """The counts kept of batch ``keep``: those counted here, and one task per
-        worker that hands back the counts it kept (none where workers keep none),
-        with ``shard`` cut into shards, else whole."""
+    def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
+        """Every count kept: those counted here (one result per key), and one task per
+        worker that hands back the counts it kept (none where workers keep none);
+        with ``shard`` (and workers that keep counts) cut into shards, else whole."""
         futures: list[Future[Counted]] = []
-        held = self.held.pop(keep, None)
-        if held is not None:
+        keeping = self.barrier is not None and self.executor is not None
+        while self.held:
+            key, held = self.held.popitem()
             futures.append(Future())
-            futures[-1].set_result(Counted(as_bytes(held), []))
-        if self.barrier is not None and self.executor is not None:
-            futures += [self.executor.submit(_flush, keep, shard) for _ in range(self.workers)]
+            futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers)})
+                                   if shard and keeping else Counted(as_bytes(held), [], key=key))
+        if keeping:
+            assert self.executor is not None
+            futures += [self.executor.submit(_flush, shard) for _ in range(self.workers)]
         return futures
 
-    def reduce(self, shards: list[list[Packed]]) -> list[Future[Counted]]:
-        """One task per shard that merges its pieces (``reduce_shard``) in a worker."""
+    def reduce(self, shards: list[list[tuple[int, Packed]]], keys: Collection[int]) -> list[Future[Counted]]:
+        """One task per shard that merges its pieces (``reduce_shard``) in a worker, and
+        counts the distinct words of each of ``keys``."""
         assert self.executor is not None, "shards come only from workers"
-        return [self.executor.submit(reduce_shard, pieces) for pieces in shards if pieces]
+        return [self.executor.submit(reduce_shard, pieces, keys) for pieces in shards if pieces]
 
     @staticmethod
     def take(future: Future[Counted]) -> Counted:

@@ -10,15 +10,17 @@ Sources are taken in order:
   file, under a spec without a built-in pre-tokenizer pattern) is read here, hashed and
   decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
   pieces;
-* small files are read and hashed here and sent whole, several to a task.
+* small files are sent by name, several to a task: the workers read, hash and
+  count them (one whose content was counted before is read and hashed, not counted).
 
-The workers keep the counts of a large source, or of a group of small ones, and
-hand them back, cut into shards, when their share of ``merge_bytes`` is full
-and when the group ends; once a group is counted, the workers merge each shard
-(``pool``): this process merges no counts per task.
+The workers keep the counts of each large source, and of each run of small ones,
+under a key of its own, and hand them back, cut into shards, when their share of
+``merge_bytes`` is full and when the group ends; once a group is counted, the
+workers merge each shard (``pool``), counting each large source's distinct words
+as they go: this process merges no counts per task, nor per source.
 
-A large source is counted as a group of its own; small ones share groups of
-about ``batch_bytes``. Results are taken in the order the tasks were sent, so the
+Consecutive large sources share a group of about ``batch_bytes``, and so do
+consecutive small ones. Results are taken in the order the tasks were sent, so the
 groups come out in source order, and consecutive groups are handed on as one
 batch (one transaction, one generation, one upsert) while its distinct words
 stay within ``batch_words``: a call ingesting many files writes once.
@@ -43,7 +45,7 @@ from ..records import Progress, Source
 from ..sources import Opened, TextReader, check_errors, cut_points, file_sha256, file_size, is_compressed, read_range
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, FileBytes, FileRange, Packed, Pool, Task, TextPiece, as_bytes, merge_counts
+from .pool import Counted, FileBytes, FileRange, Packed, Pool, SmallFile, Task, TextPiece, as_bytes, merge_counts
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class IngestTuning:
     chunk_bytes: int = 512 << 10  # bytes read at a time; a range or piece counted is about this size
     small_source_bytes: int = 1 << 20  # plain files up to this size are counted whole, with others
     task_bytes: int = 1 << 20  # small sources are grouped into tasks of about this many bytes...
-    batch_bytes: int = 256 << 20  # ...and into batches (one transaction each) of about this many
+    batch_bytes: int = 256 << 20  # ...and sources into groups (one flush of the workers) of about this many
     parallel_min_bytes: int = 4 << 20  # less text than this is counted in this process
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
@@ -105,27 +107,44 @@ def count_sources(
 
 @dataclass(eq=False)
 class _Group:
-    """Sources on their way to becoming one CountedBatch."""
+    """Sources on their way to becoming one CountedBatch: large ones, each counted
+    under a key of its own, or small ones, counted under one key."""
 
     sources: list[Source] = field(default_factory=list)
-    counts: Counter | None = field(default_factory=Counter)  # None: not kept (a repeat, a failure)
-    key: int = 0  # the workers keep its counts under this key (Task.keep)
+    large: dict[int, Source] = field(default_factory=dict)  # a large source's key -> it
+    key: int = 0  # the small sources' key (0: a group of large ones)
+    counts: dict[int, Counter] | None = field(default_factory=dict)  # whole counts per key; None: not kept
+    dropped: set[int] = field(default_factory=set)  # keys whose counts are not kept (a repeat, a failure)
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
     closed: bool = False  # no more sources or tasks come
-    shards: list[list[Packed]] | None = None  # counts workers handed on, per shard, not yet reduced
+    flushed: bool = False  # the workers were asked for its counts
+    checked: bool = False  # its large sources were checked unchanged, once all was read
+    shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
+    held: int = 0  # bytes of those shards
     reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
+    distinct: Counter = field(default_factory=Counter)  # each large source's distinct words, from the shards
+    repeats: list[Source] = field(default_factory=list)  # small sources counted, then found to repeat one
 
     def joined(self) -> Counter:
         """Its counts: the reduced shards (no word in two of them: joined without
         adding, each let go once in: the parent never holds the counts twice) and
-        whatever else came back."""
-        if not self.reduced or self.counts is None:
-            return self.counts if self.counts is not None else Counter()
+        the whole counts of each key kept; each large source's distinct words."""
+        if self.counts is None:
+            return Counter()
+        for key in self.dropped:
+            self.counts.pop(key, None)
+        for key, source in self.large.items():
+            if key not in self.dropped:
+                # A key's counts come all whole or all in shards (``Pool.flush``).
+                source.n_distinct = self.distinct[key] + len(self.counts.get(key, ()))
+        if not self.reduced and len(self.counts) == 1:
+            return next(iter(self.counts.values()))
         total: Counter = Counter()
         while self.reduced:
             dict.update(total, self.reduced.pop(0))
-        merge_counts(total, self.counts)
+        for counts in self.counts.values():
+            merge_counts(total, counts)
         return total
 
     @property
@@ -158,6 +177,9 @@ class _Counting:
         self.jsonl = jsonl_field is not None
         self.force = force
         self.seen = set(already_counted)  # sha256 of contents counted (skip repeats)
+        # What the workers skip unread: contents counted before the call.
+        self.known = frozenset() if force else frozenset(already_counted)
+        self.large_sizes: set[int] = set()  # sizes of the large plain files so far
         self.progress = progress
         self.stdin = stdin
         self.errors = errors
@@ -173,16 +195,17 @@ class _Counting:
                        for p, s in zip(paths, self.sizes) if s is not None)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
+                         skip=self.known,
                          start_at=0 if expected >= tuning.parallel_min_bytes
                          else tuning.parallel_min_bytes)
         self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
-        self.small: _Group | None = None  # the open group of small sources
-        self.unsent: list[tuple[Source, FileBytes]] = []  # its sources not yet in a task
+        self.open: _Group | None = None  # the group sources are added to
+        self.unsent: list[tuple[Source, SmallFile]] = []  # its small sources not yet in a task
         self.unsent_bytes = 0
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
-        self.keys = itertools.count(1)  # Task.keep of each large source
+        self.keys = itertools.count(1)  # Task.keep of each large source and run of small ones
         self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
     # -- the main loop ---------------------------------------------------
@@ -195,7 +218,6 @@ class _Counting:
                             not is_compressed(path):
                         self.add_small(index, path)
                     else:
-                        self.close_small()
                         yield from self.add_large(index, path)
                 except BpestoreError as exc:
                     # This source failed while being read: the ones before it still count.
@@ -203,7 +225,7 @@ class _Counting:
                 if self.failure is not None:
                     break
                 yield from self.finished()
-            self.close_small()
+            self.close_group()
             while self.sent:
                 self.take_result()
             # All counted: the workers' memory goes before the last batches are written.
@@ -221,15 +243,13 @@ class _Counting:
             group = self.groups.popleft()
             if not group.sources:
                 continue
-            for source in group.sources:
-                if not source.skipped and _stamp(source.source) != self.stamps.get(source.source):
-                    yield from self.hand_on()  # the sources before it are kept
-                    raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
-                                      "ingest it again once it stays as it is", source=source.source)
             counts = group.joined()
-            if len(group.sources) == 1 and group.counts is not None:
-                # A large source's pieces each report their own distinct words.
-                group.sources[0].n_distinct = len(counts)
+            for source in group.repeats:  # counted by a worker before it was found to repeat
+                for word, n in self.recount([source]).items():
+                    if counts[word] == n:
+                        del counts[word]
+                    else:
+                        counts[word] -= n
             yield from self.coalesce(CountedBatch(group.sources, counts))
 
     def coalesce(self, batch: CountedBatch) -> Iterator[CountedBatch]:
@@ -254,68 +274,91 @@ class _Counting:
             batch, self.batch = self.batch, None
             yield batch
 
-    # -- small sources: read whole, counted and written together --------------
-    def add_small(self, index: int, path: str) -> None:
-        data = read_range(path)
-        stats = Source(path, hashlib.sha256(data).hexdigest(), len(data))
-        self.report(path, stats.size_bytes, stats.size_bytes, index)
-        if self.small is None or self.small.size >= self.tuning.batch_bytes:
-            self.close_small()
-            self.small = _Group(key=next(self.keys))
-            self.groups.append(self.small)
-        self.small.sources.append(stats)
-        self.small.size += stats.size_bytes
-        if self.is_repeat(stats):
-            return
-        self.unsent.append((stats, FileBytes(path, data)))
-        self.unsent_bytes += len(data)
-        if self.unsent_bytes >= self.tuning.task_bytes:
-            self.send_small()
+    # -- groups of sources: one flush of the workers each ----------------------
+    def group_for(self, small: bool) -> _Group:
+        """The open group, or a new one where it is of the other kind or full."""
+        group = self.open
+        # The shards the parent keeps of a group stay within about ``merge_bytes``
+        # where the sources allow: each source's words come in shards of their own.
+        if group is None or bool(group.key) != small or group.size >= self.tuning.batch_bytes or \
+                group.held >= self.tuning.merge_bytes:
+            self.close_group()
+            group = self.open = _Group(key=next(self.keys) if small else 0)
+            self.groups.append(group)
+        return group
 
-    def send_small(self) -> None:
-        if self.small is not None and self.unsent:
-            sources, pieces = zip(*self.unsent)
-            self.unsent, self.unsent_bytes = [], 0
-            self.send(Task(pieces, self.small.key), self.small, list(sources))
-
-    def close_small(self) -> None:
-        if self.small is not None:
-            self.send_small()
-            self.flush(self.small)
-            self.small.closed = True
-            self.reduce(self.small)
-            self.small = None
-
-    # -- large sources: counted in pieces, a batch of their own ----------------
-    def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
-        stats = Source(path)
-        group = _Group([stats], key=next(self.keys))
-        self.groups.append(group)
-        plain = self.sizes[index] is not None and not is_compressed(path)
-        size = self.sizes[index] or 0  # known for every plain file
-        hashed_first = plain and not self.force and bool(self.seen)
-        if hashed_first:
-            # This content may be in already: hashing a plain file first is cheap,
-            # and spares counting a repeat.
-            stats.sha256, stats.size_bytes = file_sha256(path), size
-            if self.is_repeat(stats):
-                group.closed = True
-                self.report(path, stats.size_bytes, stats.size_bytes, index)
-                return
-        if plain and not self.jsonl and self.pipeline.cuts_words:
-            yield from self.add_ranges(index, path, size, group)
-        else:
-            yield from self.add_stream(index, path, group)
-        if self.failure is None:
-            if not hashed_first and self.is_repeat(stats):  # hashed only now: drop the counts
-                group.counts = None
+    def close_group(self) -> None:
+        """No more sources come to the open group: its counts are asked for."""
+        group, self.open = self.open, None
+        if group is not None and not group.closed:
+            self.send_small(group)
             self.flush(group)
             group.closed = True
             self.reduce(group)
 
-    def add_ranges(self, index: int, path: str, size: int, group: _Group) -> Iterator[CountedBatch]:
+    # -- small sources: read, hashed and counted whole by the workers -------------
+    def add_small(self, index: int, path: str) -> None:
+        size = self.sizes[index] or 0
+        self.report(path, size, size, index)
+        group = self.group_for(small=True)
+        stats = Source(path, size_bytes=size)
+        group.sources.append(stats)
+        group.size += size
+        self.unsent.append((stats, SmallFile(path, self.stamps[path])))
+        self.unsent_bytes += size
+        if self.unsent_bytes >= self.tuning.task_bytes:
+            self.send_small(group)
+
+    def send_small(self, group: _Group) -> None:
+        if self.unsent:
+            sources, pieces = zip(*self.unsent)
+            self.unsent, self.unsent_bytes = [], 0
+            self.send(Task(pieces, group.key), group, list(sources))
+
+    # -- large sources: counted in pieces, under a key of their own -------------
+    def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
+        group = self.group_for(small=False)
+        stats = Source(path)
+        group.sources.append(stats)
+        key = next(self.keys)
+        group.large[key] = stats
+        plain = self.sizes[index] is not None and not is_compressed(path)
+        size = self.sizes[index] or 0  # known for every plain file
+        group.size += size
+        # This content may be in already (counted before the call, or a file of the
+        # same size earlier in it): hashing a plain file first spares counting a repeat.
+        hashed_first = plain and not self.force and (bool(self.known) or size in self.large_sizes)
+        if plain:
+            self.large_sizes.add(size)
+        try:
+            if hashed_first:
+                stats.sha256, stats.size_bytes = file_sha256(path), size
+                if self.is_repeat(stats):
+                    del group.large[key]
+                    self.report(path, stats.size_bytes, stats.size_bytes, index)
+                    return
+            if plain and not self.jsonl and self.pipeline.cuts_words:
+                yield from self.add_ranges(index, path, size, group, key)
+            else:
+                yield from self.add_stream(index, path, group, key)
+        except BpestoreError as exc:
+            self.fail(group, stats, exc)  # read here: nothing of it is kept
+            return
+        if self.failure is None and not hashed_first:
+            if not plain:
+                self.take_earlier(group)  # a small source before it may hold the same content
+            if self.is_repeat(stats):  # hashed only now: its counts are not kept
+                group.dropped.add(key)
+
+    def take_earlier(self, group: _Group) -> None:
+        """Take the results of every task of an earlier group that counts sources (their
+        sha256 are known once taken)."""
+        while any(sent.sources and sent.group is not group for sent in self.sent):
+            self.take_result()
+
+    def add_ranges(self, index: int, path: str, size: int, group: _Group, key: int) -> Iterator[CountedBatch]:
         """A plain file: the workers read it themselves, each a range between safe cuts."""
-        stats = group.sources[0]
+        stats = group.large[key]
         stats.size_bytes = size
         hasher = None if stats.sha256 else hashlib.sha256()
         with open(path, "rb") as f:
@@ -324,7 +367,7 @@ class _Counting:
             for first, last in task_spans(len(points) - 1, self.pool.workers, self.tuning.ranges_per_task):
                 ranges = tuple(FileRange(path, a, b) for a, b in itertools.pairwise(points[first:last + 1]))
                 start, end = points[first], points[last]
-                self.send(Task(ranges, group.key), group, [stats])
+                self.send(Task(ranges, key), group, [stats])
                 if hasher is not None:  # hash while the workers count
                     hasher.update(f.read(end - start))
                 self.report(path, end, size, index, final=end == size)
@@ -334,26 +377,22 @@ class _Counting:
         if hasher is not None:
             stats.sha256 = hasher.hexdigest()
 
-    def add_stream(self, index: int, path: str, group: _Group) -> Iterator[CountedBatch]:
+    def add_stream(self, index: int, path: str, group: _Group, key: int) -> Iterator[CountedBatch]:
         """Standard input, a compressed file, JSON Lines: read here, sent in pieces."""
-        stats = group.sources[0]
-        try:
-            with Opened(path, self.stdin) as opened:
-                reader = TextReader(opened.stream, path, errors=self.errors,
-                                    chunk_bytes=self.tuning.chunk_bytes)
-                texts = self.reported(reader, opened, index)
-                pieces = recut(texts, _after_last_line) if self.jsonl else rechunk(texts, self.pipeline)
-                first_line = 1
-                for piece in pieces:
-                    self.send(Task((TextPiece(path, piece, first_line),), group.key), group, [stats])
-                    if self.jsonl:
-                        first_line += piece.count("\n")
-                    yield from self.finished()
-                    if self.failure is not None:
-                        return
-        except BpestoreError:
-            group.drop()  # nothing of a source that failed is kept
-            raise
+        stats = group.large[key]
+        with Opened(path, self.stdin) as opened:
+            reader = TextReader(opened.stream, path, errors=self.errors,
+                                chunk_bytes=self.tuning.chunk_bytes)
+            texts = self.reported(reader, opened, index)
+            pieces = recut(texts, _after_last_line) if self.jsonl else rechunk(texts, self.pipeline)
+            first_line = 1
+            for piece in pieces:
+                self.send(Task((TextPiece(path, piece, first_line),), key), group, [stats])
+                if self.jsonl:
+                    first_line += piece.count("\n")
+                yield from self.finished()
+                if self.failure is not None:
+                    return
         if not stats.sha256:
             stats.sha256 = reader.sha256.hexdigest()
         stats.size_bytes = reader.size
@@ -388,22 +427,40 @@ class _Counting:
             self.take_result()
 
     def flush(self, group: _Group) -> None:
-        """Ask every worker for the counts it kept of a large source (all its tasks are sent)."""
-        if group.closed:
+        """Ask every worker for the counts it kept (all the group's tasks are sent)."""
+        if group.flushed or group.counts is None:
             return
-        # In shards where more than two workers count, or shards were handed on already:
-        # the workers merge them (``reduce``) and the parent gets disjoint parts in word
-        # order. Else each worker's counts come whole: the parent's merge of two costs
-        # less than a round trip more.
-        for future in self.pool.flush(group.key, shard=group.shards is not None or self.pool.workers > 2):
+        group.flushed = True
+        # In shards where more than two workers count, shards were handed on already,
+        # or the group has several large sources (whose distinct words the workers
+        # count): the workers merge them (``reduce``) and the parent gets disjoint parts
+        # in word order. Else each worker's counts come whole: the parent's merge of
+        # two costs less than a round trip more.
+        shard = group.shards is not None or self.pool.workers > 2 or len(group.large) > 1
+        for future in self.pool.flush(shard=shard):
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
 
     def reduce(self, group: _Group) -> None:
-        """Once a group's tasks and flushes are all answered, have the workers merge
-        each shard of the counts they handed on (``Pool.reduce``)."""
-        if group.closed and group.pending == 0 and group.shards and group.counts is not None:
-            for future in self.pool.reduce(group.shards):
+        """Once a group's tasks and flushes are all answered: a large source changed
+        since it was listed fails (``fail``: those before it are kept; a small one
+        is checked where it is read); then have the workers merge each shard of the
+        counts they handed on (``Pool.reduce``)."""
+        if not group.closed or group.pending or group.counts is None:
+            return
+        if not group.checked:
+            group.checked = True
+            for key, source in group.large.items():
+                if key not in group.dropped and not source.skipped and \
+                        _stamp(source.source) != self.stamps.get(source.source):
+                    self.fail(group, source, SourceError(
+                        f"{source.source} changed while it was read; nothing of it was stored: "
+                        "ingest it again once it stays as it is", source=source.source))
+                    break
+        if group.shards and group.counts is not None:
+            shards = [[(key, piece) for key, piece in pieces if key not in group.dropped]
+                      for pieces in group.shards]
+            for future in self.pool.reduce(shards, set(group.large) - group.dropped):
                 group.pending += 1
                 self.sent.append(_Sent(future, group, []))
             group.shards = None
@@ -415,56 +472,87 @@ class _Counting:
         group = sent.group
         group.pending -= 1
         if group.counts is None:
-            return  # a repeat found late: not kept
-        for stats, (n_words, n_distinct) in zip(sent.sources, counted.words):
+            return  # not kept
+        for i, (stats, (n_words, n_distinct)) in enumerate(zip(sent.sources, counted.words)):
+            if counted.shas is not None:  # a small source the worker read and hashed
+                stats.sha256 = counted.shas[i]
+                if self.is_repeat(stats):
+                    if stats.sha256 not in self.known:  # it was counted: its counts come off
+                        group.repeats.append(stats)
+                    continue
+            elif stats.skipped:
+                continue  # a large source found to repeat: its counts are not kept
             stats.n_words += n_words
             stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
+        if counted.distinct:
+            group.distinct.update(counted.distinct)
         if counted.reduced:
             group.reduced.append(counted.counts)
-        else:
-            merge_counts(group.counts, counted.counts)
+        elif counted.counts and counted.key not in group.dropped:
+            kept = group.counts.get(counted.key)
+            if kept is None:
+                group.counts[counted.key] = Counter(counted.counts) if type(counted.counts) is not Counter \
+                    else counted.counts
+            else:
+                merge_counts(kept, counted.counts)
         if counted.shards:
-            if group.shards is None:
-                group.shards = [[] for _ in counted.shards]
-            for pieces, piece in zip(group.shards, counted.shards):
-                pieces.append(piece)
+            for key, shards in counted.shards.items():
+                if group.shards is None:
+                    group.shards = [[] for _ in shards]
+                for pieces, piece in zip(group.shards, shards):
+                    pieces.append((key, piece))
+                    group.held += sum(map(len, piece))
         if counted.error is not None:
             self.fail(group, sent.sources[len(counted.words)], counted.error)
         else:
             self.reduce(group)
 
     def fail(self, group: _Group, failed: Source, error: BpestoreError) -> None:
-        """A source failed in a task: it and every later source are not kept, and
-        no task sent after it is taken (but the shards of an earlier source, sent
-        once its counting ended, are still merged)."""
+        """A source failed: it and every later source are not kept, and no task sent
+        after it is taken (but the counts of the sources before it are, the shards of
+        an earlier group's included)."""
         self.failure = error
-        del group.sources[next(i for i, s in enumerate(group.sources) if s is failed):]
+        at = next(i for i, s in enumerate(group.sources) if s is failed)
+        gone = group.sources[at:]
+        del group.sources[at:]
+        group.dropped |= {key for key, source in group.large.items() if any(source is g for g in gone)}
         group.closed = True
+        if group is self.open:
+            self.open = None
         if not group.sources:
             group.drop()
-        elif group.counts is not None:
+        elif group.key and group.counts is not None:
             # Small sources before it in its group: the workers kept their counts mixed
             # with the failed one's, so they are counted again here (they are small).
-            group.counts, group.shards, group.reduced = self.recount(group.sources), None, []
+            group.counts, group.shards, group.reduced = \
+                {0: self.recount([s for s in group.sources if not s.skipped])}, None, []
+            group.dropped.add(group.key)
+            group.flushed, group.repeats = True, []
         groups = list(self.groups)
         earlier = groups[:groups.index(group)]
         for later in groups[groups.index(group) + 1:]:
             later.drop()
         kept: deque[_Sent] = deque()
         for sent in self.sent:
-            if any(sent.group is g for g in earlier):
-                kept.append(sent)
+            if any(sent.group is g for g in earlier) or sent.group is group and group.counts is not None and \
+                    not any(s is g for s in sent.sources for g in gone):
+                kept.append(sent)  # an earlier source's task, or the flush of the sources kept
                 continue
             sent.future.cancel()
             sent.group.pending -= 1
         self.sent = kept
         self.unsent, self.unsent_bytes = [], 0
+        self.flush(group)  # the large sources before it
 
     def recount(self, sources: list[Source]) -> Counter:
+        """Small sources counted again here, each checked to hold what was counted."""
         counts: Counter = Counter()
         for source in sources:
-            if not source.skipped:
-                self.pool.local.count(Task((FileBytes(source.source, read_range(source.source)),)), into=counts)
+            data = read_range(source.source)
+            if hashlib.sha256(data).hexdigest() != source.sha256:
+                raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
+                                  "ingest it again once it stays as it is", source=source.source)
+            self.pool.local.count(Task((FileBytes(source.source, data),)), into=counts)
         return Counter(as_bytes(counts))
 
     def report(self, name: str, source_done: int, source_size: int | None, index: int, *,
