@@ -176,6 +176,17 @@ typedef struct {
     uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
                                (short_key): one look-up, no filter, no second read; 0: empty */
     int short_shift;
+    /* long words under token ranks, encoded by backtracking (NULL: not built, the merges encode them) */
+    uint32_t *bt_node_token;  /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
+                                 none), BT_DEEPER set where a longer token goes on from it */
+    uint32_t *bt_two;         /* the node of two bytes (a << 8) | b, 0: none (node 1 + b: the byte b) */
+    uint64_t *bt_edges;       /* a deeper node: slot (child << 32) | ((parent << 8 | byte) + 1), 0: empty */
+    int bt_edge_shift;
+    uint64_t *bt_split;       /* by id: (left << 32) | right, the last merge of its own bytes; (id, id): a byte */
+    uint32_t *bt_prefix;      /* by id: the longest token that is a strict prefix of it, or NO_ID */
+    uint8_t *bt_len;          /* by id: its length in bytes */
+    uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
+    int bt_pair_shift;
     PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
     size_t n_ids;
     size_t table_bytes;
@@ -819,6 +830,124 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
     return m;
 }
 
+/* -- long words under token ranks: backtracking ------------------------------------------------
+
+   A long word (more than BACKTRACK_BYTES bytes) is encoded left to right: at each position the
+   longest token there (a walk down the trie of the tokens' bytes) is taken where it may follow
+   the token before it, else the longest shorter token that is a prefix of it, and so on; where
+   none may, the token before is taken back and its end marked as a position no encoding passes.
+   Whether token b may follow token a (bt_valid_pair): undo the merges that made a and b, the
+   later one first, and ask at each step whether the merge rule would rather have joined the two
+   pieces across the cut (their pair makes a token of lower rank than what was undone). The
+   tokens are those a word of their own bytes merges into (others never come out of a merge), each
+   with the last merge that made it; the ranks are the ids. */
+#define BACKTRACK_BYTES 24
+#define BT_NONE 0x7FFFFFFFu
+#define BT_DEEPER 0x80000000u
+
+static inline uint32_t
+bt_child(const Encoder *e, uint32_t node, uint8_t byte)
+{
+    uint64_t key = (((uint64_t)node << 8) | byte) + 1;
+    size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
+    for (size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);; j = (j + 1) & mask) {
+        uint64_t slot = e->bt_edges[j];
+        if ((uint32_t)slot == key)
+            return (uint32_t)(slot >> 32);
+        if (slot == 0)
+            return 0;
+    }
+}
+
+/* The longest token at p[0..n), n >= 1. */
+static inline uint32_t
+bt_longest(const Encoder *e, const uint8_t *p, size_t n)
+{
+    uint32_t best = e->byte_ids[p[0]];
+    if (n < 2)
+        return best;
+    uint32_t node = e->bt_two[((size_t)p[0] << 8) | p[1]];
+    for (size_t i = 2; node != 0; node = bt_child(e, node, p[i++])) {
+        uint32_t v = e->bt_node_token[node];
+        best = (v & BT_NONE) != BT_NONE ? v & BT_NONE : best;
+        if (i == n || !(v & BT_DEEPER))
+            break;
+    }
+    return best;
+}
+
+/* Whether BPE leaves token b right after token a (their bytes side by side). */
+static inline int
+bt_valid_pair(const Encoder *e, uint32_t a, uint32_t b)
+{
+    uint32_t limit = NO_ID;  /* the ranks still open to a merge across the cut: below it */
+    for (;;) {
+        uint64_t key = ((uint64_t)a << 32) | b, h = mix64(key), bit = h >> e->bt_pair_shift;
+        if (e->bt_pair_bits[bit >> 6] >> (bit & 63) & 1) {
+            uint64_t made = pair_find_hashed(e, key, h);
+            if (made != NO_PAIR && (uint32_t)made < limit)
+                return 0;
+        }
+        if (a > b) {
+            limit = a;
+            a = (uint32_t)e->bt_split[a];
+            if (a == limit) {
+                limit = b + 1;
+                b = (uint32_t)(e->bt_split[b] >> 32);
+                if (b + 1 == limit)
+                    return 1;
+            }
+        } else {
+            limit = b + 1;
+            b = (uint32_t)(e->bt_split[b] >> 32);
+            if (b + 1 == limit) {
+                limit = a;
+                a = (uint32_t)e->bt_split[a];
+                if (a == limit)
+                    return 1;
+            }
+        }
+    }
+}
+
+/* The ids of bytes[0..n) in w->symbols: their number, or -1 (w->fail set). */
+static Py_ssize_t
+backtrack(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
+{
+    size_t n_words = (n + 64) / 64;  /* a bit for each position 0..n: 1 while some encoding may pass it */
+    if (symbols_room(w, n + 2) < 0 || grow(w, (void **)&w->heap, &w->heap_cap, 0, n_words, sizeof(uint64_t)) < 0)
+        return -1;
+    uint64_t *open = w->heap;
+    memset(open, 0xFF, n_words * sizeof(uint64_t));
+    uint32_t *s = w->symbols;
+    size_t m = 0, pos = 0;
+    uint32_t next = bt_longest(e, bytes, n);
+    while (next != NO_ID) {
+        uint32_t token = next, last = m ? s[m - 1] : NO_ID;
+        for (;;) {
+            size_t end = pos + e->bt_len[token];
+            if ((open[end >> 6] >> (end & 63) & 1) && (last == NO_ID || bt_valid_pair(e, last, token))) {
+                s[m++] = token;
+                pos = end;
+                next = pos < n ? bt_longest(e, bytes + pos, n - pos) : NO_ID;
+                break;
+            }
+            if (e->bt_prefix[token] != NO_ID) {
+                token = e->bt_prefix[token];
+                continue;
+            }
+            if (m == 0)  /* no encoding at all: the tables do not hold what they should */
+                return 0;
+            open[pos >> 6] &= ~(1ULL << (pos & 63));
+            m--;
+            pos -= e->bt_len[last];
+            next = last;
+            break;
+        }
+    }
+    return (Py_ssize_t)m;
+}
+
 /* -- one word ----------------------------------------------------------------------------- */
 
 static inline uint32_t
@@ -923,6 +1052,16 @@ encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, ui
             if (c != NULL)
                 cache_put(c, bytes, n, &t->id, 1);
             return emit_one(w, t->id);
+        }
+    }
+    if (e->bt_len != NULL && n > BACKTRACK_BYTES) {
+        Py_ssize_t k = backtrack(e, w, bytes, n);
+        if (k < 0)
+            return -1;
+        if (k > 0) {
+            if (c != NULL)
+                cache_put(c, bytes, n, w->symbols, (size_t)k);
+            return emit(w, w->symbols, (size_t)k);
         }
     }
     Py_ssize_t m = symbolize(e, w, bytes, n);
@@ -1088,6 +1227,13 @@ Encoder_dealloc(Encoder *e)
         PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
     PyMem_RawFree(e->short_tokens);
+    PyMem_RawFree(e->bt_node_token);
+    PyMem_RawFree(e->bt_two);
+    PyMem_RawFree(e->bt_edges);
+    PyMem_RawFree(e->bt_split);
+    PyMem_RawFree(e->bt_prefix);
+    PyMem_RawFree(e->bt_len);
+    PyMem_RawFree(e->bt_pair_bits);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
@@ -1350,6 +1496,207 @@ build_short_tokens(Encoder *e)
     return 0;
 }
 
+/* The merge (token ranks) of one token's bytes p[0..n), n >= 2, with scratch arrays of n + 1
+   items: the one id they merge into, the last merge's ids in *left and *right; NO_ID where
+   they stay more than one. */
+static uint32_t
+own_merge(const Encoder *e, const uint8_t *p, size_t n, uint32_t *s, uint32_t *pos, uint64_t *pr,
+          uint32_t *left, uint32_t *right)
+{
+    for (size_t i = 0; i < n; i++) {
+        s[i] = e->byte_ids[p[i]];
+        pos[i] = (uint32_t)i;
+    }
+    pos[n] = (uint32_t)n;
+    for (size_t i = 0; i + 1 < n; i++)
+        pr[i] = span_pair(e, p, pos[i], pos[i + 2], span_hash(e, p, pos[i], pos[i + 2]));
+    while (n > 1) {
+        uint64_t best = NO_PAIR;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++)
+            if (pr[i] < best) {
+                best = pr[i];
+                at = i;
+            }
+        if (best == NO_PAIR)
+            return NO_ID;
+        *left = s[at];
+        *right = s[at + 1];
+        s[at] = (uint32_t)best;
+        memmove(s + at + 1, s + at + 2, (n - at - 2) * sizeof(uint32_t));
+        memmove(pos + at + 1, pos + at + 2, (n - at - 1) * sizeof(uint32_t));
+        memmove(pr + at + 1, pr + at + 2, (n > at + 3 ? n - at - 3 : 0) * sizeof(uint64_t));
+        n--;
+        if (at > 0)
+            pr[at - 1] = span_pair(e, p, pos[at - 1], pos[at + 1], span_hash(e, p, pos[at - 1], pos[at + 1]));
+        if (at + 1 < n)
+            pr[at] = span_pair(e, p, pos[at], pos[at + 2], span_hash(e, p, pos[at], pos[at + 2]));
+    }
+    return s[0];
+}
+
+/* The trie node below `node` by `byte`, made where missing (node ids from *n_nodes on). */
+static uint32_t
+bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes)
+{
+    uint64_t key = (((uint64_t)node << 8) | byte) + 1;
+    size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
+    size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
+    for (; e->bt_edges[j] != 0; j = (j + 1) & mask)
+        if ((uint32_t)e->bt_edges[j] == key)
+            return (uint32_t)(e->bt_edges[j] >> 32);
+    uint32_t child = (*n_nodes)++;
+    e->bt_edges[j] = ((uint64_t)child << 32) | key;
+    e->bt_node_token[node] |= BT_DEEPER;
+    return child;
+}
+
+/* The backtracking tables of token ranks (long words), where the tokens allow: every byte a
+   token of its own (the id byte_ids gives), each other token merged from two tokens of lower
+   rank. Otherwise none are built (long words are merged). 0, or -1 with an exception. */
+static int
+build_backtrack(Encoder *e)
+{
+    if (e->max_token_len > 255 || e->n_ids >= BT_NONE || e->short_tokens == NULL)
+        return 0;
+    for (int b = 0; b < 256; b++) {
+        uint8_t byte[8] = {(uint8_t)b};
+        const TokenSlot *t = token_find(e, byte, 1, hash_bytes(byte, 1));
+        if (t == NULL || t->id != e->byte_ids[b])
+            return 0;
+    }
+    size_t n_tokens = 0, n_bytes = 0;
+    for (size_t j = 0; j <= e->token_mask; j++)
+        if (e->tokens[j].len) {
+            n_tokens++;
+            n_bytes += e->tokens[j].len;
+        }
+    size_t n = e->n_ids, edges = capacity_for(n_bytes < ((size_t)1 << 24) ? n_bytes : (size_t)1 << 24);
+    size_t pairs = capacity_for(n_tokens), most_nodes = n_bytes + 257, pair_bits = 64 * capacity_for(pairs / 16);
+    uint32_t *s = PyMem_RawMalloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
+    uint64_t *pr = PyMem_RawMalloc((e->max_token_len + 1) * sizeof(uint64_t));
+    e->bt_split = PyMem_RawMalloc(n * sizeof(uint64_t));
+    e->bt_prefix = PyMem_RawMalloc(n * sizeof(uint32_t));
+    e->bt_len = PyMem_RawCalloc(n, 1);
+    e->bt_two = PyMem_RawCalloc(65536, sizeof(uint32_t));
+    e->bt_edges = PyMem_RawCalloc(edges, sizeof(uint64_t));
+    e->bt_node_token = PyMem_RawMalloc(most_nodes * sizeof(uint32_t));
+    e->pairs = PyMem_RawMalloc(pairs * sizeof(PairSlot));
+    e->bt_pair_bits = PyMem_RawCalloc(pair_bits / 64, sizeof(uint64_t));
+    int rc = -1;
+    if (!s || !pr || !e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || !e->bt_edges ||
+        !e->bt_node_token || !e->pairs || !e->bt_pair_bits) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    e->bt_edge_shift = 64 - __builtin_ctzll(edges);
+    e->pair_mask = pairs - 1;
+    e->bt_pair_shift = 64 - __builtin_ctzll(pair_bits);
+    for (size_t i = 0; i < pairs; i++)
+        e->pairs[i].key = NO_PAIR;
+    for (size_t i = 0; i < most_nodes; i++)
+        e->bt_node_token[i] = BT_NONE;
+    for (size_t i = 0; i < n; i++)
+        e->bt_prefix[i] = NO_ID;
+    uint32_t n_nodes = 257;
+    for (int b = 0; b < 256; b++) {
+        uint32_t id = e->byte_ids[b];
+        e->bt_split[id] = ((uint64_t)id << 32) | id;
+        e->bt_len[id] = 1;
+        e->bt_node_token[1 + b] = id;
+    }
+    /* each token that its own bytes merge into: its last merge, its place in the trie */
+    for (size_t j = 0; j <= e->token_mask; j++) {
+        const TokenSlot *t = &e->tokens[j];
+        if (t->len < 2)
+            continue;
+        const uint8_t *p = e->token_bytes + t->offset;
+        uint32_t left = NO_ID, right = NO_ID;
+        if (own_merge(e, p, t->len, s, s + e->max_token_len + 1, pr, &left, &right) != t->id)
+            continue;  /* never made by a merge: not a token inside a longer word */
+        if (left >= t->id || right >= t->id || n_nodes + t->len >= ((size_t)1 << 24)) {
+            rc = 1;  /* ranks this encoding cannot follow */
+            goto done;
+        }
+        e->bt_split[t->id] = ((uint64_t)left << 32) | right;
+        e->bt_len[t->id] = (uint8_t)t->len;
+        uint64_t key = ((uint64_t)left << 32) | right;
+        uint64_t h = mix64(key), bit = h >> e->bt_pair_shift;
+        size_t k = (size_t)h & e->pair_mask;
+        while (e->pairs[k].key != NO_PAIR)
+            k = (k + 1) & e->pair_mask;
+        e->pairs[k] = (PairSlot){key, t->id, t->id};
+        e->bt_pair_bits[bit >> 6] |= 1ULL << (bit & 63);
+        uint32_t *two = &e->bt_two[((size_t)p[0] << 8) | p[1]];
+        if (*two == 0)
+            *two = n_nodes++;
+        uint32_t node = *two;
+        for (size_t i = 2; i < t->len; i++)
+            node = bt_add_child(e, node, p[i], &n_nodes);
+        e->bt_node_token[node] = (e->bt_node_token[node] & BT_DEEPER) | t->id;
+    }
+    /* each token's longest strict prefix that is a token */
+    for (size_t j = 0; j <= e->token_mask; j++) {
+        const TokenSlot *t = &e->tokens[j];
+        if (t->len < 2 || e->bt_len[t->id] == 0)
+            continue;
+        const uint8_t *p = e->token_bytes + t->offset;
+        uint32_t prefix = e->byte_ids[p[0]], node = e->bt_two[((size_t)p[0] << 8) | p[1]];
+        for (size_t i = 2; i < t->len; i++) {
+            if ((e->bt_node_token[node] & BT_NONE) != BT_NONE)
+                prefix = e->bt_node_token[node] & BT_NONE;
+            node = bt_child(e, node, p[i]);
+        }
+        e->bt_prefix[t->id] = prefix;
+    }
+    /* the table of edges made as small as the nodes allow */
+    size_t fewer = capacity_for(n_nodes);
+    uint64_t *small = fewer < edges ? PyMem_RawCalloc(fewer, sizeof(uint64_t)) : NULL;
+    if (small != NULL) {
+        uint64_t *big = e->bt_edges;
+        e->bt_edges = small;
+        e->bt_edge_shift = 64 - __builtin_ctzll(fewer);
+        for (size_t j = 0; j < edges; j++)
+            if (big[j] != 0) {
+                size_t k = (size_t)(((uint64_t)(uint32_t)big[j] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
+                while (small[k] != 0)
+                    k = (k + 1) & (fewer - 1);
+                small[k] = big[j];
+            }
+        PyMem_RawFree(big);
+        edges = fewer;
+    }
+    e->table_bytes += n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + 65536 * sizeof(uint32_t) +
+                      edges * sizeof(uint64_t) + n_nodes * sizeof(uint32_t) + pairs * sizeof(PairSlot) +
+                      pair_bits / 8;
+    uint32_t *fit = PyMem_RawRealloc(e->bt_node_token, n_nodes * sizeof(uint32_t));
+    if (fit != NULL)
+        e->bt_node_token = fit;
+    rc = 0;
+done:
+    PyMem_RawFree(s);
+    PyMem_RawFree(pr);
+    if (rc != 0) {
+        PyMem_RawFree(e->bt_split);
+        PyMem_RawFree(e->bt_prefix);
+        PyMem_RawFree(e->bt_len);
+        PyMem_RawFree(e->bt_two);
+        PyMem_RawFree(e->bt_edges);
+        PyMem_RawFree(e->bt_node_token);
+        PyMem_RawFree(e->pairs);
+        PyMem_RawFree(e->bt_pair_bits);
+        e->bt_pair_bits = NULL;
+        e->bt_split = NULL;
+        e->bt_prefix = NULL;
+        e->bt_len = NULL;
+        e->bt_two = NULL;
+        e->bt_edges = NULL;
+        e->bt_node_token = NULL;
+        e->pairs = NULL;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
 static int
 build_chars(Encoder *e, PyObject *chars)
 {
@@ -1584,7 +1931,7 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         e->whole_lookup = 1;
         if (mode == MODE_MERGE && !whole && check_whole(e) < 0)
             goto fail;
-        if (mode == MODE_RANKS && build_short_tokens(e) < 0)
+        if (mode == MODE_RANKS && (build_short_tokens(e) < 0 || build_backtrack(e) < 0))
             goto fail;
     }
     if (e->chars && build_chars(e, chars) < 0)
