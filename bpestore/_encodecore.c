@@ -187,6 +187,7 @@ typedef struct {
     uint8_t *bt_len;          /* by id: its length in bytes */
     uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
     int bt_pair_shift;
+    int bt_state;             /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
     PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
     size_t n_ids;
     size_t table_bytes;
@@ -841,9 +842,14 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
    pieces across the cut (their pair makes a token of lower rank than what was undone). The
    tokens are those a word of their own bytes merges into (others never come out of a merge), each
    with the last merge that made it; the ranks are the ids. */
+#ifndef BACKTRACK_BYTES
 #define BACKTRACK_BYTES 24
+#endif
+enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
 #define BT_NONE 0x7FFFFFFFu
 #define BT_DEEPER 0x80000000u
+
+static int backtrack_ready(const Encoder *e);
 
 static inline uint32_t
 bt_child(const Encoder *e, uint32_t node, uint8_t byte)
@@ -1054,7 +1060,7 @@ encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, ui
             return emit_one(w, t->id);
         }
     }
-    if (e->bt_len != NULL && n > BACKTRACK_BYTES) {
+    if (n > BACKTRACK_BYTES && backtrack_ready(e)) {
         Py_ssize_t k = backtrack(e, w, bytes, n);
         if (k < 0)
             return -1;
@@ -1535,9 +1541,31 @@ own_merge(const Encoder *e, const uint8_t *p, size_t n, uint32_t *s, uint32_t *p
     return s[0];
 }
 
-/* The trie node below `node` by `byte`, made where missing (node ids from *n_nodes on). */
+/* The trie's edges in a table of `capacity` slots; 0, or -1 (the table as it was). */
+static int
+bt_edges_to(Encoder *e, size_t capacity)
+{
+    uint64_t *old = e->bt_edges, *edges = PyMem_RawCalloc(capacity, sizeof(uint64_t));
+    if (edges == NULL)
+        return -1;
+    size_t old_capacity = old ? (size_t)1 << (64 - e->bt_edge_shift) : 0;
+    e->bt_edges = edges;
+    e->bt_edge_shift = 64 - __builtin_ctzll(capacity);
+    for (size_t j = 0; j < old_capacity; j++)
+        if (old[j] != 0) {
+            size_t k = (size_t)(((uint64_t)(uint32_t)old[j] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
+            while (edges[k] != 0)
+                k = (k + 1) & (capacity - 1);
+            edges[k] = old[j];
+        }
+    PyMem_RawFree(old);
+    return 0;
+}
+
+/* The trie node below `node` by `byte`, made where missing (node ids from *n_nodes on, each
+   one's parent kept in parent). */
 static uint32_t
-bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes)
+bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes, uint32_t *parent)
 {
     uint64_t key = (((uint64_t)node << 8) | byte) + 1;
     size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
@@ -1546,6 +1574,7 @@ bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes)
         if ((uint32_t)e->bt_edges[j] == key)
             return (uint32_t)(e->bt_edges[j] >> 32);
     uint32_t child = (*n_nodes)++;
+    parent[child] = node;
     e->bt_edges[j] = ((uint64_t)child << 32) | key;
     e->bt_node_token[node] |= BT_DEEPER;
     return child;
@@ -1553,17 +1582,17 @@ bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes)
 
 /* The backtracking tables of token ranks (long words), where the tokens allow: every byte a
    token of its own (the id byte_ids gives), each other token merged from two tokens of lower
-   rank. Otherwise none are built (long words are merged). 0, or -1 with an exception. */
+   rank. 0: built; else none are (long words are merged). Calls no Python. */
 static int
 build_backtrack(Encoder *e)
 {
     if (e->max_token_len > 255 || e->n_ids >= BT_NONE || e->short_tokens == NULL)
-        return 0;
+        return 1;
     for (int b = 0; b < 256; b++) {
         uint8_t byte[8] = {(uint8_t)b};
         const TokenSlot *t = token_find(e, byte, 1, hash_bytes(byte, 1));
         if (t == NULL || t->id != e->byte_ids[b])
-            return 0;
+            return 1;
     }
     size_t n_tokens = 0, n_bytes = 0;
     for (size_t j = 0; j <= e->token_mask; j++)
@@ -1571,25 +1600,23 @@ build_backtrack(Encoder *e)
             n_tokens++;
             n_bytes += e->tokens[j].len;
         }
-    size_t n = e->n_ids, edges = capacity_for(n_bytes < ((size_t)1 << 24) ? n_bytes : (size_t)1 << 24);
+    size_t n = e->n_ids, edges = capacity_for(2 * n_tokens);
     size_t pairs = capacity_for(n_tokens), most_nodes = n_bytes + 257, pair_bits = 64 * capacity_for(pairs / 16);
     uint32_t *s = PyMem_RawMalloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
     uint64_t *pr = PyMem_RawMalloc((e->max_token_len + 1) * sizeof(uint64_t));
+    uint32_t *parent = PyMem_RawMalloc(most_nodes * sizeof(uint32_t));  /* then: the longest token to a node */
     e->bt_split = PyMem_RawMalloc(n * sizeof(uint64_t));
     e->bt_prefix = PyMem_RawMalloc(n * sizeof(uint32_t));
     e->bt_len = PyMem_RawCalloc(n, 1);
     e->bt_two = PyMem_RawCalloc(65536, sizeof(uint32_t));
-    e->bt_edges = PyMem_RawCalloc(edges, sizeof(uint64_t));
     e->bt_node_token = PyMem_RawMalloc(most_nodes * sizeof(uint32_t));
     e->pairs = PyMem_RawMalloc(pairs * sizeof(PairSlot));
     e->bt_pair_bits = PyMem_RawCalloc(pair_bits / 64, sizeof(uint64_t));
     int rc = -1;
-    if (!s || !pr || !e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || !e->bt_edges ||
+    if (!s || !pr || !parent || !e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || bt_edges_to(e, edges) < 0 ||
         !e->bt_node_token || !e->pairs || !e->bt_pair_bits) {
-        PyErr_NoMemory();
         goto done;
     }
-    e->bt_edge_shift = 64 - __builtin_ctzll(edges);
     e->pair_mask = pairs - 1;
     e->bt_pair_shift = 64 - __builtin_ctzll(pair_bits);
     for (size_t i = 0; i < pairs; i++)
@@ -1627,48 +1654,38 @@ build_backtrack(Encoder *e)
             k = (k + 1) & e->pair_mask;
         e->pairs[k] = (PairSlot){key, t->id, t->id};
         e->bt_pair_bits[bit >> 6] |= 1ULL << (bit & 63);
+        if (2 * (n_nodes + t->len) > edges) {
+            if (bt_edges_to(e, 2 * edges) < 0)
+                goto done;
+            edges *= 2;
+        }
         uint32_t *two = &e->bt_two[((size_t)p[0] << 8) | p[1]];
-        if (*two == 0)
+        if (*two == 0) {
+            parent[n_nodes] = 1 + p[0];
             *two = n_nodes++;
-        uint32_t node = *two;
-        for (size_t i = 2; i < t->len; i++)
-            node = bt_add_child(e, node, p[i], &n_nodes);
+        }
+        uint32_t node = *two, above = 1 + p[0];
+        for (size_t i = 2; i < t->len; i++) {
+            above = node;
+            node = bt_add_child(e, node, p[i], &n_nodes, parent);
+        }
         e->bt_node_token[node] = (e->bt_node_token[node] & BT_DEEPER) | t->id;
+        e->bt_prefix[t->id] = above;  /* for now: the node above its own */
     }
-    /* each token's longest strict prefix that is a token */
+    /* each token's longest strict prefix that is a token: that of the node above its own (a
+       parent's id is below its children's) */
+    for (uint32_t node = 1; node < n_nodes; node++) {
+        uint32_t v = e->bt_node_token[node] & BT_NONE;
+        parent[node] = v != BT_NONE ? v : parent[parent[node]];
+    }
     for (size_t j = 0; j <= e->token_mask; j++) {
         const TokenSlot *t = &e->tokens[j];
-        if (t->len < 2 || e->bt_len[t->id] == 0)
-            continue;
-        const uint8_t *p = e->token_bytes + t->offset;
-        uint32_t prefix = e->byte_ids[p[0]], node = e->bt_two[((size_t)p[0] << 8) | p[1]];
-        for (size_t i = 2; i < t->len; i++) {
-            if ((e->bt_node_token[node] & BT_NONE) != BT_NONE)
-                prefix = e->bt_node_token[node] & BT_NONE;
-            node = bt_child(e, node, p[i]);
-        }
-        e->bt_prefix[t->id] = prefix;
+        if (t->len >= 2 && e->bt_len[t->id] != 0)
+            e->bt_prefix[t->id] = parent[e->bt_prefix[t->id]];
     }
-    /* the table of edges made as small as the nodes allow */
-    size_t fewer = capacity_for(n_nodes);
-    uint64_t *small = fewer < edges ? PyMem_RawCalloc(fewer, sizeof(uint64_t)) : NULL;
-    if (small != NULL) {
-        uint64_t *big = e->bt_edges;
-        e->bt_edges = small;
-        e->bt_edge_shift = 64 - __builtin_ctzll(fewer);
-        for (size_t j = 0; j < edges; j++)
-            if (big[j] != 0) {
-                size_t k = (size_t)(((uint64_t)(uint32_t)big[j] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
-                while (small[k] != 0)
-                    k = (k + 1) & (fewer - 1);
-                small[k] = big[j];
-            }
-        PyMem_RawFree(big);
-        edges = fewer;
-    }
-    e->table_bytes += n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + 65536 * sizeof(uint32_t) +
-                      edges * sizeof(uint64_t) + n_nodes * sizeof(uint32_t) + pairs * sizeof(PairSlot) +
-                      pair_bits / 8;
+    __atomic_add_fetch(&e->table_bytes, n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + 65536 * sizeof(uint32_t) +
+                       edges * sizeof(uint64_t) + n_nodes * sizeof(uint32_t) + pairs * sizeof(PairSlot) +
+                       pair_bits / 8, __ATOMIC_RELAXED);
     uint32_t *fit = PyMem_RawRealloc(e->bt_node_token, n_nodes * sizeof(uint32_t));
     if (fit != NULL)
         e->bt_node_token = fit;
@@ -1676,6 +1693,7 @@ build_backtrack(Encoder *e)
 done:
     PyMem_RawFree(s);
     PyMem_RawFree(pr);
+    PyMem_RawFree(parent);
     if (rc != 0) {
         PyMem_RawFree(e->bt_split);
         PyMem_RawFree(e->bt_prefix);
@@ -1694,7 +1712,25 @@ done:
         e->bt_node_token = NULL;
         e->pairs = NULL;
     }
-    return rc < 0 ? -1 : 0;
+    return rc;
+}
+
+/* BT_READY where the backtracking tables are built: the first long word under token ranks
+   builds them (the call that meets it, whatever thread; a word met while they are being built
+   is merged). */
+static int
+backtrack_ready(const Encoder *e)
+{
+    int state = __atomic_load_n(&e->bt_state, __ATOMIC_ACQUIRE);
+    if (state != BT_UNBUILT)
+        return state == BT_READY;
+    Encoder *building = (Encoder *)e;  /* the tables are its only part that is ever written */
+    if (!__atomic_compare_exchange_n(&building->bt_state, &state, BT_BUILDING, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+        return state == BT_READY;
+    state = build_backtrack(building) == 0 ? BT_READY : BT_NEVER;
+    __atomic_store_n(&building->bt_state, state, __ATOMIC_RELEASE);
+    return state == BT_READY;
 }
 
 static int
@@ -1862,6 +1898,7 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (e == NULL)
         return NULL;
     e->mode = mode;
+    e->bt_state = mode == MODE_RANKS ? BT_UNBUILT : BT_NEVER;
     e->pattern = pattern;
     Py_ssize_t n_tokens = PySequence_Size(tokens);
     if (n_tokens < 0) {
@@ -1931,7 +1968,7 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         e->whole_lookup = 1;
         if (mode == MODE_MERGE && !whole && check_whole(e) < 0)
             goto fail;
-        if (mode == MODE_RANKS && (build_short_tokens(e) < 0 || build_backtrack(e) < 0))
+        if (mode == MODE_RANKS && build_short_tokens(e) < 0)
             goto fail;
     }
     if (e->chars && build_chars(e, chars) < 0)
