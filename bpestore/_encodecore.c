@@ -843,7 +843,7 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
    tokens are those a word of their own bytes merges into (others never come out of a merge), each
    with the last merge that made it; the ranks are the ids. */
 #ifndef BACKTRACK_BYTES
-#define BACKTRACK_BYTES 24
+#define BACKTRACK_BYTES 16
 #endif
 enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
 #define BT_NONE 0x7FFFFFFFu

@@ -1,0 +1,170 @@
+"""Long words under token ranks (the compiled core encodes them by backtracking over the
+tokens, not by merging byte pairs): their ids against tiktoken's, word by word
+(_encode_single_piece) and in texts, on the rank files and on small rank tables built so
+that the greedy longest token is wrong, a token is never made by a merge, or a token is
+made from one of higher rank."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpestore import encodecore
+from bpestore.formats.tiktoken_ranks import load_tokenizer, read_ranks
+from bpestore.text import char_class
+
+from .conftest import corpus_path, read_corpus, tiktoken_pattern
+
+tiktoken = pytest.importorskip("tiktoken")
+
+
+@pytest.fixture(autouse=True)
+def compiled_core():
+    if encodecore.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+
+
+def by_rank(ranks: dict[bytes, int]) -> list[bytes | None]:
+    tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
+    for token, rank in ranks.items():
+        tokens[rank] = token
+    return tokens
+
+
+def core_of(ranks: dict[bytes, int]):
+    return encodecore.CORE.Encoder(by_rank(ranks), None, None, mode=encodecore.MODE_RANKS)
+
+
+def tiktoken_of(name: str, ranks: dict[bytes, int], pattern: str | None = None):
+    return tiktoken.Encoding(name=name, pat_str=pattern or tiktoken_pattern(name), mergeable_ranks=ranks,
+                             special_tokens={})
+
+
+@pytest.fixture(scope="module", params=["cl100k", "o200k"])
+def encoding(request):
+    ranks = read_ranks(corpus_path(f"{request.param}_base.tiktoken"))
+    return request.param, ranks, tiktoken_of(request.param, ranks), core_of(ranks)
+
+
+def greedy(ranks: dict[bytes, int], data: bytes) -> list[int]:
+    """The longest token at each position in turn: what backtracking starts from."""
+    longest = max(map(len, ranks))
+    ids, at = [], 0
+    while at < len(data):
+        n = min(longest, len(data) - at)
+        while data[at:at + n] not in ranks:
+            n -= 1
+        ids.append(ranks[data[at:at + n]])
+        at += n
+    return ids
+
+
+PIECES = st.one_of(
+    st.text(st.characters(min_codepoint=0x3040, max_codepoint=0x30FF), min_size=1, max_size=12),  # kana
+    st.text(st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF), min_size=1, max_size=12),  # CJK
+    st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=1, max_size=12),
+    st.text("0123456789", min_size=1, max_size=6),
+    st.text(st.characters(min_codepoint=0x1F300, max_codepoint=0x1FAFF), min_size=1, max_size=4),  # emoji
+    st.binary(min_size=1, max_size=12).map(lambda b: b.decode("latin-1")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, min_size=1, max_size=12))
+def test_long_mixed_words_give_tiktokens_ids(encoding, pieces):
+    _, _, enc, core = encoding
+    word = "".join(pieces)
+    assert core.encode_words([word]) == enc._encode_single_piece(word.encode("utf-8"))
+
+
+def test_every_length_on_both_sides_of_the_threshold(encoding):
+    """Words of 1..80 bytes (CJK, kana, Latin, digits, a mix), each alone: whatever length
+    the encoding switches at, the words on both sides give tiktoken's ids."""
+    _, _, enc, core = encoding
+    rng = random.Random(5)
+    japanese = read_corpus("japanese_1M.txt")[:200_000]
+    alphabets = [sorted({c for c in japanese if ord(c) >= 0x3000}), "abcdefghijklmnopqrstuvwxyz", "0123456789",
+                 [chr(c) for c in range(0x80, 0x100)] + ["é", "ß", "😀", "日", "の"]]
+    for length in range(1, 81):
+        for chars in alphabets:
+            for _ in range(4):
+                data = b""
+                while len(data) < length:
+                    data += rng.choice(chars).encode("utf-8")
+                word = data.decode("utf-8")
+                assert core.encode_words([word]) == enc._encode_single_piece(data), word
+
+
+def test_words_where_the_longest_token_is_wrong(encoding):
+    """Words of tokens side by side whose ids differ from the greedy longest tokens' (the
+    backtracking case: a shorter token, or an earlier token taken back), and their texts."""
+    name, ranks, enc, core = encoding
+    rng = random.Random(7)
+    tokens = [t for t in ranks if len(t) >= 2]
+    words, wrong = [], 0
+    while len(words) < 4000:
+        data = b"".join(rng.choices(tokens, k=rng.randint(3, 12)))
+        word = data.decode("utf-8", "replace")  # a word of tiktoken's pattern need not come whole: each is alone
+        data = word.encode("utf-8")
+        if len(data) <= 16:
+            continue
+        expected = enc._encode_single_piece(data)
+        wrong += expected != greedy(ranks, data)
+        words.append(word)
+        assert core.encode_words([word]) == expected, word
+    assert wrong > 400  # the test would pass on a greedy encoder otherwise
+    assert core_of(ranks).encode_words(words) == [i for w in words for i in enc._encode_single_piece(w.encode())]
+
+
+def test_the_corpora_give_tiktokens_ids(encoding):
+    name, _, enc, _ = encoding
+    tok = load_tokenizer(corpus_path(f"{name}_base.tiktoken"), name)
+    for corpus in ("japanese_1M.txt", "chinese_1M.txt", "hindi_1M.txt", "russian_1M.txt", "german_1M.txt"):
+        text = read_corpus(corpus)
+        assert tok.encode_ordinary(text) == enc.encode_ordinary(text), corpus
+
+
+def test_threads_that_meet_long_words_first_at_once(encoding):
+    """A fresh encoder's first long words met by several threads at once (the tables are
+    built by one of them while the others merge)."""
+    _, ranks, enc, _ = encoding
+    japanese = read_corpus("japanese_1M.txt")[:400_000]
+    docs = [japanese[i:i + 20_000] for i in range(0, len(japanese), 20_000)]
+    expected = [enc.encode_ordinary(d) for d in docs]
+    for _ in range(3):
+        core = encodecore.CORE.Encoder(by_rank(ranks), None, None, mode=encodecore.MODE_RANKS,
+                                       pattern=encodecore.SCANNED_PATTERNS[encoding[0]], classify=char_class)
+        assert core.encode_batch(docs, workers=4) == expected
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(core.encode, docs)) == expected
+
+
+def small_ranks(*tokens: bytes) -> dict[bytes, int]:
+    """Every byte (ranks 0..255), then the tokens in the order given."""
+    ranks = {bytes([b]): b for b in range(256)}
+    for token in tokens:
+        ranks[token] = len(ranks)
+    return ranks
+
+
+@pytest.mark.parametrize("tokens, words", [
+    # "abcd" is a token, but its bytes stop at a | bc | d: never made inside a longer word
+    ((b"bc", b"abcd"), ["abcd" * 10, "xabcdabcdabcdabcdy", "abcdabcdabcdabcdabcdabc"]),
+    # "abc" is made from "ab", of a higher rank than its own
+    ((b"abc", b"ab"), ["abc" * 12, "abcabcababcabcabcabcabc", "zabcabcabcabcabcabcabcz"]),
+    # the longest token first is wrong: "aab" takes "a" from "aa", where "aa" ranks first
+    ((b"aa", b"ab", b"aab", b"aaa", b"ba"), ["aab" * 9, "aaab" * 8, "ab" * 13, "aaaaabaaabaabab" * 2]),
+    # a chain of prefixes, each a token, and the longest ones of higher rank than the parts
+    ((b"xy", b"yz", b"xyz", b"zx", b"xyzx", b"yzxy", b"xyzxy"), ["xyz" * 10, "xyzx" * 8, "zxyzxyzxyzxyzxyzxy"]),
+])
+def test_small_rank_tables(tokens, words):
+    ranks = small_ranks(*tokens)
+    enc = tiktoken_of("small", ranks, r"\S+|\s+")
+    core = core_of(ranks)
+    for word in words:
+        assert len(word) > 16
+        assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word
