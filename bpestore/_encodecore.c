@@ -177,8 +177,9 @@ typedef struct {
                                (short_key): one look-up, no filter, no second read; 0: empty */
     int short_shift;
     /* long words under token ranks, encoded by backtracking (NULL: not built, the merges encode them) */
-    uint32_t *bt_node_token;  /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
-                                 none), BT_DEEPER set where a longer token goes on from it */
+    uint64_t *bt_nodes;       /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
+                                 none), BT_DEEPER set where a longer token goes on from it; above bit 32,
+                                 where it has one child only: (child << 8) | byte */
     uint32_t *bt_two;         /* the node of two bytes (a << 8) | b, 0: none (node 1 + b: the byte b) */
     uint64_t *bt_edges;       /* a deeper node: slot (child << 32) | ((parent << 8 | byte) + 1), 0: empty */
     int bt_edge_shift;
@@ -873,11 +874,15 @@ bt_longest(const Encoder *e, const uint8_t *p, size_t n)
     if (n < 2)
         return best;
     uint32_t node = e->bt_two[((size_t)p[0] << 8) | p[1]];
-    for (size_t i = 2; node != 0; node = bt_child(e, node, p[i++])) {
-        uint32_t v = e->bt_node_token[node];
-        best = (v & BT_NONE) != BT_NONE ? v & BT_NONE : best;
+    for (size_t i = 2; node != 0; i++) {
+        uint64_t v = e->bt_nodes[node];
+        best = ((uint32_t)v & BT_NONE) != BT_NONE ? (uint32_t)v & BT_NONE : best;
         if (i == n || !(v & BT_DEEPER))
             break;
+        uint32_t only = (uint32_t)(v >> 32);
+        if (only != 0 && (only & 255) != p[i])
+            break;
+        node = only != 0 ? only >> 8 : bt_child(e, node, p[i]);
     }
     return best;
 }
@@ -1233,7 +1238,7 @@ Encoder_dealloc(Encoder *e)
         PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
     PyMem_RawFree(e->short_tokens);
-    PyMem_RawFree(e->bt_node_token);
+    PyMem_RawFree(e->bt_nodes);
     PyMem_RawFree(e->bt_two);
     PyMem_RawFree(e->bt_edges);
     PyMem_RawFree(e->bt_split);
@@ -1576,7 +1581,8 @@ bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes, uint32_
     uint32_t child = (*n_nodes)++;
     parent[child] = node;
     e->bt_edges[j] = ((uint64_t)child << 32) | key;
-    e->bt_node_token[node] |= BT_DEEPER;
+    uint64_t v = e->bt_nodes[node];
+    e->bt_nodes[node] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)child << 8 | byte) << 32);
     return child;
 }
 
@@ -1609,12 +1615,12 @@ build_backtrack(Encoder *e)
     e->bt_prefix = PyMem_RawMalloc(n * sizeof(uint32_t));
     e->bt_len = PyMem_RawCalloc(n, 1);
     e->bt_two = PyMem_RawCalloc(65536, sizeof(uint32_t));
-    e->bt_node_token = PyMem_RawMalloc(most_nodes * sizeof(uint32_t));
+    e->bt_nodes = PyMem_RawMalloc(most_nodes * sizeof(uint64_t));
     e->pairs = PyMem_RawMalloc(pairs * sizeof(PairSlot));
     e->bt_pair_bits = PyMem_RawCalloc(pair_bits / 64, sizeof(uint64_t));
     int rc = -1;
     if (!s || !pr || !parent || !e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || bt_edges_to(e, edges) < 0 ||
-        !e->bt_node_token || !e->pairs || !e->bt_pair_bits) {
+        !e->bt_nodes || !e->pairs || !e->bt_pair_bits) {
         goto done;
     }
     e->pair_mask = pairs - 1;
@@ -1622,7 +1628,7 @@ build_backtrack(Encoder *e)
     for (size_t i = 0; i < pairs; i++)
         e->pairs[i].key = NO_PAIR;
     for (size_t i = 0; i < most_nodes; i++)
-        e->bt_node_token[i] = BT_NONE;
+        e->bt_nodes[i] = BT_NONE;
     for (size_t i = 0; i < n; i++)
         e->bt_prefix[i] = NO_ID;
     uint32_t n_nodes = 257;
@@ -1630,7 +1636,7 @@ build_backtrack(Encoder *e)
         uint32_t id = e->byte_ids[b];
         e->bt_split[id] = ((uint64_t)id << 32) | id;
         e->bt_len[id] = 1;
-        e->bt_node_token[1 + b] = id;
+        e->bt_nodes[1 + b] = id;
     }
     /* each token that its own bytes merge into: its last merge, its place in the trie */
     for (size_t j = 0; j <= e->token_mask; j++) {
@@ -1669,13 +1675,13 @@ build_backtrack(Encoder *e)
             above = node;
             node = bt_add_child(e, node, p[i], &n_nodes, parent);
         }
-        e->bt_node_token[node] = (e->bt_node_token[node] & BT_DEEPER) | t->id;
+        e->bt_nodes[node] = (e->bt_nodes[node] & ~(uint64_t)BT_NONE) | t->id;
         e->bt_prefix[t->id] = above;  /* for now: the node above its own */
     }
     /* each token's longest strict prefix that is a token: that of the node above its own (a
        parent's id is below its children's) */
     for (uint32_t node = 1; node < n_nodes; node++) {
-        uint32_t v = e->bt_node_token[node] & BT_NONE;
+        uint32_t v = (uint32_t)e->bt_nodes[node] & BT_NONE;
         parent[node] = v != BT_NONE ? v : parent[parent[node]];
     }
     for (size_t j = 0; j <= e->token_mask; j++) {
@@ -1684,11 +1690,11 @@ build_backtrack(Encoder *e)
             e->bt_prefix[t->id] = parent[e->bt_prefix[t->id]];
     }
     __atomic_add_fetch(&e->table_bytes, n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + 65536 * sizeof(uint32_t) +
-                       edges * sizeof(uint64_t) + n_nodes * sizeof(uint32_t) + pairs * sizeof(PairSlot) +
+                       edges * sizeof(uint64_t) + n_nodes * sizeof(uint64_t) + pairs * sizeof(PairSlot) +
                        pair_bits / 8, __ATOMIC_RELAXED);
-    uint32_t *fit = PyMem_RawRealloc(e->bt_node_token, n_nodes * sizeof(uint32_t));
+    uint64_t *fit = PyMem_RawRealloc(e->bt_nodes, n_nodes * sizeof(uint64_t));
     if (fit != NULL)
-        e->bt_node_token = fit;
+        e->bt_nodes = fit;
     rc = 0;
 done:
     PyMem_RawFree(s);
@@ -1700,7 +1706,7 @@ done:
         PyMem_RawFree(e->bt_len);
         PyMem_RawFree(e->bt_two);
         PyMem_RawFree(e->bt_edges);
-        PyMem_RawFree(e->bt_node_token);
+        PyMem_RawFree(e->bt_nodes);
         PyMem_RawFree(e->pairs);
         PyMem_RawFree(e->bt_pair_bits);
         e->bt_pair_bits = NULL;
@@ -1709,7 +1715,7 @@ done:
         e->bt_len = NULL;
         e->bt_two = NULL;
         e->bt_edges = NULL;
-        e->bt_node_token = NULL;
+        e->bt_nodes = NULL;
         e->pairs = NULL;
     }
     return rc;
