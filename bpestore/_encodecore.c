@@ -24,7 +24,9 @@
        A word of up to SHORT_SYMBOLS symbols is merged with arrays, up to MID_SYMBOLS
        with blocks of 8 pairs' minima; a longer one with a heap and a linked list,
        O(n log n). The look-ups a merge makes are hashed first and their memory
-       fetched at once, so that their cache misses overlap.
+       fetched at once, so that their cache misses overlap. Under token ranks a word
+       of more than BACKTRACK_BYTES bytes is not merged but found token by token,
+       backtracking (the same ids; tables built by the first such word).
    The pure-Python encoder (bpestore.encoder) stays the reference; tests compare the
    two, and tiktoken, id for id. */
 #define PY_SSIZE_T_CLEAN
@@ -843,9 +845,7 @@ merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint
    pieces across the cut (their pair makes a token of lower rank than what was undone). The
    tokens are those a word of their own bytes merges into (others never come out of a merge), each
    with the last merge that made it; the ranks are the ids. */
-#ifndef BACKTRACK_BYTES
-#define BACKTRACK_BYTES 16
-#endif
+#define BACKTRACK_BYTES 16  /* from 17 bytes on backtracking was the faster (CJK words, cl100k and o200k) */
 enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
 #define BT_NONE 0x7FFFFFFFu
 #define BT_DEEPER 0x80000000u
@@ -1607,7 +1607,7 @@ build_backtrack(Encoder *e)
             n_bytes += e->tokens[j].len;
         }
     size_t n = e->n_ids, edges = capacity_for(2 * n_tokens);
-    size_t pairs = capacity_for(n_tokens), most_nodes = n_bytes + 257, pair_bits = 64 * capacity_for(pairs / 16);
+    size_t pairs = capacity_for(n_tokens), most_nodes = n_bytes + 257, pair_bits = 64 * capacity_for(pairs / 8);
     uint32_t *s = PyMem_RawMalloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
     uint64_t *pr = PyMem_RawMalloc((e->max_token_len + 1) * sizeof(uint64_t));
     uint32_t *parent = PyMem_RawMalloc(most_nodes * sizeof(uint32_t));  /* then: the longest token to a node */
