@@ -258,6 +258,11 @@ def nul_byte(name: str, offset: int) -> SourceError:
                        source=name, offset=offset, params=("errors",))
 
 
+def changed_while_read(name: str) -> SourceError:
+    return SourceError(f"{name} changed while it was read; nothing of it was stored: "
+                       "ingest it again once it stays as it is", source=name)
+
+
 def check_errors(errors: str) -> None:
     if errors not in ERROR_POLICIES:
         raise InvalidArgumentError(f"errors must be one of {', '.join(ERROR_POLICIES)}, not {errors!r}",

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
-from ..sources import decode, read_range
+from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 
@@ -119,8 +119,7 @@ class SmallFile:
         except OSError as exc:
             raise SourceError(f"cannot read {self.name}: {exc.strerror or exc}", source=self.name) from None
         if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
-            raise SourceError(f"{self.name} changed while it was read; nothing of it was stored: "
-                              "ingest it again once it stays as it is", source=self.name)
+            raise changed_while_read(self.name)
         return data
 
     def decoded(self, errors: str) -> str:

@@ -38,11 +38,21 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..errors import BpestoreError, InvalidArgumentError, SourceError
+from ..errors import BpestoreError, InvalidArgumentError
 from ..limits import MAX_WORKERS
 from ..processes import default_workers
 from ..records import Progress, Source
-from ..sources import Opened, TextReader, check_errors, cut_points, file_sha256, file_size, is_compressed, read_range
+from ..sources import (
+    Opened,
+    TextReader,
+    changed_while_read,
+    check_errors,
+    cut_points,
+    file_sha256,
+    file_size,
+    is_compressed,
+    read_range,
+)
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Packed, Pool, SmallFile, Task, TextPiece, as_bytes, merge_counts
@@ -453,9 +463,7 @@ class _Counting:
             for key, source in group.large.items():
                 if key not in group.dropped and not source.skipped and \
                         _stamp(source.source) != self.stamps.get(source.source):
-                    self.fail(group, source, SourceError(
-                        f"{source.source} changed while it was read; nothing of it was stored: "
-                        "ingest it again once it stays as it is", source=source.source))
+                    self.fail(group, source, changed_while_read(source.source))
                     break
         if group.shards and group.counts is not None:
             shards = [[(key, piece) for key, piece in pieces if key not in group.dropped]
@@ -550,8 +558,7 @@ class _Counting:
         for source in sources:
             data = read_range(source.source)
             if hashlib.sha256(data).hexdigest() != source.sha256:
-                raise SourceError(f"{source.source} changed while it was read; nothing of it was stored: "
-                                  "ingest it again once it stays as it is", source=source.source)
+                raise changed_while_read(source.source)
             self.pool.local.count(Task((FileBytes(source.source, data),)), into=counts)
         return Counter(as_bytes(counts))
 
