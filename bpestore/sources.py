@@ -165,6 +165,20 @@ class Opened:
         self.close()
 
 
+def file_stamp(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is written: its size, modification time and inode (None: stdin, a
+    stream such as a FIFO (read once: its time changes as it is read), or gone)."""
+    if path == "-":
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ino
+
+
 def open_source(path: str | Path) -> BinaryIO:
     """A source opened for binary reading, .gz/.xz/.bz2 decompressed; '-' is
     stdin. Closing the stream closes the file."""

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import os
-import stat
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
@@ -50,6 +48,7 @@ from ..sources import (
     cut_points,
     file_sha256,
     file_size,
+    file_stamp,
     is_compressed,
     read_range,
 )
@@ -196,7 +195,7 @@ class _Counting:
         self.tuning = tuning
         # Each file's size and stamp, from one stat before any is read (10,000 small
         # files paid a stat each more when each was read).
-        self.stamps: dict[str, tuple[int, int, int] | None] = {p: _stamp(p) for p in paths}
+        self.stamps: dict[str, tuple[int, int, int] | None] = {p: file_stamp(p) for p in paths}
         self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
         known = [s for s in self.sizes if s is not None]
         self.total = None if len(known) < len(self.sizes) else sum(known)
@@ -462,7 +461,7 @@ class _Counting:
             group.checked = True
             for key, source in group.large.items():
                 if key not in group.dropped and not source.skipped and \
-                        _stamp(source.source) != self.stamps.get(source.source):
+                        file_stamp(source.source) != self.stamps.get(source.source):
                     self.fail(group, source, changed_while_read(source.source))
                     break
         if group.shards and group.counts is not None:
@@ -582,20 +581,6 @@ def task_spans(n_ranges: int, workers: int, most: int) -> list[tuple[int, int]]:
     per_task = max(1, min(most, (n_ranges - tail) // (4 * workers)))
     firsts = [*range(0, n_ranges - tail, per_task), *range(n_ranges - tail, n_ranges)]
     return list(zip(firsts, [*firsts[1:], n_ranges]))
-
-
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    """What changes when a file is written: its size, modification time and inode (None: stdin, a
-    stream such as a FIFO (read once: its time changes as it is read), or gone)."""
-    if path == "-":
-        return None
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(found.st_mode):
-        return None
-    return found.st_size, found.st_mtime_ns, found.st_ino
 
 
 def _after_last_line(text: str) -> int:
