@@ -152,10 +152,13 @@ def add_generation(db: Writes, corpus_id: int, sources: Sequence[Source], counts
                       "n_words": s.n_words, "n_distinct": s.n_distinct, "now": db.now, "generation": number}
                      for s in sources])
     upsert_counts(db, corpus_id, counts, number)
+    # A corpus' rows come with its generations: before its first, it has none, and then
+    # holds the batch's words (counting its rows cost a scan of them all).
+    n_distinct = len(counts) if not previous else db.run(N_DISTINCT, at)[0][0]
     db.run(GENERATION, {
         **at, "number": number, "n_sources": last[1] + len(sources),
         "size_bytes": last[2] + sum(s.size_bytes for s in sources), "n_words": n_words,
-        "n_distinct": db.run(N_DISTINCT, at)[0][0],
+        "n_distinct": n_distinct,
         "digest": sources_digest(db.run(SPEC, at)[0][0], (row[0] for row in db.run(SHAS, at))), "now": db.now})
     return number
 
