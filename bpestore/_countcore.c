@@ -473,6 +473,41 @@ shard_then_word(const void *a, const void *b)
     return word_order(x, y);
 }
 
+/* LEB128: seven bits a byte, low first, the high bit set on every byte but the last. */
+static Py_ssize_t
+varint_size(uint64_t v)
+{
+    Py_ssize_t n = 1;
+    for (; v >= 0x80; v >>= 7)
+        n++;
+    return n;
+}
+
+static char *
+varint_put(char *out, uint64_t v)
+{
+    for (; v >= 0x80; v >>= 7)
+        *out++ = (char)(v & 0x7F | 0x80);
+    *out++ = (char)v;
+    return out;
+}
+
+/* The next number at *p (moved past it); -1 where it runs past end or past 64 bits. */
+static int
+varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char b = *(*p)++;
+        r |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            *v = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static PyObject *
 shard(PyObject *self, PyObject *args)
 {
@@ -486,7 +521,8 @@ shard(PyObject *self, PyObject *args)
     }
     Py_ssize_t n = PyDict_GET_SIZE(counts), pos = 0, i = 0;
     Counted *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Counted));
-    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 2 * sizeof(Py_ssize_t));  /* words, bytes */
+    /* words, their bytes, the bytes of their lengths, of their counts */
+    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 4 * sizeof(Py_ssize_t));
     PyObject *result = PyList_New(n_shards), *key, *value;
     if (items == NULL || sizes == NULL || result == NULL)
         goto fail;
@@ -501,18 +537,24 @@ shard(PyObject *self, PyObject *args)
         c->count = PyLong_AsLongLong(value);
         if (c->count == -1 && PyErr_Occurred())
             goto fail;
+        if (c->count < 0) {
+            PyErr_SetString(PyExc_ValueError, "shard: every count must be at least 0");
+            goto fail;
+        }
         c->prefix = prefix_of(c->word, c->len);
         c->shard = (Py_ssize_t)(crc32_of((const unsigned char *)c->word, c->len) % (uint32_t)n_shards);
-        sizes[2 * c->shard] += 1;
-        sizes[2 * c->shard + 1] += c->len;
+        sizes[4 * c->shard] += 1;
+        sizes[4 * c->shard + 1] += c->len;
+        sizes[4 * c->shard + 2] += varint_size((uint64_t)c->len);
+        sizes[4 * c->shard + 3] += varint_size((uint64_t)c->count);
     }
     qsort(items, (size_t)n, sizeof(Counted), shard_then_word);
     Counted *next = items;
     for (Py_ssize_t s = 0; s < n_shards; s++) {
-        Py_ssize_t words = sizes[2 * s];
-        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[2 * s + 1]);
-        PyObject *lengths = PyBytes_FromStringAndSize(NULL, words * 8);
-        PyObject *tallies = PyBytes_FromStringAndSize(NULL, words * 8);
+        Py_ssize_t words = sizes[4 * s];
+        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[4 * s + 1]);
+        PyObject *lengths = PyBytes_FromStringAndSize(NULL, sizes[4 * s + 2]);
+        PyObject *tallies = PyBytes_FromStringAndSize(NULL, sizes[4 * s + 3]);
         PyObject *packed = data && lengths && tallies ? PyTuple_Pack(3, data, lengths, tallies) : NULL;
         Py_XDECREF(data);
         Py_XDECREF(lengths);
@@ -520,14 +562,12 @@ shard(PyObject *self, PyObject *args)
         if (packed == NULL)
             goto fail;
         PyList_SET_ITEM(result, s, packed);
-        char *out = PyBytes_AS_STRING(data);
+        char *out = PyBytes_AS_STRING(data), *lout = PyBytes_AS_STRING(lengths), *cout = PyBytes_AS_STRING(tallies);
         for (Py_ssize_t w = 0; w < words; w++, next++) {
-            uint64_t len = (uint64_t)next->len;
-            int64_t count = (int64_t)next->count;
             memcpy(out, next->word, (size_t)next->len);
             out += next->len;
-            memcpy(PyBytes_AS_STRING(lengths) + 8 * w, &len, 8);
-            memcpy(PyBytes_AS_STRING(tallies) + 8 * w, &count, 8);
+            lout = varint_put(lout, (uint64_t)next->len);
+            cout = varint_put(cout, (uint64_t)next->count);
         }
     }
     PyMem_Free(items);
@@ -542,24 +582,28 @@ fail:
 }
 
 typedef struct {
-    const char *data;
-    const uint64_t *lengths;  /* unaligned in general: read with memcpy */
-    const char *counts;
-    Py_ssize_t n, at;  /* words, the next one */
+    const char *data, *data_end;
+    const unsigned char *lengths, *lengths_end, *counts, *counts_end;  /* the next word's, and where they end */
     Counted head;
 } Cursor;
 
-static void
+/* The next word into head (data moved past the one before); 0 at the end, -1 where the piece
+   is not well formed. */
+static int
 cursor_load(Cursor *c)
 {
-    uint64_t len;
-    int64_t count;
-    memcpy(&len, (const char *)c->lengths + 8 * c->at, 8);
-    memcpy(&count, c->counts + 8 * c->at, 8);
+    uint64_t len, count;
+    if (c->lengths == c->lengths_end)
+        return c->counts == c->counts_end && c->data == c->data_end ? 0 : -1;
+    if (varint_get(&c->lengths, c->lengths_end, &len) < 0 || varint_get(&c->counts, c->counts_end, &count) < 0
+            || len > (uint64_t)(c->data_end - c->data) || count > (uint64_t)LLONG_MAX)
+        return -1;
     c->head.word = c->data;
     c->head.len = (Py_ssize_t)len;
-    c->head.count = count;
+    c->head.count = (long long)count;
     c->head.prefix = prefix_of(c->data, (Py_ssize_t)len);
+    c->data += len;
+    return 1;
 }
 
 static void
@@ -599,33 +643,32 @@ merge_shard(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_TypeError, "merge_shard: each piece must be (words, lengths, counts) bytes");
             goto fail;
         }
-        Cursor *c = &cursors[p];
-        c->data = PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 0));
-        c->lengths = (const uint64_t *)PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 1));
-        c->counts = PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 2));
-        c->n = PyBytes_GET_SIZE(PyTuple_GET_ITEM(piece, 1)) / 8;
-        c->at = 0;
+        Cursor *c = &cursors[p], start;
+        PyObject *data = PyTuple_GET_ITEM(piece, 0), *lengths = PyTuple_GET_ITEM(piece, 1);
+        PyObject *counts = PyTuple_GET_ITEM(piece, 2);
+        c->data = PyBytes_AS_STRING(data);
+        c->data_end = c->data + PyBytes_GET_SIZE(data);
+        c->lengths = (const unsigned char *)PyBytes_AS_STRING(lengths);
+        c->lengths_end = c->lengths + PyBytes_GET_SIZE(lengths);
+        c->counts = (const unsigned char *)PyBytes_AS_STRING(counts);
+        c->counts_end = c->counts + PyBytes_GET_SIZE(counts);
+        start = *c;
         /* The words must fill the data exactly, in strictly increasing order. */
-        Py_ssize_t total = 0;
         Counted previous = {0};
-        for (Py_ssize_t w = 0; w < c->n; w++) {
-            cursor_load(c);
-            if (c->head.len < 0 || total + c->head.len > PyBytes_GET_SIZE(PyTuple_GET_ITEM(piece, 0))
-                    || (w && word_order(&previous, &c->head) >= 0)) {
-                PyErr_SetString(PyExc_ValueError, "merge_shard: a piece is not distinct words in order");
-                goto fail;
-            }
-            total += c->head.len;
+        int got, first = 1;
+        while ((got = cursor_load(c)) > 0) {
+            if (!first && word_order(&previous, &c->head) >= 0)
+                break;
             previous = c->head;
-            c->data += c->head.len;
-            c->at++;
+            first = 0;
         }
-        c->data = PyBytes_AS_STRING(PyTuple_GET_ITEM(piece, 0));
-        c->at = 0;
-        if (c->n) {
-            cursor_load(c);
+        if (got != 0) {
+            PyErr_SetString(PyExc_ValueError, "merge_shard: a piece is not distinct words in order");
+            goto fail;
+        }
+        *c = start;
+        if (cursor_load(c) > 0)
             heap[live++] = c;
-        }
     }
     for (Py_ssize_t i = live / 2 - 1; i >= 0; i--)
         heap_down(heap, live, i);
@@ -635,10 +678,7 @@ merge_shard(PyObject *self, PyObject *args)
         while (live && word_order(&heap[0]->head, &word) == 0) {
             Cursor *c = heap[0];
             sum += c->head.count;
-            c->data += c->head.len;
-            if (++c->at < c->n)
-                cursor_load(c);
-            else
+            if (cursor_load(c) <= 0)  /* checked above: 0, the end */
                 heap[0] = heap[--live];
             heap_down(heap, live, 0);
         }
@@ -716,7 +756,7 @@ static PyMethodDef methods[] = {
     {"shard", shard, METH_VARARGS,
      "shard(counts, n_shards) -> list[(bytes, bytes, bytes)]\n\n"
      "The counts (bytes words) cut into n_shards by zlib.crc32(word) % n_shards, each shard packed\n"
-     "as its words end to end, their lengths (uint64) and counts (int64), in word order; counts is\n"
+     "as its words end to end, their lengths and their counts (each LEB128), in word order; counts is\n"
      "emptied."},
     {"merge_shard", merge_shard, METH_VARARGS,
      "merge_shard(pieces) -> dict[bytes, int]\n\n"

@@ -717,6 +717,29 @@ def test_shards_of_several_keys_count_each_keys_distinct_words():
     assert reduce_shard(pieces[:1], {1}).distinct == {1: 2}
 
 
+def test_packed_shards_hold_long_words_and_the_largest_counts():
+    """Lengths and counts of several bytes each (a 300-byte word, 2**63 - 1) pack
+    and merge back exactly, compiled as pure; a piece cut short is refused."""
+    from bpestore.ingest import pool, shards
+
+    counts = {b"w" * 300: 2**63 - 1, b"": 1, b"x" * 128: 127, b"y": 128}
+    compiled = pool.shard_counts(Counter(counts), 1)
+    core, pool.COUNT_CORE = pool.COUNT_CORE, None
+    try:
+        pure = pool.shard_counts(Counter(counts), 1)
+        assert pool.reduce_shard([(1, pure[0])], {1}).counts == dict(sorted(counts.items()))
+    finally:
+        pool.COUNT_CORE = core
+    assert compiled == pure and shards.n_packed(pure[0]) == len(counts)
+    assert dict(zip(*shards.unpack_shard(pure[0]))) == counts
+    assert pool.reduce_shard([(1, compiled[0])], {1}).counts == dict(sorted(counts.items()))
+    if core is not None:
+        data, lengths, tallies = compiled[0]
+        for cut in [(data[:-1], lengths, tallies), (data, lengths[:-1], tallies), (data, lengths, tallies[:-1])]:
+            with pytest.raises(ValueError, match="not distinct words in order"):
+                core.merge_shard([cut])
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.dictionaries(st.binary(max_size=11), st.integers(1, 2**40), max_size=40), min_size=1, max_size=4),
        st.integers(1, 6))

@@ -47,7 +47,6 @@ import sys
 import threading
 import time
 import zlib
-from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import BrokenExecutor, Future
@@ -59,6 +58,7 @@ from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
+from .shards import Packed, n_packed, pack_shard, unpack_shard
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -179,12 +179,6 @@ class Counted:
     distinct: dict[int, int] | None = None  # reduced: each key's distinct words in this shard
 
 
-# A shard's words and counts as three byte strings: the words end to end, their
-# lengths, their counts (native uint64 / int64). Bytes travel between processes
-# without a step per word, and nothing here is unpickled.
-Packed = tuple[bytes, bytes, bytes]
-
-
 def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
     """Add ``part`` to ``total`` in one C-level ``dict.update`` (no Python step
     per word: the parent merges millions of partial counts while the workers count)."""
@@ -199,19 +193,6 @@ def merge_pairs(total: Counter, words: Iterable[bytes], counts: Iterable[int]) -
     from total before it is written back, once."""
     words = list(words)
     dict.update(total, zip(words, map(operator.add, map(total.get, words, itertools.repeat(0)), counts)))
-
-
-def pack_shard(words: list[bytes], counts: list[int]) -> Packed:
-    """Distinct words and their counts as a ``Packed`` shard."""
-    return b"".join(words), array("Q", map(len, words)).tobytes(), array("q", counts).tobytes()
-
-
-def unpack_shard(packed: Packed) -> tuple[list[bytes], list[int]]:
-    """A ``Packed`` shard's words and counts, in order."""
-    data, lengths, counts = packed
-    ends = list(itertools.accumulate(array("Q", lengths)))
-    words = list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
-    return words, array("q", counts).tolist()
 
 
 def shard_of(word: bytes, n_shards: int) -> int:
@@ -247,7 +228,7 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     if COUNT_CORE is not None:
         merged = COUNT_CORE.merge_shard([piece for _, piece in pieces])
         return Counted(merged, [], reduced=True, distinct={
-            key: len(merged) if len(by_key) == 1 else len(packed[0][1]) // 8 if len(packed) == 1
+            key: len(merged) if len(by_key) == 1 else n_packed(packed[0]) if len(packed) == 1
             else len(COUNT_CORE.merge_shard(packed)) for key, packed in by_key.items() if key in keys})
     total: Counter = Counter()
     distinct: dict[int, int] = {}
