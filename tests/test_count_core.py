@@ -222,6 +222,15 @@ def test_interleave_gives_the_parameters_of_multi_row_statements(counts, per):
     words = sorted(counts)
     expected = [tuple(x for w in words[i:i + per] for x in (w, counts[w])) for i in range(0, len(words), per)]
     assert text.COUNT_CORE.interleave(words, counts, per) == expected
+    # The upsert's parameters of an ingest's Counter come from the core too, the same.
+    from collections import Counter
+    from unittest import mock
+
+    from bpestore.store import writes
+
+    with mock.patch.object(writes, "COUNT_CORE", mock.Mock(wraps=text.COUNT_CORE)) as core:
+        assert writes.interleave(words, Counter(counts), per) == expected
+    assert core.interleave.called
 
 
 def test_interleave_refuses_a_word_without_a_count_and_an_empty_group():

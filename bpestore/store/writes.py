@@ -16,6 +16,7 @@ SQLite many rows to a statement, on PostgreSQL with psycopg a COPY.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
@@ -234,7 +235,8 @@ def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> lis
     >>> interleave([b"a", b"b", b"c"], {b"a": 1, b"b": 2, b"c": 3}, 2)
     [(b'a', 1, b'b', 2), (b'c', 3)]
     """
-    if COUNT_CORE is not None and type(counts) is dict:
+    # A Counter too (the ingest's batches): its own lookup differs only for a word it lacks.
+    if COUNT_CORE is not None and type(counts) in (dict, Counter):
         return COUNT_CORE.interleave(words, counts, per)
     flat: list[bytes | int | None] = [None] * (2 * len(words))
     flat[::2] = words
