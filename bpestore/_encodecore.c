@@ -1692,8 +1692,16 @@ bt_count_nodes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, cons
     return nodes;
 }
 
+/* The edge to child from its parent by byte, as the edge table keeps it. */
+static inline uint64_t
+bt_edge(uint32_t parent, uint8_t byte, uint32_t child)
+{
+    return ((uint64_t)child << 32) | ((((uint64_t)parent << 8) | byte) + 1);
+}
+
 /* The trie of the tokens made by merges, in sorted order (so a node's id is above its
-   parent's), and bt_prefix; each edge below two bytes kept in edges[0..*n_edges). */
+   parent's), and bt_prefix; the edges below nodes of more than one child (below two bytes)
+   kept in edges[0..*n_edges), those of the others in the node. */
 static void
 bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n,
              uint64_t *edges, size_t *n_edges)
@@ -1719,8 +1727,12 @@ bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_
                 continue;
             }
             uint64_t v = e->bt_nodes[up];
+            uint32_t only = (uint32_t)(v >> 32);
             e->bt_nodes[up] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)node << 8 | p[d - 1]) << 32);
-            edges[(*n_edges)++] = ((uint64_t)node << 32) | ((((uint64_t)up << 8) | p[d - 1]) + 1);
+            if (only != 0)  /* its second child: the first one's edge goes to the table too */
+                edges[(*n_edges)++] = bt_edge(up, (uint8_t)only, only >> 8);
+            if (v & BT_DEEPER)
+                edges[(*n_edges)++] = bt_edge(up, p[d - 1], node);
         }
         e->bt_nodes[path[len]] = (e->bt_nodes[path[len]] & ~(uint64_t)BT_NONE) | id;
         e->bt_prefix[id] = best[len - 1];
@@ -1729,23 +1741,16 @@ bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_
     }
 }
 
-/* The table of the edges below nodes of more than one child (the others': bt_nodes) of
-   edges[0..n); its capacity, or 0 (no memory). */
+/* The table of edges[0..n); its capacity, or 0 (no memory). */
 static size_t
 bt_edge_table(Encoder *e, const uint64_t *edges, size_t n)
 {
-    size_t wanted = 0;
-    for (size_t i = 0; i < n; i++)
-        wanted += e->bt_nodes[((uint32_t)edges[i] - 1) >> 8] >> 32 == 0;
-    size_t capacity = capacity_for(wanted), mask = capacity - 1;
+    size_t capacity = capacity_for(n), mask = capacity - 1;
     if ((e->bt_edges = PyMem_RawCalloc(capacity, sizeof(uint64_t))) == NULL)
         return 0;
     e->bt_edge_shift = 64 - __builtin_ctzll(capacity);
     for (size_t i = 0; i < n; i++) {
-        uint32_t key = (uint32_t)edges[i];
-        if (e->bt_nodes[(key - 1) >> 8] >> 32 != 0)
-            continue;
-        size_t j = (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
+        size_t j = (size_t)(((uint64_t)(uint32_t)edges[i] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
         while (e->bt_edges[j] != 0)
             j = (j + 1) & mask;
         e->bt_edges[j] = edges[i];
