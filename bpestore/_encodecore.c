@@ -1546,44 +1546,291 @@ own_merge(const Encoder *e, const uint8_t *p, size_t n, uint32_t *s, uint32_t *p
     return s[0];
 }
 
-/* The trie's edges in a table of `capacity` slots; 0, or -1 (the table as it was). */
-static int
-bt_edges_to(Encoder *e, size_t capacity)
+/* The tokens' bytes by id, where building the backtracking tables: off[id] and len[id] of
+   each token in the table of tokens (len 0: none, or bytes a lower id has). */
+typedef struct {
+    const uint8_t *bytes;
+    uint32_t *off;
+    uint8_t *len;
+} BtTokens;
+
+static inline int
+bt_less(const BtTokens *t, uint32_t a, uint32_t b, size_t depth)
 {
-    uint64_t *old = e->bt_edges, *edges = PyMem_RawCalloc(capacity, sizeof(uint64_t));
-    if (edges == NULL)
-        return -1;
-    size_t old_capacity = old ? (size_t)1 << (64 - e->bt_edge_shift) : 0;
-    e->bt_edges = edges;
-    e->bt_edge_shift = 64 - __builtin_ctzll(capacity);
-    for (size_t j = 0; j < old_capacity; j++)
-        if (old[j] != 0) {
-            size_t k = (size_t)(((uint64_t)(uint32_t)old[j] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
-            while (edges[k] != 0)
-                k = (k + 1) & (capacity - 1);
-            edges[k] = old[j];
+    size_t la = t->len[a], lb = t->len[b], m = la < lb ? la : lb;
+    int c = m > depth ? memcmp(t->bytes + t->off[a] + depth, t->bytes + t->off[b] + depth, m - depth) : 0;
+    return c < 0 || (c == 0 && la < lb);
+}
+
+/* ids[0..n) in the order of their bytes, from byte `depth` on (those before are the same):
+   a radix sort by byte, tmp of n ids, counts of 258 for each depth below the longest token. */
+static void
+bt_sort(const BtTokens *t, uint32_t *ids, uint32_t *tmp, uint32_t *counts, size_t n, size_t depth)
+{
+    if (n < 32) {
+        for (size_t i = 1; i < n; i++) {
+            uint32_t id = ids[i];
+            size_t j = i;
+            for (; j > 0 && bt_less(t, id, ids[j - 1], depth); j--)
+                ids[j] = ids[j - 1];
+            ids[j] = id;
         }
-    PyMem_RawFree(old);
+        return;
+    }
+    uint32_t *start = counts + 258 * depth;  /* key 0: ends at depth; 1 + b: byte b there */
+    memset(start, 0, 258 * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++)
+        start[1 + (t->len[ids[i]] > depth ? 1 + t->bytes[t->off[ids[i]] + depth] : 0)]++;
+    for (int k = 1; k < 258; k++)
+        start[k] += start[k - 1];
+    for (size_t i = 0; i < n; i++)
+        tmp[start[t->len[ids[i]] > depth ? 1 + t->bytes[t->off[ids[i]] + depth] : 0]++] = ids[i];
+    memcpy(ids, tmp, n * sizeof(uint32_t));
+    for (int k = 1; k < 257; k++)  /* start[k]: the end of key k */
+        if (start[k] - start[k - 1] > 1)
+            bt_sort(t, ids + start[k - 1], tmp, counts, start[k] - start[k - 1], depth + 1);
+}
+
+/* Over sorted[0..n): each token's longest strict prefix that is a token (prefix, by id), and
+   the bytes each shares with the one before it (shared). */
+static void
+bt_prefixes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, size_t n, uint32_t *prefix, uint8_t *shared)
+{
+    uint32_t stack[256];  /* the tokens that are prefixes of the one before, shortest first */
+    size_t depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = sorted[i];
+        const uint8_t *p = t->bytes + t->off[id];
+        size_t same = 0;
+        if (i > 0) {
+            const uint8_t *q = t->bytes + t->off[sorted[i - 1]];
+            size_t most = t->len[sorted[i - 1]] < t->len[id] ? t->len[sorted[i - 1]] : t->len[id];
+            while (same < most && p[same] == q[same])
+                same++;
+        }
+        shared[i] = (uint8_t)same;
+        while (depth > 0 && t->len[stack[depth - 1]] > same)
+            depth--;
+        prefix[id] = depth > 0 ? stack[depth - 1] : e->byte_ids[p[0]];
+        stack[depth++] = id;
+    }
+}
+
+/* The id of the token of bytes p[0..n), 1 <= n <= max_token_len, or NO_ID. */
+static inline uint32_t
+bt_token_of(const Encoder *e, const uint8_t *p, size_t n)
+{
+    if (n == 1)
+        return e->byte_ids[p[0]];
+    if (n <= SHORT_TOKEN_LEN)
+        return short_find(e, short_key(p, n));
+    uint64_t h = hash_bytes(p, n);
+    const TokenSlot *s = token_may_be(e, h) ? token_find(e, p, n, h) : NULL;
+    return s != NULL ? s->id : NO_ID;
+}
+
+/* The last merge of token id (its bytes p[0..n), n >= 2), the tables holding every token below
+   it: the one pair of a prefix and the rest, both tokens of lower rank made by merges, that
+   BPE leaves side by side (bt_valid_pair); NO_PAIR where there is none. */
+static uint64_t
+bt_find_split(const Encoder *e, const uint8_t *p, size_t n, uint32_t id, const BtTokens *t, const uint32_t *prefix)
+{
+    for (uint32_t left = prefix[id]; left != NO_ID; left = prefix[left]) {
+        if (left >= id || e->bt_len[left] == 0)
+            continue;
+        uint32_t right = bt_token_of(e, p + t->len[left], n - t->len[left]);
+        if (right < id && e->bt_len[right] != 0 && bt_valid_pair(e, left, right))
+            return ((uint64_t)left << 32) | right;
+    }
+    return NO_PAIR;
+}
+
+/* Each token's last merge, in the order of ids (bt_split, bt_len of those made by merges, and
+   the table of their pairs): 0, or 1 where a token is made from one of higher rank. */
+static int
+bt_splits(Encoder *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uint64_t *pr)
+{
+    for (size_t id = 0; id < e->n_ids; id++) {
+        size_t n = t->len[id];
+        if (n < 2)
+            continue;
+        const uint8_t *p = t->bytes + t->off[id];
+        uint64_t split = bt_find_split(e, p, n, (uint32_t)id, t, prefix);
+        if (split == NO_PAIR) {  /* rare: BPE does not make it (or makes it from a higher rank) */
+            uint32_t left = NO_ID, right = NO_ID;
+            if (own_merge(e, p, n, s, s + e->max_token_len + 1, pr, &left, &right) != id)
+                continue;
+            if (left >= id || right >= id)
+                return 1;
+            split = ((uint64_t)left << 32) | right;
+        }
+        e->bt_split[id] = split;
+        e->bt_len[id] = (uint8_t)n;
+        uint64_t h = mix64(split), bit = h >> e->bt_pair_shift;
+        size_t k = (size_t)h & e->pair_mask;
+        while (e->pairs[k].key != NO_PAIR)
+            k = (k + 1) & e->pair_mask;
+        e->pairs[k] = (PairSlot){split, (uint32_t)id, (uint32_t)id};
+        e->bt_pair_bits[bit >> 6] |= 1ULL << (bit & 63);
+    }
     return 0;
 }
 
-/* The trie node below `node` by `byte`, made where missing (node ids from *n_nodes on, each
-   one's parent kept in parent). */
-static uint32_t
-bt_add_child(Encoder *e, uint32_t node, uint8_t byte, uint32_t *n_nodes, uint32_t *parent)
+/* The trie's nodes below the bytes' (257 on) for the tokens made by merges (bt_len set) of
+   sorted[0..n), shared as bt_prefixes gives it. */
+static size_t
+bt_count_nodes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
 {
-    uint64_t key = (((uint64_t)node << 8) | byte) + 1;
-    size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
-    size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
-    for (; e->bt_edges[j] != 0; j = (j + 1) & mask)
-        if ((uint32_t)e->bt_edges[j] == key)
-            return (uint32_t)(e->bt_edges[j] >> 32);
-    uint32_t child = (*n_nodes)++;
-    parent[child] = node;
-    e->bt_edges[j] = ((uint64_t)child << 32) | key;
-    uint64_t v = e->bt_nodes[node];
-    e->bt_nodes[node] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)child << 8 | byte) << 32);
-    return child;
+    size_t nodes = 257, same = 0;  /* the bytes shared with the last token made by merges */
+    for (size_t i = 0; i < n; i++) {
+        same = shared[i] < same ? shared[i] : same;
+        if (e->bt_len[sorted[i]] == 0)
+            continue;
+        nodes += t->len[sorted[i]] - (same > 1 ? same : 1);
+        same = 255;
+    }
+    return nodes;
+}
+
+/* The edge to child from its parent by byte, as the edge table keeps it. */
+static inline uint64_t
+bt_edge(uint32_t parent, uint8_t byte, uint32_t child)
+{
+    return ((uint64_t)child << 32) | ((((uint64_t)parent << 8) | byte) + 1);
+}
+
+/* The trie of the tokens made by merges, in sorted order (so a node's id is above its
+   parent's), and bt_prefix; the edges below nodes of more than one child (below two bytes)
+   kept in edges[0..*n_edges), those of the others in the node. */
+static void
+bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n,
+             uint64_t *edges, size_t *n_edges)
+{
+    uint32_t path[256], best[256];  /* the node at each depth, the longest token down to it */
+    uint32_t next = 257;
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = sorted[i];
+        same = shared[i] < same ? shared[i] : same;
+        if (e->bt_len[id] == 0)
+            continue;
+        const uint8_t *p = t->bytes + t->off[id];
+        size_t len = t->len[id];
+        path[1] = 1 + p[0];
+        best[1] = e->byte_ids[p[0]];
+        for (size_t d = (same > 1 ? same : 1) + 1; d <= len; d++) {
+            uint32_t node = next++, up = path[d - 1];
+            path[d] = node;
+            best[d] = best[d - 1];
+            if (d == 2) {
+                e->bt_two[((size_t)p[0] << 8) | p[1]] = node;
+                continue;
+            }
+            uint64_t v = e->bt_nodes[up];
+            uint32_t only = (uint32_t)(v >> 32);
+            e->bt_nodes[up] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)node << 8 | p[d - 1]) << 32);
+            if (only != 0)  /* its second child: the first one's edge goes to the table too */
+                edges[(*n_edges)++] = bt_edge(up, (uint8_t)only, only >> 8);
+            if (v & BT_DEEPER)
+                edges[(*n_edges)++] = bt_edge(up, p[d - 1], node);
+        }
+        e->bt_nodes[path[len]] = (e->bt_nodes[path[len]] & ~(uint64_t)BT_NONE) | id;
+        e->bt_prefix[id] = best[len - 1];
+        best[len] = id;
+        same = 255;
+    }
+}
+
+/* The table of edges[0..n); its capacity, or 0 (no memory). */
+static size_t
+bt_edge_table(Encoder *e, const uint64_t *edges, size_t n)
+{
+    size_t capacity = capacity_for(n), mask = capacity - 1;
+    if ((e->bt_edges = PyMem_RawCalloc(capacity, sizeof(uint64_t))) == NULL)
+        return 0;
+    e->bt_edge_shift = 64 - __builtin_ctzll(capacity);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = (size_t)(((uint64_t)(uint32_t)edges[i] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
+        while (e->bt_edges[j] != 0)
+            j = (j + 1) & mask;
+        e->bt_edges[j] = edges[i];
+    }
+    return capacity;
+}
+
+static void
+bt_free(Encoder *e)
+{
+    PyMem_RawFree(e->bt_split);
+    PyMem_RawFree(e->bt_prefix);
+    PyMem_RawFree(e->bt_len);
+    PyMem_RawFree(e->bt_two);
+    PyMem_RawFree(e->bt_edges);
+    PyMem_RawFree(e->bt_nodes);
+    PyMem_RawFree(e->pairs);
+    PyMem_RawFree(e->bt_pair_bits);
+    e->bt_pair_bits = NULL;
+    e->bt_split = NULL;
+    e->bt_prefix = NULL;
+    e->bt_len = NULL;
+    e->bt_two = NULL;
+    e->bt_edges = NULL;
+    e->bt_nodes = NULL;
+    e->pairs = NULL;
+}
+
+/* The tables by id and the table of pairs, as a token of each byte leaves them: 0, or -1. */
+static int
+bt_tables(Encoder *e, size_t n_tokens)
+{
+    size_t n = e->n_ids, pairs = capacity_for(n_tokens), pair_bits = 64 * capacity_for(pairs / 8);
+    e->bt_split = PyMem_RawMalloc(n * sizeof(uint64_t));
+    e->bt_prefix = PyMem_RawMalloc(n * sizeof(uint32_t));
+    e->bt_len = PyMem_RawCalloc(n, 1);
+    e->bt_two = PyMem_RawCalloc(65536, sizeof(uint32_t));
+    e->pairs = PyMem_RawMalloc(pairs * sizeof(PairSlot));
+    e->bt_pair_bits = PyMem_RawCalloc(pair_bits / 64, sizeof(uint64_t));
+    if (!e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || !e->pairs || !e->bt_pair_bits)
+        return -1;
+    e->pair_mask = pairs - 1;
+    e->bt_pair_shift = 64 - __builtin_ctzll(pair_bits);
+    for (size_t i = 0; i < pairs; i++)
+        e->pairs[i].key = NO_PAIR;
+    for (size_t i = 0; i < n; i++)
+        e->bt_prefix[i] = NO_ID;
+    for (int b = 0; b < 256; b++) {
+        uint32_t id = e->byte_ids[b];
+        e->bt_split[id] = ((uint64_t)id << 32) | id;
+        e->bt_len[id] = 1;
+    }
+    return 0;
+}
+
+/* The trie of the tokens made by merges, from sorted[0..n): 0, 1 (too many nodes), or -1. */
+static int
+bt_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
+{
+    size_t n_nodes = bt_count_nodes(e, t, sorted, shared, n), n_edges = 0, capacity = 0;
+    if (n_nodes >= ((size_t)1 << 24))
+        return 1;
+    uint64_t *edges = PyMem_RawMalloc(n_nodes * sizeof(uint64_t));
+    e->bt_nodes = PyMem_RawMalloc(n_nodes * sizeof(uint64_t));
+    if (edges != NULL && e->bt_nodes != NULL) {
+        for (size_t i = 0; i < n_nodes; i++)
+            e->bt_nodes[i] = BT_NONE;
+        for (int b = 0; b < 256; b++)
+            e->bt_nodes[1 + b] = e->byte_ids[b];
+        bt_fill_trie(e, t, sorted, shared, n, edges, &n_edges);
+        capacity = bt_edge_table(e, edges, n_edges);
+    }
+    PyMem_RawFree(edges);
+    if (capacity == 0)
+        return -1;
+    size_t pairs = e->pair_mask + 1;
+    __atomic_add_fetch(&e->table_bytes, e->n_ids * (sizeof(uint64_t) + sizeof(uint32_t) + 1) +
+                       65536 * sizeof(uint32_t) + pairs * sizeof(PairSlot) + 64 * capacity_for(pairs / 8) / 8 +
+                       (n_nodes + capacity) * sizeof(uint64_t), __ATOMIC_RELAXED);
+    return 0;
 }
 
 /* The backtracking tables of token ranks (long words), where the tokens allow: every byte a
@@ -1596,128 +1843,56 @@ build_backtrack(Encoder *e)
         return 1;
     for (int b = 0; b < 256; b++) {
         uint8_t byte[8] = {(uint8_t)b};
-        const TokenSlot *t = token_find(e, byte, 1, hash_bytes(byte, 1));
-        if (t == NULL || t->id != e->byte_ids[b])
+        const TokenSlot *s = token_find(e, byte, 1, hash_bytes(byte, 1));
+        if (s == NULL || s->id != e->byte_ids[b])
             return 1;
     }
-    size_t n_tokens = 0, n_bytes = 0;
-    for (size_t j = 0; j <= e->token_mask; j++)
-        if (e->tokens[j].len) {
-            n_tokens++;
-            n_bytes += e->tokens[j].len;
-        }
-    size_t n = e->n_ids, edges = capacity_for(2 * n_tokens);
-    size_t pairs = capacity_for(n_tokens), most_nodes = n_bytes + 257, pair_bits = 64 * capacity_for(pairs / 8);
-    uint32_t *s = PyMem_RawMalloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
-    uint64_t *pr = PyMem_RawMalloc((e->max_token_len + 1) * sizeof(uint64_t));
-    uint32_t *parent = PyMem_RawMalloc(most_nodes * sizeof(uint32_t));  /* then: the longest token to a node */
-    e->bt_split = PyMem_RawMalloc(n * sizeof(uint64_t));
-    e->bt_prefix = PyMem_RawMalloc(n * sizeof(uint32_t));
-    e->bt_len = PyMem_RawCalloc(n, 1);
-    e->bt_two = PyMem_RawCalloc(65536, sizeof(uint32_t));
-    e->bt_nodes = PyMem_RawMalloc(most_nodes * sizeof(uint64_t));
-    e->pairs = PyMem_RawMalloc(pairs * sizeof(PairSlot));
-    e->bt_pair_bits = PyMem_RawCalloc(pair_bits / 64, sizeof(uint64_t));
+    size_t n = e->n_ids, n_tokens = 0, n_long = 0;
+    BtTokens t = {e->token_bytes, PyMem_RawMalloc(n * sizeof(uint32_t)), PyMem_RawCalloc(n, 1)};
+    uint32_t *sorted = NULL, *tmp = NULL, *counts = NULL, *prefix = PyMem_RawMalloc(n * sizeof(uint32_t)), *s = NULL;
+    uint8_t *shared = NULL;
+    uint64_t *pr = NULL;
     int rc = -1;
-    if (!s || !pr || !parent || !e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || bt_edges_to(e, edges) < 0 ||
-        !e->bt_nodes || !e->pairs || !e->bt_pair_bits) {
+    if (t.off == NULL || t.len == NULL || prefix == NULL)
         goto done;
-    }
-    e->pair_mask = pairs - 1;
-    e->bt_pair_shift = 64 - __builtin_ctzll(pair_bits);
-    for (size_t i = 0; i < pairs; i++)
-        e->pairs[i].key = NO_PAIR;
-    for (size_t i = 0; i < most_nodes; i++)
-        e->bt_nodes[i] = BT_NONE;
-    for (size_t i = 0; i < n; i++)
-        e->bt_prefix[i] = NO_ID;
-    uint32_t n_nodes = 257;
-    for (int b = 0; b < 256; b++) {
-        uint32_t id = e->byte_ids[b];
-        e->bt_split[id] = ((uint64_t)id << 32) | id;
-        e->bt_len[id] = 1;
-        e->bt_nodes[1 + b] = id;
-    }
-    /* each token that its own bytes merge into: its last merge, its place in the trie */
     for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *t = &e->tokens[j];
-        if (t->len < 2)
+        const TokenSlot *slot = &e->tokens[j];
+        if (slot->len == 0)
             continue;
-        const uint8_t *p = e->token_bytes + t->offset;
-        uint32_t left = NO_ID, right = NO_ID;
-        if (own_merge(e, p, t->len, s, s + e->max_token_len + 1, pr, &left, &right) != t->id)
-            continue;  /* never made by a merge: not a token inside a longer word */
-        if (left >= t->id || right >= t->id || n_nodes + t->len >= ((size_t)1 << 24)) {
-            rc = 1;  /* ranks this encoding cannot follow */
-            goto done;
-        }
-        e->bt_split[t->id] = ((uint64_t)left << 32) | right;
-        e->bt_len[t->id] = (uint8_t)t->len;
-        uint64_t key = ((uint64_t)left << 32) | right;
-        uint64_t h = mix64(key), bit = h >> e->bt_pair_shift;
-        size_t k = (size_t)h & e->pair_mask;
-        while (e->pairs[k].key != NO_PAIR)
-            k = (k + 1) & e->pair_mask;
-        e->pairs[k] = (PairSlot){key, t->id, t->id};
-        e->bt_pair_bits[bit >> 6] |= 1ULL << (bit & 63);
-        if (2 * (n_nodes + t->len) > edges) {
-            if (bt_edges_to(e, 2 * edges) < 0)
-                goto done;
-            edges *= 2;
-        }
-        uint32_t *two = &e->bt_two[((size_t)p[0] << 8) | p[1]];
-        if (*two == 0) {
-            parent[n_nodes] = 1 + p[0];
-            *two = n_nodes++;
-        }
-        uint32_t node = *two, above = 1 + p[0];
-        for (size_t i = 2; i < t->len; i++) {
-            above = node;
-            node = bt_add_child(e, node, p[i], &n_nodes, parent);
-        }
-        e->bt_nodes[node] = (e->bt_nodes[node] & ~(uint64_t)BT_NONE) | t->id;
-        e->bt_prefix[t->id] = above;  /* for now: the node above its own */
+        t.off[slot->id] = slot->offset;
+        t.len[slot->id] = (uint8_t)slot->len;
+        n_tokens++;
+        n_long += slot->len >= 2;
     }
-    /* each token's longest strict prefix that is a token: that of the node above its own (a
-       parent's id is below its children's) */
-    for (uint32_t node = 1; node < n_nodes; node++) {
-        uint32_t v = (uint32_t)e->bt_nodes[node] & BT_NONE;
-        parent[node] = v != BT_NONE ? v : parent[parent[node]];
+    sorted = PyMem_RawMalloc((n_long + 1) * sizeof(uint32_t));
+    tmp = PyMem_RawMalloc((n_long + 1) * sizeof(uint32_t));
+    counts = PyMem_RawMalloc(258 * 256 * sizeof(uint32_t));
+    shared = PyMem_RawMalloc(n_long + 1);
+    s = PyMem_RawMalloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
+    pr = PyMem_RawMalloc((e->max_token_len + 1) * sizeof(uint64_t));
+    if (!sorted || !tmp || !counts || !shared || !s || !pr || bt_tables(e, n_tokens) < 0)
+        goto done;
+    for (size_t id = 0, k = 0; id < n; id++) {
+        prefix[id] = NO_ID;
+        if (t.len[id] >= 2)
+            sorted[k++] = (uint32_t)id;
     }
-    for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *t = &e->tokens[j];
-        if (t->len >= 2 && e->bt_len[t->id] != 0)
-            e->bt_prefix[t->id] = parent[e->bt_prefix[t->id]];
-    }
-    __atomic_add_fetch(&e->table_bytes, n * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + 65536 * sizeof(uint32_t) +
-                       edges * sizeof(uint64_t) + n_nodes * sizeof(uint64_t) + pairs * sizeof(PairSlot) +
-                       pair_bits / 8, __ATOMIC_RELAXED);
-    uint64_t *fit = PyMem_RawRealloc(e->bt_nodes, n_nodes * sizeof(uint64_t));
-    if (fit != NULL)
-        e->bt_nodes = fit;
-    rc = 0;
+    bt_sort(&t, sorted, tmp, counts, n_long, 0);
+    bt_prefixes(e, &t, sorted, n_long, prefix, shared);
+    if ((rc = bt_splits(e, &t, prefix, s, pr)) == 0)
+        rc = bt_trie(e, &t, sorted, shared, n_long);
 done:
+    PyMem_RawFree(t.off);
+    PyMem_RawFree(t.len);
+    PyMem_RawFree(sorted);
+    PyMem_RawFree(tmp);
+    PyMem_RawFree(counts);
+    PyMem_RawFree(prefix);
+    PyMem_RawFree(shared);
     PyMem_RawFree(s);
     PyMem_RawFree(pr);
-    PyMem_RawFree(parent);
-    if (rc != 0) {
-        PyMem_RawFree(e->bt_split);
-        PyMem_RawFree(e->bt_prefix);
-        PyMem_RawFree(e->bt_len);
-        PyMem_RawFree(e->bt_two);
-        PyMem_RawFree(e->bt_edges);
-        PyMem_RawFree(e->bt_nodes);
-        PyMem_RawFree(e->pairs);
-        PyMem_RawFree(e->bt_pair_bits);
-        e->bt_pair_bits = NULL;
-        e->bt_split = NULL;
-        e->bt_prefix = NULL;
-        e->bt_len = NULL;
-        e->bt_two = NULL;
-        e->bt_edges = NULL;
-        e->bt_nodes = NULL;
-        e->pairs = NULL;
-    }
+    if (rc != 0)
+        bt_free(e);
     return rc;
 }
 

@@ -168,3 +168,35 @@ def test_small_rank_tables(tokens, words):
     for word in words:
         assert len(word) > 16
         assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word
+
+
+def merged_ranks(rng: random.Random) -> dict[bytes, int]:
+    """Every byte, then tokens each the join of two before it (over "abcd"), some that no
+    merge makes, and in one table of three two ranks swapped (a token made from a higher one)."""
+    ranks = small_ranks()
+    made = [b"a", b"b", b"c", b"d"]
+    for _ in range(rng.randint(20, 300)):
+        token = rng.choice(made) + rng.choice(made)
+        if len(token) <= 12 and token not in ranks:
+            ranks[token] = len(ranks)
+            made.append(token)
+    for _ in range(rng.randint(0, 10)):
+        ranks.setdefault(bytes(rng.choice(b"abcd") for _ in range(rng.randint(2, 6))), len(ranks))
+    if rng.random() < 1 / 3:
+        first, second = rng.sample(list(ranks)[256:], 2)
+        ranks[first], ranks[second] = ranks[second], ranks[first]
+    return ranks
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_rank_tables(seed):
+    """Rank tables made as BPE training makes them, with tokens no merge makes and swapped
+    ranks: each token's last merge and its place in the trie as tiktoken's ids need them."""
+    rng = random.Random(seed)
+    ranks = merged_ranks(rng)
+    enc = tiktoken_of("merged", ranks, r"\S+|\s+")
+    core = core_of(ranks)
+    words = ["".join(rng.choices("abcd", k=rng.randint(17, 60))) for _ in range(40)]
+    for word in words:
+        assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word
+    assert core_of(ranks).encode_words(words) == [i for w in words for i in enc._encode_single_piece(w.encode())]
