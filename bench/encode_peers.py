@@ -299,14 +299,15 @@ def fresh_process(runs: int, quick: bool) -> str:
 
 
 def table_memory() -> str:
-    """The RSS a process gains building each one's tables (after the ranks are read)."""
+    """The RSS a process gains building each one's tables (after the ranks are read), those
+    the first long word builds included."""
     code = """
 import gc, sys, psutil
 from bench.encode_peers import build_bpestore, build_tiktoken, shared_ranks
 ranks = shared_ranks(sys.argv[1]); gc.collect()
 before = psutil.Process().memory_info().rss
 made = build_bpestore(sys.argv[1]) if sys.argv[2] == "bpestore" else build_tiktoken(sys.argv[1], ranks)
-made.encode_ordinary("warm up the tables: the quick brown fox")
+made.encode_ordinary("warm up the tables: the quick brown fox, internationalization")  # a long word builds all
 core = made._fast_encoder() if hasattr(made, "_fast_encoder") else None
 core_mb = core.table_bytes() / 1e6 if hasattr(core, "table_bytes") else 0
 print((psutil.Process().memory_info().rss - before) / 1e6, core_mb)
