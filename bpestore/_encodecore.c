@@ -1226,10 +1226,12 @@ static const Scanner scanners[4][3] = {
 
 /* -- building ------------------------------------------------------------------------------- */
 
+static void bt_free(Encoder *e);
+
 static void
 Encoder_dealloc(Encoder *e)
 {
-    PyMem_RawFree(e->pairs);
+    bt_free(e);  /* the table of pairs too, in either mode */
     PyMem_RawFree(e->tokens);
     PyMem_RawFree(e->token_bytes);
     PyMem_RawFree(e->token_bits);
@@ -1238,13 +1240,6 @@ Encoder_dealloc(Encoder *e)
         PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
     PyMem_RawFree(e->short_tokens);
-    PyMem_RawFree(e->bt_nodes);
-    PyMem_RawFree(e->bt_two);
-    PyMem_RawFree(e->bt_edges);
-    PyMem_RawFree(e->bt_split);
-    PyMem_RawFree(e->bt_prefix);
-    PyMem_RawFree(e->bt_len);
-    PyMem_RawFree(e->bt_pair_bits);
     if (e->id_objects != NULL)
         for (size_t i = 0; i < e->n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
@@ -1758,6 +1753,8 @@ bt_edge_table(Encoder *e, const uint64_t *edges, size_t n)
     return capacity;
 }
 
+/* The backtracking tables and the table of pairs (which under token ranks they fill) freed
+   and forgotten. */
 static void
 bt_free(Encoder *e)
 {
