@@ -207,17 +207,15 @@ def thread_scaling(threads: tuple[int, ...], runs: int, quick: bool) -> str:
     mb = len(text.encode("utf-8")) / 1e6
     expected = enc.encode_ordinary_batch(docs, num_threads=1)
     assert tok.encode_batch(docs, workers=2) == expected, "bpestore's batch ids differ from tiktoken's"
-    cases = {}
-    for who in ("bpestore", "tiktoken"):
-        for n in threads:
-            cases[f"{who} {n}"] = (lambda n=n: tok.encode_batch(docs, workers=n)) if who == "bpestore" else \
-                (lambda n=n: enc.encode_ordinary_batch(docs, num_threads=n))
-    times: dict[str, list[float]] = {case: [] for case in cases}
+    encode: dict[str, Callable[[int], object]] = {
+        "bpestore": lambda n: tok.encode_batch(docs, workers=n),
+        "tiktoken": lambda n: enc.encode_ordinary_batch(docs, num_threads=n)}
+    times: dict[str, list[float]] = {f"{who} {n}": [] for who in encode for n in threads}
     for round_ in range(runs):
-        for who in ("bpestore", "tiktoken"):  # each peer's counts adjacent, first one way, then the other
+        for who, run in encode.items():  # each peer's counts adjacent, first one way, then the other
             for n in threads if round_ % 2 == 0 else threads[::-1]:
                 start = time.perf_counter()
-                cases[f"{who} {n}"]()
+                run(n)
                 times[f"{who} {n}"].append(time.perf_counter() - start)
 
     def scaling(who: str, n: int) -> float:
