@@ -1,0 +1,51 @@
+"""What a non-editable install ships: pyproject.toml's packages and package-data globs
+cover every file the web pages load and the sample text (an editable install reads the
+source tree, so only these globs decide what a wheel holds)."""
+
+from __future__ import annotations
+
+import re
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib")
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+
+
+def shipped(path: Path) -> bool:
+    """Whether a wheel holds this file of the package tree: a package listed, and one of
+    its package-data globs matching the file's name."""
+    package = ".".join(path.parent.relative_to(ROOT).parts)
+    globs = SETUPTOOLS["package-data"].get(package, [])
+    return package in SETUPTOOLS["packages"] and any(fnmatch(path.name, glob) for glob in globs)
+
+
+def test_every_file_the_pages_load_ships():
+    static = ROOT / "bpestore" / "web" / "static"
+    loaded = {name for page in static.glob("*.html")
+              for name in re.findall(r'(?:href|src)="/static/([^"?#]+)"', page.read_text(encoding="utf-8"))}
+    assert "favicon.svg" in loaded and "app.css" in loaded
+    for name in sorted(loaded):
+        assert (static / name).is_file(), name
+        assert shipped(static / name), name
+    for path in static.iterdir():
+        assert shipped(path), path.name
+
+
+def test_the_sample_text_ships():
+    for path in (ROOT / "bpestore" / "data").iterdir():
+        assert shipped(path), path.name
+
+
+def test_license_is_an_spdx_expression_with_its_file():
+    assert PYPROJECT["project"]["license"] == "MIT"
+    for pattern in PYPROJECT["project"]["license-files"]:
+        assert list(ROOT.glob(pattern)), pattern
+    requires = " ".join(PYPROJECT["build-system"]["requires"])
+    minimum = re.search(r"setuptools>=(\d+)", requires)
+    assert minimum and int(minimum.group(1)) >= 77, requires  # the first setuptools to read PEP 639 licenses
