@@ -34,6 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -194,3 +195,32 @@ def test_every_page_runs_something():
     for page in PAGES:
         shown = [block for block in blocks(page) if runnable(block)]
         assert not shown or any(not block.skip for block in shown), page.name
+
+
+def commands(group: click.Group, prefix: str = "bpestore") -> list[tuple[str, click.Command]]:
+    context = click.Context(group)
+    found = []
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None, name
+        if isinstance(command, click.Group):
+            found += commands(command, f"{prefix} {name}")
+        else:
+            found.append((f"{prefix} {name}", command))
+    return found
+
+
+def test_every_command_and_option_is_in_the_tables():
+    """The README's command table names every command; docs/cli.md's names every option."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| `bpestore")]
+    assert len(commands(cli)) >= 30  # the walk reaches the lazily loaded commands
+    for name, command in commands(cli):
+        assert f"| `{name}" in readme, name
+        options = [option for param in command.params if isinstance(param, click.Option) for option in param.opts
+                   if option.startswith("--") and option not in ("--json", "--quiet", "--help")]
+        described = [row for row in rows if name in row]
+        assert described, name
+        for option in options:
+            assert any(option in row for row in described), f"{name} {option}"
