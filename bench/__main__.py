@@ -28,13 +28,13 @@ Each case runs in a fresh process, --runs times; the table shows medians.
 from __future__ import annotations
 
 import argparse
+import inspect
 import platform
 import shlex
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from bench import phases, training_scale
 from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.dask_count import SUITES as DASK_SUITES
@@ -52,7 +52,6 @@ from bench.training_scale import SUITES as TRAINING_SCALE_SUITES
 from bench.web import SUITES as WEB_SUITES
 from bench.web_pages import SUITES as WEB_PAGE_SUITES
 
-WORKER_SUITES = ("ingest-workers", "encode-workers", *PHASE_SUITES)
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
           **CHART_SUITES, **WEB_SUITES, **WEB_PAGE_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
           **FIXED_COST_SUITES, **PEER_SUITES}
@@ -69,6 +68,12 @@ def _versions() -> str:
                             capture_output=True, text=True).stdout.strip() or "?"
     return (f"Python {platform.python_version()}, tokenizers {v('tokenizers')}, "
             f"tiktoken {v('tiktoken')}, bpestore {commit}")
+
+
+def _taken(suite, options: dict) -> dict:
+    """The options a suite's function takes (as keyword parameters of the same names)."""
+    accepted = inspect.signature(suite).parameters
+    return {k: v for k, v in options.items() if k in accepted}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -100,10 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--project", type=int, default=16,
                         help="phases suites: the worker count the fit projects to (default: 16)")
     args = parser.parse_args(argv)
-    phases.PROJECT = args.project
     if args.scale <= 0:
         parser.error("--scale must be positive")
-    training_scale.SCALE = args.scale
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     try:
@@ -122,11 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     print(_versions(), flush=True)
     corpus = prepare_corpus(args.corpus)
     names = list(SUITES) if args.what == "all" else [args.what]
-    sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size,
-                          **({"baseline": args.baseline, "slices": args.slices} if n in GENERATION_SUITES else
-                             {"baseline": args.baseline} if n in STARTUP_SUITES or n in FIXED_COST_SUITES else
-                             {"workers": workers} if n in WORKER_SUITES else
-                             {"threads": threads, "quick": args.quick} if n in PEER_SUITES else {}))
+    options = {"baseline": args.baseline, "slices": args.slices, "workers": workers, "threads": threads,
+               "quick": args.quick, "scale": args.scale, "project": args.project}
+    sections = [SUITES[n](corpus, args.corpus, args.runs, args.vocab_size, **_taken(SUITES[n], options))
                 for n in names]
     print("\n" + "\n\n".join(sections))
 

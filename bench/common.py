@@ -35,6 +35,7 @@ class Params:
     code: str = ""  # a checkout whose bpestore the case imports instead of this tree's (bench.generations)
     workers: int = 0  # worker processes or threads (bench ingest-workers, encode-workers)
     pretokenizer: str = ""  # a built-in pre-tokenizer (bench ingest-patterns)
+    pure: bool = False  # the child runs with BPESTORE_PURE=1: bpestore's pure-Python paths, no compiled core
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ def child_command(case: Case, tmp: str) -> tuple[list[str], dict[str, str]]:
     params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    if case.params.pure:
+        env["BPESTORE_PURE"] = "1"
     return [sys.executable, "-m", "bench.child", params], env
 
 

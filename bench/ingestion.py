@@ -271,14 +271,6 @@ def bpestore_ingest_pattern(p: Params) -> cases.Timed:
     return lambda: store.ingest("bench", [p.corpus], pretokenizer=p.pretokenizer, workers=WORKERS)
 
 
-def bpestore_ingest_pattern_pure(p: Params) -> cases.Timed:
-    """The same, counting through ``regex`` (the workers fork from this process after this)."""
-    from bpestore import text
-
-    text.COUNT_CORE = None
-    return bpestore_ingest_pattern(p)
-
-
 def hf_ingest_pattern(p: Params) -> cases.Timed:
     """HF's 300-token training with the same regex: Split(isolated) + ByteLevel without its own."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
@@ -301,8 +293,9 @@ def ingest_patterns(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     rows = []
     for pattern in ("gpt2", "cl100k", "o200k"):
         p = Params(corpus=str(corpus), pretokenizer=pattern)
+        regex = dataclasses.replace(p, pure=True)  # BPESTORE_PURE: counting through regex
         core, pure, hf = measure([Case(f"bpestore ingest {pattern}, counting core", bpestore_ingest_pattern, p),
-                                  Case(f"bpestore ingest {pattern}, regex", bpestore_ingest_pattern_pure, p),
+                                  Case(f"bpestore ingest {pattern}, regex", bpestore_ingest_pattern, regex),
                                   Case(f"HF train vocab 300, {pattern} regex", hf_ingest_pattern, p)], runs)
         rows.append([pattern, f"{core.seconds:.2f}", f"{pure.seconds:.2f}", f"{hf.seconds:.2f}",
                      f"{core.seconds / pure.seconds:.2f}×", f"{core.seconds / hf.seconds:.2f}×"])

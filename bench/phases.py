@@ -46,7 +46,7 @@ from bench import cases, ingestion, training_scale
 from bench.common import DATA, Case, Params, markdown_table, measure
 from bench.ingestion import TreeResult, run_tree
 
-PROJECT = 16  # set by --project: the worker count the fit projects to
+PROJECT = 16  # the worker count the fit projects to, unless --project says another
 SPECIAL = "<|endoftext|>"
 COUNT = "count (1 worker: in the parent; else waiting for the workers)"
 
@@ -257,7 +257,7 @@ def fit(t1: float, n1: int, t2: float, n2: int) -> tuple[float, float]:
 
 
 def _table(results: list[Profiled], workers: tuple[int, ...], part: str, phases: list[tuple[str, str]],
-           total_key: str, unit: str) -> str:
+           total_key: str, unit: str, project: int) -> str:
     n1, n2 = workers[0], workers[1] if len(workers) > 1 else workers[0]
     rows = []
 
@@ -265,7 +265,7 @@ def _table(results: list[Profiled], workers: tuple[int, ...], part: str, phases:
         row = [name, kind, *[f"{t:.3f}" for t in times]]
         if n1 != n2:
             s, p = fit(times[0], n1, times[1], n2)
-            row += [f"{s:.3f}", f"{p:.3f}", f"{s + p / PROJECT:.3f}"]
+            row += [f"{s:.3f}", f"{p:.3f}", f"{s + p / project:.3f}"]
         return row
     # Ingest: the parent's CPU seconds in each phase too (what a loaded machine disturbs least).
     cpu_part = "ingest_cpu" if part == "ingest" else None
@@ -283,13 +283,14 @@ def _table(results: list[Profiled], workers: tuple[int, ...], part: str, phases:
     rows.append(last)
     headers = ["phase", "kind", *[f"{n} {unit} (s)" for n in workers]]
     if n1 != n2:
-        headers += ["fit: serial s (s)", "fit: parallel p (s)", f"projected at {PROJECT} (s)"]
+        headers += ["fit: serial s (s)", "fit: parallel p (s)", f"projected at {project} (s)"]
     if cpu_part:
         headers += [f"parent CPU, {n} {unit} (s)" for n in workers]
     return markdown_table(headers, rows)
 
 
-def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs: int, train: bool) -> str:
+def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs: int, train: bool,
+            project: int = PROJECT) -> str:
     serial = [sum(r.phase("ingest", n) for n, k in INGEST_PHASES if k == "serial") for r in results]
     cpu = ", ".join(f"{n}: parent {r.value('ingest_cpu_parent'):.2f} s, workers {r.value('ingest_cpu_workers'):.2f} s"
                     for n, r in zip(workers, results))
@@ -297,22 +298,22 @@ def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs:
     # is the serial part (import + open added), the workers' the part that divides.
     amdahl = "; ".join(
         f"from {n} workers: {r.value('open_cpu'):.2f} + {r.value('ingest_cpu_parent'):.2f} + "
-        f"{r.value('ingest_cpu_workers'):.2f} / {PROJECT} = "
-        f"{r.value('open_cpu') + r.value('ingest_cpu_parent') + r.value('ingest_cpu_workers') / PROJECT:.2f} s"
+        f"{r.value('ingest_cpu_workers'):.2f} / {project} = "
+        f"{r.value('open_cpu') + r.value('ingest_cpu_parent') + r.value('ingest_cpu_workers') / project:.2f} s"
         for n, r in zip(workers, results) if n > 1)
     mem = ", ".join(f"{n}: {r.pss:.0f} MB" for n, r in zip(workers, results))
     text = (f"### Phases: {title} (median of {runs})\n\n#### Ingest, fresh SQLite, by worker count\n\n"
-            + _table(results, workers, "ingest", INGEST_PHASES, "ingest_s", "workers")
+            + _table(results, workers, "ingest", INGEST_PHASES, "ingest_s", "workers", project)
             + "\n\nSerial phases summed (import + open included): "
             + ", ".join(f"{n} workers {s:.2f} s" for n, s in zip(workers, serial))
             + f".\nCPU of the ingest: {cpu}.\nPeak PSS of the process tree: {mem}."
-            + (f"\nProjected from CPU time, import + open + the parent's + the workers' / {PROJECT} (a quiet "
-               f"machine with {PROJECT} cores): {amdahl}." if amdahl else ""))
+            + (f"\nProjected from CPU time, import + open + the parent's + the workers' / {project} (a quiet "
+               f"machine with {project} cores): {amdahl}." if amdahl else ""))
     if train:
         cpu = ", ".join(f"{n}: {r.value('train_cpu'):.2f} s, {r.value('train_cpu_main'):.2f} s of it in the "
                         "caller's thread" for n, r in zip(workers, results))
         text += ("\n\n#### Training from the ingested counts, by thread count (the same N)\n\n"
-                 + _table(results, workers, "train", TRAIN_PHASES, "train_s", "threads")
+                 + _table(results, workers, "train", TRAIN_PHASES, "train_s", "threads", project)
                  + f"\n\nCPU of the training (every thread): {cpu}.")
     return text
 
@@ -330,38 +331,40 @@ def _measure(corpus: Path, runs: int, vocab_size: int, workers: tuple[int, ...],
     return results
 
 
-def phases(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
+def phases(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2),
+           project: int = PROJECT) -> str:
     """Cold ingest + train of ``corpus``, phase by phase, at each worker count."""
     vocab = 32_000 if vocab_size == 10_000 else vocab_size  # 10,000 is bench's default: the targets are for 32k
     results = _measure(corpus, runs, vocab, workers, "", train=True)
     size = corpus.stat().st_size / 1e6
-    return _report(f"`{name}` ({size:.1f} MB), vocab {vocab:,}", results, workers, runs, train=True)
+    return _report(f"`{name}` ({size:.1f} MB), vocab {vocab:,}", results, workers, runs, train=True, project=project)
 
 
-def phases_synthetic(corpus: Path, name: str, runs: int, vocab_size: int,
-                     workers: tuple[int, ...] = (1, 2)) -> str:
+def phases_synthetic(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2),
+                     project: int = PROJECT, scale: float = training_scale.SCALE) -> str:
     """The same on the synthetic many-distinct-words corpus at ``--scale`` (``corpus`` not used)."""
     vocab = training_scale.VOCAB if vocab_size == 10_000 else vocab_size
-    text = training_scale.corpus_at(training_scale.SCALE)
+    text = training_scale.corpus_at(scale)
     results = _measure(text, runs, vocab, workers, "", train=True)
     size = text.stat().st_size / 1e6
-    return _report(f"synthetic scale {training_scale.SCALE:g} ({size:.0f} MB), vocab {vocab:,}", results, workers,
-                   runs, train=True)
+    return _report(f"synthetic scale {scale:g} ({size:.0f} MB), vocab {vocab:,}", results, workers,
+                   runs, train=True, project=project)
 
 
 def phases_ingest(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2),
-                  times: int = 1) -> str:
+                  project: int = PROJECT, times: int = 1) -> str:
     """Cold ingest alone of ``corpus`` (``times`` times over), phase by phase, at each worker count."""
     text = ingestion._repeated(corpus, times)
     results = _measure(text, runs, vocab_size, workers, "", train=False)
     size = text.stat().st_size / 1e6
     label = f"`{name}`" + (f" x{times}" if times > 1 else "")
-    return _report(f"{label} ({size:.1f} MB), ingest only", results, workers, runs, train=False)
+    return _report(f"{label} ({size:.1f} MB), ingest only", results, workers, runs, train=False, project=project)
 
 
-def phases_ingest_x4(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2)) -> str:
+def phases_ingest_x4(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (1, 2),
+                     project: int = PROJECT) -> str:
     """The same on the corpus four times over (the 400 MB row)."""
-    return phases_ingest(corpus, name, runs, vocab_size, workers, times=4)
+    return phases_ingest(corpus, name, runs, vocab_size, workers, project, times=4)
 
 
 SUITES = {"phases": phases, "phases-synthetic": phases_synthetic, "phases-ingest": phases_ingest,

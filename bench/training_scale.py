@@ -17,13 +17,14 @@ english_100M are the ``train`` suite's: ``python -m bench train --corpus english
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from bench import cases, synthetic
 from bench.common import DATA, Case, Params, markdown_table
 from bench.ingestion import WORKERS, measure_tree
 
-SCALE = 0.1  # set by --scale
+SCALE = 0.1  # the default of --scale
 VOCAB = 64_000
 
 
@@ -61,37 +62,27 @@ def hf_cold(p: Params) -> cases.Timed:
     return cases._hf_train(p.corpus, p.vocab_size, [])
 
 
-def _retrain(p: Params, compiled: bool) -> cases.Timed:
+def bpestore_retrain(p: Params) -> cases.Timed:
+    """Train from stored counts (the merge phase): the compiled merge core, or the pure-Python
+    one where ``p.pure`` (BPESTORE_PURE in the child)."""
     import shutil
 
     import bpestore
-    from bpestore import trainer
+    from bpestore.trainer import merge_core
 
-    if not compiled:
-        trainer.COMPILED_CORE = None  # the pure-Python reference
-    elif trainer.COMPILED_CORE is None:
-        raise SystemExit(f"Error: the compiled merge core is not built: {trainer.CORE_STATUS}")
+    if not p.pure and not merge_core().startswith("compiled"):
+        raise SystemExit(f"Error: the compiled merge core is not used: {merge_core()}")
     db = Path(p.tmp) / "bench.db"
     shutil.copyfile(p.db, db)
     store = bpestore.open(db)
     return lambda: store.train("syn", corpus="syn", vocab_size=p.vocab_size)
 
 
-def bpestore_retrain_compiled(p: Params) -> cases.Timed:
-    """Train from stored counts (the merge phase), compiled merge core."""
-    return _retrain(p, True)
-
-
-def bpestore_retrain_pure(p: Params) -> cases.Timed:
-    """Train from stored counts (the merge phase), pure-Python merge core."""
-    return _retrain(p, False)
-
-
 # -- the suite -----------------------------------------------------------------------------
-def training_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
-    """The synthetic corpus at SCALE (``corpus`` is not used)."""
+def training_scale(corpus: Path, name: str, runs: int, vocab_size: int, scale: float = SCALE) -> str:
+    """The synthetic corpus at ``scale`` (``corpus`` is not used)."""
     vocab = VOCAB if vocab_size == 10_000 else vocab_size  # 10,000 is bench's default: use the target's
-    text = corpus_at(SCALE)
+    text = corpus_at(scale)
     size = f"{text.stat().st_size / 1e6:.0f} MB"
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
         import bpestore
@@ -104,8 +95,8 @@ def training_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
         cold, hf, compiled, pure, ingest = measure_tree([
             Case("bpestore ingest+train", bpestore_cold, p),
             Case("HF train", hf_cold, p),
-            Case("bpestore train (compiled core)", bpestore_retrain_compiled, p),
-            Case("bpestore train (pure-Python core)", bpestore_retrain_pure, p),
+            Case("bpestore train (compiled core)", bpestore_retrain, p),
+            Case("bpestore train (pure-Python core)", bpestore_retrain, replace(p, pure=True)),
             Case("bpestore ingest", bpestore_ingest, p)], runs)
 
     def row(work, peer, ours, theirs):
@@ -114,13 +105,13 @@ def training_scale(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
 
     hf_peer = f"HF `train([file])`, vocab {vocab:,}"
     rows = [
-        row(f"ingest ({WORKERS} workers) + train, synthetic scale {SCALE:g} ({size}, {distinct:,} distinct words), "
+        row(f"ingest ({WORKERS} workers) + train, synthetic scale {scale:g} ({size}, {distinct:,} distinct words), "
             f"vocab {vocab:,}", hf_peer, cold, hf),
         row(f"ingest alone ({WORKERS} workers), fresh SQLite", hf_peer, ingest, hf),
         row("train from stored counts, compiled merge core", hf_peer, compiled, hf),
         row("train from stored counts, compiled merge core", "same, pure-Python core", compiled, pure),
     ]
-    return (f"### Training at scale (synthetic corpus, scale {SCALE:g}, medians of {runs})\n\n"
+    return (f"### Training at scale (synthetic corpus, scale {scale:g}, medians of {runs})\n\n"
             + markdown_table(["work", "peer", "bpestore (s)", "peer (s)", "bpestore / peer",
                               "bpestore tree peak RSS (MB)", "peer tree peak RSS (MB)", "peak PSS (MB) ours / peer"],
                              rows))

@@ -1,9 +1,15 @@
-"""Shared fixtures: the shared corpora, stores on SQLite and (when configured) PostgreSQL,
-and the command line run through click's CliRunner."""
+"""Shared fixtures: the corpora (../shared/corpora, or the small stand-ins in tests/data/corpora
+where it is absent), stores on SQLite and (when configured) PostgreSQL, and the command line run
+through click's CliRunner."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import lzma
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +20,9 @@ from click.testing import CliRunner, Result
 
 # tests/data holds fixtures; its make_store_0002.py is a script, not a module to import.
 collect_ignore = ["data"]
-CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+# The shared corpora (../shared/corpora beside the checkout); BPESTORE_TEST_CORPORA points elsewhere
+# (a folder that does not exist runs the suite as a fresh clone would, on the fixtures alone).
+CORPORA = Path(os.environ.get("BPESTORE_TEST_CORPORA") or Path(__file__).resolve().parents[2] / "shared" / "corpora")
 PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
 # The encoders faster than the pure-Python path: the compiled core, or tiktoken's where it is not built.
 FAST_BACKENDS = ("compiled (C)", "tiktoken")
@@ -39,19 +47,58 @@ def stop_at(n: int):
     return progress
 
 
-def corpus_path(name: str) -> Path:
-    """A file of ../shared/corpora; skips the test (with the reason) where it is absent."""
+# Stand-ins for the shared files, made by tests/data/make_corpora.py: small ones whole, a corpus's
+# first tens of KB, a rank file's first ranks. Dracula stands in for itself: the package ships it.
+STAND_INS = Path(__file__).resolve().parent / "data" / "corpora"
+
+
+@functools.cache
+def _unpacked() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="bpestore-corpora-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def stand_in_path(name: str) -> Path | None:
+    """The stand-in for shared file ``name`` (unpacked, unless ``name`` is itself .xz); None if there is none."""
+    packed = bpestore_sample() if name == "dracula.txt" else STAND_INS / (name.removesuffix(".xz") + ".xz")
+    if not packed.exists():
+        return None
+    if name.endswith(".xz"):
+        return packed
+    path = _unpacked() / name
+    if not path.exists():
+        with lzma.open(packed, "rb") as f:
+            data = f.read()
+        partial = path.with_suffix(".part")
+        partial.write_bytes(data)
+        partial.replace(path)
+    return path
+
+
+def shared_corpus_path(name: str) -> Path:
+    """A file of ../shared/corpora itself, for an assertion that holds only on the whole file;
+    skips the test (with the reason) where it is absent."""
     path = CORPORA / name
     if not path.exists():
-        pytest.skip(f"{path} is absent: the shared corpora folder is needed for this test")
+        pytest.skip(f"{path} is absent: this test needs the whole shared file")
     return path
+
+
+def corpus_path(name: str) -> Path:
+    """A file of ../shared/corpora, or its stand-in in tests/data/corpora where the folder is absent."""
+    path = CORPORA / name
+    if path.exists():
+        return path
+    stand_in = stand_in_path(name)
+    if stand_in is None:
+        pytest.skip(f"{path} is absent and tests/data/corpora has no stand-in for it")
+    return stand_in
 
 
 def read_corpus(name: str) -> str:
     path = corpus_path(name)
     if name.endswith(".xz"):
-        import lzma
-
         with lzma.open(path, "rt", encoding="utf-8") as f:
             return f.read()
     return path.read_text(encoding="utf-8")
@@ -59,9 +106,21 @@ def read_corpus(name: str) -> str:
 
 @pytest.fixture
 def corpora_dir() -> Path:
-    if not CORPORA.exists():
-        pytest.skip(f"{CORPORA} is absent: the shared corpora folder is needed for this test")
-    return CORPORA
+    """../shared/corpora, or a folder of all the stand-ins under the shared names where it is absent."""
+    if CORPORA.exists():
+        return CORPORA
+    folder = _unpacked()
+    for packed in [*STAND_INS.glob("*.xz"), bpestore_sample()]:
+        stand_in_path(packed.name.removesuffix(".xz"))
+        if not (folder / packed.name).exists():
+            (folder / packed.name).symlink_to(packed)
+    return folder
+
+
+def bpestore_sample() -> Path:
+    import bpestore
+
+    return bpestore.sample_path()
 
 
 def _pg_schema_url(schema: str) -> str:

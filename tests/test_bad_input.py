@@ -16,13 +16,13 @@ import lzma
 import os
 import subprocess
 import sys
-import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.conftest import PG_URL, _pg_schema_url
+from tests.conftest import pg_schema
 
 TEXT = "".join(f"the cat {i % 7} sat on the mat{i % 13}, and a dog ran far away {i % 5}.\n" for i in range(200))
 
@@ -83,31 +83,17 @@ def matrix_db(request, tmp_path_factory, inputs):
     """A store with corpus c (one generation), en@1 and alias en@prod."""
     import bpestore
 
-    admin = schema = None
-    if request.param == "sqlite":
-        url = str(tmp_path_factory.mktemp("db") / "m.db")
-    else:
-        if not PG_URL:
-            pytest.skip("BPESTORE_TEST_PG_URL is not set")
-        from sqlalchemy import create_engine, text
-
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        admin = create_engine(PG_URL)
-        with admin.begin() as conn:
-            conn.execute(text(f"CREATE SCHEMA {schema}"))
-        url = _pg_schema_url(schema)
-    with bpestore.open(url) as store:
-        store.ingest("c", [inputs / "good.txt"], workers=1)
-        store.train("en", corpus="c", vocab_size=300)
-        store.set_alias("en@1", "prod")
-    yield url
-    bpestore.Store.tokenizer_cache.clear()
-    if admin is not None:
-        from sqlalchemy import text
-
-        with admin.begin() as conn:
-            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with ExitStack() as stack:
+        if request.param == "sqlite":
+            url = str(tmp_path_factory.mktemp("db") / "m.db")
+        else:
+            url = stack.enter_context(pg_schema())
+        with bpestore.open(url) as store:
+            store.ingest("c", [inputs / "good.txt"], workers=1)
+            store.train("en", corpus="c", vocab_size=300)
+            store.set_alias("en@1", "prod")
+        yield url
+        bpestore.Store.tokenizer_cache.clear()
 
 
 def dump(url: str) -> dict[str, list[tuple]]:

@@ -96,12 +96,14 @@ def test_cli_grep_has_a_time_limit(long_a):
 
 # -- the server ----------------------------------------------------------------------------
 _SERVER = r"""
-import sys, time
+import os, sys, threading
+from pathlib import Path
 import bpestore.web.app as app
 import bpestore.web.server as server
 server.HEAD_SECONDS, server.IDLE_SECONDS, app.BODY_SECONDS = 1.0, 1, 1.0  # shorter, for the test
 def slow(store, params):
-    time.sleep(120)
+    Path(os.environ["BPESTORE_TEST_ANSWERING"]).touch()  # the answer is under way
+    threading.Event().wait(120)
 app.API["lineage"] = (("name",), slow)
 from bpestore.cli import main
 sys.argv = ["bpestore", *sys.argv[1:]]
@@ -110,13 +112,14 @@ main()
 
 
 @pytest.fixture
-def server(long_a):
+def server(long_a, tmp_path):
     pytest.importorskip("uvicorn")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    env = {**_env(), "BPESTORE_TEST_ANSWERING": str(tmp_path / "answering")}
     process = subprocess.Popen([sys.executable, "-c", _SERVER, "--db", long_a, "serve", "--port", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -163,11 +166,14 @@ def test_slow_and_idle_connections_are_closed(server):
             assert got.startswith(b"HTTP/1.1 408"), got
 
 
-def test_a_stop_does_not_wait_for_answers_under_way(server):
+def test_a_stop_does_not_wait_for_answers_under_way(server, tmp_path):
     process, port = server
     busy = socket.create_connection(("127.0.0.1", port))
     busy.sendall(b"GET /api/lineage?name=a HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    time.sleep(1)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "answering").exists():
+        assert time.monotonic() < deadline, "the answer never began"
+        time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
     start = time.monotonic()
     process.wait(20)

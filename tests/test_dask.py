@@ -49,7 +49,8 @@ def test_dask_recipe_equals_plain_ingest(client, folder, db_url, tmp_path):
 
     out = tmp_path / "counts"
     out.mkdir()
-    infos = dask_count(client, [folder], out, group_bytes=600_000, special_tokens=[SPECIAL])
+    group = min(600_000, sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) // 6)
+    infos = dask_count(client, [folder], out, group_bytes=group, special_tokens=[SPECIAL])
     assert len(infos) > 4  # really spread over tasks
     ran_on = client.run(lambda: __import__("os").getpid())
     assert len(ran_on) == 2
@@ -66,7 +67,7 @@ def test_dask_recipe_equals_plain_ingest(client, folder, db_url, tmp_path):
         # Counting again and ingesting again changes nothing.
         again = tmp_path / "again"
         again.mkdir()
-        dask_count(client, [folder], again, group_bytes=600_000, special_tokens=[SPECIAL])
+        dask_count(client, [folder], again, group_bytes=group, special_tokens=[SPECIAL])
         assert all(r.skipped for r in store.ingest_counts("dask", [again]))
         assert len(store.corpus_log("dask")) == 1 and store.word_counts("dask") == store.word_counts("plain")
 

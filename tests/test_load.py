@@ -93,6 +93,17 @@ print(n)
 """
 
 
+def _wait_for_merges(db_url: str, ref: str, trainer: subprocess.Popen) -> None:
+    """Returns once version ``ref`` has checkpointed merges or its training ended (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while trainer.poll() is None:
+        with bpestore.open(db_url) as store:
+            if any(v.ref == ref and v.n_merges > 0 for v in store.versions()):
+                return
+        assert time.monotonic() < deadline, f"{ref} had no merges checkpointed within 60 s"
+        time.sleep(0.02)
+
+
 def test_training_beside_three_encoders(db_url, tmp_path):
     text_path = tmp_path / "t.txt"
     text_path.write_text(corpus_path("tinyshakespeare.txt").read_text(encoding="utf-8"), encoding="utf-8")
@@ -104,7 +115,7 @@ def test_training_beside_three_encoders(db_url, tmp_path):
     trainer = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db_url, "train", "big", "--corpus", "c",
                                 "--vocab-size", "1500", "--checkpoint-every", "20", "-q"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    time.sleep(1.0)
+    _wait_for_merges(db_url, "big@1", trainer)  # the encoders start while the training is under way
     encoders = [subprocess.Popen([sys.executable, "-c", ENCODER, db_url, sample, ",".join(map(str, expected)), "6"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
                 for _ in range(3)]
@@ -177,12 +188,7 @@ def test_a_version_being_trained_is_not_removed(db_url, tmp_path):
                                 "--vocab-size", "8000", "--checkpoint-every", "10", "-q"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with bpestore.open(db_url) as store:
-                if any(v.ref == "big@1" and v.n_merges > 0 for v in store.versions()):
-                    break
-            time.sleep(0.05)
+        _wait_for_merges(db_url, "big@1", trainer)
         # Paused, the run keeps its locks but cannot finish before rm asks (the compiled
         # merge core trains this in well under a second).
         trainer.send_signal(signal.SIGSTOP)

@@ -20,6 +20,7 @@ from bpestore.text import TextPipeline
 from bpestore.trainer import BpeTrainer
 
 from .conftest import read_corpus
+from .zipf import zipf_text
 
 EOT = "<|endoftext|>"
 
@@ -283,6 +284,16 @@ def test_allocation_failure_is_memory_error():
     assert out.stdout.strip() == "MemoryError"
 
 
+def _growth_over_30_runs(once, measure) -> int:
+    """What ``measure()`` grows by over 30 calls of ``once()``, after 3 to warm up."""
+    for _ in range(3):
+        once()
+    before = measure()
+    for _ in range(30):
+        once()
+    return measure() - before
+
+
 def test_memory_stays_flat_over_many_trainings(shakespeare_counts):
     spec = TokenizerSpec()
     words = list(alphabet.initial_words(spec, shakespeare_counts))
@@ -298,13 +309,8 @@ def test_memory_stays_flat_over_many_trainings(shakespeare_counts):
         for _ in t.train(vocab_size=1500):
             pass
 
-    for _ in range(3):
-        once()
-    before = rss()
-    for _ in range(30):
-        once()
     # One training allocates ~2.6 MB in C (its heap alone ~0.4 MB): 30 leaks of any part show.
-    assert rss() - before < 2 * 2**20
+    assert _growth_over_30_runs(once, rss) < 2 * 2**20
 
 
 def test_memory_in_use_stays_flat_with_threads(shakespeare_counts, monkeypatch):
@@ -337,24 +343,17 @@ def test_memory_in_use_stays_flat_with_threads(shakespeare_counts, monkeypatch):
             pass
         assert t._state.stats()["split_merges"] > 0 and t._state.stats()["split_build"]
 
-    for _ in range(3):
-        once()
-    before = in_use()
-    for _ in range(30):
-        once()
     # A training holds ~2.6 MB in C: 30 leaks of any part of it show.
-    assert in_use() - before < 512 * 2**10
+    assert _growth_over_30_runs(once, in_use) < 512 * 2**10
 
 
 @pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
 def test_synthetic_corpus_at_small_scale_on_both_cores(tmp_path, tie_break):
-    """The synthetic corpus of the scale benchmark (bench/synthetic.py): ~37,000 distinct
-    words, most merges deep in the loop (vocab 4,000)."""
-    from bench import synthetic
-
-    synthetic.generate(tmp_path / "s.txt", scale=0.01, seed=0)
+    """Synthetic Zipf text like the scale benchmark's: ~24,000 distinct words, most merges
+    deep in the loop (vocab 4,000)."""
     spec = TokenizerSpec(tie_break=tie_break)
-    counts = TextPipeline(spec).count_words((tmp_path / "s.txt").read_text(encoding="utf-8"))
+    counts = TextPipeline(spec).count_words(zipf_text(300_000, 50_000))
+    assert len(counts) > 20_000
 
     def make(compiled):
         return BpeTrainer(alphabet.initial_words(spec, counts), alphabet.initial_vocab(spec), tie_break=tie_break,
@@ -616,16 +615,8 @@ def test_thread_count_setting_cannot_change_results(monkeypatch):
 
 
 def _synthetic_counts():
-    """Word counts of the synthetic corpus (bench/synthetic.py) at scale 0.002."""
-    import tempfile
-    from pathlib import Path
-
-    from bench import synthetic
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "s.txt"
-        synthetic.generate(path, scale=0.002, seed=0)
-        return TextPipeline(TokenizerSpec()).count_words(path.read_text(encoding="utf-8"))
+    """Word counts of synthetic Zipf text: 60,000 words from a lexicon of 10,000."""
+    return TextPipeline(TokenizerSpec()).count_words(zipf_text(60_000, 10_000))
 
 
 def test_threads_in_the_store(tmp_path, monkeypatch):

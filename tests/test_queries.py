@@ -344,12 +344,27 @@ def test_cli_mistakes_are_one_error_line(cli_trained, args, message):
 
 
 # -- speed ----------------------------------------------------------------------------
+def letter_vocab(n_tokens: int) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """A byte-level vocabulary of ``n_tokens``: the 256 bytes, then every string of
+    2, 3, ... lowercase letters in order, each merged from its prefix and last letter."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges: list[tuple[bytes, bytes]] = []
+    level = letters = [bytes([c]) for c in range(ord("a"), ord("z") + 1)]
+    while len(vocab) < n_tokens:
+        longer = []
+        for stem in level:
+            for letter in letters[: n_tokens - len(vocab)]:
+                merges.append((stem, letter))
+                vocab[len(vocab)] = stem + letter
+                longer.append(stem + letter)
+        level = longer
+    return vocab, merges
+
+
 @pytest.mark.slow
 def test_vocab_grep_on_a_big_version_from_a_fresh_process(tmp_path):
     """`vocab --grep` on a version of 200,000 tokens (20,000 unless BPESTORE_SCALE=full)
     in a new process: the tokens Python's re finds, within 0.5 s at full scale (median of 3)."""
-    from bench.queries import letter_vocab
-
     full = os.environ.get("BPESTORE_SCALE") == "full"
     vocab, merges = letter_vocab(200_000 if full else 20_000)
     db = tmp_path / "big.db"

@@ -330,8 +330,8 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
     """``bpestore copy --with-counts`` SIGKILLed at seeded moments, each into a fresh
     target holding one version of its own: after each, the target holds what it held
     before, or the whole copy; never part of it. Even moments come once the copy's write
-    transaction is writing into the target (plus a seeded delay of up to 40 ms), odd ones
-    after a seeded delay from the start. The reference is the source's own version."""
+    transaction is writing into the target (plus up to 40 ms more of the copy's CPU time, seeded),
+    odd ones after a seeded amount of its CPU time from the start. The reference is the source's own version."""
     import random
     import signal
     import subprocess
@@ -339,7 +339,7 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
     import time
 
     from .conftest import corpus_path
-    from .test_kills import MOMENTS, _env, _integrity
+    from .test_kills import MOMENTS, _env, _integrity, cpu_seconds, kill_after_cpu
 
     source_db = str(tmp_path / "source.db")
     with bpestore.open(source_db) as source:
@@ -361,11 +361,9 @@ def test_sigkill_copy_at_random_moments_leaves_the_target_as_before(kind, tmp_pa
             if moment % 2 == 0:
                 while process.poll() is None and not (began := writing()):
                     time.sleep(0.002)
-                time.sleep(rng.uniform(0, 0.04))
+                kill_after_cpu(process, cpu_seconds(process.pid) + rng.uniform(0, 0.04))
             else:
-                time.sleep(rng.uniform(0.3, 2.5))
-            process.send_signal(signal.SIGKILL)
-            process.wait(timeout=60)
+                kill_after_cpu(process, rng.uniform(0.3, 2.5))
             killed += process.returncode == -signal.SIGKILL
             _integrity(target_url)
             with bpestore.open(target_url) as target:
