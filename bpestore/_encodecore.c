@@ -82,19 +82,33 @@ load32(const uint8_t *p)
     return w;
 }
 
-/* The n <= 8 bytes at p as one word (little-endian, zero above them). Where the 8 bytes
-   from p lie on one page, one load (the bytes past n are masked off): no branch on n. */
+static inline uint64_t
+load16(const uint8_t *p)
+{
+    uint16_t w;
+    memcpy(&w, p, 2);
+    return w;
+}
+
+/* The n <= 8 bytes at p as one word (little-endian, zero above them), reading none past
+   p + n: two loads that overlap (the overlapping bytes are the same, so OR joins them). */
 static inline uint64_t
 load_upto8(const uint8_t *p, size_t n)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n != 0 && ((uintptr_t)p & 4095) <= 4096 - 8)
-        return load64(p) & (n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1);
-#endif
+    if (n >= 8)
+        return load64(p);
+    if (n >= 4)
+        return load32(p) | ((uint64_t)load32(p + n - 4) << (8 * (n - 4)));
+    if (n >= 2)
+        return load16(p) | (load16(p + n - 2) << (8 * (n - 2)));
+    return n ? p[0] : 0;
+#else
     uint64_t w = 0;
     for (size_t i = 0; i < n && i < 8; i++)
         w |= (uint64_t)p[i] << (8 * i);
     return w;
+#endif
 }
 
 /* a[0..n) == b[0..n), for short n, without a call. */
