@@ -34,14 +34,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
-#include <windows.h>
-#include <process.h>
-#else
-#include <pthread.h>
-#endif
 
 #include "_pretok.h"
+#include "cores/hash.h"
+#include "cores/threads.h"
 
 enum { MODE_MERGE = 0, MODE_RANKS = 1 };
 enum { PATTERN_NONE = -1, PATTERN_WHITESPACE = 3 };  /* 0..2: _pretok.h's */
@@ -54,91 +50,6 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
 #define CACHE_SLOTS_MAX (1u << 15)
-
-/* -- hashing ------------------------------------------------------------------------ */
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static inline uint64_t
-load64(const uint8_t *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-static inline uint32_t
-load32(const uint8_t *p)
-{
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w;
-}
-
-static inline uint64_t
-load16(const uint8_t *p)
-{
-    uint16_t w;
-    memcpy(&w, p, 2);
-    return w;
-}
-
-/* The n <= 8 bytes at p as one word (little-endian, zero above them), reading none past
-   p + n: two loads that overlap (the overlapping bytes are the same, so OR joins them). */
-static inline uint64_t
-load_upto8(const uint8_t *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n >= 8)
-        return load64(p);
-    if (n >= 4)
-        return load32(p) | ((uint64_t)load32(p + n - 4) << (8 * (n - 4)));
-    if (n >= 2)
-        return load16(p) | (load16(p + n - 2) << (8 * (n - 2)));
-    return n ? p[0] : 0;
-#else
-    uint64_t w = 0;
-    for (size_t i = 0; i < n && i < 8; i++)
-        w |= (uint64_t)p[i] << (8 * i);
-    return w;
-#endif
-}
-
-/* a[0..n) == b[0..n), for short n, without a call. */
-static inline int
-same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    if (n <= 8)
-        return load_upto8(a, n) == load_upto8(b, n);
-    for (size_t i = 0; i + 8 < n; i += 8)
-        if (load64(a + i) != load64(b + i))
-            return 0;
-    return load64(a + n - 8) == load64(b + n - 8);
-}
-
-static inline uint64_t
-hash_bytes(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
-    /* the last 1..8 bytes (of 8 or more: one load ending at the end) */
-    uint64_t w = n >= 8 ? load64(p + n - 8) >> (8 * ((8 - n % 8) % 8)) : load_upto8(p, n);
-    while (n > 8) {
-        h = (h ^ load64(p)) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 31;
-        p += 8;
-        n -= 8;
-    }
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 29;
-    return h;
-}
 
 /* -- the tables of a version ---------------------------------------------------------- */
 
@@ -240,7 +151,7 @@ pair_find(const Encoder *e, uint32_t a, uint32_t b)
 static inline void
 prefetch_pair(const Encoder *e, uint32_t a, uint32_t b)
 {
-    __builtin_prefetch(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
+    PREFETCH(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
 }
 
 static inline const TokenSlot *
@@ -542,14 +453,14 @@ span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
     size_t n = end - start;
     if (n <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
         uint64_t key = short_key(bytes + start, n);
-        __builtin_prefetch(&e->short_tokens[short_slot(e, key)]);
+        PREFETCH(&e->short_tokens[short_slot(e, key)]);
         return key;
     }
     if (n > e->max_token_len)
         return 0;
     uint64_t h = hash_bytes(bytes + start, n);
-    __builtin_prefetch(&e->token_bits[(h >> e->token_shift) >> 6]);
-    __builtin_prefetch(&e->tokens[(size_t)h & e->token_mask]);
+    PREFETCH(&e->token_bits[(h >> e->token_shift) >> 6]);
+    PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
     return h;
 }
 
@@ -620,8 +531,8 @@ merge:
             uint64_t left = at > 0 ? ((uint64_t)s[at - 1] << 32) | s[at] : 0;
             uint64_t right = ((uint64_t)s[at] << 32) | (at + 1 < n ? s[at + 1] : 0);
             uint64_t hl = mix64(left), hr = mix64(right);
-            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
-            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
+            PREFETCH(&e->pairs[(size_t)hl & e->pair_mask]);
+            PREFETCH(&e->pairs[(size_t)hr & e->pair_mask]);
             if (at > 0)
                 pr[at - 1] = pair_find_hashed(e, left, hl);
             if (at + 1 < n)
@@ -730,8 +641,8 @@ merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint3
             uint64_t rkey = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
             uint64_t lkey = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
             uint64_t hr = mix64(rkey), hl = mix64(lkey);
-            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
-            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
+            PREFETCH(&e->pairs[(size_t)hr & e->pair_mask]);
+            PREFETCH(&e->pairs[(size_t)hl & e->pair_mask]);
             right = k < n ? pair_find_hashed(e, rkey, hr) : NO_PAIR;
             left = h != NO_ID ? pair_find_hashed(e, lkey, hl) : NO_PAIR;
         } else {
@@ -1051,9 +962,9 @@ hash_and_prefetch(const Encoder *e, const Work *w, const uint8_t *bytes, size_t 
 {
     uint64_t h = hash_bytes(bytes, n);
     if (n <= CACHE_KEY_MAX && w->cache != NULL)
-        __builtin_prefetch(cache_slot(w, h));
+        PREFETCH(cache_slot(w, h));
     if (e->whole_lookup && n <= e->max_token_len)
-        __builtin_prefetch(&e->tokens[(size_t)h & e->token_mask]);
+        PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
     return h;
 }
 
@@ -2062,6 +1973,121 @@ classes_for(PyObject *classify, int *own)
     return classes;
 }
 
+/* The options Encoder_new takes, checked before anything is built; -1 with an exception. */
+static int
+check_options(int mode, int pattern, PyObject *classify, PyObject *chars, long prefix, long suffix)
+{
+    if (mode != MODE_MERGE && mode != MODE_RANKS) {
+        PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
+        return -1;
+    }
+    if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE) {
+        PyErr_Format(PyExc_ValueError, "pattern must be -1 (none), 0 (gpt2), 1 (cl100k), 2 (o200k) or "
+                     "3 (whitespace), not %d", pattern);
+        return -1;
+    }
+    if (pattern != PATTERN_NONE && !PyCallable_Check(classify)) {
+        PyErr_SetString(PyExc_TypeError, "a pattern needs a classify function");
+        return -1;
+    }
+    if (mode == MODE_RANKS && (chars != Py_None || prefix >= 0 || suffix >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "token ranks apply to byte symbols without word markers");
+        return -1;
+    }
+    return 0;
+}
+
+/* Plain byte symbols: no character alphabet, no word markers. */
+static int
+plain_bytes(const Encoder *e)
+{
+    return !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
+}
+
+/* e->byte_ids: the 256 given, or each byte's token's id on plain byte symbols; 0, or -1
+   with an exception. */
+static int
+set_byte_ids(Encoder *e, PyObject *byte_ids, PyObject *tokens)
+{
+    for (int b = 0; b < 256; b++)
+        e->byte_ids[b] = NO_ID;
+    if (byte_ids != Py_None) {
+        Py_ssize_t n;
+        uint32_t *ids = uint32s(byte_ids, &n, "byte_ids");
+        if (ids == NULL)
+            return -1;
+        if (n != 256) {
+            PyMem_RawFree(ids);
+            PyErr_SetString(PyExc_ValueError, "byte_ids must hold 256 ids");
+            return -1;
+        }
+        memcpy(e->byte_ids, ids, sizeof e->byte_ids);
+        PyMem_RawFree(ids);
+        e->has_bytes = 1;
+        return 0;
+    }
+    if (plain_bytes(e))
+        return byte_ids_of_tokens(e, tokens);
+    if (!e->chars || e->fallback) {
+        PyErr_SetString(PyExc_ValueError, "byte symbols (or byte fallback) need byte_ids");
+        return -1;
+    }
+    return 0;
+}
+
+/* The merge rule's pairs, and on plain byte symbols the pair of every two bytes; 0, or
+   -1 with an exception. */
+static int
+build_merge_tables(Encoder *e, PyObject *merges)
+{
+    if (build_pairs(e, merges) < 0)
+        return -1;
+    if (e->pairs == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the merge rule needs merges");
+        return -1;
+    }
+    if (!plain_bytes(e))
+        return 0;
+    e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
+    if (e->byte_pairs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->table_bytes += 65536 * sizeof(uint64_t);
+    for (size_t ab = 0; ab < 65536; ab++)
+        e->byte_pairs[ab] = pair_find(e, e->byte_ids[ab >> 8], e->byte_ids[ab & 255]);
+    return 0;
+}
+
+/* Every table of e past its options: 0, or -1 with an exception. */
+static int
+build_tables(Encoder *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, PyObject *chars, int whole)
+{
+    if (set_byte_ids(e, byte_ids, tokens) < 0)
+        return -1;
+    if (e->mode == MODE_RANKS && merges != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "token ranks take no merges");
+        return -1;
+    }
+    if (e->mode == MODE_MERGE && build_merge_tables(e, merges) < 0)
+        return -1;
+    /* Whole-word look-ups: on plain byte symbols only (a word with markers or of
+       characters is not a token's bytes); under the merge rule only the tokens merges
+       make (and the bytes) can come out. */
+    if (e->mode == MODE_RANKS || plain_bytes(e)) {
+        if (build_tokens(e, tokens, e->mode == MODE_MERGE ? PyTuple_GET_ITEM(merges, 2) : Py_None) < 0)
+            return -1;
+        e->whole_lookup = 1;
+        if (e->mode == MODE_MERGE && !whole && check_whole(e) < 0)
+            return -1;
+        if (e->mode == MODE_RANKS && build_short_tokens(e) < 0)
+            return -1;
+    }
+    if (e->chars && build_chars(e, chars) < 0)
+        return -1;
+    return 0;
+}
+
 static PyObject *
 Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -2077,26 +2103,17 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     int repeat = unique ? tokens_repeat(tokens) : 0;
     if (repeat != 0)
         return repeat < 0 ? NULL : PyErr_Format(PyExc_ValueError, "two tokens have the same bytes");
-    if (mode != MODE_MERGE && mode != MODE_RANKS)
-        return PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
-    if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE)
-        return PyErr_Format(PyExc_ValueError, "pattern must be -1 (none), 0 (gpt2), 1 (cl100k), 2 (o200k) or "
-                            "3 (whitespace), not %d", pattern);
-    if (pattern != PATTERN_NONE && !PyCallable_Check(classify))
-        return PyErr_Format(PyExc_TypeError, "a pattern needs a classify function");
-    if (mode == MODE_RANKS && (chars != Py_None || prefix >= 0 || suffix >= 0))
-        return PyErr_Format(PyExc_ValueError, "token ranks apply to byte symbols without word markers");
+    if (check_options(mode, pattern, classify, chars, prefix, suffix) < 0)
+        return NULL;
+    Py_ssize_t n_tokens = PySequence_Size(tokens);
+    if (n_tokens < 0)
+        return NULL;
     Encoder *e = (Encoder *)type->tp_alloc(type, 0);
     if (e == NULL)
         return NULL;
     e->mode = mode;
     e->bt_state = mode == MODE_RANKS ? BT_UNBUILT : BT_NEVER;
     e->pattern = pattern;
-    Py_ssize_t n_tokens = PySequence_Size(tokens);
-    if (n_tokens < 0) {
-        Py_DECREF(e);
-        return NULL;
-    }
     e->n_ids = (size_t)n_tokens;
     e->chars = chars != Py_None;
     e->fallback = fallback;
@@ -2105,72 +2122,12 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     e->suffix = optional_id(suffix);
     Py_INCREF(classify);
     e->classify = classify;
-    for (int b = 0; b < 256; b++)
-        e->byte_ids[b] = NO_ID;
-    if (byte_ids != Py_None) {
-        Py_ssize_t n;
-        uint32_t *ids = uint32s(byte_ids, &n, "byte_ids");
-        if (ids == NULL)
-            goto fail;
-        if (n != 256) {
-            PyMem_RawFree(ids);
-            PyErr_SetString(PyExc_ValueError, "byte_ids must hold 256 ids");
-            goto fail;
-        }
-        memcpy(e->byte_ids, ids, sizeof e->byte_ids);
-        PyMem_RawFree(ids);
-        e->has_bytes = 1;
-    } else if (!e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
-        if (byte_ids_of_tokens(e, tokens) < 0)
-            goto fail;
-    } else if (!e->chars || fallback) {
-        PyErr_SetString(PyExc_ValueError, "byte symbols (or byte fallback) need byte_ids");
-        goto fail;
+    if (build_tables(e, tokens, merges, byte_ids, chars, whole) < 0
+        || (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)) {
+        Py_DECREF(e);
+        return NULL;
     }
-    if (mode == MODE_MERGE && build_pairs(e, merges) < 0)
-        goto fail;
-    if (mode == MODE_RANKS && merges != Py_None) {
-        PyErr_SetString(PyExc_ValueError, "token ranks take no merges");
-        goto fail;
-    }
-    if (mode == MODE_MERGE && e->pairs == NULL) {
-        PyErr_SetString(PyExc_ValueError, "the merge rule needs merges");
-        goto fail;
-    }
-    if (mode == MODE_MERGE && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
-        e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
-        if (e->byte_pairs == NULL) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        e->table_bytes += 65536 * sizeof(uint64_t);
-        for (size_t ab = 0; ab < 65536; ab++)
-            e->byte_pairs[ab] = pair_find(e, e->byte_ids[ab >> 8], e->byte_ids[ab & 255]);
-    }
-    /* Whole-word look-ups: on plain byte symbols only (a word with markers or of
-       characters is not a token's bytes); under the merge rule only the tokens merges
-       make (and the bytes) can come out. */
-    PyObject *made = NULL;
-    if (mode == MODE_MERGE)
-        made = PyTuple_GET_ITEM(merges, 2);
-    int plain = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
-    if (mode == MODE_RANKS || plain) {
-        if (build_tokens(e, tokens, made ? made : Py_None) < 0)
-            goto fail;
-        e->whole_lookup = 1;
-        if (mode == MODE_MERGE && !whole && check_whole(e) < 0)
-            goto fail;
-        if (mode == MODE_RANKS && build_short_tokens(e) < 0)
-            goto fail;
-    }
-    if (e->chars && build_chars(e, chars) < 0)
-        goto fail;
-    if (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)
-        goto fail;
     return (PyObject *)e;
-fail:
-    Py_DECREF(e);
-    return NULL;
 }
 
 /* -- encoding -------------------------------------------------------------------------------- */
@@ -2241,8 +2198,9 @@ make_ints(Encoder *e, const Work *w)
     return 0;
 }
 
-/* With the GIL (add): the counts of ids[0..n) added to their ints' reference counts,
-   once per id; the counts cleared for the next call either way. */
+/* With the GIL (add): each of ids[0..n) given as many references as its count, for
+   the list items the workers then fill without the GIL (an int per id, not per item:
+   the increments of one object run back to back); the counts cleared either way. */
 static void
 add_references(Encoder *e, uint32_t *counts, const uint32_t *ids, size_t n, int add)
 {
@@ -2250,7 +2208,8 @@ add_references(Encoder *e, uint32_t *counts, const uint32_t *ids, size_t n, int 
         uint32_t id = ids[t];
         if (add) {
             PyObject *o = e->id_objects[id];
-            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)counts[id]);
+            for (uint32_t k = counts[id]; k != 0; k--)
+                Py_INCREF(o);
         }
         counts[id] = 0;
     }
@@ -2275,37 +2234,6 @@ static int encode_text(const Encoder *e, Work *w, PyObject *text);
 #define MAX_WORKERS 64
 #define WORKER_CHARS 16384   /* a worker thread for each this many characters, at most */
 
-#if defined(__GNUC__) || defined(__clang__)
-#define TAKE(counter) __atomic_fetch_add((counter), 1, __ATOMIC_RELAXED)
-#else
-#define TAKE(counter) (InterlockedIncrement64((volatile LONG64 *)(counter)) - 1)
-#endif
-
-#ifdef _WIN32
-typedef HANDLE Thread;
-typedef SRWLOCK Lock;
-typedef CONDITION_VARIABLE Cond;
-#define LOCK_INIT(l) InitializeSRWLock(l)
-#define LOCK_FREE(l) ((void)0)
-#define LOCK(l) AcquireSRWLockExclusive(l)
-#define UNLOCK(l) ReleaseSRWLockExclusive(l)
-#define COND_INIT(c) InitializeConditionVariable(c)
-#define COND_FREE(c) ((void)0)
-#define WAIT(c, l) SleepConditionVariableSRW((c), (l), INFINITE, 0)
-#define WAKE_ALL(c) WakeAllConditionVariable(c)
-#else
-typedef pthread_t Thread;
-typedef pthread_mutex_t Lock;
-typedef pthread_cond_t Cond;
-#define LOCK_INIT(l) pthread_mutex_init((l), NULL)
-#define LOCK_FREE(l) pthread_mutex_destroy(l)
-#define LOCK(l) pthread_mutex_lock(l)
-#define UNLOCK(l) pthread_mutex_unlock(l)
-#define COND_INIT(c) pthread_cond_init((c), NULL)
-#define COND_FREE(c) pthread_cond_destroy(c)
-#define WAIT(c, l) pthread_cond_wait((c), (l))
-#define WAKE_ALL(c) pthread_cond_broadcast(c)
-#endif
 
 /* The texts of a call and where their ids are: text k's in work[owner[k]]->out, from
    spans[2k] to spans[2k + 1] (SIZE_MAX: None). Workers take the next text not yet
@@ -2452,11 +2380,7 @@ run_worker(Worker *worker)
         fill_share(b, worker->id);
 }
 
-#ifdef _WIN32
-static unsigned __stdcall worker_main(void *arg) { run_worker((Worker *)arg); return 0; }
-#else
-static void *worker_main(void *arg) { run_worker((Worker *)arg); return NULL; }
-#endif
+THREAD_MAIN(worker_main, run_worker, Worker)
 
 /* Without the GIL: workers 1..n_work - 1 started on threads, worker 0 run here, until
    every worker has encoded its texts. A worker whose thread cannot be started is run
@@ -2473,13 +2397,7 @@ encode_on_threads(Batch *b)
     for (int k = 0; k < b->n_work; k++)
         workers[k] = (Worker){b, k};
     for (int k = 1; k < b->n_work; k++) {
-#ifdef _WIN32
-        uintptr_t h = _beginthreadex(NULL, 0, worker_main, &workers[k], 0, NULL);
-        b->threads[k] = (HANDLE)h;
-        b->started[k] = h != 0;
-#else
-        b->started[k] = pthread_create(&b->threads[k], NULL, worker_main, &workers[k]) == 0;
-#endif
+        b->started[k] = thread_start(&b->threads[k], worker_main, &workers[k]);
         if (!b->started[k]) {
             LOCK(&b->lock);
             b->encoded++;
@@ -2515,12 +2433,7 @@ end_threads(Batch *b, int go)
     for (int k = 1; k < b->n_work; k++) {
         if (!b->started[k])
             continue;
-#ifdef _WIN32
-        WaitForSingleObject(b->threads[k], INFINITE);
-        CloseHandle(b->threads[k]);
-#else
-        pthread_join(b->threads[k], NULL);
-#endif
+        thread_join(b->threads[k]);
     }
     LOCK_FREE(&b->lock);
     COND_FREE(&b->cond);
