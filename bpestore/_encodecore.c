@@ -28,7 +28,10 @@
        of more than BACKTRACK_BYTES bytes is not merged but found token by token,
        backtracking (the same ids; tables built by the first such word).
    The pure-Python encoder (bpestore.encoder) stays the reference; tests compare the
-   two, and tiktoken, id for id. */
+   two, and tiktoken, id for id.
+   This file is the binding (arguments, tables built from Python objects, ints and lists,
+   threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
+   encode_work.h, merge_word.h, backtrack.h, encode_word.h), included here as one unit. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -38,240 +41,18 @@
 #include "_pretok.h"
 #include "cores/hash.h"
 #include "cores/threads.h"
+#include "cores/encode_word.h"
 
-enum { MODE_MERGE = 0, MODE_RANKS = 1 };
-enum { PATTERN_NONE = -1, PATTERN_WHITESPACE = 3 };  /* 0..2: _pretok.h's */
-enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
-
-#define NO_ID 0xFFFFFFFFu
-#define NO_PAIR UINT64_MAX
-#define SHORT_SYMBOLS 16       /* (2 * SHORT_SYMBOLS + 2 <= 64, the least room of the symbol arrays) */
-#define MID_SYMBOLS 256
-#define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
-#define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
-#define CACHE_SLOTS_MAX (1u << 15)
-
-/* -- the tables of a version ---------------------------------------------------------- */
-
-typedef struct {
-    uint64_t key;    /* (left << 32) | right; NO_PAIR: empty */
-    uint32_t rank;
-    uint32_t made;
-} PairSlot;
-
-/* 16 bytes: four to a cache line. */
-typedef struct {
-    uint32_t tag;         /* the hash's high half */
-    uint32_t offset;      /* of its bytes in Encoder.token_bytes */
-    uint32_t len : 31;    /* 0: empty slot */
-    uint32_t whole : 1;   /* the token is what a word of exactly its bytes encodes to */
-    uint32_t id;
-} TokenSlot;
-
-typedef struct {
-    uint32_t code_point;  /* NO_ID: empty */
-    uint32_t id;
-} CharSlot;
-
+/* The Python type: a version's tables, and what only the binding uses. */
 typedef struct {
     PyObject_HEAD
-    int mode;
-    int pattern;
-    int chars;             /* symbols are characters (else UTF-8 bytes) */
-    int fallback;          /* an unseen character becomes its bytes */
-    uint32_t unk;          /* or this token (NO_ID: neither: the call gives None) */
-    uint32_t prefix, suffix;  /* word markers (NO_ID: none) */
-    uint32_t byte_ids[256];
-    int has_bytes;
-    PairSlot *pairs;
-    size_t pair_mask;
-    TokenSlot *tokens;
-    size_t token_mask;
-    uint8_t *token_bytes;
-    uint64_t *token_bits;  /* bit (h >> token_shift) of each token's hash h set: most spans that
-                              are no token are told so without reading the (larger) table */
-    int token_shift;
-    size_t max_token_len;
-    int whole_lookup;      /* a word that is a token may be looked up whole */
-    CharSlot *char_table;
-    size_t char_mask;
-    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet; the
-                              process's shared table where classify is the first one given */
+    Tables t;
     PyObject *classify;
-    int own_classes;       /* classes is this encoder's own (another classify function) */
-    uint64_t *byte_pairs;   /* plain byte symbols: the pair of bytes (a << 8) | b */
-    uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
-                               (short_key): one look-up, no filter, no second read; 0: empty */
-    int short_shift;
-    /* long words under token ranks, encoded by backtracking (NULL: not built, the merges encode them) */
-    uint64_t *bt_nodes;       /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
-                                 none), BT_DEEPER set where a longer token goes on from it; above bit 32,
-                                 where it has one child only: (child << 8) | byte */
-    uint32_t *bt_two;         /* the node of two bytes (a << 8) | b, 0: none (node 1 + b: the byte b) */
-    uint64_t *bt_edges;       /* a deeper node: slot (child << 32) | ((parent << 8 | byte) + 1), 0: empty */
-    int bt_edge_shift;
-    uint64_t *bt_split;       /* by id: (left << 32) | right, the last merge of its own bytes; (id, id): a byte */
-    uint32_t *bt_prefix;      /* by id: the longest token that is a strict prefix of it, or NO_ID */
-    uint8_t *bt_len;          /* by id: its length in bytes */
-    uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
-    int bt_pair_shift;
-    int bt_state;             /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
-    PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
-    size_t n_ids;
-    size_t table_bytes;
+    PyObject **id_objects;  /* each id's int (below t.n_ids), made when the id first comes out */
     struct Work **pool;     /* the scratch spaces (and caches) of finished calls, each reused by a later
                                one: taken and given back with the GIL held, so threads need no lock */
     size_t n_pool, pool_cap;
 } Encoder;
-
-/* The pair key = (a << 32) | b, of hash h = mix64(key), in the merge table:
-   (rank << 32) | made, or NO_PAIR. */
-static inline uint64_t
-pair_find_hashed(const Encoder *e, uint64_t key, uint64_t h)
-{
-    size_t j = (size_t)h & e->pair_mask;
-    for (;;) {
-        const PairSlot *s = &e->pairs[j];
-        if (s->key == key)
-            return ((uint64_t)s->rank << 32) | s->made;
-        if (s->key == NO_PAIR)
-            return NO_PAIR;
-        j = (j + 1) & e->pair_mask;
-    }
-}
-
-static inline uint64_t
-pair_find(const Encoder *e, uint32_t a, uint32_t b)
-{
-    uint64_t key = ((uint64_t)a << 32) | b;
-    return pair_find_hashed(e, key, mix64(key));
-}
-
-/* Fetch early the slot where pair_find(e, a, b) starts looking. */
-static inline void
-prefetch_pair(const Encoder *e, uint32_t a, uint32_t b)
-{
-    PREFETCH(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
-}
-
-static inline const TokenSlot *
-token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
-{
-    size_t j = (size_t)h & e->token_mask;
-    for (;;) {
-        const TokenSlot *s = &e->tokens[j];
-        if (s->len == 0)
-            return NULL;
-        if (s->tag == (uint32_t)(h >> 32) && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
-            return s;
-        j = (j + 1) & e->token_mask;
-    }
-}
-
-static inline uint32_t
-char_find(const Encoder *e, uint32_t c)
-{
-    size_t j = (size_t)mix64(c) & e->char_mask;
-    for (;;) {
-        const CharSlot *s = &e->char_table[j];
-        if (s->code_point == c)
-            return s->id;
-        if (s->code_point == NO_ID)
-            return NO_ID;
-        j = (j + 1) & e->char_mask;
-    }
-}
-
-static size_t
-capacity_for(size_t n)
-{
-    size_t capacity = 16;
-    while (capacity < 2 * n)
-        capacity <<= 1;
-    return capacity;
-}
-
-/* The tokens of 2..SHORT_TOKEN_LEN bytes: a slot is the key (the bytes, and the
-   length from bit 32 on) with the id from bit SHORT_ID_SHIFT on. */
-#define SHORT_TOKEN_LEN 4
-#define SHORT_ID_SHIFT 35
-#define SHORT_KEY_MASK ((1ULL << SHORT_ID_SHIFT) - 1)
-
-static inline uint64_t
-short_key(const uint8_t *p, size_t n)
-{
-    uint32_t bytes = n == 4 ? load32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (n == 3 ? (uint32_t)p[2] << 16 : 0);
-    return (uint64_t)bytes | (uint64_t)n << 32;
-}
-
-static inline size_t
-short_slot(const Encoder *e, uint64_t key)
-{
-    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->short_shift);
-}
-
-/* The id of the token of key's bytes, or NO_ID. */
-static inline uint32_t
-short_find(const Encoder *e, uint64_t key)
-{
-    size_t mask = ((size_t)1 << (64 - e->short_shift)) - 1;
-    for (size_t j = short_slot(e, key);; j = (j + 1) & mask) {
-        uint64_t slot = e->short_tokens[j];
-        if ((slot & SHORT_KEY_MASK) == key)
-            return (uint32_t)(slot >> SHORT_ID_SHIFT);
-        if (slot == 0)
-            return NO_ID;
-    }
-}
-
-/* -- one call's scratch space and cache -------------------------------------------------- */
-
-/* One word the cache remembers: one cache line, the slot its hash picks (the last
-   word there stays). */
-typedef struct {
-    uint8_t len;   /* 0: empty */
-    uint8_t n_ids;
-    uint8_t key[CACHE_KEY_MAX];
-    uint32_t ids[CACHE_IDS_MAX];
-} CacheSlot;
-
-typedef struct Work {
-    uint32_t *out;
-    size_t n_out, out_cap;
-    uint8_t *utf8;          /* a word's UTF-8 */
-    size_t utf8_cap;
-    uint32_t *symbols;      /* merging */
-    uint32_t *positions;
-    uint32_t *next, *prev;
-    size_t symbols_cap;
-    uint64_t *heap;
-    size_t heap_len, heap_cap;
-    CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
-    size_t cache_mask;
-    int fail;
-    uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
-    uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
-    size_t n_touched, n_fresh;
-    uint32_t *added;       /* the ids other works of a call counted that this one did not */
-    size_t n_added;
-    int missing;           /* an id without an int: its item left NULL */
-} Work;
-
-static void
-work_free(Work *w)
-{
-    free(w->out);
-    free(w->utf8);
-    free(w->symbols);
-    free(w->positions);
-    free(w->next);
-    free(w->prev);
-    free(w->heap);
-    free(w->cache);
-    free(w->counts);
-    free(w->touched);
-    free(w->added);
-}
 
 #define KEEP_IDS (1u << 18)       /* room a scratch space keeps between calls: ids, */
 #define KEEP_UTF8 (1u << 20)      /* UTF-8 bytes, */
@@ -331,696 +112,6 @@ work_give(Encoder *e, Work *w)
     e->pool[e->n_pool++] = w;
 }
 
-/* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
-static int
-grow(Work *w, void **array, size_t *cap, size_t len, size_t more, size_t size)
-{
-    if (len + more <= *cap)
-        return 0;
-    size_t want = *cap ? *cap : 64;
-    while (want < len + more)
-        want *= 2;
-    void *bigger = realloc(*array, want * size);
-    if (bigger == NULL) {
-        w->fail = FAIL_MEMORY;
-        return -1;
-    }
-    *array = bigger;
-    *cap = want;
-    return 0;
-}
-
-static inline int
-emit(Work *w, const uint32_t *ids, size_t n)
-{
-    if (w->n_out + n > w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, n, sizeof(uint32_t)) < 0)
-        return -1;
-    memcpy(w->out + w->n_out, ids, n * sizeof(uint32_t));
-    w->n_out += n;
-    return 0;
-}
-
-static inline int
-emit_one(Work *w, uint32_t id)
-{
-    if (w->n_out == w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, 1, sizeof(uint32_t)) < 0)
-        return -1;
-    w->out[w->n_out++] = id;
-    return 0;
-}
-
-static int
-symbols_room(Work *w, size_t n)
-{
-    if (n <= w->symbols_cap)
-        return 0;
-    size_t want = w->symbols_cap ? w->symbols_cap : 64;
-    while (want < n)
-        want *= 2;
-    uint32_t *s = realloc(w->symbols, want * sizeof(uint32_t));
-    if (s) w->symbols = s;
-    uint32_t *p = realloc(w->positions, (want + 1) * sizeof(uint32_t));
-    if (p) w->positions = p;
-    uint32_t *nx = realloc(w->next, want * sizeof(uint32_t));
-    if (nx) w->next = nx;
-    uint32_t *pv = realloc(w->prev, want * sizeof(uint32_t));
-    if (pv) w->prev = pv;
-    if (!s || !p || !nx || !pv) {
-        w->fail = FAIL_MEMORY;
-        return -1;
-    }
-    w->symbols_cap = want;
-    return 0;
-}
-
-/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX): a short text does not pay
-   for a large one. A scratch space used before keeps its cache (what it holds stays
-   true for its encoder) unless this text wants a larger one. */
-static void
-cache_init(Work *w, Py_ssize_t chars)
-{
-    size_t slots = 64;
-    while (slots < CACHE_SLOTS_MAX && (Py_ssize_t)slots * 8 < chars)
-        slots <<= 1;
-    if (w->cache == NULL || w->cache_mask + 1 < slots) {
-        free(w->cache);
-        w->cache = calloc(slots, sizeof(CacheSlot));
-        w->cache_mask = slots - 1;
-    }
-}
-
-/* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
-static inline CacheSlot *
-cache_slot(const Work *w, uint64_t h)
-{
-    return &w->cache[(h >> 17) & w->cache_mask];
-}
-
-static inline int
-cache_holds(const CacheSlot *c, const uint8_t *key, size_t n)
-{
-    return c->len == n && same_bytes(c->key, key, n);
-}
-
-static inline void
-cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_t n_ids)
-{
-    if (n_ids > CACHE_IDS_MAX)
-        return;
-    c->len = (uint8_t)n;
-    c->n_ids = (uint8_t)n_ids;
-    memcpy(c->key, key, n);
-    memcpy(c->ids, ids, n_ids * sizeof(uint32_t));
-}
-
-/* -- merging ---------------------------------------------------------------------------- */
-
-/* Whether a token's bytes may hash to h (0: surely not, from the bit filter alone). */
-static inline int
-token_may_be(const Encoder *e, uint64_t h)
-{
-    uint64_t bit = h >> e->token_shift;
-    return (int)(e->token_bits[bit >> 6] >> (bit & 63) & 1);
-}
-
-/* MODE_RANKS in two steps, so that the memory of several look-ups is fetched at once:
-   the hash of bytes [start, end) (0, unused, where no token is that long; the key of a
-   short span), its filter word and table slot fetched; then the pair of that span as
-   pair_of gives it. */
-static inline uint64_t
-span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
-{
-    size_t n = end - start;
-    if (n <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
-        uint64_t key = short_key(bytes + start, n);
-        PREFETCH(&e->short_tokens[short_slot(e, key)]);
-        return key;
-    }
-    if (n > e->max_token_len)
-        return 0;
-    uint64_t h = hash_bytes(bytes + start, n);
-    PREFETCH(&e->token_bits[(h >> e->token_shift) >> 6]);
-    PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
-    return h;
-}
-
-static inline uint64_t
-span_pair(const Encoder *e, const uint8_t *bytes, size_t start, size_t end, uint64_t h)
-{
-    if (end - start <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
-        uint32_t id = short_find(e, h);
-        return id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
-    }
-    if (end - start > e->max_token_len || !token_may_be(e, h))
-        return NO_PAIR;
-    const TokenSlot *t = token_find(e, bytes + start, end - start, h);
-    return t == NULL ? NO_PAIR : ((uint64_t)t->id << 32) | t->id;
-}
-
-/* The pair of symbols a and b (spanning bytes [start, end) of the word, MODE_RANKS):
-   (rank << 32) | the token it makes, or NO_PAIR. */
-static inline uint64_t
-pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b, size_t start, size_t end)
-{
-    if (e->mode == MODE_MERGE)
-        return pair_find(e, a, b);
-    return span_pair(e, bytes, start, end, span_hash(e, bytes, start, end));
-}
-
-/* Merge symbols[0..n), n <= SHORT_SYMBOLS (positions[0..n]: where each starts in bytes,
-   MODE_RANKS) with arrays: fine for short words. Returns the number of symbols left. */
-static size_t
-merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
-{
-    uint64_t pr[2 * SHORT_SYMBOLS + 2];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
-    if (e->byte_pairs != NULL) {  /* the symbols are the bytes: their pairs are in a table of 65,536 */
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
-        goto merge;
-    }
-    if (e->mode == MODE_MERGE) {  /* start every first look-up at once: their cache misses overlap */
-        for (size_t i = 0; i + 1 < n; i++)
-            prefetch_pair(e, s[i], s[i + 1]);
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = pair_find(e, s[i], s[i + 1]);
-    } else {
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = span_pair(e, bytes, pos[i], pos[i + 2], pr[i]);
-    }
-merge:
-    while (n > 1) {
-        uint64_t best = NO_PAIR;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++) {  /* without branches: which pair wins is no pattern */
-            int lower = pr[i] < best;
-            best = lower ? pr[i] : best;
-            at = lower ? i : at;
-        }
-        if (best == NO_PAIR)
-            break;
-        s[at] = (uint32_t)best;
-        /* moves of a constant size (past n: the arrays have room) compile to a few
-           vector moves, not calls */
-        memmove(s + at + 1, s + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
-        memmove(pos + at + 1, pos + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
-        memmove(pr + at + 1, pr + at + 2, SHORT_SYMBOLS * sizeof(uint64_t));
-        n--;
-        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t left = at > 0 ? ((uint64_t)s[at - 1] << 32) | s[at] : 0;
-            uint64_t right = ((uint64_t)s[at] << 32) | (at + 1 < n ? s[at + 1] : 0);
-            uint64_t hl = mix64(left), hr = mix64(right);
-            PREFETCH(&e->pairs[(size_t)hl & e->pair_mask]);
-            PREFETCH(&e->pairs[(size_t)hr & e->pair_mask]);
-            if (at > 0)
-                pr[at - 1] = pair_find_hashed(e, left, hl);
-            if (at + 1 < n)
-                pr[at] = pair_find_hashed(e, right, hr);
-            continue;
-        }
-        uint64_t hl = at > 0 ? span_hash(e, bytes, pos[at - 1], pos[at + 1]) : 0;
-        uint64_t hr = at + 1 < n ? span_hash(e, bytes, pos[at], pos[at + 2]) : 0;
-        if (at > 0)
-            pr[at - 1] = span_pair(e, bytes, pos[at - 1], pos[at + 1], hl);
-        if (at + 1 < n)
-            pr[at] = span_pair(e, bytes, pos[at], pos[at + 2], hr);
-    }
-    return n;
-}
-
-/* The lowest pair value of block b (positions 8b..8b+7) of cur[0..n). */
-#define MIN2(a, b) ((a) < (b) ? (a) : (b))
-static inline uint64_t
-block_min(const uint64_t *cur, size_t b)
-{
-    const uint64_t *c = cur + (b << 3);
-    return MIN2(MIN2(MIN2(c[0], c[1]), MIN2(c[2], c[3])), MIN2(MIN2(c[4], c[5]), MIN2(c[6], c[7])));
-}
-
-/* A pair value (rank << 32 | made) as merge_mid keeps it: the made id apart, the
-   position i in its place, so that the lowest value says where (leftmost among equal
-   ranks); NO_PAIR (none) becomes a value above every pair. */
-#define NO_RANK 0xFFFFFFFF00000000ULL
-static inline uint64_t
-at_position(uint64_t pair, uint32_t *made, size_t i)
-{
-    made[i] = (uint32_t)pair;
-    return (pair & NO_RANK) | i;
-}
-
-/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (at_position,
-   NO_PAIR where dead) in cur, a lower bound of every block of 8 in bmin (the block's
-   lowest, or below where a value of the block rose since), a linked list of the symbols
-   left. A merge takes the lowest bound: where that is a value still in cur it is the
-   lowest pair (every other is above its block's bound), else its block is looked at
-   again. Then it looks up the two pairs it changes: no heap. Returns the symbols left,
-   in s. */
-static size_t
-merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
-          size_t n)
-{
-    size_t nb = (n + 7) >> 3, nbmin = nb <= 8 ? 8 : nb <= 16 ? 16 : nb;
-    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 8 * nb + nbmin + 4 * nb, sizeof(uint64_t)) < 0)
-        return 0;
-    uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
-    uint32_t *made = (uint32_t *)(bmin + nbmin);
-    uint32_t *next = w->next, *prev = w->prev;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = (uint32_t)(i + 1);
-        prev[i] = (uint32_t)(i - 1);  /* NO_ID for the first */
-    }
-#define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
-    if (e->byte_pairs != NULL)
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = at_position(e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]], made, i);
-    else if (e->mode == MODE_MERGE)
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = at_position(pair_find(e, s[i], s[i + 1]), made, i);
-    else {  /* every first look-up's slot fetched before any is read */
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = at_position(span_pair(e, bytes, pos[i], pos[i + 2], cur[i]), made, i);
-    }
-    for (size_t i = n - 1; i < 8 * nb; i++)
-        cur[i] = NO_PAIR;
-    for (size_t b = 0; b < nb; b++)
-        bmin[b] = block_min(cur, b);
-    for (size_t b = nb; b < nbmin; b++)
-        bmin[b] = NO_PAIR;
-    for (;;) {
-        uint64_t best;
-        if (nbmin == 8)  /* a fixed tree of minima: no branch to mispredict */
-            best = block_min(bmin, 0);
-        else if (nbmin == 16)
-            best = MIN2(block_min(bmin, 0), block_min(bmin, 1));
-        else {
-            best = NO_PAIR;
-            for (size_t b = 0; b < nb; b++)
-                best = MIN2(best, bmin[b]);
-        }
-        if (best == NO_PAIR)
-            break;
-        size_t i = (uint32_t)best;
-        if (cur[i] != best) {  /* a bound below its block's values */
-            bmin[i >> 3] = block_min(cur, i >> 3);
-            continue;
-        }
-        if (best >= NO_RANK)
-            break;
-        uint32_t j = next[i], k = next[j], h = prev[i];
-        s[i] = made[i];
-        s[j] = NO_ID;
-        cur[j] = NO_PAIR;
-        next[i] = k;
-        if (k < n)
-            prev[k] = (uint32_t)i;
-        uint64_t right, left;
-        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t rkey = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
-            uint64_t lkey = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
-            uint64_t hr = mix64(rkey), hl = mix64(lkey);
-            PREFETCH(&e->pairs[(size_t)hr & e->pair_mask]);
-            PREFETCH(&e->pairs[(size_t)hl & e->pair_mask]);
-            right = k < n ? pair_find_hashed(e, rkey, hr) : NO_PAIR;
-            left = h != NO_ID ? pair_find_hashed(e, lkey, hl) : NO_PAIR;
-        } else {
-            uint64_t hr = k < n ? span_hash(e, bytes, pos[i], END_OF(k)) : 0;
-            uint64_t hl = h != NO_ID ? span_hash(e, bytes, pos[h], END_OF(i)) : 0;
-            right = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
-            left = h != NO_ID ? span_pair(e, bytes, pos[h], END_OF(i), hl) : NO_PAIR;
-        }
-        cur[i] = k < n ? at_position(right, made, i) : NO_PAIR;
-        bmin[i >> 3] = block_min(cur, i >> 3);  /* its lowest was cur[i]: surely stale */
-        if (h != NO_ID) {  /* a bound stays one where the value falls; where it rises (and at j), a
-                              stale bound is found when it comes out lowest */
-            cur[h] = at_position(left, made, h);
-            bmin[h >> 3] = MIN2(bmin[h >> 3], cur[h]);
-        }
-    }
-#undef END_OF
-    size_t m = 0;
-    for (size_t i = 0; i < n; i = next[i])
-        s[m++] = s[i];
-    return m;
-}
-
-static int
-heap_push(Work *w, uint64_t v)
-{
-    if (w->heap_len == w->heap_cap && grow(w, (void **)&w->heap, &w->heap_cap, w->heap_len, 1, sizeof(uint64_t)) < 0)
-        return -1;
-    uint64_t *h = w->heap;
-    size_t i = w->heap_len++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (h[parent] <= v)
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = v;
-    return 0;
-}
-
-static uint64_t
-heap_pop(Work *w)
-{
-    uint64_t *h = w->heap;
-    uint64_t top = h[0], last = h[--w->heap_len];
-    size_t n = w->heap_len, i = 0;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && h[child + 1] < h[child])
-            child++;
-        if (h[child] >= last)
-            break;
-        h[i] = h[child];
-        i = child;
-    }
-    if (n)
-        h[i] = last;
-    return top;
-}
-
-/* Merge a long word with a heap of (rank << 32 | position) and a linked list: the
-   lowest rank first, the leftmost among equals (equal ranks are one pair); a stale
-   entry is known by looking at the pair again. Returns the symbols left, in s. */
-static size_t
-merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
-           size_t n)
-{
-    uint32_t *next = w->next, *prev = w->prev;
-    w->heap_len = 0;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = (uint32_t)(i + 1);
-        prev[i] = (uint32_t)(i - 1);  /* NO_ID for the first */
-    }
-#define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t p = e->byte_pairs != NULL ? e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]]
-                     : pair_of(e, w, bytes, s[i], s[i + 1], pos[i], END_OF(i + 1));
-        if (p != NO_PAIR && heap_push(w, (p & 0xFFFFFFFF00000000ULL) | i) < 0)
-            return 0;
-    }
-    while (w->heap_len) {
-        uint64_t top = heap_pop(w);
-        uint32_t i = (uint32_t)top, j;
-        if (s[i] == NO_ID || (j = next[i]) >= n)
-            continue;
-        uint64_t p = pair_of(e, w, bytes, s[i], s[j], pos[i], END_OF(j));
-        if (p == NO_PAIR || (p >> 32) != (top >> 32))
-            continue;  /* stale */
-        s[i] = (uint32_t)p;
-        s[j] = NO_ID;
-        uint32_t k = next[j];
-        next[i] = k;
-        if (k < n) {
-            prev[k] = i;
-            uint64_t q = pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k));
-            if (q != NO_PAIR && heap_push(w, (q & 0xFFFFFFFF00000000ULL) | i) < 0)
-                return 0;
-        }
-        uint32_t h = prev[i];
-        if (h != NO_ID) {
-            uint64_t q = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
-            if (q != NO_PAIR && heap_push(w, (q & 0xFFFFFFFF00000000ULL) | h) < 0)
-                return 0;
-        }
-    }
-#undef END_OF
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != NO_ID)
-            s[m++] = s[i];
-    return m;
-}
-
-/* -- long words under token ranks: backtracking ------------------------------------------------
-
-   A long word (more than BACKTRACK_BYTES bytes) is encoded left to right: at each position the
-   longest token there (a walk down the trie of the tokens' bytes) is taken where it may follow
-   the token before it, else the longest shorter token that is a prefix of it, and so on; where
-   none may, the token before is taken back and its end marked as a position no encoding passes.
-   Whether token b may follow token a (bt_valid_pair): undo the merges that made a and b, the
-   later one first, and ask at each step whether the merge rule would rather have joined the two
-   pieces across the cut (their pair makes a token of lower rank than what was undone). The
-   tokens are those a word of their own bytes merges into (others never come out of a merge), each
-   with the last merge that made it; the ranks are the ids. */
-#define BACKTRACK_BYTES 16  /* from 17 bytes on backtracking was the faster (CJK words, cl100k and o200k) */
-enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
-#define BT_NONE 0x7FFFFFFFu
-#define BT_DEEPER 0x80000000u
-
-static int backtrack_ready(const Encoder *e);
-
-static inline uint32_t
-bt_child(const Encoder *e, uint32_t node, uint8_t byte)
-{
-    uint64_t key = (((uint64_t)node << 8) | byte) + 1;
-    size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
-    for (size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);; j = (j + 1) & mask) {
-        uint64_t slot = e->bt_edges[j];
-        if ((uint32_t)slot == key)
-            return (uint32_t)(slot >> 32);
-        if (slot == 0)
-            return 0;
-    }
-}
-
-/* The longest token at p[0..n), n >= 1. */
-static inline uint32_t
-bt_longest(const Encoder *e, const uint8_t *p, size_t n)
-{
-    uint32_t best = e->byte_ids[p[0]];
-    if (n < 2)
-        return best;
-    uint32_t node = e->bt_two[((size_t)p[0] << 8) | p[1]];
-    for (size_t i = 2; node != 0; i++) {
-        uint64_t v = e->bt_nodes[node];
-        best = ((uint32_t)v & BT_NONE) != BT_NONE ? (uint32_t)v & BT_NONE : best;
-        if (i == n || !(v & BT_DEEPER))
-            break;
-        uint32_t only = (uint32_t)(v >> 32);
-        if (only != 0 && (only & 255) != p[i])
-            break;
-        node = only != 0 ? only >> 8 : bt_child(e, node, p[i]);
-    }
-    return best;
-}
-
-/* Whether BPE leaves token b right after token a (their bytes side by side). */
-static inline int
-bt_valid_pair(const Encoder *e, uint32_t a, uint32_t b)
-{
-    uint32_t limit = NO_ID;  /* the ranks still open to a merge across the cut: below it */
-    for (;;) {
-        uint64_t key = ((uint64_t)a << 32) | b, h = mix64(key), bit = h >> e->bt_pair_shift;
-        if (e->bt_pair_bits[bit >> 6] >> (bit & 63) & 1) {
-            uint64_t made = pair_find_hashed(e, key, h);
-            if (made != NO_PAIR && (uint32_t)made < limit)
-                return 0;
-        }
-        if (a > b) {
-            limit = a;
-            a = (uint32_t)e->bt_split[a];
-            if (a == limit) {
-                limit = b + 1;
-                b = (uint32_t)(e->bt_split[b] >> 32);
-                if (b + 1 == limit)
-                    return 1;
-            }
-        } else {
-            limit = b + 1;
-            b = (uint32_t)(e->bt_split[b] >> 32);
-            if (b + 1 == limit) {
-                limit = a;
-                a = (uint32_t)e->bt_split[a];
-                if (a == limit)
-                    return 1;
-            }
-        }
-    }
-}
-
-/* The ids of bytes[0..n) in w->symbols: their number, or -1 (w->fail set). */
-static Py_ssize_t
-backtrack(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
-{
-    size_t n_words = (n + 64) / 64;  /* a bit for each position 0..n: 1 while some encoding may pass it */
-    if (symbols_room(w, n + 2) < 0 || grow(w, (void **)&w->heap, &w->heap_cap, 0, n_words, sizeof(uint64_t)) < 0)
-        return -1;
-    uint64_t *open = w->heap;
-    memset(open, 0xFF, n_words * sizeof(uint64_t));
-    uint32_t *s = w->symbols;
-    size_t m = 0, pos = 0;
-    uint32_t next = bt_longest(e, bytes, n);
-    while (next != NO_ID) {
-        uint32_t token = next, last = m ? s[m - 1] : NO_ID;
-        for (;;) {
-            size_t end = pos + e->bt_len[token];
-            if ((open[end >> 6] >> (end & 63) & 1) && (last == NO_ID || bt_valid_pair(e, last, token))) {
-                s[m++] = token;
-                pos = end;
-                next = pos < n ? bt_longest(e, bytes + pos, n - pos) : NO_ID;
-                break;
-            }
-            if (e->bt_prefix[token] != NO_ID) {
-                token = e->bt_prefix[token];
-                continue;
-            }
-            if (m == 0)  /* no encoding at all: the tables do not hold what they should */
-                return 0;
-            open[pos >> 6] &= ~(1ULL << (pos & 63));
-            m--;
-            pos -= e->bt_len[last];
-            next = last;
-            break;
-        }
-    }
-    return (Py_ssize_t)m;
-}
-
-/* -- one word ----------------------------------------------------------------------------- */
-
-static inline uint32_t
-next_code_point(const uint8_t *p, size_t *i)
-{
-    uint32_t c = p[*i];
-    if (c < 0x80) {
-        *i += 1;
-        return c;
-    }
-    if (c < 0xE0) {
-        c = ((c & 0x1F) << 6) | (p[*i + 1] & 0x3F);
-        *i += 2;
-    } else if (c < 0xF0) {
-        c = ((c & 0x0F) << 12) | ((p[*i + 1] & 0x3F) << 6) | (p[*i + 2] & 0x3F);
-        *i += 3;
-    } else {
-        c = ((c & 0x07) << 18) | ((p[*i + 1] & 0x3F) << 12) | ((p[*i + 2] & 0x3F) << 6) | (p[*i + 3] & 0x3F);
-        *i += 4;
-    }
-    return c;
-}
-
-/* A word's initial symbols in w->symbols (and where each starts in positions);
-   the number, or -1 (w->fail set). */
-static Py_ssize_t
-symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
-{
-    /* at most one symbol per byte, plus the markers */
-    if (symbols_room(w, n + 2) < 0)
-        return -1;
-    uint32_t *s = w->symbols, *pos = w->positions;
-    size_t m = 0;
-    if (e->prefix != NO_ID) {
-        pos[m] = 0;
-        s[m++] = e->prefix;
-    }
-    if (!e->chars) {
-        for (size_t i = 0; i < n; i++) {
-            pos[m] = (uint32_t)i;
-            s[m++] = e->byte_ids[bytes[i]];
-        }
-    } else {
-        for (size_t i = 0; i < n;) {
-            size_t start = i;
-            uint32_t id = char_find(e, next_code_point(bytes, &i));
-            if (id != NO_ID) {
-                pos[m] = (uint32_t)start;
-                s[m++] = id;
-            } else if (e->fallback) {
-                for (size_t b = start; b < i; b++) {
-                    pos[m] = (uint32_t)b;
-                    s[m++] = e->byte_ids[bytes[b]];
-                }
-            } else if (e->unk != NO_ID) {
-                pos[m] = (uint32_t)start;
-                s[m++] = e->unk;
-            } else {
-                w->fail = FAIL_UNKNOWN_CHAR;
-                return -1;
-            }
-        }
-    }
-    if (e->suffix != NO_ID) {
-        pos[m] = (uint32_t)n;
-        s[m++] = e->suffix;
-    }
-    pos[m] = (uint32_t)n;
-    return (Py_ssize_t)m;
-}
-
-/* The hash of a word, and where its look-ups will go fetched early (the scan hashes a
-   block of words before it encodes them, so their cache misses overlap). */
-static inline uint64_t
-hash_and_prefetch(const Encoder *e, const Work *w, const uint8_t *bytes, size_t n)
-{
-    uint64_t h = hash_bytes(bytes, n);
-    if (n <= CACHE_KEY_MAX && w->cache != NULL)
-        PREFETCH(cache_slot(w, h));
-    if (e->whole_lookup && n <= e->max_token_len)
-        PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
-    return h;
-}
-
-/* A word's ids, added to w->out; 0, or -1 (w->fail set). h: hash_bytes(bytes, n). */
-static int
-encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, uint64_t h)
-{
-    if (n == 0)
-        return 0;
-    if (n == 1 && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID)
-        return emit_one(w, e->byte_ids[bytes[0]]);
-    CacheSlot *c = NULL;
-    if (n <= CACHE_KEY_MAX && w->cache != NULL) {
-        c = cache_slot(w, h);
-        if (cache_holds(c, bytes, n))
-            return emit(w, c->ids, c->n_ids);
-    }
-    if (e->whole_lookup && n <= e->max_token_len) {
-        const TokenSlot *t = token_find(e, bytes, n, h);
-        if (t != NULL && t->whole) {
-            if (c != NULL)
-                cache_put(c, bytes, n, &t->id, 1);
-            return emit_one(w, t->id);
-        }
-    }
-    if (n > BACKTRACK_BYTES && backtrack_ready(e)) {
-        Py_ssize_t k = backtrack(e, w, bytes, n);
-        if (k < 0)
-            return -1;
-        if (k > 0) {
-            if (c != NULL)
-                cache_put(c, bytes, n, w->symbols, (size_t)k);
-            return emit(w, w->symbols, (size_t)k);
-        }
-    }
-    Py_ssize_t m = symbolize(e, w, bytes, n);
-    if (m < 0)
-        return -1;
-    size_t left = (size_t)m <= SHORT_SYMBOLS ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
-                  : (size_t)m <= MID_SYMBOLS ? merge_mid(e, w, bytes, n, w->symbols, w->positions, (size_t)m)
-                  : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
-    if (w->fail)
-        return -1;
-    if (c != NULL)
-        cache_put(c, bytes, n, w->symbols, left);
-    return emit(w, w->symbols, left);
-}
-
-static int
-encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
-{
-    return encode_hashed_word(e, w, bytes, n, hash_bytes(bytes, n));
-}
-
-/* The UTF-8 of text[start:end] (kind-byte code points at data, no surrogates) in
-   w->utf8 from offset `at` on; its length, or -1. */
 INLINE Py_ssize_t
 utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
 {
@@ -1066,7 +157,7 @@ utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssi
 
 /* text[start:end] as one word. */
 static inline int
-encode_span(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t start, Py_ssize_t end)
+encode_span(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t start, Py_ssize_t end)
 {
     if (ascii)
         return encode_word(e, w, (const uint8_t *)data + start, (size_t)(end - start));
@@ -1079,7 +170,7 @@ encode_span(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py
    inlined with both constant. */
 #define BLOCK 32
 INLINE int
-scan(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
+scan(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
 {
     const uint8_t *classes = e->classes;
     size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
@@ -1129,7 +220,7 @@ scan(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_
 }
 
 #define SCANNER(name, kind, pattern) \
-    static int name(const Encoder *e, Work *w, const void *d, int ascii, Py_ssize_t n) \
+    static int name(const Tables *e, Work *w, const void *d, int ascii, Py_ssize_t n) \
     { return scan(e, w, d, kind, ascii, n, pattern); }
 SCANNER(gpt2_1, 1, PATTERN_GPT2)
 SCANNER(gpt2_2, 2, PATTERN_GPT2)
@@ -1144,17 +235,18 @@ SCANNER(whitespace_1, 1, PATTERN_WHITESPACE)
 SCANNER(whitespace_2, 2, PATTERN_WHITESPACE)
 SCANNER(whitespace_4, 4, PATTERN_WHITESPACE)
 
-typedef int (*Scanner)(const Encoder *, Work *, const void *, int, Py_ssize_t);
+typedef int (*Scanner)(const Tables *, Work *, const void *, int, Py_ssize_t);
 static const Scanner scanners[4][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
     {whitespace_1, whitespace_2, whitespace_4}};
 
 /* -- building ------------------------------------------------------------------------------- */
 
-static void bt_free(Encoder *e);
+static void bt_free(Tables *e);
 
+/* Every table of t freed. */
 static void
-Encoder_dealloc(Encoder *e)
+tables_free(Tables *e)
 {
     bt_free(e);  /* the table of pairs too, in either mode */
     PyMem_RawFree(e->tokens);
@@ -1165,8 +257,14 @@ Encoder_dealloc(Encoder *e)
         PyMem_RawFree(e->classes);
     PyMem_RawFree(e->byte_pairs);
     PyMem_RawFree(e->short_tokens);
+}
+
+static void
+Encoder_dealloc(Encoder *e)
+{
+    tables_free(&e->t);
     if (e->id_objects != NULL)
-        for (size_t i = 0; i < e->n_ids; i++)
+        for (size_t i = 0; i < e->t.n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
     PyMem_Free(e->id_objects);
     for (size_t i = 0; i < e->n_pool; i++) {
@@ -1231,7 +329,7 @@ uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
 }
 
 static int
-build_pairs(Encoder *e, PyObject *merges)
+build_pairs(Tables *e, PyObject *merges)
 {
     PyObject *lefts_o, *rights_o, *made_o;
     if (!PyArg_ParseTuple(merges, "OOO:merges", &lefts_o, &rights_o, &made_o))
@@ -1281,7 +379,7 @@ done:
 /* The table of the tokens' bytes: those with an id in `ids` (a sequence), or every
    token where ids is None; the first id wins where bytes repeat. */
 static int
-build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
+build_tokens(Tables *e, PyObject *tokens, PyObject *ids)
 {
     PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
     if (fast == NULL)
@@ -1362,7 +460,7 @@ done:
 /* Mark the tokens that a word of their bytes does not encode to (merge rule, where
    the caller could not vouch for every token). */
 static int
-check_whole(Encoder *e)
+check_whole(Tables *e)
 {
     Work w;
     memset(&w, 0, sizeof w);
@@ -1389,7 +487,7 @@ check_whole(Encoder *e)
    65,536, and the tokens of 2..SHORT_TOKEN_LEN bytes in a table of their own, from the
    table of tokens (so the same id where bytes repeat). */
 static int
-build_short_tokens(Encoder *e)
+build_short_tokens(Tables *e)
 {
     size_t count = 0;
     for (size_t j = 0; j <= e->token_mask; j++) {
@@ -1431,7 +529,7 @@ build_short_tokens(Encoder *e)
    items: the one id they merge into, the last merge's ids in *left and *right; NO_ID where
    they stay more than one. */
 static uint32_t
-own_merge(const Encoder *e, const uint8_t *p, size_t n, uint32_t *s, uint32_t *pos, uint64_t *pr,
+own_merge(const Tables *e, const uint8_t *p, size_t n, uint32_t *s, uint32_t *pos, uint64_t *pr,
           uint32_t *left, uint32_t *right)
 {
     for (size_t i = 0; i < n; i++) {
@@ -1514,7 +612,7 @@ bt_sort(const BtTokens *t, uint32_t *ids, uint32_t *tmp, uint32_t *counts, size_
 /* Over sorted[0..n): each token's longest strict prefix that is a token (prefix, by id), and
    the bytes each shares with the one before it (shared). */
 static void
-bt_prefixes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, size_t n, uint32_t *prefix, uint8_t *shared)
+bt_prefixes(const Tables *e, const BtTokens *t, const uint32_t *sorted, size_t n, uint32_t *prefix, uint8_t *shared)
 {
     uint32_t stack[256];  /* the tokens that are prefixes of the one before, shortest first */
     size_t depth = 0;
@@ -1538,7 +636,7 @@ bt_prefixes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, size_t 
 
 /* The id of the token of bytes p[0..n), 1 <= n <= max_token_len, or NO_ID. */
 static inline uint32_t
-bt_token_of(const Encoder *e, const uint8_t *p, size_t n)
+bt_token_of(const Tables *e, const uint8_t *p, size_t n)
 {
     if (n == 1)
         return e->byte_ids[p[0]];
@@ -1553,7 +651,7 @@ bt_token_of(const Encoder *e, const uint8_t *p, size_t n)
    it: the one pair of a prefix and the rest, both tokens of lower rank made by merges, that
    BPE leaves side by side (bt_valid_pair); NO_PAIR where there is none. */
 static uint64_t
-bt_find_split(const Encoder *e, const uint8_t *p, size_t n, uint32_t id, const BtTokens *t, const uint32_t *prefix)
+bt_find_split(const Tables *e, const uint8_t *p, size_t n, uint32_t id, const BtTokens *t, const uint32_t *prefix)
 {
     for (uint32_t left = prefix[id]; left != NO_ID; left = prefix[left]) {
         if (left >= id || e->bt_len[left] == 0)
@@ -1568,7 +666,7 @@ bt_find_split(const Encoder *e, const uint8_t *p, size_t n, uint32_t id, const B
 /* Each token's last merge, in the order of ids (bt_split, bt_len of those made by merges, and
    the table of their pairs): 0, or 1 where a token is made from one of higher rank. */
 static int
-bt_splits(Encoder *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uint64_t *pr)
+bt_splits(Tables *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uint64_t *pr)
 {
     for (size_t id = 0; id < e->n_ids; id++) {
         size_t n = t->len[id];
@@ -1599,7 +697,7 @@ bt_splits(Encoder *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, ui
 /* The trie's nodes below the bytes' (257 on) for the tokens made by merges (bt_len set) of
    sorted[0..n), shared as bt_prefixes gives it. */
 static size_t
-bt_count_nodes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
+bt_count_nodes(const Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
 {
     size_t nodes = 257, same = 0;  /* the bytes shared with the last token made by merges */
     for (size_t i = 0; i < n; i++) {
@@ -1623,7 +721,7 @@ bt_edge(uint32_t parent, uint8_t byte, uint32_t child)
    parent's), and bt_prefix; the edges below nodes of more than one child (below two bytes)
    kept in edges[0..*n_edges), those of the others in the node. */
 static void
-bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n,
+bt_fill_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n,
              uint64_t *edges, size_t *n_edges)
 {
     uint32_t path[256], best[256];  /* the node at each depth, the longest token down to it */
@@ -1663,7 +761,7 @@ bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_
 
 /* The table of edges[0..n); its capacity, or 0 (no memory). */
 static size_t
-bt_edge_table(Encoder *e, const uint64_t *edges, size_t n)
+bt_edge_table(Tables *e, const uint64_t *edges, size_t n)
 {
     size_t capacity = capacity_for(n), mask = capacity - 1;
     if ((e->bt_edges = PyMem_RawCalloc(capacity, sizeof(uint64_t))) == NULL)
@@ -1681,7 +779,7 @@ bt_edge_table(Encoder *e, const uint64_t *edges, size_t n)
 /* The backtracking tables and the table of pairs (which under token ranks they fill) freed
    and forgotten. */
 static void
-bt_free(Encoder *e)
+bt_free(Tables *e)
 {
     PyMem_RawFree(e->bt_split);
     PyMem_RawFree(e->bt_prefix);
@@ -1703,7 +801,7 @@ bt_free(Encoder *e)
 
 /* The tables by id and the table of pairs, as a token of each byte leaves them: 0, or -1. */
 static int
-bt_tables(Encoder *e, size_t n_tokens)
+bt_tables(Tables *e, size_t n_tokens)
 {
     size_t n = e->n_ids, pairs = capacity_for(n_tokens), pair_bits = 64 * capacity_for(pairs / 8);
     e->bt_split = PyMem_RawMalloc(n * sizeof(uint64_t));
@@ -1730,7 +828,7 @@ bt_tables(Encoder *e, size_t n_tokens)
 
 /* The trie of the tokens made by merges, from sorted[0..n): 0, 1 (too many nodes), or -1. */
 static int
-bt_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
+bt_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
 {
     size_t n_nodes = bt_count_nodes(e, t, sorted, shared, n), n_edges = 0, capacity = 0;
     if (n_nodes >= ((size_t)1 << 24))
@@ -1759,7 +857,7 @@ bt_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *sh
    token of its own (the id byte_ids gives), each other token merged from two tokens of lower
    rank. 0: built; else none are (long words are merged). Calls no Python. */
 static int
-build_backtrack(Encoder *e)
+build_backtrack(Tables *e)
 {
     if (e->max_token_len > 255 || e->n_ids >= BT_NONE || e->short_tokens == NULL)
         return 1;
@@ -1822,12 +920,12 @@ done:
    builds them (the call that meets it, whatever thread; a word met while they are being built
    is merged). */
 static int
-backtrack_ready(const Encoder *e)
+backtrack_ready(const Tables *e)
 {
     int state = __atomic_load_n(&e->bt_state, __ATOMIC_ACQUIRE);
     if (state != BT_UNBUILT)
         return state == BT_READY;
-    Encoder *building = (Encoder *)e;  /* the tables are its only part that is ever written */
+    Tables *building = (Tables *)e;  /* its only part that is ever written, once, by one thread */
     if (!__atomic_compare_exchange_n(&building->bt_state, &state, BT_BUILDING, 0, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED))
         return state == BT_READY;
@@ -1837,7 +935,7 @@ backtrack_ready(const Encoder *e)
 }
 
 static int
-build_chars(Encoder *e, PyObject *chars)
+build_chars(Tables *e, PyObject *chars)
 {
     if (!PyDict_Check(chars)) {
         PyErr_SetString(PyExc_TypeError, "chars must be a dict (character -> id)");
@@ -1874,7 +972,7 @@ build_chars(Encoder *e, PyObject *chars)
 
 /* Plain byte symbols without byte_ids: each byte's id is the lowest id of its one-byte token. */
 static int
-byte_ids_of_tokens(Encoder *e, PyObject *tokens)
+byte_ids_of_tokens(Tables *e, PyObject *tokens)
 {
     PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
     if (fast == NULL)
@@ -1999,7 +1097,7 @@ check_options(int mode, int pattern, PyObject *classify, PyObject *chars, long p
 
 /* Plain byte symbols: no character alphabet, no word markers. */
 static int
-plain_bytes(const Encoder *e)
+plain_bytes(const Tables *e)
 {
     return !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
 }
@@ -2007,7 +1105,7 @@ plain_bytes(const Encoder *e)
 /* e->byte_ids: the 256 given, or each byte's token's id on plain byte symbols; 0, or -1
    with an exception. */
 static int
-set_byte_ids(Encoder *e, PyObject *byte_ids, PyObject *tokens)
+set_byte_ids(Tables *e, PyObject *byte_ids, PyObject *tokens)
 {
     for (int b = 0; b < 256; b++)
         e->byte_ids[b] = NO_ID;
@@ -2038,7 +1136,7 @@ set_byte_ids(Encoder *e, PyObject *byte_ids, PyObject *tokens)
 /* The merge rule's pairs, and on plain byte symbols the pair of every two bytes; 0, or
    -1 with an exception. */
 static int
-build_merge_tables(Encoder *e, PyObject *merges)
+build_merge_tables(Tables *e, PyObject *merges)
 {
     if (build_pairs(e, merges) < 0)
         return -1;
@@ -2061,7 +1159,7 @@ build_merge_tables(Encoder *e, PyObject *merges)
 
 /* Every table of e past its options: 0, or -1 with an exception. */
 static int
-build_tables(Encoder *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, PyObject *chars, int whole)
+build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, PyObject *chars, int whole)
 {
     if (set_byte_ids(e, byte_ids, tokens) < 0)
         return -1;
@@ -2108,9 +1206,10 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     Py_ssize_t n_tokens = PySequence_Size(tokens);
     if (n_tokens < 0)
         return NULL;
-    Encoder *e = (Encoder *)type->tp_alloc(type, 0);
-    if (e == NULL)
+    Encoder *self = (Encoder *)type->tp_alloc(type, 0);
+    if (self == NULL)
         return NULL;
+    Tables *e = &self->t;
     e->mode = mode;
     e->bt_state = mode == MODE_RANKS ? BT_UNBUILT : BT_NEVER;
     e->pattern = pattern;
@@ -2121,13 +1220,13 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     e->prefix = optional_id(prefix);
     e->suffix = optional_id(suffix);
     Py_INCREF(classify);
-    e->classify = classify;
+    self->classify = classify;
     if (build_tables(e, tokens, merges, byte_ids, chars, whole) < 0
         || (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)) {
-        Py_DECREF(e);
+        Py_DECREF(self);
         return NULL;
     }
-    return (PyObject *)e;
+    return (PyObject *)self;
 }
 
 /* -- encoding -------------------------------------------------------------------------------- */
@@ -2138,13 +1237,13 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static int
 make_id_objects(Encoder *e)
 {
-    if (e->id_objects != NULL || e->n_ids == 0)
+    if (e->id_objects != NULL || e->t.n_ids == 0)
         return 0;
-    if ((e->id_objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *))) == NULL) {
+    if ((e->id_objects = PyMem_Calloc(e->t.n_ids, sizeof(PyObject *))) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    e->table_bytes += e->n_ids * sizeof(PyObject *);
+    e->t.table_bytes += e->t.n_ids * sizeof(PyObject *);
     return 0;
 }
 
@@ -2154,7 +1253,7 @@ static void
 count_ids(const Encoder *e, Work *w, size_t start, size_t end)
 {
     uint32_t *counts = w->counts, *touched = w->touched;
-    size_t n_ids = e->n_ids, n_touched = w->n_touched;
+    size_t n_ids = e->t.n_ids, n_touched = w->n_touched;
     for (size_t i = start; i < end; i++) {
         uint32_t id = w->out[i];
         if (id >= n_ids)
@@ -2192,7 +1291,7 @@ make_ints(Encoder *e, const Work *w)
         if (e->id_objects[id] == NULL) {
             if ((e->id_objects[id] = PyLong_FromUnsignedLong(id)) == NULL)
                 return -1;
-            e->table_bytes += 32;
+            e->t.table_bytes += 32;
         }
     }
     return 0;
@@ -2316,7 +1415,7 @@ static void
 fill_some(Batch *b, int id)
 {
     PyObject **objects = b->e->id_objects;
-    size_t n_ids = b->e->n_ids;
+    size_t n_ids = b->e->t.n_ids;
     for (Py_ssize_t k = 0; k < b->n; k++) {
         if (b->lists[k] == Py_None || b->owner[k] != id)
             continue;
@@ -2334,7 +1433,7 @@ fill_some(Batch *b, int id)
 static void
 merge_counts(Batch *b, int id)
 {
-    size_t n_ids = b->e->n_ids, lo = n_ids * id / b->n_work, hi = n_ids * (id + 1) / b->n_work;
+    size_t n_ids = b->e->t.n_ids, lo = n_ids * id / b->n_work, hi = n_ids * (id + 1) / b->n_work;
     uint32_t *sum = b->work[0]->counts, *added = b->work[0]->added + lo;
     size_t n_added = 0;
     for (int u = 1; u < b->n_work; u++) {
@@ -2510,16 +1609,16 @@ counts_ready(Batch *b)
     for (int t = 0; t < b->n_work; t++) {
         Work *w = b->work[t];
         w->missing = 0;
-        if (e->n_ids == 0)
+        if (e->t.n_ids == 0)
             continue;
-        if (t == 0 && b->n_work > 1 && w->added == NULL && (w->added = malloc(e->n_ids * sizeof(uint32_t))) == NULL) {
+        if (t == 0 && b->n_work > 1 && w->added == NULL && (w->added = malloc(e->t.n_ids * sizeof(uint32_t))) == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         if (w->counts != NULL)
             continue;
-        w->counts = calloc(e->n_ids, sizeof(uint32_t));
-        w->touched = malloc(e->n_ids * sizeof(uint32_t));
+        w->counts = calloc(e->t.n_ids, sizeof(uint32_t));
+        w->touched = malloc(e->t.n_ids * sizeof(uint32_t));
         if (w->counts == NULL || w->touched == NULL) {
             free(w->counts);
             free(w->touched);
@@ -2596,7 +1695,7 @@ batch_objects(Batch *b, int as_bytes, PyObject **out)
     for (int t = 0; t < b->n_work; t++) {
         missing |= b->work[t]->missing;
         if (b->n_work > 1) {
-            size_t lo = b->e->n_ids * t / b->n_work;
+            size_t lo = b->e->t.n_ids * t / b->n_work;
             add_references(b->e, w0->counts, w0->added + lo, b->n_added[t], 1);
         }
         b->work[t]->n_touched = b->work[t]->n_added = b->work[t]->n_fresh = 0;
@@ -2671,7 +1770,7 @@ has_surrogate(const void *data, int kind, Py_ssize_t n)
 static int
 text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
 {
-    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
+    const uint8_t *classes = e->t.pattern != PATTERN_NONE && n ? e->t.classes : NULL;
     int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
     if (kind == PyUnicode_1BYTE_KIND)
         return state;
@@ -2694,9 +1793,9 @@ settle_text(Encoder *e, PyObject *text)
         return TEXT_SURROGATE;
     /* the first 256 before any wider character: text_state takes classes[0xFF] to mean
        all of them are known */
-    if (e->pattern != PATTERN_NONE && n
-            && (classify_text(e->classes, NULL, PyUnicode_1BYTE_KIND, 0, e->classify) < 0
-                || classify_text(e->classes, data, kind, n, e->classify) < 0))
+    if (e->t.pattern != PATTERN_NONE && n
+            && (classify_text(e->t.classes, NULL, PyUnicode_1BYTE_KIND, 0, e->classify) < 0
+                || classify_text(e->t.classes, data, kind, n, e->classify) < 0))
         return -1;
     return TEXT_READY;
 }
@@ -2710,9 +1809,9 @@ encode_text(const Encoder *e, Work *w, PyObject *text)
     int kind = PyUnicode_KIND(text), ascii = PyUnicode_IS_ASCII(text);
     if (n == 0)
         return 0;
-    if (e->pattern == PATTERN_NONE)
-        return encode_span(e, w, data, kind, ascii, 0, n);
-    return scanners[e->pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](e, w, data, ascii, n);
+    if (e->t.pattern == PATTERN_NONE)
+        return encode_span(&e->t, w, data, kind, ascii, 0, n);
+    return scanners[e->t.pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](&e->t, w, data, ascii, n);
 }
 
 /* One text of a call, its ids added to w->out: its state (TEXT_READY: encoded,
@@ -2944,7 +2043,7 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
     cache_init(w, 8 * n);
     for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
         PyObject *word = PyTuple_GET_ITEM(tuple, k);
-        rc = encode_span(e, w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
+        rc = encode_span(&e->t, w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
                          PyUnicode_GET_LENGTH(word));
     }
     Py_END_ALLOW_THREADS
@@ -2955,7 +2054,7 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
 static PyObject *
 Encoder_table_bytes(Encoder *e, PyObject *unused)
 {
-    return PyLong_FromSize_t(e->table_bytes);
+    return PyLong_FromSize_t(e->t.table_bytes);
 }
 
 static PyMethodDef Encoder_methods[] = {
