@@ -4,9 +4,10 @@ The tables are trained the way a version's are (the pure-Python trainer over the
 counts of a random corpus); the texts mix long words, CJK, emoji, digits, punctuation and
 runs of whitespace. References: tiktoken's byte-pair merge for the token-rank rule and
 ``bpe.merge_word`` for the merge rule, each over the words of the ``regex`` module (whose
-Unicode tables are the cores'; tiktoken's Rust regex may be of another Unicode version), the pure-Python trainer for the merge
-core, the ``regex`` module (each pattern as its authors spell it) and ``zlib`` for the count
-core. .ci/sanitize runs this file on cores built with the address and UB sanitizers."""
+Unicode tables are the cores'; tiktoken's Rust regex may be of another Unicode version);
+the pure-Python trainer for the merge core; the ``regex`` module (each pattern as its
+authors spell it) and ``zlib`` for the count core. .ci/sanitize runs this file on cores
+built with the address and UB sanitizers."""
 
 from __future__ import annotations
 
