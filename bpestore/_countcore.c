@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "_pretok.h"
+#include "cores/shards.h"
 
 /* The class of each code point (never 0), 0 until classify has answered (zeroed by
    calloc: only the pages of code points met are ever touched, so a forked worker
@@ -417,96 +418,6 @@ count_many(PyObject *self, PyObject *args)
 }
 
 /* -- shards: a worker's counts cut by word, and one shard's pieces merged ------------------- */
-
-/* zlib's crc32 (the shard of a word is the same in every process and in pool.shard_of). */
-static uint32_t crc_table[256];
-
-static uint32_t
-crc32_of(const unsigned char *p, Py_ssize_t n)
-{
-    if (crc_table[1] == 0) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            crc_table[i] = c;
-        }
-    }
-    uint32_t c = 0xFFFFFFFFu;
-    for (Py_ssize_t i = 0; i < n; i++)
-        c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-typedef struct {
-    const char *word;
-    Py_ssize_t len;
-    long long count;
-    uint64_t prefix;  /* the first 8 bytes big-endian, zeros past the end: most comparisons stop here */
-    Py_ssize_t shard;
-} Counted;
-
-static uint64_t
-prefix_of(const char *word, Py_ssize_t len)
-{
-    uint64_t prefix = 0;
-    for (int k = 0; k < 8; k++)
-        prefix = prefix << 8 | (k < len ? (unsigned char)word[k] : 0);
-    return prefix;
-}
-
-static int
-word_order(const Counted *x, const Counted *y)
-{
-    if (x->prefix != y->prefix)
-        return x->prefix < y->prefix ? -1 : 1;
-    int c = memcmp(x->word, y->word, (size_t)(x->len < y->len ? x->len : y->len));
-    return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-static int
-shard_then_word(const void *a, const void *b)
-{
-    const Counted *x = a, *y = b;
-    if (x->shard != y->shard)
-        return x->shard < y->shard ? -1 : 1;
-    return word_order(x, y);
-}
-
-/* LEB128: seven bits a byte, low first, the high bit set on every byte but the last. */
-static Py_ssize_t
-varint_size(uint64_t v)
-{
-    Py_ssize_t n = 1;
-    for (; v >= 0x80; v >>= 7)
-        n++;
-    return n;
-}
-
-static char *
-varint_put(char *out, uint64_t v)
-{
-    for (; v >= 0x80; v >>= 7)
-        *out++ = (char)(v & 0x7F | 0x80);
-    *out++ = (char)v;
-    return out;
-}
-
-/* The next number at *p (moved past it); -1 where it runs past end or past 64 bits. */
-static int
-varint_get(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    uint64_t r = 0;
-    for (int shift = 0; *p < end && shift < 64; shift += 7) {
-        unsigned char b = *(*p)++;
-        r |= (uint64_t)(b & 0x7F) << shift;
-        if (b < 0x80) {
-            *v = r;
-            return 0;
-        }
-    }
-    return -1;
-}
 
 static PyObject *
 shard(PyObject *self, PyObject *args)

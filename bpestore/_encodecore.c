@@ -28,325 +28,33 @@
        of more than BACKTRACK_BYTES bytes is not merged but found token by token,
        backtracking (the same ids; tables built by the first such word).
    The pure-Python encoder (bpestore.encoder) stays the reference; tests compare the
-   two, and tiktoken, id for id. */
+   two, and tiktoken, id for id.
+   This file is the binding (arguments, tables built from Python objects, ints and lists,
+   threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
+   encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h), included here
+   as one unit. Tables are allocated with the C library (malloc), never Python's allocators. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
-#include <windows.h>
-#include <process.h>
-#else
-#include <pthread.h>
-#endif
 
 #include "_pretok.h"
+#include "cores/hash.h"
+#include "cores/threads.h"
+#include "cores/backtrack_build.h"
+#include "cores/rank_file.h"
 
-enum { MODE_MERGE = 0, MODE_RANKS = 1 };
-enum { PATTERN_NONE = -1, PATTERN_WHITESPACE = 3 };  /* 0..2: _pretok.h's */
-enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
-
-#define NO_ID 0xFFFFFFFFu
-#define NO_PAIR UINT64_MAX
-#define SHORT_SYMBOLS 16       /* (2 * SHORT_SYMBOLS + 2 <= 64, the least room of the symbol arrays) */
-#define MID_SYMBOLS 256
-#define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
-#define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
-#define CACHE_SLOTS_MAX (1u << 15)
-
-/* -- hashing ------------------------------------------------------------------------ */
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static inline uint64_t
-load64(const uint8_t *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-static inline uint32_t
-load32(const uint8_t *p)
-{
-    uint32_t w;
-    memcpy(&w, p, 4);
-    return w;
-}
-
-/* The n <= 8 bytes at p as one word (little-endian, zero above them). Where the 8 bytes
-   from p lie on one page, one load (the bytes past n are masked off): no branch on n. */
-static inline uint64_t
-load_upto8(const uint8_t *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (n != 0 && ((uintptr_t)p & 4095) <= 4096 - 8)
-        return load64(p) & (n >= 8 ? ~0ULL : (1ULL << (8 * n)) - 1);
-#endif
-    uint64_t w = 0;
-    for (size_t i = 0; i < n && i < 8; i++)
-        w |= (uint64_t)p[i] << (8 * i);
-    return w;
-}
-
-/* a[0..n) == b[0..n), for short n, without a call. */
-static inline int
-same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    if (n <= 8)
-        return load_upto8(a, n) == load_upto8(b, n);
-    for (size_t i = 0; i + 8 < n; i += 8)
-        if (load64(a + i) != load64(b + i))
-            return 0;
-    return load64(a + n - 8) == load64(b + n - 8);
-}
-
-static inline uint64_t
-hash_bytes(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
-    /* the last 1..8 bytes (of 8 or more: one load ending at the end) */
-    uint64_t w = n >= 8 ? load64(p + n - 8) >> (8 * ((8 - n % 8) % 8)) : load_upto8(p, n);
-    while (n > 8) {
-        h = (h ^ load64(p)) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 31;
-        p += 8;
-        n -= 8;
-    }
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 29;
-    return h;
-}
-
-/* -- the tables of a version ---------------------------------------------------------- */
-
-typedef struct {
-    uint64_t key;    /* (left << 32) | right; NO_PAIR: empty */
-    uint32_t rank;
-    uint32_t made;
-} PairSlot;
-
-/* 16 bytes: four to a cache line. */
-typedef struct {
-    uint32_t tag;         /* the hash's high half */
-    uint32_t offset;      /* of its bytes in Encoder.token_bytes */
-    uint32_t len : 31;    /* 0: empty slot */
-    uint32_t whole : 1;   /* the token is what a word of exactly its bytes encodes to */
-    uint32_t id;
-} TokenSlot;
-
-typedef struct {
-    uint32_t code_point;  /* NO_ID: empty */
-    uint32_t id;
-} CharSlot;
-
+/* The Python type: a version's tables, and what only the binding uses. */
 typedef struct {
     PyObject_HEAD
-    int mode;
-    int pattern;
-    int chars;             /* symbols are characters (else UTF-8 bytes) */
-    int fallback;          /* an unseen character becomes its bytes */
-    uint32_t unk;          /* or this token (NO_ID: neither: the call gives None) */
-    uint32_t prefix, suffix;  /* word markers (NO_ID: none) */
-    uint32_t byte_ids[256];
-    int has_bytes;
-    PairSlot *pairs;
-    size_t pair_mask;
-    TokenSlot *tokens;
-    size_t token_mask;
-    uint8_t *token_bytes;
-    uint64_t *token_bits;  /* bit (h >> token_shift) of each token's hash h set: most spans that
-                              are no token are told so without reading the (larger) table */
-    int token_shift;
-    size_t max_token_len;
-    int whole_lookup;      /* a word that is a token may be looked up whole */
-    CharSlot *char_table;
-    size_t char_mask;
-    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet; the
-                              process's shared table where classify is the first one given */
+    Tables t;
     PyObject *classify;
-    int own_classes;       /* classes is this encoder's own (another classify function) */
-    uint64_t *byte_pairs;   /* plain byte symbols: the pair of bytes (a << 8) | b */
-    uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
-                               (short_key): one look-up, no filter, no second read; 0: empty */
-    int short_shift;
-    /* long words under token ranks, encoded by backtracking (NULL: not built, the merges encode them) */
-    uint64_t *bt_nodes;       /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
-                                 none), BT_DEEPER set where a longer token goes on from it; above bit 32,
-                                 where it has one child only: (child << 8) | byte */
-    uint32_t *bt_two;         /* the node of two bytes (a << 8) | b, 0: none (node 1 + b: the byte b) */
-    uint64_t *bt_edges;       /* a deeper node: slot (child << 32) | ((parent << 8 | byte) + 1), 0: empty */
-    int bt_edge_shift;
-    uint64_t *bt_split;       /* by id: (left << 32) | right, the last merge of its own bytes; (id, id): a byte */
-    uint32_t *bt_prefix;      /* by id: the longest token that is a strict prefix of it, or NO_ID */
-    uint8_t *bt_len;          /* by id: its length in bytes */
-    uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
-    int bt_pair_shift;
-    int bt_state;             /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
-    PyObject **id_objects;  /* each id's int (below n_ids), made when the id first comes out */
-    size_t n_ids;
-    size_t table_bytes;
+    PyObject **id_objects;  /* each id's int (below t.n_ids), made when the id first comes out */
     struct Work **pool;     /* the scratch spaces (and caches) of finished calls, each reused by a later
                                one: taken and given back with the GIL held, so threads need no lock */
     size_t n_pool, pool_cap;
 } Encoder;
-
-/* The pair key = (a << 32) | b, of hash h = mix64(key), in the merge table:
-   (rank << 32) | made, or NO_PAIR. */
-static inline uint64_t
-pair_find_hashed(const Encoder *e, uint64_t key, uint64_t h)
-{
-    size_t j = (size_t)h & e->pair_mask;
-    for (;;) {
-        const PairSlot *s = &e->pairs[j];
-        if (s->key == key)
-            return ((uint64_t)s->rank << 32) | s->made;
-        if (s->key == NO_PAIR)
-            return NO_PAIR;
-        j = (j + 1) & e->pair_mask;
-    }
-}
-
-static inline uint64_t
-pair_find(const Encoder *e, uint32_t a, uint32_t b)
-{
-    uint64_t key = ((uint64_t)a << 32) | b;
-    return pair_find_hashed(e, key, mix64(key));
-}
-
-/* Fetch early the slot where pair_find(e, a, b) starts looking. */
-static inline void
-prefetch_pair(const Encoder *e, uint32_t a, uint32_t b)
-{
-    __builtin_prefetch(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
-}
-
-static inline const TokenSlot *
-token_find(const Encoder *e, const uint8_t *p, size_t n, uint64_t h)
-{
-    size_t j = (size_t)h & e->token_mask;
-    for (;;) {
-        const TokenSlot *s = &e->tokens[j];
-        if (s->len == 0)
-            return NULL;
-        if (s->tag == (uint32_t)(h >> 32) && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
-            return s;
-        j = (j + 1) & e->token_mask;
-    }
-}
-
-static inline uint32_t
-char_find(const Encoder *e, uint32_t c)
-{
-    size_t j = (size_t)mix64(c) & e->char_mask;
-    for (;;) {
-        const CharSlot *s = &e->char_table[j];
-        if (s->code_point == c)
-            return s->id;
-        if (s->code_point == NO_ID)
-            return NO_ID;
-        j = (j + 1) & e->char_mask;
-    }
-}
-
-static size_t
-capacity_for(size_t n)
-{
-    size_t capacity = 16;
-    while (capacity < 2 * n)
-        capacity <<= 1;
-    return capacity;
-}
-
-/* The tokens of 2..SHORT_TOKEN_LEN bytes: a slot is the key (the bytes, and the
-   length from bit 32 on) with the id from bit SHORT_ID_SHIFT on. */
-#define SHORT_TOKEN_LEN 4
-#define SHORT_ID_SHIFT 35
-#define SHORT_KEY_MASK ((1ULL << SHORT_ID_SHIFT) - 1)
-
-static inline uint64_t
-short_key(const uint8_t *p, size_t n)
-{
-    uint32_t bytes = n == 4 ? load32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (n == 3 ? (uint32_t)p[2] << 16 : 0);
-    return (uint64_t)bytes | (uint64_t)n << 32;
-}
-
-static inline size_t
-short_slot(const Encoder *e, uint64_t key)
-{
-    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->short_shift);
-}
-
-/* The id of the token of key's bytes, or NO_ID. */
-static inline uint32_t
-short_find(const Encoder *e, uint64_t key)
-{
-    size_t mask = ((size_t)1 << (64 - e->short_shift)) - 1;
-    for (size_t j = short_slot(e, key);; j = (j + 1) & mask) {
-        uint64_t slot = e->short_tokens[j];
-        if ((slot & SHORT_KEY_MASK) == key)
-            return (uint32_t)(slot >> SHORT_ID_SHIFT);
-        if (slot == 0)
-            return NO_ID;
-    }
-}
-
-/* -- one call's scratch space and cache -------------------------------------------------- */
-
-/* One word the cache remembers: one cache line, the slot its hash picks (the last
-   word there stays). */
-typedef struct {
-    uint8_t len;   /* 0: empty */
-    uint8_t n_ids;
-    uint8_t key[CACHE_KEY_MAX];
-    uint32_t ids[CACHE_IDS_MAX];
-} CacheSlot;
-
-typedef struct Work {
-    uint32_t *out;
-    size_t n_out, out_cap;
-    uint8_t *utf8;          /* a word's UTF-8 */
-    size_t utf8_cap;
-    uint32_t *symbols;      /* merging */
-    uint32_t *positions;
-    uint32_t *next, *prev;
-    size_t symbols_cap;
-    uint64_t *heap;
-    size_t heap_len, heap_cap;
-    CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
-    size_t cache_mask;
-    int fail;
-    uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
-    uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
-    size_t n_touched, n_fresh;
-    uint32_t *added;       /* the ids other works of a call counted that this one did not */
-    size_t n_added;
-    int missing;           /* an id without an int: its item left NULL */
-} Work;
-
-static void
-work_free(Work *w)
-{
-    free(w->out);
-    free(w->utf8);
-    free(w->symbols);
-    free(w->positions);
-    free(w->next);
-    free(w->prev);
-    free(w->heap);
-    free(w->cache);
-    free(w->counts);
-    free(w->touched);
-    free(w->added);
-}
 
 #define KEEP_IDS (1u << 18)       /* room a scratch space keeps between calls: ids, */
 #define KEEP_UTF8 (1u << 20)      /* UTF-8 bytes, */
@@ -394,7 +102,7 @@ work_give(Encoder *e, Work *w)
     }
     if (e->n_pool == e->pool_cap) {
         size_t cap = e->pool_cap ? 2 * e->pool_cap : 4;
-        Work **bigger = PyMem_RawRealloc(e->pool, cap * sizeof(Work *));
+        Work **bigger = realloc(e->pool, cap * sizeof(Work *));
         if (bigger == NULL) {
             work_free(w);
             free(w);
@@ -406,696 +114,6 @@ work_give(Encoder *e, Work *w)
     e->pool[e->n_pool++] = w;
 }
 
-/* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
-static int
-grow(Work *w, void **array, size_t *cap, size_t len, size_t more, size_t size)
-{
-    if (len + more <= *cap)
-        return 0;
-    size_t want = *cap ? *cap : 64;
-    while (want < len + more)
-        want *= 2;
-    void *bigger = realloc(*array, want * size);
-    if (bigger == NULL) {
-        w->fail = FAIL_MEMORY;
-        return -1;
-    }
-    *array = bigger;
-    *cap = want;
-    return 0;
-}
-
-static inline int
-emit(Work *w, const uint32_t *ids, size_t n)
-{
-    if (w->n_out + n > w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, n, sizeof(uint32_t)) < 0)
-        return -1;
-    memcpy(w->out + w->n_out, ids, n * sizeof(uint32_t));
-    w->n_out += n;
-    return 0;
-}
-
-static inline int
-emit_one(Work *w, uint32_t id)
-{
-    if (w->n_out == w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, 1, sizeof(uint32_t)) < 0)
-        return -1;
-    w->out[w->n_out++] = id;
-    return 0;
-}
-
-static int
-symbols_room(Work *w, size_t n)
-{
-    if (n <= w->symbols_cap)
-        return 0;
-    size_t want = w->symbols_cap ? w->symbols_cap : 64;
-    while (want < n)
-        want *= 2;
-    uint32_t *s = realloc(w->symbols, want * sizeof(uint32_t));
-    if (s) w->symbols = s;
-    uint32_t *p = realloc(w->positions, (want + 1) * sizeof(uint32_t));
-    if (p) w->positions = p;
-    uint32_t *nx = realloc(w->next, want * sizeof(uint32_t));
-    if (nx) w->next = nx;
-    uint32_t *pv = realloc(w->prev, want * sizeof(uint32_t));
-    if (pv) w->prev = pv;
-    if (!s || !p || !nx || !pv) {
-        w->fail = FAIL_MEMORY;
-        return -1;
-    }
-    w->symbols_cap = want;
-    return 0;
-}
-
-/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX): a short text does not pay
-   for a large one. A scratch space used before keeps its cache (what it holds stays
-   true for its encoder) unless this text wants a larger one. */
-static void
-cache_init(Work *w, Py_ssize_t chars)
-{
-    size_t slots = 64;
-    while (slots < CACHE_SLOTS_MAX && (Py_ssize_t)slots * 8 < chars)
-        slots <<= 1;
-    if (w->cache == NULL || w->cache_mask + 1 < slots) {
-        free(w->cache);
-        w->cache = calloc(slots, sizeof(CacheSlot));
-        w->cache_mask = slots - 1;
-    }
-}
-
-/* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
-static inline CacheSlot *
-cache_slot(const Work *w, uint64_t h)
-{
-    return &w->cache[(h >> 17) & w->cache_mask];
-}
-
-static inline int
-cache_holds(const CacheSlot *c, const uint8_t *key, size_t n)
-{
-    return c->len == n && same_bytes(c->key, key, n);
-}
-
-static inline void
-cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_t n_ids)
-{
-    if (n_ids > CACHE_IDS_MAX)
-        return;
-    c->len = (uint8_t)n;
-    c->n_ids = (uint8_t)n_ids;
-    memcpy(c->key, key, n);
-    memcpy(c->ids, ids, n_ids * sizeof(uint32_t));
-}
-
-/* -- merging ---------------------------------------------------------------------------- */
-
-/* Whether a token's bytes may hash to h (0: surely not, from the bit filter alone). */
-static inline int
-token_may_be(const Encoder *e, uint64_t h)
-{
-    uint64_t bit = h >> e->token_shift;
-    return (int)(e->token_bits[bit >> 6] >> (bit & 63) & 1);
-}
-
-/* MODE_RANKS in two steps, so that the memory of several look-ups is fetched at once:
-   the hash of bytes [start, end) (0, unused, where no token is that long; the key of a
-   short span), its filter word and table slot fetched; then the pair of that span as
-   pair_of gives it. */
-static inline uint64_t
-span_hash(const Encoder *e, const uint8_t *bytes, size_t start, size_t end)
-{
-    size_t n = end - start;
-    if (n <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
-        uint64_t key = short_key(bytes + start, n);
-        __builtin_prefetch(&e->short_tokens[short_slot(e, key)]);
-        return key;
-    }
-    if (n > e->max_token_len)
-        return 0;
-    uint64_t h = hash_bytes(bytes + start, n);
-    __builtin_prefetch(&e->token_bits[(h >> e->token_shift) >> 6]);
-    __builtin_prefetch(&e->tokens[(size_t)h & e->token_mask]);
-    return h;
-}
-
-static inline uint64_t
-span_pair(const Encoder *e, const uint8_t *bytes, size_t start, size_t end, uint64_t h)
-{
-    if (end - start <= SHORT_TOKEN_LEN && e->short_tokens != NULL) {
-        uint32_t id = short_find(e, h);
-        return id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
-    }
-    if (end - start > e->max_token_len || !token_may_be(e, h))
-        return NO_PAIR;
-    const TokenSlot *t = token_find(e, bytes + start, end - start, h);
-    return t == NULL ? NO_PAIR : ((uint64_t)t->id << 32) | t->id;
-}
-
-/* The pair of symbols a and b (spanning bytes [start, end) of the word, MODE_RANKS):
-   (rank << 32) | the token it makes, or NO_PAIR. */
-static inline uint64_t
-pair_of(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b, size_t start, size_t end)
-{
-    if (e->mode == MODE_MERGE)
-        return pair_find(e, a, b);
-    return span_pair(e, bytes, start, end, span_hash(e, bytes, start, end));
-}
-
-/* Merge symbols[0..n), n <= SHORT_SYMBOLS (positions[0..n]: where each starts in bytes,
-   MODE_RANKS) with arrays: fine for short words. Returns the number of symbols left. */
-static size_t
-merge_short(const Encoder *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
-{
-    uint64_t pr[2 * SHORT_SYMBOLS + 2];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
-    if (e->byte_pairs != NULL) {  /* the symbols are the bytes: their pairs are in a table of 65,536 */
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
-        goto merge;
-    }
-    if (e->mode == MODE_MERGE) {  /* start every first look-up at once: their cache misses overlap */
-        for (size_t i = 0; i + 1 < n; i++)
-            prefetch_pair(e, s[i], s[i + 1]);
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = pair_find(e, s[i], s[i + 1]);
-    } else {
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
-        for (size_t i = 0; i + 1 < n; i++)
-            pr[i] = span_pair(e, bytes, pos[i], pos[i + 2], pr[i]);
-    }
-merge:
-    while (n > 1) {
-        uint64_t best = NO_PAIR;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++) {  /* without branches: which pair wins is no pattern */
-            int lower = pr[i] < best;
-            best = lower ? pr[i] : best;
-            at = lower ? i : at;
-        }
-        if (best == NO_PAIR)
-            break;
-        s[at] = (uint32_t)best;
-        /* moves of a constant size (past n: the arrays have room) compile to a few
-           vector moves, not calls */
-        memmove(s + at + 1, s + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
-        memmove(pos + at + 1, pos + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
-        memmove(pr + at + 1, pr + at + 2, SHORT_SYMBOLS * sizeof(uint64_t));
-        n--;
-        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t left = at > 0 ? ((uint64_t)s[at - 1] << 32) | s[at] : 0;
-            uint64_t right = ((uint64_t)s[at] << 32) | (at + 1 < n ? s[at + 1] : 0);
-            uint64_t hl = mix64(left), hr = mix64(right);
-            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
-            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
-            if (at > 0)
-                pr[at - 1] = pair_find_hashed(e, left, hl);
-            if (at + 1 < n)
-                pr[at] = pair_find_hashed(e, right, hr);
-            continue;
-        }
-        uint64_t hl = at > 0 ? span_hash(e, bytes, pos[at - 1], pos[at + 1]) : 0;
-        uint64_t hr = at + 1 < n ? span_hash(e, bytes, pos[at], pos[at + 2]) : 0;
-        if (at > 0)
-            pr[at - 1] = span_pair(e, bytes, pos[at - 1], pos[at + 1], hl);
-        if (at + 1 < n)
-            pr[at] = span_pair(e, bytes, pos[at], pos[at + 2], hr);
-    }
-    return n;
-}
-
-/* The lowest pair value of block b (positions 8b..8b+7) of cur[0..n). */
-#define MIN2(a, b) ((a) < (b) ? (a) : (b))
-static inline uint64_t
-block_min(const uint64_t *cur, size_t b)
-{
-    const uint64_t *c = cur + (b << 3);
-    return MIN2(MIN2(MIN2(c[0], c[1]), MIN2(c[2], c[3])), MIN2(MIN2(c[4], c[5]), MIN2(c[6], c[7])));
-}
-
-/* A pair value (rank << 32 | made) as merge_mid keeps it: the made id apart, the
-   position i in its place, so that the lowest value says where (leftmost among equal
-   ranks); NO_PAIR (none) becomes a value above every pair. */
-#define NO_RANK 0xFFFFFFFF00000000ULL
-static inline uint64_t
-at_position(uint64_t pair, uint32_t *made, size_t i)
-{
-    made[i] = (uint32_t)pair;
-    return (pair & NO_RANK) | i;
-}
-
-/* Merge a word of up to MID_SYMBOLS symbols: each position's pair value (at_position,
-   NO_PAIR where dead) in cur, a lower bound of every block of 8 in bmin (the block's
-   lowest, or below where a value of the block rose since), a linked list of the symbols
-   left. A merge takes the lowest bound: where that is a value still in cur it is the
-   lowest pair (every other is above its block's bound), else its block is looked at
-   again. Then it looks up the two pairs it changes: no heap. Returns the symbols left,
-   in s. */
-static size_t
-merge_mid(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
-          size_t n)
-{
-    size_t nb = (n + 7) >> 3, nbmin = nb <= 8 ? 8 : nb <= 16 ? 16 : nb;
-    if (grow(w, (void **)&w->heap, &w->heap_cap, 0, 8 * nb + nbmin + 4 * nb, sizeof(uint64_t)) < 0)
-        return 0;
-    uint64_t *cur = w->heap, *bmin = w->heap + 8 * nb;  /* cur: whole blocks, NO_PAIR past n */
-    uint32_t *made = (uint32_t *)(bmin + nbmin);
-    uint32_t *next = w->next, *prev = w->prev;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = (uint32_t)(i + 1);
-        prev[i] = (uint32_t)(i - 1);  /* NO_ID for the first */
-    }
-#define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
-    if (e->byte_pairs != NULL)
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = at_position(e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]], made, i);
-    else if (e->mode == MODE_MERGE)
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = at_position(pair_find(e, s[i], s[i + 1]), made, i);
-    else {  /* every first look-up's slot fetched before any is read */
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = span_hash(e, bytes, pos[i], pos[i + 2]);
-        for (size_t i = 0; i + 1 < n; i++)
-            cur[i] = at_position(span_pair(e, bytes, pos[i], pos[i + 2], cur[i]), made, i);
-    }
-    for (size_t i = n - 1; i < 8 * nb; i++)
-        cur[i] = NO_PAIR;
-    for (size_t b = 0; b < nb; b++)
-        bmin[b] = block_min(cur, b);
-    for (size_t b = nb; b < nbmin; b++)
-        bmin[b] = NO_PAIR;
-    for (;;) {
-        uint64_t best;
-        if (nbmin == 8)  /* a fixed tree of minima: no branch to mispredict */
-            best = block_min(bmin, 0);
-        else if (nbmin == 16)
-            best = MIN2(block_min(bmin, 0), block_min(bmin, 1));
-        else {
-            best = NO_PAIR;
-            for (size_t b = 0; b < nb; b++)
-                best = MIN2(best, bmin[b]);
-        }
-        if (best == NO_PAIR)
-            break;
-        size_t i = (uint32_t)best;
-        if (cur[i] != best) {  /* a bound below its block's values */
-            bmin[i >> 3] = block_min(cur, i >> 3);
-            continue;
-        }
-        if (best >= NO_RANK)
-            break;
-        uint32_t j = next[i], k = next[j], h = prev[i];
-        s[i] = made[i];
-        s[j] = NO_ID;
-        cur[j] = NO_PAIR;
-        next[i] = k;
-        if (k < n)
-            prev[k] = (uint32_t)i;
-        uint64_t right, left;
-        if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t rkey = ((uint64_t)s[i] << 32) | (k < n ? s[k] : 0);
-            uint64_t lkey = h != NO_ID ? ((uint64_t)s[h] << 32) | s[i] : 0;
-            uint64_t hr = mix64(rkey), hl = mix64(lkey);
-            __builtin_prefetch(&e->pairs[(size_t)hr & e->pair_mask]);
-            __builtin_prefetch(&e->pairs[(size_t)hl & e->pair_mask]);
-            right = k < n ? pair_find_hashed(e, rkey, hr) : NO_PAIR;
-            left = h != NO_ID ? pair_find_hashed(e, lkey, hl) : NO_PAIR;
-        } else {
-            uint64_t hr = k < n ? span_hash(e, bytes, pos[i], END_OF(k)) : 0;
-            uint64_t hl = h != NO_ID ? span_hash(e, bytes, pos[h], END_OF(i)) : 0;
-            right = k < n ? span_pair(e, bytes, pos[i], END_OF(k), hr) : NO_PAIR;
-            left = h != NO_ID ? span_pair(e, bytes, pos[h], END_OF(i), hl) : NO_PAIR;
-        }
-        cur[i] = k < n ? at_position(right, made, i) : NO_PAIR;
-        bmin[i >> 3] = block_min(cur, i >> 3);  /* its lowest was cur[i]: surely stale */
-        if (h != NO_ID) {  /* a bound stays one where the value falls; where it rises (and at j), a
-                              stale bound is found when it comes out lowest */
-            cur[h] = at_position(left, made, h);
-            bmin[h >> 3] = MIN2(bmin[h >> 3], cur[h]);
-        }
-    }
-#undef END_OF
-    size_t m = 0;
-    for (size_t i = 0; i < n; i = next[i])
-        s[m++] = s[i];
-    return m;
-}
-
-static int
-heap_push(Work *w, uint64_t v)
-{
-    if (w->heap_len == w->heap_cap && grow(w, (void **)&w->heap, &w->heap_cap, w->heap_len, 1, sizeof(uint64_t)) < 0)
-        return -1;
-    uint64_t *h = w->heap;
-    size_t i = w->heap_len++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (h[parent] <= v)
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = v;
-    return 0;
-}
-
-static uint64_t
-heap_pop(Work *w)
-{
-    uint64_t *h = w->heap;
-    uint64_t top = h[0], last = h[--w->heap_len];
-    size_t n = w->heap_len, i = 0;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && h[child + 1] < h[child])
-            child++;
-        if (h[child] >= last)
-            break;
-        h[i] = h[child];
-        i = child;
-    }
-    if (n)
-        h[i] = last;
-    return top;
-}
-
-/* Merge a long word with a heap of (rank << 32 | position) and a linked list: the
-   lowest rank first, the leftmost among equals (equal ranks are one pair); a stale
-   entry is known by looking at the pair again. Returns the symbols left, in s. */
-static size_t
-merge_long(const Encoder *e, Work *w, const uint8_t *bytes, size_t n_bytes, uint32_t *s, const uint32_t *pos,
-           size_t n)
-{
-    uint32_t *next = w->next, *prev = w->prev;
-    w->heap_len = 0;
-    for (size_t i = 0; i < n; i++) {
-        next[i] = (uint32_t)(i + 1);
-        prev[i] = (uint32_t)(i - 1);  /* NO_ID for the first */
-    }
-#define END_OF(j) (next[j] < n ? pos[next[j]] : n_bytes)
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t p = e->byte_pairs != NULL ? e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]]
-                     : pair_of(e, w, bytes, s[i], s[i + 1], pos[i], END_OF(i + 1));
-        if (p != NO_PAIR && heap_push(w, (p & 0xFFFFFFFF00000000ULL) | i) < 0)
-            return 0;
-    }
-    while (w->heap_len) {
-        uint64_t top = heap_pop(w);
-        uint32_t i = (uint32_t)top, j;
-        if (s[i] == NO_ID || (j = next[i]) >= n)
-            continue;
-        uint64_t p = pair_of(e, w, bytes, s[i], s[j], pos[i], END_OF(j));
-        if (p == NO_PAIR || (p >> 32) != (top >> 32))
-            continue;  /* stale */
-        s[i] = (uint32_t)p;
-        s[j] = NO_ID;
-        uint32_t k = next[j];
-        next[i] = k;
-        if (k < n) {
-            prev[k] = i;
-            uint64_t q = pair_of(e, w, bytes, s[i], s[k], pos[i], END_OF(k));
-            if (q != NO_PAIR && heap_push(w, (q & 0xFFFFFFFF00000000ULL) | i) < 0)
-                return 0;
-        }
-        uint32_t h = prev[i];
-        if (h != NO_ID) {
-            uint64_t q = pair_of(e, w, bytes, s[h], s[i], pos[h], END_OF(i));
-            if (q != NO_PAIR && heap_push(w, (q & 0xFFFFFFFF00000000ULL) | h) < 0)
-                return 0;
-        }
-    }
-#undef END_OF
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] != NO_ID)
-            s[m++] = s[i];
-    return m;
-}
-
-/* -- long words under token ranks: backtracking ------------------------------------------------
-
-   A long word (more than BACKTRACK_BYTES bytes) is encoded left to right: at each position the
-   longest token there (a walk down the trie of the tokens' bytes) is taken where it may follow
-   the token before it, else the longest shorter token that is a prefix of it, and so on; where
-   none may, the token before is taken back and its end marked as a position no encoding passes.
-   Whether token b may follow token a (bt_valid_pair): undo the merges that made a and b, the
-   later one first, and ask at each step whether the merge rule would rather have joined the two
-   pieces across the cut (their pair makes a token of lower rank than what was undone). The
-   tokens are those a word of their own bytes merges into (others never come out of a merge), each
-   with the last merge that made it; the ranks are the ids. */
-#define BACKTRACK_BYTES 16  /* from 17 bytes on backtracking was the faster (CJK words, cl100k and o200k) */
-enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
-#define BT_NONE 0x7FFFFFFFu
-#define BT_DEEPER 0x80000000u
-
-static int backtrack_ready(const Encoder *e);
-
-static inline uint32_t
-bt_child(const Encoder *e, uint32_t node, uint8_t byte)
-{
-    uint64_t key = (((uint64_t)node << 8) | byte) + 1;
-    size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
-    for (size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);; j = (j + 1) & mask) {
-        uint64_t slot = e->bt_edges[j];
-        if ((uint32_t)slot == key)
-            return (uint32_t)(slot >> 32);
-        if (slot == 0)
-            return 0;
-    }
-}
-
-/* The longest token at p[0..n), n >= 1. */
-static inline uint32_t
-bt_longest(const Encoder *e, const uint8_t *p, size_t n)
-{
-    uint32_t best = e->byte_ids[p[0]];
-    if (n < 2)
-        return best;
-    uint32_t node = e->bt_two[((size_t)p[0] << 8) | p[1]];
-    for (size_t i = 2; node != 0; i++) {
-        uint64_t v = e->bt_nodes[node];
-        best = ((uint32_t)v & BT_NONE) != BT_NONE ? (uint32_t)v & BT_NONE : best;
-        if (i == n || !(v & BT_DEEPER))
-            break;
-        uint32_t only = (uint32_t)(v >> 32);
-        if (only != 0 && (only & 255) != p[i])
-            break;
-        node = only != 0 ? only >> 8 : bt_child(e, node, p[i]);
-    }
-    return best;
-}
-
-/* Whether BPE leaves token b right after token a (their bytes side by side). */
-static inline int
-bt_valid_pair(const Encoder *e, uint32_t a, uint32_t b)
-{
-    uint32_t limit = NO_ID;  /* the ranks still open to a merge across the cut: below it */
-    for (;;) {
-        uint64_t key = ((uint64_t)a << 32) | b, h = mix64(key), bit = h >> e->bt_pair_shift;
-        if (e->bt_pair_bits[bit >> 6] >> (bit & 63) & 1) {
-            uint64_t made = pair_find_hashed(e, key, h);
-            if (made != NO_PAIR && (uint32_t)made < limit)
-                return 0;
-        }
-        if (a > b) {
-            limit = a;
-            a = (uint32_t)e->bt_split[a];
-            if (a == limit) {
-                limit = b + 1;
-                b = (uint32_t)(e->bt_split[b] >> 32);
-                if (b + 1 == limit)
-                    return 1;
-            }
-        } else {
-            limit = b + 1;
-            b = (uint32_t)(e->bt_split[b] >> 32);
-            if (b + 1 == limit) {
-                limit = a;
-                a = (uint32_t)e->bt_split[a];
-                if (a == limit)
-                    return 1;
-            }
-        }
-    }
-}
-
-/* The ids of bytes[0..n) in w->symbols: their number, or -1 (w->fail set). */
-static Py_ssize_t
-backtrack(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
-{
-    size_t n_words = (n + 64) / 64;  /* a bit for each position 0..n: 1 while some encoding may pass it */
-    if (symbols_room(w, n + 2) < 0 || grow(w, (void **)&w->heap, &w->heap_cap, 0, n_words, sizeof(uint64_t)) < 0)
-        return -1;
-    uint64_t *open = w->heap;
-    memset(open, 0xFF, n_words * sizeof(uint64_t));
-    uint32_t *s = w->symbols;
-    size_t m = 0, pos = 0;
-    uint32_t next = bt_longest(e, bytes, n);
-    while (next != NO_ID) {
-        uint32_t token = next, last = m ? s[m - 1] : NO_ID;
-        for (;;) {
-            size_t end = pos + e->bt_len[token];
-            if ((open[end >> 6] >> (end & 63) & 1) && (last == NO_ID || bt_valid_pair(e, last, token))) {
-                s[m++] = token;
-                pos = end;
-                next = pos < n ? bt_longest(e, bytes + pos, n - pos) : NO_ID;
-                break;
-            }
-            if (e->bt_prefix[token] != NO_ID) {
-                token = e->bt_prefix[token];
-                continue;
-            }
-            if (m == 0)  /* no encoding at all: the tables do not hold what they should */
-                return 0;
-            open[pos >> 6] &= ~(1ULL << (pos & 63));
-            m--;
-            pos -= e->bt_len[last];
-            next = last;
-            break;
-        }
-    }
-    return (Py_ssize_t)m;
-}
-
-/* -- one word ----------------------------------------------------------------------------- */
-
-static inline uint32_t
-next_code_point(const uint8_t *p, size_t *i)
-{
-    uint32_t c = p[*i];
-    if (c < 0x80) {
-        *i += 1;
-        return c;
-    }
-    if (c < 0xE0) {
-        c = ((c & 0x1F) << 6) | (p[*i + 1] & 0x3F);
-        *i += 2;
-    } else if (c < 0xF0) {
-        c = ((c & 0x0F) << 12) | ((p[*i + 1] & 0x3F) << 6) | (p[*i + 2] & 0x3F);
-        *i += 3;
-    } else {
-        c = ((c & 0x07) << 18) | ((p[*i + 1] & 0x3F) << 12) | ((p[*i + 2] & 0x3F) << 6) | (p[*i + 3] & 0x3F);
-        *i += 4;
-    }
-    return c;
-}
-
-/* A word's initial symbols in w->symbols (and where each starts in positions);
-   the number, or -1 (w->fail set). */
-static Py_ssize_t
-symbolize(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
-{
-    /* at most one symbol per byte, plus the markers */
-    if (symbols_room(w, n + 2) < 0)
-        return -1;
-    uint32_t *s = w->symbols, *pos = w->positions;
-    size_t m = 0;
-    if (e->prefix != NO_ID) {
-        pos[m] = 0;
-        s[m++] = e->prefix;
-    }
-    if (!e->chars) {
-        for (size_t i = 0; i < n; i++) {
-            pos[m] = (uint32_t)i;
-            s[m++] = e->byte_ids[bytes[i]];
-        }
-    } else {
-        for (size_t i = 0; i < n;) {
-            size_t start = i;
-            uint32_t id = char_find(e, next_code_point(bytes, &i));
-            if (id != NO_ID) {
-                pos[m] = (uint32_t)start;
-                s[m++] = id;
-            } else if (e->fallback) {
-                for (size_t b = start; b < i; b++) {
-                    pos[m] = (uint32_t)b;
-                    s[m++] = e->byte_ids[bytes[b]];
-                }
-            } else if (e->unk != NO_ID) {
-                pos[m] = (uint32_t)start;
-                s[m++] = e->unk;
-            } else {
-                w->fail = FAIL_UNKNOWN_CHAR;
-                return -1;
-            }
-        }
-    }
-    if (e->suffix != NO_ID) {
-        pos[m] = (uint32_t)n;
-        s[m++] = e->suffix;
-    }
-    pos[m] = (uint32_t)n;
-    return (Py_ssize_t)m;
-}
-
-/* The hash of a word, and where its look-ups will go fetched early (the scan hashes a
-   block of words before it encodes them, so their cache misses overlap). */
-static inline uint64_t
-hash_and_prefetch(const Encoder *e, const Work *w, const uint8_t *bytes, size_t n)
-{
-    uint64_t h = hash_bytes(bytes, n);
-    if (n <= CACHE_KEY_MAX && w->cache != NULL)
-        __builtin_prefetch(cache_slot(w, h));
-    if (e->whole_lookup && n <= e->max_token_len)
-        __builtin_prefetch(&e->tokens[(size_t)h & e->token_mask]);
-    return h;
-}
-
-/* A word's ids, added to w->out; 0, or -1 (w->fail set). h: hash_bytes(bytes, n). */
-static int
-encode_hashed_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n, uint64_t h)
-{
-    if (n == 0)
-        return 0;
-    if (n == 1 && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID)
-        return emit_one(w, e->byte_ids[bytes[0]]);
-    CacheSlot *c = NULL;
-    if (n <= CACHE_KEY_MAX && w->cache != NULL) {
-        c = cache_slot(w, h);
-        if (cache_holds(c, bytes, n))
-            return emit(w, c->ids, c->n_ids);
-    }
-    if (e->whole_lookup && n <= e->max_token_len) {
-        const TokenSlot *t = token_find(e, bytes, n, h);
-        if (t != NULL && t->whole) {
-            if (c != NULL)
-                cache_put(c, bytes, n, &t->id, 1);
-            return emit_one(w, t->id);
-        }
-    }
-    if (n > BACKTRACK_BYTES && backtrack_ready(e)) {
-        Py_ssize_t k = backtrack(e, w, bytes, n);
-        if (k < 0)
-            return -1;
-        if (k > 0) {
-            if (c != NULL)
-                cache_put(c, bytes, n, w->symbols, (size_t)k);
-            return emit(w, w->symbols, (size_t)k);
-        }
-    }
-    Py_ssize_t m = symbolize(e, w, bytes, n);
-    if (m < 0)
-        return -1;
-    size_t left = (size_t)m <= SHORT_SYMBOLS ? merge_short(e, w, bytes, w->symbols, w->positions, (size_t)m)
-                  : (size_t)m <= MID_SYMBOLS ? merge_mid(e, w, bytes, n, w->symbols, w->positions, (size_t)m)
-                  : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
-    if (w->fail)
-        return -1;
-    if (c != NULL)
-        cache_put(c, bytes, n, w->symbols, left);
-    return emit(w, w->symbols, left);
-}
-
-static int
-encode_word(const Encoder *e, Work *w, const uint8_t *bytes, size_t n)
-{
-    return encode_hashed_word(e, w, bytes, n, hash_bytes(bytes, n));
-}
-
-/* The UTF-8 of text[start:end] (kind-byte code points at data, no surrogates) in
-   w->utf8 from offset `at` on; its length, or -1. */
 INLINE Py_ssize_t
 utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
 {
@@ -1141,7 +159,7 @@ utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssi
 
 /* text[start:end] as one word. */
 static inline int
-encode_span(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t start, Py_ssize_t end)
+encode_span(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t start, Py_ssize_t end)
 {
     if (ascii)
         return encode_word(e, w, (const uint8_t *)data + start, (size_t)(end - start));
@@ -1154,7 +172,7 @@ encode_span(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py
    inlined with both constant. */
 #define BLOCK 32
 INLINE int
-scan(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
+scan(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
 {
     const uint8_t *classes = e->classes;
     size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
@@ -1204,7 +222,7 @@ scan(const Encoder *e, Work *w, const void *data, int kind, int ascii, Py_ssize_
 }
 
 #define SCANNER(name, kind, pattern) \
-    static int name(const Encoder *e, Work *w, const void *d, int ascii, Py_ssize_t n) \
+    static int name(const Tables *e, Work *w, const void *d, int ascii, Py_ssize_t n) \
     { return scan(e, w, d, kind, ascii, n, pattern); }
 SCANNER(gpt2_1, 1, PATTERN_GPT2)
 SCANNER(gpt2_2, 2, PATTERN_GPT2)
@@ -1219,41 +237,47 @@ SCANNER(whitespace_1, 1, PATTERN_WHITESPACE)
 SCANNER(whitespace_2, 2, PATTERN_WHITESPACE)
 SCANNER(whitespace_4, 4, PATTERN_WHITESPACE)
 
-typedef int (*Scanner)(const Encoder *, Work *, const void *, int, Py_ssize_t);
+typedef int (*Scanner)(const Tables *, Work *, const void *, int, Py_ssize_t);
 static const Scanner scanners[4][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
     {whitespace_1, whitespace_2, whitespace_4}};
 
 /* -- building ------------------------------------------------------------------------------- */
 
-static void bt_free(Encoder *e);
+
+/* Every table of t freed. */
+static void
+tables_free(Tables *e)
+{
+    bt_free(e);  /* the table of pairs too, in either mode */
+    free(e->tokens);
+    free(e->token_bytes);
+    free(e->token_bits);
+    free(e->char_table);
+    if (e->own_classes)
+        free(e->classes);
+    free(e->byte_pairs);
+    free(e->short_tokens);
+}
 
 static void
 Encoder_dealloc(Encoder *e)
 {
-    bt_free(e);  /* the table of pairs too, in either mode */
-    PyMem_RawFree(e->tokens);
-    PyMem_RawFree(e->token_bytes);
-    PyMem_RawFree(e->token_bits);
-    PyMem_RawFree(e->char_table);
-    if (e->own_classes)
-        PyMem_RawFree(e->classes);
-    PyMem_RawFree(e->byte_pairs);
-    PyMem_RawFree(e->short_tokens);
+    tables_free(&e->t);
     if (e->id_objects != NULL)
-        for (size_t i = 0; i < e->n_ids; i++)
+        for (size_t i = 0; i < e->t.n_ids; i++)
             Py_XDECREF(e->id_objects[i]);
     PyMem_Free(e->id_objects);
     for (size_t i = 0; i < e->n_pool; i++) {
         work_free(e->pool[i]);
         free(e->pool[i]);
     }
-    PyMem_RawFree(e->pool);
+    free(e->pool);
     Py_XDECREF(e->classify);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
-/* A sequence of ints as uint32 (a new PyMem_Raw array), or NULL with an exception. */
+/* A sequence of ints as uint32 (a new malloc array), or NULL with an exception. */
 static uint32_t *
 uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
 {
@@ -1262,7 +286,7 @@ uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
         uint32_t *out = NULL;
         if (view.itemsize == 4 && view.format != NULL && strcmp(view.format, "I") == 0) {
             *n = view.len / 4;
-            out = PyMem_RawMalloc((size_t)(*n ? *n : 1) * sizeof(uint32_t));
+            out = malloc((size_t)(*n ? *n : 1) * sizeof(uint32_t));
             if (out == NULL)
                 PyErr_NoMemory();
             else
@@ -1270,7 +294,7 @@ uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
             for (Py_ssize_t i = 0; out != NULL && i < *n; i++)
                 if (out[i] == NO_ID) {
                     PyErr_Format(PyExc_ValueError, "%s: id %lu is too large", what, (unsigned long)out[i]);
-                    PyMem_RawFree(out);
+                    free(out);
                     out = NULL;
                 }
             PyBuffer_Release(&view);
@@ -1283,7 +307,7 @@ uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
     if (fast == NULL)
         return NULL;
     *n = PySequence_Fast_GET_SIZE(fast);
-    uint32_t *out = PyMem_RawMalloc((size_t)(*n ? *n : 1) * sizeof(uint32_t));
+    uint32_t *out = malloc((size_t)(*n ? *n : 1) * sizeof(uint32_t));
     if (out == NULL) {
         Py_DECREF(fast);
         PyErr_NoMemory();
@@ -1295,7 +319,7 @@ uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
         if ((v == (unsigned long)-1 && PyErr_Occurred()) || v >= NO_ID) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_ValueError, "%s: id %lu is too large", what, v);
-            PyMem_RawFree(out);
+            free(out);
             Py_DECREF(fast);
             return NULL;
         }
@@ -1306,7 +330,7 @@ uint32s(PyObject *seq, Py_ssize_t *n, const char *what)
 }
 
 static int
-build_pairs(Encoder *e, PyObject *merges)
+build_pairs(Tables *e, PyObject *merges)
 {
     PyObject *lefts_o, *rights_o, *made_o;
     if (!PyArg_ParseTuple(merges, "OOO:merges", &lefts_o, &rights_o, &made_o))
@@ -1325,7 +349,7 @@ build_pairs(Encoder *e, PyObject *merges)
         goto done;
     }
     size_t capacity = capacity_for((size_t)nl);
-    e->pairs = PyMem_RawMalloc(capacity * sizeof(PairSlot));
+    e->pairs = malloc(capacity * sizeof(PairSlot));
     if (e->pairs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -1347,16 +371,16 @@ build_pairs(Encoder *e, PyObject *merges)
     }
     rc = 0;
 done:
-    PyMem_RawFree(lefts);
-    PyMem_RawFree(rights);
-    PyMem_RawFree(made);
+    free(lefts);
+    free(rights);
+    free(made);
     return rc;
 }
 
 /* The table of the tokens' bytes: those with an id in `ids` (a sequence), or every
    token where ids is None; the first id wins where bytes repeat. */
 static int
-build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
+build_tokens(Tables *e, PyObject *tokens, PyObject *ids)
 {
     PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
     if (fast == NULL)
@@ -1391,8 +415,8 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
         goto done;
     }
     size_t capacity = capacity_for((size_t)n);
-    e->tokens = PyMem_RawCalloc(capacity, sizeof(TokenSlot));
-    e->token_bytes = PyMem_RawMalloc(total ? total : 1);
+    e->tokens = calloc(capacity, sizeof(TokenSlot));
+    e->token_bytes = malloc(total ? total : 1);
     if (e->tokens == NULL || e->token_bytes == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -1401,7 +425,7 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
     e->token_mask = capacity - 1;
     size_t n_bits = 64 * capacity_for(capacity / 16);  /* 16 or more bits a token */
     e->token_shift = 64 - __builtin_ctzll(n_bits);
-    if ((e->token_bits = PyMem_RawCalloc(n_bits / 64, sizeof(uint64_t))) == NULL) {
+    if ((e->token_bits = calloc(n_bits / 64, sizeof(uint64_t))) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1429,7 +453,7 @@ build_tokens(Encoder *e, PyObject *tokens, PyObject *ids)
     }
     rc = 0;
 done:
-    PyMem_RawFree(wanted);
+    free(wanted);
     Py_DECREF(fast);
     return rc;
 }
@@ -1437,7 +461,7 @@ done:
 /* Mark the tokens that a word of their bytes does not encode to (merge rule, where
    the caller could not vouch for every token). */
 static int
-check_whole(Encoder *e)
+check_whole(Tables *e)
 {
     Work w;
     memset(&w, 0, sizeof w);
@@ -1464,7 +488,7 @@ check_whole(Encoder *e)
    65,536, and the tokens of 2..SHORT_TOKEN_LEN bytes in a table of their own, from the
    table of tokens (so the same id where bytes repeat). */
 static int
-build_short_tokens(Encoder *e)
+build_short_tokens(Tables *e)
 {
     size_t count = 0;
     for (size_t j = 0; j <= e->token_mask; j++) {
@@ -1476,8 +500,8 @@ build_short_tokens(Encoder *e)
         }
     }
     size_t capacity = capacity_for(count);
-    e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
-    e->short_tokens = PyMem_RawCalloc(capacity, sizeof(uint64_t));
+    e->byte_pairs = malloc(65536 * sizeof(uint64_t));
+    e->short_tokens = calloc(capacity, sizeof(uint64_t));
     if (e->byte_pairs == NULL || e->short_tokens == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -1502,424 +526,16 @@ build_short_tokens(Encoder *e)
     return 0;
 }
 
-/* The merge (token ranks) of one token's bytes p[0..n), n >= 2, with scratch arrays of n + 1
-   items: the one id they merge into, the last merge's ids in *left and *right; NO_ID where
-   they stay more than one. */
-static uint32_t
-own_merge(const Encoder *e, const uint8_t *p, size_t n, uint32_t *s, uint32_t *pos, uint64_t *pr,
-          uint32_t *left, uint32_t *right)
-{
-    for (size_t i = 0; i < n; i++) {
-        s[i] = e->byte_ids[p[i]];
-        pos[i] = (uint32_t)i;
-    }
-    pos[n] = (uint32_t)n;
-    for (size_t i = 0; i + 1 < n; i++)
-        pr[i] = span_pair(e, p, pos[i], pos[i + 2], span_hash(e, p, pos[i], pos[i + 2]));
-    while (n > 1) {
-        uint64_t best = NO_PAIR;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < n; i++)
-            if (pr[i] < best) {
-                best = pr[i];
-                at = i;
-            }
-        if (best == NO_PAIR)
-            return NO_ID;
-        *left = s[at];
-        *right = s[at + 1];
-        s[at] = (uint32_t)best;
-        memmove(s + at + 1, s + at + 2, (n - at - 2) * sizeof(uint32_t));
-        memmove(pos + at + 1, pos + at + 2, (n - at - 1) * sizeof(uint32_t));
-        memmove(pr + at + 1, pr + at + 2, (n > at + 3 ? n - at - 3 : 0) * sizeof(uint64_t));
-        n--;
-        if (at > 0)
-            pr[at - 1] = span_pair(e, p, pos[at - 1], pos[at + 1], span_hash(e, p, pos[at - 1], pos[at + 1]));
-        if (at + 1 < n)
-            pr[at] = span_pair(e, p, pos[at], pos[at + 2], span_hash(e, p, pos[at], pos[at + 2]));
-    }
-    return s[0];
-}
-
-/* The tokens' bytes by id, where building the backtracking tables: off[id] and len[id] of
-   each token in the table of tokens (len 0: none, or bytes a lower id has). */
-typedef struct {
-    const uint8_t *bytes;
-    uint32_t *off;
-    uint8_t *len;
-} BtTokens;
-
-static inline int
-bt_less(const BtTokens *t, uint32_t a, uint32_t b, size_t depth)
-{
-    size_t la = t->len[a], lb = t->len[b], m = la < lb ? la : lb;
-    int c = m > depth ? memcmp(t->bytes + t->off[a] + depth, t->bytes + t->off[b] + depth, m - depth) : 0;
-    return c < 0 || (c == 0 && la < lb);
-}
-
-/* ids[0..n) in the order of their bytes, from byte `depth` on (those before are the same):
-   a radix sort by byte, tmp of n ids, counts of 258 for each depth below the longest token. */
-static void
-bt_sort(const BtTokens *t, uint32_t *ids, uint32_t *tmp, uint32_t *counts, size_t n, size_t depth)
-{
-    if (n < 32) {
-        for (size_t i = 1; i < n; i++) {
-            uint32_t id = ids[i];
-            size_t j = i;
-            for (; j > 0 && bt_less(t, id, ids[j - 1], depth); j--)
-                ids[j] = ids[j - 1];
-            ids[j] = id;
-        }
-        return;
-    }
-    uint32_t *start = counts + 258 * depth;  /* key 0: ends at depth; 1 + b: byte b there */
-    memset(start, 0, 258 * sizeof(uint32_t));
-    for (size_t i = 0; i < n; i++)
-        start[1 + (t->len[ids[i]] > depth ? 1 + t->bytes[t->off[ids[i]] + depth] : 0)]++;
-    for (int k = 1; k < 258; k++)
-        start[k] += start[k - 1];
-    for (size_t i = 0; i < n; i++)
-        tmp[start[t->len[ids[i]] > depth ? 1 + t->bytes[t->off[ids[i]] + depth] : 0]++] = ids[i];
-    memcpy(ids, tmp, n * sizeof(uint32_t));
-    for (int k = 1; k < 257; k++)  /* start[k]: the end of key k */
-        if (start[k] - start[k - 1] > 1)
-            bt_sort(t, ids + start[k - 1], tmp, counts, start[k] - start[k - 1], depth + 1);
-}
-
-/* Over sorted[0..n): each token's longest strict prefix that is a token (prefix, by id), and
-   the bytes each shares with the one before it (shared). */
-static void
-bt_prefixes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, size_t n, uint32_t *prefix, uint8_t *shared)
-{
-    uint32_t stack[256];  /* the tokens that are prefixes of the one before, shortest first */
-    size_t depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t id = sorted[i];
-        const uint8_t *p = t->bytes + t->off[id];
-        size_t same = 0;
-        if (i > 0) {
-            const uint8_t *q = t->bytes + t->off[sorted[i - 1]];
-            size_t most = t->len[sorted[i - 1]] < t->len[id] ? t->len[sorted[i - 1]] : t->len[id];
-            while (same < most && p[same] == q[same])
-                same++;
-        }
-        shared[i] = (uint8_t)same;
-        while (depth > 0 && t->len[stack[depth - 1]] > same)
-            depth--;
-        prefix[id] = depth > 0 ? stack[depth - 1] : e->byte_ids[p[0]];
-        stack[depth++] = id;
-    }
-}
-
-/* The id of the token of bytes p[0..n), 1 <= n <= max_token_len, or NO_ID. */
-static inline uint32_t
-bt_token_of(const Encoder *e, const uint8_t *p, size_t n)
-{
-    if (n == 1)
-        return e->byte_ids[p[0]];
-    if (n <= SHORT_TOKEN_LEN)
-        return short_find(e, short_key(p, n));
-    uint64_t h = hash_bytes(p, n);
-    const TokenSlot *s = token_may_be(e, h) ? token_find(e, p, n, h) : NULL;
-    return s != NULL ? s->id : NO_ID;
-}
-
-/* The last merge of token id (its bytes p[0..n), n >= 2), the tables holding every token below
-   it: the one pair of a prefix and the rest, both tokens of lower rank made by merges, that
-   BPE leaves side by side (bt_valid_pair); NO_PAIR where there is none. */
-static uint64_t
-bt_find_split(const Encoder *e, const uint8_t *p, size_t n, uint32_t id, const BtTokens *t, const uint32_t *prefix)
-{
-    for (uint32_t left = prefix[id]; left != NO_ID; left = prefix[left]) {
-        if (left >= id || e->bt_len[left] == 0)
-            continue;
-        uint32_t right = bt_token_of(e, p + t->len[left], n - t->len[left]);
-        if (right < id && e->bt_len[right] != 0 && bt_valid_pair(e, left, right))
-            return ((uint64_t)left << 32) | right;
-    }
-    return NO_PAIR;
-}
-
-/* Each token's last merge, in the order of ids (bt_split, bt_len of those made by merges, and
-   the table of their pairs): 0, or 1 where a token is made from one of higher rank. */
-static int
-bt_splits(Encoder *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uint64_t *pr)
-{
-    for (size_t id = 0; id < e->n_ids; id++) {
-        size_t n = t->len[id];
-        if (n < 2)
-            continue;
-        const uint8_t *p = t->bytes + t->off[id];
-        uint64_t split = bt_find_split(e, p, n, (uint32_t)id, t, prefix);
-        if (split == NO_PAIR) {  /* rare: BPE does not make it (or makes it from a higher rank) */
-            uint32_t left = NO_ID, right = NO_ID;
-            if (own_merge(e, p, n, s, s + e->max_token_len + 1, pr, &left, &right) != id)
-                continue;
-            if (left >= id || right >= id)
-                return 1;
-            split = ((uint64_t)left << 32) | right;
-        }
-        e->bt_split[id] = split;
-        e->bt_len[id] = (uint8_t)n;
-        uint64_t h = mix64(split), bit = h >> e->bt_pair_shift;
-        size_t k = (size_t)h & e->pair_mask;
-        while (e->pairs[k].key != NO_PAIR)
-            k = (k + 1) & e->pair_mask;
-        e->pairs[k] = (PairSlot){split, (uint32_t)id, (uint32_t)id};
-        e->bt_pair_bits[bit >> 6] |= 1ULL << (bit & 63);
-    }
-    return 0;
-}
-
-/* The trie's nodes below the bytes' (257 on) for the tokens made by merges (bt_len set) of
-   sorted[0..n), shared as bt_prefixes gives it. */
-static size_t
-bt_count_nodes(const Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
-{
-    size_t nodes = 257, same = 0;  /* the bytes shared with the last token made by merges */
-    for (size_t i = 0; i < n; i++) {
-        same = shared[i] < same ? shared[i] : same;
-        if (e->bt_len[sorted[i]] == 0)
-            continue;
-        nodes += t->len[sorted[i]] - (same > 1 ? same : 1);
-        same = 255;
-    }
-    return nodes;
-}
-
-/* The edge to child from its parent by byte, as the edge table keeps it. */
-static inline uint64_t
-bt_edge(uint32_t parent, uint8_t byte, uint32_t child)
-{
-    return ((uint64_t)child << 32) | ((((uint64_t)parent << 8) | byte) + 1);
-}
-
-/* The trie of the tokens made by merges, in sorted order (so a node's id is above its
-   parent's), and bt_prefix; the edges below nodes of more than one child (below two bytes)
-   kept in edges[0..*n_edges), those of the others in the node. */
-static void
-bt_fill_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n,
-             uint64_t *edges, size_t *n_edges)
-{
-    uint32_t path[256], best[256];  /* the node at each depth, the longest token down to it */
-    uint32_t next = 257;
-    size_t same = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t id = sorted[i];
-        same = shared[i] < same ? shared[i] : same;
-        if (e->bt_len[id] == 0)
-            continue;
-        const uint8_t *p = t->bytes + t->off[id];
-        size_t len = t->len[id];
-        path[1] = 1 + p[0];
-        best[1] = e->byte_ids[p[0]];
-        for (size_t d = (same > 1 ? same : 1) + 1; d <= len; d++) {
-            uint32_t node = next++, up = path[d - 1];
-            path[d] = node;
-            best[d] = best[d - 1];
-            if (d == 2) {
-                e->bt_two[((size_t)p[0] << 8) | p[1]] = node;
-                continue;
-            }
-            uint64_t v = e->bt_nodes[up];
-            uint32_t only = (uint32_t)(v >> 32);
-            e->bt_nodes[up] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)node << 8 | p[d - 1]) << 32);
-            if (only != 0)  /* its second child: the first one's edge goes to the table too */
-                edges[(*n_edges)++] = bt_edge(up, (uint8_t)only, only >> 8);
-            if (v & BT_DEEPER)
-                edges[(*n_edges)++] = bt_edge(up, p[d - 1], node);
-        }
-        e->bt_nodes[path[len]] = (e->bt_nodes[path[len]] & ~(uint64_t)BT_NONE) | id;
-        e->bt_prefix[id] = best[len - 1];
-        best[len] = id;
-        same = 255;
-    }
-}
-
-/* The table of edges[0..n); its capacity, or 0 (no memory). */
-static size_t
-bt_edge_table(Encoder *e, const uint64_t *edges, size_t n)
-{
-    size_t capacity = capacity_for(n), mask = capacity - 1;
-    if ((e->bt_edges = PyMem_RawCalloc(capacity, sizeof(uint64_t))) == NULL)
-        return 0;
-    e->bt_edge_shift = 64 - __builtin_ctzll(capacity);
-    for (size_t i = 0; i < n; i++) {
-        size_t j = (size_t)(((uint64_t)(uint32_t)edges[i] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
-        while (e->bt_edges[j] != 0)
-            j = (j + 1) & mask;
-        e->bt_edges[j] = edges[i];
-    }
-    return capacity;
-}
-
-/* The backtracking tables and the table of pairs (which under token ranks they fill) freed
-   and forgotten. */
-static void
-bt_free(Encoder *e)
-{
-    PyMem_RawFree(e->bt_split);
-    PyMem_RawFree(e->bt_prefix);
-    PyMem_RawFree(e->bt_len);
-    PyMem_RawFree(e->bt_two);
-    PyMem_RawFree(e->bt_edges);
-    PyMem_RawFree(e->bt_nodes);
-    PyMem_RawFree(e->pairs);
-    PyMem_RawFree(e->bt_pair_bits);
-    e->bt_pair_bits = NULL;
-    e->bt_split = NULL;
-    e->bt_prefix = NULL;
-    e->bt_len = NULL;
-    e->bt_two = NULL;
-    e->bt_edges = NULL;
-    e->bt_nodes = NULL;
-    e->pairs = NULL;
-}
-
-/* The tables by id and the table of pairs, as a token of each byte leaves them: 0, or -1. */
-static int
-bt_tables(Encoder *e, size_t n_tokens)
-{
-    size_t n = e->n_ids, pairs = capacity_for(n_tokens), pair_bits = 64 * capacity_for(pairs / 8);
-    e->bt_split = PyMem_RawMalloc(n * sizeof(uint64_t));
-    e->bt_prefix = PyMem_RawMalloc(n * sizeof(uint32_t));
-    e->bt_len = PyMem_RawCalloc(n, 1);
-    e->bt_two = PyMem_RawCalloc(65536, sizeof(uint32_t));
-    e->pairs = PyMem_RawMalloc(pairs * sizeof(PairSlot));
-    e->bt_pair_bits = PyMem_RawCalloc(pair_bits / 64, sizeof(uint64_t));
-    if (!e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || !e->pairs || !e->bt_pair_bits)
-        return -1;
-    e->pair_mask = pairs - 1;
-    e->bt_pair_shift = 64 - __builtin_ctzll(pair_bits);
-    for (size_t i = 0; i < pairs; i++)
-        e->pairs[i].key = NO_PAIR;
-    for (size_t i = 0; i < n; i++)
-        e->bt_prefix[i] = NO_ID;
-    for (int b = 0; b < 256; b++) {
-        uint32_t id = e->byte_ids[b];
-        e->bt_split[id] = ((uint64_t)id << 32) | id;
-        e->bt_len[id] = 1;
-    }
-    return 0;
-}
-
-/* The trie of the tokens made by merges, from sorted[0..n): 0, 1 (too many nodes), or -1. */
-static int
-bt_trie(Encoder *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
-{
-    size_t n_nodes = bt_count_nodes(e, t, sorted, shared, n), n_edges = 0, capacity = 0;
-    if (n_nodes >= ((size_t)1 << 24))
-        return 1;
-    uint64_t *edges = PyMem_RawMalloc(n_nodes * sizeof(uint64_t));
-    e->bt_nodes = PyMem_RawMalloc(n_nodes * sizeof(uint64_t));
-    if (edges != NULL && e->bt_nodes != NULL) {
-        for (size_t i = 0; i < n_nodes; i++)
-            e->bt_nodes[i] = BT_NONE;
-        for (int b = 0; b < 256; b++)
-            e->bt_nodes[1 + b] = e->byte_ids[b];
-        bt_fill_trie(e, t, sorted, shared, n, edges, &n_edges);
-        capacity = bt_edge_table(e, edges, n_edges);
-    }
-    PyMem_RawFree(edges);
-    if (capacity == 0)
-        return -1;
-    size_t pairs = e->pair_mask + 1;
-    __atomic_add_fetch(&e->table_bytes, e->n_ids * (sizeof(uint64_t) + sizeof(uint32_t) + 1) +
-                       65536 * sizeof(uint32_t) + pairs * sizeof(PairSlot) + 64 * capacity_for(pairs / 8) / 8 +
-                       (n_nodes + capacity) * sizeof(uint64_t), __ATOMIC_RELAXED);
-    return 0;
-}
-
-/* The backtracking tables of token ranks (long words), where the tokens allow: every byte a
-   token of its own (the id byte_ids gives), each other token merged from two tokens of lower
-   rank. 0: built; else none are (long words are merged). Calls no Python. */
-static int
-build_backtrack(Encoder *e)
-{
-    if (e->max_token_len > 255 || e->n_ids >= BT_NONE || e->short_tokens == NULL)
-        return 1;
-    for (int b = 0; b < 256; b++) {
-        uint8_t byte[8] = {(uint8_t)b};
-        const TokenSlot *s = token_find(e, byte, 1, hash_bytes(byte, 1));
-        if (s == NULL || s->id != e->byte_ids[b])
-            return 1;
-    }
-    size_t n = e->n_ids, n_tokens = 0, n_long = 0;
-    BtTokens t = {e->token_bytes, PyMem_RawMalloc(n * sizeof(uint32_t)), PyMem_RawCalloc(n, 1)};
-    uint32_t *sorted = NULL, *tmp = NULL, *counts = NULL, *prefix = PyMem_RawMalloc(n * sizeof(uint32_t)), *s = NULL;
-    uint8_t *shared = NULL;
-    uint64_t *pr = NULL;
-    int rc = -1;
-    if (t.off == NULL || t.len == NULL || prefix == NULL)
-        goto done;
-    for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *slot = &e->tokens[j];
-        if (slot->len == 0)
-            continue;
-        t.off[slot->id] = slot->offset;
-        t.len[slot->id] = (uint8_t)slot->len;
-        n_tokens++;
-        n_long += slot->len >= 2;
-    }
-    sorted = PyMem_RawMalloc((n_long + 1) * sizeof(uint32_t));
-    tmp = PyMem_RawMalloc((n_long + 1) * sizeof(uint32_t));
-    counts = PyMem_RawMalloc(258 * 256 * sizeof(uint32_t));
-    shared = PyMem_RawMalloc(n_long + 1);
-    s = PyMem_RawMalloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
-    pr = PyMem_RawMalloc((e->max_token_len + 1) * sizeof(uint64_t));
-    if (!sorted || !tmp || !counts || !shared || !s || !pr || bt_tables(e, n_tokens) < 0)
-        goto done;
-    for (size_t id = 0, k = 0; id < n; id++) {
-        prefix[id] = NO_ID;
-        if (t.len[id] >= 2)
-            sorted[k++] = (uint32_t)id;
-    }
-    bt_sort(&t, sorted, tmp, counts, n_long, 0);
-    bt_prefixes(e, &t, sorted, n_long, prefix, shared);
-    if ((rc = bt_splits(e, &t, prefix, s, pr)) == 0)
-        rc = bt_trie(e, &t, sorted, shared, n_long);
-done:
-    PyMem_RawFree(t.off);
-    PyMem_RawFree(t.len);
-    PyMem_RawFree(sorted);
-    PyMem_RawFree(tmp);
-    PyMem_RawFree(counts);
-    PyMem_RawFree(prefix);
-    PyMem_RawFree(shared);
-    PyMem_RawFree(s);
-    PyMem_RawFree(pr);
-    if (rc != 0)
-        bt_free(e);
-    return rc;
-}
-
-/* BT_READY where the backtracking tables are built: the first long word under token ranks
-   builds them (the call that meets it, whatever thread; a word met while they are being built
-   is merged). */
-static int
-backtrack_ready(const Encoder *e)
-{
-    int state = __atomic_load_n(&e->bt_state, __ATOMIC_ACQUIRE);
-    if (state != BT_UNBUILT)
-        return state == BT_READY;
-    Encoder *building = (Encoder *)e;  /* the tables are its only part that is ever written */
-    if (!__atomic_compare_exchange_n(&building->bt_state, &state, BT_BUILDING, 0, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED))
-        return state == BT_READY;
-    state = build_backtrack(building) == 0 ? BT_READY : BT_NEVER;
-    __atomic_store_n(&building->bt_state, state, __ATOMIC_RELEASE);
-    return state == BT_READY;
-}
 
 static int
-build_chars(Encoder *e, PyObject *chars)
+build_chars(Tables *e, PyObject *chars)
 {
     if (!PyDict_Check(chars)) {
         PyErr_SetString(PyExc_TypeError, "chars must be a dict (character -> id)");
         return -1;
     }
     size_t capacity = capacity_for((size_t)PyDict_GET_SIZE(chars));
-    e->char_table = PyMem_RawMalloc(capacity * sizeof(CharSlot));
+    e->char_table = malloc(capacity * sizeof(CharSlot));
     if (e->char_table == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -1949,7 +565,7 @@ build_chars(Encoder *e, PyObject *chars)
 
 /* Plain byte symbols without byte_ids: each byte's id is the lowest id of its one-byte token. */
 static int
-byte_ids_of_tokens(Encoder *e, PyObject *tokens)
+byte_ids_of_tokens(Tables *e, PyObject *tokens)
 {
     PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
     if (fast == NULL)
@@ -1984,7 +600,7 @@ tokens_repeat(PyObject *tokens)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     PyObject **items = PySequence_Fast_ITEMS(fast);
     size_t capacity = capacity_for((size_t)n), mask = capacity - 1;
-    Py_ssize_t *slots = PyMem_RawMalloc(capacity * sizeof(Py_ssize_t));
+    Py_ssize_t *slots = malloc(capacity * sizeof(Py_ssize_t));
     if (slots == NULL) {
         Py_DECREF(fast);
         PyErr_NoMemory();
@@ -2003,7 +619,7 @@ tokens_repeat(PyObject *tokens)
         }
         slots[j] = k;
     }
-    PyMem_RawFree(slots);
+    free(slots);
     Py_DECREF(fast);
     return found;
 }
@@ -2037,7 +653,7 @@ classes_for(PyObject *classify, int *own)
     *own = k == N_SHARED_CLASSES;
     if (!*own && shared_classes[k].classify == classify)
         return shared_classes[k].classes;
-    uint8_t *classes = PyMem_RawCalloc(N_CODE_POINTS, 1);
+    uint8_t *classes = calloc(N_CODE_POINTS, 1);
     if (classes == NULL)
         return (uint8_t *)PyErr_NoMemory();
     if (!*own) {
@@ -2046,6 +662,121 @@ classes_for(PyObject *classify, int *own)
         shared_classes[k].classes = classes;
     }
     return classes;
+}
+
+/* The options Encoder_new takes, checked before anything is built; -1 with an exception. */
+static int
+check_options(int mode, int pattern, PyObject *classify, PyObject *chars, long prefix, long suffix)
+{
+    if (mode != MODE_MERGE && mode != MODE_RANKS) {
+        PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
+        return -1;
+    }
+    if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE) {
+        PyErr_Format(PyExc_ValueError, "pattern must be -1 (none), 0 (gpt2), 1 (cl100k), 2 (o200k) or "
+                     "3 (whitespace), not %d", pattern);
+        return -1;
+    }
+    if (pattern != PATTERN_NONE && !PyCallable_Check(classify)) {
+        PyErr_SetString(PyExc_TypeError, "a pattern needs a classify function");
+        return -1;
+    }
+    if (mode == MODE_RANKS && (chars != Py_None || prefix >= 0 || suffix >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "token ranks apply to byte symbols without word markers");
+        return -1;
+    }
+    return 0;
+}
+
+/* Plain byte symbols: no character alphabet, no word markers. */
+static int
+plain_bytes(const Tables *e)
+{
+    return !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
+}
+
+/* e->byte_ids: the 256 given, or each byte's token's id on plain byte symbols; 0, or -1
+   with an exception. */
+static int
+set_byte_ids(Tables *e, PyObject *byte_ids, PyObject *tokens)
+{
+    for (int b = 0; b < 256; b++)
+        e->byte_ids[b] = NO_ID;
+    if (byte_ids != Py_None) {
+        Py_ssize_t n;
+        uint32_t *ids = uint32s(byte_ids, &n, "byte_ids");
+        if (ids == NULL)
+            return -1;
+        if (n != 256) {
+            free(ids);
+            PyErr_SetString(PyExc_ValueError, "byte_ids must hold 256 ids");
+            return -1;
+        }
+        memcpy(e->byte_ids, ids, sizeof e->byte_ids);
+        free(ids);
+        e->has_bytes = 1;
+        return 0;
+    }
+    if (plain_bytes(e))
+        return byte_ids_of_tokens(e, tokens);
+    if (!e->chars || e->fallback) {
+        PyErr_SetString(PyExc_ValueError, "byte symbols (or byte fallback) need byte_ids");
+        return -1;
+    }
+    return 0;
+}
+
+/* The merge rule's pairs, and on plain byte symbols the pair of every two bytes; 0, or
+   -1 with an exception. */
+static int
+build_merge_tables(Tables *e, PyObject *merges)
+{
+    if (build_pairs(e, merges) < 0)
+        return -1;
+    if (e->pairs == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the merge rule needs merges");
+        return -1;
+    }
+    if (!plain_bytes(e))
+        return 0;
+    e->byte_pairs = malloc(65536 * sizeof(uint64_t));
+    if (e->byte_pairs == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->table_bytes += 65536 * sizeof(uint64_t);
+    for (size_t ab = 0; ab < 65536; ab++)
+        e->byte_pairs[ab] = pair_find(e, e->byte_ids[ab >> 8], e->byte_ids[ab & 255]);
+    return 0;
+}
+
+/* Every table of e past its options: 0, or -1 with an exception. */
+static int
+build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, PyObject *chars, int whole)
+{
+    if (set_byte_ids(e, byte_ids, tokens) < 0)
+        return -1;
+    if (e->mode == MODE_RANKS && merges != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "token ranks take no merges");
+        return -1;
+    }
+    if (e->mode == MODE_MERGE && build_merge_tables(e, merges) < 0)
+        return -1;
+    /* Whole-word look-ups: on plain byte symbols only (a word with markers or of
+       characters is not a token's bytes); under the merge rule only the tokens merges
+       make (and the bytes) can come out. */
+    if (e->mode == MODE_RANKS || plain_bytes(e)) {
+        if (build_tokens(e, tokens, e->mode == MODE_MERGE ? PyTuple_GET_ITEM(merges, 2) : Py_None) < 0)
+            return -1;
+        e->whole_lookup = 1;
+        if (e->mode == MODE_MERGE && !whole && check_whole(e) < 0)
+            return -1;
+        if (e->mode == MODE_RANKS && build_short_tokens(e) < 0)
+            return -1;
+    }
+    if (e->chars && build_chars(e, chars) < 0)
+        return -1;
+    return 0;
 }
 
 static PyObject *
@@ -2063,26 +794,18 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     int repeat = unique ? tokens_repeat(tokens) : 0;
     if (repeat != 0)
         return repeat < 0 ? NULL : PyErr_Format(PyExc_ValueError, "two tokens have the same bytes");
-    if (mode != MODE_MERGE && mode != MODE_RANKS)
-        return PyErr_Format(PyExc_ValueError, "mode must be 0 (merge ranks) or 1 (token ranks), not %d", mode);
-    if (pattern < PATTERN_NONE || pattern > PATTERN_WHITESPACE)
-        return PyErr_Format(PyExc_ValueError, "pattern must be -1 (none), 0 (gpt2), 1 (cl100k), 2 (o200k) or "
-                            "3 (whitespace), not %d", pattern);
-    if (pattern != PATTERN_NONE && !PyCallable_Check(classify))
-        return PyErr_Format(PyExc_TypeError, "a pattern needs a classify function");
-    if (mode == MODE_RANKS && (chars != Py_None || prefix >= 0 || suffix >= 0))
-        return PyErr_Format(PyExc_ValueError, "token ranks apply to byte symbols without word markers");
-    Encoder *e = (Encoder *)type->tp_alloc(type, 0);
-    if (e == NULL)
+    if (check_options(mode, pattern, classify, chars, prefix, suffix) < 0)
         return NULL;
+    Py_ssize_t n_tokens = PySequence_Size(tokens);
+    if (n_tokens < 0)
+        return NULL;
+    Encoder *self = (Encoder *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Tables *e = &self->t;
     e->mode = mode;
     e->bt_state = mode == MODE_RANKS ? BT_UNBUILT : BT_NEVER;
     e->pattern = pattern;
-    Py_ssize_t n_tokens = PySequence_Size(tokens);
-    if (n_tokens < 0) {
-        Py_DECREF(e);
-        return NULL;
-    }
     e->n_ids = (size_t)n_tokens;
     e->chars = chars != Py_None;
     e->fallback = fallback;
@@ -2090,73 +813,13 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     e->prefix = optional_id(prefix);
     e->suffix = optional_id(suffix);
     Py_INCREF(classify);
-    e->classify = classify;
-    for (int b = 0; b < 256; b++)
-        e->byte_ids[b] = NO_ID;
-    if (byte_ids != Py_None) {
-        Py_ssize_t n;
-        uint32_t *ids = uint32s(byte_ids, &n, "byte_ids");
-        if (ids == NULL)
-            goto fail;
-        if (n != 256) {
-            PyMem_RawFree(ids);
-            PyErr_SetString(PyExc_ValueError, "byte_ids must hold 256 ids");
-            goto fail;
-        }
-        memcpy(e->byte_ids, ids, sizeof e->byte_ids);
-        PyMem_RawFree(ids);
-        e->has_bytes = 1;
-    } else if (!e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
-        if (byte_ids_of_tokens(e, tokens) < 0)
-            goto fail;
-    } else if (!e->chars || fallback) {
-        PyErr_SetString(PyExc_ValueError, "byte symbols (or byte fallback) need byte_ids");
-        goto fail;
+    self->classify = classify;
+    if (build_tables(e, tokens, merges, byte_ids, chars, whole) < 0
+        || (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)) {
+        Py_DECREF(self);
+        return NULL;
     }
-    if (mode == MODE_MERGE && build_pairs(e, merges) < 0)
-        goto fail;
-    if (mode == MODE_RANKS && merges != Py_None) {
-        PyErr_SetString(PyExc_ValueError, "token ranks take no merges");
-        goto fail;
-    }
-    if (mode == MODE_MERGE && e->pairs == NULL) {
-        PyErr_SetString(PyExc_ValueError, "the merge rule needs merges");
-        goto fail;
-    }
-    if (mode == MODE_MERGE && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
-        e->byte_pairs = PyMem_RawMalloc(65536 * sizeof(uint64_t));
-        if (e->byte_pairs == NULL) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        e->table_bytes += 65536 * sizeof(uint64_t);
-        for (size_t ab = 0; ab < 65536; ab++)
-            e->byte_pairs[ab] = pair_find(e, e->byte_ids[ab >> 8], e->byte_ids[ab & 255]);
-    }
-    /* Whole-word look-ups: on plain byte symbols only (a word with markers or of
-       characters is not a token's bytes); under the merge rule only the tokens merges
-       make (and the bytes) can come out. */
-    PyObject *made = NULL;
-    if (mode == MODE_MERGE)
-        made = PyTuple_GET_ITEM(merges, 2);
-    int plain = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
-    if (mode == MODE_RANKS || plain) {
-        if (build_tokens(e, tokens, made ? made : Py_None) < 0)
-            goto fail;
-        e->whole_lookup = 1;
-        if (mode == MODE_MERGE && !whole && check_whole(e) < 0)
-            goto fail;
-        if (mode == MODE_RANKS && build_short_tokens(e) < 0)
-            goto fail;
-    }
-    if (e->chars && build_chars(e, chars) < 0)
-        goto fail;
-    if (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)
-        goto fail;
-    return (PyObject *)e;
-fail:
-    Py_DECREF(e);
-    return NULL;
+    return (PyObject *)self;
 }
 
 /* -- encoding -------------------------------------------------------------------------------- */
@@ -2167,13 +830,13 @@ fail:
 static int
 make_id_objects(Encoder *e)
 {
-    if (e->id_objects != NULL || e->n_ids == 0)
+    if (e->id_objects != NULL || e->t.n_ids == 0)
         return 0;
-    if ((e->id_objects = PyMem_Calloc(e->n_ids, sizeof(PyObject *))) == NULL) {
+    if ((e->id_objects = PyMem_Calloc(e->t.n_ids, sizeof(PyObject *))) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    e->table_bytes += e->n_ids * sizeof(PyObject *);
+    e->t.table_bytes += e->t.n_ids * sizeof(PyObject *);
     return 0;
 }
 
@@ -2183,7 +846,7 @@ static void
 count_ids(const Encoder *e, Work *w, size_t start, size_t end)
 {
     uint32_t *counts = w->counts, *touched = w->touched;
-    size_t n_ids = e->n_ids, n_touched = w->n_touched;
+    size_t n_ids = e->t.n_ids, n_touched = w->n_touched;
     for (size_t i = start; i < end; i++) {
         uint32_t id = w->out[i];
         if (id >= n_ids)
@@ -2221,14 +884,15 @@ make_ints(Encoder *e, const Work *w)
         if (e->id_objects[id] == NULL) {
             if ((e->id_objects[id] = PyLong_FromUnsignedLong(id)) == NULL)
                 return -1;
-            e->table_bytes += 32;
+            e->t.table_bytes += 32;
         }
     }
     return 0;
 }
 
-/* With the GIL (add): the counts of ids[0..n) added to their ints' reference counts,
-   once per id; the counts cleared for the next call either way. */
+/* With the GIL (add): each of ids[0..n) given as many references as its count, for
+   the list items the workers then fill without the GIL (an int per id, not per item:
+   the increments of one object run back to back); the counts cleared either way. */
 static void
 add_references(Encoder *e, uint32_t *counts, const uint32_t *ids, size_t n, int add)
 {
@@ -2236,7 +900,8 @@ add_references(Encoder *e, uint32_t *counts, const uint32_t *ids, size_t n, int 
         uint32_t id = ids[t];
         if (add) {
             PyObject *o = e->id_objects[id];
-            Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)counts[id]);
+            for (uint32_t k = counts[id]; k != 0; k--)
+                Py_INCREF(o);
         }
         counts[id] = 0;
     }
@@ -2261,37 +926,6 @@ static int encode_text(const Encoder *e, Work *w, PyObject *text);
 #define MAX_WORKERS 64
 #define WORKER_CHARS 16384   /* a worker thread for each this many characters, at most */
 
-#if defined(__GNUC__) || defined(__clang__)
-#define TAKE(counter) __atomic_fetch_add((counter), 1, __ATOMIC_RELAXED)
-#else
-#define TAKE(counter) (InterlockedIncrement64((volatile LONG64 *)(counter)) - 1)
-#endif
-
-#ifdef _WIN32
-typedef HANDLE Thread;
-typedef SRWLOCK Lock;
-typedef CONDITION_VARIABLE Cond;
-#define LOCK_INIT(l) InitializeSRWLock(l)
-#define LOCK_FREE(l) ((void)0)
-#define LOCK(l) AcquireSRWLockExclusive(l)
-#define UNLOCK(l) ReleaseSRWLockExclusive(l)
-#define COND_INIT(c) InitializeConditionVariable(c)
-#define COND_FREE(c) ((void)0)
-#define WAIT(c, l) SleepConditionVariableSRW((c), (l), INFINITE, 0)
-#define WAKE_ALL(c) WakeAllConditionVariable(c)
-#else
-typedef pthread_t Thread;
-typedef pthread_mutex_t Lock;
-typedef pthread_cond_t Cond;
-#define LOCK_INIT(l) pthread_mutex_init((l), NULL)
-#define LOCK_FREE(l) pthread_mutex_destroy(l)
-#define LOCK(l) pthread_mutex_lock(l)
-#define UNLOCK(l) pthread_mutex_unlock(l)
-#define COND_INIT(c) pthread_cond_init((c), NULL)
-#define COND_FREE(c) pthread_cond_destroy(c)
-#define WAIT(c, l) pthread_cond_wait((c), (l))
-#define WAKE_ALL(c) pthread_cond_broadcast(c)
-#endif
 
 /* The texts of a call and where their ids are: text k's in work[owner[k]]->out, from
    spans[2k] to spans[2k + 1] (SIZE_MAX: None). Workers take the next text not yet
@@ -2374,7 +1008,7 @@ static void
 fill_some(Batch *b, int id)
 {
     PyObject **objects = b->e->id_objects;
-    size_t n_ids = b->e->n_ids;
+    size_t n_ids = b->e->t.n_ids;
     for (Py_ssize_t k = 0; k < b->n; k++) {
         if (b->lists[k] == Py_None || b->owner[k] != id)
             continue;
@@ -2392,7 +1026,7 @@ fill_some(Batch *b, int id)
 static void
 merge_counts(Batch *b, int id)
 {
-    size_t n_ids = b->e->n_ids, lo = n_ids * id / b->n_work, hi = n_ids * (id + 1) / b->n_work;
+    size_t n_ids = b->e->t.n_ids, lo = n_ids * id / b->n_work, hi = n_ids * (id + 1) / b->n_work;
     uint32_t *sum = b->work[0]->counts, *added = b->work[0]->added + lo;
     size_t n_added = 0;
     for (int u = 1; u < b->n_work; u++) {
@@ -2438,11 +1072,7 @@ run_worker(Worker *worker)
         fill_share(b, worker->id);
 }
 
-#ifdef _WIN32
-static unsigned __stdcall worker_main(void *arg) { run_worker((Worker *)arg); return 0; }
-#else
-static void *worker_main(void *arg) { run_worker((Worker *)arg); return NULL; }
-#endif
+THREAD_MAIN(worker_main, run_worker, Worker)
 
 /* Without the GIL: workers 1..n_work - 1 started on threads, worker 0 run here, until
    every worker has encoded its texts. A worker whose thread cannot be started is run
@@ -2459,13 +1089,7 @@ encode_on_threads(Batch *b)
     for (int k = 0; k < b->n_work; k++)
         workers[k] = (Worker){b, k};
     for (int k = 1; k < b->n_work; k++) {
-#ifdef _WIN32
-        uintptr_t h = _beginthreadex(NULL, 0, worker_main, &workers[k], 0, NULL);
-        b->threads[k] = (HANDLE)h;
-        b->started[k] = h != 0;
-#else
-        b->started[k] = pthread_create(&b->threads[k], NULL, worker_main, &workers[k]) == 0;
-#endif
+        b->started[k] = thread_start(&b->threads[k], worker_main, &workers[k]);
         if (!b->started[k]) {
             LOCK(&b->lock);
             b->encoded++;
@@ -2501,12 +1125,7 @@ end_threads(Batch *b, int go)
     for (int k = 1; k < b->n_work; k++) {
         if (!b->started[k])
             continue;
-#ifdef _WIN32
-        WaitForSingleObject(b->threads[k], INFINITE);
-        CloseHandle(b->threads[k]);
-#else
-        pthread_join(b->threads[k], NULL);
-#endif
+        thread_join(b->threads[k]);
     }
     LOCK_FREE(&b->lock);
     COND_FREE(&b->cond);
@@ -2583,16 +1202,16 @@ counts_ready(Batch *b)
     for (int t = 0; t < b->n_work; t++) {
         Work *w = b->work[t];
         w->missing = 0;
-        if (e->n_ids == 0)
+        if (e->t.n_ids == 0)
             continue;
-        if (t == 0 && b->n_work > 1 && w->added == NULL && (w->added = malloc(e->n_ids * sizeof(uint32_t))) == NULL) {
+        if (t == 0 && b->n_work > 1 && w->added == NULL && (w->added = malloc(e->t.n_ids * sizeof(uint32_t))) == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         if (w->counts != NULL)
             continue;
-        w->counts = calloc(e->n_ids, sizeof(uint32_t));
-        w->touched = malloc(e->n_ids * sizeof(uint32_t));
+        w->counts = calloc(e->t.n_ids, sizeof(uint32_t));
+        w->touched = malloc(e->t.n_ids * sizeof(uint32_t));
         if (w->counts == NULL || w->touched == NULL) {
             free(w->counts);
             free(w->touched);
@@ -2669,7 +1288,7 @@ batch_objects(Batch *b, int as_bytes, PyObject **out)
     for (int t = 0; t < b->n_work; t++) {
         missing |= b->work[t]->missing;
         if (b->n_work > 1) {
-            size_t lo = b->e->n_ids * t / b->n_work;
+            size_t lo = b->e->t.n_ids * t / b->n_work;
             add_references(b->e, w0->counts, w0->added + lo, b->n_added[t], 1);
         }
         b->work[t]->n_touched = b->work[t]->n_added = b->work[t]->n_fresh = 0;
@@ -2744,7 +1363,7 @@ has_surrogate(const void *data, int kind, Py_ssize_t n)
 static int
 text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
 {
-    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
+    const uint8_t *classes = e->t.pattern != PATTERN_NONE && n ? e->t.classes : NULL;
     int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
     if (kind == PyUnicode_1BYTE_KIND)
         return state;
@@ -2767,9 +1386,9 @@ settle_text(Encoder *e, PyObject *text)
         return TEXT_SURROGATE;
     /* the first 256 before any wider character: text_state takes classes[0xFF] to mean
        all of them are known */
-    if (e->pattern != PATTERN_NONE && n
-            && (classify_text(e->classes, NULL, PyUnicode_1BYTE_KIND, 0, e->classify) < 0
-                || classify_text(e->classes, data, kind, n, e->classify) < 0))
+    if (e->t.pattern != PATTERN_NONE && n
+            && (classify_text(e->t.classes, NULL, PyUnicode_1BYTE_KIND, 0, e->classify) < 0
+                || classify_text(e->t.classes, data, kind, n, e->classify) < 0))
         return -1;
     return TEXT_READY;
 }
@@ -2783,9 +1402,9 @@ encode_text(const Encoder *e, Work *w, PyObject *text)
     int kind = PyUnicode_KIND(text), ascii = PyUnicode_IS_ASCII(text);
     if (n == 0)
         return 0;
-    if (e->pattern == PATTERN_NONE)
-        return encode_span(e, w, data, kind, ascii, 0, n);
-    return scanners[e->pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](e, w, data, ascii, n);
+    if (e->t.pattern == PATTERN_NONE)
+        return encode_span(&e->t, w, data, kind, ascii, 0, n);
+    return scanners[e->t.pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](&e->t, w, data, ascii, n);
 }
 
 /* One text of a call, its ids added to w->out: its state (TEXT_READY: encoded,
@@ -2862,10 +1481,10 @@ order_texts(Batch *b, Py_ssize_t longest)
 {
     if (b->n_work < 2 || longest * 4 * b->n_work <= b->chars)
         return 0;
-    Sized *sized = PyMem_RawMalloc((size_t)b->n * sizeof(Sized));
-    b->order = PyMem_RawMalloc((size_t)b->n * sizeof(Py_ssize_t));
+    Sized *sized = malloc((size_t)b->n * sizeof(Sized));
+    b->order = malloc((size_t)b->n * sizeof(Py_ssize_t));
     if (sized == NULL || b->order == NULL) {
-        PyMem_RawFree(sized);
+        free(sized);
         PyErr_NoMemory();
         return -1;
     }
@@ -2874,7 +1493,7 @@ order_texts(Batch *b, Py_ssize_t longest)
     qsort(sized, (size_t)b->n, sizeof(Sized), longer_first);
     for (Py_ssize_t k = 0; k < b->n; k++)
         b->order[k] = sized[k].k;
-    PyMem_RawFree(sized);
+    free(sized);
     return 0;
 }
 
@@ -2949,8 +1568,8 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
     most = most < MAX_WORKERS ? most : MAX_WORKERS;
     workers = workers < 1 ? 1 : workers < most ? workers : (int)most;
     size_t n = (size_t)(b.n ? b.n : 1);
-    b.spans = PyMem_RawMalloc(n * 2 * sizeof(size_t));
-    b.owner = PyMem_RawMalloc(n);
+    b.spans = malloc(n * 2 * sizeof(size_t));
+    b.owner = malloc(n);
     PyObject *out = NULL;
     int ok = b.spans != NULL && b.owner != NULL;
     if (!ok)
@@ -2976,9 +1595,9 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
             count_references(e, w, 0);
         work_give(e, w);
     }
-    PyMem_RawFree(b.spans);
-    PyMem_RawFree(b.owner);
-    PyMem_RawFree(b.order);
+    free(b.spans);
+    free(b.owner);
+    free(b.order);
     Py_DECREF(tuple);
     return out;
 }
@@ -3017,7 +1636,7 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
     cache_init(w, 8 * n);
     for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
         PyObject *word = PyTuple_GET_ITEM(tuple, k);
-        rc = encode_span(e, w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
+        rc = encode_span(&e->t, w, PyUnicode_DATA(word), PyUnicode_KIND(word), PyUnicode_IS_ASCII(word), 0,
                          PyUnicode_GET_LENGTH(word));
     }
     Py_END_ALLOW_THREADS
@@ -3028,7 +1647,7 @@ Encoder_encode_words(Encoder *e, PyObject *args, PyObject *kwargs)
 static PyObject *
 Encoder_table_bytes(Encoder *e, PyObject *unused)
 {
-    return PyLong_FromSize_t(e->table_bytes);
+    return PyLong_FromSize_t(e->t.table_bytes);
 }
 
 static PyMethodDef Encoder_methods[] = {
@@ -3070,147 +1689,6 @@ static PyTypeObject EncoderType = {
 };
 
 /* -- rank files ------------------------------------------------------------------------------- */
-
-#define RANK_LINE_MAX (1u << 20)
-#define RANK_MAX 0x7FFFFFFFu
-
-static inline int
-base64_value(uint8_t c)
-{
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
-/* The bytes of p[0..n), strict base64 with its padding, at out; their number, or -1. */
-static Py_ssize_t
-base64_decode(const uint8_t *p, size_t n, uint8_t *out)
-{
-    if (n == 0 || n % 4)
-        return -1;
-    size_t pad = p[n - 1] == '=' ? (p[n - 2] == '=' ? 2 : 1) : 0;
-    uint8_t *o = out;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        for (int j = 0; j < 4; j++) {
-            v[j] = i + j >= n - pad ? 0 : base64_value(p[i + j]);
-            if (v[j] < 0)
-                return -1;
-        }
-        uint32_t x = ((uint32_t)v[0] << 18) | ((uint32_t)v[1] << 12) | ((uint32_t)v[2] << 6) | (uint32_t)v[3];
-        *o++ = (uint8_t)(x >> 16);
-        if (i + 4 < n || pad < 2)
-            *o++ = (uint8_t)(x >> 8);
-        if (i + 4 < n || pad < 1)
-            *o++ = (uint8_t)x;
-    }
-    return o - out;
-}
-
-static inline int
-is_blank(uint8_t c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-typedef struct {
-    uint8_t *bytes;       /* every token's bytes, in file order */
-    uint32_t *offsets;    /* token k: bytes[offsets[k]..offsets[k + 1]) */
-    uint32_t *ranks;
-    size_t n;
-    uint32_t max_rank;
-} RankFile;
-
-/* The tokens and ranks of a rank file in its plainest form (each line a base64 token,
-   blanks, a decimal rank); 0, or -1 where anything else is met (the caller's reader
-   then says what), or -2 out of memory. Run without the GIL. */
-static int
-parse_rank_lines(const uint8_t *p, size_t size, RankFile *f)
-{
-    size_t lines = 1;
-    for (size_t i = 0; i < size; i++)
-        lines += p[i] == '\n';
-    f->bytes = malloc(size ? size : 1);
-    f->offsets = malloc((lines + 1) * sizeof(uint32_t));
-    f->ranks = malloc(lines * sizeof(uint32_t));
-    if (f->bytes == NULL || f->offsets == NULL || f->ranks == NULL || size >= NO_ID)
-        return size >= NO_ID ? -1 : -2;
-    size_t at = 0;
-    f->offsets[0] = 0;
-    for (size_t i = 0; i < size;) {
-        const uint8_t *end = memchr(p + i, '\n', size - i);
-        size_t stop = end ? (size_t)(end - p) : size, next = stop + 1;
-        if (stop - i >= RANK_LINE_MAX)
-            return -1;
-        while (i < stop && is_blank(p[i]))
-            i++;
-        while (stop > i && is_blank(p[stop - 1]))
-            stop--;
-        if (i == stop) {
-            i = next;
-            continue;
-        }
-        size_t token_end = i;
-        while (token_end < stop && !is_blank(p[token_end]))
-            token_end++;
-        size_t digits = token_end;
-        while (digits < stop && is_blank(p[digits]))
-            digits++;
-        if (digits == token_end || digits == stop)
-            return -1;
-        uint64_t rank = 0;
-        for (size_t j = digits; j < stop; j++) {
-            if (p[j] < '0' || p[j] > '9' || (rank = rank * 10 + (p[j] - '0')) > RANK_MAX)
-                return -1;
-        }
-        Py_ssize_t len = base64_decode(p + i, token_end - i, f->bytes + at);
-        if (len <= 0)
-            return -1;
-        at += (size_t)len;
-        f->ranks[f->n] = (uint32_t)rank;
-        f->offsets[++f->n] = (uint32_t)at;
-        if (rank > f->max_rank)
-            f->max_rank = (uint32_t)rank;
-        i = next;
-    }
-    return 0;
-}
-
-/* Whether two tokens of the file are the same bytes, or two have one rank; -1 out of memory. */
-static int
-has_repeats(const RankFile *f)
-{
-    size_t capacity = capacity_for(f->n);
-    uint32_t *slots = malloc(capacity * sizeof(uint32_t));
-    uint8_t *seen = calloc((size_t)f->max_rank / 8 + 1, 1);
-    int found = 0;
-    if (slots == NULL || seen == NULL) {
-        free(slots);
-        free(seen);
-        return -1;
-    }
-    memset(slots, 0xFF, capacity * sizeof(uint32_t));
-    for (size_t k = 0; k < f->n && !found; k++) {
-        uint32_t r = f->ranks[k];
-        found = (seen[r >> 3] >> (r & 7)) & 1;
-        seen[r >> 3] |= (uint8_t)(1u << (r & 7));
-        const uint8_t *t = f->bytes + f->offsets[k];
-        size_t len = f->offsets[k + 1] - f->offsets[k];
-        size_t j = (size_t)hash_bytes(t, len) & (capacity - 1);
-        for (; slots[j] != NO_ID && !found; j = (j + 1) & (capacity - 1)) {
-            uint32_t o = slots[j];
-            found = f->offsets[o + 1] - f->offsets[o] == len && memcmp(f->bytes + f->offsets[o], t, len) == 0;
-        }
-        slots[j] = (uint32_t)k;
-    }
-    free(slots);
-    free(seen);
-    return found;
-}
-
 static PyObject *
 rank_tokens(const RankFile *f)
 {

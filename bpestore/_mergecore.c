@@ -28,20 +28,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _WIN32
-#include <windows.h>
-#include <process.h>
-#else
-#include <pthread.h>
-#endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(p) __builtin_prefetch(p)
-#define TAKE(counter) __atomic_fetch_add((counter), 1, __ATOMIC_RELAXED)
-#else
-#define PREFETCH(p) ((void)0)
-#define TAKE(counter) ((uint32_t)InterlockedIncrement((volatile LONG *)(counter)) - 1)
-#endif
+#include "cores/hash.h"
+#include "cores/threads.h"
 
 #define EMPTY UINT64_MAX
 #define INLINE_CAP 2
@@ -198,12 +187,6 @@ static int grow32(void **p, uint32_t *cap, uint64_t need, size_t size) {
 }
 
 /* -- pair table ---------------------------------------------------------------- */
-static inline uint64_t hash(uint64_t key) {
-    key ^= key >> 29;
-    key *= 0xbf58476d1ce4e5b9ULL;
-    key ^= key >> 32;
-    return key;
-}
 
 static inline uint32_t *bucket(Slot *s) { return s->cap > INLINE_CAP ? s->w.ptr : s->w.inl; }
 
@@ -214,7 +197,7 @@ static void free_bucket(Slot *s) {
 }
 
 static Slot *find(Trainer *t, uint64_t key) {
-    uint64_t i = hash(key) & t->mask;
+    uint64_t i = mix_pair_key(key) & t->mask;
     for (;;) {
         Slot *s = &t->slots[i];
         if (s->key == key) return s;
@@ -232,7 +215,7 @@ static int rehash(Trainer *t, uint64_t capacity) {
         for (uint64_t i = 0; i <= t->mask; i++) {
             Slot *s = &t->slots[i];
             if (s->key == EMPTY) continue;
-            uint64_t j = hash(s->key) & mask;
+            uint64_t j = mix_pair_key(s->key) & mask;
             while (fresh[j].key != EMPTY) j = (j + 1) & mask;
             fresh[j] = *s;
         }
@@ -246,7 +229,7 @@ static int rehash(Trainer *t, uint64_t capacity) {
 /* The slot of `key`, created (count 0, no words) when absent; NULL on MemoryError. */
 static Slot *find_or_add(Trainer *t, uint64_t key) {
     if ((t->used + 1) * 10 > (t->mask + 1) * 7 && rehash(t, (t->mask + 1) * 2) < 0) return NULL;
-    uint64_t i = hash(key) & t->mask;
+    uint64_t i = mix_pair_key(key) & t->mask;
     for (;;) {
         Slot *s = &t->slots[i];
         if (s->key == key) return s;
@@ -271,7 +254,7 @@ static void delete_slot(Trainer *t, Slot *s) {
         j = (j + 1) & t->mask;
         Slot *n = &t->slots[j];
         if (n->key == EMPTY) break;
-        uint64_t home = hash(n->key) & t->mask;
+        uint64_t home = mix_pair_key(n->key) & t->mask;
         /* n may move to i unless its home lies cyclically in (i, j] */
         if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
         t->slots[i] = *n;
@@ -517,7 +500,7 @@ static int usable(Trainer *t, int built) {
 /* -- replay: per-word BPE with ranks ------------------------------------------------ */
 /* The rank of pair `key` in stage `st`, or st->n when it has none. */
 static inline uint32_t rank_of(const Stage *st, uint64_t key) {
-    uint64_t i = hash(key) & st->mask;
+    uint64_t i = mix_pair_key(key) & st->mask;
     for (;;) {
         const RankSlot *r = &st->ranks[i];
         if (r->key == key) return r->rank;
@@ -688,7 +671,7 @@ static PyObject *Trainer_replay(Trainer *t, PyObject *merges) {
         Py_DECREF(item);
         st.made[r] = (uint32_t)v[2];
         uint64_t key = ((uint64_t)v[0] << 32) | v[1];
-        uint64_t i = hash(key) & st.mask;
+        uint64_t i = mix_pair_key(key) & st.mask;
         while (st.ranks[i].key != EMPTY && st.ranks[i].key != key) i = (i + 1) & st.mask;
         if (st.ranks[i].key == EMPTY) {  /* else: listed before, keeps its first rank */
             st.ranks[i].key = key;
@@ -859,7 +842,7 @@ static Local *local_pair(Work *wk, uint64_t key) {
         uint64_t *fresh = calloc(cap, sizeof(uint64_t));
         if (fresh == NULL) return NULL;
         for (uint64_t k = 0; k < wk->n_loc; k++) {
-            uint64_t i = hash(wk->loc[k].key) & (cap - 1);
+            uint64_t i = mix_pair_key(wk->loc[k].key) & (cap - 1);
             while (fresh[i]) i = (i + 1) & (cap - 1);
             fresh[i] = k + 1;
         }
@@ -867,7 +850,7 @@ static Local *local_pair(Work *wk, uint64_t key) {
         wk->index = fresh;
         wk->mask = cap - 1;
     }
-    uint64_t i = hash(key) & wk->mask;
+    uint64_t i = mix_pair_key(key) & wk->mask;
     for (;;) {
         uint64_t at = wk->index[i];
         if (at == 0) break;
@@ -992,40 +975,21 @@ static void run_work(Work *wk) {
     }
 }
 
-#ifdef _WIN32
-static unsigned __stdcall work_main(void *arg) { run_work((Work *)arg); return 0; }
-#else
-static void *work_main(void *arg) { run_work((Work *)arg); return NULL; }
-#endif
+THREAD_MAIN(work_main, run_work, Work)
 
 /* Run t->work[0:n]: n - 1 threads and the calling one (called without the GIL). A
  * thread that cannot be started has its share run here instead. */
 static void run_workers(Trainer *t, int n) {
-#ifdef _WIN32
-    HANDLE threads[MAX_THREADS];
-#else
-    pthread_t threads[MAX_THREADS];
-#endif
+    Thread threads[MAX_THREADS];
     int started[MAX_THREADS];
     for (int k = 1; k < n; k++) {
-#ifdef _WIN32
-        uintptr_t h = _beginthreadex(NULL, 0, work_main, &t->work[k], 0, NULL);
-        threads[k] = (HANDLE)h;
-        started[k] = h != 0;
-#else
-        started[k] = pthread_create(&threads[k], NULL, work_main, &t->work[k]) == 0;
-#endif
+        started[k] = thread_start(&threads[k], work_main, &t->work[k]);
         if (!started[k]) run_work(&t->work[k]);
     }
     run_work(&t->work[0]);
     for (int k = 1; k < n; k++) {
         if (!started[k]) continue;
-#ifdef _WIN32
-        WaitForSingleObject(threads[k], INFINITE);
-        CloseHandle(threads[k]);
-#else
-        pthread_join(threads[k], NULL);
-#endif
+        thread_join(threads[k]);
     }
 }
 
@@ -1461,7 +1425,7 @@ static int64_t *codes_of(PyObject *obj, Py_ssize_t *n) {
  * keeps), or -1; the table: open addressing, keys + 1 (0: empty). */
 static inline int64_t seam_rank(const uint64_t *keys, const int64_t *ranks, uint64_t mask, int64_t x, int64_t y) {
     uint64_t key = (((uint64_t)(x + 256) << 32) | (uint64_t)(y + 256)) + 1;
-    for (uint64_t i = hash(key) & mask;; i = (i + 1) & mask) {
+    for (uint64_t i = mix_pair_key(key) & mask;; i = (i + 1) & mask) {
         if (keys[i] == key) return ranks[i];
         if (keys[i] == 0) return -1;
     }
@@ -1495,7 +1459,7 @@ static PyObject *seam_problem(PyObject *self, PyObject *args) {
             goto done;
         }
         uint64_t key = (((uint64_t)(lefts[k] + 256) << 32) | (uint64_t)(rights[k] + 256)) + 1;
-        uint64_t i = hash(key) & mask;
+        uint64_t i = mix_pair_key(key) & mask;
         while (keys[i] != 0 && keys[i] != key) i = (i + 1) & mask;
         keys[i] = key;
         ranks[i] = k;

@@ -1,0 +1,133 @@
+/* Long words under token ranks, found token by token with backtracking over a trie of the
+   tokens' bytes (the tables are built by the binding, backtrack_ready, on the first such word). */
+#ifndef BPESTORE_BACKTRACK_H
+#define BPESTORE_BACKTRACK_H
+
+#include "merge_word.h"
+
+/* -- long words under token ranks: backtracking ------------------------------------------------
+
+   A long word (more than BACKTRACK_BYTES bytes) is encoded left to right: at each position the
+   longest token there (a walk down the trie of the tokens' bytes) is taken where it may follow
+   the token before it, else the longest shorter token that is a prefix of it, and so on; where
+   none may, the token before is taken back and its end marked as a position no encoding passes.
+   Whether token b may follow token a (bt_valid_pair): undo the merges that made a and b, the
+   later one first, and ask at each step whether the merge rule would rather have joined the two
+   pieces across the cut (their pair makes a token of lower rank than what was undone). The
+   tokens are those a word of their own bytes merges into (others never come out of a merge), each
+   with the last merge that made it; the ranks are the ids. */
+#define BACKTRACK_BYTES 16  /* from 17 bytes on backtracking was the faster (CJK words, cl100k and o200k) */
+enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
+#define BT_NONE 0x7FFFFFFFu
+#define BT_DEEPER 0x80000000u
+
+static int backtrack_ready(const Tables *e);
+
+static inline uint32_t
+bt_child(const Tables *e, uint32_t node, uint8_t byte)
+{
+    uint64_t key = (((uint64_t)node << 8) | byte) + 1;
+    size_t mask = ((size_t)1 << (64 - e->bt_edge_shift)) - 1;
+    for (size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);; j = (j + 1) & mask) {
+        uint64_t slot = e->bt_edges[j];
+        if ((uint32_t)slot == key)
+            return (uint32_t)(slot >> 32);
+        if (slot == 0)
+            return 0;
+    }
+}
+
+/* The longest token at p[0..n), n >= 1. */
+static inline uint32_t
+bt_longest(const Tables *e, const uint8_t *p, size_t n)
+{
+    uint32_t best = e->byte_ids[p[0]];
+    if (n < 2)
+        return best;
+    uint32_t node = e->bt_two[((size_t)p[0] << 8) | p[1]];
+    for (size_t i = 2; node != 0; i++) {
+        uint64_t v = e->bt_nodes[node];
+        best = ((uint32_t)v & BT_NONE) != BT_NONE ? (uint32_t)v & BT_NONE : best;
+        if (i == n || !(v & BT_DEEPER))
+            break;
+        uint32_t only = (uint32_t)(v >> 32);
+        if (only != 0 && (only & 255) != p[i])
+            break;
+        node = only != 0 ? only >> 8 : bt_child(e, node, p[i]);
+    }
+    return best;
+}
+
+/* Whether BPE leaves token b right after token a (their bytes side by side). */
+static inline int
+bt_valid_pair(const Tables *e, uint32_t a, uint32_t b)
+{
+    uint32_t limit = NO_ID;  /* the ranks still open to a merge across the cut: below it */
+    for (;;) {
+        uint64_t key = ((uint64_t)a << 32) | b, h = mix64(key), bit = h >> e->bt_pair_shift;
+        if (e->bt_pair_bits[bit >> 6] >> (bit & 63) & 1) {
+            uint64_t made = pair_find_hashed(e, key, h);
+            if (made != NO_PAIR && (uint32_t)made < limit)
+                return 0;
+        }
+        if (a > b) {
+            limit = a;
+            a = (uint32_t)e->bt_split[a];
+            if (a == limit) {
+                limit = b + 1;
+                b = (uint32_t)(e->bt_split[b] >> 32);
+                if (b + 1 == limit)
+                    return 1;
+            }
+        } else {
+            limit = b + 1;
+            b = (uint32_t)(e->bt_split[b] >> 32);
+            if (b + 1 == limit) {
+                limit = a;
+                a = (uint32_t)e->bt_split[a];
+                if (a == limit)
+                    return 1;
+            }
+        }
+    }
+}
+
+/* The ids of bytes[0..n) in w->symbols: their number, or -1 (w->fail set). */
+static ptrdiff_t
+backtrack(const Tables *e, Work *w, const uint8_t *bytes, size_t n)
+{
+    size_t n_words = (n + 64) / 64;  /* a bit for each position 0..n: 1 while some encoding may pass it */
+    if (symbols_room(w, n + 2) < 0 || grow(w, (void **)&w->heap, &w->heap_cap, 0, n_words, sizeof(uint64_t)) < 0)
+        return -1;
+    uint64_t *open = w->heap;
+    memset(open, 0xFF, n_words * sizeof(uint64_t));
+    uint32_t *s = w->symbols;
+    size_t m = 0, pos = 0;
+    uint32_t next = bt_longest(e, bytes, n);
+    while (next != NO_ID) {
+        uint32_t token = next, last = m ? s[m - 1] : NO_ID;
+        for (;;) {
+            size_t end = pos + e->bt_len[token];
+            if ((open[end >> 6] >> (end & 63) & 1) && (last == NO_ID || bt_valid_pair(e, last, token))) {
+                s[m++] = token;
+                pos = end;
+                next = pos < n ? bt_longest(e, bytes + pos, n - pos) : NO_ID;
+                break;
+            }
+            if (e->bt_prefix[token] != NO_ID) {
+                token = e->bt_prefix[token];
+                continue;
+            }
+            if (m == 0)  /* no encoding at all: the tables do not hold what they should */
+                return 0;
+            open[pos >> 6] &= ~(1ULL << (pos & 63));
+            m--;
+            pos -= e->bt_len[last];
+            next = last;
+            break;
+        }
+    }
+    return (ptrdiff_t)m;
+}
+
+#endif

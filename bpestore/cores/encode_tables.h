@@ -1,0 +1,194 @@
+/* The encode core's tables of a version (built once, then only read) and their look-ups.
+   Plain C over arrays: the binding (_encodecore.c) builds them from Python objects. */
+#ifndef BPESTORE_ENCODE_TABLES_H
+#define BPESTORE_ENCODE_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+
+enum { MODE_MERGE = 0, MODE_RANKS = 1 };
+enum { PATTERN_NONE = -1, PATTERN_WHITESPACE = 3 };  /* 0..2: _pretok.h's */
+enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
+
+#define NO_ID 0xFFFFFFFFu
+#define NO_PAIR UINT64_MAX
+#define SHORT_SYMBOLS 16       /* (2 * SHORT_SYMBOLS + 2 <= 64, the least room of the symbol arrays) */
+#define MID_SYMBOLS 256
+#define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
+#define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
+#define CACHE_SLOTS_MAX (1u << 15)
+
+/* -- the tables of a version ---------------------------------------------------------- */
+
+typedef struct {
+    uint64_t key;    /* (left << 32) | right; NO_PAIR: empty */
+    uint32_t rank;
+    uint32_t made;
+} PairSlot;
+
+/* 16 bytes: four to a cache line. */
+typedef struct {
+    uint32_t tag;         /* the hash's high half */
+    uint32_t offset;      /* of its bytes in Encoder.token_bytes */
+    uint32_t len : 31;    /* 0: empty slot */
+    uint32_t whole : 1;   /* the token is what a word of exactly its bytes encodes to */
+    uint32_t id;
+} TokenSlot;
+
+typedef struct {
+    uint32_t code_point;  /* NO_ID: empty */
+    uint32_t id;
+} CharSlot;
+
+/* A version's tables: built once, then only read (by any number of threads). */
+typedef struct {
+    int mode;
+    int pattern;
+    int chars;             /* symbols are characters (else UTF-8 bytes) */
+    int fallback;          /* an unseen character becomes its bytes */
+    uint32_t unk;          /* or this token (NO_ID: neither: the call gives None) */
+    uint32_t prefix, suffix;  /* word markers (NO_ID: none) */
+    uint32_t byte_ids[256];
+    int has_bytes;
+    PairSlot *pairs;
+    size_t pair_mask;
+    TokenSlot *tokens;
+    size_t token_mask;
+    uint8_t *token_bytes;
+    uint64_t *token_bits;  /* bit (h >> token_shift) of each token's hash h set: most spans that
+                              are no token are told so without reading the (larger) table */
+    int token_shift;
+    size_t max_token_len;
+    int whole_lookup;      /* a word that is a token may be looked up whole */
+    CharSlot *char_table;
+    size_t char_mask;
+    uint8_t *classes;      /* the class of each code point (_pretok.h), 0: not asked yet; the
+                              process's shared table where classify is the first one given */
+    int own_classes;       /* classes is this encoder's own (another classify function) */
+    uint64_t *byte_pairs;   /* plain byte symbols: the pair of bytes (a << 8) | b */
+    uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
+                               (short_key): one look-up, no filter, no second read; 0: empty */
+    int short_shift;
+    /* long words under token ranks, encoded by backtracking (NULL: not built, the merges encode them) */
+    uint64_t *bt_nodes;       /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
+                                 none), BT_DEEPER set where a longer token goes on from it; above bit 32,
+                                 where it has one child only: (child << 8) | byte */
+    uint32_t *bt_two;         /* the node of two bytes (a << 8) | b, 0: none (node 1 + b: the byte b) */
+    uint64_t *bt_edges;       /* a deeper node: slot (child << 32) | ((parent << 8 | byte) + 1), 0: empty */
+    int bt_edge_shift;
+    uint64_t *bt_split;       /* by id: (left << 32) | right, the last merge of its own bytes; (id, id): a byte */
+    uint32_t *bt_prefix;      /* by id: the longest token that is a strict prefix of it, or NO_ID */
+    uint8_t *bt_len;          /* by id: its length in bytes */
+    uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
+    int bt_pair_shift;
+    int bt_state;             /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
+    size_t n_ids;
+    size_t table_bytes;
+} Tables;
+
+
+/* The pair key = (a << 32) | b, of hash h = mix64(key), in the merge table:
+   (rank << 32) | made, or NO_PAIR. */
+static inline uint64_t
+pair_find_hashed(const Tables *e, uint64_t key, uint64_t h)
+{
+    size_t j = (size_t)h & e->pair_mask;
+    for (;;) {
+        const PairSlot *s = &e->pairs[j];
+        if (s->key == key)
+            return ((uint64_t)s->rank << 32) | s->made;
+        if (s->key == NO_PAIR)
+            return NO_PAIR;
+        j = (j + 1) & e->pair_mask;
+    }
+}
+
+static inline uint64_t
+pair_find(const Tables *e, uint32_t a, uint32_t b)
+{
+    uint64_t key = ((uint64_t)a << 32) | b;
+    return pair_find_hashed(e, key, mix64(key));
+}
+
+/* Fetch early the slot where pair_find(e, a, b) starts looking. */
+static inline void
+prefetch_pair(const Tables *e, uint32_t a, uint32_t b)
+{
+    PREFETCH(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
+}
+
+static inline const TokenSlot *
+token_find(const Tables *e, const uint8_t *p, size_t n, uint64_t h)
+{
+    size_t j = (size_t)h & e->token_mask;
+    for (;;) {
+        const TokenSlot *s = &e->tokens[j];
+        if (s->len == 0)
+            return NULL;
+        if (s->tag == (uint32_t)(h >> 32) && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
+            return s;
+        j = (j + 1) & e->token_mask;
+    }
+}
+
+static inline uint32_t
+char_find(const Tables *e, uint32_t c)
+{
+    size_t j = (size_t)mix64(c) & e->char_mask;
+    for (;;) {
+        const CharSlot *s = &e->char_table[j];
+        if (s->code_point == c)
+            return s->id;
+        if (s->code_point == NO_ID)
+            return NO_ID;
+        j = (j + 1) & e->char_mask;
+    }
+}
+
+static size_t
+capacity_for(size_t n)
+{
+    size_t capacity = 16;
+    while (capacity < 2 * n)
+        capacity <<= 1;
+    return capacity;
+}
+
+/* The tokens of 2..SHORT_TOKEN_LEN bytes: a slot is the key (the bytes, and the
+   length from bit 32 on) with the id from bit SHORT_ID_SHIFT on. */
+#define SHORT_TOKEN_LEN 4
+#define SHORT_ID_SHIFT 35
+#define SHORT_KEY_MASK ((1ULL << SHORT_ID_SHIFT) - 1)
+
+static inline uint64_t
+short_key(const uint8_t *p, size_t n)
+{
+    uint32_t bytes = n == 4 ? load32(p) : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (n == 3 ? (uint32_t)p[2] << 16 : 0);
+    return (uint64_t)bytes | (uint64_t)n << 32;
+}
+
+static inline size_t
+short_slot(const Tables *e, uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> e->short_shift);
+}
+
+/* The id of the token of key's bytes, or NO_ID. */
+static inline uint32_t
+short_find(const Tables *e, uint64_t key)
+{
+    size_t mask = ((size_t)1 << (64 - e->short_shift)) - 1;
+    for (size_t j = short_slot(e, key);; j = (j + 1) & mask) {
+        uint64_t slot = e->short_tokens[j];
+        if ((slot & SHORT_KEY_MASK) == key)
+            return (uint32_t)(slot >> SHORT_ID_SHIFT);
+        if (slot == 0)
+            return NO_ID;
+    }
+}
+
+#endif

@@ -1,0 +1,158 @@
+/* One encode call's scratch space: the ids it gives, a word's symbols, its cache of words. */
+#ifndef BPESTORE_ENCODE_WORK_H
+#define BPESTORE_ENCODE_WORK_H
+
+#include "encode_tables.h"
+
+/* -- one call's scratch space and cache -------------------------------------------------- */
+
+/* One word the cache remembers: one cache line, the slot its hash picks (the last
+   word there stays). */
+typedef struct {
+    uint8_t len;   /* 0: empty */
+    uint8_t n_ids;
+    uint8_t key[CACHE_KEY_MAX];
+    uint32_t ids[CACHE_IDS_MAX];
+} CacheSlot;
+
+typedef struct Work {
+    uint32_t *out;
+    size_t n_out, out_cap;
+    uint8_t *utf8;          /* a word's UTF-8 */
+    size_t utf8_cap;
+    uint32_t *symbols;      /* merging */
+    uint32_t *positions;
+    uint32_t *next, *prev;
+    size_t symbols_cap;
+    uint64_t *heap;
+    size_t heap_len, heap_cap;
+    CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
+    size_t cache_mask;
+    int fail;
+    uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
+    uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
+    size_t n_touched, n_fresh;
+    uint32_t *added;       /* the ids other works of a call counted that this one did not */
+    size_t n_added;
+    int missing;           /* an id without an int: its item left NULL */
+} Work;
+
+static void
+work_free(Work *w)
+{
+    free(w->out);
+    free(w->utf8);
+    free(w->symbols);
+    free(w->positions);
+    free(w->next);
+    free(w->prev);
+    free(w->heap);
+    free(w->cache);
+    free(w->counts);
+    free(w->touched);
+    free(w->added);
+}
+
+/* Room for `more` items after `len` in an array of `size`-byte items; 0, or -1 (FAIL_MEMORY set). */
+static int
+grow(Work *w, void **array, size_t *cap, size_t len, size_t more, size_t size)
+{
+    if (len + more <= *cap)
+        return 0;
+    size_t want = *cap ? *cap : 64;
+    while (want < len + more)
+        want *= 2;
+    void *bigger = realloc(*array, want * size);
+    if (bigger == NULL) {
+        w->fail = FAIL_MEMORY;
+        return -1;
+    }
+    *array = bigger;
+    *cap = want;
+    return 0;
+}
+
+static inline int
+emit(Work *w, const uint32_t *ids, size_t n)
+{
+    if (w->n_out + n > w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, n, sizeof(uint32_t)) < 0)
+        return -1;
+    memcpy(w->out + w->n_out, ids, n * sizeof(uint32_t));
+    w->n_out += n;
+    return 0;
+}
+
+static inline int
+emit_one(Work *w, uint32_t id)
+{
+    if (w->n_out == w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, 1, sizeof(uint32_t)) < 0)
+        return -1;
+    w->out[w->n_out++] = id;
+    return 0;
+}
+
+static int
+symbols_room(Work *w, size_t n)
+{
+    if (n <= w->symbols_cap)
+        return 0;
+    size_t want = w->symbols_cap ? w->symbols_cap : 64;
+    while (want < n)
+        want *= 2;
+    uint32_t *s = realloc(w->symbols, want * sizeof(uint32_t));
+    if (s) w->symbols = s;
+    uint32_t *p = realloc(w->positions, (want + 1) * sizeof(uint32_t));
+    if (p) w->positions = p;
+    uint32_t *nx = realloc(w->next, want * sizeof(uint32_t));
+    if (nx) w->next = nx;
+    uint32_t *pv = realloc(w->prev, want * sizeof(uint32_t));
+    if (pv) w->prev = pv;
+    if (!s || !p || !nx || !pv) {
+        w->fail = FAIL_MEMORY;
+        return -1;
+    }
+    w->symbols_cap = want;
+    return 0;
+}
+
+/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX): a short text does not pay
+   for a large one. A scratch space used before keeps its cache (what it holds stays
+   true for its encoder) unless this text wants a larger one. */
+static void
+cache_init(Work *w, ptrdiff_t chars)
+{
+    size_t slots = 64;
+    while (slots < CACHE_SLOTS_MAX && (ptrdiff_t)slots * 8 < chars)
+        slots <<= 1;
+    if (w->cache == NULL || w->cache_mask + 1 < slots) {
+        free(w->cache);
+        w->cache = calloc(slots, sizeof(CacheSlot));
+        w->cache_mask = slots - 1;
+    }
+}
+
+/* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
+static inline CacheSlot *
+cache_slot(const Work *w, uint64_t h)
+{
+    return &w->cache[(h >> 17) & w->cache_mask];
+}
+
+static inline int
+cache_holds(const CacheSlot *c, const uint8_t *key, size_t n)
+{
+    return c->len == n && same_bytes(c->key, key, n);
+}
+
+static inline void
+cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_t n_ids)
+{
+    if (n_ids > CACHE_IDS_MAX)
+        return;
+    c->len = (uint8_t)n;
+    c->n_ids = (uint8_t)n_ids;
+    memcpy(c->key, key, n);
+    memcpy(c->ids, ids, n_ids * sizeof(uint32_t));
+}
+
+#endif
