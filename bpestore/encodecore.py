@@ -58,6 +58,12 @@ def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts 
     check say that every merged token encodes to itself (else the core checks each, once)."""
     whole = facts is not None and facts.fast_problem is None
     vocab, merge_ids = python.vocab, python.merge_ids
+    if whole and merge_ids is not None and spec.byte_level and spec.start_of_word is None and spec.end_of_word is None:
+        # tiktoken's rule gives the merge rule's ids here: the tables a rank file gets, from the tokens by id.
+        try:
+            return for_ranks(spec, rank_tokens(vocab, python.special_ids, merge_ids[2]), python.pipeline.pretokenize)
+        except ValueError:
+            pass  # two tokens of the same bytes: the merge rule's tables below
     if merge_ids is not None and spec.byte_level and spec.start_of_word is None and spec.end_of_word is None:
         try:
             return CoreEncoder(merge_core(spec, vocab, None, merge_ids, whole=whole, special_ids=python.special_ids),
@@ -79,8 +85,22 @@ def for_ranks(spec: TokenizerSpec, tokens: Sequence[bytes | None],
     its tables built in C straight from the tokens."""
     assert CORE is not None, "core_problem() said the core is built"
     pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)  # byte ids: the ranks of the one-byte tokens
-    return CoreEncoder(CORE.Encoder(tokens, None, None, mode=MODE_RANKS, pattern=pattern, classify=char_class),
-                       spec, pretokenize)
+    return CoreEncoder(CORE.Encoder(tokens, None, None, mode=MODE_RANKS, pattern=pattern, classify=char_class,
+                                    unique=True),
+                       spec, pretokenize, "token ranks")
+
+
+def rank_tokens(vocab: Mapping[int, bytes], special_ids: Sequence[int], made: Sequence[int]) -> list[bytes | None]:
+    """Each id's token where it has a rank under tiktoken's rule (a byte, or a token a
+    merge makes; the id is its rank), None elsewhere (special tokens, added tokens)."""
+    tokens = by_id(vocab)
+    specials = set(special_ids)
+    if len(vocab) - len(specials) != 256 + len(made):  # tokens that are neither bytes nor made by merges
+        ranked = set(made)
+        tokens = [t if i in ranked or (t is not None and len(t) == 1) else None for i, t in enumerate(tokens)]
+    for special in specials:
+        tokens[special] = None
+    return tokens
 
 
 def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int] | None,
@@ -127,10 +147,13 @@ class CoreEncoder:
     """The compiled core built for one version, no special tokens (the
     tokenizer matches those first)."""
 
-    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]]) -> None:
+    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]],
+                 rule: str = "merge ranks") -> None:
         """``core``: a ``CORE.Encoder``; ``pretokenize``: the spec's pipeline (normalize,
-        then cut words), used where the pattern is not one the core scans."""
+        then cut words), used where the pattern is not one the core scans; ``rule``: the
+        tables it was built with, ``token ranks`` (tiktoken's rule) or ``merge ranks``."""
         self._core = core
+        self.rule = rule
         self._steps = spec.normalizer_steps
         self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 

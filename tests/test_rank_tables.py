@@ -173,3 +173,34 @@ def test_the_core_finds_the_bytes_ids_of_plain_byte_symbols():
     assert core.encode("bad") == [256, 155]
     with pytest.raises(ValueError, match="1 of the 256 bytes have no token"):
         encodecore.CORE.Encoder([*tokens[:-2], None, b"ba"], ([157], [158], [256]), None)
+
+
+def test_a_stored_version_gets_the_rank_files_tables(tmp_path, sample_text):
+    """The same ranks, imported into a store and loaded from it or read from the rank file,
+    build the same token-rank tables (the backtracking path for long words) and give
+    tiktoken's ids (tiktoken run on the same ranks) on long words and on text."""
+    import bpestore
+
+    if encodecore.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+    source = tmp_path / "sample.txt"
+    source.write_text(sample_text[:200_000], encoding="utf-8")
+    vocab, _ = bpestore.train_bpe(source, vocab_size=1256, pretokenizer="cl100k")
+    ranks = {token: token_id for token_id, token in vocab.items()}  # ids by merge rank: a valid rank table
+    path = tmp_path / "small.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()))
+    with bpestore.open(str(tmp_path / "store.db")) as store:
+        store.import_tiktoken("small", path, pattern="cl100k")
+        stored = store.tokenizer("small")
+    from_file = load_tokenizer(path, "cl100k")
+    assert stored.facts.fast_problem is None  # tiktoken's rule holds: its tables may serve
+    cores = [tok._fast_encoder() for tok in (stored, from_file)]
+    assert [core.rule for core in cores] == ["token ranks", "token ranks"]
+    assert cores[0].table_bytes() == cores[1].table_bytes()
+    enc = tiktoken.Encoding(name="small", pat_str=tiktoken_pattern("cl100k"), mergeable_ranks=ranks,
+                            special_tokens={})
+    rng = random.Random(7)
+    letters = [t.decode() for t in ranks if t.isalpha() and t.isascii()]
+    words = ["".join(rng.choice(letters) for _ in range(rng.randrange(20, 400))) for _ in range(200)]
+    for text in (*words, " ".join(words), sample_text[:50_000]):
+        assert stored.encode_ordinary(text) == from_file.encode_ordinary(text) == enc.encode_ordinary(text)
