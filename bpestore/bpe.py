@@ -56,16 +56,18 @@ def piece_ranks(made: Iterable[bytes], id_of: dict[bytes, int], *, whole_chars: 
 _LONG_WORD = 48
 
 
-def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
+def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int],
+               applied: list[int] | None = None) -> list[int]:
     """Apply merges to one word, lowest rank first, leftmost first; returns the merged list.
 
-    ``ids`` may be changed in place (pass a copy to keep it).
+    ``ids`` may be changed in place (pass a copy to keep it). ``applied``, where
+    given, gets the rank of each merge applied, in order.
 
     >>> merge_word([97, 98, 99], {pair_key(97, 98): 0}, [256])
     [256, 99]
     """
     if len(ids) > _LONG_WORD:
-        return _merge_long_word(ids, ranks, merged_ids)
+        return _merge_long_word(ids, ranks, merged_ids, applied)
     get = ranks.get
     missing = len(merged_ids)
     # The rank of every adjacent pair, kept in step with ids: a merge at i
@@ -76,6 +78,8 @@ def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> 
         best = min(pair_ranks)
         if best == missing:
             break
+        if applied is not None:
+            applied.append(best)
         # The leftmost occurrence first: equal ranks are the same pair, and
         # merging left to right is what training did ("a a a" -> "aa a").
         i = pair_ranks.index(best)
@@ -96,27 +100,8 @@ def merge_ranks(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) ->
     >>> merge_ranks([97, 98, 99], {pair_key(97, 98): 1, pair_key(256, 99): 0}, [257, 256])
     ([257], [1, 0])
     """
-    if len(ids) > _LONG_WORD:
-        applied: list[int] = []
-        return _merge_long_word(ids, ranks, merged_ids, applied), applied
-    get = ranks.get
-    missing = len(merged_ids)
-    applied = []
-    pair_ranks = [get((a << PAIR_SHIFT) | b, missing) for a, b in zip(ids, ids[1:])]
-    while pair_ranks:  # as merge_word
-        best = min(pair_ranks)
-        if best == missing:
-            break
-        applied.append(best)
-        i = pair_ranks.index(best)
-        ids[i] = new_id = merged_ids[best]
-        del ids[i + 1]
-        del pair_ranks[i]
-        if i > 0:
-            pair_ranks[i - 1] = get((ids[i - 1] << PAIR_SHIFT) | new_id, missing)
-        if i < len(pair_ranks):
-            pair_ranks[i] = get((new_id << PAIR_SHIFT) | ids[i + 1], missing)
-    return ids, applied
+    applied: list[int] = []
+    return merge_word(ids, ranks, merged_ids, applied), applied
 
 
 def merge_steps(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[tuple[int, int, list[int]]]:

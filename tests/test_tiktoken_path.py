@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -120,16 +121,27 @@ def test_where_the_check_passes_tiktoken_gives_the_merge_rule_ids(merges, words)
         assert any(rank_based.encode_ordinary(t) != pure.encode_ordinary(t) for t in tokens)
 
 
+def encoding_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mapping[bytes, int],
+                     encode_bytes: Callable[[bytes], list[int]], checked: int = 0) -> int | None:
+    """(S) by its definition: the first merge from ``checked`` on whose token does
+    not encode to itself (one ``encode_bytes`` per token), or None."""
+    for k in range(checked, len(merges)):
+        left, right = merges[k]
+        if encode_bytes(left + right) != [id_of[left + right]]:
+            return k
+    return None
+
+
 def _reference_and_walk(merges: list[tuple[bytes, bytes]], checked: int = 0) -> tuple[int | None, int | None]:
     """The first token that does not encode to itself: by encoding each (the
     definition) and by the seam walk."""
-    from bpestore.encoder.rank_rule import _encoding_problem, _seam_problem
+    from bpestore.encoder.rank_rule import _seam_problem
 
     tok = Tokenizer(byte_vocab(*(left + right for left, right in merges)), merges, fast=False)
     made_at = {left + right: k for k, (left, right) in enumerate(merges)}
     walk = _seam_problem(merges, made_at, checked, compiled=False)
     assert _seam_problem(merges, made_at, checked) == walk  # the merge core's walk, where built
-    return _encoding_problem(merges, tok.engine.reference.index.id_of, tok.engine.reference.encode_bytes, checked), walk
+    return encoding_problem(merges, tok.engine.reference.index.id_of, tok.engine.reference.encode_bytes, checked), walk
 
 
 @settings(max_examples=1500, deadline=None)
@@ -169,7 +181,7 @@ def test_the_seam_walk_on_small_cases(merges, first):
 
 
 def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
-    from bpestore.encoder.rank_rule import _encoding_problem, _seam_problem
+    from bpestore.encoder.rank_rule import _seam_problem
 
     tok = gpt2_tokenizer
     made_at = {left + right: k for k, (left, right) in enumerate(tok.merges)}
@@ -180,7 +192,7 @@ def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
                                            tie_break=tie_break)
         pure = Tokenizer(vocab, merges, fast=False)
         made_at = {left + right: k for k, (left, right) in enumerate(merges)}
-        by_encoding = _encoding_problem(merges, pure.engine.reference.index.id_of, pure.engine.reference.encode_bytes)
+        by_encoding = encoding_problem(merges, pure.engine.reference.index.id_of, pure.engine.reference.encode_bytes)
         assert _seam_problem(merges, made_at) == _seam_problem(merges, made_at, compiled=False) == by_encoding
 
 

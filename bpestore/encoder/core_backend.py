@@ -50,17 +50,12 @@ def core_problem(spec: TokenizerSpec) -> str | None:
 
 def build(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts | None,
           ranks: Sequence[bytes | None] | None = None) -> CoreEncoder:
-    """The core for a version: the one builder of its tables, whatever the version came from.
+    """The core for a version, whatever it came from (the one builder of its tables).
 
-    Token-rank tables (tiktoken's rule: the adjacent pair whose bytes have the lowest
-    rank joined first; long words by backtracking), built in C straight from the tokens
-    by rank: a rank file's ``ranks``, or a version's tokens by id where its ``facts``
-    say that tiktoken's rule gives its ids (``rank_rule.rank_rule_problem``) and its
-    merges' ids are known. Else merge-rank tables (``merge_core``), from its merge ids
-    and tokens (a stored version's columns, handed over as they are) where every
-    token's bytes are its own and the symbols are plain bytes (the core finds each
-    byte's id); else from the reference encoder's token index, the merge ids looked up
-    from the merges where the version gave none or a token's bytes repeat."""
+    Token-rank tables (tiktoken's rule; long words by backtracking) from a rank file's
+    ``ranks``, or from the tokens by id where ``facts`` say tiktoken's rule gives the
+    version's ids; else merge-rank tables (``merge_core``) from the merge ids as a store
+    hands them over, or looked up through the reference encoder's token index."""
     vocab, merge_ids = python.vocab, python.merge_ids
     whole = facts is not None and facts.rank_rule_problem is None
     if ranks is None and whole and merge_ids is not None:

@@ -122,7 +122,7 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mappi
     which says what a token that fails encodes to. (S) is decided for each
     token in rank order by ``_seam_problem`` (below), a walk down the two
     merge-tree spines that meet at the token's seam, which gives exactly the
-    answer of encoding the token (``_encoding_problem``, the definition, which
+    answer of encoding the token (the definition, which
     tests/test_tiktoken_path.py compares it with) at a fraction of the cost: a store
     keeps the answer of each complete version all the same. ``checked``: the
     first merges are those of a list that passed (an extension's parent), so
@@ -148,17 +148,6 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mappi
         return None
     token = merges[failed][0] + merges[failed][1]
     return f"token {token!r} (merge {failed}) does not encode to itself but to {encode_bytes(token)}"
-
-
-def _encoding_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mapping[bytes, int],
-                      encode_bytes: Callable[[bytes], list[int]], checked: int = 0) -> int | None:
-    """(S) by its definition: the first merge from ``checked`` on whose token does
-    not encode to itself (one ``encode_bytes`` per token), or None."""
-    for k in range(checked, len(merges)):
-        left, right = merges[k]
-        if encode_bytes(left + right) != [id_of[left + right]]:
-            return k
-    return None
 
 
 def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, int], checked: int = 0, *,

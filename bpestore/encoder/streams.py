@@ -66,27 +66,11 @@ def encode_stream(engine: Engine, chunks: Iterable[str], rules: Rules, workers: 
         for index, piece in enumerate(pieces):
             yield engine.encode(piece, rules, index, container())
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-
     threads = engine.accelerated[0] is not None and not rules.dropout
-    if threads:
-        pool: Executor = ThreadPoolExecutor(workers)
-    else:
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(engine,))
-    with pool:
-        window: deque = deque()
-        for index, piece in enumerate(pieces):
-            if threads:
-                window.append(pool.submit(engine.encode, piece, rules, index, container()))
-            else:
-                window.append(pool.submit(_encode_in_worker, piece, rules, index))
-            if len(window) >= 2 * workers:
-                yield _into(window.popleft().result(), container)
-        while window:
-            yield _into(window.popleft().result(), container)
+    calls = ((engine.encode, piece, rules, index, container()) if threads else (_encode_in_worker, piece, rules, index)
+             for index, piece in enumerate(pieces))
+    for ids in _in_order(_pool(engine, workers, threads), calls, workers):
+        yield _into(ids, container)
 
 
 def encode_file(engine: Engine, path: str | Path, out: str | Path, rules: Rules, *, dtype: str | None,
@@ -186,34 +170,42 @@ def _encode_ranges(engine: Engine, path: str, size: int, rules: Rules, workers: 
     each worker (a thread where the compiled core encodes, else a process) reads,
     decodes, encodes and packs a range between safe cuts; this thread only
     writes. Yields (packed ids, ids, bytes done)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     from ..sources import cut_points
 
     cutter = engine.stream_cutter(rules.allowed | rules.disallowed)
     points = cut_points(path, size, cutter, step=RANGE_BYTES, window=CUT_WINDOW)
-    pool: Executor
-    if _on_threads(engine):  # each thread reads, decodes and packs its range too: this one only writes
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(workers)
-        encode_range: Callable[..., tuple[bytes | bytearray, int]] = partial(_encode_range, engine)
-    else:
+    threads = _on_threads(engine)  # each thread reads, decodes and packs its range too: this one only writes
+    if not threads:
         engine.accelerated[0]  # decided (and checked) once, here: the workers inherit it
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_start_worker, initargs=(engine,))
-        encode_range = _encode_range_in_worker
+    encode_range = partial(_encode_range, engine) if threads else _encode_range_in_worker
+    calls = ((encode_range, path, start, end, errors, rules, typecode) for start, end in zip(points, points[1:]))
+    for (data, n), done in zip(_in_order(_pool(engine, workers, threads), calls, workers), points[1:]):
+        yield data, n, done
+
+
+def _pool(engine: Engine, workers: int, threads: bool) -> Executor:
+    """``workers`` threads, or processes that each hold ``engine`` (forked where the platform can)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    if threads:
+        return ThreadPoolExecutor(workers)
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+                               initializer=_start_worker, initargs=(engine,))
+
+
+def _in_order(pool: Executor, calls: Iterable[tuple], workers: int) -> Iterator:
+    """Each call (a function and its arguments) run on the pool, the results in order,
+    at most ``2 * workers`` in flight."""
     with pool:
         window: deque = deque()
-        for start, end in zip(points, points[1:]):
-            window.append((pool.submit(encode_range, path, start, end, errors, rules, typecode), end))
+        for function, *args in calls:
+            window.append(pool.submit(function, *args))
             if len(window) >= 2 * workers:
-                future, done = window.popleft()
-                yield (*future.result(), done)
+                yield window.popleft().result()
         while window:
-            future, done = window.popleft()
-            yield (*future.result(), done)
+            yield window.popleft().result()
 
 
 def decode_file(engine: Engine, path: str | Path, *, dtype: str | None, errors: str, block: int) -> Iterator[str]:

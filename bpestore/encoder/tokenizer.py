@@ -82,10 +82,6 @@ class Tokenizer:
         self.name = name
         self.special_tokens: dict[str, int] = special_ids
 
-    def __reduce__(self):
-        # Pickled (for worker processes started by spawn) without caches.
-        return (_rebuild, (self.engine,))
-
     @property
     def facts(self) -> EncoderFacts:
         """What this tokenizer's merges and spec decide about encoding, the same
@@ -278,8 +274,3 @@ class Tokenizer:
         text = self.decode(ids, errors="strict")
         return text, explain.char_starts([self.decode_single_token_bytes(i) for i in ids])
 
-
-def _rebuild(engine: Engine) -> Tokenizer:
-    tok = Tokenizer.__new__(Tokenizer)
-    tok.engine, tok.spec, tok.name, tok.special_tokens = engine, engine.spec, engine.name, engine.special_tokens
-    return tok
