@@ -1,5 +1,6 @@
 """Per-word segmentation: BPE merges by rank (shared by encoder and trainer),
-BPE-dropout, greedy longest match, and cutting a word where no token can span.
+BPE-dropout, greedy longest match, cutting a word where no token can span, and
+the merges a rank table (tiktoken's) implies (``derive_merges``).
 
 A merge table maps an adjacent pair of token ids to its rank (lower merges
 first); ``merged_ids[rank]`` is the id of the token the merge makes. Applying
@@ -14,9 +15,11 @@ import heapq
 import random
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import islice
 from typing import Any
+
+from .errors import DamagedDataError, InvalidArgumentError
 
 PAIR_SHIFT = 32  # a pair of ids (a, b) is the int (a << 32) | b
 
@@ -53,16 +56,18 @@ def piece_ranks(made: Iterable[bytes], id_of: dict[bytes, int], *, whole_chars: 
 _LONG_WORD = 48
 
 
-def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[int]:
+def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int],
+               applied: list[int] | None = None) -> list[int]:
     """Apply merges to one word, lowest rank first, leftmost first; returns the merged list.
 
-    ``ids`` may be changed in place (pass a copy to keep it).
+    ``ids`` may be changed in place (pass a copy to keep it). ``applied``, where
+    given, gets the rank of each merge applied, in order.
 
     >>> merge_word([97, 98, 99], {pair_key(97, 98): 0}, [256])
     [256, 99]
     """
     if len(ids) > _LONG_WORD:
-        return _merge_long_word(ids, ranks, merged_ids)
+        return _merge_long_word(ids, ranks, merged_ids, applied)
     get = ranks.get
     missing = len(merged_ids)
     # The rank of every adjacent pair, kept in step with ids: a merge at i
@@ -73,6 +78,8 @@ def merge_word(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> 
         best = min(pair_ranks)
         if best == missing:
             break
+        if applied is not None:
+            applied.append(best)
         # The leftmost occurrence first: equal ranks are the same pair, and
         # merging left to right is what training did ("a a a" -> "aa a").
         i = pair_ranks.index(best)
@@ -93,27 +100,8 @@ def merge_ranks(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) ->
     >>> merge_ranks([97, 98, 99], {pair_key(97, 98): 1, pair_key(256, 99): 0}, [257, 256])
     ([257], [1, 0])
     """
-    if len(ids) > _LONG_WORD:
-        applied: list[int] = []
-        return _merge_long_word(ids, ranks, merged_ids, applied), applied
-    get = ranks.get
-    missing = len(merged_ids)
-    applied = []
-    pair_ranks = [get((a << PAIR_SHIFT) | b, missing) for a, b in zip(ids, ids[1:])]
-    while pair_ranks:  # as merge_word
-        best = min(pair_ranks)
-        if best == missing:
-            break
-        applied.append(best)
-        i = pair_ranks.index(best)
-        ids[i] = new_id = merged_ids[best]
-        del ids[i + 1]
-        del pair_ranks[i]
-        if i > 0:
-            pair_ranks[i - 1] = get((ids[i - 1] << PAIR_SHIFT) | new_id, missing)
-        if i < len(pair_ranks):
-            pair_ranks[i] = get((new_id << PAIR_SHIFT) | ids[i + 1], missing)
-    return ids, applied
+    applied: list[int] = []
+    return merge_word(ids, ranks, merged_ids, applied), applied
 
 
 def merge_steps(ids: list[int], ranks: dict[int, int], merged_ids: list[int]) -> list[tuple[int, int, list[int]]]:
@@ -302,3 +290,78 @@ class LongestMatch:
             out.append(best_id)
             i = best_end
         return out
+
+
+def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """The merge making each token of more than one byte of a rank table (tiktoken's),
+    in rank order. A rank table has no merge list: tiktoken joins, at each step, the
+    adjacent pair whose concatenation has the lowest rank. A token's merge is recovered
+    the standard way (Hugging Face's converters, tiktoken's educational module): its
+    bytes encoded by that rule with only the ranks below its own leave two parts. A
+    token left in more than two parts can only come from tiktoken's whole-piece
+    lookup, which has no merge: refused.
+
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> derive_merges({**ranks, b"ab": 256, b"aab": 257, b"aa": 258})
+    [(b'a', b'b'), (b'a', b'ab'), (b'a', b'a')]
+    """
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise DamagedDataError(f"the rank file lacks {len(missing)} single bytes (first: {missing[0]}); "
+                               "a tiktoken vocabulary holds all 256", params=("path",))
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) == 1:
+            continue
+        parts = _encode_below(ranks, token, rank)
+        if len(parts) != 2:
+            shown = b" | ".join(parts[:6]) + (b" | ..." if len(parts) > 6 else b"")
+            raise InvalidArgumentError(f"token {_short(token)!r} (rank {rank}) is not the join of two tokens of lower "
+                                       f"rank (tiktoken's rule leaves {shown!r}); bpestore can only import "
+                                       "tokens that merging makes", params=("path",))
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def _short(token: bytes, size: int = 40) -> bytes:
+    return token if len(token) <= size else token[:size] + b"..."
+
+
+def _encode_below(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
+    """tiktoken's rule on ``token``'s bytes, with only the ranks below ``max_rank``:
+    the lowest-ranked adjacent pair joined first, the leftmost among equals. A
+    heap of (rank, position) over a linked list of parts: n log n, not n squared
+    (a stale entry, whose pair has changed since, is skipped when popped)."""
+    n = len(token)
+    if n <= 2:
+        return [token[i:i + 1] for i in range(n)]
+    start = list(range(n))  # part i is token[start[i]:end[i]]; a joined-away part has end -1
+    end = list(range(1, n + 1))
+    nxt = list(range(1, n + 1))
+    prev = list(range(-1, n - 1))
+    get = ranks.get
+
+    def rank_at(i: int) -> int | None:
+        j = nxt[i]
+        if j >= n:
+            return None
+        r = get(token[start[i]:end[j]])
+        return r if r is not None and r < max_rank else None
+
+    heap = [(r, i) for i in range(n - 1) if (r := rank_at(i)) is not None]
+    heapq.heapify(heap)
+    parts = n
+    while heap and parts > 2:
+        r, i = heapq.heappop(heap)
+        if end[i] < 0 or rank_at(i) != r:
+            continue  # stale
+        j = nxt[i]
+        end[i], end[j] = end[j], -1
+        nxt[i] = k = nxt[j]
+        if k < n:
+            prev[k] = i
+        parts -= 1
+        for at in (prev[i], i):
+            if at >= 0 and (found := rank_at(at)) is not None:
+                heapq.heappush(heap, (found, at))
+    return [token[start[i]:end[i]] for i in range(n) if end[i] >= 0]

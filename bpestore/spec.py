@@ -15,12 +15,9 @@ import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from .records import Merge
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
@@ -239,7 +236,18 @@ class TokenizerSpec:
         return cls.from_dict(data)
 
 
-def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[Merge]) -> str:
+class MergeIds(Protocol):
+    """A merge as ids (``records.Merge`` is one): what a fingerprint covers."""
+
+    @property
+    def left(self) -> int: ...
+    @property
+    def right(self) -> int: ...
+    @property
+    def token(self) -> int: ...
+
+
+def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[MergeIds]) -> str:
     """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
     import hashlib  # (OpenSSL's load: only what writes a version pays it)
 
@@ -258,8 +266,10 @@ class EncoderFacts:
     ``bpestore.records``, defined here so that loading a tokenizer imports no
     other record.)
 
-    ``fast_problem``: why tiktoken's core may not encode with these merges and
-    spec (see ``bpestore.fast``); None: it may, wherever tiktoken is installed.
+    ``rank_rule_problem``: why tiktoken's rank rule may not give the ids of these
+    merges and spec (``encoder.rank_rule``); None: it gives them, so the compiled
+    core's token-rank tables or tiktoken's core may encode (a store keeps it in the
+    column ``version_facts.fast_problem``).
     """
 
-    fast_problem: str | None
+    rank_rule_problem: str | None

@@ -32,10 +32,10 @@ FAST_BACKENDS = ("compiled (C)", "tiktoken")
 def tiktoken_gate():
     """Tokenizers made in the module decide between tiktoken's core and the pure path
     (the compiled encode core, which covers both, is off)."""
-    from bpestore import encodecore
+    from bpestore.encoder import core_backend
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(encodecore, "CORE", None)
+        patch.setattr(core_backend, "CORE", None)
         yield
 
 

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpestore import Tokenizer, alphabet, encodecore
+from bpestore import Tokenizer, alphabet
+from bpestore.encoder import core_backend
 from bpestore.formats.gpt2 import read_gpt2
 from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 from bpestore.spec import EncoderFacts, TokenizerSpec
@@ -38,8 +39,8 @@ EOT = "<|endoftext|>"
 
 @pytest.fixture(autouse=True)
 def compiled_core():
-    if encodecore.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
 
 
 class Reference:
@@ -60,8 +61,8 @@ class Reference:
         tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
         for data, rank in ranks.items():
             tokens[rank] = data
-        self.rank_core = encodecore.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
-                                                 mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS[name],
+        self.rank_core = core_backend.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
+                                                 mode=core_backend.MODE_RANKS, pattern=COUNT_CORE_PATTERNS[name],
                                                  classify=classify)
 
     def check(self, text: str) -> None:
@@ -93,8 +94,8 @@ def test_encoders_given_one_classify_function_share_its_classes():
         return char_class(code_point)
 
     def core(classify: Callable[[int], int]):
-        return encodecore.CORE.Encoder([bytes([b]) for b in range(256)], None, list(range(256)),
-                                       mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
+        return core_backend.CORE.Encoder([bytes([b]) for b in range(256)], None, list(range(256)),
+                                       mode=core_backend.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
                                        classify=classify)
 
     text = "Grüße, 中文 ok"
@@ -145,7 +146,7 @@ def test_tiktokens_ids_with_a_small_rank_table(text):
     for token in SMALL_MERGES:
         ranks.setdefault(token.encode("utf-8"), len(ranks))
     tokens = sorted(ranks, key=ranks.__getitem__)
-    core = encodecore.CORE.Encoder(tokens, None, list(range(256)), mode=encodecore.MODE_RANKS,
+    core = core_backend.CORE.Encoder(tokens, None, list(range(256)), mode=core_backend.MODE_RANKS,
                                    pattern=COUNT_CORE_PATTERNS["cl100k"], classify=char_class)
     expected = tiktoken.Encoding(name="small", pat_str=tiktoken_pattern("cl100k"), mergeable_ranks=ranks,
                                  special_tokens={})
@@ -256,8 +257,8 @@ def test_tokens_that_do_not_encode_to_themselves_are_merged_not_looked_up():
         tok = Tokenizer(vocab, merges, facts=facts)
         assert tok.backend == "compiled (C)"
         assert tok.encode("abc abc") == [97, 256, 32, 97, 256]
-    core = encodecore.CORE.Encoder([vocab.get(i) for i in range(259)], None, list(range(256)),
-                                   mode=encodecore.MODE_RANKS, pattern=0, classify=char_class)
+    core = core_backend.CORE.Encoder([vocab.get(i) for i in range(259)], None, list(range(256)),
+                                   mode=core_backend.MODE_RANKS, pattern=0, classify=char_class)
     assert core.encode("abc") == [258]
 
 
@@ -287,14 +288,14 @@ def test_offsets_streams_batches_and_files_give_the_ids_of_one_encode(tmp_path):
 def test_bad_arguments_are_errors():
     tokens = [bytes([i]) for i in range(256)]
     with pytest.raises(ValueError, match="mode must be"):
-        encodecore.CORE.Encoder(tokens, None, list(range(256)), mode=3)
+        core_backend.CORE.Encoder(tokens, None, list(range(256)), mode=3)
     with pytest.raises(ValueError, match="byte_ids must hold 256"):
-        encodecore.CORE.Encoder(tokens, ([], [], []), list(range(255)))
+        core_backend.CORE.Encoder(tokens, ([], [], []), list(range(255)))
     with pytest.raises(ValueError, match="differ in number"):
-        encodecore.CORE.Encoder(tokens, ([1], [2], []), list(range(256)))
+        core_backend.CORE.Encoder(tokens, ([1], [2], []), list(range(256)))
     with pytest.raises(TypeError, match="classify"):
-        encodecore.CORE.Encoder(tokens, ([], [], []), list(range(256)), pattern=0)
-    core = encodecore.CORE.Encoder(tokens, ([], [], []), list(range(256)))
+        core_backend.CORE.Encoder(tokens, ([], [], []), list(range(256)), pattern=0)
+    core = core_backend.CORE.Encoder(tokens, ([], [], []), list(range(256)))
     assert core.encode("hé") == [104, 195, 169]
     assert core.encode("\ud800") is None  # the tokenizer fixes surrogates, as tiktoken, and asks again
 
@@ -309,10 +310,10 @@ def test_a_stored_vocabularys_tokens_unpack_the_same_in_c_and_python(monkeypatch
     assert list(from_c) == sorted(vocab)
     ids = array("I", range(3))
     with pytest.raises(ValueError, match="longer"):
-        encodecore.CORE.token_dict(b"abcd", 0, ids, array("I", [1, 1, 1]))
+        core_backend.CORE.token_dict(b"abcd", 0, ids, array("I", [1, 1, 1]))
     with pytest.raises(ValueError, match="run past"):
-        encodecore.CORE.token_dict(b"abcd", 1, ids, array("I", [1, 1, 2]))
-    for core in (None, encodecore.CORE):
+        core_backend.CORE.token_dict(b"abcd", 1, ids, array("I", [1, 1, 2]))
+    for core in (None, core_backend.CORE):
         monkeypatch.setattr(snapshot, "CORE", core)
         for bad in (packed[:-1], packed + b"x"):
             with pytest.raises(ValueError):
@@ -324,7 +325,7 @@ def test_tokens_of_the_same_bytes_take_the_token_index_path():
     (``unique`` says so), so the tokenizer builds it from its index, as the pure path."""
     tokens = [bytes([i]) for i in range(256)] + [b"ab", b"a"]
     with pytest.raises(ValueError, match="same bytes"):
-        encodecore.CORE.Encoder(tokens, ([97], [98], [256]), None, unique=True)
+        core_backend.CORE.Encoder(tokens, ([97], [98], [256]), None, unique=True)
     vocab = dict(enumerate(tokens))
     tok = Tokenizer(vocab, [(b"a", b"b")], facts=EncoderFacts(None), merge_ids=([97], [98], [256]))
     pure = Tokenizer(vocab, [(b"a", b"b")], fast=False)

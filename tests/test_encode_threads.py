@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bpestore import Tokenizer, encodecore
+from bpestore import Tokenizer
+from bpestore.encoder import core_backend
 from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 from bpestore.text import COUNT_CORE_PATTERNS, char_class
 
@@ -21,8 +22,8 @@ tiktoken = pytest.importorskip("tiktoken")
 
 @pytest.fixture(autouse=True)
 def compiled_core():
-    if encodecore.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +67,8 @@ def test_threads_on_a_new_core_ask_each_class_once_and_agree(cl100k):
         tokens[rank] = data
     docs = [d for d in documents() if fixed(d) == d]
     expected = [enc.encode_ordinary(d) for d in docs]
-    core = encodecore.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
-                                   mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
+    core = core_backend.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
+                                   mode=core_backend.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
                                    classify=char_class)
     with ThreadPoolExecutor(8) as pool:
         singles = list(pool.map(core.encode, docs * 3))
@@ -83,7 +84,7 @@ def test_lists_made_without_the_gil_count_their_references(cl100k):
     """The ids' ints are counted once per batch: each list's references are real ones
     (freeing every list gives each int back the count it had)."""
     tok, _, _ = cl100k
-    core = tok._fast_encoder()._core
+    core = tok.engine.accelerated[0]._core
     docs = documents()[:20]
     core.encode_batch(docs)  # the ints made
     probe = core.encode(docs[0])[5]
@@ -129,8 +130,8 @@ def test_the_cores_own_threads_give_tiktokens_ids_for_any_number_of_workers(cl10
     docs = docs[:5] + [long] + docs[5:] * 4 + ["\ud800 alone"]
     expected = [enc.encode_ordinary(d) for d in docs[:-1]] + [None]
     for workers in (2, 64, 1, 3, 1000, 0, -5, 8):
-        core = encodecore.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
-                                       mode=encodecore.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
+        core = core_backend.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
+                                       mode=core_backend.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
                                        classify=char_class)
         assert core.encode_batch(docs, workers=workers) == expected, workers
         packed = core.encode_batch(docs, as_bytes=True, workers=workers)
@@ -145,7 +146,7 @@ def test_lists_of_threads_count_their_references_and_behave_as_lists(cl100k):
     are freed; they are ordinary lists to the collector (tracked, found by
     gc.get_referrers) and stay usable after mutation, a cycle through one collected."""
     tok, enc, _ = cl100k
-    core = tok._fast_encoder()._core
+    core = tok.engine.accelerated[0]._core
     docs = documents()[:30] * 3
     core.encode_batch(docs, workers=4)  # the ints made
     probe = core.encode(docs[0])[5]

@@ -117,7 +117,7 @@ def test_adversarial_equal_tiktoken_and_round_trip(text, gpt2, tiktoken_gpt2):
 
 
 # Characters assigned in Python's Unicode version: both regex engines classify
-# them alike (characters newer than both may not be; see bpestore/fast.py).
+# them alike (characters newer than both may not be; see bpestore/encoder/tiktoken_backend.py).
 assigned_text = st.text(st.characters(blacklist_categories=("Cn", "Cs")), max_size=8)
 pieces = st.sampled_from(ADVERSARIAL[1:] + ["'s", "'ll", " ", "  ", "\n", "1", "é", "\u0301"])
 
@@ -224,9 +224,10 @@ def test_long_word_heap_merge_equals_simple_merge(gpt2_paths):
     tok = gpt2_paths["python"]
     rng = random.Random(1)
     for word in ["a" * 500, "ab" * 300, "".join(rng.choice("abcdeéü ") for _ in range(800))]:
-        ids = tok._python.index.symbolize(word.encode())
-        assert _merge_long_word(ids, tok._python.table.ranks, tok._python.table.merged_ids) == _simple(
-            ids, tok._python.table.ranks, tok._python.table.merged_ids)
+        reference = tok.engine.reference
+        ids = reference.index.symbolize(word.encode())
+        assert _merge_long_word(ids, reference.table.ranks, reference.table.merged_ids) == _simple(
+            ids, reference.table.ranks, reference.table.merged_ids)
 
 
 def _simple(ids, ranks, merged_ids):
@@ -442,8 +443,8 @@ def test_encode_iterable_memory_is_bounded(gpt2_paths, path, tmp_path):
             peak = max(peak, _rss_bytes())
     assert n_tokens > total // 10
     # At the small default scale a cache without bound would still fit in 50 MB.
-    assert len(tok._python.words) <= bpestore.encoder.reference.WORD_CACHE_SIZE
-    assert len(tok._python.pieces) <= bpestore.encoder.reference.PIECE_CACHE_SIZE
+    assert len(tok.engine.reference.words) <= bpestore.encoder.reference.WORD_CACHE_SIZE
+    assert len(tok.engine.reference.pieces) <= bpestore.encoder.reference.PIECE_CACHE_SIZE
     print(f"{path}: resident memory grew by {(peak - baseline) / 2**20:.1f} MB over {total:,} chars")
     assert peak - baseline < 50 * 2 ** 20, f"resident memory grew by {(peak - baseline) / 2**20:.0f} MB"
     source = tmp_path / "big.txt"

@@ -225,7 +225,7 @@ def test_a_version_still_training_is_read_from_its_rows_on_both_paths(tmp_path):
         assert reads_through_sqlite3(store)
         tok = through_sqlite3(store, "en@1")  # from its rows
         assert tok is not None and store._engine is None
-        assert len(tok.merges) == 60 and tok._facts is None
+        assert len(tok.merges) == 60 and tok.engine.known_facts is None
         assert_same(tok, through_sqlalchemy(store, "en@1"))
         with pytest.raises(NotFoundError, match="no complete version yet"):
             through_sqlite3(store, "en")

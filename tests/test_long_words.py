@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpestore import encodecore
+from bpestore.encoder import core_backend
 from bpestore.formats.tiktoken_ranks import load_tokenizer, read_ranks
 from bpestore.text import char_class
 
@@ -24,8 +24,8 @@ tiktoken = pytest.importorskip("tiktoken")
 
 @pytest.fixture(autouse=True)
 def compiled_core():
-    if encodecore.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
 
 
 def by_rank(ranks: dict[bytes, int]) -> list[bytes | None]:
@@ -36,7 +36,7 @@ def by_rank(ranks: dict[bytes, int]) -> list[bytes | None]:
 
 
 def core_of(ranks: dict[bytes, int]):
-    return encodecore.CORE.Encoder(by_rank(ranks), None, None, mode=encodecore.MODE_RANKS)
+    return core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS)
 
 
 def tiktoken_of(name: str, ranks: dict[bytes, int], pattern: str | None = None):
@@ -136,8 +136,8 @@ def test_threads_that_meet_long_words_first_at_once(encoding):
     docs = [japanese[i:i + 20_000] for i in range(0, len(japanese), 20_000)]
     expected = [enc.encode_ordinary(d) for d in docs]
     for _ in range(3):
-        core = encodecore.CORE.Encoder(by_rank(ranks), None, None, mode=encodecore.MODE_RANKS,
-                                       pattern=encodecore.SCANNED_PATTERNS[encoding[0]], classify=char_class)
+        core = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS,
+                                       pattern=core_backend.SCANNED_PATTERNS[encoding[0]], classify=char_class)
         assert core.encode_batch(docs, workers=4) == expected
         with ThreadPoolExecutor(4) as pool:
             assert list(pool.map(core.encode, docs)) == expected

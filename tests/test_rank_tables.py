@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from bpestore import encodecore
+from bpestore.encoder import core_backend
 from bpestore.errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from bpestore.formats.gpt2 import str_to_token
 from bpestore.formats.tiktoken_ranks import load_tokenizer, rank_tokens, read_ranks
@@ -51,7 +51,7 @@ def fixed(text: str) -> str:
 def test_the_tables_built_from_the_rank_file_give_tiktokens_ids(encoding):
     name, path, ranks, enc = encoding
     tok = load_tokenizer(path, name)
-    assert tok.backend == ("compiled (C)" if encodecore.CORE is not None else tok.backend)
+    assert tok.backend == ("compiled (C)" if core_backend.CORE is not None else tok.backend)
     for text in (read_corpus("english_medium.txt.xz")[:1_000_000], read_corpus("japanese_1M.txt")[:300_000],
                  read_corpus("code_python_5M.txt.xz")[:500_000], TRICKY * 50, "a" * 50_000):
         assert tok.encode_ordinary(text) == enc.encode_ordinary(fixed(text))
@@ -67,12 +67,12 @@ def test_cjk_runs_and_words_of_short_tokens_give_tiktokens_ids(encoding):
     from tokens of 1 to 4 bytes (the spans the tables of short tokens and of byte pairs
     answer), each merged alone and in a text, against tiktoken."""
     name, path, ranks, enc = encoding
-    if encodecore.CORE is None:
+    if core_backend.CORE is None:
         pytest.skip("the encode core is not built")
     tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
     for token, rank in ranks.items():
         tokens[rank] = token
-    core = encodecore.CORE.Encoder(tokens, None, None, mode=encodecore.MODE_RANKS)
+    core = core_backend.CORE.Encoder(tokens, None, None, mode=core_backend.MODE_RANKS)
     rng = random.Random(12)
     japanese = read_corpus("japanese_1M.txt")[:100_000]
     cjk = sorted({c for c in japanese if ord(c) >= 0x3000}) + [chr(c) for c in range(0x4E00, 0x4E00 + 300)]
@@ -95,9 +95,9 @@ def test_the_c_reader_reads_what_read_ranks_reads(encoding):
     _, path, ranks, _ = encoding
     tokens = rank_tokens(path)
     assert {token: rank for rank, token in enumerate(tokens) if token is not None} == ranks
-    if encodecore.CORE is not None:
+    if core_backend.CORE is not None:
         with open(path, "rb") as f:
-            assert encodecore.CORE.read_rank_file(f.read()) == tokens
+            assert core_backend.CORE.read_rank_file(f.read()) == tokens
 
 
 def test_special_tokens_and_the_derived_merges(tmp_path):
@@ -109,12 +109,12 @@ def test_special_tokens_and_the_derived_merges(tmp_path):
     assert tok.encode(text, allowed_special="all") == enc.encode(text, allowed_special="all")
     assert len(tok.merges) == 50_000  # derived when asked
     pure = load_tokenizer(path, "gpt2")
-    pure._use_fast = False
+    pure.engine.use_fast = False
     assert pure.encode(TRICKY) == enc.encode_ordinary(fixed(TRICKY))
 
 
 def test_without_the_core_the_ids_are_the_same(encoding, monkeypatch):
-    monkeypatch.setattr(encodecore, "CORE", None)  # this test only: the module's later tests want the core
+    monkeypatch.setattr(core_backend, "CORE", None)  # this test only: the module's later tests want the core
     name, path, _, enc = encoding
     tok = load_tokenizer(path, name)
     assert tok.backend != "compiled (C)"
@@ -160,16 +160,47 @@ def test_a_stored_version_builds_the_core_from_its_columns(tmp_path):
     enc = tiktoken.Encoding(name="gpt2", pat_str=tiktoken_pattern("gpt2"), mergeable_ranks=ranks, special_tokens={})
     text = read_corpus("taylorswift.txt")[:200_000]
     assert tok.encode_ordinary(text) == enc.encode_ordinary(text)
-    if encodecore.CORE is not None:
-        assert tok.backend == "compiled (C)" and "index" not in tok._python.__dict__
+    if core_backend.CORE is not None:
+        assert tok.backend == "compiled (C)" and "index" not in tok.engine.reference.__dict__
     assert tok.encode_ordinary(TRICKY) == enc.encode_ordinary(fixed(TRICKY))  # a surrogate: the pure path
 
 
 def test_the_core_finds_the_bytes_ids_of_plain_byte_symbols():
-    if encodecore.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {encodecore.CORE_STATUS}")
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
     tokens = [bytes([255 - i]) for i in range(256)] + [b"ba"]
-    core = encodecore.CORE.Encoder(tokens, ([157], [158], [256]), None)
+    core = core_backend.CORE.Encoder(tokens, ([157], [158], [256]), None)
     assert core.encode("bad") == [256, 155]
     with pytest.raises(ValueError, match="1 of the 256 bytes have no token"):
-        encodecore.CORE.Encoder([*tokens[:-2], None, b"ba"], ([157], [158], [256]), None)
+        core_backend.CORE.Encoder([*tokens[:-2], None, b"ba"], ([157], [158], [256]), None)
+
+
+def test_a_stored_version_gets_the_rank_files_tables(tmp_path, sample_text):
+    """The same ranks, imported into a store and loaded from it or read from the rank file,
+    build the same token-rank tables (the backtracking path for long words) and give
+    tiktoken's ids (tiktoken run on the same ranks) on long words and on text."""
+    import bpestore
+
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
+    source = tmp_path / "sample.txt"
+    source.write_text(sample_text[:200_000], encoding="utf-8")
+    vocab, _ = bpestore.train_bpe(source, vocab_size=1256, pretokenizer="cl100k")
+    ranks = {token: token_id for token_id, token in vocab.items()}  # ids by merge rank: a valid rank table
+    path = tmp_path / "small.tiktoken"
+    path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in ranks.items()))
+    with bpestore.open(str(tmp_path / "store.db")) as store:
+        store.import_tiktoken("small", path, pattern="cl100k")
+        stored = store.tokenizer("small")
+    from_file = load_tokenizer(path, "cl100k")
+    assert stored.facts.rank_rule_problem is None  # tiktoken's rule holds: its tables may serve
+    cores = [tok.engine.accelerated[0] for tok in (stored, from_file)]
+    assert [core.rule for core in cores] == ["token ranks", "token ranks"]
+    assert cores[0].table_bytes() == cores[1].table_bytes()
+    enc = tiktoken.Encoding(name="small", pat_str=tiktoken_pattern("cl100k"), mergeable_ranks=ranks,
+                            special_tokens={})
+    rng = random.Random(7)
+    letters = [t.decode() for t in ranks if t.isalpha() and t.isascii()]
+    words = ["".join(rng.choice(letters) for _ in range(rng.randrange(20, 400))) for _ in range(200)]
+    for text in (*words, " ".join(words), sample_text[:50_000]):
+        assert stored.encode_ordinary(text) == from_file.encode_ordinary(text) == enc.encode_ordinary(text)

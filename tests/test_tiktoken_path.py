@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 import bpestore
 from bpestore import Tokenizer, TokenizerSpec
 from bpestore.bpe import merge_word
-from bpestore.fast import all_assigned, rank_equivalence_problem
+from bpestore.encoder.rank_rule import rank_equivalence_problem
+from bpestore.encoder.tiktoken_backend import all_assigned
 from bpestore.text import PATTERNS
 from bpestore.trainer import COMPILED_CORE
 
@@ -79,9 +81,9 @@ def test_ids_that_do_not_grow_with_rank_keep_the_pure_path():
 
 def test_gpt2_passes_the_check(gpt2_tokenizer):
     tok = gpt2_tokenizer
-    table = tok._python.table
-    encode_bytes = lambda data: merge_word(tok._python.index.symbolize(data), table.ranks, table.merged_ids)  # noqa: E731
-    assert rank_equivalence_problem(tok.merges, tok._python.index.id_of, encode_bytes) is None
+    table = tok.engine.reference.table
+    encode_bytes = lambda data: merge_word(tok.engine.reference.index.symbolize(data), table.ranks, table.merged_ids)  # noqa: E731
+    assert rank_equivalence_problem(tok.merges, tok.engine.reference.index.id_of, encode_bytes) is None
     # The session's tokenizer may have chosen the compiled core before this module turned it off.
     assert Tokenizer(tok.vocab, tok.merges, tok.special_tokens).backend == "tiktoken"
 
@@ -102,7 +104,7 @@ def merge_lists(draw) -> list[tuple[bytes, bytes]]:
 @settings(max_examples=400, deadline=None)
 @given(merge_lists(), st.lists(st.text("abc", min_size=1, max_size=40), max_size=6))
 def test_where_the_check_passes_tiktoken_gives_the_merge_rule_ids(merges, words):
-    """The theorem of bpestore/fast.py on random merge lists: where the check
+    """The theorem of bpestore/encoder/rank_rule.py on random merge lists: where the check
     passes, tiktoken's rank rule gives the merge rule's ids on any text; where
     it fails, some token's own text already tells them apart."""
     vocab = byte_vocab(*(left + right for left, right in merges))
@@ -119,16 +121,27 @@ def test_where_the_check_passes_tiktoken_gives_the_merge_rule_ids(merges, words)
         assert any(rank_based.encode_ordinary(t) != pure.encode_ordinary(t) for t in tokens)
 
 
+def encoding_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mapping[bytes, int],
+                     encode_bytes: Callable[[bytes], list[int]], checked: int = 0) -> int | None:
+    """(S) by its definition: the first merge from ``checked`` on whose token does
+    not encode to itself (one ``encode_bytes`` per token), or None."""
+    for k in range(checked, len(merges)):
+        left, right = merges[k]
+        if encode_bytes(left + right) != [id_of[left + right]]:
+            return k
+    return None
+
+
 def _reference_and_walk(merges: list[tuple[bytes, bytes]], checked: int = 0) -> tuple[int | None, int | None]:
     """The first token that does not encode to itself: by encoding each (the
     definition) and by the seam walk."""
-    from bpestore.fast import _encoding_problem, _seam_problem
+    from bpestore.encoder.rank_rule import _seam_problem
 
     tok = Tokenizer(byte_vocab(*(left + right for left, right in merges)), merges, fast=False)
     made_at = {left + right: k for k, (left, right) in enumerate(merges)}
     walk = _seam_problem(merges, made_at, checked, compiled=False)
     assert _seam_problem(merges, made_at, checked) == walk  # the merge core's walk, where built
-    return _encoding_problem(merges, tok._python.index.id_of, tok._python.encode_bytes, checked), walk
+    return encoding_problem(merges, tok.engine.reference.index.id_of, tok.engine.reference.encode_bytes, checked), walk
 
 
 @settings(max_examples=1500, deadline=None)
@@ -168,7 +181,7 @@ def test_the_seam_walk_on_small_cases(merges, first):
 
 
 def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
-    from bpestore.fast import _encoding_problem, _seam_problem
+    from bpestore.encoder.rank_rule import _seam_problem
 
     tok = gpt2_tokenizer
     made_at = {left + right: k for k, (left, right) in enumerate(tok.merges)}
@@ -179,7 +192,7 @@ def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
                                            tie_break=tie_break)
         pure = Tokenizer(vocab, merges, fast=False)
         made_at = {left + right: k for k, (left, right) in enumerate(merges)}
-        by_encoding = _encoding_problem(merges, pure._python.index.id_of, pure._python.encode_bytes)
+        by_encoding = encoding_problem(merges, pure.engine.reference.index.id_of, pure.engine.reference.encode_bytes)
         assert _seam_problem(merges, made_at) == _seam_problem(merges, made_at, compiled=False) == by_encoding
 
 
@@ -272,9 +285,9 @@ def _newer_letter() -> str | None:
 
 def test_the_check_searches_a_stretch_at_a_time(monkeypatch):
     """all_assigned finds an unassigned character in any stretch, at either end of one."""
-    import bpestore.fast
+    import bpestore.encoder.tiktoken_backend
 
-    monkeypatch.setattr(bpestore.fast, "SCAN_CHARS", 7)
+    monkeypatch.setattr(bpestore.encoder.tiktoken_backend, "SCAN_CHARS", 7)
     base = "abc 日本語 🦄 xyz" * 5
     assert all_assigned(base)
     for at in range(len(base) + 1):
@@ -298,15 +311,15 @@ def test_a_long_text_is_checked_beside_its_encoding(gpt2_tokenizer, monkeypatch)
     """Past CONCURRENT_CHECK_AFTER characters the check runs while tiktoken
     encodes; the answer is the same: tiktoken's ids where the text passes,
     the pure path's where it holds an unassigned character."""
-    import bpestore.fast
+    import bpestore.encoder.tiktoken_backend
 
-    monkeypatch.setattr(bpestore.fast, "CONCURRENT_CHECK_AFTER", 100)
+    monkeypatch.setattr(bpestore.encoder.tiktoken_backend, "CONCURRENT_CHECK_AFTER", 100)
     pure = Tokenizer(gpt2_tokenizer.vocab, gpt2_tokenizer.merges, gpt2_tokenizer.special_tokens, fast=False)
     passing = "Grüße aus Köln, 日本語 and 🦄. " * 500
     unassigned = passing + "\u0378" + passing  # U+0378 is unassigned in every Unicode version
     fast = Tokenizer(gpt2_tokenizer.vocab, gpt2_tokenizer.merges, gpt2_tokenizer.special_tokens)
     assert fast.backend == "tiktoken"
-    encoder = fast._fast_encoder()
+    encoder = fast.engine.accelerated[0]
     out: list[int] = []
     assert encoder.encode_into(passing, out) and out == pure.encode_ordinary(passing)
     assert not encoder.encode_into(unassigned, out) and out == pure.encode_ordinary(passing)  # nothing added
@@ -352,14 +365,14 @@ def test_regex_engines_agree_on_every_assigned_code_point(name):
 def test_short_texts_do_not_pay_for_the_check():
     tok = Tokenizer(byte_vocab(b"ab"), [(b"a", b"b")])
     assert tok.encode("ab ab") == [256, 32, 256]
-    assert "_accelerated" not in tok.__dict__  # decided only when a long text comes
+    assert "accelerated" not in tok.engine.__dict__  # decided only when a long text comes
     assert tok.encode("ab " * 5000) == [256, 32] * 4999 + [256, 32]
-    assert "_accelerated" in tok.__dict__ and tok.backend == "tiktoken"
+    assert "accelerated" in tok.engine.__dict__ and tok.backend == "tiktoken"
 
 
 @pytest.mark.parametrize("before", [0, 1, 49_999, 50_000, 77_777])
 def test_long_whitespace_runs_are_found_wherever_they_sit(before):
-    from bpestore.fast import _long_space_run
+    from bpestore.encoder.tiktoken_backend import _long_space_run
 
     assert _long_space_run("x" * before + " \t\n" * 33_334 + "y")      # 100,002 spaces
     assert not _long_space_run("x" * before + " " * 49_999 + "y")
@@ -371,7 +384,7 @@ def test_unassigned_pattern_is_unicodedata_on_every_bmp_character():
     unassigned (Cn) or a surrogate (Cs), and every astral character."""
     import unicodedata
 
-    from bpestore.fast import _unassigned_or_astral
+    from bpestore.encoder.tiktoken_backend import _unassigned_or_astral
 
     pattern = _unassigned_or_astral()
     wrong = [cp for cp in range(0x10000)

@@ -50,7 +50,7 @@ def rows(store: Store, ref: str) -> Vocabulary:
 
 def fresh_facts(vocab: Vocabulary, spec) -> str | None:
     """The check computed again, by a tokenizer built from the version's rows."""
-    return Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=spec).facts.fast_problem
+    return Tokenizer(vocab.tokens, vocab.pairs, vocab.special_ids(), spec=spec).facts.rank_rule_problem
 
 
 def assert_facts_match_rows(store: Store, ref: str) -> str | None:
@@ -58,8 +58,8 @@ def assert_facts_match_rows(store: Store, ref: str) -> str | None:
     from_rows = rows(store, ref)
     assert vocab.tokens == from_rows.tokens and vocab.kinds == from_rows.kinds
     assert vocab.merges == from_rows.merges
-    assert known.fast_problem == fresh_facts(from_rows, store.version(ref).spec)
-    return known.fast_problem
+    assert known.rank_rule_problem == fresh_facts(from_rows, store.version(ref).spec)
+    return known.rank_rule_problem
 
 
 def reload(store: Store, ref: str) -> Tokenizer:
@@ -72,7 +72,8 @@ def test_gpt2_import_stores_its_facts_and_loads_from_them(store, gpt2_files, tik
     store.import_gpt2("gpt2", vocab=gpt2_files[0], merges=gpt2_files[1])
     assert assert_facts_match_rows(store, "gpt2") is None
     tok = reload(store, "gpt2")
-    assert tok._facts is not None and "table" not in tok._python.__dict__  # nothing computed on load
+    # nothing computed on load
+    assert tok.engine.known_facts is not None and "table" not in tok.engine.reference.__dict__
     assert tok.backend == "tiktoken"
     for name in ("taylorswift.txt", "german_1M.txt", "japanese_1M.txt", "hindi_1M.txt"):
         sample = read_corpus(name)[:200_000]
@@ -183,7 +184,7 @@ def test_queries_on_an_up_to_date_store_import_neither_alembic_nor_the_encoder(t
         # all three read through sqlite3 (store/reader.py; tests/test_load_without_sqlalchemy.py)
         assert "sqlalchemy" not in loaded, command
         heavy = {m for m in loaded if m.split(".")[0] == "alembic" or m in (
-            "bpestore.encoder", "bpestore.trainer", "bpestore.ingest", "bpestore.fast", "tiktoken",
+            "bpestore.encoder", "bpestore.trainer", "bpestore.ingest", "tiktoken",
             "sqlalchemy.dialects.postgresql")}
         assert not heavy, (command, heavy)
     opened = modules_after("import bpestore\nbpestore.open(sys.argv[1]).tokenizer('tiny').encode('ab')", db)

@@ -97,7 +97,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     """--version: the version, and which cores training and ingestion use (compiled, or pure-Python and why)."""
     if not value or ctx.resilient_parsing:
         return
-    from ..encodecore import encode_core
+    from ..encoder.core_backend import encode_core
     from ..text import counting_core
     from ..trainer import merge_core
 

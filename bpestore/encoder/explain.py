@@ -14,20 +14,21 @@ from ..bpe import merge_ranks as bpe_merge_ranks
 from ..bpe import merge_steps
 from ..errors import InvalidArgumentError
 from ..text import fix_surrogates, rechunk
+from .engine import Engine
 from .streams import PIECE_CHARS, sliced
 
+# The records are imported where an explanation is made: start-up time, which encoding does without.
 if TYPE_CHECKING:
     from ..records import Explanation, UnknownChar, WordExplanation
-    from .tokenizer import Tokenizer
 
 EXPLAIN_MAX_CHARS = 100_000  # characters of text explain takes
 EXPLAIN_MAX_IDS = 2_000_000  # ids its merge steps may list in all (each step lists its word's ids)
 
 
-def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | AbstractSet[str]) -> Explanation:
+def explain(engine: Engine, text: str, allowed_special: Literal["all"] | AbstractSet[str]) -> Explanation:
     """How ``text`` is encoded, pre-token by pre-token: the initial symbols,
     each merge applied (pair, rank, position), where characters unseen in
-    training went, and the ids; ``.ids`` equals ``tok.encode(text,
+    training went, and the ids; ``.ids`` equals ``Tokenizer.encode(text,
     allowed_special=allowed_special, disallowed_special=())``.
 
     >>> from bpestore import Tokenizer
@@ -40,26 +41,26 @@ def explain(tok: Tokenizer, text: str, allowed_special: Literal["all"] | Abstrac
     if len(text) > EXPLAIN_MAX_CHARS:
         raise InvalidArgumentError(f"explain takes at most {EXPLAIN_MAX_CHARS:,} characters, not "
                                    f"{len(text):,}; encode shows the ids of a longer text", params=("text",))
-    rules = tok._rules(allowed_special=allowed_special, disallowed_special=())
+    rules = engine.rules(allowed_special=allowed_special, disallowed_special=())
     words: list[WordExplanation] = []
     start = 0
     budget = [EXPLAIN_MAX_IDS]
-    for m in tok._specials_regex(rules.allowed).finditer(text) if rules.allowed else ():
-        words += _explain_segment(tok, text[start:m.start()], budget)
-        token_id = tok.special_tokens[m.group()]
+    for m in engine.specials_regex(rules.allowed).finditer(text) if rules.allowed else ():
+        words += _explain_segment(engine, text[start:m.start()], budget)
+        token_id = engine.special_tokens[m.group()]
         words.append(WordExplanation(m.group(), (token_id,), (token_id,), segmentation="special"))
         start = m.end()
-    words += _explain_segment(tok, text[start:], budget)
+    words += _explain_segment(engine, text[start:], budget)
     mentioned = {i for w in words for i in (*w.symbols, *w.ids, *(s.token for s in w.steps))}
-    return Explanation(tok.name or "", text, tuple(words), {i: tok._vocab[i] for i in sorted(mentioned)})
+    return Explanation(engine.name or "", text, tuple(words), {i: engine.vocab[i] for i in sorted(mentioned)})
 
 
-def _explain_segment(tok: Tokenizer, text: str, budget: list[int]) -> Iterator[WordExplanation]:
+def _explain_segment(engine: Engine, text: str, budget: list[int]) -> Iterator[WordExplanation]:
     from ..records import MergeStep, WordExplanation
 
-    table = tok._python.table
-    for word in tok._python.pipeline.pretokenize(fix_surrogates(text)) if text else ():
-        symbols = tok._python.index.initial_ids(word)
+    table = engine.reference.table
+    for word in engine.reference.pipeline.pretokenize(fix_surrogates(text)) if text else ():
+        symbols = engine.reference.index.initial_ids(word)
         most = len(symbols) * (len(symbols) + 1) // 2  # the ids its steps can list
         budget[0] -= most
         if budget[0] < 0:
@@ -70,20 +71,20 @@ def _explain_segment(tok: Tokenizer, text: str, budget: list[int]) -> Iterator[W
             yield WordExplanation(word, tuple(symbols), tuple(table.longest_match.segment(symbols)),
                                   segmentation="longest-match")
             continue
-        steps = tuple(MergeStep(rank, i, *pair_of(tok, rank), tuple(ids))
+        steps = tuple(MergeStep(rank, i, *pair_of(engine, rank), tuple(ids))
                       for rank, i, ids in merge_steps(symbols, table.ranks, table.merged_ids))
         yield WordExplanation(word, tuple(symbols), steps[-1].ids if steps else tuple(symbols),
-                              steps=steps, unknown=tuple(_unknown_chars(tok, word)))
+                              steps=steps, unknown=tuple(_unknown_chars(engine, word)))
 
 
-def _unknown_chars(tok: Tokenizer, word: str) -> Iterator[UnknownChar]:
+def _unknown_chars(engine: Engine, word: str) -> Iterator[UnknownChar]:
     """The characters of a pre-token that a ``chars`` alphabet lacks, and their ids."""
-    spec = tok.spec
+    spec = engine.spec
     if spec.byte_level:
         return
     from ..records import UnknownChar
 
-    id_of = tok._python.index.id_of
+    id_of = engine.reference.index.id_of
     for position, char in enumerate(word):
         data = char.encode("utf-8", "surrogatepass")
         if data in id_of:
@@ -94,24 +95,24 @@ def _unknown_chars(tok: Tokenizer, word: str) -> Iterator[UnknownChar]:
             yield UnknownChar(char, position, "unk", (id_of[spec.unk_token.encode("utf-8")],))
 
 
-def pair_of(tok: Tokenizer, rank: int) -> tuple[int, int, int]:
+def pair_of(engine: Engine, rank: int) -> tuple[int, int, int]:
     """The ids a merge joins and makes."""
-    left, right = tok._python.merges[rank]
-    id_of = tok._python.index.id_of
-    return id_of[left], id_of[right], tok._python.table.merged_ids[rank]
+    left, right = engine.reference.merges[rank]
+    id_of = engine.reference.index.id_of
+    return id_of[left], id_of[right], engine.reference.table.merged_ids[rank]
 
 
-def count_pretokens(tok: Tokenizer, chunks: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
+def count_pretokens(engine: Engine, chunks: Iterable[str]) -> tuple[Counter[str], Counter[str]]:
     """The pre-tokens of a stream of text with their counts, and the special
     tokens in it with theirs (every special token recognised, as
     ``encode(..., allowed_special="all")`` does); encoding each pre-token
     (``merge_ranks``) gives the ids of the whole text."""
     words: Counter[str] = Counter()
     specials: Counter[str] = Counter()
-    allowed = frozenset(tok.special_tokens)
-    regex = tok._specials_regex(allowed)
-    pretokenize = tok._python.pipeline.pretokenize
-    for piece in rechunk(sliced(chunks, PIECE_CHARS), tok._stream_cutter(allowed)):
+    allowed = frozenset(engine.special_tokens)
+    regex = engine.specials_regex(allowed)
+    pretokenize = engine.reference.pipeline.pretokenize
+    for piece in rechunk(sliced(chunks, PIECE_CHARS), engine.stream_cutter(allowed)):
         start = 0
         for m in regex.finditer(piece) if regex is not None else ():
             if m.start() > start:
@@ -123,7 +124,7 @@ def count_pretokens(tok: Tokenizer, chunks: Iterable[str]) -> tuple[Counter[str]
     return words, specials
 
 
-def merge_ranks(tok: Tokenizer, word: str) -> tuple[list[int], list[int], list[int]]:
+def merge_ranks(engine: Engine, word: str) -> tuple[list[int], list[int], list[int]]:
     """One pre-token's ids (as ``encode``), the rank of each merge applied on
     the way, in order, and for each the highest rank applied so far in the
     word: the merge is applied by a tokenizer keeping the
@@ -136,13 +137,13 @@ def merge_ranks(tok: Tokenizer, word: str) -> tuple[list[int], list[int], list[i
     >>> tok.merge_ranks("abc")
     ([257], [0, 1], [0, 1])
     """
-    if tok.spec.segmentation != "merge":
+    if engine.spec.segmentation != "merge":
         raise InvalidArgumentError(f"a curve along the merge ranks needs merge segmentation; this version "
-                                   f"segments by {tok.spec.segmentation}", params=("ref",))
+                                   f"segments by {engine.spec.segmentation}", params=("ref",))
     # The word whole (merging its pieces apart gives the same ids and, the
     # pieces being independent, the same merges under every prefix).
-    table = tok._python.table
-    ids, ranks = bpe_merge_ranks(tok._python.index.initial_ids(word), table.ranks, table.merged_ids)
+    table = engine.reference.table
+    ids, ranks = bpe_merge_ranks(engine.reference.index.initial_ids(word), table.ranks, table.merged_ids)
     needed = []
     highest = -1
     for rank in ranks:
@@ -152,14 +153,14 @@ def merge_ranks(tok: Tokenizer, word: str) -> tuple[list[int], list[int], list[i
     return ids, ranks, needed
 
 
-def char_spans(tok: Tokenizer, text: str, ids: list[int]) -> list[tuple[int, int]]:
+def char_spans(engine: Engine, text: str, ids: list[int]) -> list[tuple[int, int]]:
     """The (start, end) characters of ``text`` each token of ``ids`` covers (a
     token that holds part of a character covers that character); an error where
     the tokens do not spell the text byte for byte."""
-    token_bytes = [tok._vocab[i] for i in ids]
+    token_bytes = [engine.vocab[i] for i in ids]
     if b"".join(token_bytes) != text.encode("utf-8"):
         raise InvalidArgumentError(
-            f"the tokens of {tok.name or 'this tokenizer'} do not spell the text byte for byte (a normalizer, "
+            f"the tokens of {engine.name or 'this tokenizer'} do not spell the text byte for byte (a normalizer, "
             "word markers, an unknown token or a pre-tokenizer that drops characters change it), so they have "
             "no places in it; use encode", params=("text",))
     # The character each byte of the UTF-8 text belongs to.

@@ -146,20 +146,6 @@ def pairs_of(vocab: dict[int, bytes], merge_ids: MergeIds) -> list[tuple[bytes, 
                                    params=("merge_ids",)) from None
 
 
-def tiktoken_ranks(vocab: dict[int, bytes], index: TokenIndex, made: Sequence[int] | None,
-                   pairs: Callable[[], Pairs]) -> dict[bytes, int]:
-    """Each byte's and each merged token's bytes, with its id (tiktoken's ranks):
-    usually the ordinary tokens themselves, where every one is a byte or one
-    merge's. ``made``: each merge's made id, where known; else the ``pairs``."""
-    id_of = index.id_of
-    if len(id_of) == 256 + (len(made) if made is not None else len(pairs())):
-        return id_of
-    ranks = {bytes([b]): index.byte_ids[b] for b in range(256)}
-    tokens = map(vocab.__getitem__, made) if made is not None else (a + b for a, b in pairs())
-    ranks.update((token, id_of[token]) for token in tokens)
-    return ranks
-
-
 class PythonEncoder:
     """Ordinary text to ids. The tables are built on first use (``index``,
     ``table``, ``merges``, ``joinable``), each once: decoding and short texts

@@ -13,26 +13,26 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, cast
 
-from ..encodecore import CoreEncoder
 from ..errors import InvalidArgumentError, NotFoundError
 from ..text import rechunk
+from .core_backend import CoreEncoder
+from .engine import Engine, IdsT, Rules
 
-if TYPE_CHECKING:  # imported where used: encoding does without them
+# Imports inside the functions below are for start-up time only: encoding one text in a
+# fresh process (``bpestore encode``) does without multiprocessing, concurrent.futures and
+# the modules that read sources and write files (measured together: about 15 ms).
+if TYPE_CHECKING:
     from concurrent.futures import Executor
 
     from ..records import Progress
-    from .tokenizer import Rules, Tokenizer
 
 ID_DTYPES = {"uint16": "H", "uint32": "I"}  # id file element types -> array typecodes
 PIECE_CHARS = 1 << 18  # characters per piece of a stream encoded at once
 RANGE_BYTES = 1 << 20  # bytes of a plain file each encoding process reads at a time
 CUT_WINDOW = 64 << 10  # bytes searched for a safe place to cut a file into ranges
 BATCH_CHARS = 1 << 21  # characters of encode_batch's texts a worker of the compiled core takes in one call
-
-# Token ids: a list, or a uint32 array (id files, worker results).
-IdsT = TypeVar("IdsT", list[int], "array[int]")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class EncodedFile:
         return self.bytes / self.tokens if self.tokens else 0.0
 
 
-def encode_stream(tok: Tokenizer, chunks: Iterable[str], rules: Rules, workers: int,
+def encode_stream(engine: Engine, chunks: Iterable[str], rules: Rules, workers: int,
                   container: Callable[[], IdsT]) -> Iterator[IdsT]:
     """The ids of each safely cut piece of a stream, in order, each in a
     new ``container()`` (a list, or a uint32 array for id files).
@@ -61,43 +61,27 @@ def encode_stream(tok: Tokenizer, chunks: Iterable[str], rules: Rules, workers: 
     uint32 arrays: plain bytes between processes). At most ``2 * workers``
     pieces are in flight.
     """
-    pieces = rechunk(sliced(chunks, PIECE_CHARS), tok._stream_cutter(rules.allowed | rules.disallowed))
+    pieces = rechunk(sliced(chunks, PIECE_CHARS), engine.stream_cutter(rules.allowed | rules.disallowed))
     if workers <= 1:
         for index, piece in enumerate(pieces):
-            yield tok._encode(piece, rules, index, container())
+            yield engine.encode(piece, rules, index, container())
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-
-    threads = tok._fast_encoder() is not None and not rules.dropout
-    if threads:
-        pool: Executor = ThreadPoolExecutor(workers)
-    else:
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(tok,))
-    with pool:
-        window: deque = deque()
-        for index, piece in enumerate(pieces):
-            if threads:
-                window.append(pool.submit(tok._encode, piece, rules, index, container()))
-            else:
-                window.append(pool.submit(_encode_in_worker, piece, rules, index))
-            if len(window) >= 2 * workers:
-                yield _into(window.popleft().result(), container)
-        while window:
-            yield _into(window.popleft().result(), container)
+    threads = engine.accelerated[0] is not None and not rules.dropout
+    calls = ((engine.encode, piece, rules, index, container()) if threads else (_encode_in_worker, piece, rules, index)
+             for index, piece in enumerate(pieces))
+    for ids in _in_order(_pool(engine, workers, threads), calls, workers):
+        yield _into(ids, container)
 
 
-def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules, *, dtype: str | None,
+def encode_file(engine: Engine, path: str | Path, out: str | Path, rules: Rules, *, dtype: str | None,
                 workers: int, errors: str, progress: Callable[[Progress], None] | None) -> EncodedFile:
     """``Tokenizer.encode_file``: every argument is checked before the source is opened."""
     from ..files import atomic_path
     from ..records import Progress
     from ..sources import TextReader, check_errors, open_source
 
-    dtype = dtype or ("uint16" if tok.n_vocab <= 1 << 16 else "uint32")
-    typecode = id_typecode(tok, dtype, writing=True)
+    dtype = dtype or ("uint16" if engine.n_vocab <= 1 << 16 else "uint32")
+    typecode = id_typecode(engine, dtype, writing=True)
     check_errors(errors)
     name = str(path)
     n_tokens = 0
@@ -107,11 +91,11 @@ def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules,
         total = os.path.getsize(name) if plain else None  # a pipe or device: streamed, as stdin
         reader = TextReader(stream, name, errors=errors, hashed=False)
         parts: Iterator[tuple[bytes | bytearray | memoryview, int, int]]
-        if workers > 1 and total is not None and _ranges_apply(tok, rules):
-            parts = _encode_ranges(tok, name, total, rules, workers, typecode, errors)
+        if workers > 1 and total is not None and _ranges_apply(engine, rules):
+            parts = _encode_ranges(engine, name, total, rules, workers, typecode, errors)
         else:
             parts = ((_pack(ids, typecode), len(ids), reader.size)
-                     for ids in encode_stream(tok, reader, rules, workers, _uint32_array))
+                     for ids in encode_stream(engine, reader, rules, workers, _uint32_array))
         # Replaces an existing ``out`` by design (ids files are outputs of a run).
         with atomic_path(Path(out), force=True) as temp, open(temp, "wb") as f:
             for data, n, done in parts:
@@ -126,43 +110,41 @@ def encode_file(tok: Tokenizer, path: str | Path, out: str | Path, rules: Rules,
                        dtype=dtype)
 
 
-def _ranges_apply(tok: Tokenizer, rules: Rules) -> bool:
+def _ranges_apply(engine: Engine, rules: Rules) -> bool:
     """Whether workers may each read and encode their own ranges of a plain file: no
     dropout (its seeds follow the stream's pieces), a pre-tokenizer that lets a file be
     cut anywhere, and threads (the compiled core: one copy of its tables) or forked
     processes (Linux)."""
-    return (not rules.dropout and (_on_threads(tok) or sys.platform == "linux")
-            and tok._stream_cutter(rules.allowed | rules.disallowed).cuts_words)
+    return (not rules.dropout and (_on_threads(engine) or sys.platform == "linux")
+            and engine.stream_cutter(rules.allowed | rules.disallowed).cuts_words)
 
 
-def _on_threads(tok: Tokenizer) -> bool:
+def _on_threads(engine: Engine) -> bool:
     """Whether the compiled core encodes ordinary text (it releases the GIL)."""
-    return isinstance(tok._fast_encoder(), CoreEncoder)
+    return isinstance(engine.accelerated[0], CoreEncoder)
 
 
-def encode_batch(tok: Tokenizer, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
+def encode_batch(engine: Engine, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
     """``Tokenizer.encode_batch``: where the compiled core encodes the texts whole (no
     special token to match, no dropout), it takes them a batch per call, on ``workers``
     threads of its own (the GIL released while it encodes; one copy of its tables); else each text
     is encoded alone, on threads where tiktoken's core encodes."""
-    fast = tok._fast_encoder() if not rules.allowed and not rules.dropout else None
+    fast = engine.accelerated[0] if not rules.allowed and not rules.dropout else None
     core = fast if isinstance(fast, CoreEncoder) else None  # it encodes these texts whole
     if core is None:
-        if workers > 1 and not rules.dropout and tok._fast_encoder() is not None:
+        if workers > 1 and not rules.dropout and engine.accelerated[0] is not None:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(workers) as pool:
-                return list(pool.map(lambda text: tok._encode(text, rules, None, []), texts))
-        return [tok._encode(text, rules, None, []) for text in texts]
-    from .tokenizer import refuse_disallowed
-
+                return list(pool.map(lambda text: engine.encode(text, rules, None, []), texts))
+        return [engine.encode(text, rules, None, []) for text in texts]
     texts = list(texts)
     if rules.disallowed:
         for text in texts:
-            refuse_disallowed(tok, text, rules)
+            engine.refuse_disallowed(text, rules)
     found = [ids for batch in _batches(texts, workers) for ids in core.encode_batch(batch, workers)]
     # None: a lone surrogate or a character the version has no symbol for (the pure path says what to do).
-    return [ids if ids is not None else tok._encode(text, rules, None, []) for ids, text in zip(found, texts)]
+    return [ids if ids is not None else engine.encode(text, rules, None, []) for ids, text in zip(found, texts)]
 
 
 def _batches(texts: list[str], workers: int) -> list[list[str]]:
@@ -182,46 +164,54 @@ def _batches(texts: list[str], workers: int) -> list[list[str]]:
     return batches
 
 
-def _encode_ranges(tok: Tokenizer, path: str, size: int, rules: Rules, workers: int, typecode: str,
+def _encode_ranges(engine: Engine, path: str, size: int, rules: Rules, workers: int, typecode: str,
                    errors: str) -> Iterator[tuple[bytes | bytearray, int, int]]:
     """A plain file's ids, packed as ``typecode``, range by range in order:
     each worker (a thread where the compiled core encodes, else a process) reads,
     decodes, encodes and packs a range between safe cuts; this thread only
     writes. Yields (packed ids, ids, bytes done)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     from ..sources import cut_points
 
-    cutter = tok._stream_cutter(rules.allowed | rules.disallowed)
+    cutter = engine.stream_cutter(rules.allowed | rules.disallowed)
     points = cut_points(path, size, cutter, step=RANGE_BYTES, window=CUT_WINDOW)
-    pool: Executor
-    if _on_threads(tok):  # each thread reads, decodes and packs its range too: this one only writes
-        from concurrent.futures import ThreadPoolExecutor
+    threads = _on_threads(engine)  # each thread reads, decodes and packs its range too: this one only writes
+    if not threads:
+        engine.accelerated[0]  # decided (and checked) once, here: the workers inherit it
+    encode_range = partial(_encode_range, engine) if threads else _encode_range_in_worker
+    calls = ((encode_range, path, start, end, errors, rules, typecode) for start, end in zip(points, points[1:]))
+    for (data, n), done in zip(_in_order(_pool(engine, workers, threads), calls, workers), points[1:]):
+        yield data, n, done
 
-        pool = ThreadPoolExecutor(workers)
-        encode_range: Callable[..., tuple[bytes | bytearray, int]] = partial(_encode_range, tok)
-    else:
-        tok._fast_encoder()  # decided (and checked) once, here: the workers inherit it
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                   initializer=_start_worker, initargs=(tok,))
-        encode_range = _encode_range_in_worker
+
+def _pool(engine: Engine, workers: int, threads: bool) -> Executor:
+    """``workers`` threads, or processes that each hold ``engine`` (forked where the platform can)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    if threads:
+        return ThreadPoolExecutor(workers)
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+                               initializer=_start_worker, initargs=(engine,))
+
+
+def _in_order(pool: Executor, calls: Iterable[tuple], workers: int) -> Iterator:
+    """Each call (a function and its arguments) run on the pool, the results in order,
+    at most ``2 * workers`` in flight."""
     with pool:
         window: deque = deque()
-        for start, end in zip(points, points[1:]):
-            window.append((pool.submit(encode_range, path, start, end, errors, rules, typecode), end))
+        for function, *args in calls:
+            window.append(pool.submit(function, *args))
             if len(window) >= 2 * workers:
-                future, done = window.popleft()
-                yield (*future.result(), done)
+                yield window.popleft().result()
         while window:
-            future, done = window.popleft()
-            yield (*future.result(), done)
+            yield window.popleft().result()
 
 
-def decode_file(tok: Tokenizer, path: str | Path, *, dtype: str | None, errors: str, block: int) -> Iterator[str]:
+def decode_file(engine: Engine, path: str | Path, *, dtype: str | None, errors: str, block: int) -> Iterator[str]:
     """``Tokenizer.decode_file``: the text of a flat id file, streamed."""
-    dtype = dtype or ("uint16" if tok.n_vocab <= 1 << 16 else "uint32")
-    typecode = id_typecode(tok, dtype, writing=False)
+    dtype = dtype or ("uint16" if engine.n_vocab <= 1 << 16 else "uint32")
+    typecode = id_typecode(engine, dtype, writing=False)
     decoder = codecs.getincrementaldecoder("utf-8")(errors)
     done = 0
     try:
@@ -235,7 +225,7 @@ def decode_file(tok: Tokenizer, path: str | Path, *, dtype: str | None, errors: 
                 ids.frombytes(data)
                 if sys.byteorder != "little":
                     ids.byteswap()
-                data = tok.decode_bytes(ids)
+                data = engine.decode_bytes(ids)
                 yield decoder.decode(data)
                 done += len(data)
             yield decoder.decode(b"", True)
@@ -246,11 +236,11 @@ def decode_file(tok: Tokenizer, path: str | Path, *, dtype: str | None, errors: 
         raise NotFoundError(f"file not found: {path}", params=("path",)) from None
 
 
-def id_typecode(tok: Tokenizer, dtype: str, *, writing: bool) -> str:
+def id_typecode(engine: Engine, dtype: str, *, writing: bool) -> str:
     if dtype not in ID_DTYPES:
         raise InvalidArgumentError(f"unknown id dtype {dtype!r}; choose uint16 or uint32", params=("dtype",))
-    if writing and dtype == "uint16" and tok.n_vocab > 1 << 16:
-        raise InvalidArgumentError(f"this vocabulary has ids up to {tok.n_vocab - 1}, more than uint16 "
+    if writing and dtype == "uint16" and engine.n_vocab > 1 << 16:
+        raise InvalidArgumentError(f"this vocabulary has ids up to {engine.n_vocab - 1}, more than uint16 "
                                    "holds; use dtype='uint32'", params=("dtype",))
     return ID_DTYPES[dtype]
 
@@ -265,36 +255,36 @@ def sliced(chunks: Iterable[str], size: int) -> Iterator[str]:
 
 
 # -- worker processes ---------------------------------------------------------
-_WORKER_TOKENIZER: Tokenizer | None = None
+_WORKER_ENGINE: Engine | None = None
 
 
-def _start_worker(tokenizer: Tokenizer) -> None:
-    global _WORKER_TOKENIZER
+def _start_worker(engine: Engine) -> None:
+    global _WORKER_ENGINE
     from ..processes import die_with_parent
 
     die_with_parent()  # a killed parent leaves no encoding process behind
-    _WORKER_TOKENIZER = tokenizer
+    _WORKER_ENGINE = engine
 
 
 def _encode_in_worker(piece: str, rules: Rules, index: int) -> array[int]:
-    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
-    return _WORKER_TOKENIZER._encode(piece, rules, index, _uint32_array())
+    assert _WORKER_ENGINE is not None, "started by _start_worker"
+    return _WORKER_ENGINE.encode(piece, rules, index, _uint32_array())
 
 
 def _encode_range_in_worker(path: str, start: int, end: int, errors: str, rules: Rules,
                             typecode: str) -> tuple[bytes | bytearray, int]:
-    assert _WORKER_TOKENIZER is not None, "started by _start_worker"
-    return _encode_range(_WORKER_TOKENIZER, path, start, end, errors, rules, typecode)
+    assert _WORKER_ENGINE is not None, "started by _start_worker"
+    return _encode_range(_WORKER_ENGINE, path, start, end, errors, rules, typecode)
 
 
-def _encode_range(tok: Tokenizer, path: str, start: int, end: int, errors: str, rules: Rules,
+def _encode_range(engine: Engine, path: str, start: int, end: int, errors: str, rules: Rules,
                   typecode: str) -> tuple[bytes | bytearray, int]:
     """Bytes ``start:end`` of a plain file (cut at a safe place) encoded and
     packed as ``typecode``: the packed ids and how many."""
     from ..sources import decode, read_range
 
     text = decode(read_range(path, start, end), path, errors, start)
-    ids = tok._encode(text, rules, None, _uint32_array())
+    ids = engine.encode(text, rules, None, _uint32_array())
     return _pack(ids, typecode), len(ids)
 
 

@@ -1,29 +1,20 @@
-"""tiktoken rank files (``base64-token rank`` per line) and the merges they imply.
-
-A rank file has no merge list: tiktoken encodes by joining, at each step, the
-adjacent pair whose concatenation has the lowest rank. The merge that makes a
-token is recovered the standard way: encode the token's bytes by that rule
-with only the ranks below its own; what remains is two parts, its merge (the
-recovery Hugging Face's converters and tiktoken's own educational module use).
-A token that stays in more than two parts can only come from tiktoken's
-whole-piece lookup, which bpestore has no equivalent for: refused.
-"""
+"""tiktoken rank files (``base64-token rank`` per line): read, turned into a
+version (its merges derived by ``bpe.derive_merges``), or loaded as a Tokenizer
+that encodes by tiktoken's rule straight from the ranks."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import heapq
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
+from ..bpe import derive_merges
+from ..encoder import Tokenizer, core_backend
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from ..limits import MAX_INT
 from ..spec import TokenizerSpec
-
-if TYPE_CHECKING:
-    from ..encoder import Tokenizer
 
 NAMED_PATTERNS = ("gpt2", "cl100k", "o200k")
 MAX_LINE = 1 << 20  # bytes of a rank file's line (real ones: under 200)
@@ -68,75 +59,6 @@ def read_ranks(path: str | Path) -> dict[bytes, int]:
     if not ranks:
         raise DamagedDataError(f"{path} holds no ranks", params=("path",))
     return ranks
-
-
-def derive_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
-    """The merge making each token of more than one byte, in rank order.
-
-    >>> ranks = {bytes([b]): b for b in range(256)}
-    >>> derive_merges({**ranks, b"ab": 256, b"aab": 257, b"aa": 258})
-    [(b'a', b'b'), (b'a', b'ab'), (b'a', b'a')]
-    """
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
-    if missing:
-        raise DamagedDataError(f"the rank file lacks {len(missing)} single bytes (first: {missing[0]}); "
-                               "a tiktoken vocabulary holds all 256", params=("path",))
-    merges = []
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
-        if len(token) == 1:
-            continue
-        parts = _encode_below(ranks, token, rank)
-        if len(parts) != 2:
-            shown = b" | ".join(parts[:6]) + (b" | ..." if len(parts) > 6 else b"")
-            raise InvalidArgumentError(f"token {_short(token)!r} (rank {rank}) is not the join of two tokens of lower "
-                                       f"rank (tiktoken's rule leaves {shown!r}); bpestore can only import "
-                                       "tokens that merging makes", params=("path",))
-        merges.append((parts[0], parts[1]))
-    return merges
-
-
-def _short(token: bytes, size: int = 40) -> bytes:
-    return token if len(token) <= size else token[:size] + b"..."
-
-
-def _encode_below(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
-    """tiktoken's rule on ``token``'s bytes, with only the ranks below ``max_rank``:
-    the lowest-ranked adjacent pair joined first, the leftmost among equals. A
-    heap of (rank, position) over a linked list of parts: n log n, not n squared
-    (a stale entry, whose pair has changed since, is skipped when popped)."""
-    n = len(token)
-    if n <= 2:
-        return [token[i:i + 1] for i in range(n)]
-    start = list(range(n))  # part i is token[start[i]:end[i]]; a joined-away part has end -1
-    end = list(range(1, n + 1))
-    nxt = list(range(1, n + 1))
-    prev = list(range(-1, n - 1))
-    get = ranks.get
-
-    def rank_at(i: int) -> int | None:
-        j = nxt[i]
-        if j >= n:
-            return None
-        r = get(token[start[i]:end[j]])
-        return r if r is not None and r < max_rank else None
-
-    heap = [(r, i) for i in range(n - 1) if (r := rank_at(i)) is not None]
-    heapq.heapify(heap)
-    parts = n
-    while heap and parts > 2:
-        r, i = heapq.heappop(heap)
-        if end[i] < 0 or rank_at(i) != r:
-            continue  # stale
-        j = nxt[i]
-        end[i], end[j] = end[j], -1
-        nxt[i] = k = nxt[j]
-        if k < n:
-            prev[k] = i
-        parts -= 1
-        for at in (prev[i], i):
-            if at >= 0 and (found := rank_at(at)) is not None:
-                heapq.heappush(heap, (found, at))
-    return [token[start[i]:end[i]] for i in range(n) if end[i] >= 0]
 
 
 def parse_special_tokens(items: Iterable[str]) -> dict[str, int]:
@@ -189,12 +111,10 @@ def rank_tokens(path: str | Path) -> list[bytes | None]:
     """The tokens of a rank file by rank (None where no token has a rank): read in C
     where the encode core is built and the file is plain, else by ``read_ranks``
     (which says what is wrong with a file that is not)."""
-    from ..encodecore import CORE
-
     tokens = None
-    if CORE is not None:
+    if core_backend.CORE is not None:
         try:
-            tokens = CORE.read_rank_file(Path(path).read_bytes())
+            tokens = core_backend.CORE.read_rank_file(Path(path).read_bytes())
         except OSError:
             pass  # read_ranks says what
     if tokens is None:
@@ -216,8 +136,6 @@ def load_tokenizer(path: str | Path, pattern: str, special_tokens: Mapping[str, 
     path's where the derived merges give tiktoken's ids, as they do for every file
     whose tokens each encode to themselves by them (GPT-2's, cl100k's, o200k's).
     """
-    from ..encoder import Tokenizer
-
     tokens = rank_tokens(path)
     present = set(tokens)
     if not all(bytes([b]) in present for b in range(256)):

@@ -8,8 +8,8 @@ function) and stored in the transaction that completes it, one row of
 
 * its tokens and merges packed in one blob (``pack``): loading its tokenizer
   reads this one row, not a row per token and per merge;
-* why tiktoken's core may not encode with it (``fast_problem``; None: it
-  may). The check behind that (``bpestore.fast``) looks at every merged
+* why tiktoken's rank rule may not give its ids (``fast_problem``; None: it
+  gives them). The check behind that (``encoder.rank_rule``) looks at every merged
   token, so it runs here once, not on every load;
 * a digest of both and of the version's fingerprint, checked on every load
   (``checked``): a row that does not match is ``DamagedDataError``, never used.
@@ -116,32 +116,12 @@ def digest(fingerprint: str | None, fast_problem: str | None, packed: bytes) -> 
 def make(spec: TokenizerSpec, vocab: Vocabulary, fingerprint: str, *, checked: int = 0) -> Snapshot:
     """The snapshot of a version with this spec, vocabulary and fingerprint.
     ``checked``: its first merges are those of a version that passed the check."""
-    problem = fast_problem(spec, vocab, checked=checked)
+    # Making a snapshot needs the encoder's check; loading one (a fresh process) does not import it.
+    from ..encoder.rank_rule import rank_rule_problem
+
+    problem = rank_rule_problem(spec, vocab.tokens, vocab.special_ids().values(), vocab.pairs, checked=checked)
     packed = pack(vocab)
     return Snapshot(FORMAT, packed, problem, digest(fingerprint, problem, packed))
-
-
-def fast_problem(spec: TokenizerSpec, vocab: Vocabulary, *, checked: int = 0) -> str | None:
-    """Why tiktoken's core may not encode with this spec and vocabulary (None: it may)."""
-    # Making a snapshot needs the check and the merge rule; loading one (a fresh process) does not.
-    from .. import fast
-    from ..alphabet import byte_ids, ordinary_ids
-    from ..bpe import merge_word, pair_key
-
-    problem = fast.spec_problem(spec)
-    if problem is not None:
-        return problem
-    id_of = ordinary_ids(vocab.tokens, vocab.special_ids().values())
-    lefts, rights, made = vocab.columns[:3]
-
-    def encode_bytes(data: bytes) -> list[int]:  # what a failing token encodes to, for the message
-        ranks: dict[int, int] = {}
-        for rank, key in enumerate(map(pair_key, lefts, rights)):
-            ranks.setdefault(key, rank)
-        by_byte = byte_ids(id_of)
-        return merge_word([by_byte[b] for b in data], ranks, list(made))
-
-    return fast.rank_equivalence_problem(vocab.pairs, id_of, encode_bytes, checked=checked)
 
 
 def checked(row: Sequence[Any], version_id: int) -> tuple[Vocabulary, EncoderFacts]:

@@ -42,7 +42,7 @@ def upgrade() -> None:
 
 
 def fill(conn: sa.Connection, table: sa.Table) -> None:
-    from bpestore import fast
+    from bpestore.encoder import rank_rule
     from bpestore.spec import TokenizerSpec
 
     complete = conn.execute(sa.text("SELECT id, spec, fingerprint FROM versions "
@@ -55,7 +55,7 @@ def fill(conn: sa.Connection, table: sa.Table) -> None:
         merge_rows = conn.execute(sa.text('SELECT left_id, right_id, token_id, "count" FROM merges '
                                           'WHERE version_id = :v ORDER BY "rank"'), {"v": version_id}).all()
         columns = tuple(list(column) for column in zip(*merge_rows)) or ([], [], [], [])
-        problem = fast.spec_problem(TokenizerSpec.from_json(spec))
+        problem = rank_rule.spec_problem(TokenizerSpec.from_json(spec))
         if problem is None:
             problem = _rank_problem(tokens, kinds, columns)
         packed = _pack(tokens, kinds, columns)
@@ -92,11 +92,11 @@ def _digest(fingerprint: str | None, fast_problem: str | None, packed: bytes) ->
 
 
 def _rank_problem(tokens: dict[int, bytes], kinds: dict[int, str], columns: tuple[list[int], ...]) -> str | None:
-    """bpestore.fast's check of the merges (the pure function; its answer is what the
+    """bpestore.encoder.rank_rule's check of the merges (the pure function; its answer is what the
     version's merges decide, whatever the code's version)."""
-    from bpestore import fast
     from bpestore.alphabet import byte_ids, ordinary_ids
     from bpestore.bpe import merge_word, pair_key
+    from bpestore.encoder import rank_rule
 
     id_of = ordinary_ids(tokens, [i for i, kind in kinds.items() if kind == "special"])
     lefts, rights, made = columns[:3]
@@ -109,7 +109,7 @@ def _rank_problem(tokens: dict[int, bytes], kinds: dict[int, str], columns: tupl
         by_byte = byte_ids(id_of)
         return merge_word([by_byte[b] for b in data], ranks, list(made))
 
-    return fast.rank_equivalence_problem(pairs, id_of, encode_bytes)
+    return rank_rule.rank_equivalence_problem(pairs, id_of, encode_bytes)
 
 
 def downgrade() -> None:

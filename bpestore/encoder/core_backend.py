@@ -1,9 +1,10 @@
-"""The compiled encode core (bpestore/_encodecore.c) fed a version's tables.
+"""The compiled encode core (bpestore/_encodecore.c) as a backend, fed a version's tables.
 
 The core pre-tokenizes with the built-in patterns in C (the scans the counting
 core uses, ``_pretok.h``, and whitespace), or takes the words the spec's pipeline
 cut in Python (punctuation, none, custom regexes); normalizers run in Python
-first. It merges by merge rank, as ``bpe.merge_word`` does, on bytes or on a
+first. It joins by token rank (tiktoken's rule, where it gives the version's ids:
+``build``) or by merge rank, as ``bpe.merge_word`` does, on bytes or on a
 character alphabet (unknown token, byte fallback, word markers), so it gives
 the pure-Python encoder's ids, which stay the reference and the fallback. It
 does not cover longest-match segmentation or dropout (the pure path runs
@@ -14,14 +15,12 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import alphabet, native
-from .spec import EncoderFacts, TokenizerSpec
-from .text import COUNT_CORE_PATTERNS, char_class, normalize
-
-if TYPE_CHECKING:
-    from .encoder.reference import PythonEncoder
+from .. import alphabet, native
+from ..spec import EncoderFacts, TokenizerSpec
+from ..text import COUNT_CORE_PATTERNS, char_class, normalize
+from .reference import PythonEncoder
 
 CORE, CORE_STATUS = native.load("_encodecore")
 MODE_MERGE = 0  # join the adjacent pair of lowest merge rank (bpe.merge_word)
@@ -49,15 +48,23 @@ def core_problem(spec: TokenizerSpec) -> str | None:
     return None
 
 
-def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts | None) -> CoreEncoder:
-    """The core for a version, from its merge ids and tokens (a stored version's
-    columns, handed over as they are) where every token's bytes are its own and the
-    symbols are plain bytes (the core finds each byte's id); else from its reference
-    encoder's token index, the merge ids looked up from the merges where the version
-    gave none or a token's bytes repeat. ``facts`` that passed the rank-equivalence
-    check say that every merged token encodes to itself (else the core checks each, once)."""
-    whole = facts is not None and facts.fast_problem is None
+def build(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts | None,
+          ranks: Sequence[bytes | None] | None = None) -> CoreEncoder:
+    """The core for a version, whatever it came from (the one builder of its tables).
+
+    Token-rank tables (tiktoken's rule; long words by backtracking) from a rank file's
+    ``ranks``, or from the tokens by id where ``facts`` say tiktoken's rule gives the
+    version's ids; else merge-rank tables (``merge_core``) from the merge ids as a store
+    hands them over, or looked up through the reference encoder's token index."""
     vocab, merge_ids = python.vocab, python.merge_ids
+    whole = facts is not None and facts.rank_rule_problem is None
+    if ranks is None and whole and merge_ids is not None:
+        try:
+            return _rank_core(spec, rank_tokens(vocab, python.special_ids, merge_ids[2]), python)
+        except ValueError:
+            pass  # two tokens of the same bytes: the merge-rank tables below
+    elif ranks is not None:
+        return _rank_core(spec, ranks, python)
     if merge_ids is not None and spec.byte_level and spec.start_of_word is None and spec.end_of_word is None:
         try:
             return CoreEncoder(merge_core(spec, vocab, None, merge_ids, whole=whole, special_ids=python.special_ids),
@@ -72,15 +79,26 @@ def for_version(spec: TokenizerSpec, python: PythonEncoder, facts: EncoderFacts 
     return CoreEncoder(merge_core(spec, vocab, id_of, merge_ids, whole=whole), spec, python.pipeline.pretokenize)
 
 
-def for_ranks(spec: TokenizerSpec, tokens: Sequence[bytes | None],
-              pretokenize: Callable[[str], list[str]]) -> CoreEncoder:
-    """The core for a rank file's tokens (by rank, None where no token has one): the
-    adjacent pair whose bytes have the lowest rank joined first, tiktoken's rule,
-    its tables built in C straight from the tokens."""
+def _rank_core(spec: TokenizerSpec, tokens: Sequence[bytes | None], python: PythonEncoder) -> CoreEncoder:
+    """The core with token-rank tables: ``tokens`` by rank (None where no token has one);
+    ValueError where two tokens have the same bytes."""
     assert CORE is not None, "core_problem() said the core is built"
     pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)  # byte ids: the ranks of the one-byte tokens
-    return CoreEncoder(CORE.Encoder(tokens, None, None, mode=MODE_RANKS, pattern=pattern, classify=char_class),
-                       spec, pretokenize)
+    core = CORE.Encoder(tokens, None, None, mode=MODE_RANKS, pattern=pattern, classify=char_class, unique=True)
+    return CoreEncoder(core, spec, python.pipeline.pretokenize, "token ranks")
+
+
+def rank_tokens(vocab: Mapping[int, bytes], special_ids: Sequence[int], made: Sequence[int]) -> list[bytes | None]:
+    """Each id's token where it has a rank under tiktoken's rule (a byte, or a token a
+    merge makes; the id is its rank), None elsewhere (special tokens, added tokens)."""
+    tokens = by_id(vocab)
+    specials = set(special_ids)
+    if len(vocab) - len(specials) != 256 + len(made):  # tokens that are neither bytes nor made by merges
+        ranked = set(made)
+        tokens = [t if i in ranked or (t is not None and len(t) == 1) else None for i, t in enumerate(tokens)]
+    for special in specials:
+        tokens[special] = None
+    return tokens
 
 
 def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[bytes, int] | None,
@@ -91,8 +109,7 @@ def merge_core(spec: TokenizerSpec, vocab: Mapping[int, bytes], id_of: Mapping[b
     checks each, once); ``id_of``: each ordinary token's id by its bytes, or None on
     plain byte symbols where every token's bytes are its own (the core then takes each
     byte's id from the tokens, ``special_ids`` aside; ValueError where two tokens' bytes repeat)."""
-    assert CORE is not None, "core_problem() said the core is built"
-    assert spec.segmentation == "merge", "core_problem() said merge segmentation"
+    assert CORE is not None and spec.segmentation == "merge", "core_problem() said so"
     tokens = by_id(vocab)
     pattern = SCANNED_PATTERNS.get(spec.pretokenizer, -1)
     if id_of is None:
@@ -127,10 +144,13 @@ class CoreEncoder:
     """The compiled core built for one version, no special tokens (the
     tokenizer matches those first)."""
 
-    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]]) -> None:
+    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]],
+                 rule: str = "merge ranks") -> None:
         """``core``: a ``CORE.Encoder``; ``pretokenize``: the spec's pipeline (normalize,
-        then cut words), used where the pattern is not one the core scans."""
+        then cut words), used where the pattern is not one the core scans; ``rule``: the
+        tables it was built with, ``token ranks`` (tiktoken's rule) or ``merge ranks``."""
         self._core = core
+        self.rule = rule
         self._steps = spec.normalizer_steps
         self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 
@@ -152,7 +172,7 @@ class CoreEncoder:
         are encoded: on up to ``workers`` threads of the core, each taking the next text."""
         if self._pretokenize is not None:  # cut in Python, with the GIL: threads share what the core does
             if workers > 1 and len(texts) > 1:
-                from concurrent.futures import ThreadPoolExecutor
+                from concurrent.futures import ThreadPoolExecutor  # start-up: 4 ms that one text does without
 
                 with ThreadPoolExecutor(workers) as pool:
                     return list(pool.map(self.encode, texts))
