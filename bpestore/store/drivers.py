@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from ..errors import BpestoreError, DatabaseError
-from .db import HEAD, gave_up_waiting, lock_wait_seconds
+from .db import HEAD, REVISION, gave_up_waiting, lock_wait_seconds, postgresql_lock_timeout, sqlite_pragmas
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
-REVISION = "SELECT version_num FROM alembic_version"
 PSYCOPG_URL = "postgresql+psycopg://"
 # A string literal, a quoted name, a cast, a named parameter or a per cent sign, in SQL text.
 _SQL_PARTS = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|::|(?<!\w):([A-Za-z_]\w*)|%""")
@@ -291,9 +290,7 @@ class SqliteDriver(Driver):
             return None
         try:
             if write:
-                from .db import _sqlite_pragmas
-
-                _sqlite_pragmas(conn, None, False, max(1, round(lock_wait_seconds() * 1000)))
+                sqlite_pragmas(conn)
             # Every statement in one snapshot; a write takes the lock at once, waited for as the engine waits.
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         except sqlite3.Error:
@@ -320,9 +317,9 @@ class SqliteDriver(Driver):
 
 class PsycopgDriver(Driver):
     """A PostgreSQL store through psycopg 3 (``info``: libpq's URI). Reads are read-only
-    REPEATABLE READ transactions on connections kept for the next (at most ``KEEP``; a
-    server process reads on as many threads); each write has a connection of its own.
-    Every connection waits for a lock at most the bounded wait."""
+    REPEATABLE READ transactions; reads and writes each on connections kept for the next
+    of their kind (at most ``KEEP``; a server process reads on as many threads). Every
+    connection waits for a lock at most the bounded wait."""
 
     KEEP = 4
 
@@ -330,16 +327,15 @@ class PsycopgDriver(Driver):
         self.info = info
         self.psycopg = psycopg
         self.error = psycopg.Error
-        self._idle: list[Any] = []
+        self._idle: dict[bool, list[Any]] = {False: [], True: []}  # by write
         self._lock = threading.Lock()
 
     def connect(self, write: bool) -> Any:
-        if not write:
-            with self._lock:
-                while self._idle:
-                    conn = self._idle.pop()
-                    if not conn.closed:
-                        return conn
+        with self._lock:
+            while self._idle[write]:
+                conn = self._idle[write].pop()
+                if not conn.closed:
+                    return conn
         psycopg = self.psycopg
         try:
             conn = self.open()
@@ -353,7 +349,7 @@ class PsycopgDriver(Driver):
 
     def open(self) -> Any:
         conn = self.psycopg.connect(self.info, autocommit=True)
-        conn.execute(f"SET lock_timeout = {max(1, round(lock_wait_seconds() * 1000))}")
+        postgresql_lock_timeout(conn)
         return conn
 
     def transaction_of(self, conn: Any) -> Transaction:
@@ -366,18 +362,15 @@ class PsycopgDriver(Driver):
             conn.close()
             if commit:
                 raise
-        if write or conn.closed:
-            conn.close()
-            return
         with self._lock:
-            if len(self._idle) < self.KEEP:
-                self._idle.append(conn)
+            if not conn.closed and len(self._idle[write]) < self.KEEP:
+                self._idle[write].append(conn)
                 return
         conn.close()
 
     def close(self) -> None:
         with self._lock:
-            idle, self._idle = self._idle, []
+            idle, self._idle = self._idle[False] + self._idle[True], {False: [], True: []}
         for conn in idle:
             conn.close()
 
