@@ -142,9 +142,8 @@ class Transaction:
 
         raw = conn.connection.driver_connection if conn.dialect.driver in ("pysqlite", "psycopg") else None
         postgresql = conn.dialect.name == "postgresql"
-        if isinstance(raw, sqlite3.Connection) or (raw is not None and postgresql):
-            made = cls.of_sqlite(raw) if isinstance(raw, sqlite3.Connection) else cls.of_psycopg(raw)
-            return made
+        if raw is not None:
+            return cls.of_sqlite(raw) if isinstance(raw, sqlite3.Connection) else cls.of_psycopg(raw)
 
         def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
             result = conn.execute(text(sql), params)
@@ -171,6 +170,7 @@ class Transaction:
         sql = f"INSERT INTO {table} ({names}) VALUES "
         if self.sqlite is None:
             if self.postgresql and self.raw is not None:
+                self.statement = sql
                 self.raw.cursor().executemany(sql + f"({', '.join(['%s'] * len(columns))})", rows)
             else:
                 self.many(sql + f"({', '.join(':' + c for c in columns)})", [dict(zip(columns, r)) for r in rows])
@@ -284,6 +284,8 @@ class SqliteDriver(Driver):
                                check_same_thread=False)
 
     def connect(self, write: bool) -> sqlite3.Connection | None:
+        if write and self.read_only:  # the engine refuses the write, saying why
+            return None
         try:
             conn = self.open()
         except sqlite3.Error:
