@@ -226,10 +226,10 @@ def test_interleave_gives_the_parameters_of_multi_row_statements(counts, per):
     from collections import Counter
     from unittest import mock
 
-    from bpestore.store import writes
+    from bpestore.store import count_tables
 
-    with mock.patch.object(writes, "COUNT_CORE", mock.Mock(wraps=text.COUNT_CORE)) as core:
-        assert writes.interleave(words, Counter(counts), per) == expected
+    with mock.patch.object(count_tables, "COUNT_CORE", mock.Mock(wraps=text.COUNT_CORE)) as core:
+        assert count_tables.interleave(words, Counter(counts), per) == expected
     assert core.interleave.called
 
 

@@ -172,15 +172,14 @@ def test_postgres_refuses_a_resume_while_another_session_trains(tmp_path):
             with pytest.raises(KeyboardInterrupt):
                 store.train("en", corpus="c", merges=30, checkpoint_every=1,
                             progress=lambda p: (_ for _ in ()).throw(KeyboardInterrupt) if p.done >= 5 else None)
-            from bpestore.store import repository
+            from bpestore.store import version_tables
 
             version_id = store.version("en@1").id
             with store.session() as held:  # as a training process would hold it
-                assert repository.try_lock_training(held, version_id)
+                assert version_tables.try_lock_training(held, version_id)
                 with pytest.raises(ConflictError, match="being trained by another process"):
                     store.resume("en@1")
-                repository.unlock_training(held, version_id)
-                held.commit()
+                version_tables.unlock_training(held, version_id)
             assert store.resume("en@1").status == "complete"
     finally:
         with admin.begin() as conn:

@@ -30,7 +30,7 @@ def stop_after(n: int):
 
 
 def history_rows(store) -> int:
-    with store.reading() as conn:
+    with store.engine.connect() as conn:
         return conn.execute(select(func.count()).select_from(word_count_history)).scalar_one()
 
 
@@ -127,7 +127,7 @@ def test_compact_frees_only_what_no_version_pins(store, parts):
     rows = history_rows(store)
     assert rows > 0
     assert store.compact("c") == {"corpus": "c", "rows_freed": 0, "bytes_freed": 0, "kept": [1, 2, 3]}
-    with store.writing() as conn:  # x@1 goes (as a future `rm` would)
+    with store.engine.begin() as conn:  # x@1 goes (as a future `rm` would)
         conn.execute(text("DELETE FROM merges WHERE version_id = (SELECT id FROM versions WHERE number = 1 "
                           "AND tokenizer_id = (SELECT id FROM tokenizers WHERE name = 'x'))"))
         conn.execute(text("DELETE FROM tokens WHERE version_id = (SELECT id FROM versions WHERE number = 1 "
@@ -151,7 +151,7 @@ def test_verify_and_a_tampered_merge(store, parts):
     for ref in ("en@1", "en@2"):
         result = store.verify(ref)
         assert result.ok and result.first_difference is None and result.retrained == result.fingerprint
-    with store.writing() as conn:
+    with store.engine.begin() as conn:
         version_id = store.version("en@1").id
         conn.execute(update(merges).where(merges.c.version_id == version_id, merges.c.rank == 30)
                      .values(left_id=merges.c.right_id, right_id=merges.c.left_id))
@@ -219,7 +219,7 @@ def test_a_version_from_before_generations_cannot_resume_after_growth(store, par
     store.ingest("c", [a])
     with pytest.raises(Stop):
         store.train("en", corpus="c", merges=50, checkpoint_every=5, progress=stop_after(10))
-    with store.writing() as conn:  # as migration 0003 leaves a version trained before its corpus grew
+    with store.engine.begin() as conn:  # as migration 0003 leaves a version trained before its corpus grew
         conn.execute(text("UPDATE versions SET corpus_generation = NULL, corpus_digest = 'old'"))
     with pytest.raises(ConflictError, match="--from en@1"):
         store.resume("en@1")

@@ -345,13 +345,13 @@ def test_a_source_that_fails_half_way_adds_none_of_its_words(tmp_path):
 
 
 def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, tmp_path):
-    from bpestore.store import writes
+    from bpestore.store import count_tables
 
     one_each = IngestTuning(small_source_bytes=5, batch_bytes=0, batch_words=0)  # each source a transaction of its own
     good, big = tmp_path / "good.txt", tmp_path / "big.txt"
     good.write_text("kept words", encoding="utf-8")
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
-    real = writes.upsert_counts
+    real = count_tables.upsert_counts
 
     def fail_half_way(conn, corpus_id, counts, generation):
         half = dict(list(counts.items())[: len(counts) // 2])
@@ -359,19 +359,19 @@ def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, 
         if len(counts) > 100:
             raise RuntimeError("disk full")  # ...then the failure
         real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half}, generation)
-    monkeypatch.setattr(writes, "upsert_counts", fail_half_way)
+    monkeypatch.setattr(count_tables, "upsert_counts", fail_half_way)
     with pytest.raises(RuntimeError, match="disk full"):
         store.ingest("c", [good, big], tuning=one_each)
     assert store.word_counts("c") == {b"kept": 1, b" words": 1}
     assert [s.source for s in store.corpus_sources("c")] == [str(good)]
-    monkeypatch.setattr(writes, "upsert_counts", real)
+    monkeypatch.setattr(count_tables, "upsert_counts", real)
     store.ingest("c", [good, big], tuning=one_each)  # the failed source was not recorded: it is counted now
     assert store.word_counts("c") == (reference_counts(good.read_text(), GPT2)
                                       + reference_counts(big.read_text(), GPT2))
 
 
 def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, tmp_path):
-    from bpestore.store import writes
+    from bpestore.store import count_tables
 
     paths = [tmp_path / f"{i}.txt" for i in range(3)]
     for i, path in enumerate(paths):
@@ -379,7 +379,7 @@ def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, t
 
     def fail(conn, corpus_id, counts, generation):
         raise RuntimeError("disk full")
-    monkeypatch.setattr(writes, "upsert_counts", fail)
+    monkeypatch.setattr(count_tables, "upsert_counts", fail)
     with pytest.raises(RuntimeError):
         store.ingest("c", paths)
     with store.engine.connect() as conn:  # each source all or nothing: here, nothing
@@ -607,21 +607,22 @@ def test_upsert_counts_adds_rows_at_every_batch_size(store, sizes):
     """The bulk upsert (many rows per statement on SQLite, COPY on PostgreSQL) adds
     counts exactly as a Counter does, across its batch and statement boundaries,
     for any bytes (NUL, invalid UTF-8, a word longer than an index entry)."""
-    from bpestore.store import wordcounts, writes
+    from bpestore.store import corpus_tables, count_tables
 
     rng = random.Random(len(sizes))
     pool = [b"\x00", b"\xff\xfe", b" a", b"x" * 5000] + [
         bytes(rng.randrange(256) for _ in range(rng.randint(1, 12))) for _ in range(30_000)]
     expected: Counter = Counter()
-    with writes.writing(store) as db:
-        corpus_id, _ = writes.lock_corpus(db, "c", TokenizerSpec())
+    with store.writing() as db:
+        corpus_id, _ = corpus_tables.lock_corpus(db, "c", TokenizerSpec().to_json())
     for generation, size in enumerate(sizes, start=1):
         counts = {word: rng.randint(1, 2**40) for word in rng.sample(pool, size)}
         expected.update(counts)
-        with writes.writing(store) as db:
-            writes.upsert_counts(db, corpus_id, counts, generation)
-        with store.reading() as conn:
-            assert wordcounts.counts(conn, corpus_id) == expected
+        with store.writing() as db:
+            count_tables.upsert_counts(db, corpus_id, counts, generation)
+        with store.reading() as tx:
+            assert count_tables.counts(tx, corpus_id) == expected
+        with store.engine.connect() as conn:
             changed = dict(conn.execute(select(word_counts.c.word, word_counts.c.changed_in)).all())
         assert {bytes(w) for w, g in changed.items() if g == generation} == set(counts)
 
@@ -641,15 +642,15 @@ def test_merge_counts_adds_like_a_counter():
 
 def test_upsert_counts_without_a_staging_table(store, monkeypatch):
     """Where PostgreSQL refuses this role a temporary table, the rows go by executemany: same counts."""
-    from bpestore.store import wordcounts, writes
+    from bpestore.store import corpus_tables, count_tables
 
-    monkeypatch.setattr(writes, "_staging_table", lambda conn: False)
-    with writes.writing(store) as db:
-        corpus_id, _ = writes.lock_corpus(db, "c", TokenizerSpec())
-        writes.upsert_counts(db, corpus_id, {b"a": 1, b"b" * 3000: 2}, 1)
-        writes.upsert_counts(db, corpus_id, {b"a": 5, b"c": 1}, 2)
-    with store.reading() as conn:
-        assert wordcounts.counts(conn, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}
+    monkeypatch.setattr(count_tables, "_staging_table", lambda conn: False)
+    with store.writing() as db:
+        corpus_id, _ = corpus_tables.lock_corpus(db, "c", TokenizerSpec().to_json())
+        count_tables.upsert_counts(db, corpus_id, {b"a": 1, b"b" * 3000: 2}, 1)
+        count_tables.upsert_counts(db, corpus_id, {b"a": 5, b"c": 1}, 2)
+    with store.reading() as tx:
+        assert count_tables.counts(tx, corpus_id) == {b"a": 6, b"b" * 3000: 2, b"c": 1}
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -1,4 +1,4 @@
-"""Loading a version through sqlite3 (store/reader.py), without SQLAlchemy:
+"""Loading a version through sqlite3 (store/drivers.py), without SQLAlchemy:
 the same tokenizer as the SQLAlchemy path, the same errors, a fall-back wherever
 the path does not apply, damaged rows refused, and a fresh process that encodes
 on SQLite imports neither SQLAlchemy nor Alembic."""
@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ import pytest
 import bpestore
 from bpestore import DamagedDataError, NotFoundError, Store, Tokenizer
 from bpestore.store.db import HEAD
-from bpestore.store.reader import SqlAlchemyReader, SqliteReader, VersionReader, at_head, sqlite_uri
+from bpestore.store.drivers import SqliteDriver, sqlite_uri
+from bpestore.store.loading import load
 
 from .conftest import corpus_path, read_corpus, stop_at
 from .test_upgrade_to_generations import DATA
@@ -53,38 +55,43 @@ def copy(gpt2_db, tmp_path) -> Path:
 
 
 def sqlalchemy_only(store: Store) -> None:
-    """Switch the store's sqlite3 reader off: SQLAlchemy reads."""
-    store.reader = SqlAlchemyReader(store.url, store.reading)
+    """Switch the store's sqlite3 driver off: SQLAlchemy reads."""
+    store.driver = None
 
 
 def through_sqlalchemy(store: Store, ref: str) -> Tokenizer:
     """The tokenizer read the SQLAlchemy way (sqlite3's path switched off)."""
     Store.tokenizer_cache.clear()
-    fast = store.reader
+    fast = store.driver
     sqlalchemy_only(store)
     try:
         return store.tokenizer(ref)
     finally:
-        store.reader = fast
+        store.driver = fast
         Store.tokenizer_cache.clear()
 
 
-class Refused(VersionReader):
-    def reading(self):
-        raise AssertionError("sqlite3's reader fell back")
+def at_head(uri: str) -> bool:
+    return SqliteDriver(uri).at_head()
 
 
 def through_sqlite3(store: Store, ref: str) -> Tokenizer | None:
     """The tokenizer read by sqlite3 alone; None where that path does not apply."""
     Store.tokenizer_cache.clear()
-    reader = store.reader
-    if not isinstance(reader, SqliteReader) or not at_head(reader.uri):
+    driver = store.driver
+    if not isinstance(driver, SqliteDriver) or not at_head(driver.uri):
         return None
-    return SqliteReader(reader.url, reader.uri, Refused(reader.url)).load(ref, Store.tokenizer_cache)
+
+    @contextmanager
+    def reading():
+        with driver.transaction() as tx:
+            assert tx is not None, "sqlite3's driver fell back"
+            yield tx
+    return load(reading, store.url, ref, Store.tokenizer_cache)
 
 
 def reads_through_sqlite3(store: Store) -> bool:
-    return isinstance(store.reader, SqliteReader)
+    return isinstance(store.driver, SqliteDriver)
 
 
 def assert_same(a: Tokenizer, b: Tokenizer) -> None:
@@ -273,7 +280,7 @@ def test_other_databases_go_the_sqlalchemy_way(db_url, gpt2_db):
 
 def test_a_read_only_store_reads_through_sqlite3(gpt2_db):
     with bpestore.open(gpt2_db, read_only=True) as store:
-        assert isinstance(store.reader, SqliteReader) and "mode=ro" in store.reader.uri
+        assert isinstance(store.driver, SqliteDriver) and "mode=ro" in store.driver.uri
         assert through_sqlite3(store, "tiny") is not None
         with pytest.raises(bpestore.ReadOnlyError):
             store.set_alias("tiny@2", "dev")

@@ -20,7 +20,7 @@ import bpestore
 from bpestore import ConflictError, InvalidArgumentError, NotFoundError, Tokenizer
 from bpestore.bpe import merge_steps, merge_word, pair_key
 from bpestore.queries import pick_tokens, token_text
-from bpestore.store import repository
+from bpestore.store import version_tables
 
 from .conftest import assert_error
 
@@ -264,12 +264,12 @@ def test_remove_an_alias_or_a_leaf(family):
 
 
 def test_remove_is_one_transaction(family, monkeypatch):
-    original = repository.delete_versions
+    original = version_tables.delete_versions
 
     def fail_halfway(conn, version_ids):
         original(conn, version_ids[2:])
         raise RuntimeError("disk gone")
-    monkeypatch.setattr(repository, "delete_versions", fail_halfway)
+    monkeypatch.setattr(version_tables, "delete_versions", fail_halfway)
     with pytest.raises(RuntimeError):
         family.remove("en@1", force=True)
     assert len(all_refs(family)) == 5 and family.version("en@prod").ref == "en@2"

@@ -1,5 +1,5 @@
-"""The read commands and an ingest through sqlite3 (store/reads.py, store/writes.py),
-and the reads and writes through psycopg alone on PostgreSQL (store/psycopg_reader.py):
+"""The read commands and an ingest through sqlite3 (store/drivers.py),
+and the reads and writes through psycopg alone on PostgreSQL (store/drivers.py):
 the same answers and command output as through SQLAlchemy, exactly the rows expected;
 and a fresh process that runs them imports neither SQLAlchemy nor Alembic."""
 
@@ -20,8 +20,7 @@ from click.testing import CliRunner
 import bpestore
 from bpestore import TokenizerSpec
 from bpestore.cli import cli
-from bpestore.store import psycopg_reader, writes
-from bpestore.store.reader import SqlAlchemyReader, SqliteReader
+from bpestore.store import count_tables, drivers
 
 from .conftest import pg_schema
 from .test_load_without_sqlalchemy import heavy, modules_after
@@ -62,10 +61,10 @@ def test_reads_through_sqlite3_answer_as_through_sqlalchemy(tmp_path):
     db = str(tmp_path / "r.db")
     build(db, tmp_path / "src")
     with bpestore.open(db) as store:
-        assert isinstance(store.reader, SqliteReader)
+        assert isinstance(store.driver, drivers.SqliteDriver)
         fast = answers(store)
         assert store._engine is None  # sqlite3 answered every one
-        store.reader = SqlAlchemyReader(store.url, store.reading)
+        store.driver = None
         assert answers(store) == fast
     assert [c.name for c in fast[0]] == ["other", "web"] and fast[1].generation == 3
     assert fast[2].pinned_by == ("en@1",) and fast[4][1].pinned_by == ("en@2",) and not fast[4][2].pinned_by
@@ -110,11 +109,12 @@ def test_reads_through_psycopg_answer_as_through_sqlalchemy(tmp_path):
     with pg_schema() as url:
         build(url, tmp_path / "src")
         with bpestore.open(url) as store:
-            assert isinstance(store.reader, psycopg_reader.PsycopgReader)
+            assert isinstance(store.driver, drivers.PsycopgDriver)
             fast = answers(store) + [store.versions(), store.tokenizer("en@prod").encode("the cat")]
             assert store._engine is None  # psycopg answered every one
             bpestore.Store.tokenizer_cache.clear()
-            store.reader = SqlAlchemyReader(store.url, store.reading)
+            store.driver.close()
+            store.driver = None
             assert answers(store) + [store.versions(), store.tokenizer("en@prod").encode("the cat")] == fast
         script = ("from bpestore.cli import main\nsys.argv[1:] = ['--db', sys.argv[1], *sys.argv[2:]]\n"
                   "try: main()\nexcept SystemExit: pass")
@@ -124,11 +124,17 @@ def test_reads_through_psycopg_answer_as_through_sqlalchemy(tmp_path):
 
 
 def test_psycopg_takes_named_parameters_as_its_own():
-    assert psycopg_reader.pyformat("SELECT x::text, '5%' FROM t WHERE a = :a AND b = :b_2") == \
+    assert drivers.pyformat("SELECT x::text, '5%' FROM t WHERE a = :a AND b = :b_2") == \
         "SELECT x::text, '5%%' FROM t WHERE a = %(a)s AND b = %(b_2)s"
-    assert psycopg_reader.conninfo("postgresql+psycopg://u:p@h:5/db?options=-csearch_path%3Ds") == \
+    assert drivers.conninfo("postgresql+psycopg://u:p@h:5/db?options=-csearch_path%3Ds") == \
         "postgresql://u:p@h:5/db?options=-csearch_path%3Ds"
-    assert psycopg_reader.conninfo("postgresql://u@h/db") is None  # another driver's URL: the engine reads
+    assert drivers.conninfo("postgresql://u@h/db") is None  # another driver's URL: the engine reads
+
+
+def test_named_parameters_leave_string_literals_and_quoted_names_alone():
+    sql = """SELECT ':word', "a:b", 'it''s :x' FROM t WHERE w = :word AND n::int = :n"""
+    assert drivers.pyformat(sql) == \
+        """SELECT ':word', "a:b", 'it''s :x' FROM t WHERE w = %(word)s AND n::int = %(n)s"""
 
 
 def test_the_read_commands_and_a_small_ingest_import_no_sqlalchemy(tmp_path):
@@ -220,9 +226,18 @@ def expected_rows(folder: Path, found_ids: list[tuple]) -> dict[str, list]:
 def opener(request, monkeypatch):
     """Every ingest's transaction through the driver alone, or through the engine."""
     if request.param == "driver":
-        monkeypatch.setattr(writes.Writes, "over", None)  # the engine's transactions never write a batch
+        monkeypatch.setattr(drivers.Transaction, "over", None)  # the engine's transactions never write a batch
     else:
-        monkeypatch.setattr(writes, "_driver_writing", contextmanager(lambda url: iter([None])))
+        real = drivers.Driver.transaction
+
+        @contextmanager
+        def reads_only(self, *, write=False):  # the driver's writes do not apply: the engine's do
+            if write:
+                yield None
+                return
+            with real(self, write=write) as tx:
+                yield tx
+        monkeypatch.setattr(drivers.Driver, "transaction", reads_only)
     return request.param
 
 
@@ -232,7 +247,7 @@ LOOKUPS = pytest.mark.parametrize("lookups", [0, 10**9])
 
 @LOOKUPS
 def test_an_ingest_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatch):
-    monkeypatch.setattr(writes, "LOOKUPS", lookups)
+    monkeypatch.setattr(count_tables, "LOOKUPS", lookups)
     db = str(tmp_path / "r.db")
     build(db, tmp_path / "src")
     assert rows(db) == expected_rows(tmp_path / "src", rows(db)["corpora"])
@@ -249,7 +264,7 @@ def test_an_ingest_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatc
 
 @LOOKUPS
 def test_an_ingest_on_postgresql_writes_exactly_its_rows(tmp_path, opener, lookups, monkeypatch):
-    monkeypatch.setattr(writes, "LOOKUPS", lookups)
+    monkeypatch.setattr(count_tables, "LOOKUPS", lookups)
     with pg_schema() as url:
         build(url, tmp_path / "src")
         assert rows(url) == expected_rows(tmp_path / "src", rows(url)["corpora"]) and rows(url)["word_count_history"]
@@ -294,7 +309,7 @@ def test_a_small_ingest_that_fails_half_way_writes_nothing(tmp_path, monkeypatch
         store.ingest("c", [paths[0]], workers=1)
         before = rows(db)
         # The sources' rows are in, the upsert fails: the transaction goes whole.
-        monkeypatch.setattr(writes, "UPSERT", "INSERT INTO no_such_table (a, b, c, d) VALUES {rows}")
+        monkeypatch.setattr(count_tables, "UPSERT", "INSERT INTO no_such_table (a, b, c, d) VALUES {rows}")
         with pytest.raises(bpestore.DatabaseError, match="no such table"):
             store.ingest("c", paths[1:], workers=1)
         with pytest.raises(bpestore.DatabaseError, match="no such table"):

@@ -17,7 +17,7 @@ import pytest
 import bpestore
 from bpestore import ConflictError, DamagedDataError, Store
 from bpestore.store.db import HEAD
-from bpestore.store.reader import VersionReads
+from bpestore.store.version_tables import VersionReads
 
 from .conftest import CliRun, assert_error, pg_schema, stop_at
 
@@ -46,8 +46,8 @@ def moved(store: Store, ref: str) -> tuple:
     corpus generation and digest, fingerprint, every token id with its bytes and
     kind, every merge; and how its tokenizer encodes a text."""
     v = store.version(ref)
-    with store.reading() as conn:
-        reads = VersionReads.over(conn)
+    with store.reading() as tx:
+        reads = VersionReads(tx)
         vocab = reads.rows_vocabulary(reads.resolve(ref))
     return (v.ref, v.status, v.spec, v.parent, v.corpus_ref, v.corpus_digest, v.fingerprint, vocab.tokens,
             vocab.kinds, vocab.merges, store.tokenizer(ref).encode(PROBE) if v.status == "complete" else None)

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 import bpestore
 from bpestore import DamagedDataError, Store, Tokenizer
 from bpestore.store import snapshot
 from bpestore.store.db import HEAD
-from bpestore.store.reader import VersionReads
+from bpestore.store.version_tables import VersionReads
 from bpestore.store.vocabulary import Vocabulary
 
 from .conftest import byte_vocab, corpus_path, read_corpus, stop_at
@@ -35,16 +34,16 @@ def _tiktoken_gate(tiktoken_gate):
 
 def stored(store: Store, ref: str):
     """The version's row of version_facts, read and checked: (Vocabulary, EncoderFacts)."""
-    with store.reading() as conn:
-        reads = VersionReads.over(conn)
+    with store.reading() as tx:
+        reads = VersionReads(tx)
         found = reads.snapshot(reads.resolve(ref))
     assert found is not None, f"{ref} has no stored facts"
     return found
 
 
 def rows(store: Store, ref: str) -> Vocabulary:
-    with store.reading() as conn:
-        reads = VersionReads.over(conn)
+    with store.reading() as tx:
+        reads = VersionReads(tx)
         return reads.rows_vocabulary(reads.resolve(ref))
 
 
@@ -116,8 +115,8 @@ def test_a_version_still_training_has_no_facts_until_it_completes(store):
     store.ingest("shakes", [corpus_path("tinyshakespeare.txt")], special_tokens=[EOT])
     with pytest.raises(KeyboardInterrupt):
         store.train("en", corpus="shakes", vocab_size=500, checkpoint_every=10, progress=stop_at(100))
-    with store.reading() as conn:
-        reads = VersionReads.over(conn)
+    with store.reading() as tx:
+        reads = VersionReads(tx)
         assert reads.snapshot(reads.resolve("en@1")) is None
     assert reload(store, "en@1").backend == "tiktoken"  # loaded from its rows, checked on use
     store.resume("en@1")
@@ -135,8 +134,8 @@ def test_a_tampered_row_is_damaged_data(store, change):
     store.import_vocab("odd", byte_vocab(b"bc", b"ab", b"abc"), [(b"b", b"c"), (b"a", b"b"), (b"ab", b"c")])
     vocab, _ = stored(store, "odd")
     vocab.tokens[258] = b"abd"
-    with store.writing() as conn:
-        conn.execute(text(change), {"other": snapshot.pack(vocab), "digest": "0" * 64})
+    with store.writing() as tx:
+        tx.run(change, {"other": snapshot.pack(vocab), "digest": "0" * 64})
     Store.tokenizer_cache.clear()
     with pytest.raises(DamagedDataError, match="damaged"):
         store.tokenizer("odd")
@@ -158,8 +157,8 @@ def test_0004_fills_in_every_complete_version(db_url, tmp_path):
         assert complete == ["de@1", "en@1", "en@2", "en@3"]
         for ref in complete:
             assert_facts_match_rows(store, ref)
-        with store.reading() as conn:
-            reads = VersionReads.over(conn)
+        with store.reading() as tx:
+            reads = VersionReads(tx)
             assert reads.snapshot(reads.resolve("half@1")) is None
         store.resume("half@1")
         assert_facts_match_rows(store, "half@1")

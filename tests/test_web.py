@@ -332,8 +332,8 @@ def test_the_server_never_writes(db, client):
     with pytest.raises(ReadOnlyError):
         store.train("en", corpus="books", vocab_size=500)
     with pytest.raises(bpestore.DatabaseError):  # the database refuses too
-        with store.reading() as conn:
-            conn.execute(text("DELETE FROM aliases"))
+        with store.reading() as tx:
+            tx.run("DELETE FROM aliases", {})
     assert cli_json(db, "versions") == before
 
 

@@ -15,13 +15,11 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
-from sqlalchemy import Connection
-
 from ..errors import ConflictError
 from ..records import Merge
-from . import repository, snapshot
-from .reader import VersionReads
-from .repository import Transactions
+from . import snapshot, vocab_tables
+from .drivers import Transaction, Transactions
+from .version_tables import VersionReads, add_snapshot, record_checkpoint
 
 
 class CheckpointWriter:
@@ -121,22 +119,22 @@ class CheckpointWriter:
     def _write_batch(self, merges: list[Merge], fingerprint: str | None = None,
                      made: snapshot.Snapshot | None = None) -> None:
         new_tokens = [m.token for m in merges if m.token >= self.n_tokens]
-        with self.db.writing() as conn:
-            self.write(conn, merges, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint, made)
+        with self.db.writing() as tx:
+            self.write(tx, merges, [(t, self.token_bytes[t], "merge") for t in new_tokens], fingerprint, made)
         # Only once committed: a failed batch is written again, whole.
         self.n_tokens = max(new_tokens, default=self.n_tokens - 1) + 1
 
-    def write(self, conn: Connection, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
+    def write(self, tx: Transaction, merges: list[Merge], new_tokens: list[tuple[int, bytes, str]],
               fingerprint: str | None, made: snapshot.Snapshot | None) -> None:
         """One checkpoint's rows (the last: with the version's snapshot), in the caller's transaction."""
-        stored = repository.next_rank(conn, self.version_id) if merges else 0
+        stored = vocab_tables.next_rank(tx, self.version_id) if merges else 0
         if merges and stored != merges[0].rank:
             # Another run of this version wrote merges since this one read them.
-            raise ConflictError(f"{VersionReads.over(conn).info(self.version_id).ref} is being trained by "
+            raise ConflictError(f"{VersionReads(tx).info(self.version_id).ref} is being trained by "
                                 f"another process ({stored:,} merges stored, this run expected "
                                 f"{merges[0].rank:,}); wait for it to finish, then resume it if it stopped")
-        repository.add_merges(conn, self.version_id, merges)
-        repository.add_tokens(conn, self.version_id, new_tokens)
-        repository.record_checkpoint(conn, self.version_id, fingerprint)
+        vocab_tables.add_merges(tx, self.version_id, merges)
+        vocab_tables.add_tokens(tx, self.version_id, new_tokens)
+        record_checkpoint(tx, self.version_id, fingerprint)
         if made is not None:  # complete
-            repository.add_snapshot(conn, self.version_id, made)
+            add_snapshot(tx, self.version_id, made)

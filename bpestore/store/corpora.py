@@ -10,7 +10,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConflictError, InvalidArgumentError
 from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
@@ -18,12 +18,10 @@ from ..ingest.scheduler import merge_counts
 from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
-from . import writes
-from .reader import check_name
-from .reads import CorpusReads
-
-if TYPE_CHECKING:
-    from .store import Store
+from . import count_tables
+from .corpus_tables import CorpusReads, add_generation, lock_corpus, lock_corpus_row, present_shas
+from .drivers import Transactions
+from .version_tables import check_name
 
 
 def corpus_spec(stored: TokenizerSpec | None, corpus: str, **given: Any) -> TokenizerSpec:
@@ -54,23 +52,23 @@ class PartlyCounted(Exception):
         self.present = present
 
 
-def add_batch(db: Store, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
+def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: CountedBatch, *, force: bool) -> None:
     """Write a batch of counted sources as the corpus' next generation: the corpus (if
-    new), their rows and counts, in one transaction (store/writes.py). A source another
+    new), their rows and counts, in one transaction. A source another
     process counted meanwhile is marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
     generation = None
     if counted:
-        with writes.writing(db) as conn:
+        with db.writing() as tx:
             # Check the stored spec inside this transaction: a concurrent first
             # ingest may have created the corpus with another.
-            corpus_id, stored = writes.lock_corpus(conn, corpus, spec)
+            corpus_id, stored = lock_corpus(tx, corpus, spec.to_json())
             if stored.corpus_key() != spec.corpus_key():
                 raise ConflictError(f"corpus {corpus!r} was just created with another spec by "
                                     "a concurrent ingest; ingest again to see it")
-            present = set() if force else writes.present_shas(conn, corpus_id, [s.sha256 for s in counted])
+            present = set() if force else present_shas(tx, corpus_id, [s.sha256 for s in counted])
             if not present:
-                generation = writes.add_generation(conn, corpus_id, counted, batch.counts)
+                generation = add_generation(tx, corpus_id, counted, batch.counts)
         if present:
             if len(present) < len({s.sha256 for s in counted}):
                 # Their counts are merged with the others': the others are counted again.
@@ -96,7 +94,7 @@ def check_spec(corpus: str, stored: TokenizerSpec, spec: TokenizerSpec, what: st
             "words from different specs never mix: count again with the corpus' spec, or ingest into a new corpus")
 
 
-def add_counts(db: Store, corpus: str, files: Sequence[tuple[CountsInfo, dict[bytes, int]]], *,
+def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, dict[bytes, int]]], *,
                force: bool) -> list[Source]:
     """Add counts files to a corpus as one generation, in one transaction: those whose
     sources are all in the corpus already (or earlier in ``files``) are skipped;
@@ -105,11 +103,11 @@ def add_counts(db: Store, corpus: str, files: Sequence[tuple[CountsInfo, dict[by
     for info, _ in files:
         check_spec(corpus, spec, info.spec, f"counts file {info.path}")
     results: list[Source] = []
-    with writes.writing(db) as conn:
-        corpus_id, stored = writes.lock_corpus(conn, corpus, spec)
+    with db.writing() as tx:
+        corpus_id, stored = lock_corpus(tx, corpus, spec.to_json())
         check_spec(corpus, stored, spec, f"counts file {files[0][0].path}")
         every = [s.sha256 for info, _ in files for s in info.sources]
-        seen = set() if force else writes.present_shas(conn, corpus_id, every)
+        seen = set() if force else present_shas(tx, corpus_id, every)
         merged: Counter = Counter()
         added: list[Source] = []
         for info, counts in files:
@@ -131,7 +129,7 @@ def add_counts(db: Store, corpus: str, files: Sequence[tuple[CountsInfo, dict[by
                     seen |= shas
             results.extend(sources)
         if added:
-            generation = writes.add_generation(conn, corpus_id, added, merged)
+            generation = add_generation(tx, corpus_id, added, merged)
             for s in added:
                 s.generation = generation
     return results
@@ -140,7 +138,7 @@ def add_counts(db: Store, corpus: str, files: Sequence[tuple[CountsInfo, dict[by
 class Corpora:
     """The corpora of a store (``db``: its transactions)."""
 
-    def __init__(self, db: Store) -> None:
+    def __init__(self, db: Transactions) -> None:
         self.db = db
 
     def ingest(self, corpus: str, paths: Iterable[str | Path], *, force: bool, errors: str, workers: int | None,
@@ -154,8 +152,8 @@ class Corpora:
             raise InvalidArgumentError("paths must name at least one file to ingest", params=("paths",))
         if jsonl_field is None:
             warn_raw_json(files)
-        with self.db.reader.reading() as reads:
-            corpora = CorpusReads(reads)
+        with self.db.reading() as tx:
+            corpora = CorpusReads(tx)
             spec = corpus_spec(corpora.spec(corpus), corpus, **given)
             counted_before = set() if force else corpora.source_shas(corpus)
         results: list[Source] = []
@@ -193,14 +191,13 @@ class Corpora:
         return results
 
     def compact(self, corpus: str) -> dict[str, Any]:
-        from . import repository, wordcounts
-
-        with self.db.writing() as conn:
-            corpus_id = repository.corpus_id(conn, corpus)
-            repository.lock_corpus_row(conn, corpus_id)
-            rows, size = wordcounts.compact(conn, corpus_id)
+        with self.db.writing() as tx:
+            corpora = CorpusReads(tx)
+            corpus_id = corpora.corpus_id(corpus)
+            lock_corpus_row(tx, corpus_id)
+            rows, size = count_tables.compact(tx, corpus_id)
             return {"corpus": corpus, "rows_freed": rows, "bytes_freed": size,
-                    "kept": repository.kept_generations(conn, corpus_id)}
+                    "kept": corpora.kept_generations(corpus_id)}
 
 
 def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **options: Any) -> CountedBatch:

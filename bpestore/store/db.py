@@ -29,6 +29,7 @@ HEAD = "0005"  # the newest revision in migrations/versions
 # How long a statement waits for a lock another process holds before it gives up
 # (SQLite's busy timeout, PostgreSQL's lock_timeout); $BPESTORE_LOCK_WAIT_SECONDS sets it.
 LOCK_WAIT_SECONDS = 30.0
+REVISION = "SELECT version_num FROM alembic_version"  # the schema's revision, where it has one
 
 
 def lock_wait_seconds() -> float:
@@ -114,11 +115,16 @@ def gave_up_waiting(lock: str) -> DatabaseError:
                          "how long to wait)")
 
 
-def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False, wait_ms: int = 30000) -> None:
+def lock_wait_ms() -> int:
+    return max(1, round(lock_wait_seconds() * 1000))
+
+
+def sqlite_pragmas(dbapi_connection, _record=None, read_only: bool = False, wait_ms: int | None = None) -> None:
+    """Foreign keys, WAL and the bounded lock wait, on a new sqlite3 connection."""
     # Let SQLAlchemy, not the driver, decide where transactions begin (see below).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout={wait_ms}")  # first: the pragmas below may wait for a writer
+    cursor.execute(f"PRAGMA busy_timeout={wait_ms or lock_wait_ms()}")  # first: the pragmas below may wait for a writer
     cursor.execute("PRAGMA foreign_keys=ON")
     if not read_only:  # a read-only file stays as it is (its journal mode included)
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -126,13 +132,13 @@ def _sqlite_pragmas(dbapi_connection, _record, read_only: bool = False, wait_ms:
     cursor.close()
 
 
-def _postgresql_lock_timeout(dbapi_connection, _record, wait_ms: int) -> None:
+def postgresql_lock_timeout(dbapi_connection, _record=None, wait_ms: int | None = None) -> None:
     # A lock held by another session is waited for this long, then the statement fails
     # (LockNotAvailable), which becomes an Error naming the lock; never an endless wait.
     autocommit = dbapi_connection.autocommit
     dbapi_connection.autocommit = True
     with dbapi_connection.cursor() as cursor:
-        cursor.execute(f"SET lock_timeout = {wait_ms}")
+        cursor.execute(f"SET lock_timeout = {wait_ms or lock_wait_ms()}")
     dbapi_connection.autocommit = autocommit
 
 
@@ -167,7 +173,7 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     from sqlalchemy.pool import StaticPool
 
     options: dict = {"poolclass": StaticPool} if url == "sqlite://" else {}
-    wait_ms = max(1, round(lock_wait_seconds() * 1000))
+    wait_ms = lock_wait_ms()
     if url.startswith("sqlite"):
         options["connect_args"] = {"timeout": wait_ms / 1000}  # the driver's own wait, the same
     try:
@@ -179,12 +185,12 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         raise DatabaseError(f"cannot open database {display_url(url)}: {exc}") from None
     if engine.dialect.name == "sqlite":
         read_only = is_read_only(engine)
-        event.listen(engine, "connect", lambda dbapi_connection, record: _sqlite_pragmas(
+        event.listen(engine, "connect", lambda dbapi_connection, record: sqlite_pragmas(
             dbapi_connection, record, read_only, wait_ms))
         event.listen(engine, "begin", _sqlite_begin)
     else:
         if engine.dialect.name == "postgresql":
-            event.listen(engine, "connect", lambda dbapi_connection, record: _postgresql_lock_timeout(
+            event.listen(engine, "connect", lambda dbapi_connection, record: postgresql_lock_timeout(
                 dbapi_connection, record, wait_ms))
         if read_only:
             event.listen(engine, "connect", _read_only_session)
@@ -231,7 +237,7 @@ def stored_revision(conn: Connection) -> str | None:
 
     try:
         with conn.begin_nested():
-            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            return conn.execute(text(REVISION)).scalar()
     except SQLAlchemyError:
         return None
 

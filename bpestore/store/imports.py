@@ -9,8 +9,9 @@ from ..errors import InvalidArgumentError
 from ..limits import MAX_INT
 from ..records import Merge
 from ..spec import TokenizerSpec, fingerprint
-from . import repository, snapshot
-from .repository import Transactions
+from . import snapshot, vocab_tables
+from .drivers import Transactions
+from .version_tables import add_snapshot, check_name, new_version
 from .vocabulary import Vocabulary
 
 
@@ -19,7 +20,7 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     """Store ``vocab`` and ``merge_list`` (in rank order) as the next version of
     ``name``; returns its id. ``spec.special_tokens`` must be in ``vocab``.
     Tokens' kinds: special, byte, merge, and for ``alphabet='chars'`` unk and char."""
-    repository.check_name(name, "tokenizer", "name")
+    check_name(name, "tokenizer", "name")
     first_id: dict[bytes, int] = {}
     specials = {t.encode("utf-8") for t in spec.special_tokens}
     for token_id, data in vocab.items():
@@ -57,12 +58,12 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
                         [m.token for m in merges], [m.count for m in merges])
     done = fingerprint(spec, None, merges)
     snap = snapshot.make(spec, stored, done)
-    with db.writing() as conn:
-        version_id = repository.new_version(conn, name, spec=spec, status="complete", source=source,
+    with db.writing() as tx:
+        version_id = new_version(tx, name, spec=spec, status="complete", source=source,
                                             target_vocab_size=len(vocab), fingerprint=done)
-        repository.add_tokens(conn, version_id, [(i, data, kind_of[i]) for i, data in tokens.items()])
-        repository.add_merges(conn, version_id, merges)
-        repository.add_snapshot(conn, version_id, snap)
+        vocab_tables.add_tokens(tx, version_id, [(i, data, kind_of[i]) for i, data in tokens.items()])
+        vocab_tables.add_merges(tx, version_id, merges)
+        add_snapshot(tx, version_id, snap)
     return version_id
 
 

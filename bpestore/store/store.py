@@ -1,44 +1,37 @@
 """Store: corpora, word counts, versions, merges and tokens in one database.
 
 The facade of the public API. It opens the database, owns the transactions
-(where a failure of the database itself becomes ``DatabaseError``), the
-version reader and the tokenizer cache, and hands each public call to the
+(through the driver, store/drivers.py, else the engine; a failure of the
+database itself becomes ``DatabaseError``) and the tokenizer cache, and hands each public call to the
 service that does the work:
 
 * ``corpora.Corpora``: ingest, counts files, generations, word counts, compaction;
 * ``versions.Versions``: train, resume, verify, import, aliases, lineage, removal;
-* ``reads.Questions``: corpora and word counts read, tokens, merges, two versions compared;
-* ``reader``: versions listed and loaded (``sqlite3`` or SQLAlchemy, chosen at open);
+* ``questions.Questions``: corpora and word counts read, tokens, merges, two versions compared;
+* ``loading``: versions loaded as tokenizers, and cached;
 * ``bpestore.analysis``: what a version makes of a file (statistics, charts).
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import BpestoreError, DatabaseError, ReadOnlyError
+from ..errors import BpestoreError, ReadOnlyError
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS
 from ..queries import token_info
 from ..spec import TokenizerSpec
-from .db import (
-    display_url,
-    gave_up_waiting,
-    make_engine,
-    resolve_url,
-    schema_revision,
-    upgrade_schema,
-)
-from .reader import SqlAlchemyReader, TokenizerCache, VersionReader, open_reader
+from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
+from .drivers import Driver, Transaction, open_driver, translated
+from .loading import TokenizerCache, load, vocabulary
+from .version_tables import VersionReads
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
-    from sqlalchemy.exc import SQLAlchemyError
 
     from ..encoder import Tokenizer
     from ..ingest import IngestTuning
@@ -59,33 +52,9 @@ if TYPE_CHECKING:
         VersionProgress,
     )
     from .corpora import Corpora
-    from .reads import Questions
+    from .questions import Questions
     from .training import TrainOptions
     from .versions import Versions
-
-
-@contextmanager
-def _database_errors() -> Iterator[None]:
-    """Turn a failure of the database (SQLAlchemy's errors) into a DatabaseError; a lock
-    waited for longer than the bounded wait into one that names the lock."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    try:
-        yield
-    except OverflowError as exc:  # a number the driver cannot bind
-        raise DatabaseError(f"a number too large for the database: {exc}") from exc
-    except SQLAlchemyError as exc:
-        lock = _lock_given_up(exc)
-        if lock is not None:
-            raise gave_up_waiting(lock) from exc
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DatabaseError(f"database error: {message}") from exc
-    except Exception as exc:
-        if type(exc).__module__.partition(".")[0] not in ("psycopg", "psycopg2", "sqlite3"):
-            raise
-        # The driver's own error, from a path that bypasses SQLAlchemy (the bulk COPY of counts).
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DatabaseError(f"database error: {message}") from exc
 
 
 def _engine(url: str, *, read_only: bool, upgrade: bool) -> Engine:
@@ -93,7 +62,7 @@ def _engine(url: str, *, read_only: bool, upgrade: bool) -> Engine:
     engine = make_engine(url, read_only=read_only)
     if upgrade:
         try:
-            with _database_errors():
+            with translated():
                 upgrade_schema(engine, read_only=read_only)
         except BpestoreError:
             engine.dispose()
@@ -101,31 +70,101 @@ def _engine(url: str, *, read_only: bool, upgrade: bool) -> Engine:
     return engine
 
 
-# What holds a row lock of each table on PostgreSQL.
-_ROW_LOCKS = {"corpora": "an ingest into it, or a training pinning it",
-              "versions": "a training or removal of it", "tokenizers": "a new version of it"}
+class Database:
+    """A store's database: its URL, its driver (store/drivers.py) where it applies and
+    its engine where not, and the transactions of both (the Store's, below)."""
 
+    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
+        self.read_only = read_only
+        self.url = resolve_url(db, read_only=read_only)
+        self._engine: Engine | None = None
+        self._engine_lock = threading.Lock()
+        # A store already at this bpestore's schema is read and written through its driver alone
+        # (store/drivers.py); its engine (and SQLAlchemy) comes only where that does not apply.
+        self.driver: Driver | None = open_driver(self.url)  # chosen once, here
+        if self.driver is None:  # the engine now, the schema created or upgraded
+            self._connect(upgrade)
+            if upgrade:
+                self.driver = open_driver(self.url)
 
-def _lock_given_up(exc: SQLAlchemyError) -> str | None:
-    """The lock a statement gave up waiting for (the bounded lock wait ran out), in words; None otherwise."""
-    orig = getattr(exc, "orig", None)
-    text = str(orig or exc)
-    if "database is locked" in text or "database table is locked" in text:
-        return "the SQLite database's write lock"
-    if getattr(orig, "sqlstate", None) != "55P03":  # PostgreSQL's lock_not_available
-        return None
-    diag = getattr(orig, "diag", None)
-    context = " ".join((getattr(diag, "context", None) or "").split())
-    statement = getattr(exc, "statement", "") or ""
-    if "advisory" in statement:
-        return "PostgreSQL's schema lock (another process is creating or upgrading the schema)" \
-            if "schema" in statement else "a PostgreSQL advisory lock"
-    found = re.search(r'relation "([^"]+)"', context) or re.search(r"\bFROM (\w+)", statement)
-    if found:
-        table = found.group(1)
-        held = _ROW_LOCKS.get(table)
-        return f"a lock on table {table} ({context or 'a row'}){f'; held by {held}' if held else ''}"
-    return f"a PostgreSQL lock ({context or statement.split(chr(10))[0][:80]})"
+    def _connect(self, upgrade: bool) -> Engine:
+        """Make the engine; with ``upgrade``, create or upgrade the schema first."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = _engine(self.url, read_only=self.read_only, upgrade=upgrade)
+            return self._engine
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (made on first use where the store was opened without one)."""
+        return self._engine if self._engine is not None else self._connect(upgrade=False)
+
+    def close(self) -> None:
+        if self.driver is not None:
+            self.driver.close()
+        if self._engine is not None:
+            self._engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"<Store {display_url(self.url)}>"
+
+    @property
+    def location(self) -> str:
+        """The database URL, any password hidden."""
+        return display_url(self.url)
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision the database is at."""
+        with translated():
+            return schema_revision(self.engine)
+
+    def reading(self) -> AbstractContextManager[Transaction]:
+        """A read transaction: its queries see one state of the database (one
+        snapshot: on PostgreSQL REPEATABLE READ, as SQLite's reads always are)."""
+        return self._transaction(write=False)
+
+    def writing(self) -> AbstractContextManager[Transaction]:
+        """A write transaction, committed at the end, rolled back on an error (on SQLite
+        it takes the write lock at BEGIN, so concurrent writers wait for each other
+        instead of failing)."""
+        self._check_writable()
+        return self._transaction(write=True)
+
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Transaction]:
+        """Through the driver where it applies, else through the engine."""
+        if self.driver is not None:
+            with self.driver.transaction(write=write) as tx:
+                if tx is not None:
+                    yield tx
+                    return
+        with translated(), self._engine_connection(write) as conn, conn.begin():
+            yield Transaction.over(conn)
+
+    def _engine_connection(self, write: bool) -> Connection:
+        conn = self.engine.connect()
+        if write:
+            return conn.execution_options(bpestore_write=True)
+        if conn.dialect.name == "postgresql":
+            return conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        return conn
+
+    @contextmanager
+    def session(self) -> Iterator[Transaction]:
+        """A connection of its own outside any transaction, for what lasts beyond one (a session lock)."""
+        self._check_writable()
+        if self.driver is not None:
+            with self.driver.session() as tx:
+                yield tx
+            return
+        with translated(), self.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":  # a lock of the session's, no transaction left open
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            yield Transaction.over(conn)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError("this store is open read-only: nothing can be changed through it")
 
 
 class Transfers:
@@ -146,7 +185,7 @@ class Transfers:
         """
         from .transfer import copy
 
-        return copy(cast("Store", self), ref, to, with_counts=with_counts, as_name=as_name, aliases=aliases)
+        return copy(self, ref, to, Store, with_counts=with_counts, as_name=as_name, aliases=aliases)
 
     def pack(self, ref: str, out: str | Path, *, with_counts: bool = False, force: bool = False) -> Path:
         """Write version ``ref`` and its parents (with ``with_counts`` the corpus
@@ -155,10 +194,10 @@ class Transfers:
         at all, an existing file replaced only with ``force``."""
         from .transfer import pack
 
-        return pack(cast("Store", self), ref, out, with_counts=with_counts, force=force)
+        return pack(self, ref, out, Store, with_counts=with_counts, force=force)
 
 
-class Store(Transfers):
+class Store(Database, Transfers):
     """A bpestore database (SQLite path or SQLAlchemy URL).
 
     ``read_only=True``: the store refuses every write (``ReadOnlyError``), and so
@@ -171,84 +210,11 @@ class Store(Transfers):
     #: Shared by every Store of the process.
     tokenizer_cache: ClassVar[TokenizerCache] = TokenizerCache()
 
-    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
-        self.read_only = read_only
-        self.url = resolve_url(db, read_only=read_only)
-        self._engine: Engine | None = None
-        self._engine_lock = threading.Lock()
-        # A store already at this bpestore's schema is read through its driver alone (store/reader.py);
-        # its engine (and SQLAlchemy) comes when a write first needs one.
-        self.reader: VersionReader = open_reader(self.url, self.reading)  # chosen once, here
-        if isinstance(self.reader, SqlAlchemyReader):  # the engine now, the schema created or upgraded
-            self._connect(upgrade)
-            if upgrade:
-                self.reader = open_reader(self.url, self.reading)
-
-    def _connect(self, upgrade: bool) -> Engine:
-        """Make the engine; with ``upgrade``, create or upgrade the schema first."""
-        with self._engine_lock:
-            if self._engine is None:
-                self._engine = _engine(self.url, read_only=self.read_only, upgrade=upgrade)
-            return self._engine
-
-    @property
-    def engine(self) -> Engine:
-        """The SQLAlchemy engine (made on first use where the store was opened without one)."""
-        return self._engine if self._engine is not None else self._connect(upgrade=False)
-
-    def close(self) -> None:
-        self.reader.close()
-        if self._engine is not None:
-            self._engine.dispose()
-
     def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return f"<Store {display_url(self.url)}>"
-
-    @property
-    def location(self) -> str:
-        """The database URL, any password hidden."""
-        return display_url(self.url)
-
-    def schema_revision(self) -> str | None:
-        """The Alembic revision the database is at."""
-        with _database_errors():
-            return schema_revision(self.engine)
-
-    @contextmanager
-    def reading(self) -> Iterator[Connection]:
-        """A read transaction: its queries see one state of the database (one
-        snapshot: on PostgreSQL REPEATABLE READ, as SQLite's reads always are)."""
-        with _database_errors(), self.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-            with conn.begin():
-                yield conn
-
-    @contextmanager
-    def writing(self) -> Iterator[Connection]:
-        """A write transaction (on SQLite it takes the write lock at BEGIN, so
-        concurrent writers wait for each other instead of failing)."""
-        self._check_writable()
-        with _database_errors(), self.engine.connect().execution_options(bpestore_write=True) as conn, \
-                conn.begin():
-            yield conn
-
-    @contextmanager
-    def session(self) -> Iterator[Connection]:
-        """A connection of its own, for what lasts beyond a transaction (a session lock)."""
-        self._check_writable()
-        with _database_errors(), self.engine.connect() as conn:
-            yield conn
-
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise ReadOnlyError("this store is open read-only: nothing can be changed through it")
 
     # The services, made when first asked for: a read through sqlite3 needs none of their imports.
     @cached_property
@@ -263,7 +229,7 @@ class Store(Transfers):
 
     @cached_property
     def _questions(self) -> Questions:
-        from .reads import Questions
+        from .questions import Questions
         return Questions(self)
 
     # -- corpora and ingestion --------------------------------------------------
@@ -350,12 +316,13 @@ class Store(Transfers):
     # -- versions ----------------------------------------------------------------
     def versions(self, name: str | None = None) -> list[VersionInfo]:
         """Every version (of one tokenizer, if named), by name and number."""
-        with self.reader.reading() as reads:
-            return reads.infos(name=name)
+        with self.reading() as tx:
+            return VersionReads(tx).infos(name=name)
 
     def version(self, ref: str) -> VersionInfo:
         """Resolve ``NAME`` (its newest complete version), ``NAME@N`` or ``NAME@ALIAS``."""
-        with self.reader.reading() as reads:
+        with self.reading() as tx:
+            reads = VersionReads(tx)
             return reads.info(reads.resolve(ref))
 
     def set_alias(self, ref: str, alias: str) -> VersionInfo:
@@ -410,7 +377,7 @@ class Store(Transfers):
     # -- tokenizers: loading, questions, export --------------------------------
     def tokenizer(self, ref: str) -> Tokenizer:
         """The Tokenizer of a version, loaded once per process and cached."""
-        return self.reader.load(ref, self.tokenizer_cache)
+        return load(self.reading, self.url, ref, self.tokenizer_cache)
 
     def export(self, ref: str, *, format: str, out: str | Path, force: bool = False) -> list[Path]:  # noqa: A002
         """Write a version as GPT-2 files (``out`` a folder), a Hugging Face
@@ -433,7 +400,7 @@ class Store(Transfers):
         >>> store.token("en@1", " the")["id"]  # doctest: +SKIP
         262
         """
-        return token_info(ref, token, self.reader.vocabulary(ref))
+        return token_info(ref, token, vocabulary(self.reading, ref))
 
     def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
         """What changed between two versions: shared merge prefix, changed ids, new tokens."""
@@ -510,7 +477,7 @@ class Store(Transfers):
 
     def _charted(self, ref: str) -> tuple[Tokenizer, Sequence[int]]:
         """A version's tokenizer and its merges' pair counts, by rank."""
-        return self.tokenizer(ref), self.reader.vocabulary(ref).columns[3]
+        return self.tokenizer(ref), vocabulary(self.reading, ref).columns[3]
 
     # -- the versions' tree, removal, imports ------------------------------------
     def lineage(self, name: str) -> list[LineageNode]:

@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.engine import make_url
-
 from ..alphabet import (
     hf_order,
     initial_kinds,
@@ -33,10 +30,18 @@ from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec, check_special_tokens, fingerprint
 from ..trainer import BpeTrainer
-from . import locks, repository, snapshot, wordcounts
+from . import count_tables, locks, snapshot, vocab_tables
 from .checkpoints import CheckpointWriter
-from .reader import VersionReads
-from .repository import Transactions
+from .corpus_tables import CorpusReads, lock_corpus_row
+from .drivers import Transaction, Transactions
+from .version_tables import (
+    VersionReads,
+    add_snapshot,
+    new_version,
+    record_checkpoint,
+    try_lock_training,
+    unlock_training,
+)
 from .vocabulary import Vocabulary
 
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
@@ -116,29 +121,30 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
     a parent or an equal run) is one transaction; training on is checkpointed.
     """
     corpus_name = corpus.partition("@")[0]
-    with db.writing() as conn:
+    with db.writing() as tx:
+        corpora = CorpusReads(tx)
         # Locked, so an ingest either sees this version's pin or makes the generation it pins.
-        repository.lock_corpus_row(conn, repository.corpus_id(conn, corpus_name))
-        corpus_id, generation = repository.readable_generation(conn, corpus)
-        corpus_spec = repository.corpus_spec(conn, corpus_name)
+        lock_corpus_row(tx, corpora.corpus_id(corpus_name))
+        corpus_id, generation = corpora.readable_generation(corpus)
+        corpus_spec = corpora.spec(corpus_name)
         assert corpus_spec is not None
-        if not wordcounts.has_words(conn, corpus_id, generation):
+        if not count_tables.has_words(tx, corpus_id, generation):
             raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first")
         settings: dict[str, Any] = dict(
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
             min_frequency=options.min_frequency, max_token_length=options.max_token_length,
             status="training", source="trained", corpus_generation=generation,
-            corpus_digest=repository.generation_digest(conn, corpus_id, generation))
+            corpus_digest=corpora.generation_digest(corpus_id, generation))
         if options.parent is None:
-            version_id, initial = _new_root(conn, name, corpus_spec, options, settings)
-            reused = _reuse_merges(conn, version_id, initial)
+            version_id, initial = _new_root(tx, name, corpus_spec, options, settings)
+            reused = _reuse_merges(tx, version_id, initial)
         else:
-            version_id = _extend(conn, name, corpus_spec, options, settings)
+            version_id = _extend(tx, name, corpus_spec, options, settings)
             reused = False
     if reused:
         if progress is not None:  # the callback hears of the merges taken, as if made
-            with db.reading() as conn:
-                v = VersionReads.over(conn).info(version_id)
+            with db.reading() as tx:
+                v = VersionReads(tx).info(version_id)
             total = v.target_merges if v.target_merges is not None else v.n_merges
             progress(Progress("train", v.ref, v.n_merges, max(total, v.n_merges), "merges"))
         return version_id
@@ -146,13 +152,13 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
     return version_id
 
 
-def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
+def _new_root(tx: Transaction, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
               settings: dict[str, Any]) -> tuple[int, Vocabulary]:
     """A version without parent (its spec: the corpus' with the options' changes),
     with its initial tokens; returns its id and those tokens."""
     spec = corpus_spec.replace(**options.spec_changes())
-    initial = initial_vocab(spec, None if spec.byte_level else wordcounts.words(
-        conn, settings["corpus_id"], settings["corpus_generation"]))
+    initial = initial_vocab(spec, None if spec.byte_level else (word for word, _ in count_tables.count_rows(
+        tx, settings["corpus_id"], settings["corpus_generation"])))
     if options.vocab_size is not None and options.vocab_size < len(initial):
         n = len(spec.special_tokens)
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
@@ -165,14 +171,14 @@ def _new_root(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: 
             f"were not cut at {'them' if len(unsplit) > 1 else 'it'} (where the text holds one, training saw it "
             "as ordinary text); to train on words cut there, ingest the text into a new corpus with "
             "--special-token"), stacklevel=2)
-    version_id = repository.new_version(conn, name, spec=spec, **settings)
+    version_id = new_version(tx, name, spec=spec, **settings)
     kinds = initial_kinds(spec, initial)
     rows = [(i, data, kinds[i]) for i, data in enumerate(initial)]
-    repository.add_tokens(conn, version_id, rows)
+    vocab_tables.add_tokens(tx, version_id, rows)
     return version_id, Vocabulary.from_rows(rows, [])
 
 
-def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> bool:
+def _reuse_merges(tx: Transaction, version_id: int, initial: Vocabulary) -> bool:
     """Start a new version from the merges of an equal run, if there is one.
 
     Training is deterministic and its stopping point does not change the
@@ -182,7 +188,7 @@ def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> boo
     it already reaches the target (the version is then complete, its snapshot made
     from ``initial`` and the merges copied).
     """
-    reads = VersionReads.over(conn)
+    reads = VersionReads(tx)
     found = reads.longest_equal_run(version_id)
     if found is None:
         return False
@@ -206,22 +212,22 @@ def _reuse_merges(conn: Connection, version_id: int, initial: Vocabulary) -> boo
     exhausted = donor.status == "complete" and taken == len(donor_merges) and (
         (donor.target_vocab_size is not None and n_tokens < donor.target_vocab_size)
         or (donor.target_merges is not None and taken < donor.target_merges))
-    repository.copy_merges(conn, donor.id, version_id, n_merges=taken, token_ids=(n_initial, n_tokens))
+    vocab_tables.copy_merges(tx, donor.id, version_id, n_merges=taken, token_ids=(n_initial, n_tokens))
     if not (reached or exhausted):
         return False
     copied = donor_merges[:taken]
     done = fingerprint(new.spec, new.corpus_digest, copied)
     made = snapshot.make(new.spec, _completed(initial, copied), done, checked=min(taken, passing))
-    repository.record_checkpoint(conn, version_id, done)
-    repository.add_snapshot(conn, version_id, made)
+    record_checkpoint(tx, version_id, done)
+    add_snapshot(tx, version_id, made)
     return True
 
 
-def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
+def _extend(tx: Transaction, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
             settings: dict[str, Any]) -> int:
     """A child of ``options.parent`` holding copies of its tokens and merges."""
     assert options.parent is not None
-    reads = VersionReads.over(conn)
+    reads = VersionReads(tx)
     parent_id = reads.resolve(options.parent)
     p = reads.info(parent_id)
     changes = options.spec_changes()
@@ -236,7 +242,7 @@ def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: Tr
                                    "can be extended so far (their ids 0-255 are the bytes)", params=("parent",))
     # The words the parent was trained on: its corpus' (special tokens given only at its
     # training did not cut them).
-    parent_corpus = repository.corpus_spec(conn, p.corpus) if p.corpus else None
+    parent_corpus = CorpusReads(tx).spec(p.corpus) if p.corpus else None
     have, want = (parent_corpus or p.spec).corpus_key(), corpus_spec.corpus_key()
     if have != want:
         differ = sorted(k for k in have.keys() | want.keys() if have.get(k) != want.get(k))
@@ -256,8 +262,8 @@ def _extend(conn: Connection, name: str, corpus_spec: TokenizerSpec, options: Tr
                                    "merges must be at least that", params=("merges",))
     spec = p.spec.replace(tie_break=options.tie_break or p.spec.tie_break,
                           segmentation=options.segmentation or p.spec.segmentation)
-    version_id = repository.new_version(conn, name, spec=spec, parent_id=parent_id, **settings)
-    repository.copy_merges(conn, parent_id, version_id)
+    version_id = new_version(tx, name, spec=spec, parent_id=parent_id, **settings)
+    vocab_tables.copy_merges(tx, parent_id, version_id)
     return version_id
 
 
@@ -265,9 +271,9 @@ def resume(db: Transactions, ref: str, *, checkpoint_every: int = DEFAULT_CHECKP
            checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
            progress: Callable[[Progress], None] | None = None) -> int:
     """Continue a version that stopped before its target (``ref`` alone: its newest)."""
-    with db.reading() as conn:
-        reads = VersionReads.over(conn)
-        version_id = reads.resolve(ref) if "@" in ref else repository.newest_version(conn, ref)
+    with db.reading() as tx:
+        reads = VersionReads(tx)
+        version_id = reads.resolve(ref) if "@" in ref else reads.newest(ref)
         v = reads.info(version_id)
         if v.status == "complete":
             raise ConflictError(f"{v.ref} is complete; nothing to resume")
@@ -275,24 +281,24 @@ def resume(db: Transactions, ref: str, *, checkpoint_every: int = DEFAULT_CHECKP
     return version_id
 
 
-def pinned_counts(conn: Connection, v: VersionInfo) -> tuple[dict[bytes, int], str]:
+def pinned_counts(tx: Transaction, v: VersionInfo) -> tuple[dict[bytes, int], str]:
     """The word counts a version trains on (its pinned generation's) and their digest.
 
     A version from before generations pins none: it trains on the newest counts
     if they are still the ones it began on.
     """
-    corpus_id, generation, digest = _pinned_generation(conn, v)
-    return wordcounts.counts(conn, corpus_id, generation), digest
+    corpus_id, generation, digest = _pinned_generation(tx, v)
+    return count_tables.counts(tx, corpus_id, generation), digest
 
 
-def pinned_rows(conn: Connection, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
+def pinned_rows(tx: Transaction, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
     """``pinned_counts`` as (word, count) rows streamed from the database, for
-    the trainer to take one at a time (consume it inside ``conn``'s transaction)."""
-    corpus_id, generation, _digest = _pinned_generation(conn, v)
-    return wordcounts.count_rows(conn, corpus_id, generation)
+    the trainer to take one at a time (consume it inside the transaction)."""
+    corpus_id, generation, _digest = _pinned_generation(tx, v)
+    return count_tables.count_rows(tx, corpus_id, generation)
 
 
-def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | None, str]:
+def _pinned_generation(tx: Transaction, v: VersionInfo) -> tuple[int, int | None, str]:
     """The corpus id, generation (None: the newest) and digest of the counts ``v`` trains on."""
     if v.without_counts:
         raise ConflictError(f"{v.ref} was copied here without the word counts of {v.corpus_ref}, which it was "
@@ -300,9 +306,10 @@ def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | Non
                             "or copy it here again with its counts (bpestore copy --with-counts)")
     if v.corpus is None:
         raise InvalidArgumentError(f"{v.ref} was imported ({v.source}); it has no corpus to train on")
-    corpus_id = repository.corpus_id(conn, v.corpus)
+    corpora = CorpusReads(tx)
+    corpus_id = corpora.corpus_id(v.corpus)
     if v.corpus_generation is None:
-        newest_digest = repository.generation_digest(conn, corpus_id, None)
+        newest_digest = corpora.generation_digest(corpus_id, None)
         if newest_digest != v.corpus_digest:
             raise ConflictError(
                 f"{v.ref} was trained before corpus generations existed and {v.corpus!r} has grown since: "
@@ -310,7 +317,7 @@ def _pinned_generation(conn: Connection, v: VersionInfo) -> tuple[int, int | Non
                 f"(bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)", params=("parent",))
         return corpus_id, None, newest_digest
     # Pinned, so kept: one statement reads it whatever is ingested meanwhile.
-    return corpus_id, v.corpus_generation, repository.generation_digest(conn, corpus_id, v.corpus_generation)
+    return corpus_id, v.corpus_generation, corpora.generation_digest(corpus_id, v.corpus_generation)
 
 
 def _trainer(v: VersionInfo, counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
@@ -345,15 +352,13 @@ def run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_sec
     and writes nothing (a PostgreSQL advisory lock; on SQLite ``locks.version_lock``).
     """
     with locks.version_lock(db.url, version_id) as held, db.session() as session:
-        if not held or not repository.try_lock_training(session, version_id):
+        if not held or not try_lock_training(session, version_id):
             raise ConflictError(f"{_ref(db, version_id)} is being trained by another process right now; "
                                 "wait for it to finish (or resume it once that process stopped)")
-        session.commit()  # the lock is the session's; no transaction stays open
         try:
             _run(db, version_id, checkpoint_every, checkpoint_seconds, progress)
         finally:
-            repository.unlock_training(session, version_id)
-            session.commit()
+            unlock_training(session, version_id)
 
 
 def _collector_paused() -> AbstractContextManager[None]:
@@ -365,15 +370,15 @@ def _collector_paused() -> AbstractContextManager[None]:
 
 
 def _ref(db: Transactions, version_id: int) -> str:
-    with db.reading() as conn:
-        return VersionReads.over(conn).info(version_id).ref
+    with db.reading() as tx:
+        return VersionReads(tx).info(version_id).ref
 
 
 def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_seconds: float,
          progress: Callable[[Progress], None] | None) -> None:
     with _collector_paused():
-        with db.reading() as conn:
-            reads = VersionReads.over(conn)
+        with db.reading() as tx:
+            reads = VersionReads(tx)
             v = reads.info(version_id)
             stored = reads.rows_vocabulary(version_id)
             # An extension's first merges are its parent's: those that passed the check need none again.
@@ -381,7 +386,7 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
             initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
             # The words go from the cursor into the trainer one by one: never all
             # of them as rows, or as a dict, beside the trainer's own lists.
-            trainer = _trainer(v, pinned_rows(conn, v), stored, initial, stored.merges)
+            trainer = _trainer(v, pinned_rows(tx, v), stored, initial, stored.merges)
             trainer.prepare()  # the words are taken while the cursor is open
         spec = v.spec
         writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
@@ -412,6 +417,8 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
 
 def _in_memory(url: str) -> bool:
     """An in-memory SQLite database: its one connection is not for a second thread."""
+    from sqlalchemy.engine import make_url
+
     parsed = make_url(url)
     return parsed.get_backend_name() == "sqlite" and (
         not parsed.database or ":memory:" in parsed.database or "mode=memory" in url)
@@ -430,12 +437,12 @@ def _completed(start: Vocabulary, merges: Sequence[Merge]) -> Vocabulary:
 def verify(db: Transactions, ref: str) -> VerifyResult:
     """Retrain a complete version from its pinned generation and settings (an
     extension: from its parent's merges) and compare the merges."""
-    with db.reading() as conn:
-        reads = VersionReads.over(conn)
+    with db.reading() as tx:
+        reads = VersionReads(tx)
         v = reads.info(reads.resolve(ref))
         if v.status != "complete":
             raise ConflictError(f"{v.ref} is still training; resume it first, then verify it")
-        counts, digest = pinned_counts(conn, v)
+        counts, digest = pinned_counts(tx, v)
         stored = reads.rows_vocabulary(v.id)
         parent = None
         if v.parent is not None:

@@ -8,14 +8,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection
-
 from ..errors import ConflictError, InvalidArgumentError
 from ..records import LineageNode, Progress, Removed, VerifyResult, VersionInfo, VersionProgress
 from ..spec import TokenizerSpec
-from . import imports, locks, repository, training
-from .reader import NUMBER, TokenizerCache, VersionReads
-from .repository import Transactions
+from . import imports, locks, training, version_tables, vocab_tables
+from .drivers import Transaction, Transactions
+from .loading import TokenizerCache
+from .version_tables import NUMBER, VersionReads, delete_alias, set_alias, try_lock_training
 
 
 class Versions:
@@ -26,14 +25,14 @@ class Versions:
         self.cache = cache
 
     def info(self, version_id: int) -> VersionInfo:
-        with self.db.reading() as conn:
-            return VersionReads.over(conn).info(version_id)
+        with self.db.reading() as tx:
+            return VersionReads(tx).info(version_id)
 
     def set_alias(self, ref: str, alias: str) -> VersionInfo:
-        with self.db.writing() as conn:
-            reads = VersionReads.over(conn)
+        with self.db.writing() as tx:
+            reads = VersionReads(tx)
             version_id = reads.resolve(ref)
-            repository.set_alias(conn, version_id, alias)
+            set_alias(tx, version_id, alias)
             return reads.info(version_id)
 
     def train(self, name: str, corpus: str, options: training.TrainOptions | None,
@@ -55,10 +54,10 @@ class Versions:
     def progress(self, ref: str, last: int) -> VersionProgress:
         if last < 0:
             raise InvalidArgumentError(f"last cannot be negative, not {last}", params=("last",))
-        with self.db.reading() as conn:
-            reads = VersionReads.over(conn)
+        with self.db.reading() as tx:
+            reads = VersionReads(tx)
             v = reads.info(reads.resolve(ref))
-            recent = repository.merge_infos(conn, v.id, max(0, v.n_merges - last)) if last else []
+            recent = vocab_tables.merge_infos(tx, v.id, max(0, v.n_merges - last)) if last else []
         base = v.vocab_size - v.n_merges  # the tokens no merge made (bytes, specials, ...)
         target = v.target_merges if v.target_merges is not None else (
             None if v.target_vocab_size is None else max(0, v.target_vocab_size - base))
@@ -70,9 +69,10 @@ class Versions:
         return VersionProgress(v, v.n_merges, target, rate, max(0.0, since), tuple(recent))
 
     def lineage(self, name: str) -> list[LineageNode]:
-        with self.db.reading() as conn:
-            repository.newest_version(conn, name)  # an unknown name raises, naming those there are
-            every = VersionReads.over(conn).infos()
+        with self.db.reading() as tx:
+            reads = VersionReads(tx)
+            reads.newest(name)  # an unknown name raises, naming those there are
+            every = reads.infos()
         children: dict[str | None, list[VersionInfo]] = {}
         for v in every:
             children.setdefault(v.parent, []).append(v)
@@ -90,18 +90,18 @@ class Versions:
         if NUMBER.fullmatch(tag):
             # Asked first outside a write transaction, so a run busy writing a checkpoint
             # is reported at once instead of after the lock wait.
-            with ExitStack() as probe, self.db.reading() as conn:
-                self._claim_training(conn, probe, VersionReads.over(conn).resolve(ref))
-        with ExitStack() as training_locks, self.db.writing() as conn:
-            reads = VersionReads.over(conn)
+            with ExitStack() as probe, self.db.reading() as tx:
+                self._claim_training(tx, probe, VersionReads(tx).resolve(ref))
+        with ExitStack() as training_locks, self.db.writing() as tx:
+            reads = VersionReads(tx)
             version_id = reads.resolve(ref)
             if not NUMBER.fullmatch(tag):
-                repository.delete_alias(conn, ref)
+                delete_alias(tx, ref)
                 return Removed(aliases=(ref,))
             # Held until the removal commits: no training starts meanwhile.
-            doomed = self._claim_training(conn, training_locks, version_id)
+            doomed = self._claim_training(tx, training_locks, version_id)
             infos = {v.id: v for v in reads.infos(ids=doomed)}
-            alias_refs = repository.alias_refs(conn, doomed)
+            alias_refs = reads.alias_refs(doomed)
             extensions = [infos[i].ref for i in doomed[1:]]
             if (extensions or alias_refs) and not force:
                 # Each alias with the version it names (it may point at an extension, not at ``ref``).
@@ -110,18 +110,18 @@ class Versions:
                     f"extended by {', '.join(extensions)}" if extensions else "", "; ".join(pointing)) if part)
                 raise ConflictError(f"{ref} is in use ({held}); remove those first, or pass force=True to "
                                     "remove them with it", params=("force",))
-            repository.delete_versions(conn, doomed)
+            version_tables.delete_versions(tx, doomed)
         self.cache.clear()
         return Removed(versions=tuple(infos[i].ref for i in doomed), aliases=tuple(alias_refs))
 
-    def _claim_training(self, conn: Connection, stack: ExitStack, version_id: int) -> list[int]:
+    def _claim_training(self, tx: Transaction, stack: ExitStack, version_id: int) -> list[int]:
         """Take the training locks of a version and its extensions for as long as ``stack``
         and the transaction last; ConflictError if a run holds one. Returns their ids."""
-        doomed = [version_id, *repository.descendants(conn, version_id)]
+        doomed = [version_id, *VersionReads(tx).descendants(version_id)]
         for doomed_id in doomed:
             if not (stack.enter_context(locks.version_lock(self.db.url, doomed_id))
-                    and repository.try_lock_training_xact(conn, doomed_id)):
-                raise ConflictError(f"{VersionReads.over(conn).info(doomed_id).ref} is being trained by "
+                    and try_lock_training(tx, doomed_id, session=False)):
+                raise ConflictError(f"{VersionReads(tx).info(doomed_id).ref} is being trained by "
                                     "another process right now; stop it (or wait for it to finish) first")
         return doomed
 

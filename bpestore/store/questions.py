@@ -1,0 +1,99 @@
+"""What a store answers by reading alone: corpora and their word counts, a
+version's tokens and merges, two versions compared; each in one read transaction."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ..errors import InvalidArgumentError
+from ..queries import diff_counts, diff_versions, pick_tokens, token_matcher
+from ..records import CorpusInfo, MergeInfo, Source, TokenInfo
+from . import count_tables, vocab_tables
+from .corpus_tables import CorpusReads
+from .drivers import Transaction
+from .version_tables import VersionReads
+
+MAX_RANK = 2**31 - 1  # the largest rank (an INTEGER column)
+
+
+class Readable(Protocol):
+    def reading(self) -> AbstractContextManager[Transaction]: ...
+
+
+class Questions:
+    """What a store answers by reading alone: its corpora, their word counts, its stored
+    vocabularies; each in one read transaction of the store (through its driver or its engine)."""
+
+    def __init__(self, store: Readable) -> None:
+        self.store = store
+
+    def corpora(self) -> list[CorpusInfo]:
+        with self.store.reading() as tx:
+            return CorpusReads(tx).infos()
+
+    def corpus(self, ref: str) -> CorpusInfo:
+        with self.store.reading() as tx:
+            return CorpusReads(tx).info(ref)
+
+    def corpus_log(self, corpus: str) -> list[CorpusInfo]:
+        with self.store.reading() as tx:
+            corpora = CorpusReads(tx)
+            return corpora.log(corpora.corpus_id(corpus))
+
+    def corpus_sources(self, corpus: str) -> list[Source]:
+        with self.store.reading() as tx:
+            corpora = CorpusReads(tx)
+            return corpora.sources(*corpora.ref(corpus))
+
+    def top_words(self, corpus: str, n: int) -> list[tuple[bytes, int]]:
+        n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
+        with self.store.reading() as tx:
+            corpora = CorpusReads(tx)
+            return corpora.read_generation(corpus, lambda tx, c, g: count_tables.top_words(tx, c, n, g))
+
+    def word_counts(self, corpus: str) -> dict[bytes, int]:
+        with self.store.reading() as tx:
+            corpora = CorpusReads(tx)
+            return corpora.read_generation(corpus, count_tables.counts)
+
+    def corpus_diff(self, ref_a: str, ref_b: str, limit: int) -> dict[str, Any]:
+        with self.store.reading() as tx:
+            corpora = CorpusReads(tx)
+            a, b = (corpora.read_generation(ref, count_tables.counts) for ref in (ref_a, ref_b))
+        result = diff_counts(a, b, limit=limit)
+        return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
+
+    def vocab(self, ref: str, *, grep: str | None, prefix: str | None, longest: int | None, limit: int | None,
+              timeout: float | None) -> list[TokenInfo]:
+        match = token_matcher(grep, timeout)
+        with self.store.reading() as tx:
+            version_id = VersionReads(tx).resolve(ref)
+            rows = vocab_tables.token_rows(tx, version_id, prefix=(prefix or "").encode("utf-8", "surrogatepass"),
+                                           match=match)
+            if getattr(match, "timed_out", False):
+                raise InvalidArgumentError(f"grep {grep!r} took longer than {timeout:g}s; give a simpler "
+                                           "pattern", params=("grep",))
+            rows = pick_tokens(rows, longest=longest, limit=limit)
+            made = vocab_tables.first_merges(tx, version_id, [r[0] for r in rows])
+        return [TokenInfo(token_id, data, kind, *made.get(token_id, (None, None))) for token_id, data, kind in rows]
+
+    def merges(self, ref: str, start: int, limit: int | None) -> list[MergeInfo]:
+        for name, value in (("start", start), ("limit", limit)):
+            if value is not None and value < 0:
+                raise InvalidArgumentError(f"{name} cannot be negative, not {value}", params=(name,))
+        if start > MAX_RANK:
+            return []  # past every rank (and past what the rank column holds)
+        limit = None if limit is not None and limit > MAX_RANK else limit
+        with self.store.reading() as tx:
+            return vocab_tables.merge_infos(tx, VersionReads(tx).resolve(ref), start, limit)
+
+    def diff(self, ref_a: str, ref_b: str) -> dict[str, Any]:
+        with self.store.reading() as tx:
+            reads = VersionReads(tx)
+            a, b = (reads.info(reads.resolve(ref)) for ref in (ref_a, ref_b))
+            vocab_a, vocab_b = reads.vocabulary(a.id), reads.vocabulary(b.id)
+        result = diff_versions(vocab_a.tokens, vocab_a.merges, vocab_b.tokens, vocab_b.merges)
+        spec_a, spec_b = a.spec.to_dict(), b.spec.to_dict()
+        result["spec_changes"] = {k: [spec_a[k], spec_b[k]] for k in spec_a if spec_a[k] != spec_b.get(k)}
+        return result
