@@ -20,7 +20,8 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpestore import bpe, encodecore, text, trainer
+from bpestore import bpe, text, trainer
+from bpestore.encoder import core_backend as encodecore
 from bpestore.text import COUNT_CORE_PATTERNS, char_class
 from bpestore.trainer import BpeTrainer
 
