@@ -306,7 +306,7 @@ ranks = shared_ranks(sys.argv[1]); gc.collect()
 before = psutil.Process().memory_info().rss
 made = build_bpestore(sys.argv[1]) if sys.argv[2] == "bpestore" else build_tiktoken(sys.argv[1], ranks)
 made.encode_ordinary("warm up the tables: the quick brown fox, internationalization")  # a long word builds all
-core = made._fast_encoder() if hasattr(made, "_fast_encoder") else None
+core = made.engine.accelerated[0]
 core_mb = core.table_bytes() / 1e6 if hasattr(core, "table_bytes") else 0
 print((psutil.Process().memory_info().rss - before) / 1e6, core_mb)
 """

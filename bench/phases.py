@@ -133,10 +133,11 @@ class _TimedHash:
 
 def _instrument_ingest(clock: Clock) -> None:
     from bpestore.ingest import pool, scheduler
-    from bpestore.store import corpora, repository
+    from bpestore.store import corpora
+    from bpestore.store.corpus_tables import CorpusReads
 
     clock.wrap(corpora, "corpus_spec", "read the corpus' spec and sources")
-    clock.wrap(repository, "source_shas", "read the corpus' spec and sources")
+    clock.wrap(CorpusReads, "source_shas", "read the corpus' spec and sources")
     clock.wrap(scheduler, "cut_points", "cut the file at safe places")
     clock.wrap(scheduler, "merge_counts", "merge counts in the parent")
     clock.wrap(scheduler, "file_sha256", "hash the file in the parent")
@@ -161,11 +162,11 @@ def _instrument_ingest(clock: Clock) -> None:
 
 def _instrument_train(clock: Clock, threads: int) -> None:
     from bpestore import trainer
-    from bpestore.store import training, wordcounts
+    from bpestore.store import count_tables, training
 
     trainer.default_threads = lambda: threads  # type: ignore[assignment]
     # The rows are read inside prepare: READ is taken off LOAD after the run.
-    wordcounts.count_rows = clock.generator(READ, wordcounts.count_rows)  # type: ignore[assignment]
+    count_tables.count_rows = clock.generator(READ, count_tables.count_rows)  # type: ignore[assignment]
     clock.wrap(trainer.BpeTrainer, "prepare", LOAD)
     trainer.BpeTrainer.train = clock.generator(  # type: ignore[method-assign]
         "merge loop (checkpoints written beside it)", trainer.BpeTrainer.train)

@@ -71,7 +71,8 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
     import bpestore
     from bpestore import alphabet
     from bpestore import trainer as trainer_module
-    from bpestore.store import repository, training, wordcounts
+    from bpestore.store import count_tables, training
+    from bpestore.store.corpus_tables import CorpusReads
 
     out: list[tuple[str, float]] = []
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
@@ -79,15 +80,15 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
         shutil.copyfile(db, copy)
         store = bpestore.open(copy)
         with training._collector_paused():
-            with store.reading() as conn:
-                corpus_id = repository.corpus_id(conn, "syn")
-                spec = repository.corpus_spec(conn, "syn")
+            with store.reading() as tx:
+                corpus_id = CorpusReads(tx).corpus_id("syn")
+                spec = CorpusReads(tx).spec("syn")
                 assert spec is not None
                 start = time.perf_counter()
-                for _row in wordcounts.count_rows(conn, corpus_id):
+                for _row in count_tables.count_rows(tx, corpus_id):
                     pass
                 out.append(("read the rows from the cursor", time.perf_counter() - start))
-                rows = list(wordcounts.count_rows(conn, corpus_id))
+                rows = list(count_tables.count_rows(tx, corpus_id))
             initial = alphabet.initial_vocab(spec)
             start = time.perf_counter()
             symbolizer = alphabet.symbolizer(spec, alphabet.ordinary_ids(initial, alphabet.special_ids(spec)))

@@ -6,7 +6,7 @@ an up-to-date store costs one query (``tests/test_schema.py`` checks that
 tables of store/schema.py at once, stamped ``HEAD`` (the same tests check that
 this equals what the migrations make). SQLAlchemy is imported only where an
 engine is made or a URL parsed: a SQLite store at ``HEAD`` can be read without
-it (``store/reader.py``).
+it (``store/drivers.py``).
 """
 
 from __future__ import annotations
