@@ -1,4 +1,4 @@
-"""The optional compiled encode core (bpestore/_encodecore.c): see bpestore.encodecore."""
+"""The optional compiled encode core (bpestore/_encodecore.c): see bpestore.encoder.core_backend."""
 
 from array import array
 from collections.abc import Callable, Sequence
