@@ -318,3 +318,17 @@ def test_a_small_ingest_that_fails_half_way_writes_nothing(tmp_path, monkeypatch
         monkeypatch.undo()
         assert [s.skipped for s in store.ingest("c", paths, workers=1)] == [True, False, False]
         assert store.word_counts("c") == {b"source": 3, b" 0": 1, b" 1": 1, b" 2": 1}
+
+
+def test_an_error_after_which_sqlite_rolled_back_by_itself_is_the_error_raised(tmp_path):
+    """A full disk makes SQLite roll the transaction back itself: the error said is the
+    disk's, not a ROLLBACK's "no transaction is active"."""
+    path = tmp_path / "s.db"
+    bpestore.open(path).close()
+    driver = drivers.SqliteDriver(drivers.sqlite_uri(f"sqlite:///{path}"))
+    with pytest.raises(bpestore.DatabaseError, match="disk is full") as raised:
+        with driver.transaction(write=True) as tx:
+            assert tx is not None
+            tx.raw.execute("ROLLBACK")  # what SQLite does itself on SQLITE_FULL
+            raise sqlite3.OperationalError("database or disk is full")
+    assert "no transaction is active" not in str(raised.value)

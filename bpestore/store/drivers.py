@@ -307,7 +307,10 @@ class SqliteDriver(Driver):
 
     def end(self, conn: sqlite3.Connection, commit: bool, write: bool) -> None:
         try:
-            conn.execute("COMMIT" if commit else "ROLLBACK")
+            if commit:
+                conn.execute("COMMIT")
+            elif conn.in_transaction:  # SQLite rolls back by itself after some errors (a full disk)
+                conn.execute("ROLLBACK")
         finally:
             conn.close()
 
