@@ -1,5 +1,6 @@
-"""What a store answers by reading alone: corpora and their word counts, a
-version's tokens and merges, two versions compared; each in one read transaction."""
+"""What a store answers by reading alone beyond a table's rows: a corpus' top words and
+two generations compared, a version's tokens and merges, two versions compared; each in
+one read transaction."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Protocol
 
 from ..errors import InvalidArgumentError
 from ..queries import diff_counts, diff_versions, pick_tokens, token_matcher
-from ..records import CorpusInfo, MergeInfo, Source, TokenInfo
+from ..records import MergeInfo, TokenInfo
 from . import count_tables, vocab_tables
 from .corpus_tables import CorpusReads
 from .drivers import Transaction
@@ -22,29 +23,11 @@ class Readable(Protocol):
 
 
 class Questions:
-    """What a store answers by reading alone: its corpora, their word counts, its stored
-    vocabularies; each in one read transaction of the store (through its driver or its engine)."""
+    """The store's questions above: each in one read transaction of the store (through its
+    driver or its engine)."""
 
     def __init__(self, store: Readable) -> None:
         self.store = store
-
-    def corpora(self) -> list[CorpusInfo]:
-        with self.store.reading() as tx:
-            return CorpusReads(tx).infos()
-
-    def corpus(self, ref: str) -> CorpusInfo:
-        with self.store.reading() as tx:
-            return CorpusReads(tx).info(ref)
-
-    def corpus_log(self, corpus: str) -> list[CorpusInfo]:
-        with self.store.reading() as tx:
-            corpora = CorpusReads(tx)
-            return corpora.log(corpora.corpus_id(corpus))
-
-    def corpus_sources(self, corpus: str) -> list[Source]:
-        with self.store.reading() as tx:
-            corpora = CorpusReads(tx)
-            return corpora.sources(*corpora.ref(corpus))
 
     def top_words(self, corpus: str, n: int) -> list[tuple[bytes, int]]:
         n = min(max(n, 0), 2**62)  # any n is "all of them" beyond the number of words
@@ -52,17 +35,12 @@ class Questions:
             corpora = CorpusReads(tx)
             return corpora.read_generation(corpus, lambda tx, c, g: count_tables.top_words(tx, c, n, g))
 
-    def word_counts(self, corpus: str) -> dict[bytes, int]:
-        with self.store.reading() as tx:
-            corpora = CorpusReads(tx)
-            return corpora.read_generation(corpus, count_tables.counts)
-
     def corpus_diff(self, ref_a: str, ref_b: str, limit: int) -> dict[str, Any]:
         with self.store.reading() as tx:
             corpora = CorpusReads(tx)
             a, b = (corpora.read_generation(ref, count_tables.counts) for ref in (ref_a, ref_b))
-        result = diff_counts(a, b, limit=limit)
-        return {"from": self.corpus(ref_a).to_dict(), "to": self.corpus(ref_b).to_dict(), **result}
+            info_a, info_b = corpora.info(ref_a), corpora.info(ref_b)
+        return {"from": info_a.to_dict(), "to": info_b.to_dict(), **diff_counts(a, b, limit=limit)}
 
     def vocab(self, ref: str, *, grep: str | None, prefix: str | None, longest: int | None, limit: int | None,
               timeout: float | None) -> list[TokenInfo]:

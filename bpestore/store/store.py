@@ -7,7 +7,7 @@ service that does the work:
 
 * ``corpora.Corpora``: ingest, counts files, generations, word counts, compaction;
 * ``versions.Versions``: train, resume, verify, import, aliases, lineage, removal;
-* ``questions.Questions``: corpora and word counts read, tokens, merges, two versions compared;
+* ``questions.Questions``: top words, corpus and version diffs, tokens, merges;
 * ``loading``: versions loaded as tokenizers, and cached;
 * ``bpestore.analysis``: what a version makes of a file (statistics, charts).
 """
@@ -25,6 +25,8 @@ from ..errors import BpestoreError, ReadOnlyError
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS
 from ..queries import token_info
 from ..spec import TokenizerSpec
+from . import count_tables
+from .corpus_tables import CorpusReads
 from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
 from .drivers import Driver, Transaction, open_driver, translated
 from .loading import TokenizerCache, load, vocabulary
@@ -282,19 +284,25 @@ class Store(Database, Transfers):
 
     def corpora(self) -> list[CorpusInfo]:
         """Every corpus with its totals (as of its newest generation)."""
-        return self._questions.corpora()
+        with self.reading() as tx:
+            return CorpusReads(tx).infos()
 
     def corpus(self, ref: str) -> CorpusInfo:
         """A corpus as of generation ``C@N``, or ``C``: its newest."""
-        return self._questions.corpus(ref)
+        with self.reading() as tx:
+            return CorpusReads(tx).info(ref)
 
     def corpus_log(self, corpus: str) -> list[CorpusInfo]:
         """Every generation of a corpus, oldest first (``kept``: its counts are readable)."""
-        return self._questions.corpus_log(corpus)
+        with self.reading() as tx:
+            corpora = CorpusReads(tx)
+            return corpora.log(corpora.corpus_id(corpus))
 
     def corpus_sources(self, corpus: str) -> list[Source]:
         """The sources of corpus generation ``C@N`` (``C``: the newest), oldest first."""
-        return self._questions.corpus_sources(corpus)
+        with self.reading() as tx:
+            corpora = CorpusReads(tx)
+            return corpora.sources(*corpora.ref(corpus))
 
     def top_words(self, corpus: str, n: int = 10) -> list[tuple[bytes, int]]:
         """The ``n`` most frequent words of ``C@N`` (``C``: the newest) with their counts (ties by bytes)."""
@@ -302,7 +310,8 @@ class Store(Database, Transfers):
 
     def word_counts(self, corpus: str) -> dict[bytes, int]:
         """All word counts of ``C@N`` (``C``: the newest); the generation must be kept."""
-        return self._questions.word_counts(corpus)
+        with self.reading() as tx:
+            return CorpusReads(tx).read_generation(corpus, count_tables.counts)
 
     def corpus_diff(self, ref_a: str, ref_b: str, *, limit: int = 20) -> dict[str, Any]:
         """What changed from corpus generation ``C@A`` to ``C@B``: new and vanished
