@@ -30,7 +30,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from ..records import ForeignModel
@@ -364,7 +364,3 @@ def special_roles(special_tokens: dict[str, int] | tuple[str, ...] | list[str]) 
         if found:
             roles[role] = found[0]
     return roles
-
-
-def write_sentencepiece(tok: Tokenizer, out: BinaryIO) -> None:
-    out.write(sentencepiece_model(tok))
