@@ -16,6 +16,20 @@ from .spec import EncoderFacts as EncoderFacts  # defined with the spec: loading
 from .spec import TokenizerSpec
 
 
+def _plain(value: Any) -> Any:
+    """A field as JSON takes it: tuples as lists, times in ISO form, records and specs as dicts."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+def _fields(record: Any, *, skip: str = "") -> dict[str, Any]:
+    """A record's fields but ``skip``, in order, each ``_plain``."""
+    return {k: _plain(v) for k, v in record.__dict__.items() if k != skip}
+
+
 @dataclass
 class ForeignModel:
     """A tokenizer read from another library's file (tokenizer.json, a SentencePiece
@@ -54,10 +68,7 @@ class Source:
     generation: int | None = None  # the corpus generation it entered in
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if v is not None}
-        if self.created_at is not None:
-            d["created_at"] = self.created_at.isoformat()
-        return d
+        return {k: v for k, v in _fields(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -73,8 +84,7 @@ class CountsInfo:
     digest: str  # sha256 of its (word, count) rows, in word order
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "spec": self.spec.to_dict(), "sources": [s.to_dict() for s in self.sources],
-                "n_words": self.n_words, "n_distinct": self.n_distinct, "digest": self.digest}
+        return _fields(self)
 
 
 @dataclass(frozen=True)
@@ -108,13 +118,7 @@ class CorpusInfo:
         return f"{self.name}@{self.generation}"
 
     def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["ref"] = self.ref
-        d["spec"] = self.spec.to_dict()
-        d["created_at"] = self.created_at.isoformat()
-        d["generated_at"] = self.generated_at.isoformat() if self.generated_at else None
-        d["pinned_by"] = list(self.pinned_by)
-        return d
+        return {**_fields(self), "ref": self.ref}
 
 
 @dataclass(frozen=True)
@@ -157,13 +161,7 @@ class VersionInfo:
         return self.corpus if self.corpus_generation is None else f"{self.corpus}@{self.corpus_generation}"
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "id"}
-        d["ref"] = self.ref
-        d["spec"] = self.spec.to_dict()
-        d["aliases"] = list(self.aliases)
-        d["created_at"] = self.created_at.isoformat()
-        d["updated_at"] = self.updated_at.isoformat()
-        return d
+        return {**_fields(self, skip="id"), "ref": self.ref}
 
 
 @dataclass(frozen=True)
@@ -189,8 +187,7 @@ class Copied:
         return not (self.copied or self.aliases or self.corpora)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()},
-                "unchanged": self.unchanged}
+        return {**_fields(self), "unchanged": self.unchanged}
 
 
 @dataclass(frozen=True)
@@ -335,9 +332,7 @@ class MergeStep:
     ids: tuple[int, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["ids"] = list(self.ids)
-        return d
+        return _fields(self)
 
 
 @dataclass(frozen=True)
@@ -352,7 +347,7 @@ class UnknownChar:
     ids: tuple[int, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"char": self.char, "position": self.position, "to": self.to, "ids": list(self.ids)}
+        return _fields(self)
 
 
 @dataclass(frozen=True)
@@ -431,10 +426,8 @@ class EncodingStats:
         return self.used_ids / self.vocab_size if self.vocab_size else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d.update(bytes_per_token=self.bytes_per_token, tokens_per_word=self.tokens_per_word,
-                 unknown_share=self.unknown_share, vocab_use=self.vocab_use)
-        return d
+        return {**_fields(self), "bytes_per_token": self.bytes_per_token, "tokens_per_word": self.tokens_per_word,
+                "unknown_share": self.unknown_share, "vocab_use": self.vocab_use}
 
 
 @dataclass(frozen=True)
@@ -457,7 +450,7 @@ class Removed:
     aliases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"versions": list(self.versions), "aliases": list(self.aliases)}
+        return _fields(self)
 
 
 @dataclass(frozen=True)
