@@ -247,7 +247,6 @@ def char_ids(id_of: Mapping[bytes, int]) -> dict[str, int]:
     return found
 
 
-
 def _is_utf8(data: bytes) -> bool:
     try:
         data.decode("utf-8", "surrogatepass")

@@ -41,8 +41,6 @@ def emit_listing(items: Sequence[Any], as_json: bool, empty: str, line: Callable
     click.echo("\n".join(map(line, items)) if items else empty)  # one write: listings can be 200,000 lines
 
 
-
-
 def count_range(min: int, max: int = MAX_INT) -> click.IntRange:  # noqa: A002
     """An integer option's type: ``min`` to ``max``, so an absurd value is one ``Error:`` line."""
     return click.IntRange(min=min, max=max)
