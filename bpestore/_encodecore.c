@@ -31,7 +31,8 @@
    two, and tiktoken, id for id.
    This file is the binding (arguments, tables built from Python objects, ints and lists,
    threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
-   encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h), included here
+   encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h, rank_file.h,
+   seam.h), included here
    as one unit. Tables are allocated with the C library (malloc), never Python's allocators. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -44,6 +45,7 @@
 #include "cores/threads.h"
 #include "cores/backtrack_build.h"
 #include "cores/rank_file.h"
+#include "cores/seam.h"
 
 /* The Python type: a version's tables, and what only the binding uses. */
 typedef struct {
@@ -1787,6 +1789,51 @@ done:
     return out;
 }
 
+/* A sequence of codes (a merge's rank, or -1 - b for byte b) as int64s; NULL with an error set. */
+static int64_t *codes_of(PyObject *obj, Py_ssize_t *n) {
+    PyObject *seq = PySequence_Fast(obj, "codes must be a sequence of ints");
+    if (seq == NULL) return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    int64_t *out = malloc(((size_t)*n + 1) * sizeof(int64_t));
+    if (out == NULL) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) { free(out); Py_DECREF(seq); return NULL; }
+        if (v < -256 || v >= *n) {
+            PyErr_SetString(PyExc_ValueError, "a code is a rank below the number of merges or -1 - byte");
+            free(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *seam_problem(PyObject *self, PyObject *args) {
+    PyObject *lefts_arg, *rights_arg;
+    Py_ssize_t checked, n, n_right;
+    if (!PyArg_ParseTuple(args, "OOn", &lefts_arg, &rights_arg, &checked)) return NULL;
+    int64_t *lefts = codes_of(lefts_arg, &n);
+    if (lefts == NULL) return NULL;
+    int64_t *rights = codes_of(rights_arg, &n_right);
+    if (rights == NULL) { free(lefts); return NULL; }
+    PyObject *result = NULL;
+    int64_t failed = n == n_right ? seam_problem_of(lefts, rights, n, checked) : -1;
+    if (n != n_right)
+        PyErr_SetString(PyExc_ValueError, "lefts and rights differ in length");
+    else if (failed == SEAM_NOT_BELOW)
+        PyErr_SetString(PyExc_ValueError, "a merge's code is not a rank below its own");
+    else if (failed == SEAM_NO_MEMORY)
+        PyErr_NoMemory();
+    else
+        result = failed >= 0 ? PyLong_FromLongLong(failed) : Py_NewRef(Py_None);
+    free(lefts);
+    free(rights);
+    return result;
+}
+
 static PyMethodDef module_functions[] = {
     {"token_dict", token_dict, METH_VARARGS,
      "token_dict(data, at, ids, lengths) -> dict[int, bytes]\n\n"
@@ -1797,6 +1844,11 @@ static PyMethodDef module_functions[] = {
      "The tokens of a tiktoken rank file's bytes (base64 token, rank a line), by rank (None\n"
      "where no token has it); None where a line is not in that plain form, a token or a\n"
      "rank repeats, or the ranks are far apart (the caller's own reader says what)."},
+    {"seam_problem", seam_problem, METH_VARARGS,
+     "seam_problem(lefts, rights, checked) -> int | None\n\n"
+     "bpestore.encoder.rank_rule._seam_problem's walk over the merges' codes (left and right\n"
+     "of each merge: a merge's rank, or -1 - b for the byte b): the first merge from `checked`\n"
+     "on whose token does not encode to itself, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -421,106 +421,10 @@ static PyTypeObject TrainerType = {
     .tp_methods = Trainer_methods,
 };
 
-/* -- the seam walk of bpestore.fast._seam_problem (its docstring says why it is exact) ---- */
-/* A sequence of codes (a merge's rank, or -1 - b for byte b) as int64s; NULL with an error set. */
-static int64_t *codes_of(PyObject *obj, Py_ssize_t *n) {
-    PyObject *seq = PySequence_Fast(obj, "codes must be a sequence of ints");
-    if (seq == NULL) return NULL;
-    *n = PySequence_Fast_GET_SIZE(seq);
-    int64_t *out = malloc(((size_t)*n + 1) * sizeof(int64_t));
-    if (out == NULL) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
-    for (Py_ssize_t i = 0; i < *n; i++) {
-        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (v == -1 && PyErr_Occurred()) { free(out); Py_DECREF(seq); return NULL; }
-        if (v < -256 || v >= *n) {
-            PyErr_SetString(PyExc_ValueError, "a code is a rank below the number of merges or -1 - byte");
-            free(out);
-            Py_DECREF(seq);
-            return NULL;
-        }
-        out[i] = v;
-    }
-    Py_DECREF(seq);
-    return out;
-}
-
-/* The rank of the pair of codes (x, y) (the last merge with it, as a dict built in rank order
- * keeps), or -1; the table: open addressing, keys + 1 (0: empty). */
-static inline int64_t seam_rank(const uint64_t *keys, const int64_t *ranks, uint64_t mask, int64_t x, int64_t y) {
-    uint64_t key = (((uint64_t)(x + 256) << 32) | (uint64_t)(y + 256)) + 1;
-    for (uint64_t i = mix_pair_key(key) & mask;; i = (i + 1) & mask) {
-        if (keys[i] == key) return ranks[i];
-        if (keys[i] == 0) return -1;
-    }
-}
-
-PyDoc_STRVAR(seam_problem_doc,
-"seam_problem(lefts, rights, checked) -> int | None\n\n"
-"bpestore.fast._seam_problem's walk over the merges' codes (left and right of each merge:\n"
-"a merge's rank, or -1 - b for the byte b): the first merge from `checked` on whose token\n"
-"does not encode to itself, or None.");
-
-static PyObject *seam_problem(PyObject *self, PyObject *args) {
-    PyObject *lefts_arg, *rights_arg;
-    Py_ssize_t checked, n, n_right;
-    if (!PyArg_ParseTuple(args, "OOn", &lefts_arg, &rights_arg, &checked)) return NULL;
-    int64_t *lefts = codes_of(lefts_arg, &n);
-    if (lefts == NULL) return NULL;
-    int64_t *rights = codes_of(rights_arg, &n_right);
-    if (rights == NULL) { free(lefts); return NULL; }
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)n) cap *= 2;
-    uint64_t *keys = calloc(cap, sizeof(uint64_t));
-    int64_t *ranks = malloc(cap * sizeof(int64_t));
-    PyObject *result = NULL;
-    if (n != n_right) { PyErr_SetString(PyExc_ValueError, "lefts and rights differ in length"); goto done; }
-    if (keys == NULL || ranks == NULL) { PyErr_NoMemory(); goto done; }
-    uint64_t mask = cap - 1;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (lefts[k] >= k || rights[k] >= k) {  /* (W): a merge joins tokens made before it */
-            PyErr_SetString(PyExc_ValueError, "a merge's code is not a rank below its own");
-            goto done;
-        }
-        uint64_t key = (((uint64_t)(lefts[k] + 256) << 32) | (uint64_t)(rights[k] + 256)) + 1;
-        uint64_t i = mix_pair_key(key) & mask;
-        while (keys[i] != 0 && keys[i] != key) i = (i + 1) & mask;
-        keys[i] = key;
-        ranks[i] = k;
-    }
-    Py_ssize_t failed = -1;
-    for (Py_ssize_t k = checked < 0 ? 0 : checked; k < n && failed < 0; k++) {
-        int64_t x = lefts[k], y = rights[k], limit = k, c = seam_rank(keys, ranks, mask, x, y);
-        /* undo the later of the two merges standing at the seam until both sides are bytes */
-        while (!(c >= 0 && c < limit) && (x >= 0 || y >= 0)) {
-            if (x > y) {
-                limit = x;
-                x = rights[x];
-            } else {
-                limit = y + 1;
-                y = lefts[y];
-            }
-            c = seam_rank(keys, ranks, mask, x, y);
-        }
-        if (c >= 0 && c < limit) failed = k;
-    }
-    result = failed >= 0 ? PyLong_FromSsize_t(failed) : Py_NewRef(Py_None);
-done:
-    free(lefts);
-    free(rights);
-    free(keys);
-    free(ranks);
-    return result;
-}
-
-static PyMethodDef module_methods[] = {
-    {"seam_problem", seam_problem, METH_VARARGS, seam_problem_doc},
-    {NULL, NULL, 0, NULL},
-};
-
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "bpestore._mergecore",
     "The optional compiled merge loop of bpestore.trainer (the pure-Python trainer is the reference).",
-    -1, module_methods,
+    -1, NULL,
 };
 
 PyMODINIT_FUNC PyInit__mergecore(void) {
