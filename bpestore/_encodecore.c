@@ -32,7 +32,7 @@
    This file is the binding (arguments, tables built from Python objects, ints and lists,
    threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
    encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h, rank_file.h,
-   seam.h), included here
+   scan_text.h, seam.h), included here
    as one unit. Tables are allocated with the C library (malloc), never Python's allocators. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -45,6 +45,7 @@
 #include "cores/threads.h"
 #include "cores/backtrack_build.h"
 #include "cores/rank_file.h"
+#include "cores/scan_text.h"
 #include "cores/seam.h"
 
 /* The Python type: a version's tables, and what only the binding uses. */
@@ -115,134 +116,6 @@ work_give(Encoder *e, Work *w)
     }
     e->pool[e->n_pool++] = w;
 }
-
-INLINE Py_ssize_t
-utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
-{
-    size_t most = (size_t)(end - start) * (kind == 1 ? 2 : kind == 2 ? 3 : 4);
-    if (grow(w, (void **)&w->utf8, &w->utf8_cap, at, most, 1) < 0)
-        return -1;
-    uint8_t *out = w->utf8 + at;
-    for (Py_ssize_t i = start; i < end; i++) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        /* four ASCII characters of a 2-byte text at once */
-        while (kind == PyUnicode_2BYTE_KIND && i + 4 <= end) {
-            uint64_t x = load64((const uint8_t *)((const Py_UCS2 *)data + i));
-            if (x & 0xFF80FF80FF80FF80ULL)
-                break;
-            x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
-            uint32_t four = (uint32_t)(x | (x >> 16));
-            memcpy(out, &four, 4);
-            out += 4;
-            i += 4;
-        }
-        if (i == end)
-            break;
-#endif
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80) {
-            *out++ = (uint8_t)c;
-        } else if (c < 0x800) {
-            *out++ = (uint8_t)(0xC0 | (c >> 6));
-            *out++ = (uint8_t)(0x80 | (c & 0x3F));
-        } else if (c < 0x10000) {
-            *out++ = (uint8_t)(0xE0 | (c >> 12));
-            *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            *out++ = (uint8_t)(0x80 | (c & 0x3F));
-        } else {
-            *out++ = (uint8_t)(0xF0 | (c >> 18));
-            *out++ = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-            *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            *out++ = (uint8_t)(0x80 | (c & 0x3F));
-        }
-    }
-    return out - (w->utf8 + at);
-}
-
-/* text[start:end] as one word. */
-static inline int
-encode_span(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t start, Py_ssize_t end)
-{
-    if (ascii)
-        return encode_word(e, w, (const uint8_t *)data + start, (size_t)(end - start));
-    Py_ssize_t n = utf8_of(w, 0, data, kind, start, end);
-    return n < 0 ? -1 : encode_word(e, w, w->utf8, (size_t)n);
-}
-
-/* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
-   hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
-   inlined with both constant. */
-#define BLOCK 32
-INLINE int
-scan(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
-{
-    const uint8_t *classes = e->classes;
-    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
-    uint64_t hashes[BLOCK];
-#define IS_SPACE_AT(i) ((classes[PyUnicode_READ(kind, data, (i))] & 15) == CAT_SPACE)
-    Py_ssize_t i = 0;
-    while (i < n) {
-        int k = 0;
-        size_t at = 0;
-        for (; k < BLOCK && i < n; k++) {
-            Py_ssize_t end;
-            if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
-                while (i < n && IS_SPACE_AT(i))
-                    i++;
-                if (i == n)
-                    break;
-                end = i + 1;
-                while (end < n && !IS_SPACE_AT(end))
-                    end++;
-            } else {
-                end = pretok_end(classes, data, kind, n, i, pattern);
-                if (end <= i)
-                    end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
-            }
-            if (ascii) {
-                starts[k] = (size_t)i;
-                ends[k] = (size_t)end;
-            } else {
-                Py_ssize_t len = utf8_of(w, at, data, kind, i, end);
-                if (len < 0)
-                    return -1;
-                starts[k] = at;
-                at += (size_t)len;
-                ends[k] = at;
-            }
-            i = end;
-        }
-        const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
-        for (int j = 0; j < k; j++)
-            hashes[j] = hash_and_prefetch(e, w, base + starts[j], ends[j] - starts[j]);
-        for (int j = 0; j < k; j++)
-            if (encode_hashed_word(e, w, base + starts[j], ends[j] - starts[j], hashes[j]) < 0)
-                return -1;
-    }
-#undef IS_SPACE_AT
-    return 0;
-}
-
-#define SCANNER(name, kind, pattern) \
-    static int name(const Tables *e, Work *w, const void *d, int ascii, Py_ssize_t n) \
-    { return scan(e, w, d, kind, ascii, n, pattern); }
-SCANNER(gpt2_1, 1, PATTERN_GPT2)
-SCANNER(gpt2_2, 2, PATTERN_GPT2)
-SCANNER(gpt2_4, 4, PATTERN_GPT2)
-SCANNER(cl100k_1, 1, PATTERN_CL100K)
-SCANNER(cl100k_2, 2, PATTERN_CL100K)
-SCANNER(cl100k_4, 4, PATTERN_CL100K)
-SCANNER(o200k_1, 1, PATTERN_O200K)
-SCANNER(o200k_2, 2, PATTERN_O200K)
-SCANNER(o200k_4, 4, PATTERN_O200K)
-SCANNER(whitespace_1, 1, PATTERN_WHITESPACE)
-SCANNER(whitespace_2, 2, PATTERN_WHITESPACE)
-SCANNER(whitespace_4, 4, PATTERN_WHITESPACE)
-
-typedef int (*Scanner)(const Tables *, Work *, const void *, int, Py_ssize_t);
-static const Scanner scanners[4][3] = {
-    {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
-    {whitespace_1, whitespace_2, whitespace_4}};
 
 /* -- building ------------------------------------------------------------------------------- */
 
@@ -1324,19 +1197,6 @@ finish(Encoder *e, Work *w, int rc, int as_bytes)
         out = PyErr_NoMemory();
     work_give(e, w);
     return out;
-}
-
-static int
-has_surrogate(const void *data, int kind, Py_ssize_t n)
-{
-    if (kind == PyUnicode_1BYTE_KIND)
-        return 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= 0xD800 && c <= 0xDFFF)
-            return 1;
-    }
-    return 0;
 }
 
 /* Over each block of 4,096 characters: the surrogate test without a branch (the
