@@ -32,7 +32,7 @@
    This file is the binding (arguments, tables built from Python objects, ints and lists,
    threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
    encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h, rank_file.h,
-   scan_text.h, seam.h), included here
+   scan_text.h, tables_check.h, seam.h), included here
    as one unit. Tables are allocated with the C library (malloc), never Python's allocators. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -46,6 +46,7 @@
 #include "cores/backtrack_build.h"
 #include "cores/rank_file.h"
 #include "cores/scan_text.h"
+#include "cores/tables_check.h"
 #include "cores/seam.h"
 
 /* The Python type: a version's tables, and what only the binding uses. */
@@ -333,75 +334,6 @@ done:
     return rc;
 }
 
-/* Mark the tokens that a word of their bytes does not encode to (merge rule, where
-   the caller could not vouch for every token). */
-static int
-check_whole(Tables *e)
-{
-    Work w;
-    memset(&w, 0, sizeof w);
-    int rc = 0;
-    e->whole_lookup = 0;  /* while checking, merge every token's bytes */
-    for (size_t j = 0; j <= e->token_mask && rc == 0; j++) {
-        TokenSlot *t = &e->tokens[j];
-        if (t->len < 2)
-            continue;
-        w.n_out = 0;
-        if (encode_word(e, &w, e->token_bytes + t->offset, t->len) < 0)
-            rc = -1;
-        else
-            t->whole = w.n_out == 1 && w.out[0] == t->id;
-    }
-    e->whole_lookup = 1;
-    work_free(&w);
-    if (rc < 0)
-        PyErr_NoMemory();
-    return rc;
-}
-
-/* Token ranks: the pairs of bytes (the first look-ups of every word) in a table of
-   65,536, and the tokens of 2..SHORT_TOKEN_LEN bytes in a table of their own, from the
-   table of tokens (so the same id where bytes repeat). */
-static int
-build_short_tokens(Tables *e)
-{
-    size_t count = 0;
-    for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *t = &e->tokens[j];
-        if (t->len >= 2 && t->len <= SHORT_TOKEN_LEN) {
-            if ((uint64_t)t->id >> (64 - SHORT_ID_SHIFT))
-                return 0;  /* an id too large for a slot: spans take the table of tokens */
-            count++;
-        }
-    }
-    size_t capacity = capacity_for(count);
-    e->byte_pairs = malloc(65536 * sizeof(uint64_t));
-    e->short_tokens = calloc(capacity, sizeof(uint64_t));
-    if (e->byte_pairs == NULL || e->short_tokens == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    e->table_bytes += 65536 * sizeof(uint64_t) + capacity * sizeof(uint64_t);
-    e->short_shift = 64 - __builtin_ctzll(capacity);
-    for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *t = &e->tokens[j];
-        if (t->len < 2 || t->len > SHORT_TOKEN_LEN)
-            continue;
-        uint64_t key = short_key(e->token_bytes + t->offset, t->len);
-        size_t k = short_slot(e, key);
-        while (e->short_tokens[k])
-            k = (k + 1) & (capacity - 1);
-        e->short_tokens[k] = key | (uint64_t)t->id << SHORT_ID_SHIFT;
-    }
-    for (size_t ab = 0; ab < 65536; ab++) {
-        uint8_t pair[2] = {(uint8_t)(ab >> 8), (uint8_t)ab};
-        uint32_t id = short_find(e, short_key(pair, 2));
-        e->byte_pairs[ab] = id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
-    }
-    return 0;
-}
-
-
 static int
 build_chars(Tables *e, PyObject *chars)
 {
@@ -563,13 +495,6 @@ check_options(int mode, int pattern, PyObject *classify, PyObject *chars, long p
     return 0;
 }
 
-/* Plain byte symbols: no character alphabet, no word markers. */
-static int
-plain_bytes(const Tables *e)
-{
-    return !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
-}
-
 /* e->byte_ids: the 256 given, or each byte's token's id on plain byte symbols; 0, or -1
    with an exception. */
 static int
@@ -644,10 +569,11 @@ build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, 
         if (build_tokens(e, tokens, e->mode == MODE_MERGE ? PyTuple_GET_ITEM(merges, 2) : Py_None) < 0)
             return -1;
         e->whole_lookup = 1;
-        if (e->mode == MODE_MERGE && !whole && check_whole(e) < 0)
+        if ((e->mode == MODE_MERGE && !whole && check_whole(e) < 0) ||
+                (e->mode == MODE_RANKS && build_short_tokens(e) < 0)) {
+            PyErr_NoMemory();
             return -1;
-        if (e->mode == MODE_RANKS && build_short_tokens(e) < 0)
-            return -1;
+        }
     }
     if (e->chars && build_chars(e, chars) < 0)
         return -1;
