@@ -720,8 +720,6 @@ count_references(Encoder *e, Work *w, int add)
 
 /* -- a call's texts, on its workers ------------------------------------------------------ */
 
-enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
-static int text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n);
 static int encode_text(const Encoder *e, Work *w, PyObject *text);
 
 #define MAX_WORKERS 64
@@ -781,7 +779,7 @@ encode_some(Batch *b, int id)
         if (b->order != NULL)
             k = b->order[k];
         PyObject *text = b->texts[k];
-        int state = text_state(e, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
+        int state = text_state(&e->t, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
         size_t start = w->n_out;
         b->owner[k] = (uint8_t)id;
         spans[2 * k] = start;
@@ -1125,43 +1123,6 @@ finish(Encoder *e, Work *w, int rc, int as_bytes)
     return out;
 }
 
-/* Over each block of 4,096 characters: the surrogate test without a branch (the
-   compiler may vectorize it), the class of each character above Latin-1 (those below
-   are asked all at once, classify_text) looked up where the test finds one. */
-#define TEXT_STATE_LOOP(type)                                                 \
-    for (Py_ssize_t start = 0; start < n; start += 4096) {                    \
-        Py_ssize_t stop = n - start < 4096 ? n : start + 4096;                \
-        uint32_t surrogates = 0;                                              \
-        for (Py_ssize_t i = start; i < stop; i++)                             \
-            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
-        if (surrogates)                                                       \
-            return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY)                           \
-            for (Py_ssize_t i = start; i < stop; i++) {                       \
-                Py_UCS4 c = ((const type *)data)[i];                          \
-                if (c > 0xFF && !classes[c])                                  \
-                    state = TEXT_UNCLASSIFIED;                                \
-            }                                                                 \
-    }
-
-/* Whether a text can be encoded as it is, read without the GIL: TEXT_READY (no
-   surrogate, and every character's class known where a pattern is scanned),
-   TEXT_SURROGATE, or TEXT_UNCLASSIFIED (settle_text asks the classes, with the GIL).
-   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
-static int
-text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
-{
-    const uint8_t *classes = e->t.pattern != PATTERN_NONE && n ? e->t.classes : NULL;
-    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
-    if (kind == PyUnicode_1BYTE_KIND)
-        return state;
-    if (kind == PyUnicode_2BYTE_KIND)
-        TEXT_STATE_LOOP(Py_UCS2)
-    else
-        TEXT_STATE_LOOP(Py_UCS4)
-    return state;
-}
-
 /* What text_state left to the GIL: TEXT_SURROGATE, or TEXT_READY once every class is
    known; -1 with an exception. */
 static int
@@ -1206,7 +1167,7 @@ encode_one(Encoder *e, Work *w, PyObject *text)
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     size_t before = w->n_out;
     Py_BEGIN_ALLOW_THREADS
-    state = text_state(e, data, kind, n);
+    state = text_state(&e->t, data, kind, n);
     if (state == TEXT_READY)
         rc = encode_text(e, w, text);
     Py_END_ALLOW_THREADS

@@ -1,6 +1,7 @@
 /* The encode core's scan of a text (its characters, 1, 2 or 4 bytes each, as Python keeps
-   them): the characters as UTF-8, cut into words by a built-in pattern (pretok.h) and
-   each word encoded (encode_word.h). Plain C: it runs on any thread. */
+   them): whether it can be encoded as it is, the characters as UTF-8, cut into words by a
+   built-in pattern (pretok.h) and each word encoded (encode_word.h). Plain C: it runs on
+   any thread. */
 #ifndef BPESTORE_SCAN_TEXT_H
 #define BPESTORE_SCAN_TEXT_H
 
@@ -152,6 +153,46 @@ has_surrogate(const void *data, int kind, ptrdiff_t n)
             return 1;
     }
     return 0;
+}
+
+/* What text_state finds of a text; TEXT_NONE: the encoder has no symbol for a character. */
+enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
+
+/* Over each block of 4,096 characters: the surrogate test without a branch (the
+   compiler may vectorize it), the class of each character above Latin-1 (those below
+   are asked all at once, classify_text) looked up where the test finds one. */
+#define TEXT_STATE_LOOP(type)                                                 \
+    for (ptrdiff_t start = 0; start < n; start += 4096) {                     \
+        ptrdiff_t stop = n - start < 4096 ? n : start + 4096;                 \
+        uint32_t surrogates = 0;                                              \
+        for (ptrdiff_t i = start; i < stop; i++)                              \
+            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
+        if (surrogates)                                                       \
+            return TEXT_SURROGATE;                                            \
+        if (classes != NULL && state == TEXT_READY)                           \
+            for (ptrdiff_t i = start; i < stop; i++) {                        \
+                uint32_t c = ((const type *)data)[i];                         \
+                if (c > 0xFF && !classes[c])                                  \
+                    state = TEXT_UNCLASSIFIED;                                \
+            }                                                                 \
+    }
+
+/* Whether a text can be encoded as it is (read on any thread): TEXT_READY (no surrogate,
+   and every character's class known where a pattern is scanned), TEXT_SURROGATE, or
+   TEXT_UNCLASSIFIED (the binding's settle_text asks the classes, with the GIL).
+   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
+static int
+text_state(const Tables *e, const void *data, int kind, ptrdiff_t n)
+{
+    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
+    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
+    if (kind == 1)
+        return state;
+    if (kind == 2)
+        TEXT_STATE_LOOP(uint16_t)
+    else
+        TEXT_STATE_LOOP(uint32_t)
+    return state;
 }
 
 #endif
