@@ -31,7 +31,8 @@
    two, and tiktoken, id for id.
    This file is the binding (arguments, tables built from Python objects, ints and lists,
    threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
-   encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h), included here
+   encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h, rank_file.h,
+   scan_text.h, tables_check.h, seam.h), included here
    as one unit. Tables are allocated with the C library (malloc), never Python's allocators. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -44,6 +45,9 @@
 #include "cores/threads.h"
 #include "cores/backtrack_build.h"
 #include "cores/rank_file.h"
+#include "cores/scan_text.h"
+#include "cores/tables_check.h"
+#include "cores/seam.h"
 
 /* The Python type: a version's tables, and what only the binding uses. */
 typedef struct {
@@ -113,134 +117,6 @@ work_give(Encoder *e, Work *w)
     }
     e->pool[e->n_pool++] = w;
 }
-
-INLINE Py_ssize_t
-utf8_of(Work *w, size_t at, const void *data, int kind, Py_ssize_t start, Py_ssize_t end)
-{
-    size_t most = (size_t)(end - start) * (kind == 1 ? 2 : kind == 2 ? 3 : 4);
-    if (grow(w, (void **)&w->utf8, &w->utf8_cap, at, most, 1) < 0)
-        return -1;
-    uint8_t *out = w->utf8 + at;
-    for (Py_ssize_t i = start; i < end; i++) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        /* four ASCII characters of a 2-byte text at once */
-        while (kind == PyUnicode_2BYTE_KIND && i + 4 <= end) {
-            uint64_t x = load64((const uint8_t *)((const Py_UCS2 *)data + i));
-            if (x & 0xFF80FF80FF80FF80ULL)
-                break;
-            x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
-            uint32_t four = (uint32_t)(x | (x >> 16));
-            memcpy(out, &four, 4);
-            out += 4;
-            i += 4;
-        }
-        if (i == end)
-            break;
-#endif
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80) {
-            *out++ = (uint8_t)c;
-        } else if (c < 0x800) {
-            *out++ = (uint8_t)(0xC0 | (c >> 6));
-            *out++ = (uint8_t)(0x80 | (c & 0x3F));
-        } else if (c < 0x10000) {
-            *out++ = (uint8_t)(0xE0 | (c >> 12));
-            *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            *out++ = (uint8_t)(0x80 | (c & 0x3F));
-        } else {
-            *out++ = (uint8_t)(0xF0 | (c >> 18));
-            *out++ = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-            *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-            *out++ = (uint8_t)(0x80 | (c & 0x3F));
-        }
-    }
-    return out - (w->utf8 + at);
-}
-
-/* text[start:end] as one word. */
-static inline int
-encode_span(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t start, Py_ssize_t end)
-{
-    if (ascii)
-        return encode_word(e, w, (const uint8_t *)data + start, (size_t)(end - start));
-    Py_ssize_t n = utf8_of(w, 0, data, kind, start, end);
-    return n < 0 ? -1 : encode_word(e, w, w->utf8, (size_t)n);
-}
-
-/* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
-   hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
-   inlined with both constant. */
-#define BLOCK 32
-INLINE int
-scan(const Tables *e, Work *w, const void *data, int kind, int ascii, Py_ssize_t n, int pattern)
-{
-    const uint8_t *classes = e->classes;
-    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
-    uint64_t hashes[BLOCK];
-#define IS_SPACE_AT(i) ((classes[PyUnicode_READ(kind, data, (i))] & 15) == CAT_SPACE)
-    Py_ssize_t i = 0;
-    while (i < n) {
-        int k = 0;
-        size_t at = 0;
-        for (; k < BLOCK && i < n; k++) {
-            Py_ssize_t end;
-            if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
-                while (i < n && IS_SPACE_AT(i))
-                    i++;
-                if (i == n)
-                    break;
-                end = i + 1;
-                while (end < n && !IS_SPACE_AT(end))
-                    end++;
-            } else {
-                end = pretok_end(classes, data, kind, n, i, pattern);
-                if (end <= i)
-                    end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
-            }
-            if (ascii) {
-                starts[k] = (size_t)i;
-                ends[k] = (size_t)end;
-            } else {
-                Py_ssize_t len = utf8_of(w, at, data, kind, i, end);
-                if (len < 0)
-                    return -1;
-                starts[k] = at;
-                at += (size_t)len;
-                ends[k] = at;
-            }
-            i = end;
-        }
-        const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
-        for (int j = 0; j < k; j++)
-            hashes[j] = hash_and_prefetch(e, w, base + starts[j], ends[j] - starts[j]);
-        for (int j = 0; j < k; j++)
-            if (encode_hashed_word(e, w, base + starts[j], ends[j] - starts[j], hashes[j]) < 0)
-                return -1;
-    }
-#undef IS_SPACE_AT
-    return 0;
-}
-
-#define SCANNER(name, kind, pattern) \
-    static int name(const Tables *e, Work *w, const void *d, int ascii, Py_ssize_t n) \
-    { return scan(e, w, d, kind, ascii, n, pattern); }
-SCANNER(gpt2_1, 1, PATTERN_GPT2)
-SCANNER(gpt2_2, 2, PATTERN_GPT2)
-SCANNER(gpt2_4, 4, PATTERN_GPT2)
-SCANNER(cl100k_1, 1, PATTERN_CL100K)
-SCANNER(cl100k_2, 2, PATTERN_CL100K)
-SCANNER(cl100k_4, 4, PATTERN_CL100K)
-SCANNER(o200k_1, 1, PATTERN_O200K)
-SCANNER(o200k_2, 2, PATTERN_O200K)
-SCANNER(o200k_4, 4, PATTERN_O200K)
-SCANNER(whitespace_1, 1, PATTERN_WHITESPACE)
-SCANNER(whitespace_2, 2, PATTERN_WHITESPACE)
-SCANNER(whitespace_4, 4, PATTERN_WHITESPACE)
-
-typedef int (*Scanner)(const Tables *, Work *, const void *, int, Py_ssize_t);
-static const Scanner scanners[4][3] = {
-    {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
-    {whitespace_1, whitespace_2, whitespace_4}};
 
 /* -- building ------------------------------------------------------------------------------- */
 
@@ -458,75 +334,6 @@ done:
     return rc;
 }
 
-/* Mark the tokens that a word of their bytes does not encode to (merge rule, where
-   the caller could not vouch for every token). */
-static int
-check_whole(Tables *e)
-{
-    Work w;
-    memset(&w, 0, sizeof w);
-    int rc = 0;
-    e->whole_lookup = 0;  /* while checking, merge every token's bytes */
-    for (size_t j = 0; j <= e->token_mask && rc == 0; j++) {
-        TokenSlot *t = &e->tokens[j];
-        if (t->len < 2)
-            continue;
-        w.n_out = 0;
-        if (encode_word(e, &w, e->token_bytes + t->offset, t->len) < 0)
-            rc = -1;
-        else
-            t->whole = w.n_out == 1 && w.out[0] == t->id;
-    }
-    e->whole_lookup = 1;
-    work_free(&w);
-    if (rc < 0)
-        PyErr_NoMemory();
-    return rc;
-}
-
-/* Token ranks: the pairs of bytes (the first look-ups of every word) in a table of
-   65,536, and the tokens of 2..SHORT_TOKEN_LEN bytes in a table of their own, from the
-   table of tokens (so the same id where bytes repeat). */
-static int
-build_short_tokens(Tables *e)
-{
-    size_t count = 0;
-    for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *t = &e->tokens[j];
-        if (t->len >= 2 && t->len <= SHORT_TOKEN_LEN) {
-            if ((uint64_t)t->id >> (64 - SHORT_ID_SHIFT))
-                return 0;  /* an id too large for a slot: spans take the table of tokens */
-            count++;
-        }
-    }
-    size_t capacity = capacity_for(count);
-    e->byte_pairs = malloc(65536 * sizeof(uint64_t));
-    e->short_tokens = calloc(capacity, sizeof(uint64_t));
-    if (e->byte_pairs == NULL || e->short_tokens == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    e->table_bytes += 65536 * sizeof(uint64_t) + capacity * sizeof(uint64_t);
-    e->short_shift = 64 - __builtin_ctzll(capacity);
-    for (size_t j = 0; j <= e->token_mask; j++) {
-        const TokenSlot *t = &e->tokens[j];
-        if (t->len < 2 || t->len > SHORT_TOKEN_LEN)
-            continue;
-        uint64_t key = short_key(e->token_bytes + t->offset, t->len);
-        size_t k = short_slot(e, key);
-        while (e->short_tokens[k])
-            k = (k + 1) & (capacity - 1);
-        e->short_tokens[k] = key | (uint64_t)t->id << SHORT_ID_SHIFT;
-    }
-    for (size_t ab = 0; ab < 65536; ab++) {
-        uint8_t pair[2] = {(uint8_t)(ab >> 8), (uint8_t)ab};
-        uint32_t id = short_find(e, short_key(pair, 2));
-        e->byte_pairs[ab] = id == NO_ID ? NO_PAIR : ((uint64_t)id << 32) | id;
-    }
-    return 0;
-}
-
-
 static int
 build_chars(Tables *e, PyObject *chars)
 {
@@ -688,13 +495,6 @@ check_options(int mode, int pattern, PyObject *classify, PyObject *chars, long p
     return 0;
 }
 
-/* Plain byte symbols: no character alphabet, no word markers. */
-static int
-plain_bytes(const Tables *e)
-{
-    return !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
-}
-
 /* e->byte_ids: the 256 given, or each byte's token's id on plain byte symbols; 0, or -1
    with an exception. */
 static int
@@ -769,10 +569,11 @@ build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, 
         if (build_tokens(e, tokens, e->mode == MODE_MERGE ? PyTuple_GET_ITEM(merges, 2) : Py_None) < 0)
             return -1;
         e->whole_lookup = 1;
-        if (e->mode == MODE_MERGE && !whole && check_whole(e) < 0)
+        if ((e->mode == MODE_MERGE && !whole && check_whole(e) < 0) ||
+                (e->mode == MODE_RANKS && build_short_tokens(e) < 0)) {
+            PyErr_NoMemory();
             return -1;
-        if (e->mode == MODE_RANKS && build_short_tokens(e) < 0)
-            return -1;
+        }
     }
     if (e->chars && build_chars(e, chars) < 0)
         return -1;
@@ -919,8 +720,6 @@ count_references(Encoder *e, Work *w, int add)
 
 /* -- a call's texts, on its workers ------------------------------------------------------ */
 
-enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
-static int text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n);
 static int encode_text(const Encoder *e, Work *w, PyObject *text);
 
 #define MAX_WORKERS 64
@@ -980,7 +779,7 @@ encode_some(Batch *b, int id)
         if (b->order != NULL)
             k = b->order[k];
         PyObject *text = b->texts[k];
-        int state = text_state(e, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
+        int state = text_state(&e->t, PyUnicode_DATA(text), PyUnicode_KIND(text), PyUnicode_GET_LENGTH(text));
         size_t start = w->n_out;
         b->owner[k] = (uint8_t)id;
         spans[2 * k] = start;
@@ -1324,56 +1123,6 @@ finish(Encoder *e, Work *w, int rc, int as_bytes)
     return out;
 }
 
-static int
-has_surrogate(const void *data, int kind, Py_ssize_t n)
-{
-    if (kind == PyUnicode_1BYTE_KIND)
-        return 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c >= 0xD800 && c <= 0xDFFF)
-            return 1;
-    }
-    return 0;
-}
-
-/* Over each block of 4,096 characters: the surrogate test without a branch (the
-   compiler may vectorize it), the class of each character above Latin-1 (those below
-   are asked all at once, classify_text) looked up where the test finds one. */
-#define TEXT_STATE_LOOP(type)                                                 \
-    for (Py_ssize_t start = 0; start < n; start += 4096) {                    \
-        Py_ssize_t stop = n - start < 4096 ? n : start + 4096;                \
-        uint32_t surrogates = 0;                                              \
-        for (Py_ssize_t i = start; i < stop; i++)                             \
-            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
-        if (surrogates)                                                       \
-            return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY)                           \
-            for (Py_ssize_t i = start; i < stop; i++) {                       \
-                Py_UCS4 c = ((const type *)data)[i];                          \
-                if (c > 0xFF && !classes[c])                                  \
-                    state = TEXT_UNCLASSIFIED;                                \
-            }                                                                 \
-    }
-
-/* Whether a text can be encoded as it is, read without the GIL: TEXT_READY (no
-   surrogate, and every character's class known where a pattern is scanned),
-   TEXT_SURROGATE, or TEXT_UNCLASSIFIED (settle_text asks the classes, with the GIL).
-   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
-static int
-text_state(const Encoder *e, const void *data, int kind, Py_ssize_t n)
-{
-    const uint8_t *classes = e->t.pattern != PATTERN_NONE && n ? e->t.classes : NULL;
-    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
-    if (kind == PyUnicode_1BYTE_KIND)
-        return state;
-    if (kind == PyUnicode_2BYTE_KIND)
-        TEXT_STATE_LOOP(Py_UCS2)
-    else
-        TEXT_STATE_LOOP(Py_UCS4)
-    return state;
-}
-
 /* What text_state left to the GIL: TEXT_SURROGATE, or TEXT_READY once every class is
    known; -1 with an exception. */
 static int
@@ -1418,7 +1167,7 @@ encode_one(Encoder *e, Work *w, PyObject *text)
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     size_t before = w->n_out;
     Py_BEGIN_ALLOW_THREADS
-    state = text_state(e, data, kind, n);
+    state = text_state(&e->t, data, kind, n);
     if (state == TEXT_READY)
         rc = encode_text(e, w, text);
     Py_END_ALLOW_THREADS
@@ -1787,6 +1536,51 @@ done:
     return out;
 }
 
+/* A sequence of codes (a merge's rank, or -1 - b for byte b) as int64s; NULL with an error set. */
+static int64_t *codes_of(PyObject *obj, Py_ssize_t *n) {
+    PyObject *seq = PySequence_Fast(obj, "codes must be a sequence of ints");
+    if (seq == NULL) return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    int64_t *out = malloc(((size_t)*n + 1) * sizeof(int64_t));
+    if (out == NULL) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) { free(out); Py_DECREF(seq); return NULL; }
+        if (v < -256 || v >= *n) {
+            PyErr_SetString(PyExc_ValueError, "a code is a rank below the number of merges or -1 - byte");
+            free(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *seam_problem(PyObject *self, PyObject *args) {
+    PyObject *lefts_arg, *rights_arg;
+    Py_ssize_t checked, n, n_right;
+    if (!PyArg_ParseTuple(args, "OOn", &lefts_arg, &rights_arg, &checked)) return NULL;
+    int64_t *lefts = codes_of(lefts_arg, &n);
+    if (lefts == NULL) return NULL;
+    int64_t *rights = codes_of(rights_arg, &n_right);
+    if (rights == NULL) { free(lefts); return NULL; }
+    PyObject *result = NULL;
+    int64_t failed = n == n_right ? seam_problem_of(lefts, rights, n, checked) : -1;
+    if (n != n_right)
+        PyErr_SetString(PyExc_ValueError, "lefts and rights differ in length");
+    else if (failed == SEAM_NOT_BELOW)
+        PyErr_SetString(PyExc_ValueError, "a merge's code is not a rank below its own");
+    else if (failed == SEAM_NO_MEMORY)
+        PyErr_NoMemory();
+    else
+        result = failed >= 0 ? PyLong_FromLongLong(failed) : Py_NewRef(Py_None);
+    free(lefts);
+    free(rights);
+    return result;
+}
+
 static PyMethodDef module_functions[] = {
     {"token_dict", token_dict, METH_VARARGS,
      "token_dict(data, at, ids, lengths) -> dict[int, bytes]\n\n"
@@ -1797,6 +1591,11 @@ static PyMethodDef module_functions[] = {
      "The tokens of a tiktoken rank file's bytes (base64 token, rank a line), by rank (None\n"
      "where no token has it); None where a line is not in that plain form, a token or a\n"
      "rank repeats, or the ranks are far apart (the caller's own reader says what)."},
+    {"seam_problem", seam_problem, METH_VARARGS,
+     "seam_problem(lefts, rights, checked) -> int | None\n\n"
+     "bpestore.encoder.rank_rule._seam_problem's walk over the merges' codes (left and right\n"
+     "of each merge: a merge's rank, or -1 - b for the byte b): the first merge from `checked`\n"
+     "on whose token does not encode to itself, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,16 +28,6 @@ ask_class(uint8_t *classes, PyObject *classify, Py_UCS4 c)
     return 0;
 }
 
-/* classes[0xFF] known means all of the first 256 are (the encode core reads it without
-   the GIL): its store ordered after theirs, its load before the reads that trust it. */
-#if defined(__GNUC__) || defined(__clang__)
-#define CLASSES_RELEASE() __atomic_thread_fence(__ATOMIC_RELEASE)
-#define CLASSES_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#else  /* MSVC: x86 and x64 keep stores in order */
-#define CLASSES_RELEASE() ((void)0)
-#define CLASSES_ACQUIRE(p) (*(volatile const uint8_t *)(p))
-#endif
-
 /* Ask classify about every code point of text it was not asked about yet: the scans
    then read the table and cannot fail. */
 static int

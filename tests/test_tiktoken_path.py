@@ -16,8 +16,8 @@ from bpestore import Tokenizer, TokenizerSpec
 from bpestore.bpe import merge_word
 from bpestore.encoder.rank_rule import rank_equivalence_problem
 from bpestore.encoder.tiktoken_backend import all_assigned
+from bpestore.native import load
 from bpestore.text import PATTERNS
-from bpestore.trainer import COMPILED_CORE
 
 from .conftest import byte_vocab, corpus_path, read_corpus
 
@@ -25,6 +25,7 @@ tiktoken = pytest.importorskip("tiktoken")
 regex = pytest.importorskip("regex")
 
 EOT = "<|endoftext|>"
+ENCODE_CORE = load("_encodecore")[0]
 SCALE_FULL = os.environ.get("BPESTORE_SCALE") == "full"
 
 
@@ -140,7 +141,7 @@ def _reference_and_walk(merges: list[tuple[bytes, bytes]], checked: int = 0) -> 
     tok = Tokenizer(byte_vocab(*(left + right for left, right in merges)), merges, fast=False)
     made_at = {left + right: k for k, (left, right) in enumerate(merges)}
     walk = _seam_problem(merges, made_at, checked, compiled=False)
-    assert _seam_problem(merges, made_at, checked) == walk  # the merge core's walk, where built
+    assert _seam_problem(merges, made_at, checked) == walk  # the encode core's walk, where built
     return encoding_problem(merges, tok.engine.reference.index.id_of, tok.engine.reference.encode_bytes, checked), walk
 
 
@@ -196,12 +197,12 @@ def test_the_seam_walk_on_gpt2_and_trained_vocabularies(gpt2_tokenizer):
         assert _seam_problem(merges, made_at) == _seam_problem(merges, made_at, compiled=False) == by_encoding
 
 
-@pytest.mark.skipif(COMPILED_CORE is None, reason="the merge core is not built")
+@pytest.mark.skipif(ENCODE_CORE is None, reason="the encode core is not built")
 @pytest.mark.parametrize("lefts, rights", [([0], [-1]), ([-1, 1], [-2, -3]), ([-1], [-257]), ([-1, -2], [-1])])
 def test_the_cores_seam_walk_refuses_codes_no_merge_list_has(lefts, rights):
     """A code is a rank below its merge's own (W), or -1 - byte; else no walk (it could loop)."""
     with pytest.raises(ValueError):
-        COMPILED_CORE.seam_problem(lefts, rights, 0)
+        ENCODE_CORE.seam_problem(lefts, rights, 0)
 
 
 # -- gate 1: the spec --------------------------------------------------------------

@@ -45,6 +45,16 @@ enum { FOLD_S = 1, FOLD_D, FOLD_M, FOLD_T, FOLD_L, FOLD_V, FOLD_E, FOLD_R };
     ((kind) == 1 ? (uint32_t)((const uint8_t *)(data))[i] \
      : (kind) == 2 ? (uint32_t)((const uint16_t *)(data))[i] : ((const uint32_t *)(data))[i])
 
+/* classes[0xFF] known means all of the first 256 are (the encode core reads it without
+   the GIL): its store ordered after theirs, its load before the reads that trust it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CLASSES_RELEASE() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define CLASSES_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#else  /* MSVC: x86 and x64 keep stores in order */
+#define CLASSES_RELEASE() ((void)0)
+#define CLASSES_ACQUIRE(p) (*(volatile const uint8_t *)(p))
+#endif
+
 /* -- the scans ---------------------------------------------------------------------- */
 
 /* At i (< n) of a text: the character, its category, its case-insensitive letter. */

@@ -154,7 +154,7 @@ def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, in
                   compiled: bool = True) -> int | None:
     """(S) without encoding: the first merge from ``checked`` on whose token does
     not encode to itself, or None. Requires (W) (``made_at``: each token's merge).
-    ``compiled``: the walk runs in the merge core where it is built (the same answer;
+    ``compiled``: the walk runs in the encode core where it is built (the same answer;
     the loop below is its reference).
 
     Why it is exact. Take the tokens in rank order and suppose every token made
@@ -183,7 +183,7 @@ def _seam_problem(merges: Sequence[tuple[bytes, bytes]], made_at: dict[bytes, in
     for k, (left, right) in enumerate(merges):
         lefts[k] = made_at[left] if len(left) != 1 else -1 - left[0]
         rights[k] = made_at[right] if len(right) != 1 else -1 - right[0]
-    core = native.load("_mergecore")[0] if compiled else None
+    core = native.load("_encodecore")[0] if compiled else None
     if core is not None:
         return core.seam_problem(lefts, rights, checked)
     # The rank of each pair of codes (W: each pair makes one token), as one int key.

@@ -1,0 +1,198 @@
+/* The encode core's scan of a text (its characters, 1, 2 or 4 bytes each, as Python keeps
+   them): whether it can be encoded as it is, the characters as UTF-8, cut into words by a
+   built-in pattern (pretok.h) and each word encoded (encode_word.h). Plain C: it runs on
+   any thread. */
+#ifndef BPESTORE_SCAN_TEXT_H
+#define BPESTORE_SCAN_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pretok.h"
+#include "encode_word.h"
+
+/* The UTF-8 bytes of text[start:end] into w->utf8 from `at`: their number, or -1. */
+INLINE ptrdiff_t
+utf8_of(Work *w, size_t at, const void *data, int kind, ptrdiff_t start, ptrdiff_t end)
+{
+    size_t most = (size_t)(end - start) * (kind == 1 ? 2 : kind == 2 ? 3 : 4);
+    if (grow(w, (void **)&w->utf8, &w->utf8_cap, at, most, 1) < 0)
+        return -1;
+    uint8_t *out = w->utf8 + at;
+    for (ptrdiff_t i = start; i < end; i++) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* four ASCII characters of a 2-byte text at once */
+        while (kind == 2 && i + 4 <= end) {
+            uint64_t x = load64((const uint8_t *)((const uint16_t *)data + i));
+            if (x & 0xFF80FF80FF80FF80ULL)
+                break;
+            x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
+            uint32_t four = (uint32_t)(x | (x >> 16));
+            memcpy(out, &four, 4);
+            out += 4;
+            i += 4;
+        }
+        if (i == end)
+            break;
+#endif
+        uint32_t c = CHAR_AT(kind, data, i);
+        if (c < 0x80) {
+            *out++ = (uint8_t)c;
+        } else if (c < 0x800) {
+            *out++ = (uint8_t)(0xC0 | (c >> 6));
+            *out++ = (uint8_t)(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            *out++ = (uint8_t)(0xE0 | (c >> 12));
+            *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            *out++ = (uint8_t)(0x80 | (c & 0x3F));
+        } else {
+            *out++ = (uint8_t)(0xF0 | (c >> 18));
+            *out++ = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
+            *out++ = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
+            *out++ = (uint8_t)(0x80 | (c & 0x3F));
+        }
+    }
+    return out - (w->utf8 + at);
+}
+
+/* text[start:end] as one word. */
+static inline int
+encode_span(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t start, ptrdiff_t end)
+{
+    if (ascii)
+        return encode_word(e, w, (const uint8_t *)data + start, (size_t)(end - start));
+    ptrdiff_t n = utf8_of(w, 0, data, kind, start, end);
+    return n < 0 ? -1 : encode_word(e, w, w->utf8, (size_t)n);
+}
+
+/* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
+   hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
+   inlined with both constant. */
+#define BLOCK 32
+INLINE int
+scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t n, int pattern)
+{
+    const uint8_t *classes = e->classes;
+    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
+    uint64_t hashes[BLOCK];
+#define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
+    ptrdiff_t i = 0;
+    while (i < n) {
+        int k = 0;
+        size_t at = 0;
+        for (; k < BLOCK && i < n; k++) {
+            ptrdiff_t end;
+            if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
+                while (i < n && IS_SPACE_AT(i))
+                    i++;
+                if (i == n)
+                    break;
+                end = i + 1;
+                while (end < n && !IS_SPACE_AT(end))
+                    end++;
+            } else {
+                end = pretok_end(classes, data, kind, n, i, pattern);
+                if (end <= i)
+                    end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
+            }
+            if (ascii) {
+                starts[k] = (size_t)i;
+                ends[k] = (size_t)end;
+            } else {
+                ptrdiff_t len = utf8_of(w, at, data, kind, i, end);
+                if (len < 0)
+                    return -1;
+                starts[k] = at;
+                at += (size_t)len;
+                ends[k] = at;
+            }
+            i = end;
+        }
+        const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
+        for (int j = 0; j < k; j++)
+            hashes[j] = hash_and_prefetch(e, w, base + starts[j], ends[j] - starts[j]);
+        for (int j = 0; j < k; j++)
+            if (encode_hashed_word(e, w, base + starts[j], ends[j] - starts[j], hashes[j]) < 0)
+                return -1;
+    }
+#undef IS_SPACE_AT
+    return 0;
+}
+
+#define SCANNER(name, kind, pattern) \
+    static int name(const Tables *e, Work *w, const void *d, int ascii, ptrdiff_t n) \
+    { return scan(e, w, d, kind, ascii, n, pattern); }
+SCANNER(gpt2_1, 1, PATTERN_GPT2)
+SCANNER(gpt2_2, 2, PATTERN_GPT2)
+SCANNER(gpt2_4, 4, PATTERN_GPT2)
+SCANNER(cl100k_1, 1, PATTERN_CL100K)
+SCANNER(cl100k_2, 2, PATTERN_CL100K)
+SCANNER(cl100k_4, 4, PATTERN_CL100K)
+SCANNER(o200k_1, 1, PATTERN_O200K)
+SCANNER(o200k_2, 2, PATTERN_O200K)
+SCANNER(o200k_4, 4, PATTERN_O200K)
+SCANNER(whitespace_1, 1, PATTERN_WHITESPACE)
+SCANNER(whitespace_2, 2, PATTERN_WHITESPACE)
+SCANNER(whitespace_4, 4, PATTERN_WHITESPACE)
+
+typedef int (*Scanner)(const Tables *, Work *, const void *, int, ptrdiff_t);
+static const Scanner scanners[4][3] = {
+    {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
+    {whitespace_1, whitespace_2, whitespace_4}};
+
+/* Whether text[0:n] holds a surrogate code point. */
+static int
+has_surrogate(const void *data, int kind, ptrdiff_t n)
+{
+    if (kind == 1)
+        return 0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        uint32_t c = CHAR_AT(kind, data, i);
+        if (c >= 0xD800 && c <= 0xDFFF)
+            return 1;
+    }
+    return 0;
+}
+
+/* What text_state finds of a text; TEXT_NONE: the encoder has no symbol for a character. */
+enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
+
+/* Over each block of 4,096 characters: the surrogate test without a branch (the
+   compiler may vectorize it), the class of each character above Latin-1 (those below
+   are asked all at once, classify_text) looked up where the test finds one. */
+#define TEXT_STATE_LOOP(type)                                                 \
+    for (ptrdiff_t start = 0; start < n; start += 4096) {                     \
+        ptrdiff_t stop = n - start < 4096 ? n : start + 4096;                 \
+        uint32_t surrogates = 0;                                              \
+        for (ptrdiff_t i = start; i < stop; i++)                              \
+            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
+        if (surrogates)                                                       \
+            return TEXT_SURROGATE;                                            \
+        if (classes != NULL && state == TEXT_READY)                           \
+            for (ptrdiff_t i = start; i < stop; i++) {                        \
+                uint32_t c = ((const type *)data)[i];                         \
+                if (c > 0xFF && !classes[c])                                  \
+                    state = TEXT_UNCLASSIFIED;                                \
+            }                                                                 \
+    }
+
+/* Whether a text can be encoded as it is (read on any thread): TEXT_READY (no surrogate,
+   and every character's class known where a pattern is scanned), TEXT_SURROGATE, or
+   TEXT_UNCLASSIFIED (the binding's settle_text asks the classes, with the GIL).
+   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
+static int
+text_state(const Tables *e, const void *data, int kind, ptrdiff_t n)
+{
+    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
+    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
+    if (kind == 1)
+        return state;
+    if (kind == 2)
+        TEXT_STATE_LOOP(uint16_t)
+    else
+        TEXT_STATE_LOOP(uint32_t)
+    return state;
+}
+
+#endif
