@@ -272,26 +272,31 @@ static void delete_slot(MergeLoop *t, Slot *s) {
     t->used--;
 }
 
+/* Room for `cap` words in slot `s`'s bucket (moved off the slot once past INLINE_CAP); -1: no memory. */
+static int reserve_words(Slot *s, uint32_t cap) {
+    if (cap > INLINE_CAP) {
+        uint32_t *q;
+        if (s->cap > INLINE_CAP) {
+            q = realloc(s->w.ptr, (size_t)cap * sizeof(uint32_t));
+            if (q == NULL) return -1;
+        } else {
+            q = malloc((size_t)cap * sizeof(uint32_t));
+            if (q == NULL) return -1;
+            memcpy(q, s->w.inl, (size_t)s->n * sizeof(uint32_t));
+        }
+        s->w.ptr = q;
+    }
+    s->cap = cap;
+    return 0;
+}
+
 /* Index word `w` under slot `s` unless it is the bucket's last entry already. */
 static int add_word(MergeLoop *t, Slot *s, uint32_t w) {
     uint32_t *b = bucket(s);
     if (s->n > 0 && b[s->n - 1] == w) return 0;
     if (s->n == s->cap) {
         if (s->cap >= UINT32_MAX / 2) { OVERFLOW(t, "too many words"); return -1; }
-        uint32_t cap = s->cap < INLINE_CAP ? INLINE_CAP : s->cap * 2;
-        if (cap > INLINE_CAP) {
-            uint32_t *q;
-            if (s->cap > INLINE_CAP) {
-                q = realloc(s->w.ptr, (size_t)cap * sizeof(uint32_t));
-                if (q == NULL) { return -1; }
-            } else {
-                q = malloc((size_t)cap * sizeof(uint32_t));
-                if (q == NULL) { return -1; }
-                memcpy(q, s->w.inl, (size_t)s->n * sizeof(uint32_t));
-            }
-            s->w.ptr = q;
-        }
-        s->cap = cap;
+        if (reserve_words(s, s->cap < INLINE_CAP ? INLINE_CAP : s->cap * 2) < 0) return -1;
         b = bucket(s);
     }
     b[s->n++] = w;
@@ -731,19 +736,7 @@ static int append_words(MergeLoop *t, Slot *s, const uint32_t *src, uint32_t m) 
     if (n > s->cap) {
         uint32_t cap = s->cap <= INLINE_CAP ? INLINE_CAP : s->cap;
         while (cap < n) cap *= 2;
-        if (cap > INLINE_CAP) {
-            uint32_t *q;
-            if (s->cap > INLINE_CAP) {
-                q = realloc(s->w.ptr, (size_t)cap * sizeof(uint32_t));
-                if (q == NULL) { return -1; }
-            } else {
-                q = malloc((size_t)cap * sizeof(uint32_t));
-                if (q == NULL) { return -1; }
-                memcpy(q, s->w.inl, (size_t)s->n * sizeof(uint32_t));
-            }
-            s->w.ptr = q;
-        }
-        s->cap = cap;
+        if (reserve_words(s, cap) < 0) return -1;
     }
     memcpy(bucket(s) + s->n, src, (size_t)m * sizeof(uint32_t));
     s->n = (uint32_t)n;
