@@ -89,4 +89,8 @@ def _rebuild(cls: type[BpestoreError], message: str, fields: dict) -> BpestoreEr
 
 class BpestoreWarning(UserWarning):
     """Something the user likely did not mean, that still worked (the CLI prints it as a
-    ``Warning:`` line on stderr)."""
+    ``Warning:`` line on stderr, ``params`` named by their flags, as errors' are)."""
+
+    def __init__(self, message: str, *, params: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.params = tuple(params)

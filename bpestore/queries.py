@@ -28,6 +28,24 @@ def token_text(data: bytes) -> str:
     return data.decode("utf-8", "backslashreplace")
 
 
+def shown_token(data: bytes) -> str:
+    r"""A token as the CLI prints it, the same in every command: quoted, its UTF-8 text
+    as is (a backslash once), characters that do not print and bytes that are not
+    UTF-8 escaped as Python escapes them (``--json`` has the exact bytes).
+
+    >>> print(shown_token(b"i<\w>"), shown_token(b"\xc3"), shown_token(" \n\u200b".encode()))
+    'i<\w>' '\xc3' ' \n\u200b'
+    """
+    return shown_text(token_text(data))
+
+
+def shown_text(text: str) -> str:
+    """``shown_token`` of a token already given as ``token_text``."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return f"'{text}'"
+
+
 def merge_tree(token: int, vocab: dict[int, bytes], made_by: Mapping[int, Merge]) -> dict[str, Any]:
     """How a token was built: the merge that made it, and recursively its parts.
 
@@ -89,7 +107,8 @@ def diff_versions(vocab_a: dict[int, bytes], merges_a: Sequence[Merge],
 
     ``shared_merges``: length of the common prefix of the merge lists (as byte
     pairs); ``changed_ids``: ids present in both with other bytes (an extension
-    has none); ``only_a`` / ``only_b``: byte strings in one vocabulary only.
+    has none); ``only_a`` / ``only_b``: byte strings in one vocabulary only, in
+    the order of their ids there (base tokens, then merge order).
     """
     def pairs(vocab: dict[int, bytes], merges: Sequence[Merge]) -> list[tuple[bytes, bytes]]:
         return [(vocab[m.left], vocab[m.right]) for m in merges]
@@ -106,8 +125,8 @@ def diff_versions(vocab_a: dict[int, bytes], merges_a: Sequence[Merge],
         "merges": [len(merges_a), len(merges_b)],
         "shared_merges": shared,
         "changed_ids": sorted(i for i in vocab_a.keys() & vocab_b.keys() if vocab_a[i] != vocab_b[i]),
-        "only_a": sorted(token_text(t) for t in strings_a - strings_b),
-        "only_b": sorted(token_text(t) for t in strings_b - strings_a),
+        "only_a": list(dict.fromkeys(token_text(vocab_a[i]) for i in sorted(vocab_a) if vocab_a[i] not in strings_b)),
+        "only_b": list(dict.fromkeys(token_text(vocab_b[i]) for i in sorted(vocab_b) if vocab_b[i] not in strings_a)),
     }
 
 

@@ -96,8 +96,8 @@ def warn_raw_json(files: Sequence[str]) -> None:
         more = f" and {len(named) - 1:,} more" if len(named) > 1 else ""
         warnings.warn(BpestoreWarning(
             f"{named[0]}{more} look{'' if more else 's'} like JSON Lines, but no field was named: the raw JSON "
-            "(keys, quotes, escapes) is counted as text; name the field to count with jsonl_field "
-            "(--jsonl-field FIELD)"), stacklevel=3)
+            "(keys, quotes, escapes) is counted as text; name the field to count with jsonl_field",
+            params=("jsonl_field",)), stacklevel=3)
 
 
 def _check_file_name(name: str) -> None:

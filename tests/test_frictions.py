@@ -52,6 +52,7 @@ def test_json_lines_counted_raw_are_warned(cli_run, tmp_path):
     raw = cli_run("ingest", "raw", str(path))
     assert raw.exit_code == 0
     assert raw.stderr.startswith(f"Warning: {path} looks like JSON Lines") and "--jsonl-field" in raw.stderr
+    assert "jsonl_field" not in raw.stderr
     field = cli_run("ingest", "field", str(path), "--jsonl-field", "text")
     assert field.exit_code == 0 and field.stderr == ""
 
@@ -151,3 +152,92 @@ def test_the_training_lock_file_is_beside_the_database_and_ignored(cli_run, corp
     patterns = [line.strip() for line in (Path(__file__).parents[1] / ".gitignore").read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
     assert any(fnmatch.fnmatch("bpestore.db-train.lock", p) for p in patterns)
+
+
+def test_encode_file_replaces_an_existing_file_only_with_force(tmp_path):
+    import bpestore
+
+    tok = bpestore.Tokenizer({i: bytes([i]) for i in range(256)}, [])
+    source, out = tmp_path / "t.txt", tmp_path / "ids.bin"
+    source.write_text("some text\n", encoding="utf-8")
+    out.write_bytes(b"keep")
+    with pytest.raises(bpestore.ConflictError, match="force=True"):
+        tok.encode_file(source, out)
+    assert out.read_bytes() == b"keep"
+    assert tok.encode_file(source, out, force=True).tokens == 10 and out.read_bytes() != b"keep"
+
+
+def test_tokens_print_alike_in_every_command(cli_run, tmp_path):
+    """UTF-8 tokens as their text, a backslash once, a byte outside UTF-8 as \\xNN: the same
+    in merges, vocab, token and encode --tokens."""
+    path = tmp_path / "de.txt"
+    path.write_text("für über schön á á á a\\b a\\b\n" * 30, encoding="utf-8")
+    assert cli_run("ingest", "de", str(path)).exit_code == 0
+    assert cli_run("train", "de", "--corpus", "de", "--merges", "12").exit_code == 0
+    merges = cli_run("merges", "de").stdout
+    made = next(line for line in merges.splitlines() if "+ '\\xa1' ->" in line)  # the end of á, escaped once
+    assert made.split("\t")[1].startswith("' \\xc3' + '\\xa1' -> ") and made.split("\t")[1].endswith(" ' á'")
+    assert "\\\\" not in merges
+    ids = dict(line.split("\t") for line in cli_run("encode", "de", "a\\b", "--tokens").stdout.splitlines())
+    assert list(ids.values()) == ["'a'", "'\\'", "'b'"]
+    assert cli_run("vocab", "de", "--prefix", "\\").stdout.split("\t")[1] == "'\\'"
+
+
+def test_a_fuse_unk_model_names_fuse_unk_as_the_reason_for_the_python_path():
+    import bpestore
+    from bpestore.encoder import core_backend
+    from bpestore.spec import TokenizerSpec
+
+    if core_backend.CORE is None:
+        pytest.skip("the encode core is not built")
+    spec = TokenizerSpec(alphabet="chars", unk_token="<unk>", fuse_unk=True, pretokenizer="whitespace")
+    tok = bpestore.Tokenizer({0: b"<unk>", 1: b"a", 2: b"b", 3: b"ab"}, [(b"a", b"b")], spec=spec)
+    assert tok.encode("ab zz ab") == [3, 0, 3]
+    assert "fuses unknown characters" in tok.backend and "alphabet" not in tok.backend
+
+
+def test_diff_lists_new_tokens_in_merge_order(cli_run, corpus):
+    cli_run("train", "a", "--corpus", "c", "--merges", "5")
+    cli_run("train", "a", "--corpus", "c", "--merges", "12", "--from", "a@1")
+    d = json.loads(cli_run("diff", "a@1", "a@2", "--json").stdout)
+    made = [m["token"] for m in json.loads(cli_run("merges", "a@2", "--start", "5", "--json").stdout)]
+    assert d["only_b"] == [json.loads(cli_run("token", "a@2", str(i), "--id", "--json").stdout)["token"]
+                           for i in made]
+
+
+def test_versions_prints_a_training_runs_numbers_alike():
+    import dataclasses
+    from datetime import datetime
+
+    from bpestore.cli.versions import version_line
+    from bpestore.records import VersionInfo
+    from bpestore.spec import TokenizerSpec
+
+    fields = {f.name: None for f in dataclasses.fields(VersionInfo) if f.default is dataclasses.MISSING}
+    v = VersionInfo(**{**fields, "name": "en", "number": 1, "status": "training", "vocab_size": 11_757,
+                       "n_merges": 11_501, "target_vocab_size": 32_000, "target_merges": None, "spec": TokenizerSpec(),
+                       "created_at": datetime(2026, 1, 1), "aliases": ()})
+    assert "11,757/32,000 tokens" in version_line(v)
+    by_merges = dataclasses.replace(v, target_vocab_size=None, target_merges=20_000)
+    assert "11,757 tokens, 11,501/20,000 merges" in version_line(by_merges)
+
+
+def test_encode_workers_help_says_threads_for_the_compiled_core(cli_run):
+    text = " ".join(cli_run("encode", "--help").stdout.split())
+    assert "threads (the compiled core) or processes (the Python encoder)" in text
+
+
+def test_the_json_lines_warning_speaks_the_callers_terms(tmp_path):
+    import warnings
+
+    import bpestore
+    from bpestore.errors import BpestoreWarning
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"text": "a record"}) + "\n", encoding="utf-8")
+    store = bpestore.open(str(tmp_path / "s.db"))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        store.ingest("raw", [str(path)])
+    message = str(next(w.message for w in seen if isinstance(w.message, BpestoreWarning)))
+    assert "jsonl_field" in message and "--jsonl-field" not in message

@@ -49,3 +49,24 @@ def test_license_is_an_spdx_expression_with_its_file():
     requires = " ".join(PYPROJECT["build-system"]["requires"])
     minimum = re.search(r"setuptools>=(\d+)", requires)
     assert minimum and int(minimum.group(1)) >= 77, requires  # the first setuptools to read PEP 639 licenses
+
+
+def test_a_core_that_does_not_compile_now_is_not_taken_from_an_earlier_build(tmp_path, monkeypatch):
+    """A stale build/ folder must not stand in for a compiler that fails now
+    (``CC=false pip install .`` once installed the cores of an earlier build)."""
+    from setuptools import Distribution, Extension
+
+    from bpestore._build import BuildCores
+
+    assert PYPROJECT["tool"]["setuptools"]["cmdclass"]["build_ext"] == "bpestore._build.BuildCores"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "core.c").write_text("this is not C\n", encoding="utf-8")
+    dist = Distribution({"name": "t", "ext_modules": [Extension("t._core", ["core.c"], optional=True)]})
+    command = BuildCores(dist)
+    command.build_lib, command.build_temp = str(tmp_path / "lib"), str(tmp_path / "temp")
+    command.ensure_finalized()
+    stale = Path(command.get_ext_fullpath("t._core"))
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"an earlier build's core")
+    command.run()  # the optional core fails to compile: a warning, no error
+    assert not stale.exists()

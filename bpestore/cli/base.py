@@ -54,9 +54,15 @@ def _refuse_missing_file(db: str | None) -> None:
                         "BPESTORE_DB)", params=("db",))
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: Any = None, line: str | None = None) -> None:
-    click.echo(f"Warning: {message}", err=True)
+def _warning_printer(group: click.Group, ctx: click.Context) -> Callable[..., None]:
+    """``warnings.showwarning`` for a group's command: one ``Warning:`` line, in its terms."""
+    def show(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+        text = str(message)
+        if isinstance(message, BpestoreWarning):
+            name = ctx.invoked_subcommand
+            text = with_flags(text, message.params, group.get_command(ctx, name) if name else None, ctx.command)
+        click.echo(f"Warning: {text}", err=True)
+    return show
 
 
 def move_db_option(args: list[str]) -> list[str]:
@@ -113,7 +119,7 @@ class BpestoreGroup(click.Group):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", BpestoreWarning)
-                warnings.showwarning = _show_warning
+                warnings.showwarning = _warning_printer(self, ctx)
                 result = super().invoke(ctx)
                 if ctx.parent is None:
                     sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit

@@ -11,7 +11,7 @@ import click
 
 from .. import sample_path
 from ..limits import MAX_WORKERS
-from ..queries import token_text
+from ..queries import shown_text, shown_token, token_text
 from ..records import CorpusInfo, Source
 from ..spec import ERROR_POLICIES
 from .base import BpestoreGroup, Context
@@ -195,7 +195,7 @@ def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
     if words:
         click.echo(f"top {len(words)} words:")
         for rank, (word, count) in enumerate(words, start=1):
-            click.echo(f"  {rank:>4}  {count:>12,}  {token_text(word)!r}")
+            click.echo(f"  {rank:>4}  {count:>12,}  {shown_token(word)}")
     elif top and not info.kept:
         click.echo("word counts: not kept (only the newest generation and those a version was trained on are)")
 
@@ -227,11 +227,11 @@ def corpus_diff(obj: Context, ref_a: str, ref_b: str, limit: int, as_json: bool)
     click.echo(f"{a['ref']} -> {b['ref']}: words {a['n_words']:,} -> {b['n_words']:,}, distinct "
                f"{a['n_distinct']:,} -> {b['n_distinct']:,}, sources {a['n_sources']:,} -> {b['n_sources']:,}")
     for part, count in (("new", "new_words"), ("vanished", "vanished_words")):
-        shown = ", ".join(f"{w['word']!r} x{w['count']:,}" for w in d[part])
+        shown = ", ".join(f"{shown_text(w['word'])} x{w['count']:,}" for w in d[part])
         click.echo(f"{part} words ({d[count]:,}): {shown}")
     click.echo(f"largest changes ({d['changed_words']:,} words changed):")
     for w in d["changed"]:
-        click.echo(f"  {w['delta']:>+12,}  {w['from']:>12,} -> {w['to']:<12,}  {w['word']!r}")
+        click.echo(f"  {w['delta']:>+12,}  {w['from']:>12,} -> {w['to']:<12,}  {shown_text(w['word'])}")
 
 
 @corpus_group.command("compact")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from ..limits import MAX_WORKERS
-from ..queries import token_text
+from ..queries import shown_token, token_text
 from ..spec import ERROR_POLICIES
 from .base import Context
 from .options import ProgressLine, count_range, dtype_option, emit_json, json_option, quiet_option
@@ -36,11 +36,11 @@ def text_of(path: str, errors: str) -> Iterator[Iterable[str]]:
 
 
 def encode_to_file(tok: Tokenizer, path: str, out: str, workers: int, as_json: bool, quiet: bool,
-                   **options: Any) -> None:
+                   force: bool, **options: Any) -> None:
     """`encode --file PATH --out OUT`: write the ids, then a summary."""
     started = time.monotonic()
     with ProgressLine(not quiet and not as_json) as progress:
-        result = tok.encode_file(path, out, workers=workers, progress=progress, **options)
+        result = tok.encode_file(path, out, workers=workers, progress=progress, force=force, **options)
     seconds = time.monotonic() - started
     if as_json:
         emit_json({"out": result.path, "tokens": result.tokens, "bytes": result.bytes,
@@ -59,7 +59,7 @@ def emit_ids(tok: Tokenizer, ids: list[int], show_tokens: bool, as_json: bool) -
         emit_json([{"id": i, "token": token_text(tok.decode_single_token_bytes(i))} for i in ids])
     else:
         for i in ids:
-            click.echo(f"{i}\t{token_text(tok.decode_single_token_bytes(i))!r}")
+            click.echo(f"{i}\t{shown_token(tok.decode_single_token_bytes(i))}")
 
 
 @click.command()
@@ -71,7 +71,7 @@ def emit_ids(tok: Tokenizer, ids: list[int], show_tokens: bool, as_json: bool) -
               help="Write the ids of --file as a flat little-endian binary file (numpy.memmap-able).")
 @dtype_option
 @click.option("--workers", type=count_range(1, MAX_WORKERS), default=1, show_default=True,
-              help="Encode --file in this many threads (tiktoken path) or processes.")
+              help="Encode --file in this many threads (the compiled core) or processes (the Python encoder).")
 @click.option("--errors", type=click.Choice(ERROR_POLICIES), default="strict",
               show_default=True, help="What to do with invalid UTF-8 in --file.")
 @click.option("--tokens", "show_tokens", is_flag=True, help="Show each token beside its id.")
@@ -100,7 +100,7 @@ def encode(obj: Context, ref: str, text: str | None, path: str | None, out: str 
     else:
         assert path is not None  # TEXT or --file, as checked above
         if out is not None:
-            encode_to_file(tok, path, out, workers, as_json, quiet, dtype=dtype, errors=errors, **specials)
+            encode_to_file(tok, path, out, workers, as_json, quiet, force, dtype=dtype, errors=errors, **specials)
             return
         with text_of(path, errors) as chunks:
             ids = list(tok.encode_iterable(chunks, workers=workers, **specials))

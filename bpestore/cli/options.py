@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from ..limits import MAX_INT
-from ..queries import token_text
+from ..queries import shown_token
 from ..records import Progress
 from ..spec import ALPHABETS, DUMMY_PREFIXES, LAYOUTS, PRETOKENIZERS, SEGMENTATIONS, TIE_BREAKS
 
@@ -140,7 +140,7 @@ class ProgressLine:
         else:
             parts.append(p.name)
         if p.merge is not None:
-            parts.append(f"{token_text(p.token)!r} x{p.merge.count:,}")
+            parts.append(f"{shown_token(p.token)} x{p.merge.count:,}")
         if p.tokens:
             parts.append(f"{p.tokens:,} tokens")
         self.draw("  ".join(parts))

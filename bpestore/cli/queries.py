@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import click
 
-from ..queries import TOKEN_ORDERS, order_tokens, token_text
+from ..queries import TOKEN_ORDERS, order_tokens, shown_text, shown_token
 from ..records import EncodingStats, Explanation, LineageNode, MergeInfo, TokenInfo, VersionInfo
 from .base import Context
 from .options import emit_json, emit_listing, json_option
@@ -17,7 +17,7 @@ GREP_SECONDS = 10.0  # the time a --grep may take over a whole vocabulary
 
 def token_line(t: TokenInfo) -> str:
     made = f"\trank {t.rank:,}, pair count {t.count:,}" if t.rank is not None else ""
-    return f"{t.id}\t{t.text!r}\t{len(t.data)} bytes\t{t.kind}{made}"
+    return f"{t.id}\t{shown_token(t.data)}\t{len(t.data)} bytes\t{t.kind}{made}"
 
 
 @click.command()
@@ -50,8 +50,8 @@ def vocab(obj: Context, ref: str, grep: str | None, prefix: str | None, longest:
 
 
 def merge_line(m: MergeInfo) -> str:
-    left, right = token_text(m.left_bytes), token_text(m.right_bytes)
-    return f"{m.rank}\t{left!r} + {right!r} -> {m.token} {left + right!r}\tpair count {m.count:,}"
+    left, right, made = (shown_token(b) for b in (m.left_bytes, m.right_bytes, m.left_bytes + m.right_bytes))
+    return f"{m.rank}\t{left} + {right} -> {m.token} {made}\tpair count {m.count:,}"
 
 
 @click.command()
@@ -67,16 +67,16 @@ def merges(obj: Context, ref: str, start: int, limit: int | None, as_json: bool)
 
 def explanation_lines(e: Explanation) -> list[str]:
     def shown(ids: Sequence[int]) -> str:
-        return " ".join(repr(token_text(e.tokens[i])) for i in ids)
+        return " ".join(shown_token(e.tokens[i]) for i in ids)
 
     lines = []
     for w in e.words:
         if w.segmentation == "special":
-            lines.append(f"{w.text!r}: special token {w.ids[0]}")
+            lines.append(f"{shown_text(w.text)}: special token {w.ids[0]}")
             continue
-        lines.append(f"{w.text!r}: {shown(w.symbols)}")
+        lines.append(f"{shown_text(w.text)}: {shown(w.symbols)}")
         for u in w.unknown:
-            lines.append(f"  unseen {u.char!r} -> {'the unknown token' if u.to == 'unk' else 'bytes'} "
+            lines.append(f"  unseen {shown_text(u.char)} -> {'the unknown token' if u.to == 'unk' else 'bytes'} "
                          f"{' '.join(map(str, u.ids))}")
         for s in w.steps:
             made = f"{shown([s.left])} + {shown([s.right])} -> {shown([s.token])} ({s.token})"

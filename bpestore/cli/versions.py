@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..queries import shown_text
 from ..records import VersionInfo
 from .base import Context
 from .options import count_range, emit_json, emit_listing, json_option
@@ -19,9 +20,13 @@ def init(obj: Context) -> None:
 
 
 def version_line(v: VersionInfo) -> str:
-    target = v.target_vocab_size if v.target_vocab_size is not None else f"{v.target_merges} merges"
-    parts = [v.ref, v.status, f"{v.vocab_size:,}/{target} tokens" if v.status != "complete"
-             else f"{v.vocab_size:,} tokens", f"corpus={v.corpus_ref or '-'}",
+    if v.status == "complete":
+        size = f"{v.vocab_size:,} tokens"
+    elif v.target_vocab_size is not None:
+        size = f"{v.vocab_size:,}/{v.target_vocab_size:,} tokens"
+    else:
+        size = f"{v.vocab_size:,} tokens, {v.n_merges:,}/{v.target_merges or 0:,} merges"
+    parts = [v.ref, v.status, size, f"corpus={v.corpus_ref or '-'}",
              f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
              v.created_at.strftime("%Y-%m-%d %H:%M")]
     if v.fingerprint:
@@ -74,7 +79,7 @@ def alias(obj: Context, ref: str, alias: str) -> None:
 # queries over stored vocabularies
 def _print_tree(node: dict[str, Any], depth: int = 0) -> None:
     made = f"  rank {node['rank']:,}, pair count {node['count']:,}" if "rank" in node else ""
-    click.echo(f"{'  ' * depth}{node['id']}\t{node['token']!r}{made}")
+    click.echo(f"{'  ' * depth}{node['id']}\t{shown_text(node['token'])}{made}")
     for part in node.get("parts", ()):
         _print_tree(part, depth + 1)
 
@@ -115,6 +120,6 @@ def diff(obj: Context, ref_a: str, ref_b: str, limit: int, as_json: bool) -> Non
     for field_name, (old, new) in d["spec_changes"].items():
         click.echo(f"spec {field_name}: {old!r} -> {new!r}")
     for side, ref in (("only_a", ref_a), ("only_b", ref_b)):
-        shown = ", ".join(repr(t) for t in d[side][:limit])
+        shown = ", ".join(shown_text(t) for t in d[side][:limit])
         more = f" (+{len(d[side]) - limit:,} more)" if len(d[side]) > limit else ""
         click.echo(f"only in {ref} ({len(d[side]):,}): {shown}{more}")

@@ -156,14 +156,15 @@ class Engine:
         None and ``python (why not)``. Chosen once."""
         if not self.use_fast:
             return None, "python (fast=False)"
-        if core_backend.core_problem(self.spec) is None:
+        core_problem = core_backend.core_problem(self.spec)
+        if core_problem is None:
             return core_backend.build(self.spec, self.reference, self.known_facts, self.ranks), "compiled (C)"
         # start-up: tiktoken's backend (its thread pool, ~4 ms) only where the compiled core cannot encode
         from . import tiktoken_backend
 
         problem = spec_problem(self.spec) or tiktoken_backend.tiktoken_problem() or self.facts.rank_rule_problem
-        if problem is not None:
-            return None, f"python ({problem})"
+        if problem is not None:  # the core's reason where it is built, else tiktoken's
+            return None, f"python ({problem if core_backend.CORE is None else core_problem})"
         reference = self.reference
         made = reference.merge_ids[2] if reference.merge_ids is not None else reference.table.merged_ids
         ranks = core_backend.rank_tokens(self.vocab, reference.special_ids, made)

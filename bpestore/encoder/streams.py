@@ -74,15 +74,17 @@ def encode_stream(engine: Engine, chunks: Iterable[str], rules: Rules, workers: 
 
 
 def encode_file(engine: Engine, path: str | Path, out: str | Path, rules: Rules, *, dtype: str | None,
-                workers: int, errors: str, progress: Callable[[Progress], None] | None) -> EncodedFile:
+                workers: int, errors: str, progress: Callable[[Progress], None] | None,
+                force: bool) -> EncodedFile:
     """``Tokenizer.encode_file``: every argument is checked before the source is opened."""
-    from ..files import atomic_path
+    from ..files import atomic_path, check_target
     from ..records import Progress
     from ..sources import TextReader, check_errors, open_source
 
     dtype = dtype or ("uint16" if engine.n_vocab <= 1 << 16 else "uint32")
     typecode = id_typecode(engine, dtype, writing=True)
     check_errors(errors)
+    check_target(Path(out), force=force)
     name = str(path)
     n_tokens = 0
     stream = open_source(path)  # its checks and messages, also where workers read the file
@@ -96,8 +98,7 @@ def encode_file(engine: Engine, path: str | Path, out: str | Path, rules: Rules,
         else:
             parts = ((_pack(ids, typecode), len(ids), reader.size)
                      for ids in encode_stream(engine, reader, rules, workers, _uint32_array))
-        # Replaces an existing ``out`` by design (ids files are outputs of a run).
-        with atomic_path(Path(out), force=True) as temp, open(temp, "wb") as f:
+        with atomic_path(Path(out), force=force) as temp, open(temp, "wb") as f:
             for data, n, done in parts:
                 n_tokens += n
                 f.write(data)

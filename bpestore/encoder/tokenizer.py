@@ -209,6 +209,7 @@ class Tokenizer:
         workers: int = 1,
         errors: str = "strict",
         progress: Callable[[Progress], None] | None = None,
+        force: bool = False,
         **options,
     ) -> streams.EncodedFile:
         """Encode a text file (``-`` is stdin; .gz/.xz/.bz2 are read as text)
@@ -217,10 +218,11 @@ class Tokenizer:
 
         ``dtype`` defaults to uint16 where every id fits, else uint32.
         ``progress`` gets a ``Progress`` (bytes read, ids written) after each piece.
-        The file appears only once complete. Takes ``encode``'s keyword options.
+        The file appears only once complete; an existing ``out`` is replaced only
+        with ``force=True``. Takes ``encode``'s keyword options.
         """
         return streams.encode_file(self.engine, path, out, self.engine.rules(**options), dtype=dtype,
-                                   workers=workers, errors=errors, progress=progress)
+                                   workers=workers, errors=errors, progress=progress, force=force)
 
     def decode_file(self, path: str | Path, *, dtype: Literal["uint16", "uint32"] | None = None,
                     errors: str = "replace", block: int = 1 << 20) -> Iterator[str]:
