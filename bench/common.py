@@ -135,6 +135,9 @@ def child_command(case: Case, tmp: str) -> tuple[list[str], dict[str, str]]:
     params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    # Bytecode cached as an installed package has it: a source tree with no .pyc files
+    # would compile every module in every measured process.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if case.params.pure:
         env["BPESTORE_PURE"] = "1"
     return [sys.executable, "-m", "bench.child", params], env
