@@ -172,6 +172,37 @@ def _hf_train(corpus: str, vocab_size: int, special_tokens: list[str]) -> Timed:
     return lambda: tok.train([corpus], trainer)
 
 
+# -- the other exact trainers: gigabpe (HF's merges), rustbpe, bpeasy ---------------
+def gigabpe_train(p: Params) -> Timed:
+    """gigabpe's whole cold run (read, count, train) on ``p.workers`` threads (0: all cores)."""
+    import gigabpe
+
+    return lambda: gigabpe.train_bpe([p.corpus], p.vocab_size, special_tokens=[SPECIAL], pretokenizer="bytelevel",
+                                     threads=p.workers or None)
+
+
+def rustbpe_train(p: Params) -> Timed:
+    import rustbpe
+
+    from bpestore.text import PATTERNS
+
+    def run() -> None:
+        with open(p.corpus, encoding="utf-8") as f:
+            rustbpe.Tokenizer().train_from_iterator(f, p.vocab_size, pattern=PATTERNS["gpt2"])
+    return run
+
+
+def bpeasy_train(p: Params) -> Timed:
+    import bpeasy
+
+    from bpestore.text import PATTERNS
+
+    def run() -> None:
+        with open(p.corpus, encoding="utf-8") as f:
+            bpeasy.train_bpe(f, PATTERNS["gpt2"], 128, p.vocab_size)
+    return run
+
+
 def hf_ingest(p: Params) -> Timed:
     return _hf_train(p.corpus, INGEST_VOCAB, [])
 

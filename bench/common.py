@@ -49,12 +49,16 @@ class Case:
 
 @dataclass
 class Result:
-    """Median wall time and peak RSS of a case over its runs."""
+    """Median wall time and peak RSS of a case over its runs; ``process``: the whole
+    process's wall and CPU seconds (interpreter start, imports and set-up included:
+    what a user pays)."""
 
     label: str
     times: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
     digest: str = ""
+    process_times: list[float] = field(default_factory=list)
+    process_cpu: list[float] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:
@@ -64,8 +68,19 @@ class Result:
     def peak_mb(self) -> float:
         return max(self.rss_mb)
 
+    @property
+    def process_seconds(self) -> float:
+        return statistics.median(self.process_times) if self.process_times else float("nan")
+
+    @property
+    def process_cpu_seconds(self) -> float:
+        return statistics.median(self.process_cpu) if self.process_cpu else float("nan")
+
     def add(self, report: dict) -> str:
         """Record one run's report; returns its line for the log."""
+        if "process_s" in report:
+            self.process_times.append(report["process_s"])
+            self.process_cpu.append(report["process_cpu_s"])
         self.times.append(report["seconds"])
         self.rss_mb.append(report["maxrss_kb"] / 1024)
         self.digest = report["digest"]
@@ -84,8 +99,19 @@ def _source(name: str) -> Path:
 
 
 def prepare_corpus(name: str) -> Path:
-    """A plain UTF-8 copy of corpus ``name`` under bench/.data (decompressed, or mixed)."""
+    """A plain UTF-8 copy of corpus ``name`` under bench/.data (decompressed, or mixed);
+    ``NAME:20M`` is its first 20 MB, cut after a line end."""
     DATA.mkdir(parents=True, exist_ok=True)
+    if ":" in name:
+        whole, size = name.split(":", 1)
+        out = DATA / f"{whole}-{size}.txt"
+        if not out.exists():
+            limit = int(float(size.rstrip("MB")) * 1_000_000)
+            with open(prepare_corpus(whole), "rb") as f:
+                data = f.read(limit)
+            out.with_suffix(".part").write_bytes(data[:data.rfind(b"\n") + 1])
+            out.with_suffix(".part").rename(out)
+        return out
     parts = [_source(n) for n in MIXES.get(name, (name,))]
     if len(parts) == 1 and not parts[0].name.endswith(".xz"):
         return parts[0]
@@ -109,6 +135,9 @@ def child_command(case: Case, tmp: str) -> tuple[list[str], dict[str, str]]:
     params = json.dumps({"func": func, **asdict(case.params), "tmp": tmp})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    # Bytecode cached as an installed package has it: a source tree with no .pyc files
+    # would compile every module in every measured process.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if case.params.pure:
         env["BPESTORE_PURE"] = "1"
     return [sys.executable, "-m", "bench.child", params], env
@@ -116,12 +145,18 @@ def child_command(case: Case, tmp: str) -> tuple[list[str], dict[str, str]]:
 
 def run_once(case: Case) -> dict:
     """Run a case in a fresh interpreter with a fresh temp dir; returns its report."""
+    import resource
+    import time
+
     with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
         argv, env = child_command(case, tmp)
+        before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+        elapsed, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
             raise SystemExit(f"Error: {case.label} failed:\n{proc.stderr}")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        return {**json.loads(proc.stdout.strip().splitlines()[-1]), "process_s": elapsed, "process_cpu_s": cpu}
 
 
 def measure(cases: list[Case], runs: int, *, run: Callable[[Case], dict] = run_once,

@@ -115,7 +115,7 @@ def run_tree(case: Case, prefix: tuple[str, ...] = ()) -> dict:
         while child.poll() is None:
             rss, pss = _tree_memory(child)
             peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
-            time.sleep(0.1)
+            time.sleep(0.02)  # also the resolution of process_s
         out, err = child.communicate()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         ours = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -123,7 +123,8 @@ def run_tree(case: Case, prefix: tuple[str, ...] = ()) -> dict:
         if child.returncode != 0:
             raise SystemExit(f"Error: {case.label} failed:\n{err}")
         report = json.loads(out.strip().splitlines()[-1])
-        return {**report, "tree_rss_mb": peak_rss, "tree_pss_mb": peak_pss, "others_cores": others}
+        return {**report, "tree_rss_mb": peak_rss, "tree_pss_mb": peak_pss, "others_cores": others,
+                "process_s": time.monotonic() - started, "process_cpu_s": ours}
 
 
 class TreeResult(Result):

@@ -31,6 +31,7 @@ the workers' (summed, from the reaped processes' rusage).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import json
 import resource
@@ -290,8 +291,17 @@ def _table(results: list[Profiled], workers: tuple[int, ...], part: str, phases:
     return markdown_table(headers, rows)
 
 
+def _whole_processes(results: list[Profiled]) -> str:
+    """Each case as a user pays it: a fresh process, wall and CPU (its tree), peak PSS."""
+    rows = [[r.label.replace("phases", "bpestore cold ingest" + (" + train" if "train" in r.details[0] else "")),
+             f"{r.process_seconds:.2f}", f"{r.process_cpu_seconds:.2f}", f"{r.pss:.0f}",
+             f"{r.process_seconds / results[-1].process_seconds:.2f}×"] for r in results]
+    return markdown_table(["case (fresh process)", "wall (s)", "CPU (s)", "peak PSS (MB)", "wall / HF's"], rows)
+
+
 def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs: int, train: bool,
             project: int = PROJECT) -> str:
+    everything, results = results, [r for r in results if r.label.startswith("phases")]
     serial = [sum(r.phase("ingest", n) for n, k in INGEST_PHASES if k == "serial") for r in results]
     cpu = ", ".join(f"{n}: parent {r.value('ingest_cpu_parent'):.2f} s, workers {r.value('ingest_cpu_workers'):.2f} s"
                     for n, r in zip(workers, results))
@@ -316,14 +326,20 @@ def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs:
         text += ("\n\n#### Training from the ingested counts, by thread count (the same N)\n\n"
                  + _table(results, workers, "train", TRAIN_PHASES, "train_s", "threads", project)
                  + f"\n\nCPU of the training (every thread): {cpu}.")
-    return text
+    return text + "\n\n#### Whole processes, side by side in the same rounds\n\n" + _whole_processes(everything)
 
 
 def _measure(corpus: Path, runs: int, vocab_size: int, workers: tuple[int, ...], pretokenizer: str,
              train: bool) -> list[Profiled]:
+    """bpestore's phases at each worker count, and beside them in the same rounds
+    (interleaved) the peers' whole cold runs: gigabpe at each thread count, HF once."""
     func = profiled_cold if train else profiled_ingest
     todo = [Case(f"phases, {n} workers", func, Params(corpus=str(corpus), workers=n, vocab_size=vocab_size,
                                                       pretokenizer=pretokenizer)) for n in workers]
+    if importlib.util.find_spec("gigabpe") is not None:
+        todo += [Case(f"gigabpe, {n} threads", cases.gigabpe_train, Params(corpus=str(corpus), workers=n,
+                                                                          vocab_size=vocab_size)) for n in workers]
+    todo.append(Case("HF tokenizers", cases.hf_train, Params(corpus=str(corpus), vocab_size=vocab_size)))
     results = measure(todo, runs, run=run_tree, result_type=Profiled)
     out = DATA / f"phases-{corpus.stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.write_text(json.dumps({r.label: {"seconds": r.times, "pss_mb": r.tree_pss, "details": r.details}

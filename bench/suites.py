@@ -20,13 +20,21 @@ def _mb(result: Result) -> str:
 
 
 def _vs(ours: Result, peer: Result) -> list[str]:
-    """Cells: bpestore s, peer s, ratio, bpestore RSS, peer RSS."""
+    """Cells: bpestore s, peer s, ratio, the same for whole processes, bpestore RSS, peer RSS."""
     return [_s(ours.seconds), _s(peer.seconds), f"{ours.seconds / peer.seconds:.2f}×",
-            _mb(ours), _mb(peer)]
+            f"{_s(ours.process_seconds)} / {_s(peer.process_seconds)} = "
+            f"{ours.process_seconds / peer.process_seconds:.2f}×", _mb(ours), _mb(peer)]
 
 
-VS_HEADERS = ["bpestore (s)", "peer (s)", "bpestore / peer", "bpestore peak RSS (MB)",
+VS_HEADERS = ["bpestore (s)", "peer (s)", "bpestore / peer",
+              "whole process, imports included (s): bpestore / peer", "bpestore peak RSS (MB)",
               "peer peak RSS (MB)"]
+
+
+def _installed(*modules: str) -> list[str]:
+    from importlib.util import find_spec
+
+    return [m for m in modules if find_spec(m) is not None]
 
 
 def _size(corpus: Path) -> str:
@@ -35,11 +43,13 @@ def _size(corpus: Path) -> str:
 
 def ingest(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
     """Store.ingest into a fresh SQLite db vs HF read + pre-tokenize + count."""
-    p = Params(corpus=str(corpus))
-    ours, hf = measure([Case("bpestore ingest", cases.bpestore_ingest, p),
-                        Case("HF train vocab 300", cases.hf_ingest, p)], runs)
+    p = Params(corpus=str(corpus), vocab_size=32_000)
+    peers = [Case("gigabpe train 32k (cold)", cases.gigabpe_train, p)] if _installed("gigabpe") else []
+    ours, hf, *giga = measure([Case("bpestore ingest", cases.bpestore_ingest, p),
+                               Case("HF train vocab 300", cases.hf_ingest, p), *peers], runs)
     rows = [[f"ingest `{name}` ({_size(corpus)})",
              f"HF `train([file])`, vocab {cases.INGEST_VOCAB}", *_vs(ours, hf)]]
+    rows += [[f"ingest `{name}`", "gigabpe's whole cold training, vocab 32,000", *_vs(ours, g)] for g in giga]
     return "### Ingest\n\n" + markdown_table(["work", "peer", *VS_HEADERS], rows)
 
 
@@ -58,6 +68,8 @@ def train(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
             Case("bpestore larger vocab", cases.bpestore_larger, p),
             Case("bpestore resume from 50%", cases.bpestore_resume, p),
             Case("HF train", cases.hf_train, p)], runs)
+        peers = {"gigabpe": cases.gigabpe_train, "rustbpe": cases.rustbpe_train, "bpeasy": cases.bpeasy_train}
+        others = measure([Case(f"{m} train", peers[m], p) for m in _installed(*peers)], runs)
     hf_peer = f"HF `train([file])`, vocab {vocab_size:,}"
     rows = [
         [f"cold: ingest + train `{name}` ({_size(corpus)}), vocab {vocab_size:,}", hf_peer, *_vs(cold, hf)],
@@ -67,6 +79,12 @@ def train(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
         ["resume from 50% of the merges", "uninterrupted merge phase", *_vs(resume, merge_phase)],
         ["checkpoint every 1,000 merges (default)", "one checkpoint at the end", *_vs(merge_phase, at_end)],
     ]
+    for peer in others:  # the other exact trainers, each a whole cold run on every core
+        rows.insert(1, [f"cold: ingest + train `{name}`", f"{peer.label.split()[0]}, vocab {vocab_size:,}",
+                        *_vs(cold, peer)])
+        if peer.label.startswith("gigabpe"):
+            rows.insert(2, ["retrain from stored counts, other tie-break (hf)", "gigabpe's cold run",
+                            *_vs(other, peer)])
     return "### Train\n\n" + markdown_table(["work", "peer", *VS_HEADERS], rows)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -26,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 import bpestore
-from bpestore.store.db import HEAD, make_engine, migrate, resolve_url
+from bpestore.store.db import HEAD, SQLITE_SCHEMA, create_schema, make_engine, migrate, resolve_url
 from bpestore.store.schema import created_on, include_object, metadata
 from tests.conftest import pg_schema
 
@@ -245,3 +246,40 @@ def test_head_is_the_newest_revision():
     from bpestore.store.db import HEAD, alembic_config
 
     assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD
+
+
+def sqlite_ddl() -> str:
+    """``create_schema``'s tables as SQLite's DDL, in the order SQLite keeps them."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine("sqlite://")
+    with engine.connect() as conn, conn.begin():
+        create_schema(conn)
+        rows = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid").all()
+    engine.dispose()
+    return ";\n\n".join(sql for (sql,) in rows)
+
+
+def test_the_sqlite_ddl_is_the_schemas():
+    """store/schema_sqlite.sql, which makes a new SQLite store without SQLAlchemy, is
+    exactly ``create_schema``'s tables (after a schema change: BPESTORE_WRITE_SCHEMA=1
+    pytest tests/test_schema.py rewrites it)."""
+    if os.environ.get("BPESTORE_WRITE_SCHEMA"):
+        SQLITE_SCHEMA.write_text(sqlite_ddl(), encoding="utf-8")
+    assert SQLITE_SCHEMA.read_text(encoding="utf-8") == sqlite_ddl(), \
+        "store/schema_sqlite.sql is stale: BPESTORE_WRITE_SCHEMA=1 pytest tests/test_schema.py"
+
+
+def test_a_new_sqlite_store_is_made_without_sqlalchemy(tmp_path):
+    script = ("import sys, bpestore; s = bpestore.open(sys.argv[1]); s.ingest('c', [sys.argv[2]]); s.close(); "
+              "print(sorted({m.split('.')[0] for m in sys.modules} & {'sqlalchemy', 'alembic'}))")
+    text_file = tmp_path / "t.txt"
+    text_file.write_text("a new store\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "new.db"), str(text_file)],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    store = bpestore.open(str(tmp_path / "new.db"))
+    assert store.schema_revision() == HEAD and store.corpus("c").n_words == 4
+    with store.engine.connect() as conn:
+        assert differences(conn, metadata) == []
+    store.close()

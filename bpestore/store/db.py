@@ -4,9 +4,10 @@ Alembic is imported only where the database is at an older revision: opening
 an up-to-date store costs one query (``tests/test_schema.py`` checks that
 ``HEAD`` is the newest revision in migrations/), and a new database gets the
 tables of store/schema.py at once, stamped ``HEAD`` (the same tests check that
-this equals what the migrations make). SQLAlchemy is imported only where an
-engine is made or a URL parsed: a SQLite store at ``HEAD`` can be read without
-it (``store/drivers.py``).
+this equals what the migrations make); a new SQLite file gets them from their
+DDL (``create_sqlite_file``). SQLAlchemy is imported only where an engine is made
+or a URL parsed: a SQLite store at ``HEAD`` is made, read and written without it
+(``store/drivers.py``).
 """
 
 from __future__ import annotations
@@ -272,6 +273,47 @@ def _lock_schema(conn: Connection) -> None:
 
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('bpestore schema ' || current_schema()))"))
+
+
+SQLITE_SCHEMA = Path(__file__).with_name("schema_sqlite.sql")
+
+
+def create_sqlite_file(url: str) -> bool:
+    """A new SQLite store made at once from ``schema_sqlite.sql``: ``create_schema``'s
+    tables as SQLite's own DDL, stamped ``HEAD`` (tests/test_schema.py checks the two are
+    the same), without importing SQLAlchemy or Alembic. False, and nothing done, where
+    ``url`` is not a plain SQLite file or the file already holds something: that is
+    opened the usual way, which creates, upgrades or refuses it, and says why."""
+    import sqlite3
+    from urllib.parse import quote
+
+    if not url.startswith("sqlite:///") or "?" in url or url == "sqlite:///:memory:":
+        return False
+    path = url[len("sqlite:///"):]
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=rwc", uri=True, timeout=lock_wait_seconds(),
+                               isolation_level=None)
+    except sqlite3.Error:
+        return False
+    try:
+        sqlite_pragmas(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            conn.execute("ROLLBACK")  # another process made it meanwhile
+            return False
+        for statement in SQLITE_SCHEMA.read_text(encoding="utf-8").split(";\n\n"):
+            conn.execute(statement)
+        conn.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD,))
+        conn.execute("COMMIT")
+        return True
+    except sqlite3.Error:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        return False
+    finally:
+        conn.close()
 
 
 def create_schema(conn: Connection) -> None:

@@ -17,13 +17,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 _SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 
 
 def lock_file(url: str) -> Path | None:
     """``<database>-train.lock`` of a writable SQLite file; None for other databases."""
+    if not url.startswith("sqlite"):
+        return None
+    if url.startswith("sqlite:///") and "?" not in url:  # a file as db.resolve_url names it
+        database = url[len("sqlite:///"):]
+        return Path(f"{database}-train.lock") if database and database != ":memory:" else None
+    from sqlalchemy.engine import make_url
+
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.query.get("mode") == "ro":
         return None

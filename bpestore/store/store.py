@@ -27,7 +27,7 @@ from ..queries import token_info
 from ..spec import TokenizerSpec
 from . import count_tables
 from .corpus_tables import CorpusReads
-from .db import display_url, make_engine, resolve_url, schema_revision, upgrade_schema
+from .db import create_sqlite_file, display_url, make_engine, resolve_url, schema_revision, upgrade_schema
 from .drivers import Driver, Transaction, open_driver, translated
 from .loading import TokenizerCache, load, vocabulary
 from .version_tables import VersionReads
@@ -84,6 +84,8 @@ class Database:
         # A store already at this bpestore's schema is read and written through its driver alone
         # (store/drivers.py); its engine (and SQLAlchemy) comes only where that does not apply.
         self.driver: Driver | None = open_driver(self.url)  # chosen once, here
+        if self.driver is None and upgrade and not read_only and create_sqlite_file(self.url):
+            self.driver = open_driver(self.url)
         if self.driver is None:  # the engine now, the schema created or upgraded
             self._connect(upgrade)
             if upgrade:

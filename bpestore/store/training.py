@@ -417,6 +417,10 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
 
 def _in_memory(url: str) -> bool:
     """An in-memory SQLite database: its one connection is not for a second thread."""
+    if not url.startswith("sqlite"):
+        return False
+    if url.startswith("sqlite:///") and "?" not in url:  # a file as db.resolve_url names it
+        return url in ("sqlite:///", "sqlite:///:memory:")
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
