@@ -70,3 +70,8 @@ def test_a_core_that_does_not_compile_now_is_not_taken_from_an_earlier_build(tmp
     stale.write_bytes(b"an earlier build's core")
     command.run()  # the optional core fails to compile: a warning, no error
     assert not stale.exists()
+
+
+def test_the_sqlite_schema_ships():
+    """A new SQLite store is made from this file (store/db.py's create_sqlite_file)."""
+    assert shipped(ROOT / "bpestore" / "store" / "schema_sqlite.sql")
