@@ -158,10 +158,19 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}.{os.getpid()}."
 
 
-def clear_leftovers(path: Path, *, age: float = 60.0) -> list[Path]:
+def partial_path(path: Path, kind: str) -> Path:
+    """Where this process writes ``path`` before it is renamed into place
+    (``.NAME.PID.KIND.part``: ``clear_leftovers`` knows it, and SQLite's files beside it)."""
+    return path.with_name(f"{_temp_prefix(path)}{kind}.part")
+
+
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", "-train.lock")
+
+
+def clear_leftovers(path: Path, *, age: float = 0.0) -> list[Path]:
     """Remove the temporary files and folders that a killed writer of ``path`` left
-    beside it (``.NAME.PID.*.part`` of a process no longer running, untouched for
-    ``age`` seconds); returns them."""
+    beside it (``.NAME.PID.*.part``, and a SQLite store's files beside one, of a
+    process no longer running, untouched for ``age`` seconds); returns them."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(path.parent))
@@ -169,7 +178,8 @@ def clear_leftovers(path: Path, *, age: float = 60.0) -> list[Path]:
         return removed
     prefix = f".{path.name}."
     for entry in entries:
-        if not (entry.name.startswith(prefix) and entry.name.endswith((".part", ".part.old"))):
+        base = next((entry.name[:-len(s)] for s in _SQLITE_SIDE_FILES if entry.name.endswith(s)), entry.name)
+        if not (entry.name.startswith(prefix) and base.endswith((".part", ".part.old"))):
             continue
         pid = entry.name[len(prefix):].split(".", 1)[0]
         try:

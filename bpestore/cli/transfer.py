@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..records import Copied
 from .base import Context
 from .options import emit_json, json_option
-
-_SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _is_store_file(ref: str) -> bool:
-    """REF names a SQLite file (a pack) rather than a version."""
-    path = Path(ref)
-    try:
-        with path.open("rb") as f:
-            return f.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
-    except OSError:
-        return False
 
 
 @click.command()
@@ -35,10 +21,11 @@ def _is_store_file(ref: str) -> bool:
 def copy(obj: Context, ref: str, to: str, with_counts: bool, as_name: str | None, aliases: bool,
          as_json: bool) -> None:
     """Copy version REF (or the version a pack FILE holds) and its parents into another store."""
-    if _is_store_file(ref):
-        from ..store import Store
+    from ..store import Store
+    from ..store.packs import is_sqlite_file
 
-        with Store(ref) as source:
+    if is_sqlite_file(ref):  # a pack: somebody else's file, checked and only read
+        with Store(ref, pack=True) as source:
             result = source.copy(None, to, with_counts=with_counts, as_name=as_name, aliases=aliases)
     else:
         result = obj.store.copy(ref, to, with_counts=with_counts, as_name=as_name, aliases=aliases)

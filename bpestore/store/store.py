@@ -14,6 +14,7 @@ service that does the work:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -30,6 +31,7 @@ from .corpus_tables import CorpusReads
 from .db import create_sqlite_file, display_url, make_engine, resolve_url, schema_revision, upgrade_schema
 from .drivers import Driver, Transaction, open_driver, translated
 from .loading import TokenizerCache, load, vocabulary
+from .packs import check_pack, is_pack, pack_url
 from .version_tables import VersionReads
 
 if TYPE_CHECKING:
@@ -76,15 +78,21 @@ class Database:
     """A store's database: its URL, its driver (store/drivers.py) where it applies and
     its engine where not, and the transactions of both (the Store's, below)."""
 
-    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False) -> None:
-        self.read_only = read_only
-        self.url = resolve_url(db, read_only=read_only)
+    def __init__(self, db: str | Path | None = None, *, upgrade: bool = True, read_only: bool = False,
+                 pack: bool | None = None) -> None:
+        named = os.fspath(db) if db is not None else os.environ.get("BPESTORE_DB", "")
+        self.pack_file = is_pack(named) if pack is None else pack
+        if self.pack_file:  # somebody else's file: checked first, then only read (store/packs.py)
+            check_pack(named)
+            self.read_only, self.url = True, pack_url(named)
+        else:
+            self.read_only, self.url = read_only, resolve_url(db, read_only=read_only)
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
         # A store already at this bpestore's schema is read and written through its driver alone
         # (store/drivers.py); its engine (and SQLAlchemy) comes only where that does not apply.
         self.driver: Driver | None = open_driver(self.url)  # chosen once, here
-        if self.driver is None and upgrade and not read_only and create_sqlite_file(self.url):
+        if self.driver is None and upgrade and not self.read_only and create_sqlite_file(self.url):
             self.driver = open_driver(self.url)
         if self.driver is None:  # the engine now, the schema created or upgraded
             self._connect(upgrade)
@@ -167,6 +175,9 @@ class Database:
             yield Transaction.over(conn)
 
     def _check_writable(self) -> None:
+        if self.pack_file:
+            raise ReadOnlyError("a pack file is only read: copy its version into a store to change it "
+                                "(bpestore copy FILE.bpestore --to STORE)")
         if self.read_only:
             raise ReadOnlyError("this store is open read-only: nothing can be changed through it")
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, DamagedDataError, InvalidArgumentError, NotFoundError
+from ..files import clear_leftovers, partial_path
 from ..records import Copied, CorpusInfo, Source
 from ..spec import TokenizerSpec, fingerprint
 from . import corpus_tables, count_tables, snapshot, version_tables, vocab_tables
@@ -122,12 +123,28 @@ def read_chain(tx: Transaction, ref: str) -> list[VersionRows]:
     return chain[::-1]
 
 
+STATUSES = ("complete", "training")
+
+
 def check(v: VersionRows, where: str) -> None:
-    """DamagedDataError unless a complete version's fingerprint and snapshot match its rows."""
+    """DamagedDataError unless the version is whole: a known status, each merge's token
+    the bytes of its two parts, and where complete its fingerprint and snapshot
+    matching its rows (a version still training has no fingerprint yet)."""
     vocab = v.vocab
-    if any(token not in vocab.tokens for column in vocab.columns[:3] for token in column):
+    if v.status not in STATUSES or (v.status != "complete") != (v.fingerprint is None):
+        raise DamagedDataError(f"{v.ref} in {where} has status {v.status!r}"
+                               f"{' and a fingerprint' if v.fingerprint else ' and no fingerprint'}; "
+                               "it is damaged and was not copied")
+    tokens = vocab.tokens
+    if any(token not in tokens for column in vocab.columns[:3] for token in column):
         raise DamagedDataError(f"{v.ref} in {where} has merges of tokens it does not hold; it is damaged "
                                "and was not copied")
+    lefts, rights, made = vocab.columns[:3]
+    rank = next((k for k, (a, b, t) in enumerate(zip(lefts, rights, made)) if tokens[t] != tokens[a] + tokens[b]),
+                None)
+    if rank is not None:
+        raise DamagedDataError(f"{v.ref} in {where}: token {made[rank]} is not the bytes of the two tokens its "
+                               f"merge (rank {rank}) joins; it is damaged and was not copied")
     if v.status != "complete":
         return
     computed = fingerprint(TokenizerSpec.from_json(v.spec), v.corpus_digest, vocab.merges)
@@ -147,8 +164,8 @@ def check(v: VersionRows, where: str) -> None:
 def read_generation(tx: Transaction, v: VersionRows, where: str) -> GenerationRows:
     """The corpus generation ``v`` pins, with its history, sources and counts."""
     if v.corpus is None:
-        raise InvalidArgumentError(f"{v.ref} was imported ({v.source}): it has no corpus counts to copy",
-                                   params=("with_counts",))
+        raise InvalidArgumentError(f"{v.ref} was imported ({v.source}): it has no corpus counts to copy; "
+                                   "copy it without with_counts", params=("with_counts",))
     if not v.counts_here:
         raise ConflictError(f"{v.ref} was copied into {where} without its counts ({v.corpus}@"
                             f"{v.corpus_generation}); copy it from the store that holds them",
@@ -340,13 +357,63 @@ def copy(source: Store, ref: str | None, to: str | Path | Store, open_store: Cal
         for v in chain:
             check(v, source.location)
         counts: dict[tuple[str | None, int | None], GenerationRows] = {}
+        if with_counts and chain[-1].corpus is None:
+            read_generation(tx, chain[-1], source.location)  # says why there are none
         for v in chain if with_counts else ():
             if v.corpus is not None and (v.corpus, v.corpus_generation) not in counts:
                 counts[v.corpus, v.corpus_generation] = read_generation(tx, v, source.location)
     if not isinstance(to, (str, os.PathLike)):
         return _write(to, chain, counts, as_name=as_name, aliases=aliases)
-    with open_store(to) as target:
-        return _write(target, chain, counts, as_name=as_name, aliases=aliases)
+    new = _new_sqlite_file(to)
+    if new is None:
+        with open_store(to) as target:
+            return _write(target, chain, counts, as_name=as_name, aliases=aliases)
+    # A new store file appears whole or not at all: written beside it, then linked into place.
+    def fill(target: Store) -> Copied:
+        done = _write(target, chain, counts, as_name=as_name, aliases=aliases)
+        return replace(done, target=done.target.replace(partial_path(new, "copy").name, new.name))
+    return _whole_file(new, "copy", open_store, fill)
+
+
+def _new_sqlite_file(to: str | os.PathLike) -> Path | None:
+    """``to`` as a path, where it names a SQLite store file that does not exist yet."""
+    name = os.fspath(to)
+    if "://" in name or name == ":memory:" or os.path.lexists(name):
+        return None
+    return Path(name).expanduser()
+
+
+def _whole_file(path: Path, kind: str, open_store: Callable[[Any], Store], fill: Callable[[Store], Any],
+                *, pack: bool = False, force: bool = False) -> Any:
+    """``fill`` a new store written beside ``path`` (``partial_path``), then put it at
+    ``path`` in one step: linked where nothing is there (``force``: renamed over it).
+    A pack is one self-contained file (no write-ahead log, no free pages). A killed
+    run's leftovers are removed by the next (``clear_leftovers``)."""
+    clear_leftovers(path)
+    partial = partial_path(path, kind)
+    try:
+        with open_store(partial) as store:
+            result = fill(store)
+        conn = sqlite3.connect(partial, isolation_level=None)
+        try:
+            if pack:
+                conn.execute("PRAGMA journal_mode=DELETE")
+                conn.execute("VACUUM")
+            else:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        if force:
+            os.replace(partial, path)
+        else:
+            try:
+                os.link(partial, path)
+            except FileExistsError:
+                raise ConflictError(f"{path} was made meanwhile; run it again", params=("to",)) from None
+    finally:
+        for leftover in (partial, *(Path(f"{partial}{side}") for side in ("-wal", "-shm", "-journal", "-train.lock"))):
+            leftover.unlink(missing_ok=True)
+    return result
 
 
 def _write(target: Store, chain: list[VersionRows], counts: Mapping[tuple[str | None, int | None], GenerationRows],
@@ -404,19 +471,21 @@ def pack(source: Store, ref: str, out: str | os.PathLike, open_store: Callable[[
         raise NotFoundError(f"folder {path.parent} does not exist", params=("out",))
     if path.exists() and not force:
         raise ConflictError(f"{out} exists; pass force=True to replace it", params=("force",))
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        with open_store(partial) as packed:
-            copy(source, ref, packed, open_store, with_counts=with_counts)
-        # One self-contained file: no write-ahead log beside it, no free pages.
-        conn = sqlite3.connect(partial, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=DELETE")
-            conn.execute("VACUUM")
-        finally:
-            conn.close()
-        os.replace(partial, path)
-    finally:
-        for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm"), Path(f"{partial}-train.lock")):
-            leftover.unlink(missing_ok=True)
+    read = source_file(source)
+    if read is not None and path.exists() and os.path.samefile(path, read):
+        raise ConflictError(f"{out} is the store {ref} is read from; pack into another file", params=("out",))
+    _whole_file(path, "pack", open_store, lambda packed: copy(source, ref, packed, open_store, with_counts=with_counts,
+                                                               aliases=True), pack=True, force=True)
     return path
+
+
+def source_file(store: Store) -> Path | None:
+    """The SQLite file a store reads, where it is one."""
+    from urllib.parse import unquote
+
+    url: str = store.url
+    if url.startswith("sqlite:///file:"):
+        return Path(unquote(url[len("sqlite:///file:"):].split("?", 1)[0]))
+    if url.startswith("sqlite:///") and "?" not in url and url != "sqlite:///:memory:":
+        return Path(url[len("sqlite:///"):])
+    return None
