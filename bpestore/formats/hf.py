@@ -226,17 +226,17 @@ def _read_bounded(path: str | Path) -> bytes:
     try:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
             info = os.fstat(f.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",))
-            if not stat.S_ISREG(info.st_mode):
-                raise InvalidArgumentError(f"{path} is not a regular file; give the tokenizer.json file",
-                                           params=("path",))
-            data = f.read(MAX_FILE_BYTES + 1)
+            regular = stat.S_ISREG(info.st_mode)
+            data = f.read(MAX_FILE_BYTES + 1) if regular and info.st_size <= MAX_FILE_BYTES else b""
     except FileNotFoundError:
         raise NotFoundError(f"file not found: {path}", params=("path",)) from None
-    except IsADirectoryError:
-        raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",)) from None
-    if len(data) > MAX_FILE_BYTES:
+    except OSError as exc:
+        raise InvalidArgumentError(f"{path} cannot be read: {exc.strerror}", params=("path",)) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",))
+    if not regular:
+        raise InvalidArgumentError(f"{path} is not a regular file; give the tokenizer.json file", params=("path",))
+    if max(info.st_size, len(data)) > MAX_FILE_BYTES:
         raise InvalidArgumentError(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB, the most a tokenizer.json "
                                    "may hold here", params=("path",))
     return data
