@@ -197,22 +197,24 @@ def test_collapse_spaces_exported_trims_only_the_text_ends(tmp_path):
         store.import_hf("old", tmp_path / "old.json")
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_space_marker_versions_export_a_decoder_that_keeps_inner_spaces(split, tmp_path):
+@pytest.mark.parametrize(("split", "dummy"), [(False, "unless-space"), (True, "unless-space"), (False, "first")])
+def test_space_marker_versions_export_a_decoder_that_keeps_inner_spaces(split, dummy, tmp_path):
     """A version whose tokens hold several ▁ ('▁First▁Citizen:') decodes in tokenizers as in
-    bpestore (tokenizers' Metaspace decoder drops every ▁ of the first token)."""
-    (tmp_path / "c.txt").write_text("First Citizen:\n" * 50 + "\n".join(generated_lines(300)), encoding="utf-8")
+    bpestore (tokenizers' Metaspace decoder drops every ▁ of the first token); a version
+    trained with dummy_prefix='first' encodes in tokenizers as in bpestore, special tokens too."""
+    (tmp_path / "c.txt").write_text("First Citizen:\n" * 50 + "<s>Second\n" * 20 + "\n".join(generated_lines(300)),
+                                    encoding="utf-8")
     store = bpestore.open(str(tmp_path / "s.db"))
     store.ingest("c", [tmp_path / "c.txt"], pretokenizer="metaspace" if split else "none", space_marker="▁",
-                 dummy_prefix="unless-space")
+                 dummy_prefix=dummy, special_tokens=["<s>"])
     store.train("v", corpus="c", vocab_size=400, alphabet="chars", unk_token="<unk>")
     tok = store.tokenizer("v")
     store.export("v", format="hf", out=tmp_path / "t.json")
     hf = tokenizers.Tokenizer.from_file(str(tmp_path / "t.json"))
-    texts = ["First Citizen:", "  two  spaces ", *PROBES[3:6], *generated_lines(100, seed=5)]
+    texts = ["First Citizen:", "  two  spaces ", *PROBES, *generated_lines(100, seed=5)]
     for text, ids in zip(texts, hf_ids(hf, texts)):
-        assert tok.encode_ordinary(text) == ids
-        assert hf.decode(ids) == tok.decode(ids), text
+        assert tok.encode(text, allowed_special="all") == ids, text
+        assert hf.decode(ids, skip_special_tokens=False) == tok.decode(ids), text
     assert hf.decode(tok.encode_ordinary("First Citizen:")) == "First Citizen:"
 
 

@@ -362,6 +362,8 @@ class _Reader:
         post = data.get("post_processor")
         if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
             raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
+        for key in ("add_prefix_space", "trim_offsets", "use_regex"):
+            self.flag(post or {}, key, "post_processor")
 
     def model_options(self, byte_level: bool) -> tuple[bool, str | None]:
         """(byte_fallback, end_of_word_suffix) of the model, where bpestore can run them."""
@@ -479,10 +481,10 @@ class _Reader:
             elif kind == "Replace" and step.get("pattern") == {"String": " "} and isinstance(step.get("content"), str) \
                     and len(step["content"]) == 1 and marker is None and at == len(steps) - 1:
                 marker = step["content"]
-            elif _collapse(steps[at:at + 2]) is not False and prepend is None and "collapse-spaces" not in names:
+            elif _collapse(steps[at:at + 2]) is not None and prepend is None and "collapse-spaces" not in names:
                 names.append("collapse-spaces")
                 self.collapse_marker = _collapse(steps[at:at + 2]) or None
-            elif at > 0 and _collapse(steps[at - 1:at + 1]) is not False and names[-1:] == ["collapse-spaces"]:
+            elif at > 0 and _collapse(steps[at - 1:at + 1]) is not None and names[-1:] == ["collapse-spaces"]:
                 continue
             elif kind in _FROM_HF_NORMALIZERS and prepend is None and marker is None:
                 names.append(_FROM_HF_NORMALIZERS[kind])
@@ -571,19 +573,21 @@ class _Reader:
         for step in steps if isinstance(steps, list) else [None]:
             if _type(step) not in allowed:
                 raise self.refuse("decoder", f"{_type(step)!r}" + ("" if byte_level else " with a character model"))
+            for key in ("add_prefix_space", "trim_offsets", "use_regex", "split"):
+                self.flag(step, key, "decoder")
 
 
-def _collapse(steps: list[Any]) -> str | bool:
-    """Whether these are the two Replace steps collapse-spaces is written as: False
+def _collapse(steps: list[Any]) -> str | None:
+    """Whether these are the two Replace steps collapse-spaces is written as: None
     if not, else the space marker their first step strips at the end ('' for none)."""
     if len(steps) != 2 or steps[1] != _COLLAPSE_RUNS or _type(steps[0]) != "Replace" or steps[0].get("content") != "":
-        return False
+        return None
     pattern = steps[0].get("pattern")
     ends = pattern.get("Regex") if isinstance(pattern, dict) else None
     if ends == _collapse_ends(None)["pattern"]["Regex"]:
         return ""
     marker = ends[7] if isinstance(ends, str) and len(ends) == 12 else ""
-    return marker if marker and ends == _collapse_ends(marker)["pattern"]["Regex"] else False
+    return marker if marker and ends == _collapse_ends(marker)["pattern"]["Regex"] else None
 
 
 def _byte_token(text: str) -> int | None:
