@@ -246,6 +246,8 @@ class _Reader:
     def __init__(self, path: str, data: dict[str, Any]) -> None:
         self.path = path
         self.data = data
+        self.byte_level_prefix = False  # ByteLevel's add_prefix_space (pre_tokenizer)
+        self.collapse_marker: str | None = None  # what collapse-spaces strips at the end besides spaces (normalizer)
 
     def refuse(self, part: str, why: str) -> InvalidArgumentError:
         return InvalidArgumentError(f"{self.path}: {part}: {why}; bpestore has no equivalent", params=("path",))
@@ -473,7 +475,6 @@ class _Reader:
             raise self.damaged("normalizer", "a Sequence without a list of normalizers")
         names: list[str] = []
         prepend = marker = None
-        self.collapse_marker: str | None = None
         for at, step in enumerate(steps):
             kind = _type(step)
             if kind == "Prepend" and isinstance(step.get("prepend"), str) and prepend is None and marker is None:
@@ -494,7 +495,6 @@ class _Reader:
 
     def pre_tokenizer(self, node: Any) -> tuple[bool, str, str | None, tuple[str, str] | None]:
         """(byte_level, pretokenizer, pattern, Metaspace's (replacement, prepend scheme) or None)."""
-        self.byte_level_prefix = False
         if node is None:
             return False, "none", None, None
         steps = node.get("pretokenizers") if _type(node) == "Sequence" else [node]
@@ -570,11 +570,11 @@ class _Reader:
         steps = node.get("decoders") if _type(node) == "Sequence" else [node]
         allowed = ("ByteLevel",) if byte_level else ("Metaspace", "ByteFallback", "Fuse", "Strip", "Replace",
                                                      "BPEDecoder")
-        for step in steps if isinstance(steps, list) else [None]:
+        for step in steps if isinstance(steps, list) else [{}]:
             if _type(step) not in allowed:
                 raise self.refuse("decoder", f"{_type(step)!r}" + ("" if byte_level else " with a character model"))
             for key in ("add_prefix_space", "trim_offsets", "use_regex", "split"):
-                self.flag(step, key, "decoder")
+                self.flag(step, key, "decoder")  # (a dict: _type said so)
 
 
 def _collapse(steps: list[Any]) -> str | None:
