@@ -103,13 +103,14 @@ LLAMA_KINDS = ["first-unsplit", "first-split", "prepend-normalizer", "specials-a
 
 
 @pytest.mark.parametrize("kind", LLAMA_KINDS)
-def test_llama_style_file_imports_unedited_and_encodes_like_tokenizers(kind, tmp_path):
+def test_llama_style_file_imports_unedited_and_encodes_like_tokenizers(kind, store, tmp_path):
+    """On SQLite and PostgreSQL (the ``store`` fixture)."""
     lines = generated_lines(1500)
     hf = llama_style(kind, lines)
     hf.save(str(tmp_path / "tokenizer.json"))
     listed = [t["content"] for t in json.loads(hf.to_str())["added_tokens"]]
     assert set(BYTE_TOKENS) <= set(listed)  # as Llama lists them
-    store, tok = imported(tmp_path / "tokenizer.json", tmp_path)
+    tok = store.tokenizer(store.import_hf("hf", tmp_path / "tokenizer.json").ref)
     assert tok.spec.byte_fallback and tok.spec.space_marker == "▁"
     assert set(tok.special_tokens) == set(listed) - set(BYTE_TOKENS) - {"<unk>"}
     assert tok.spec.dummy_prefix == ("always" if kind == "prepend-normalizer" else "first")
