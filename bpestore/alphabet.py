@@ -207,6 +207,8 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
             return [id_of_byte[b] for b in char.encode("utf-8", "surrogatepass")]
         if unk is not None:
             return [unk]
+        if spec.drop_unseen:
+            return []
         raise InvalidArgumentError(f"the character {char!r} was not seen in training and this "
                                    "tokenizer has neither an unknown token nor byte fallback; "
                                    "train with an unk_token or byte_fallback=True",

@@ -30,7 +30,7 @@ ERROR_POLICIES = ("strict", "replace", "skip")  # what reading text does with in
 SEGMENTATIONS = ("merge", "longest-match", "piece")
 # Where the unknown token, the special tokens and the byte-fallback tokens go.
 LAYOUTS = ("bpestore", "sentencepiece")
-DUMMY_PREFIXES = ("never", "always", "unless-space")
+DUMMY_PREFIXES = ("never", "always", "unless-space", "first")
 
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
@@ -73,8 +73,9 @@ class TokenizerSpec:
       into spaces. ``dummy_prefix``: a space in front of each non-empty text
       between special tokens: ``always`` (SentencePiece's add_dummy_prefix),
       ``unless-space`` (not where the text starts with a space or the marker:
-      Hugging Face's Metaspace and ByteLevel); with a marker, decoding drops one
-      space at the start.
+      Hugging Face's Metaspace and ByteLevel), ``first`` (as ``unless-space``,
+      but only where the text starts: not after a special token, as Metaspace's
+      ``prepend_scheme: "first"``); with a marker, decoding drops one space at the start.
       Pre-tokenizer ``metaspace`` cuts before each marker. Normalizer step
       ``collapse-spaces`` strips spaces at both ends and collapses runs of
       spaces (SentencePiece's remove_extra_whitespaces). At ingest, with a
@@ -84,6 +85,10 @@ class TokenizerSpec:
       with ``byte_fallback`` 256 byte tokens apart from the characters).
     * ``fuse_unk``: a run of unseen characters is one unknown token (as in
       SentencePiece and Hugging Face's ``fuse_unk``), not one each.
+    * ``drop_unseen``: with ``alphabet='chars'``, no ``unk_token`` and no
+      ``byte_fallback``, a character not in the vocabulary is left out (as
+      Hugging Face ``tokenizers``' BPE does; imported tokenizer.json files have
+      it); without it, encoding such a character is an error.
     * ``end_of_word_suffix``: glued to the last character of each word, which
       is then one symbol (``w</w>``: Hugging Face's ``end_of_word_suffix``,
       subword-nmt's ``</w>``); with ``alphabet='chars'``.
@@ -106,6 +111,7 @@ class TokenizerSpec:
     layout: str = "bpestore"
     fuse_unk: bool = False
     end_of_word_suffix: str | None = None
+    drop_unseen: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -166,8 +172,9 @@ class TokenizerSpec:
         if self.dummy_prefix not in DUMMY_PREFIXES:
             raise InvalidArgumentError(f"unknown dummy_prefix {self.dummy_prefix!r}; choose "
                                        f"{', '.join(DUMMY_PREFIXES)}", params=("dummy_prefix",))
-        if self.space_marker is None and self.pretokenizer == "metaspace":
-            raise InvalidArgumentError("pretokenizer='metaspace' goes with a space_marker", params=("space_marker",))
+        if self.space_marker is None and (self.pretokenizer == "metaspace" or self.dummy_prefix == "first"):
+            raise InvalidArgumentError("pretokenizer='metaspace' and dummy_prefix='first' go with a space_marker",
+                                       params=("space_marker",))
         if self.layout not in LAYOUTS:
             raise InvalidArgumentError(f"unknown layout {self.layout!r}; choose {', '.join(LAYOUTS)}",
                                        params=("layout",))
@@ -175,6 +182,9 @@ class TokenizerSpec:
                                                     or self.byte_fallback or self.end_of_word is not None):
             raise InvalidArgumentError("end_of_word_suffix goes with alphabet='chars', without byte_fallback or "
                                        "an end_of_word marker, and cannot be empty", params=("end_of_word_suffix",))
+        if self.drop_unseen and (self.alphabet != "chars" or self.unk_token is not None or self.byte_fallback):
+            raise InvalidArgumentError("drop_unseen goes with alphabet='chars', without unk_token or byte_fallback",
+                                       params=("drop_unseen",))
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
@@ -204,7 +214,8 @@ class TokenizerSpec:
         d["special_tokens"] = list(self.special_tokens)
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
-                              ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None)):
+                              ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None),
+                              ("drop_unseen", False)):
             if d[name] == default:
                 del d[name]
         return d

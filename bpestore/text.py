@@ -125,9 +125,10 @@ def normalize(text: str, steps: tuple[str, ...]) -> str:
 _SPACE_RUNS = regex.compile(" {2,}")
 
 
-def mark_spaces(text: str, spec: TokenizerSpec) -> str:
+def mark_spaces(text: str, spec: TokenizerSpec, first: bool = True) -> str:
     """A normalized text with its spaces as the spec's space marker, after a
-    dummy prefix where the spec asks for one (an empty text stays empty).
+    dummy prefix where the spec asks for one (an empty text stays empty);
+    ``first``: the text starts the whole text (not after a special token).
 
     >>> mark_spaces("Hello  world", TokenizerSpec(alphabet="chars", space_marker="▁", dummy_prefix="always"))
     '▁Hello▁▁world'
@@ -135,7 +136,8 @@ def mark_spaces(text: str, spec: TokenizerSpec) -> str:
     marker = spec.space_marker
     if not text or (marker is None and spec.dummy_prefix == "never"):
         return text
-    if spec.dummy_prefix == "always" or (spec.dummy_prefix == "unless-space" and text[0] not in (" ", marker)):
+    prefix = spec.dummy_prefix
+    if prefix == "always" or (prefix == "unless-space" or prefix == "first" and first) and text[0] not in (" ", marker):
         text = " " + text
     if marker is None:
         return text
@@ -216,9 +218,10 @@ class TextPipeline:
         if start < len(text):
             yield text[start:], False
 
-    def pretokenize(self, segment: str) -> list[str]:
-        """Normalize and pre-tokenize one segment that holds no special token."""
-        segment = mark_spaces(normalize(segment, self.steps), self.spec)
+    def pretokenize(self, segment: str, first: bool = True) -> list[str]:
+        """Normalize and pre-tokenize one segment that holds no special token
+        (``first``: it starts the text, see ``mark_spaces``)."""
+        segment = mark_spaces(normalize(segment, self.steps), self.spec, first)
         if self.pattern is None:
             return [segment] if segment else []
         words = self.pattern.findall(segment)
@@ -228,14 +231,16 @@ class TextPipeline:
     def ordinary_segments(self, text: str) -> Iterator[str]:
         """The normalized segments of text between its special tokens (with a
         space marker: each line of them, marked, as ``spm_train`` reads text)."""
+        after_special = False
         for segment, is_special in self.segments(text):
             if is_special:
+                after_special = True
                 continue
             if self.spec.space_marker is None and self.spec.dummy_prefix == "never":
                 yield normalize(segment, self.steps)
                 continue
-            for line in segment.split("\n"):
-                yield mark_spaces(normalize(line, self.steps), self.spec)
+            for at, line in enumerate(segment.split("\n")):
+                yield mark_spaces(normalize(line, self.steps), self.spec, at > 0 or not after_special)
 
     def words(self, text: str) -> Iterator[str]:
         """The pre-tokens of a text, special tokens dropped."""

@@ -100,7 +100,7 @@ def test_prepend_schemes_and_prefix_spaces_read_as_spec_options(tmp_path):
         hf_train(kind, lines, 500).save(str(tmp_path / f"{kind}.json"))
         specs[kind] = store.tokenizer(store.import_hf(kind, tmp_path / f"{kind}.json").ref).spec
     assert [(s.space_marker, s.dummy_prefix, s.pretokenizer, s.fuse_unk) for s in specs.values()] == [
-        ("▁", "unless-space", "metaspace", True), ("▁", "unless-space", "none", False),
+        ("▁", "unless-space", "metaspace", True), ("▁", "first", "none", False),
         ("▁", "never", "metaspace", False), (None, "unless-space", "gpt2", False),
         (None, "never", "whitespace", False)]
     assert specs["end-of-word-suffix"].end_of_word_suffix == "</w>"

@@ -64,7 +64,8 @@ text_options = options(
     click.option("--space-marker", metavar="CHAR",
                  help="Spaces become CHAR in the text, e.g. '▁' (SentencePiece); each line is a text."),
     click.option("--dummy-prefix", type=click.Choice(DUMMY_PREFIXES),
-                 help="A space before each text: always (SentencePiece), unless-space (HF Metaspace) "
+                 help="A space before each text: always (SentencePiece), unless-space (HF Metaspace), first "
+                      "(unless-space where the text starts, not after a special token) "
                       "[default: never]."),
     special_option,
 )

@@ -144,7 +144,7 @@ class CoreEncoder:
     """The compiled core built for one version, no special tokens (the
     tokenizer matches those first)."""
 
-    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str], list[str]],
+    def __init__(self, core: Any, spec: TokenizerSpec, pretokenize: Callable[[str, bool], list[str]],
                  rule: str = "merge ranks") -> None:
         """``core``: a ``CORE.Encoder``; ``pretokenize``: the spec's pipeline (normalize,
         then cut words), used where the pattern is not one the core scans; ``rule``: the
@@ -154,9 +154,9 @@ class CoreEncoder:
         self._steps = spec.normalizer_steps
         self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 
-    def _ids(self, text: str, as_bytes: bool) -> list[int] | bytes | None:
+    def _ids(self, text: str, as_bytes: bool, first: bool = True) -> list[int] | bytes | None:
         if self._pretokenize is not None:
-            return self._core.encode_words(self._pretokenize(text), as_bytes)
+            return self._core.encode_words(self._pretokenize(text, first), as_bytes)
         return self._core.encode(normalize(text, self._steps) if self._steps else text, as_bytes)
 
     def encode(self, text: str) -> list[int] | None:
@@ -181,17 +181,17 @@ class CoreEncoder:
             texts = [normalize(text, self._steps) for text in texts]
         return self._core.encode_batch(texts, workers=workers)
 
-    def encode_into(self, text: str, out: list | array) -> bool:
+    def encode_into(self, text: str, out: list | array, first: bool = True) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array); False,
-        adding nothing, where ``encode`` gives None."""
+        adding nothing, where ``encode`` gives None (``first``: as ``PythonEncoder.encode_into``)."""
         if isinstance(out, array):
-            data = self._ids(text, True)
+            data = self._ids(text, True, first)
             if data is None:
                 return False
             assert isinstance(data, bytes)
             out.frombytes(data)
             return True
-        ids = self._ids(text, False)
+        ids = self._ids(text, False, first)
         if ids is None:
             return False
         out.extend(ids)

@@ -99,7 +99,7 @@ class Accelerated(Protocol):
 
     def encode(self, text: str) -> list[int] | None: ...
 
-    def encode_into(self, text: str, out: list[int] | array[int]) -> bool: ...
+    def encode_into(self, text: str, out: list[int] | array[int], first: bool = True) -> bool: ...
 
 
 class Engine:
@@ -218,39 +218,43 @@ class Engine:
         array), and return it; ``index`` numbers the pieces of a stream
         (it seeds dropout per piece, whichever worker runs it).
         Lone surrogates become U+FFFD (as in tiktoken) where a segment is
-        encoded; special tokens hold none, so matching them is unchanged."""
+        encoded; special tokens hold none, so matching them is unchanged.
+        A stream's piece after the first (``index`` > 0) does not start the text
+        (dummy prefix ``first``), nor does a segment after a special token."""
         self.refuse_disallowed(text, rules)
+        first = not index
         dropout = rules.dropout
         rng = random.Random(rules.seed if index is None else f"{rules.seed}:{index}") if dropout else None
         if not rules.allowed:
-            if not dropout and type(out) is list and not out:
+            if not dropout and type(out) is list and not out and first:
                 fast = self.accelerated_for(text)
                 found = fast.encode(text) if fast is not None else None
                 if found is not None:
                     return found  # the backend's own list: no copy of a long text's ids
-            self.encode_segment(text, out, dropout, rng)
+            self.encode_segment(text, out, dropout, rng, first)
             return out
         start = 0
         for m in self.specials_regex(rules.allowed).finditer(text):
-            self.encode_segment(text[start:m.start()], out, dropout, rng)
+            self.encode_segment(text[start:m.start()], out, dropout, rng, first)
             out.append(self.special_tokens[m.group()])
-            start = m.end()
-        self.encode_segment(text[start:], out, dropout, rng)
+            start, first = m.end(), False
+        self.encode_segment(text[start:], out, dropout, rng, first)
         return out
 
-    def encode_segment(self, text: str, out: Ids, dropout: float = 0.0, rng: random.Random | None = None) -> None:
-        """Encode a stretch of text that holds no special token to be matched:
-        with dropout by the reference encoder, else by the accelerated backend
-        unless it declines the text."""
+    def encode_segment(self, text: str, out: Ids, dropout: float = 0.0, rng: random.Random | None = None,
+                       first: bool = True) -> None:
+        """Encode a stretch of text that holds no special token to be matched
+        (``first``: it starts the text): with dropout by the reference encoder,
+        else by the accelerated backend unless it declines the text."""
         if not text:
             return
         if dropout:
             assert rng is not None
-            self.reference.encode_dropout(text, out, dropout, rng)
+            self.reference.encode_dropout(text, out, dropout, rng, first)
             return
         fast = self.accelerated_for(text)
-        if fast is None or not fast.encode_into(text, out):
-            self.reference.encode_into(text, out)
+        if fast is None or not fast.encode_into(text, out, first):
+            self.reference.encode_into(text, out, first)
 
     @property
     def n_vocab(self) -> int:

@@ -46,20 +46,20 @@ def explain(engine: Engine, text: str, allowed_special: Literal["all"] | Abstrac
     start = 0
     budget = [EXPLAIN_MAX_IDS]
     for m in engine.specials_regex(rules.allowed).finditer(text) if rules.allowed else ():
-        words += _explain_segment(engine, text[start:m.start()], budget)
+        words += _explain_segment(engine, text[start:m.start()], budget, start == 0)
         token_id = engine.special_tokens[m.group()]
         words.append(WordExplanation(m.group(), (token_id,), (token_id,), segmentation="special"))
         start = m.end()
-    words += _explain_segment(engine, text[start:], budget)
+    words += _explain_segment(engine, text[start:], budget, start == 0)
     mentioned = {i for w in words for i in (*w.symbols, *w.ids, *(s.token for s in w.steps))}
     return Explanation(engine.name or "", text, tuple(words), {i: engine.vocab[i] for i in sorted(mentioned)})
 
 
-def _explain_segment(engine: Engine, text: str, budget: list[int]) -> Iterator[WordExplanation]:
+def _explain_segment(engine: Engine, text: str, budget: list[int], first: bool) -> Iterator[WordExplanation]:
     from ..records import MergeStep, WordExplanation
 
     table = engine.reference.table
-    for word in engine.reference.pipeline.pretokenize(fix_surrogates(text)) if text else ():
+    for word in engine.reference.pipeline.pretokenize(fix_surrogates(text), first) if text else ():
         symbols = engine.reference.index.initial_ids(word)
         most = len(symbols) * (len(symbols) + 1) // 2  # the ids its steps can list
         budget[0] -= most
@@ -112,15 +112,15 @@ def count_pretokens(engine: Engine, chunks: Iterable[str]) -> tuple[Counter[str]
     allowed = frozenset(engine.special_tokens)
     regex = engine.specials_regex(allowed)
     pretokenize = engine.reference.pipeline.pretokenize
-    for piece in rechunk(sliced(chunks, PIECE_CHARS), engine.stream_cutter(allowed)):
+    for index, piece in enumerate(rechunk(sliced(chunks, PIECE_CHARS), engine.stream_cutter(allowed))):
         start = 0
         for m in regex.finditer(piece) if regex is not None else ():
             if m.start() > start:
-                words.update(pretokenize(fix_surrogates(piece[start:m.start()])))
+                words.update(pretokenize(fix_surrogates(piece[start:m.start()]), index == start == 0))
             specials[m.group()] += 1
             start = m.end()
         if start < len(piece):
-            words.update(pretokenize(fix_surrogates(piece[start:])))
+            words.update(pretokenize(fix_surrogates(piece[start:]), index == start == 0))
     return words, specials
 
 

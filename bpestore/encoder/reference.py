@@ -204,10 +204,11 @@ class PythonEncoder:
         # between any other two bytes (bpe.split_bytes).
         return joinable_table(self.merges)
 
-    def encode_into(self, text: str, out: list[int] | array[int]) -> bool:
-        """Append the ids of ``text`` to ``out`` (always: this encoder declines nothing)."""
+    def encode_into(self, text: str, out: list[int] | array[int], first: bool = True) -> bool:
+        """Append the ids of ``text`` to ``out`` (always: this encoder declines nothing);
+        ``first``: the text starts a whole text (``TextPipeline.pretokenize``)."""
         cache = self.words
-        for word in self.pipeline.pretokenize(fix_surrogates(text)):
+        for word in self.pipeline.pretokenize(fix_surrogates(text), first):
             ids = cache.get(word)
             if ids is None:
                 if len(word) > CACHED_WORD_CHARS:  # kept, a long word would hold its memory after
@@ -219,10 +220,11 @@ class PythonEncoder:
             out.extend(ids)
         return True
 
-    def encode_dropout(self, text: str, out: list[int] | array[int], dropout: float, rng: random.Random) -> None:
+    def encode_dropout(self, text: str, out: list[int] | array[int], dropout: float, rng: random.Random,
+                       first: bool = True) -> None:
         """Append the ids of ``text``, each merge skipped with probability ``dropout`` (no cache)."""
         table, initial_ids = self.table, self.index.initial_ids
-        for word in self.pipeline.pretokenize(fix_surrogates(text)):
+        for word in self.pipeline.pretokenize(fix_surrogates(text), first):
             out.extend(merge_word_dropout(initial_ids(word), table.ranks, table.merged_ids, dropout, rng))
 
     def encode_bytes(self, data: bytes) -> list[int]:

@@ -63,11 +63,12 @@ class TiktokenEncoder:
         ids = self._checked_ids(text, as_array=False)
         return cast("list[int] | None", ids)
 
-    def encode_into(self, text: str, out: list | array) -> bool:
+    def encode_into(self, text: str, out: list | array, first: bool = True) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array, which
         gets them without a Python int each); False, adding nothing, where the
         text holds a lone surrogate or a character the two regex engines might
-        classify differently."""
+        classify differently. (``first`` changes nothing: the specs this backend
+        runs have no dummy prefix.)"""
         ids = self._checked_ids(text, as_array=isinstance(out, array))
         if ids is None:
             return False

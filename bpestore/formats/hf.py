@@ -9,6 +9,9 @@ not a tokenizer.json, ``InvalidArgumentError`` for one bpestore cannot run).
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +28,18 @@ _HF_NORMALIZERS = {"nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD", "
 _FROM_HF_NORMALIZERS = {v: k for k, v in _HF_NORMALIZERS.items()}
 # Hugging Face's Whitespace pre-tokenizer: runs of word characters, runs of other non-space.
 HF_WHITESPACE = r"\w+|[^\w\s]+"
+# The largest tokenizer.json read (real ones: under 40 MB).
+MAX_FILE_BYTES = 64 << 20
+# collapse-spaces as Hugging Face normalizers: spaces at the text's ends go (with a space
+# marker, also markers at its end, as ``mark_spaces`` strips them), then runs become one.
+_COLLAPSE_RUNS = {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}
+# The patterns of the built-in pre-tokenizers that cut every character into some word.
+_COVERING = ("gpt2", "cl100k", "o200k")
+
+
+def _collapse_ends(marker: str | None) -> dict[str, Any]:
+    ends = r"\A +| +\z" if marker is None else rf"\A +|[ {marker}]+\z"
+    return {"type": "Replace", "pattern": {"Regex": ends}, "content": ""}
 
 
 def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
@@ -97,8 +112,8 @@ def _hf_normalizer(spec: TokenizerSpec) -> dict[str, Any] | None:
     steps = []
     for step in spec.normalizer_steps:
         if step == "collapse-spaces":
-            steps += [{"type": "Replace", "pattern": {"Regex": "^ +| +$"}, "content": ""},
-                      {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]
+            # (\A and \z: in tokenizers' regexes ^ and $ match at every line's ends.)
+            steps += [_collapse_ends(spec.space_marker), _COLLAPSE_RUNS]
         elif step in _HF_NORMALIZERS:
             steps.append({"type": _HF_NORMALIZERS[step]})
         else:
@@ -115,8 +130,9 @@ def _hf_pre_tokenizer(spec: TokenizerSpec) -> dict[str, Any] | None:
         if spec.pretokenizer not in ("metaspace", "none"):
             raise InvalidArgumentError(f"a space marker with pretokenizer={spec.pretokenizer!r} has no Hugging "
                                        "Face equivalent", params=("format",))
-        return {"type": "Metaspace", "replacement": spec.space_marker, "prepend_scheme": "always" if prefix else
-                "never", "split": spec.pretokenizer == "metaspace"}
+        scheme = "first" if spec.dummy_prefix == "first" else "always" if prefix else "never"
+        return {"type": "Metaspace", "replacement": spec.space_marker, "prepend_scheme": scheme,
+                "split": spec.pretokenizer == "metaspace"}
     split = None
     if spec.pretokenizer not in ("gpt2", "none"):
         pattern = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
@@ -173,10 +189,17 @@ def _char_model(tok: Tokenizer) -> tuple[dict[str, int], list[list[str]]]:
 
 
 def _char_decoder(spec: TokenizerSpec) -> dict[str, Any]:
+    """``unmark_spaces`` as Llama's decoders: markers to spaces, bytes, one text, its
+    dummy prefix dropped (tokenizers' Metaspace decoder drops every marker of the
+    first token, and an unsplit version's first token may hold several)."""
     steps: list[dict[str, Any]] = [{"type": "ByteFallback"}] if spec.byte_fallback else []
     if spec.space_marker is not None:
-        steps.append({"type": "Metaspace", "replacement": spec.space_marker,
-                      "prepend_scheme": "never" if spec.dummy_prefix == "never" else "always", "split": True})
+        steps = [{"type": "Replace", "pattern": {"String": spec.space_marker}, "content": " "}, *steps,
+                 {"type": "Fuse"}]
+        if "collapse-spaces" in spec.normalizer_steps:
+            steps.append({"type": "Replace", "pattern": {"Regex": r"\A +"}, "content": ""})
+        elif spec.dummy_prefix != "never":
+            steps.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
     elif spec.end_of_word_suffix is not None:
         steps.append({"type": "BPEDecoder", "suffix": spec.end_of_word_suffix})
     else:
@@ -185,14 +208,10 @@ def _char_decoder(spec: TokenizerSpec) -> dict[str, Any]:
 
 
 def read_hf(path: str | Path) -> ForeignModel:
-    """Read a Hugging Face ``tokenizer.json`` holding a BPE model."""
+    """Read a Hugging Face ``tokenizer.json`` holding a BPE model (a regular file
+    of at most MAX_FILE_BYTES)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
-    except IsADirectoryError:
-        raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",)) from None
+        data = json.loads(_read_bounded(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DamagedDataError(f"{path} is not a JSON file: {exc}", params=("path",)) from None
     except RecursionError:
@@ -202,16 +221,48 @@ def read_hf(path: str | Path) -> ForeignModel:
     return _Reader(str(path), data).read()
 
 
+def _read_bounded(path: str | Path) -> bytes:
+    """A regular file's bytes, refused past MAX_FILE_BYTES (opened without blocking: a FIFO is refused)."""
+    try:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            info = os.fstat(f.fileno())
+            regular = stat.S_ISREG(info.st_mode)
+            data = f.read(MAX_FILE_BYTES + 1) if regular and info.st_size <= MAX_FILE_BYTES else b""
+    except FileNotFoundError:
+        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
+    except OSError as exc:
+        raise InvalidArgumentError(f"{path} cannot be read: {exc.strerror}", params=("path",)) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",))
+    if not regular:
+        raise InvalidArgumentError(f"{path} is not a regular file; give the tokenizer.json file", params=("path",))
+    if max(info.st_size, len(data)) > MAX_FILE_BYTES:
+        raise InvalidArgumentError(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB, the most a tokenizer.json "
+                                   "may hold here", params=("path",))
+    return data
+
+
 class _Reader:
     def __init__(self, path: str, data: dict[str, Any]) -> None:
         self.path = path
         self.data = data
+        self.byte_level_prefix = False  # ByteLevel's add_prefix_space (pre_tokenizer)
+        self.collapse_marker: str | None = None  # what collapse-spaces strips at the end besides spaces (normalizer)
 
     def refuse(self, part: str, why: str) -> InvalidArgumentError:
         return InvalidArgumentError(f"{self.path}: {part}: {why}; bpestore has no equivalent", params=("path",))
 
     def damaged(self, part: str, why: str) -> DamagedDataError:
         return DamagedDataError(f"{self.path}: {part}: {why}", params=("path",))
+
+    def flag(self, node: dict[str, Any], key: str, part: str, default: bool = False) -> bool:
+        """A boolean field (absent or null: ``default``); tokenizers refuses a file with anything else there."""
+        value = node.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.damaged(f"{part}.{key}", f"{value!r} is not a boolean (true or false)")
+        return value
 
     def read(self) -> ForeignModel:
         model = self.data["model"]
@@ -220,6 +271,7 @@ class _Reader:
         byte_level = fields.pop("byte_level")
         self.decoder(self.data.get("decoder"), byte_level)
         fallback, suffix = self.model_options(byte_level)
+        fuse_unk = self.flag(model, "fuse_unk", "model")
         unk = model.get("unk_token")
         if unk is not None and (not isinstance(unk, str) or not unk):
             raise self.damaged("model.unk_token", f"{unk!r} is not a token")
@@ -232,12 +284,8 @@ class _Reader:
 
         def token_bytes(text: str, where: str) -> bytes:
             if not byte_level:
-                if fallback and len(text) == 6 and text.startswith("<0x") and text.endswith(">"):
-                    try:
-                        return bytes([int(text[3:5], 16)])
-                    except ValueError:
-                        pass
-                return text.encode("utf-8")
+                byte = _byte_token(text) if fallback else None
+                return text.encode("utf-8") if byte is None else bytes([byte])
             if text and all(c in table for c in text):
                 return str_to_token(text)
             raise self.damaged(where, f"{text!r} is not written in the ByteLevel alphabet")
@@ -245,16 +293,18 @@ class _Reader:
         vocab: dict[int, bytes] = {}
         kinds: dict[int, str] = {}
         n_bytes = 0
-        # A special token is in model.vocab too (as HF writes it), spelled as itself.
+        # A special token is in model.vocab too (as HF writes it), spelled as itself; byte
+        # fallback tokens listed there (as Llama's files list them) stay byte tokens.
         added: list[Any] = self.data.get("added_tokens") or []
         special_ids = {e["content"]: e["id"] for e in (added if isinstance(added, list) else [])
-                       if isinstance(e, dict) and e.get("special") and isinstance(e.get("content"), str)}
+                       if isinstance(e, dict) and e.get("special") is True and isinstance(e.get("content"), str)
+                       and not (fallback and _byte_token(e["content"]) is not None)}
         for text, token_id in vocab_in.items():
             if type(token_id) is not int or token_id < 0:
                 raise self.damaged("model.vocab", f"the id of {text!r} is {token_id!r}, not a whole number")
             if token_id in vocab:
                 raise self.damaged("model.vocab", f"id {token_id} is given twice")
-            if fallback and text.startswith("<0x"):
+            if fallback and _byte_token(text) is not None:
                 n_bytes += 1
             if unk is not None and text == unk:
                 vocab[token_id], kinds[token_id] = text.encode("utf-8"), "unk"
@@ -263,11 +313,11 @@ class _Reader:
                 vocab[token_id] = text.encode("utf-8")
                 continue
             vocab[token_id] = token_bytes(text, "model.vocab")
-        specials = self.added_tokens(vocab, kinds, unk, byte_level)
+        specials = self.added_tokens(vocab, kinds, unk, byte_level, fallback)
         if unk is not None and unk not in vocab_in:
             raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
-        if fallback and n_bytes != 256:
-            raise self.damaged("model.byte_fallback", f"{n_bytes} <0xNN> tokens in model.vocab, not 256")
+        if fallback:
+            self.check_byte_tokens(vocab_in, n_bytes)
         merges = self.merges(model.get("merges"), token_bytes)
         present = set(vocab.values())
         for rank, (left, right) in enumerate(merges):
@@ -278,12 +328,24 @@ class _Reader:
         try:
             spec = TokenizerSpec(alphabet="bytes" if byte_level else "chars", unk_token=unk,
                                  special_tokens=tuple(specials), byte_fallback=fallback,
-                                 fuse_unk=bool(model.get("fuse_unk")) and unk is not None,
-                                 end_of_word_suffix=suffix,
+                                 # (with byte fallback no character is unknown: nothing to fuse)
+                                 fuse_unk=fuse_unk and unk is not None and not fallback, end_of_word_suffix=suffix,
+                                 drop_unseen=not byte_level and not fallback and unk is None,
                                  layout="sentencepiece" if fallback and unk is not None else "bpestore", **fields)
         except InvalidArgumentError as exc:
             raise self.refuse("pre_tokenizer", str(exc)) from None
         return ForeignModel(vocab, merges, spec)
+
+    def check_byte_tokens(self, vocab_in: dict[str, int], n_bytes: int) -> None:
+        """All 256 byte tokens, each below the character token of its byte, if any (bpestore
+        takes a byte's lowest id as its byte token)."""
+        if n_bytes != 256:
+            raise self.refuse("model.byte_fallback", f"{n_bytes} of the 256 <0xNN> tokens in model.vocab")
+        for text, token_id in vocab_in.items():
+            byte = bytes([ord(text)]) if len(text) == 1 and ord(text) < 128 else None
+            if byte is not None and vocab_in[f"<0x{byte[0]:02X}>"] > token_id:
+                raise self.refuse("model.vocab", f"byte token <0x{byte[0]:02X}> comes after the character "
+                                  f"{text!r} (id {token_id}); bpestore needs it first")
 
     def refuse_unsupported(self) -> None:
         """Refuse a model other than BPE and the parts of the file that add or change ids."""
@@ -291,21 +353,24 @@ class _Reader:
         kind = model.get("type", "BPE" if "merges" in model else None)
         if kind != "BPE":
             raise self.refuse("model.type", f"{kind!r} is not BPE")
-        for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, "")),
-                        ("ignore_merges", (None, False))):
-            if model.get(key) not in ok:
+        for key, ok in (("dropout", (None, 0, 0.0)), ("continuing_subword_prefix", (None, ""))):
+            if model.get(key) not in ok or isinstance(model.get(key), bool):
                 raise self.refuse(f"model.{key}", f"{model.get(key)!r}")
+        if self.flag(model, "ignore_merges", "model"):
+            raise self.refuse("model.ignore_merges", "true")
         for key in ("truncation", "padding"):
             if data.get(key) is not None:
                 raise self.refuse(key, "set (bpestore encodes whole texts)")
         post = data.get("post_processor")
         if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
             raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
+        for key in ("add_prefix_space", "trim_offsets", "use_regex"):
+            self.flag(post or {}, key, "post_processor")
 
     def model_options(self, byte_level: bool) -> tuple[bool, str | None]:
         """(byte_fallback, end_of_word_suffix) of the model, where bpestore can run them."""
         model = self.data["model"]
-        fallback = bool(model.get("byte_fallback"))
+        fallback = self.flag(model, "byte_fallback", "model")
         if fallback and byte_level:
             raise self.refuse("model.byte_fallback", "with a ByteLevel pre-tokenizer")
         suffix = model.get("end_of_word_suffix") or None
@@ -315,8 +380,9 @@ class _Reader:
         return fallback, suffix
 
     def added_tokens(self, vocab: dict[int, bytes], kinds: dict[int, str], unk: str | None,
-                     byte_level: bool) -> list[str]:
-        """The special tokens of ``added_tokens``, put in ``vocab`` (and ``kinds``)."""
+                     byte_level: bool, fallback: bool) -> list[str]:
+        """The special tokens of ``added_tokens``, put in ``vocab`` (and ``kinds``); byte
+        fallback tokens listed there are checked to be the byte tokens of model.vocab."""
         specials: list[str] = []
         added = self.data.get("added_tokens") or []
         if not isinstance(added, list):
@@ -327,7 +393,15 @@ class _Reader:
                     or type(entry.get("id")) is not int or entry["id"] < 0 or not entry["content"]:
                 raise self.damaged("added_tokens", f"{entry!r} is not a token with an id")
             content, token_id = entry["content"], entry["id"]
-            if not entry.get("special", False):
+            for flag in ("single_word", "lstrip", "rstrip", "normalized"):
+                self.flag(entry, flag, "added_tokens")
+            byte = _byte_token(content) if fallback else None
+            if byte is not None:
+                if by_id.get(token_id) != bytes([byte]):
+                    raise self.damaged("added_tokens", f"the byte token {content!r} has id {token_id}, "
+                                       "not its id in model.vocab")
+                continue
+            if not self.flag(entry, "special", "added_tokens"):
                 raise self.refuse("added_tokens", f"{content!r} is not special (added words)")
             for flag in ("single_word", "lstrip", "rstrip"):
                 if entry.get(flag):
@@ -375,7 +449,8 @@ class _Reader:
             meta_marker, scheme = meta
             if marker not in (None, meta_marker) or (prepend is not None and scheme != "never"):
                 raise self.refuse("pre_tokenizer", "Metaspace after a normalizer that replaces or prepends")
-            marker, dummy = meta_marker, dummy if scheme == "never" else "unless-space"
+            marker = meta_marker
+            dummy = dummy if scheme == "never" else "first" if scheme == "first" else "unless-space"
         elif byte_level and pretokenizer == "gpt2" and self.byte_level_prefix:
             dummy = "unless-space"
         if marker is not None:
@@ -385,6 +460,9 @@ class _Reader:
                 raise self.refuse("normalizer", "Replace of spaces before a pre-tokenizer other than Metaspace")
         elif prepend not in (None, " "):
             raise self.refuse("normalizer", f"Prepend {prepend!r} (only a space, or with a space marker)")
+        if "collapse-spaces" in normalizer.split(",") and self.collapse_marker != marker:
+            raise self.refuse("normalizer", f"Replace of spaces at the ends that strips {self.collapse_marker!r} "
+                              f"at the end, where the space marker is {marker!r}")
         return {"normalizer": normalizer, "pretokenizer": pretokenizer, "pattern": pattern, "space_marker": marker,
                 "dummy_prefix": dummy, "byte_level": byte_level}
 
@@ -404,9 +482,10 @@ class _Reader:
             elif kind == "Replace" and step.get("pattern") == {"String": " "} and isinstance(step.get("content"), str) \
                     and len(step["content"]) == 1 and marker is None and at == len(steps) - 1:
                 marker = step["content"]
-            elif _is_collapse(steps[at:at + 2]) and prepend is None:
+            elif _collapse(steps[at:at + 2]) is not None and prepend is None and "collapse-spaces" not in names:
                 names.append("collapse-spaces")
-            elif _is_collapse(steps[at - 1:at + 1]) and at > 0 and names[-1:] == ["collapse-spaces"]:
+                self.collapse_marker = _collapse(steps[at:at + 2]) or None
+            elif at > 0 and _collapse(steps[at - 1:at + 1]) is not None and names[-1:] == ["collapse-spaces"]:
                 continue
             elif kind in _FROM_HF_NORMALIZERS and prepend is None and marker is None:
                 names.append(_FROM_HF_NORMALIZERS[kind])
@@ -416,7 +495,6 @@ class _Reader:
 
     def pre_tokenizer(self, node: Any) -> tuple[bool, str, str | None, tuple[str, str] | None]:
         """(byte_level, pretokenizer, pattern, Metaspace's (replacement, prepend scheme) or None)."""
-        self.byte_level_prefix = False
         if node is None:
             return False, "none", None, None
         steps = node.get("pretokenizers") if _type(node) == "Sequence" else [node]
@@ -429,23 +507,22 @@ class _Reader:
             if kind == "Metaspace":
                 if len(steps) > 1:
                     raise self.refuse("pre_tokenizer", "Metaspace beside another pre-tokenizer")
-                return False, "metaspace" if step.get("split", True) else "none", None, self.metaspace(step)
+                split = self.flag(step, "split", "pre_tokenizer", default=True)
+                return False, "metaspace" if split else "none", None, self.metaspace(step)
             if kind == "ByteLevel":
+                prefix = self.flag(step, "add_prefix_space", "pre_tokenizer")
+                use_regex = self.flag(step, "use_regex", "pre_tokenizer", default=True)
+                self.flag(step, "trim_offsets", "pre_tokenizer")
                 if at != len(steps) - 1:
                     raise self.refuse("pre_tokenizer", "ByteLevel before another pre-tokenizer")
-                if step.get("add_prefix_space") and (len(steps) > 1 or not step.get("use_regex", True)):
+                if prefix and (len(steps) > 1 or not use_regex):
                     raise self.refuse("pre_tokenizer", "ByteLevel with add_prefix_space=true after a Split")
-                self.byte_level_prefix = bool(step.get("add_prefix_space"))
+                self.byte_level_prefix = prefix
                 byte_level = True
-                if step.get("use_regex", True):
+                if use_regex:
                     splits.append(PATTERNS["gpt2"])
             elif kind == "Split":
-                pattern = step.get("pattern")
-                regex = pattern.get("Regex") if isinstance(pattern, dict) else None
-                kept = (step.get("behavior"), bool(step.get("invert"))) in (("Isolated", False), ("Removed", True))
-                if not isinstance(regex, str) or not kept:
-                    raise self.refuse("pre_tokenizer", "Split other than a regex kept as isolated pieces")
-                splits.append(regex)
+                splits.append(self.split(step))
             elif kind == "WhitespaceSplit":
                 splits.append(PATTERNS["whitespace"])
             elif kind == "Whitespace":
@@ -461,13 +538,27 @@ class _Reader:
                 return byte_level, name, None, None
         return byte_level, "regex", splits[0], None
 
+    def split(self, step: dict[str, Any]) -> str:
+        """A Split step as a regex whose matches are its pieces (``findall``'s words)."""
+        pattern = step.get("pattern")
+        regex = pattern.get("Regex") if isinstance(pattern, dict) else None
+        if isinstance(pattern, dict) and isinstance(pattern.get("String"), str) and pattern["String"]:
+            regex = re.escape(pattern["String"])
+        behavior, invert = step.get("behavior"), self.flag(step, "invert", "pre_tokenizer")
+        if not isinstance(regex, str) or (behavior, invert) not in (("Isolated", False), ("Removed", True)):
+            raise self.refuse("pre_tokenizer", "Split other than a regex kept as isolated pieces")
+        if behavior == "Removed" or regex in (PATTERNS[name] for name in _COVERING):
+            return regex
+        # Isolated: the text between two matches is a piece too.
+        return rf"(?:{regex})|(?:(?!(?:{regex}))[\s\S])+"
+
     def metaspace(self, step: dict[str, Any]) -> tuple[str, str]:
         replacement = step.get("replacement", "\u2581")
         if not isinstance(replacement, str) or len(replacement) != 1:
             raise self.refuse("pre_tokenizer", f"Metaspace replacement {replacement!r} (one character)")
         scheme = step.get("prepend_scheme")
         if scheme is None:  # files before prepend_scheme
-            scheme = "always" if step.get("add_prefix_space", True) else "never"
+            scheme = "always" if self.flag(step, "add_prefix_space", "pre_tokenizer", default=True) else "never"
         if scheme not in ("always", "first", "never"):
             raise self.refuse("pre_tokenizer", f"Metaspace prepend_scheme {scheme!r}")
         return replacement, scheme
@@ -479,15 +570,33 @@ class _Reader:
         steps = node.get("decoders") if _type(node) == "Sequence" else [node]
         allowed = ("ByteLevel",) if byte_level else ("Metaspace", "ByteFallback", "Fuse", "Strip", "Replace",
                                                      "BPEDecoder")
-        for step in steps if isinstance(steps, list) else [None]:
+        for step in steps if isinstance(steps, list) else [{}]:
             if _type(step) not in allowed:
                 raise self.refuse("decoder", f"{_type(step)!r}" + ("" if byte_level else " with a character model"))
+            for key in ("add_prefix_space", "trim_offsets", "use_regex", "split"):
+                self.flag(step, key, "decoder")  # (a dict: _type said so)
 
 
-def _is_collapse(steps: list[Any]) -> bool:
-    """The two Replace steps collapse-spaces is written as."""
-    return len(steps) == 2 and all(_type(s) == "Replace" for s in steps) and \
-        [(s.get("pattern"), s.get("content")) for s in steps] == [({"Regex": "^ +| +$"}, ""), ({"Regex": " {2,}"}, " ")]
+def _collapse(steps: list[Any]) -> str | None:
+    """Whether these are the two Replace steps collapse-spaces is written as: None
+    if not, else the space marker their first step strips at the end ('' for none)."""
+    if len(steps) != 2 or steps[1] != _COLLAPSE_RUNS or _type(steps[0]) != "Replace" or steps[0].get("content") != "":
+        return None
+    pattern = steps[0].get("pattern")
+    ends = pattern.get("Regex") if isinstance(pattern, dict) else None
+    if ends == _collapse_ends(None)["pattern"]["Regex"]:
+        return ""
+    marker = ends[7] if isinstance(ends, str) and len(ends) == 12 else ""
+    return marker if marker and ends == _collapse_ends(marker)["pattern"]["Regex"] else None
+
+
+def _byte_token(text: str) -> int | None:
+    """The byte of a byte fallback token, spelled as tokenizers looks it up (``<0x0A>``), or None."""
+    digits = text[3:5]
+    if len(text) == 6 and text.startswith("<0x") and text.endswith(">") and all(c in "0123456789ABCDEF"
+                                                                                 for c in digits):
+        return int(digits, 16)
+    return None
 
 
 def _type(node: Any) -> str | None:

@@ -298,7 +298,7 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
          spec.segmentation != "piece"),
         (f"normalizer={spec.normalizer!r} (only none and collapse-spaces)",
          any(step != "collapse-spaces" for step in spec.normalizer_steps)),
-        ("dummy_prefix='unless-space'", spec.dummy_prefix == "unless-space"),
+        (f"dummy_prefix={spec.dummy_prefix!r}", spec.dummy_prefix in ("unless-space", "first")),
         ("no unk_token (SentencePiece always has an unknown piece)", spec.unk_token is None),
         ("no fuse_unk (SentencePiece makes a run of unknown characters one unknown piece)",
          not spec.fuse_unk and not spec.byte_fallback),
