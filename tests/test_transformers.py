@@ -80,3 +80,37 @@ def test_folder_files_are_not_replaced_without_force(cli_run, tmp_path):
     assert not (folder / "tokenizer.json").exists()
     assert cli_run("export", ref, "--format", "hf", "--out", str(folder), "--force").exit_code == 0
     assert (folder / "tokenizer_config.json").read_text() != "{}"
+
+
+def test_a_folder_export_lands_whole_and_a_missing_folder_is_made(cli_run, tmp_path, monkeypatch):
+    """The three files are replaced together: stopped while writing the second, the folder
+    holds the old three (no new tokenizer.json beside an old config); ``--out DIR/`` makes DIR."""
+    import json
+
+    import bpestore
+
+    ref = trained(cli_run, tmp_path, "bytes")
+    folder = tmp_path / "made"
+    result = cli_run("export", ref, "--format", "hf", "--out", f"{folder}/")
+    assert result.exit_code == 0, result.output
+    assert folder.is_dir() and sorted(p.name for p in folder.iterdir()) == [
+        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+    old = {p.name: p.read_bytes() for p in folder.iterdir()}
+    (folder / "weights.bin").write_bytes(b"kept")
+
+    dump, calls = json.dump, []
+
+    def killed_at_the_second_file(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return dump(*args, **kwargs)
+
+    monkeypatch.setattr(json, "dump", killed_at_the_second_file)
+    with pytest.raises(KeyboardInterrupt):
+        bpestore.open(cli_run.db).export(ref, format="hf", out=folder, force=True)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "weights.bin"} == old
+    assert (folder / "weights.bin").read_bytes() == b"kept"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".made.")] == []
+    assert json.loads((folder / "tokenizer.json").read_bytes())["model"]["type"] == "BPE"

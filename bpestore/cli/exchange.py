@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..formats import EXPORT_FORMATS
@@ -39,12 +37,13 @@ def _report(info: VersionInfo, as_json: bool) -> None:
 @click.argument("ref")
 @click.option("--format", "format", type=click.Choice(EXPORT_FORMATS), required=True)
 @click.option("--out", required=True, type=click.Path(),
-              help="A folder (gpt2) or a file (hf, tiktoken, sentencepiece).")
+              help="A folder (gpt2), or a file (hf, tiktoken, sentencepiece). hf into a folder (one that exists, "
+                   "or a path ending in /) writes the three files transformers' from_pretrained reads.")
 @click.option("--force", is_flag=True, help="Replace files that exist.")
 @click.pass_obj
 def export(obj: Context, ref: str, format: str, out: str, force: bool) -> None:
     """Write version REF in another tokenizer's file format."""
-    for path in obj.store.export(ref, format=format, out=Path(out), force=force):
+    for path in obj.store.export(ref, format=format, out=out, force=force):
         click.echo(f"wrote {path}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,22 +19,26 @@ if TYPE_CHECKING:
 EXPORT_FORMATS = ("gpt2", "hf", "tiktoken", "sentencepiece")
 
 
-def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = False) -> list[Path]:  # noqa: A002
+def export_tokenizer(tok: Tokenizer, format: str, out: str | Path, *,  # noqa: A002
+                     force: bool = False) -> list[Path]:
     """Write a Tokenizer in ``format`` (one of EXPORT_FORMATS); returns the files written.
 
     Each file is written whole or not at all (``atomic_file``); an existing
     one is replaced only with ``force``. ``out``'s folder must exist (for
     ``gpt2``, ``out`` is a folder; it is made if its parent exists, and its two
-    files are replaced together: ``atomic_folder``). ``hf`` into an existing folder
-    writes what ``transformers``' ``AutoTokenizer.from_pretrained`` reads there:
-    tokenizer.json, tokenizer_config.json, special_tokens_map.json.
+    files are replaced together: ``atomic_folder``). ``hf`` into a folder (one
+    that exists, or a path ending in ``/``, made) writes what ``transformers``'
+    ``AutoTokenizer.from_pretrained`` reads there, its three files replaced
+    together: tokenizer.json, tokenizer_config.json, special_tokens_map.json.
     """
+    folder_named = str(out).endswith(("/", os.sep))
+    out = Path(out)
     if format not in EXPORT_FORMATS:
         raise InvalidArgumentError(f"unknown export format {format!r}; choose {', '.join(EXPORT_FORMATS)}",
                                    params=("format",))
     if format != "sentencepiece":
         refuse_unexportable(tok, format)
-    hf_folder = format == "hf" and out.is_dir()
+    hf_folder = format == "hf" and (out.is_dir() or folder_named)
     paths = [out / "vocab.json", out / "merges.txt"] if format == "gpt2" else \
         [out / name for name in HF_FOLDER] if hf_folder else [out]
     if format == "gpt2":
@@ -43,9 +48,11 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
                 raise InvalidArgumentError(f"special token {text!r} is spelled like an ordinary token in GPT-2's "
                                            "files, which cannot mark it special; export it as hf or tiktoken",
                                            params=("format",))
-    if format == "gpt2" and out.exists() and not out.is_dir():
-        raise InvalidArgumentError(f"{out} is a file; the gpt2 format is a folder of two files", params=("out",))
-    for path in paths if out.exists() or format != "gpt2" else [out]:  # a missing folder: only its parent
+    if (format == "gpt2" or hf_folder) and out.exists() and not out.is_dir():
+        raise InvalidArgumentError(f"{out} is a file; the {format} format here is a folder of files",
+                                   params=("out",))
+    folder = format == "gpt2" or hf_folder
+    for path in paths if out.exists() or not folder else [out]:  # a missing folder: only its parent
         check_target(path, force=force)
     if format == "gpt2":
         with atomic_folder(out, [p.name for p in paths], force=force) as folder, \
@@ -64,11 +71,14 @@ def export_tokenizer(tok: Tokenizer, format: str, out: Path, *, force: bool = Fa
             for token_id, data in sorted(tok.vocab.items()):
                 if token_id not in specials:
                     f.write(f"{base64.b64encode(data).decode()} {token_id}\n")
+    elif hf_folder:
+        with atomic_folder(out, [p.name for p in paths], force=force) as temp:
+            for path, content in zip(paths, [hf_tokenizer_json(tok), *transformers_config(tok)]):
+                with open(temp / path.name, "w", encoding="utf-8") as f:
+                    json.dump(content, f, ensure_ascii=False, indent=1)
     else:
-        contents = [hf_tokenizer_json(tok), *transformers_config(tok)] if hf_folder else [hf_tokenizer_json(tok)]
-        for path, content in zip(paths, contents):
-            with atomic_file(path, force=force) as f:
-                json.dump(content, f, ensure_ascii=False, indent=1)
+        with atomic_file(out, force=force) as f:
+            json.dump(hf_tokenizer_json(tok), f, ensure_ascii=False, indent=1)
     return paths
 
 

@@ -412,7 +412,7 @@ class Store(Database, Transfers):
         """
         from ..formats import export_tokenizer  # the formats' writers: an export's alone
 
-        return export_tokenizer(self.tokenizer(ref), format, Path(out), force=force)
+        return export_tokenizer(self.tokenizer(ref), format, out, force=force)
 
     def token(self, ref: str, token: str | int) -> dict[str, Any]:
         """A token of a version: its id, bytes, kind and the merges that built it.
