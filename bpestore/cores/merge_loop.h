@@ -10,9 +10,14 @@
  *     indices (a superset, as in the pure trainer: a word that loses the pair
  *     is skipped when the pair merges; a pair whose count drops to 0 is
  *     forgotten, bucket and all);
- *   - the lazy max-heap of (count, pair) with both tie-breaks of the pure
- *     trainer: "lexicographic" (the greater (left bytes, right bytes) wins)
- *     and "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair.
+ *   - the lazy max-heap of (count, pair) with the tie-breaks of the pure
+ *     trainer: "lexicographic" (the greater (left bytes, right bytes) wins),
+ *     "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair, and
+ *     "first-seen" (the smaller first occurrence wins: (word << 32) | byte offset,
+ *     the words given in the order the text first shows them). A pair's first
+ *     occurrence is kept in its slot, FIRST_UNKNOWN when an occurrence in or before
+ *     its first word came or went; it is found again (first_of) only when the pair
+ *     is pushed or comes to the top of the heap.
  *
  *   - replay stages (resume, extend): stored merges as a pair -> rank table and
  *     the id each rank makes; each word added gets them by per-word BPE with ranks
@@ -49,12 +54,16 @@ typedef struct {
         uint32_t inl[INLINE_CAP];    /* cap <= INLINE_CAP */
     } w;
     uint32_t n, cap;   /* words indexed under the pair */
+    uint64_t first;    /* first-seen: the first occurrence, or FIRST_UNKNOWN */
 } Slot;
 
 typedef struct {
     int64_t count;
     uint64_t key;
+    uint64_t first;    /* first-seen: the pair's first occurrence when pushed */
 } Entry;
+
+#define FIRST_UNKNOWN UINT64_MAX
 
 /* One replay stage: stored merges in rank order. `ranks` maps a pair to its
  * lowest rank (open addressing, linear probing); made[rank] is the id it makes. */
@@ -75,7 +84,8 @@ typedef struct {
 typedef struct Work Work;
 
 typedef struct {
-    int hf;                 /* tie-break: 1 hf, 0 lexicographic */
+    int hf;                 /* tie-break: 1 hf, 0 lexicographic or first-seen */
+    int first_seen;         /* tie-break first-seen (token bytes kept as for lexicographic) */
     int broken;             /* a failed allocation left the state half-updated */
     int built;
     int busy;               /* the workers run (the caller let go of its lock): no other call now */
@@ -100,7 +110,7 @@ typedef struct {
     /* tokens */
     uint32_t n_tokens, cap_tokens;
     uint32_t *tie;          /* hf: tie value by token */
-    uint64_t *tok_off;      /* lexicographic: bytes of token t at bytes[tok_off[t]], tok_len[t] */
+    uint64_t *tok_off;      /* lexicographic, first-seen: bytes of token t at bytes[tok_off[t]], tok_len[t] */
     uint32_t *tok_len;
     unsigned char *bytes;
     uint64_t n_bytes, cap_bytes;
@@ -246,6 +256,7 @@ static Slot *find_or_add(MergeLoop *t, uint64_t key) {
             s->count = 0;
             s->n = 0;
             s->cap = 0;
+            s->first = FIRST_UNKNOWN;
             t->used++;
             return s;
         }
@@ -303,6 +314,41 @@ static int add_word(MergeLoop *t, Slot *s, uint32_t w) {
     return 0;
 }
 
+/* first-seen: the first occurrence of slot s's pair, (word << 32) | byte offset in it,
+ * found in the words of its bucket (a superset, in no set order: each word before the
+ * best so far is searched); FIRST_UNKNOWN when none holds it. 0 or -1 (an offset past
+ * 32 bits). */
+static int first_of(MergeLoop *t, Slot *s) {
+    if (s->first != FIRST_UNKNOWN) return 0;
+    const uint32_t *b = bucket(s);
+    const uint32_t l = (uint32_t)(s->key >> 32), r = (uint32_t)s->key;
+    uint64_t best = FIRST_UNKNOWN;
+    for (uint32_t k = 0; k < s->n; k++) {
+        uint32_t w = b[k];
+        if (best != FIRST_UNKNOWN && w >= (uint32_t)(best >> 32)) continue;
+        const uint32_t *sym = t->sym + t->off[w];
+        uint64_t at = 0;
+        for (uint32_t i = 0; i + 1 < t->len[w]; i++) {
+            if (sym[i] == l && sym[i + 1] == r) {
+                if (at > UINT32_MAX) { OVERFLOW(t, "word too long for first-seen"); return -1; }
+                best = ((uint64_t)w << 32) | at;
+                break;
+            }
+            at += t->tok_len[sym[i]];
+        }
+    }
+    s->first = best;
+    return 0;
+}
+
+/* first-seen: slot s's pair lost (gained = 0) or gained an occurrence in word w; its first
+ * occurrence is unknown when that was in its first word (or, for a gain, before it). */
+static inline void moved(MergeLoop *t, Slot *s, uint32_t w, int gained) {
+    if (!t->first_seen || s->first == FIRST_UNKNOWN) return;
+    uint32_t first_word = (uint32_t)(s->first >> 32);
+    if (w == first_word || (gained && w < first_word)) s->first = FIRST_UNKNOWN;
+}
+
 /* -- heap ----------------------------------------------------------------------- */
 /* Compare the bytes of tokens a and b: <0, 0, >0. */
 static inline int cmp_bytes(const MergeLoop *t, uint32_t a, uint32_t b) {
@@ -318,7 +364,9 @@ static inline int before(const MergeLoop *t, const Entry *x, const Entry *y) {
     if (x->count != y->count) return x->count > y->count;
     uint32_t xl = (uint32_t)(x->key >> 32), xr = (uint32_t)x->key;
     uint32_t yl = (uint32_t)(y->key >> 32), yr = (uint32_t)y->key;
-    if (t->hf) {
+    if (t->first_seen) {
+        if (x->first != y->first) return x->first < y->first;
+    } else if (t->hf) {
         if (t->tie[xl] != t->tie[yl]) return t->tie[xl] < t->tie[yl];
         if (t->tie[xr] != t->tie[yr]) return t->tie[xr] < t->tie[yr];
     } else {
@@ -345,9 +393,9 @@ static void sift_down(MergeLoop *t, uint64_t i) {
     h[i] = e;
 }
 
-static int push(MergeLoop *t, int64_t count, uint64_t key) {
+static int push(MergeLoop *t, int64_t count, uint64_t key, uint64_t first) {
     if (grow((void **)&t->heap, &t->cap_heap, t->n_heap + 1, sizeof(Entry)) < 0) return -1;
-    Entry e = {count, key};
+    Entry e = {count, key, first};
     Entry *h = t->heap;
     uint64_t i = t->n_heap++;
     while (i > 0) {
@@ -767,13 +815,14 @@ static int build_split(MergeLoop *t, int workers) {
     }
     return rc;
 }
-static inline int lose(MergeLoop *t, uint64_t key, int64_t n, uint64_t merged) {
+static inline int lose(MergeLoop *t, uint64_t key, int64_t n, uint64_t merged, uint32_t w) {
     Slot *s = find(t, key);
     if (s == NULL) {  /* not reached (the pair is there); keeps the arithmetic */
         s = find_or_add(t, key);
         if (s == NULL) return -1;
     }
     s->count -= n;
+    moved(t, s, w, 0);
     if (s->count == 0 && key != merged) delete_slot(t, s);
     return 0;
 }
@@ -782,6 +831,7 @@ static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w) {
     Slot *s = find_or_add(t, key);
     if (s == NULL) return -1;
     s->count += n;
+    moved(t, s, w, 1);
     if (add_word(t, s, w) < 0) return -1;
     uint32_t l = (uint32_t)(key >> 32);
     uint32_t *m = &t->mark[l == t->merging ? 2 * (uint64_t)(uint32_t)key + 1 : 2 * (uint64_t)l];
@@ -804,10 +854,10 @@ static int apply_events(MergeLoop *t, const uint32_t *e, const uint32_t *end, ui
         for (uint32_t o = 0; o < occurrences; o++, e += 2) {
             if (e[0] != NONE) {
                 uint64_t prev = (uint64_t)e[0] << 32;
-                if (lose(t, prev | left, c, key) < 0 || gain(t, prev | token, c, w) < 0) return -1;
+                if (lose(t, prev | left, c, key, w) < 0 || gain(t, prev | token, c, w) < 0) return -1;
             }
             if (e[1] != NONE) {
-                if (lose(t, right_left | e[1], c, key) < 0 || gain(t, token_left | e[1], c, w) < 0) return -1;
+                if (lose(t, right_left | e[1], c, key, w) < 0 || gain(t, token_left | e[1], c, w) < 0) return -1;
             }
         }
     }
@@ -953,8 +1003,10 @@ static int ml_build(MergeLoop *t) {
     for (uint64_t i = 0; i <= t->mask; i++) {
         Slot *s = &t->slots[i];
         if (s->key != EMPTY) {
+            if (t->first_seen && first_of(t, s) < 0) return -1;
             t->heap[t->n_heap].count = s->count;
             t->heap[t->n_heap].key = s->key;
+            t->heap[t->n_heap].first = s->first;
             t->n_heap++;
         }
     }
@@ -964,16 +1016,19 @@ static int ml_build(MergeLoop *t) {
 }
 
 /* Take the most frequent pair off the heap (stale entries refreshed on the way) into
- * *key, *count: 1; or 0 when none is left or the best is below min_frequency (it stays). */
+ * *key, *count: 1; or 0 when none is left or the best is below min_frequency (it stays);
+ * -1 when a first occurrence could not be found (first_of). */
 static int ml_pop(MergeLoop *t, int64_t min_frequency, uint64_t *key, int64_t *count) {
     while (t->n_heap > 0) {
         Entry *top = &t->heap[0];
         Slot *s = find(t, top->key);
         int64_t current = s != NULL ? s->count : 0;
-        if (current != top->count) {
-            /* stale: its count dropped since it was pushed */
+        if (t->first_seen && current > 0 && first_of(t, s) < 0) return -1;
+        if (current != top->count || (t->first_seen && current > 0 && s->first != top->first)) {
+            /* stale: its count dropped (or, first-seen, its first occurrence moved) since it was pushed */
             if (current > 0) {
                 top->count = current;
+                top->first = s->first;
                 sift_down(t, 0);
             } else {
                 pop_top(t);
@@ -1090,7 +1145,8 @@ static int ml_merge(MergeLoop *t, uint64_t key, uint32_t token) {
         Slot *p = find(t, pair);
         if (p == NULL) continue;
         if (p->count > 0) {
-            if (push(t, p->count, pair) < 0) return -1;
+            if (t->first_seen && first_of(t, p) < 0) return -1;
+            if (push(t, p->count, pair, p->first) < 0) return -1;
         } else {
             delete_slot(t, p);
         }
