@@ -162,7 +162,8 @@ def _report_taken(db: Transactions, version_id: int, progress: Callable[[Progres
         stored = reads.rows_vocabulary(version_id)
     total = _merges_total(v, sum(kind != "merge" for kind in stored.kinds.values()))
     for merge in stored.merges:
-        progress(Progress("train", v.ref, merge.rank + 1, total, "merges", merge=merge, token=stored.tokens[merge.token]))
+        progress(Progress("train", v.ref, merge.rank + 1, total, "merges", merge=merge,
+                          token=stored.tokens[merge.token]))
 
 
 def _merges_total(v: VersionInfo, n_initial: int) -> int | None:
