@@ -251,3 +251,49 @@ def test_minbpe_taylorswift_512(split):
     text = path.read_text(encoding="utf-8")
     vocab, merges = bpestore.train_bpe(path, 512, pretokenizer="cl100k" if split else "none", tie_break="first-seen")
     assert (vocab, merges) == minbpe_train(text, 512, split)
+
+
+# -- seed 003: lowercase, split on whitespace and ;:, , '.' dropped; ties by set order ----------
+def seed003_train(lines: list[str], num_tokens: int):
+    """The notebook's train: a pair matrix over token ids (characters numbered in the order a
+    ``set`` gives them), argmax (the first maximal cell, row-major). Returns (pair, count, tied)."""
+    import numpy as np
+
+    pretoken_freq: Counter = Counter()
+    vocab: set = set()
+    for sent in lines:
+        for chars in regex.split(r"[;:,\s]+", sent.lower().replace(".", "")):
+            pretoken_freq.update([tuple(chars)])
+            vocab.update(chars)
+    token2idx = {char: idx for idx, char in enumerate(vocab)}
+    idx2token = {v: k for k, v in token2idx.items()}
+    token_freq, out = pretoken_freq, []
+    for _ in range(num_tokens):
+        pair_freq = np.zeros((len(token2idx), len(token2idx)))
+        for key, value in token_freq.items():
+            ids = [token2idx.get(k) for k in key]
+            for i in range(1, len(ids)):
+                pair_freq[ids[i - 1], ids[i]] += value
+        row, col = np.unravel_index(pair_freq.argmax(), pair_freq.shape)
+        best = pair_freq[row, col]
+        out.append(((idx2token[row], idx2token[col]), int(best), int((pair_freq == best).sum()) > 1))
+        new_token = idx2token[row] + idx2token[col]
+        token2idx[new_token] = max(token2idx.values()) + 1
+        idx2token[max(idx2token) + 1] = new_token
+        copy: Counter = Counter()
+        for tup, val in token_freq.items():
+            copy[tuple(replace_pair(list(tup), (idx2token[row], idx2token[col])))] = val
+        token_freq = copy
+    return out
+
+
+def test_seed003_up_to_ties_and_every_count(tmp_path):
+    text = lzma.open(bpestore.sample_path(), "rt", encoding="utf-8").read()[:20_000].replace(".", "")
+    path = tmp_path / "text.txt"
+    path.write_text(text, encoding="utf-8")
+    expected = seed003_train(text.splitlines(), 80)
+    got, _ = ours(TokenizerSpec(normalizer="lowercase", pattern=r"[^\s;:,]+", alphabet="chars"), [path], 80)
+    assert [count for _, _, count in got] == [count for _, count, _ in expected]
+    first_tie = next((i for i, (_, _, tied) in enumerate(expected) if tied), len(expected))
+    assert 0 < first_tie < len(expected)  # the example reaches a tie
+    assert [(a, b) for a, b, _ in got[:first_tie]] == [pair for pair, _, _ in expected[:first_tie]]
