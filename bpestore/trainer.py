@@ -284,7 +284,7 @@ class BpeTrainer:
         each as it comes in (if merges were replayed), counts the pairs and makes the heap."""
         state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None,
                                    threads=self.threads, parallel_min=PARALLEL_MIN_WORDS,
-                                   first_seen=self.first_seen)
+                                   **({"first_seen": True} if self.first_seen else {}))
         for stage in self._replays:
             state.replay(stage)
         self._replays = []
