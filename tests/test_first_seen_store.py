@@ -9,10 +9,11 @@ from bpestore.errors import ConflictError
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(db_url, tmp_path):
+    """SQLite and PostgreSQL (conftest's db_url)."""
     path = tmp_path / "t.txt"
     path.write_text("low " * 5 + "lowest " * 2 + "newer " * 6 + "wider " * 3 + "new " * 2, encoding="utf-8")
-    s = bpestore.open(tmp_path / "s.db")
+    s = bpestore.open(db_url)
     s.ingest("c", [path], pretokenizer="whitespace")
     yield s
     s.close()
