@@ -218,19 +218,22 @@ def minbpe_merge(ids, pair, idx):
 
 
 def minbpe_train(text: str, vocab_size: int, split: bool):
-    """minbpe's train (Basic: the whole text; Regex: each chunk), get_stats into one dict."""
-    chunks = regex.findall(GPT4, text) if split else [text]
+    """minbpe's train (Basic: the whole text; Regex: each chunk), get_stats into one dict
+    filled in text order. Each distinct chunk is counted once times its count (its first
+    occurrence is where its pairs would first enter the dict), and ``Counter(zip(...))``
+    fills a dict in the order minbpe's ``get_stats`` loop does: the same dict, faster."""
+    chunks = Counter(regex.findall(GPT4, text) if split else [text])
     ids = [list(ch.encode("utf-8")) for ch in chunks]
     vocab = {i: bytes([i]) for i in range(256)}
     merges = []
     for idx in range(256, vocab_size):
-        stats: dict = {}
-        for chunk_ids in ids:
-            for pair in zip(chunk_ids, chunk_ids[1:]):
-                stats[pair] = stats.get(pair, 0) + 1
-        pair = max(stats, key=stats.get)
+        stats: Counter = Counter()
+        for chunk_ids, n in zip(ids, chunks.values()):
+            for pair, c in Counter(zip(chunk_ids, chunk_ids[1:])).items():
+                stats[pair] += c * n
+        pair = max(stats, key=stats.get)  # type: ignore[arg-type]
         merges.append((vocab[pair[0]], vocab[pair[1]]))
-        ids = [minbpe_merge(chunk_ids, pair, idx) for chunk_ids in ids]
+        ids = [minbpe_merge(chunk_ids, pair, idx) if len(chunk_ids) > 1 else chunk_ids for chunk_ids in ids]
         vocab[idx] = vocab[pair[0]] + vocab[pair[1]]
     return vocab, merges
 
