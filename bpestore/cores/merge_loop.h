@@ -341,12 +341,16 @@ static int first_of(MergeLoop *t, Slot *s) {
     return 0;
 }
 
-/* first-seen: slot s's pair lost (gained = 0) or gained an occurrence in word w; its first
- * occurrence is unknown when that was in its first word (or, for a gain, before it). */
-static inline void moved(MergeLoop *t, Slot *s, uint32_t w, int gained) {
-    if (!t->first_seen || s->first == FIRST_UNKNOWN) return;
-    uint32_t first_word = (uint32_t)(s->first >> 32);
-    if (w == first_word || (gained && w < first_word)) s->first = FIRST_UNKNOWN;
+/* first-seen: slot s's pair lost (gained = 0) or gained an occurrence at `at` ((word << 32) |
+ * byte offset: offsets keep their place when tokens merge). A gain keeps the first exact (a
+ * pair with no occurrence yet starts there); losing the first one makes it unknown. */
+static inline void moved(MergeLoop *t, Slot *s, uint64_t at, int gained) {
+    if (!t->first_seen) return;
+    if (gained) {
+        if (s->count == 0 || (s->first != FIRST_UNKNOWN && at < s->first)) s->first = at;
+    } else if (at == s->first) {
+        s->first = FIRST_UNKNOWN;
+    }
 }
 
 /* -- heap ----------------------------------------------------------------------- */
@@ -665,11 +669,15 @@ static void scan_words(Work *wk, uint32_t from, uint32_t to) {
         uint32_t i = 0;
         while (i + 1 < n && !(s[i] == left && s[i + 1] == right)) i++;
         if (i + 1 >= n) continue;  /* lost the pair since it was indexed */
-        /* at most n / 2 occurrences, two entries each, after a header of four */
-        if (grow_raw((void **)&wk->ev, &wk->cap_ev, wk->n_ev + 4 + (uint64_t)n, sizeof(uint32_t)) < 0) {
+        /* at most n / 2 occurrences, two entries each (three with first-seen), after a header of four */
+        if (grow_raw((void **)&wk->ev, &wk->cap_ev, wk->n_ev + 4 + (uint64_t)n + (t->first_seen ? n / 2 : 0),
+                     sizeof(uint32_t)) < 0) {
             wk->failed = 1;
             return;
         }
+        uint64_t at = 0;  /* first-seen: the byte offset of s[i] in the word */
+        if (t->first_seen)
+            for (uint32_t q = 0; q < i; q++) at += t->tok_len[s[q]];
         uint32_t *e = wk->ev + wk->n_ev, *head = e;
         e += 4;
         uint64_t c = (uint64_t)t->cnt[w];
@@ -678,10 +686,16 @@ static void scan_words(Work *wk, uint32_t from, uint32_t to) {
             if (i + 1 < n && s[i] == left && s[i + 1] == right) {
                 *e++ = j > 0 ? s[j - 1] : NONE;
                 *e++ = i + 2 < n ? s[i + 2] : NONE;
+                if (t->first_seen) {
+                    if (at > UINT32_MAX) { wk->failed = 1; return; }  /* a word past 4 GiB: not reached */
+                    *e++ = (uint32_t)at;
+                    at += t->tok_len[left] + (uint64_t)t->tok_len[right];
+                }
                 occurrences++;
                 s[j++] = token;
                 i += 2;
             } else {
+                if (t->first_seen) at += t->tok_len[s[i]];
                 s[j++] = s[i++];
             }
         }
@@ -815,23 +829,23 @@ static int build_split(MergeLoop *t, int workers) {
     }
     return rc;
 }
-static inline int lose(MergeLoop *t, uint64_t key, int64_t n, uint64_t merged, uint32_t w) {
+static inline int lose(MergeLoop *t, uint64_t key, int64_t n, uint64_t merged, uint64_t at) {
     Slot *s = find(t, key);
     if (s == NULL) {  /* not reached (the pair is there); keeps the arithmetic */
         s = find_or_add(t, key);
         if (s == NULL) return -1;
     }
+    moved(t, s, at, 0);
     s->count -= n;
-    moved(t, s, w, 0);
     if (s->count == 0 && key != merged) delete_slot(t, s);
     return 0;
 }
 
-static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w) {
+static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w, uint64_t at) {
     Slot *s = find_or_add(t, key);
     if (s == NULL) return -1;
+    moved(t, s, at, 1);
     s->count += n;
-    moved(t, s, w, 1);
     if (add_word(t, s, w) < 0) return -1;
     uint32_t l = (uint32_t)(key >> 32);
     uint32_t *m = &t->mark[l == t->merging ? 2 * (uint64_t)(uint32_t)key + 1 : 2 * (uint64_t)l];
@@ -843,21 +857,26 @@ static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w) {
 }
 
 /* What scan_words found, applied as one thread merging word by word does it: per
- * occurrence, (before, left) loses and (before, token) gains, then (right, after). */
+ * occurrence, (before, left) loses and (before, token) gains, then (right, after); with
+ * first-seen, each where it starts (the occurrence's byte offset is its third entry). */
 static int apply_events(MergeLoop *t, const uint32_t *e, const uint32_t *end, uint64_t key, uint32_t token) {
     const uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key;
     const uint64_t token_left = (uint64_t)token << 32, right_left = (uint64_t)right << 32;
+    const int stride = t->first_seen ? 3 : 2;
     while (e < end) {
         uint32_t w = e[0], occurrences = e[1];
         int64_t c = (int64_t)((uint64_t)e[2] | ((uint64_t)e[3] << 32));
         e += 4;
-        for (uint32_t o = 0; o < occurrences; o++, e += 2) {
+        for (uint32_t o = 0; o < occurrences; o++, e += stride) {
+            uint64_t at = t->first_seen ? ((uint64_t)w << 32) | e[2] : 0;
             if (e[0] != NONE) {
-                uint64_t prev = (uint64_t)e[0] << 32;
-                if (lose(t, prev | left, c, key, w) < 0 || gain(t, prev | token, c, w) < 0) return -1;
+                uint64_t prev = (uint64_t)e[0] << 32, before = at - (t->first_seen ? t->tok_len[e[0]] : 0);
+                if (lose(t, prev | left, c, key, before) < 0 || gain(t, prev | token, c, w, before) < 0) return -1;
             }
             if (e[1] != NONE) {
-                if (lose(t, right_left | e[1], c, key, w) < 0 || gain(t, token_left | e[1], c, w) < 0) return -1;
+                uint64_t after = at + (t->first_seen ? t->tok_len[left] : 0);
+                if (lose(t, right_left | e[1], c, key, after) < 0 || gain(t, token_left | e[1], c, w, at) < 0)
+                    return -1;
             }
         }
     }
