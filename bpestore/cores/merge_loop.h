@@ -15,9 +15,11 @@
  *     "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair, and
  *     "first-seen" (the smaller first occurrence wins: (word << 32) | byte offset,
  *     the words given in the order the text first shows them). A pair's first
- *     occurrence is kept in its slot, FIRST_UNKNOWN when an occurrence in or before
- *     its first word came or went; it is found again (first_of) only when the pair
- *     is pushed or comes to the top of the heap.
+ *     occurrence is kept in its slot, exact as occurrences come (each merge's events
+ *     carry their byte offsets), FIRST_UNKNOWN once that occurrence goes; it is then
+ *     found again (first_of) only when the pair is pushed or comes to the top of the
+ *     heap. (The pure trainer forgets it whenever its first word changes: the same
+ *     merges, found with fewer searches here.)
  *
  *   - replay stages (resume, extend): stored merges as a pair -> rank table and
  *     the id each rank makes; each word added gets them by per-word BPE with ranks
