@@ -684,21 +684,34 @@ static void scan_words(Work *wk, uint32_t from, uint32_t to) {
         e += 4;
         uint64_t c = (uint64_t)t->cnt[w];
         uint32_t j = i, occurrences = 0;  /* s[:j] is the word's merged start */
-        while (i < n) {
-            if (i + 1 < n && s[i] == left && s[i + 1] == right) {
-                *e++ = j > 0 ? s[j - 1] : NONE;
-                *e++ = i + 2 < n ? s[i + 2] : NONE;
-                if (t->first_seen) {
-                    if (at > UINT32_MAX) { wk->failed = 1; return; }  /* a word past 4 GiB: not reached */
-                    *e++ = (uint32_t)at;
-                    at += t->tok_len[left] + (uint64_t)t->tok_len[right];
+        if (!t->first_seen) {
+            while (i < n) {
+                if (i + 1 < n && s[i] == left && s[i + 1] == right) {
+                    *e++ = j > 0 ? s[j - 1] : NONE;
+                    *e++ = i + 2 < n ? s[i + 2] : NONE;
+                    occurrences++;
+                    s[j++] = token;
+                    i += 2;
+                } else {
+                    s[j++] = s[i++];
                 }
-                occurrences++;
-                s[j++] = token;
-                i += 2;
-            } else {
-                if (t->first_seen) at += t->tok_len[s[i]];
-                s[j++] = s[i++];
+            }
+        } else {
+            const uint64_t both = t->tok_len[left] + (uint64_t)t->tok_len[right];
+            while (i < n) {
+                if (i + 1 < n && s[i] == left && s[i + 1] == right) {
+                    if (at > UINT32_MAX) { wk->failed = 1; return; }  /* a word past 4 GiB: not reached */
+                    *e++ = j > 0 ? s[j - 1] : NONE;
+                    *e++ = i + 2 < n ? s[i + 2] : NONE;
+                    *e++ = (uint32_t)at;
+                    at += both;
+                    occurrences++;
+                    s[j++] = token;
+                    i += 2;
+                } else {
+                    at += t->tok_len[s[i]];
+                    s[j++] = s[i++];
+                }
             }
         }
         t->len[w] = j;
