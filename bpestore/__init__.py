@@ -99,7 +99,9 @@ def train_bpe(
     """Train byte-level BPE on text files, without a database.
 
     Returns ``(vocab, merges)``: ids 0..255 are the bytes, then the special
-    tokens, then one id per new token in merge order.
+    tokens, then one id per new token in merge order. ``tie_break``:
+    ``"lexicographic"``, ``"hf"`` or ``"first-seen"`` (minbpe's rule: the files
+    are then read in order in this process).
 
     >>> vocab, merges = train_bpe("corpus.txt", 500, ["<|endoftext|>"])  # doctest: +SKIP
     """
@@ -117,8 +119,13 @@ def train_bpe(
     spec = TokenizerSpec(pretokenizer=pretokenizer, normalizer=normalizer,
                          special_tokens=tuple(special_tokens), tie_break=tie_break)
     counts: Counter = Counter()
-    for batch in count_sources(expand_paths(paths), spec, errors=errors, force=True):
-        counts.update(batch.counts)
+    if tie_break == "first-seen":  # the words in the order the text first shows them
+        from .counts import words_in_order
+
+        counts = words_in_order(expand_paths(paths), spec, errors=errors)
+    else:
+        for batch in count_sources(expand_paths(paths), spec, errors=errors, force=True):
+            counts.update(batch.counts)
     return train_word_counts(counts, vocab_size=vocab_size, special_tokens=special_tokens,
                              tie_break=tie_break, min_frequency=min_frequency,
                              max_token_length=max_token_length)

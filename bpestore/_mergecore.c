@@ -63,13 +63,19 @@ static int add_tokens(MergeLoop *t, PyObject *seq, PyObject *ties) {
 }
 
 static int Trainer_init(Trainer *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"token_bytes", "tie", "threads", "parallel_min", NULL};
+    static char *kwlist[] = {"token_bytes", "tie", "threads", "parallel_min", "first_seen", NULL};
     MergeLoop *t = &self->loop;
     PyObject *tokens, *tie = Py_None;
     int threads = 1;
     unsigned int parallel_min = 4096;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$iI", kwlist, &tokens, &tie, &threads, &parallel_min))
+    int first_seen = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$iIp", kwlist, &tokens, &tie, &threads, &parallel_min,
+                                     &first_seen))
         return -1;
+    if (first_seen && tie != Py_None) {
+        PyErr_SetString(PyExc_ValueError, "first_seen takes no tie values");
+        return -1;
+    }
     if (threads < 1 || threads > MAX_THREADS) {
         PyErr_Format(PyExc_ValueError, "threads must be between 1 and %d", MAX_THREADS);
         return -1;
@@ -83,6 +89,7 @@ static int Trainer_init(Trainer *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     t->hf = tie != Py_None;
+    t->first_seen = first_seen;
     t->threads = threads;
     t->parallel_min = parallel_min;
     t->release = release_gil;
@@ -338,7 +345,9 @@ static PyObject *Trainer_pop(Trainer *self, PyObject *arg) {
     if (min_frequency == -1 && PyErr_Occurred()) return NULL;
     uint64_t key;
     int64_t count;
-    if (!ml_pop(t, min_frequency, &key, &count)) Py_RETURN_NONE;
+    int found = ml_pop(t, min_frequency, &key, &count);
+    if (found < 0) return loop_error(t);
+    if (!found) Py_RETURN_NONE;
     return Py_BuildValue("KL", (unsigned long long)key, (long long)count);
 }
 
@@ -404,10 +413,12 @@ static PyMethodDef Trainer_methods[] = {
 };
 
 PyDoc_STRVAR(Trainer_doc,
-"Trainer(token_bytes, tie=None)\n\n"
+"Trainer(token_bytes, tie=None, *, threads=1, parallel_min=4096, first_seen=False)\n\n"
 "The merge loop's state in C. token_bytes: the initial tokens by id; tie: None for the\n"
 "lexicographic tie-break (the greater (left bytes, right bytes) wins), else the hf\n"
-"tie value of each token (the smaller (tie[left], tie[right]) wins; a new token's is its id).");
+"tie value of each token (the smaller (tie[left], tie[right]) wins; a new token's is its id).\n"
+"first_seen: the pair whose first occurrence comes first wins (the words added in the\n"
+"order the text first shows them).");
 
 static PyTypeObject TrainerType = {
     PyVarObject_HEAD_INIT(NULL, 0)

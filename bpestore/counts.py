@@ -60,6 +60,27 @@ def corpus_spec(spec: TokenizerSpec | None = None, **given: Any) -> TokenizerSpe
     return TokenizerSpec.from_dict(spec.corpus_key())
 
 
+def words_in_order(paths: Sequence[str], spec: TokenizerSpec, *, errors: str = "strict") -> Counter:
+    """The words of sources (each read whole, in order, in this process) with their counts,
+    each first listed where the text first shows it: what ``tie_break="first-seen"`` needs.
+    """
+    from .sources import decode, open_source
+    from .text import TextPipeline
+
+    pipeline = TextPipeline(spec)
+    counts: Counter = Counter()
+    for path in paths:
+        stream = open_source(path)
+        try:
+            text = decode(stream.read(), path, errors)
+        finally:
+            if path != "-":
+                stream.close()
+        for word in pipeline.words(text):
+            counts[word.encode("utf-8", "surrogatepass")] += 1
+    return counts
+
+
 def rows_digest(counts: Mapping[bytes, int]) -> str:
     """sha256 of the (word, count) rows in word order: equal counts, equal digest."""
     h = hashlib.sha256()

@@ -22,7 +22,7 @@ from .errors import InvalidArgumentError
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
 ALPHABETS = ("bytes", "chars")
-TIE_BREAKS = ("lexicographic", "hf")
+TIE_BREAKS = ("lexicographic", "hf", "first-seen")
 ERROR_POLICIES = ("strict", "replace", "skip")  # what reading text does with invalid UTF-8
 # How a word is cut into tokens: BPE merges by rank, or greedy longest vocabulary match.
 # "piece": any two adjacent symbols whose concatenation is a merged token merge, the
@@ -155,7 +155,7 @@ class TokenizerSpec:
                                        "characters become either the unknown token or their bytes",
                                        params=("unk_token", "byte_fallback"))
         if self.tie_break not in TIE_BREAKS:
-            raise InvalidArgumentError(f"unknown tie-break {self.tie_break!r}; choose lexicographic or hf",
+            raise InvalidArgumentError(f"unknown tie-break {self.tie_break!r}; choose one of {', '.join(TIE_BREAKS)}",
                                        params=("tie_break",))
         if self.segmentation not in SEGMENTATIONS:
             raise InvalidArgumentError(f"unknown segmentation {self.segmentation!r}; "

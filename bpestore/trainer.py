@@ -16,7 +16,19 @@ only go down, so the heap needs new entries only for pairs with the new token.
 Ties between equal counts:
 * ``lexicographic``: the greater (left bytes, right bytes) wins (CS336, subword-nmt);
 * ``hf``: the smaller (left id, right id) in Hugging Face's numbering wins
-  (specials, then the alphabet in code point order, then merges in order).
+  (specials, then the alphabet in code point order, then merges in order);
+* ``first-seen``: the pair that occurs first in the text as it stands wins (the
+  notebooks' and minbpe's ``max(stats, key=stats.get)`` over a dict filled in text
+  order). The words must come in the order the text first shows them; a pair's
+  first occurrence is then the earliest word that holds it now, and in that word
+  its earliest place among the word's current tokens. With words ``ab`` (first)
+  and ``cab``: ``(a, b)`` comes first; once ``(c, a)`` merged into ``ca``,
+  ``ab`` still holds ``(a, b)`` at 0 while ``(ca, b)`` is in the second word, so
+  ``(a, b)`` still wins a tie; had ``(a, b)`` merged first, ``(c, ab)`` would
+  come first of the second word's pairs. The place is kept as
+  ``(word index << 32) | byte offset in the word`` (offsets keep their order
+  when tokens merge); it is found again only for a pair pushed on the heap or
+  come to its top after an occurrence in (or before) its first word came or went.
 
 A token whose bytes already exist (two merges can spell the same string) keeps
 its existing id, as in Hugging Face ``tokenizers``: a vocabulary never has two
@@ -24,7 +36,7 @@ ids for one byte string.
 
 The compiled core (``bpestore._mergecore.Trainer``, optional) holds the same
 state in C (flat word arrays, a pair hash table, per-pair word arrays, the heap
-with both tie-breaks) and does the same steps; Python keeps the stopping rules
+with every tie-break) and does the same steps; Python keeps the stopping rules
 it must ask about (``allow_merge``, ``max_token_length``), the token ids and the
 records. The words go to it one at a time from the iterable given, so they
 never exist as Python lists all at once; stored merges to resume or extend from
@@ -113,7 +125,8 @@ class BpeTrainer:
         """``words``: (initial token ids, count) pairs; ``token_bytes``: the
         initial vocabulary by id, special tokens (``special_ids``) included.
         ``hf_order`` lists the initial ids in Hugging Face's numbering (needed
-        only for ``tie_break="hf"``). ``allow_merge(left, right)`` may forbid a
+        only for ``tie_break="hf"``); for ``"first-seen"`` the words come in the order
+        the text first shows them. ``allow_merge(left, right)`` may forbid a
         pair for good (e.g. a token must not hold a space inside); like
         ``max_token_length`` it is asked when the pair is about to be merged.
         ``compiled``: use the compiled merge core (None: where it is built and
@@ -157,8 +170,13 @@ class BpeTrainer:
             for hf_id, token_id in enumerate(hf_order):
                 tie[token_id] = hf_id
             self._tie: list = tie
+        elif tie_break == "first-seen":
+            self._tie = []
         else:
             self._tie = [reversed_order_key(b) for b in self.token_bytes]
+        self.first_seen = tie_break == "first-seen"
+        # first-seen: each pair's first occurrence, (word index << 32) | byte offset; absent: to find again.
+        self._first: dict[int, int] = {}
         self.merges: list[Merge] = []
         self._stats_ready = False
 
@@ -197,7 +215,7 @@ class BpeTrainer:
             token = len(self.token_bytes)
             self.token_bytes.append(data)
             self.id_of_bytes[data] = token
-            if self._state is None:  # (the built core keeps each new token's tie itself)
+            if self._state is None and not self.first_seen:  # (the built core keeps each new token's tie itself)
                 self._tie.append(token if self.tie_break == "hf" else reversed_order_key(data))
         return token
 
@@ -222,18 +240,51 @@ class BpeTrainer:
                     pair_words[key] = [index]
                 elif bucket[-1] != index:
                     bucket.append(index)
-        tie = self._tie
-        self.heap = [(-c, tie[k >> PAIR_SHIFT], tie[k & _LOW], k) for k, c in pair_counts.items()]
-        heapq.heapify(self.heap)
         self.pair_counts = pair_counts
         self.pair_words = pair_words
+        if self.first_seen:
+            first = self._first_of
+            self.heap = [(-c, first(k), 0, k) for k, c in pair_counts.items()]
+        else:
+            tie = self._tie
+            self.heap = [(-c, tie[k >> PAIR_SHIFT], tie[k & _LOW], k) for k, c in pair_counts.items()]
+        heapq.heapify(self.heap)
         self._stats_ready = True
+
+    def _first_of(self, key: int) -> int:
+        """first-seen: pair ``key``'s first occurrence, (word index << 32) | byte offset,
+        found again (in the words its bucket lists, each before the best so far) when unknown."""
+        first = self._first.get(key)
+        if first is not None:
+            return first
+        left, right = key >> PAIR_SHIFT, key & _LOW
+        token_bytes, words = self.token_bytes, self.words
+        best = -1
+        for index in self.pair_words.get(key, ()):
+            if best >= 0 and index >= best >> 32:
+                continue
+            word = words[index]
+            at = 0
+            for i in range(len(word) - 1):
+                if word[i] == left and word[i + 1] == right:
+                    best = (index << 32) | at
+                    break
+                at += len(token_bytes[word[i]])
+        self._first[key] = best
+        return best
+
+    def _moved(self, key: int, index: int, gained: bool) -> None:
+        """first-seen: pair ``key`` lost or gained an occurrence in word ``index``."""
+        first = self._first.get(key)
+        if first is not None and (index == first >> 32 or (gained and index < first >> 32)):
+            del self._first[key]
 
     def _build_compiled(self) -> None:
         """Hand the words to the compiled core, which replays the stored merges on
         each as it comes in (if merges were replayed), counts the pairs and makes the heap."""
         state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None,
-                                   threads=self.threads, parallel_min=PARALLEL_MIN_WORDS)
+                                   threads=self.threads, parallel_min=PARALLEL_MIN_WORDS,
+                                   **({"first_seen": True} if self.first_seen else {}))
         for stage in self._replays:
             state.replay(stage)
         self._replays = []
@@ -283,6 +334,8 @@ class BpeTrainer:
         while heap:
             neg_count, tie_left, tie_right, key = heap[0]
             current = pair_counts.get(key, 0)
+            if self.first_seen and current > 0 and self._first_of(key) != tie_left:
+                tie_left, neg_count = self._first[key], 0  # its first occurrence moved: stale too
             if current != -neg_count:
                 # Stale entry: its count has dropped since it was pushed.
                 if current > 0:
@@ -320,6 +373,7 @@ class BpeTrainer:
         get = pair_counts.get
         touched: set[int] = set()  # pairs with the new token whose count grew
         token_left = token << PAIR_SHIFT
+        first_seen, moved = self.first_seen, self._moved
 
         for index in pair_words.pop(key, ()):
             word = words[index]
@@ -349,6 +403,9 @@ class BpeTrainer:
                         pair_counts[prev | left] -= n
                         gain = prev | token
                         pair_counts[gain] = get(gain, 0) + n
+                        if first_seen:
+                            moved(prev | left, index, False)
+                            moved(gain, index, True)
                         touched.add(gain)
                         bucket = pair_words.get(gain)
                         if bucket is None:
@@ -360,6 +417,9 @@ class BpeTrainer:
                         pair_counts[(right << PAIR_SHIFT) | nxt] -= n
                         gain = token_left | nxt
                         pair_counts[gain] = get(gain, 0) + n
+                        if first_seen:
+                            moved((right << PAIR_SHIFT) | nxt, index, False)
+                            moved(gain, index, True)
                         touched.add(gain)
                         bucket = pair_words.get(gain)
                         if bucket is None:
@@ -396,13 +456,18 @@ class BpeTrainer:
         pair_counts = self.pair_counts
         # Every occurrence of the pair is gone (left-to-right merging leaves none).
         pair_counts.pop(key, None)
+        self._first.pop(key, None)
         tie = self._tie
         for new_key in touched:
             c = pair_counts.get(new_key, 0)
             if c > 0:
-                heapq.heappush(self.heap, (-c, tie[new_key >> PAIR_SHIFT], tie[new_key & _LOW], new_key))
+                if self.first_seen:
+                    heapq.heappush(self.heap, (-c, self._first_of(new_key), 0, new_key))
+                else:
+                    heapq.heappush(self.heap, (-c, tie[new_key >> PAIR_SHIFT], tie[new_key & _LOW], new_key))
             else:
                 pair_counts.pop(new_key, None)
+                self._first.pop(new_key, None)
         merge = Merge(len(self.merges), left, right, token, count)
         self.merges.append(merge)
         return merge

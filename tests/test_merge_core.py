@@ -48,7 +48,7 @@ def shakespeare_counts():
     return TextPipeline(TokenizerSpec(special_tokens=(EOT,))).count_words(read_corpus("tinyshakespeare.txt"))
 
 
-@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf", "first-seen"])
 def test_both_tie_breaks_on_tinyshakespeare(shakespeare_counts, tie_break):
     spec = TokenizerSpec(special_tokens=(EOT,), tie_break=tie_break)
 
@@ -347,7 +347,7 @@ def test_memory_in_use_stays_flat_with_threads(shakespeare_counts, monkeypatch):
     assert _growth_over_30_runs(once, in_use) < 512 * 2**10
 
 
-@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf", "first-seen"])
 def test_synthetic_corpus_at_small_scale_on_both_cores(tmp_path, tie_break):
     """Synthetic Zipf text like the scale benchmark's: ~24,000 distinct words, most merges
     deep in the loop (vocab 4,000)."""
@@ -425,7 +425,7 @@ def test_per_word_replay_ties_and_reused_ids():
         core.replay([(97, 97)])
 
 
-@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf", "first-seen"])
 def test_replay_both_tie_breaks_specials_and_two_stages(shakespeare_counts, tie_break):
     """Resumed from several points (and replayed in two stages, as an extension of an
     extension), both cores merge on exactly as the uninterrupted run, counts included."""
@@ -532,7 +532,7 @@ THREAD_COUNTS = (1, 2, 3, 8)
 
 
 
-@pytest.mark.parametrize("tie_break", ["lexicographic", "hf"])
+@pytest.mark.parametrize("tie_break", ["lexicographic", "hf", "first-seen"])
 def test_thread_counts_give_the_pure_merges(shakespeare_counts, monkeypatch, tie_break):
     """At 1, 2, 3 and 8 threads, with slices so small that nearly every merge (and the
     initial count) is split, the compiled core makes the pure trainer's merges, counts included."""

@@ -10,9 +10,16 @@
  *     indices (a superset, as in the pure trainer: a word that loses the pair
  *     is skipped when the pair merges; a pair whose count drops to 0 is
  *     forgotten, bucket and all);
- *   - the lazy max-heap of (count, pair) with both tie-breaks of the pure
- *     trainer: "lexicographic" (the greater (left bytes, right bytes) wins)
- *     and "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair.
+ *   - the lazy max-heap of (count, pair) with the tie-breaks of the pure
+ *     trainer: "lexicographic" (the greater (left bytes, right bytes) wins),
+ *     "hf" (the smaller (tie[left], tie[right]) wins), then the smaller pair, and
+ *     "first-seen" (the smaller first occurrence wins: (word << 32) | byte offset,
+ *     the words given in the order the text first shows them). A pair's first
+ *     occurrence is kept in its slot, exact as occurrences come (each merge's events
+ *     carry their byte offsets), FIRST_UNKNOWN once that occurrence goes; it is then
+ *     found again (first_of) only when the pair is pushed or comes to the top of the
+ *     heap. (The pure trainer forgets it whenever its first word changes: the same
+ *     merges, found with fewer searches here.)
  *
  *   - replay stages (resume, extend): stored merges as a pair -> rank table and
  *     the id each rank makes; each word added gets them by per-word BPE with ranks
@@ -49,12 +56,16 @@ typedef struct {
         uint32_t inl[INLINE_CAP];    /* cap <= INLINE_CAP */
     } w;
     uint32_t n, cap;   /* words indexed under the pair */
+    uint64_t first;    /* first-seen: the first occurrence, or FIRST_UNKNOWN */
 } Slot;
 
 typedef struct {
     int64_t count;
     uint64_t key;
+    uint64_t first;    /* first-seen: the pair's first occurrence when pushed */
 } Entry;
+
+#define FIRST_UNKNOWN UINT64_MAX
 
 /* One replay stage: stored merges in rank order. `ranks` maps a pair to its
  * lowest rank (open addressing, linear probing); made[rank] is the id it makes. */
@@ -75,7 +86,8 @@ typedef struct {
 typedef struct Work Work;
 
 typedef struct {
-    int hf;                 /* tie-break: 1 hf, 0 lexicographic */
+    int hf;                 /* tie-break: 1 hf, 0 lexicographic or first-seen */
+    int first_seen;         /* tie-break first-seen (token bytes kept as for lexicographic) */
     int broken;             /* a failed allocation left the state half-updated */
     int built;
     int busy;               /* the workers run (the caller let go of its lock): no other call now */
@@ -100,7 +112,7 @@ typedef struct {
     /* tokens */
     uint32_t n_tokens, cap_tokens;
     uint32_t *tie;          /* hf: tie value by token */
-    uint64_t *tok_off;      /* lexicographic: bytes of token t at bytes[tok_off[t]], tok_len[t] */
+    uint64_t *tok_off;      /* lexicographic, first-seen: bytes of token t at bytes[tok_off[t]], tok_len[t] */
     uint32_t *tok_len;
     unsigned char *bytes;
     uint64_t n_bytes, cap_bytes;
@@ -246,6 +258,7 @@ static Slot *find_or_add(MergeLoop *t, uint64_t key) {
             s->count = 0;
             s->n = 0;
             s->cap = 0;
+            s->first = FIRST_UNKNOWN;
             t->used++;
             return s;
         }
@@ -303,6 +316,45 @@ static int add_word(MergeLoop *t, Slot *s, uint32_t w) {
     return 0;
 }
 
+/* first-seen: the first occurrence of slot s's pair, (word << 32) | byte offset in it,
+ * found in the words of its bucket (a superset, in no set order: each word before the
+ * best so far is searched); FIRST_UNKNOWN when none holds it. 0 or -1 (an offset past
+ * 32 bits). */
+static int first_of(MergeLoop *t, Slot *s) {
+    if (s->first != FIRST_UNKNOWN) return 0;
+    const uint32_t *b = bucket(s);
+    const uint32_t l = (uint32_t)(s->key >> 32), r = (uint32_t)s->key;
+    uint64_t best = FIRST_UNKNOWN;
+    for (uint32_t k = 0; k < s->n; k++) {
+        uint32_t w = b[k];
+        if (best != FIRST_UNKNOWN && w >= (uint32_t)(best >> 32)) continue;
+        const uint32_t *sym = t->sym + t->off[w];
+        uint64_t at = 0;
+        for (uint32_t i = 0; i + 1 < t->len[w]; i++) {
+            if (sym[i] == l && sym[i + 1] == r) {
+                if (at > UINT32_MAX) { OVERFLOW(t, "word too long for first-seen"); return -1; }
+                best = ((uint64_t)w << 32) | at;
+                break;
+            }
+            at += t->tok_len[sym[i]];
+        }
+    }
+    s->first = best;
+    return 0;
+}
+
+/* first-seen: slot s's pair lost (gained = 0) or gained an occurrence at `at` ((word << 32) |
+ * byte offset: offsets keep their place when tokens merge). A gain keeps the first exact (a
+ * pair with no occurrence yet starts there); losing the first one makes it unknown. */
+static inline void moved(MergeLoop *t, Slot *s, uint64_t at, int gained) {
+    if (!t->first_seen) return;
+    if (gained) {
+        if (s->count == 0 || (s->first != FIRST_UNKNOWN && at < s->first)) s->first = at;
+    } else if (at == s->first) {
+        s->first = FIRST_UNKNOWN;
+    }
+}
+
 /* -- heap ----------------------------------------------------------------------- */
 /* Compare the bytes of tokens a and b: <0, 0, >0. */
 static inline int cmp_bytes(const MergeLoop *t, uint32_t a, uint32_t b) {
@@ -318,7 +370,9 @@ static inline int before(const MergeLoop *t, const Entry *x, const Entry *y) {
     if (x->count != y->count) return x->count > y->count;
     uint32_t xl = (uint32_t)(x->key >> 32), xr = (uint32_t)x->key;
     uint32_t yl = (uint32_t)(y->key >> 32), yr = (uint32_t)y->key;
-    if (t->hf) {
+    if (t->first_seen) {
+        if (x->first != y->first) return x->first < y->first;
+    } else if (t->hf) {
         if (t->tie[xl] != t->tie[yl]) return t->tie[xl] < t->tie[yl];
         if (t->tie[xr] != t->tie[yr]) return t->tie[xr] < t->tie[yr];
     } else {
@@ -345,9 +399,9 @@ static void sift_down(MergeLoop *t, uint64_t i) {
     h[i] = e;
 }
 
-static int push(MergeLoop *t, int64_t count, uint64_t key) {
+static int push(MergeLoop *t, int64_t count, uint64_t key, uint64_t first) {
     if (grow((void **)&t->heap, &t->cap_heap, t->n_heap + 1, sizeof(Entry)) < 0) return -1;
-    Entry e = {count, key};
+    Entry e = {count, key, first};
     Entry *h = t->heap;
     uint64_t i = t->n_heap++;
     while (i > 0) {
@@ -617,24 +671,47 @@ static void scan_words(Work *wk, uint32_t from, uint32_t to) {
         uint32_t i = 0;
         while (i + 1 < n && !(s[i] == left && s[i + 1] == right)) i++;
         if (i + 1 >= n) continue;  /* lost the pair since it was indexed */
-        /* at most n / 2 occurrences, two entries each, after a header of four */
-        if (grow_raw((void **)&wk->ev, &wk->cap_ev, wk->n_ev + 4 + (uint64_t)n, sizeof(uint32_t)) < 0) {
+        /* at most n / 2 occurrences, two entries each (three with first-seen), after a header of four */
+        if (grow_raw((void **)&wk->ev, &wk->cap_ev, wk->n_ev + 4 + (uint64_t)n + (t->first_seen ? n / 2 : 0),
+                     sizeof(uint32_t)) < 0) {
             wk->failed = 1;
             return;
         }
+        uint64_t at = 0;  /* first-seen: the byte offset of s[i] in the word */
+        if (t->first_seen)
+            for (uint32_t q = 0; q < i; q++) at += t->tok_len[s[q]];
         uint32_t *e = wk->ev + wk->n_ev, *head = e;
         e += 4;
         uint64_t c = (uint64_t)t->cnt[w];
         uint32_t j = i, occurrences = 0;  /* s[:j] is the word's merged start */
-        while (i < n) {
-            if (i + 1 < n && s[i] == left && s[i + 1] == right) {
-                *e++ = j > 0 ? s[j - 1] : NONE;
-                *e++ = i + 2 < n ? s[i + 2] : NONE;
-                occurrences++;
-                s[j++] = token;
-                i += 2;
-            } else {
-                s[j++] = s[i++];
+        if (!t->first_seen) {
+            while (i < n) {
+                if (i + 1 < n && s[i] == left && s[i + 1] == right) {
+                    *e++ = j > 0 ? s[j - 1] : NONE;
+                    *e++ = i + 2 < n ? s[i + 2] : NONE;
+                    occurrences++;
+                    s[j++] = token;
+                    i += 2;
+                } else {
+                    s[j++] = s[i++];
+                }
+            }
+        } else {
+            const uint64_t both = t->tok_len[left] + (uint64_t)t->tok_len[right];
+            while (i < n) {
+                if (i + 1 < n && s[i] == left && s[i + 1] == right) {
+                    if (at > UINT32_MAX) { wk->failed = 1; return; }  /* a word past 4 GiB: not reached */
+                    *e++ = j > 0 ? s[j - 1] : NONE;
+                    *e++ = i + 2 < n ? s[i + 2] : NONE;
+                    *e++ = (uint32_t)at;
+                    at += both;
+                    occurrences++;
+                    s[j++] = token;
+                    i += 2;
+                } else {
+                    at += t->tok_len[s[i]];
+                    s[j++] = s[i++];
+                }
             }
         }
         t->len[w] = j;
@@ -767,20 +844,22 @@ static int build_split(MergeLoop *t, int workers) {
     }
     return rc;
 }
-static inline int lose(MergeLoop *t, uint64_t key, int64_t n, uint64_t merged) {
+static inline int lose(MergeLoop *t, uint64_t key, int64_t n, uint64_t merged, uint64_t at) {
     Slot *s = find(t, key);
     if (s == NULL) {  /* not reached (the pair is there); keeps the arithmetic */
         s = find_or_add(t, key);
         if (s == NULL) return -1;
     }
+    moved(t, s, at, 0);
     s->count -= n;
     if (s->count == 0 && key != merged) delete_slot(t, s);
     return 0;
 }
 
-static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w) {
+static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w, uint64_t at) {
     Slot *s = find_or_add(t, key);
     if (s == NULL) return -1;
+    moved(t, s, at, 1);
     s->count += n;
     if (add_word(t, s, w) < 0) return -1;
     uint32_t l = (uint32_t)(key >> 32);
@@ -793,21 +872,26 @@ static inline int gain(MergeLoop *t, uint64_t key, int64_t n, uint32_t w) {
 }
 
 /* What scan_words found, applied as one thread merging word by word does it: per
- * occurrence, (before, left) loses and (before, token) gains, then (right, after). */
+ * occurrence, (before, left) loses and (before, token) gains, then (right, after); with
+ * first-seen, each where it starts (the occurrence's byte offset is its third entry). */
 static int apply_events(MergeLoop *t, const uint32_t *e, const uint32_t *end, uint64_t key, uint32_t token) {
     const uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key;
     const uint64_t token_left = (uint64_t)token << 32, right_left = (uint64_t)right << 32;
+    const int stride = t->first_seen ? 3 : 2;
     while (e < end) {
         uint32_t w = e[0], occurrences = e[1];
         int64_t c = (int64_t)((uint64_t)e[2] | ((uint64_t)e[3] << 32));
         e += 4;
-        for (uint32_t o = 0; o < occurrences; o++, e += 2) {
+        for (uint32_t o = 0; o < occurrences; o++, e += stride) {
+            uint64_t at = t->first_seen ? ((uint64_t)w << 32) | e[2] : 0;
             if (e[0] != NONE) {
-                uint64_t prev = (uint64_t)e[0] << 32;
-                if (lose(t, prev | left, c, key) < 0 || gain(t, prev | token, c, w) < 0) return -1;
+                uint64_t prev = (uint64_t)e[0] << 32, before = at - (t->first_seen ? t->tok_len[e[0]] : 0);
+                if (lose(t, prev | left, c, key, before) < 0 || gain(t, prev | token, c, w, before) < 0) return -1;
             }
             if (e[1] != NONE) {
-                if (lose(t, right_left | e[1], c, key) < 0 || gain(t, token_left | e[1], c, w) < 0) return -1;
+                uint64_t after = at + (t->first_seen ? t->tok_len[left] : 0);
+                if (lose(t, right_left | e[1], c, key, after) < 0 || gain(t, token_left | e[1], c, w, at) < 0)
+                    return -1;
             }
         }
     }
@@ -953,8 +1037,10 @@ static int ml_build(MergeLoop *t) {
     for (uint64_t i = 0; i <= t->mask; i++) {
         Slot *s = &t->slots[i];
         if (s->key != EMPTY) {
+            if (t->first_seen && first_of(t, s) < 0) return -1;
             t->heap[t->n_heap].count = s->count;
             t->heap[t->n_heap].key = s->key;
+            t->heap[t->n_heap].first = s->first;
             t->n_heap++;
         }
     }
@@ -964,16 +1050,19 @@ static int ml_build(MergeLoop *t) {
 }
 
 /* Take the most frequent pair off the heap (stale entries refreshed on the way) into
- * *key, *count: 1; or 0 when none is left or the best is below min_frequency (it stays). */
+ * *key, *count: 1; or 0 when none is left or the best is below min_frequency (it stays);
+ * -1 when a first occurrence could not be found (first_of). */
 static int ml_pop(MergeLoop *t, int64_t min_frequency, uint64_t *key, int64_t *count) {
     while (t->n_heap > 0) {
         Entry *top = &t->heap[0];
         Slot *s = find(t, top->key);
         int64_t current = s != NULL ? s->count : 0;
-        if (current != top->count) {
-            /* stale: its count dropped since it was pushed */
+        if (t->first_seen && current > 0 && first_of(t, s) < 0) return -1;
+        if (current != top->count || (t->first_seen && current > 0 && s->first != top->first)) {
+            /* stale: its count dropped (or, first-seen, its first occurrence moved) since it was pushed */
             if (current > 0) {
                 top->count = current;
+                top->first = s->first;
                 sift_down(t, 0);
             } else {
                 pop_top(t);
@@ -1090,7 +1179,8 @@ static int ml_merge(MergeLoop *t, uint64_t key, uint32_t token) {
         Slot *p = find(t, pair);
         if (p == NULL) continue;
         if (p->count > 0) {
-            if (push(t, p->count, pair) < 0) return -1;
+            if (t->first_seen && first_of(t, p) < 0) return -1;
+            if (push(t, p->count, pair, p->first) < 0) return -1;
         } else {
             delete_slot(t, p);
         }

@@ -361,8 +361,9 @@ class Store(Database, Transfers):
 
         * ``vocab_size`` (bytes + specials + merges) or ``merges``: where to stop;
         * ``min_frequency`` (default 1): stop when no pair occurs this often;
-        * ``tie_break`` (``"lexicographic"`` or ``"hf"``) and ``special_tokens``
-          (default: the corpus');
+        * ``tie_break`` (``"lexicographic"`` or ``"hf"``; ``"first-seen"`` raises
+          ConflictError: a corpus keeps no word order yet, ``train_bpe`` has it) and
+          ``special_tokens`` (default: the corpus');
         * ``parent="NAME@K"``: extend that version: the new one starts with all
           its tokens and merges (ids unchanged) and continues on ``corpus``;
         * ``max_token_length``: no token longer than this many bytes;

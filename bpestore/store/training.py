@@ -141,15 +141,35 @@ def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
         else:
             version_id = _extend(tx, name, corpus_spec, options, settings)
             reused = False
+        if VersionReads(tx).info(version_id).spec.tie_break == "first-seen":  # (rolled back)
+            raise ConflictError(f"corpus {corpus_name!r} does not keep where in the text each word first occurs, "
+                                "which tie_break='first-seen' needs; train on the text itself with "
+                                "bpestore.train_bpe(..., tie_break='first-seen')")
+    if progress is not None and options.parent is None:
+        _report_taken(db, version_id, progress)
     if reused:
-        if progress is not None:  # the callback hears of the merges taken, as if made
-            with db.reading() as tx:
-                v = VersionReads(tx).info(version_id)
-            total = v.target_merges if v.target_merges is not None else v.n_merges
-            progress(Progress("train", v.ref, v.n_merges, max(total, v.n_merges), "merges"))
         return version_id
     run(db, version_id, options.checkpoint_every, options.checkpoint_seconds, progress)
     return version_id
+
+
+def _report_taken(db: Transactions, version_id: int, progress: Callable[[Progress], None]) -> None:
+    """The callback hears each merge a new version took from an equal run, in order,
+    as the run making it would have told it."""
+    with db.reading() as tx:
+        reads = VersionReads(tx)
+        v = reads.info(version_id)
+        stored = reads.rows_vocabulary(version_id)
+    total = _merges_total(v, sum(kind != "merge" for kind in stored.kinds.values()))
+    for merge in stored.merges:
+        progress(Progress("train", v.ref, merge.rank + 1, total, "merges", merge=merge,
+                          token=stored.tokens[merge.token]))
+
+
+def _merges_total(v: VersionInfo, n_initial: int) -> int | None:
+    """The merges a version's run makes in all (a vocabulary target counts the alphabet and specials too)."""
+    target = v.target_merges if v.target_merges is not None else v.target_vocab_size
+    return None if target is None else target - (n_initial if v.target_merges is None else 0)
 
 
 def _new_root(tx: Transaction, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
@@ -391,9 +411,7 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
         spec = v.spec
         writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
                                   every=checkpoint_every, seconds=checkpoint_seconds, threaded=not _in_memory(db.url))
-        # Progress counts merges; a vocabulary target counts the alphabet and specials too.
-        target = v.target_merges if v.target_merges is not None else v.target_vocab_size
-        total = None if target is None else target - (len(initial) if v.target_merges is None else 0)
+        total = _merges_total(v, len(initial))  # progress counts merges
         try:
             for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
                 writer.add(merge)
