@@ -135,17 +135,35 @@ function specFacts(spec) {
   return box;
 }
 
-// Earlier / later buttons over pages of `size` items; `go(start)` loads one.
+// Earlier / later buttons and a page number over pages of `size` items; `onPage(start)`,
+// when set, is called with the first item of the page the reader typed.
 function pager(label) {
   const prev = el("button", {type: "button", className: "prev"}, "← earlier");
   const next = el("button", {type: "button", className: "next"}, "later →");
+  const number = el("input", {type: "number", min: "1", value: "1", className: "page-number", "aria-label": label + ": page"});
+  const of = el("span", {className: "muted of"});
+  const jump = el("label", {className: "jump"}, "page ", number, of);
   const where = el("span", {className: "muted where", "aria-live": "polite"});
-  const box = el("div", {className: "pager", role: "group", "aria-label": label}, prev, next, where);
-  return {box, prev, next, where, show(start, shown, size, total) {
+  const box = el("div", {className: "pager", role: "group", "aria-label": label}, prev, next, jump, where);
+  const state = {size: 100, total: undefined};
+  const self = {box, prev, next, where, number, onPage: null, show(start, shown, size, total) {
+    state.size = size;
+    state.total = total;
     prev.disabled = start === 0;
     next.disabled = total !== undefined ? start + shown >= total : shown < size;
     where.textContent = shown ? fmt(start + 1) + "–" + fmt(start + shown) + (total !== undefined ? " of " + fmt(total) : "") : "none";
+    number.value = String(Math.floor(start / size) + 1);
+    const pages = total === undefined ? null : Math.max(1, Math.ceil(total / size));
+    if (pages !== null) number.max = String(pages);
+    of.textContent = pages === null ? "" : " of " + fmt(pages);
+    jump.hidden = pages === null || pages <= 1;
   }};
+  number.addEventListener("change", () => {
+    const pages = state.total === undefined ? Infinity : Math.max(1, Math.ceil(state.total / state.size));
+    const page = Math.min(Math.max(1, Math.floor(Number(number.value)) || 1), pages);
+    if (self.onPage) self.onPage((page - 1) * state.size);
+  });
+  return self;
 }
 
 // -- tokens as readable text ----------------------------------------------------------
@@ -373,14 +391,13 @@ function displayToggles() {
 // The score card of versions on a text (`stats`): bytes per token, tokens per word,
 // the share of the vocabulary used and of unknown tokens; `base` marks the row others
 // are compared with.
+// Without a text, on the held-out text (HELD_OUT says what it is).
+const HELD_OUT = "the held-out text: a passage of Charles Dickens’s Hard Times (2,374 bytes), in no sample bpestore ships";
+
 async function scoreCard(where, refs, text, base) {
-  if (!text) {
-    put(where, el("p", {className: "muted"}, "Paste an evaluation text above to score " + refs.join(", ") + " on it."));
-    return;
-  }
   loading(where);
   try {
-    const stats = await api("stats", undefined, {ref: refs, text});
+    const stats = text ? await api("stats", undefined, {ref: refs, text}) : await api("stats", {ref: refs});
     const first = stats.find((s) => s.ref === base) || stats[0];
     const change = (s) => s === first || !first.tokens ? "" :
       (s.tokens >= first.tokens ? "+" : "") + fmt(s.tokens - first.tokens) + " (" + ((s.tokens / first.tokens - 1) * 100).toFixed(1) + " %)";
@@ -389,25 +406,41 @@ async function scoreCard(where, refs, text, base) {
       stats.map((s) => Object.assign([versionLink(s.ref), fmt(s.tokens), change(s), s.bytes_per_token.toFixed(3),
         s.tokens_per_word === null ? "-" : s.tokens_per_word.toFixed(3), share(s.vocab_use), share(s.unknown_share)],
       {dataset: {ref: s.ref}})), {className: "score-card"}),
-    el("p", {className: "muted"}, fmt(first.bytes) + " bytes, " + fmt(first.words) + " words; change: tokens against " + first.ref + "."));
+    el("p", {className: "muted"}, "On " + (text ? "your text" : HELD_OUT) + ": " + fmt(first.bytes) + " bytes, " + fmt(first.words) +
+      " words; change: tokens against " + first.ref + "."));
   } catch (error) {
     showError(where, error);
   }
 }
 
-// A version select filled with the versions of the store (complete ones first).
-async function versionSelect(select, chosen) {
-  const versions = await api("versions");
+// What a version's status is as a reader needs it: "stalled" for an unfinished version
+// with no checkpoint for STALLED_S seconds (`progress` gives the age), else its status.
+const STALLED_S = Number(param("stalled")) || 60;  // the trainer checkpoints at least every 10 s
+
+function statusOf(v, p) {
+  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
+  return v.status;
+}
+
+function resumeCommand(ref) {
+  return "bpestore train --resume " + ref;
+}
+
+// A version select filled with the store's versions (`versions`, else fetched); an
+// unfinished one says so ("training", or "stalled" where `stalled` holds its ref).
+async function versionSelect(select, chosen, versions, stalled) {
+  const list = versions || await api("versions");
   select.replaceChildren();
-  for (const v of versions) {
+  for (const v of list) {
+    const status = stalled && stalled.has(v.ref) ? "stalled" : v.status;
     const label = v.ref + (v.aliases.length ? " (" + v.aliases.join(", ") + ")" : "") +
-      (v.status === "complete" ? "" : " [" + v.status + "]");
+      (status === "complete" ? "" : " [" + status + "]");
     select.append(el("option", {value: v.ref, selected: v.ref === chosen ? "selected" : null}, label));
   }
   if (chosen && ![...select.options].some((o) => o.value === chosen)) {
     select.append(el("option", {value: chosen, selected: "selected"}, chosen));
   }
-  return versions;
+  return list;
 }
 
 function debounce(fn, ms) {
@@ -416,4 +449,13 @@ function debounce(fn, ms) {
     clearTimeout(timer);
     timer = setTimeout(() => fn(...args), ms);
   };
+}
+
+// The refs of the unfinished versions whose trainer stopped (one request, only when some
+// version is unfinished).
+async function stalledRefs(versions) {
+  if (versions.every((v) => v.status === "complete")) return new Set();
+  const progress = await api("progress", {last: 0}).catch(() => []);
+  const byRef = new Map(versions.map((v) => [v.ref, v]));
+  return new Set(progress.filter((p) => byRef.has(p.ref) && statusOf(byRef.get(p.ref), p) === "stalled").map((p) => p.ref));
 }

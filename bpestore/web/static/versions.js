@@ -6,7 +6,6 @@
 
 const POLL_MS = Number(param("poll")) || 2000;      // while something trains
 const IDLE_MS = Number(param("idle")) || 15000;     // while nothing does
-const STALLED_S = Number(param("stalled")) || 60;   // no checkpoint for this long: stalled (the trainer checkpoints at least every 10 s)
 const seen = new Map();  // ref -> {merges, at}: the live rate between two polls
 const rows = new Map();  // ref -> {li, key}: what each row shows
 let shape = null;        // the tree's refs and parents, as drawn
@@ -48,16 +47,11 @@ function progressBlock(p) {
       fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
     stalled
       ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
-          ": the trainer has probably stopped (bpestore resume " + p.ref + ")")]
+          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
       : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
          " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
          " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],
     last.length ? el("div", {className: "chips last"}, el("span", {className: "muted"}, "last merges:"), last) : null);
-}
-
-function statusOf(v, p) {
-  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
-  return v.status;
 }
 
 function rowLine(v, p) {
