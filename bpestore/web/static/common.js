@@ -459,3 +459,45 @@ async function stalledRefs(versions) {
   const byRef = new Map(versions.map((v) => [v.ref, v]));
   return new Set(progress.filter((p) => byRef.has(p.ref) && statusOf(byRef.get(p.ref), p) === "stalled").map((p) => p.ref));
 }
+
+// -- a training run's progress (the registry and the version page) ---------------------
+const seen = new Map();  // ref -> {merges, at}: the live rate between two polls
+
+function liveRate(p) {
+  const now = Date.now();
+  const before = seen.get(p.ref);
+  let rate = p.rate;
+  if (before && p.merges > before.merges && now > before.at) rate = (p.merges - before.merges) / ((now - before.at) / 1000);
+  if (!before || p.merges !== before.merges) seen.set(p.ref, {merges: p.merges, at: now, rate});
+  else if (before.rate) rate = before.rate;
+  return rate;
+}
+
+function progressBlock(p) {
+  const stalled = p.seconds_since_checkpoint > STALLED_S;
+  const rate = stalled ? null : liveRate(p);
+  const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
+  const bar = el("div", {className: stalled ? "stalled" : null});
+  bar.style.width = p.fraction === null ? "0" : (100 * p.fraction).toFixed(1) + "%";
+  const last = p.last_merges.map((m) => tokenSpan(m.text, {id: m.token}));
+  colourTokens(last);
+  return el("div", {className: "progress" + (stalled ? " stalled" : ""), dataset: {ref: p.ref}},
+    el("span", {className: "bar", role: "progressbar", "aria-label": "merges of " + p.ref, "aria-valuemin": "0",
+      "aria-valuemax": p.target_merges === null ? null : p.target_merges, "aria-valuenow": p.merges}, bar),
+    el("span", {className: "merges", dataset: {merges: p.merges}},
+      fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
+    stalled
+      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
+          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
+      : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
+         " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
+         " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],
+    last.length ? el("div", {className: "chips last"}, el("span", {className: "muted"}, "last merges:"), last) : null);
+}
+
+
+// "13:05:09": a time of day, 24-hour, in the reader's time zone.
+function clock(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds());
+}

@@ -6,7 +6,6 @@
 
 const POLL_MS = Number(param("poll")) || 2000;      // while something trains
 const IDLE_MS = Number(param("idle")) || 15000;     // while nothing does
-const seen = new Map();  // ref -> {merges, at}: the live rate between two polls
 const rows = new Map();  // ref -> {li, key}: what each row shows
 let shape = null;        // the tree's refs and parents, as drawn
 let lastGood = null;     // when the server last answered
@@ -20,38 +19,6 @@ function sizeText(v) {
   if (v.status === "complete") return fmt(v.vocab_size) + " tokens";
   if (v.target_vocab_size !== null) return fmt(v.vocab_size) + " / " + fmt(v.target_vocab_size) + " tokens";
   return fmt(v.vocab_size) + " tokens, " + fmt(v.n_merges) + " / " + fmt(v.target_merges) + " merges";
-}
-
-function liveRate(p) {
-  const now = Date.now();
-  const before = seen.get(p.ref);
-  let rate = p.rate;
-  if (before && p.merges > before.merges && now > before.at) rate = (p.merges - before.merges) / ((now - before.at) / 1000);
-  if (!before || p.merges !== before.merges) seen.set(p.ref, {merges: p.merges, at: now, rate});
-  else if (before.rate) rate = before.rate;
-  return rate;
-}
-
-function progressBlock(p) {
-  const stalled = p.seconds_since_checkpoint > STALLED_S;
-  const rate = stalled ? null : liveRate(p);
-  const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
-  const bar = el("div");
-  bar.style.width = p.fraction === null ? "0" : (100 * p.fraction).toFixed(1) + "%";
-  const last = p.last_merges.map((m) => tokenSpan(m.text, {id: m.token}));
-  colourTokens(last);
-  return el("div", {className: "progress", dataset: {ref: p.ref}},
-    el("span", {className: "bar", role: "progressbar", "aria-label": "merges of " + p.ref, "aria-valuemin": "0",
-      "aria-valuemax": p.target_merges === null ? null : p.target_merges, "aria-valuenow": p.merges}, bar),
-    el("span", {className: "merges", dataset: {merges: p.merges}},
-      fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
-    stalled
-      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
-          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
-      : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
-         " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
-         " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],
-    last.length ? el("div", {className: "chips last"}, el("span", {className: "muted"}, "last merges:"), last) : null);
 }
 
 function rowLine(v, p) {
@@ -148,8 +115,10 @@ function draw(versions, progress) {
   });
 }
 
+let stalledNow = new Set();  // the refs of stalled versions, as last polled
+
 async function drawTimeline(versions) {
-  const key = JSON.stringify(versions.map((v) => [v.ref, v.status, v.aliases]));
+  const key = JSON.stringify(versions.map((v) => [v.ref, v.status, v.aliases, stalledNow.has(v.ref)]));
   if (key === timelineKey) return;
   const where = document.getElementById("timeline");
   try {
@@ -161,7 +130,7 @@ async function drawTimeline(versions) {
         v.parent ? [" extends ", versionLink(v.parent)] : v.source !== "trained" ? " imported (" + v.source + ")" : " trained",
         v.corpus !== null ? [" on ", corpusRef(v)] : null,
         v.status === "complete" ? (v.source === "trained" ? " · done in " + duration((new Date(v.updated_at) - new Date(v.created_at)) / 1000) : null)
-          : " · " + v.status]});
+          : " · " + (stalledNow.has(v.ref) ? "stalled" : v.status)]});
     }
     logs.forEach((log) => {
       for (const g of log) {
@@ -189,7 +158,7 @@ function banner(error) {
   if (!error) { where.replaceChildren(); where.className = ""; return; }
   where.className = "banner";
   where.replaceChildren(el("strong", {}, "Disconnected: "), error.message + ". " +
-    (lastGood ? "What you see is from " + lastGood.toLocaleTimeString() + "; " : "") + "trying again…");
+    (lastGood ? "What you see is from " + clock(lastGood) + "; " : "") + "trying again…");
 }
 
 async function refresh() {
@@ -200,6 +169,7 @@ async function refresh() {
     const names = new Set(versions.map((v) => v.name));
     const running = progressList.filter((p) => p.seconds_since_checkpoint <= STALLED_S).length;
     const stalled = progressList.length - running;
+    stalledNow = new Set(progressList.filter((p) => p.seconds_since_checkpoint > STALLED_S).map((p) => p.ref));
     document.getElementById("summary").textContent = versions.length
       ? fmt(versions.length) + " versions of " + fmt(names.size) + " tokenizers" +
         (running ? ", " + running + " training" : "") + (stalled ? ", " + stalled + " stalled" : "")
