@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,8 @@ from bpestore.web import app as web_app  # noqa: E402
 from bpestore.web import create_app  # noqa: E402
 
 from .conftest import pg_schema  # noqa: E402
+
+HELD_OUT = Path(bpestore.__file__).resolve().parent / "data" / "heldout.txt"  # the web's default evaluation text
 
 XSS = '<script>"x"</script>'
 
@@ -139,8 +142,8 @@ def test_curve_is_the_plot_json(db, client, tmp_path):
     expected = cli_json(db, "plot", "en@2", "--file", str(tmp_path / "t.txt"), "--points", "7")[0]
     got = client.post("/api/curve", json={"ref": "en@2", "text": sample, "points": 7}).json()
     assert {**got, "file": None} == {**expected, "file": None}
-    whole = ok(client, "/api/curve", ref="en@1", points="5")  # on the packaged sample
-    assert whole == cli_json(db, "plot", "en@1", "--file", str(bpestore.sample_path()), "--points", "5")[0]
+    whole = ok(client, "/api/curve", ref="en@1", points="5")  # on the held-out text
+    assert whole == cli_json(db, "plot", "en@1", "--file", str(HELD_OUT), "--points", "5")[0]
     assert whole["curve"][-1]["merges"] == 400 - 256 and whole["curve"][0]["bytes_per_token"] == 1.0
     assert client.get("/api/curve", params={"ref": "en@1", "points": "1"}).status_code == 400
 

@@ -29,7 +29,7 @@ function mergeTable(ref, merges) {
     const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
     return [fmt(m.rank), el("span", {className: "pair"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
       link("/token", {ref, id: m.token}, String(m.token)), ...(counted ? [m.count === null ? "-" : fmt(m.count)] : [])];
-  }), {className: "new-merges"});
+  }), {className: "merge-list"});
 }
 
 function sectionItems(d, name, page) {

@@ -120,7 +120,7 @@ async function loadCurve(event) {
   if (event) event.preventDefault();
   const text = document.getElementById("curve-text").value;
   const others = chosen();
-  scoreCard(document.getElementById("score"), [...new Set([ref, ...family, ...others])], text, version.ref);
+  scoreCard(document.getElementById("score"), [...new Set([...family, ref, ...others])], text, version.ref);
   const where = document.getElementById("curve");
   loading(where);
   const refs = [ref, ...others];
