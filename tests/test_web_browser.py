@@ -196,7 +196,7 @@ def rgb_of(css: str) -> tuple[int, int, int]:
 # -- the pages ---------------------------------------------------------------------------
 def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
     open_page(browser, f"{server}/")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == 3)
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == len(cli_json(db, "versions")))
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
     settled(browser)
     rows = {li.get_attribute("data-ref"): li for li in browser.find_elements(By.CSS_SELECTOR, "#versions li.version")}
