@@ -102,7 +102,7 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         open_page(browser, f"{base}/version?ref=dead@1&stalled=1&poll=300")
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#progress[data-status=stalled] code.resume"))
         assert browser.find_element(By.CSS_SELECTOR, "#info .badge.status").text == "stalled"
-        shown = browser.find_element(By.CSS_SELECTOR, "#progress code.resume").text
+        shown = js(browser, "return document.querySelector('#progress code.resume').textContent;")
         assert shown == "bpestore train --resume dead@1"
         open_page(browser, f"{base}/diff?a=en@1&b=dead@1&stalled=1")
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#b option"))
@@ -113,6 +113,8 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         from click.testing import CliRunner
         resumed = CliRunner().invoke(cli, ["--db", db, *shown.split()[1:], "--quiet"], catch_exceptions=False)
         assert resumed.exit_code == 0, resumed.output
+        open_page(browser, f"{base}/?poll=300&idle=300")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "li.version[data-ref='dead@1'][data-status=complete]"))
         process.terminate()
         process.wait(10)
         wait(browser, lambda: "Disconnected" in browser.find_element(By.ID, "banner").text)
@@ -124,14 +126,16 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
 
 
 def test_a_training_versions_own_page_shows_its_progress_live(server, browser, db):
-    """The version page of a version in training polls its progress: the merge count grows,
+    """The version page of a version in training polls its progress (past the 400 merges the
+    runs before trained on the same counts, which it copies): the merge count grows,
     with a rate and the time left; once complete the page shows it complete."""
     script = ("import sys, time, bpestore\n"
               "with bpestore.open(sys.argv[1]) as store:\n"
-              "    store.train('page', corpus='books@1', merges=300, checkpoint_every=15,\n"
+              "    store.train('page', corpus='books@1', merges=700, checkpoint_every=15,\n"
               "                progress=lambda p: time.sleep(0.05))\n")
     trainer = subprocess.Popen([sys.executable, "-c", script, db])
     seen: list[int] = []
+    lefts: list[str] = []
     try:
         wait(browser, lambda: any(v["ref"] == "page@1" for v in cli_json(db, "versions")), timeout=60)
         open_page(browser, f"{server}/version?ref=page@1&poll=250")
@@ -143,10 +147,12 @@ def test_a_training_versions_own_page_shows_its_progress_live(server, browser, d
                                 "        document.querySelector('#info .badge.status')?.textContent];")
             if found[0] is not None and (not seen or seen[-1] != found[0]):
                 seen.append(found[0])
+                lefts.append(found[1])
             return found[2] == "complete"
         wait(browser, watch, timeout=90)
     finally:
         assert trainer.wait(90) == 0
     assert len(seen) >= 2 and seen == sorted(seen), seen
+    assert any(left and left.startswith("about ") and left.endswith(" left") for left in lefts), lefts
     assert not browser.find_elements(By.ID, "progress")
     assert console_errors(browser) == []
