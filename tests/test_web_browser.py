@@ -200,21 +200,43 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
     settled(browser)
     rows = {li.get_attribute("data-ref"): li for li in browser.find_elements(By.CSS_SELECTOR, "#versions li.version")}
-    assert set(rows) == {"en@1", "en@2", "xss@1"}
-    # en@2 extends en@1: it is drawn inside en@1's branch; the newest activity first.
-    assert rows["en@1"].find_elements(By.CSS_SELECTOR, 'li.version[data-ref="en@2"]')
     expected = {v["ref"]: v for v in cli_json(db, "versions")}
-    roots = js(browser, "return [...document.querySelectorAll('ul.tree.root > li')].map((li) => li.dataset.ref);")
-    assert roots == sorted(roots, key=lambda r: max(expected[x]["updated_at"] for x in expected
-                                                     if x == r or expected[x]["parent"] == r), reverse=True)
+    assert set(rows) == set(expected) == {"en@1", "en@2", "xss@1", "imp@1", "long@1"}
+    # en@2 extends en@1: it is drawn inside en@1's branch; grouped by name, the newest activity first.
+    assert rows["en@1"].find_elements(By.CSS_SELECTOR, 'li.version[data-ref="en@2"]')
+    groups = js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => [g.dataset.name, "
+                         "g.querySelector('h3').textContent, [...g.querySelectorAll('li.version')].map((li) => li.dataset.ref)]);")
+    activity = {name: max(v["updated_at"] for v in expected.values() if v["name"] == name) for name in ("en", "xss", "imp", "long")}
+    assert [g[0] for g in groups] == sorted(activity, key=activity.__getitem__, reverse=True)
+    assert all(g[0] == g[1] and all(r.startswith(g[0] + "@") for r in g[2]) for g in groups)
     for ref, li in rows.items():
         v = expected[ref]
         text = li.find_element(By.CSS_SELECTOR, ".row").text
         assert li.get_attribute("data-status") == v["status"] == "complete"
         assert f"{v['vocab_size']:,} tokens" in text and v["fingerprint"][:12] in text
-        corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
-        assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
-    alias = rows["en@1"].find_element(By.CSS_SELECTOR, ".row a.alias")
+        if v["corpus"] is not None:
+            corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
+            assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
+    # The columns line up: every top row's size starts at the same x.
+    assert len({round(x) for x in js(browser, "return [...document.querySelectorAll('ul.tree.root > li > .row .size')]"
+                                              ".map((s) => s.getBoundingClientRect().left);")}) == 1
+    # Sort by name or size, filter by any text of a row; both kept in the URL.
+    Select(browser.find_element(By.ID, "sort")).select_by_value("name")
+    wait(browser, lambda: js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => g.dataset.name);")
+         == sorted(activity))
+    Select(browser.find_element(By.ID, "sort")).select_by_value("size")
+    biggest = sorted(activity, key=lambda n: (-max(v["vocab_size"] for v in expected.values() if v["name"] == n), n))
+    wait(browser, lambda: js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => g.dataset.name);")
+         == biggest)
+    browser.find_element(By.ID, "filter").send_keys("books@1")
+    visible = "return [...document.querySelectorAll('#versions li.version')].filter((li) => li.offsetParent).map((li) => li.dataset.ref);"
+    wait(browser, lambda: sorted(js(browser, visible)) == sorted(r for r, v in expected.items() if v["corpus"] == "books"))
+    assert "q=books%401" in browser.current_url and "sort=size" in browser.current_url
+    open_page(browser, browser.current_url)
+    wait(browser, lambda: sorted(js(browser, visible)) == sorted(r for r, v in expected.items() if v["corpus"] == "books"))
+    open_page(browser, f"{server}/")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
+    alias = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='en@1'] > .row a.alias")
     assert alias.text == "en@prod" and alias.get_attribute("href").endswith("/version?ref=en%40prod")
     assert not browser.find_elements(By.CSS_SELECTOR, ".progress")  # nothing is training
     assert js(browser, "return document.body.dataset.polling") == "idle"
@@ -287,7 +309,7 @@ def test_playground_tokens_are_readable(server, browser, db):
                         "[w.textContent, getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after')"
                         ".content, getComputedStyle(w).backgroundImage]);")
     assert {("\t", '"→"'), ("\n", '"↵"')} <= {tuple(m[:2]) for m in marks}
-    assert all(m[2].startswith("radial-gradient") for m in marks if m[0] == " ")  # a centred dot
+    assert all(m[2].startswith('url("data:image/svg+xml') for m in marks if m[0] and not m[0].strip(" "))  # a dot a space
     browser.find_element(By.ID, "toggle-marks").click()
     assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
                        "[getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after').content,"
@@ -462,6 +484,15 @@ def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
     assert js(browser, "return document.querySelector('table.info .tok').dataset.token;") == by_id["token"] == " the"
     assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
     settled(browser)
+    # The looked-up text as a token shows it: its leading space marked. A missing token
+    # explains nothing it was not asked to.
+    open_page(browser, f"{server}/token?ref=en@1&token=%20the")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#token-shown .tok .ws.sp"))
+    assert js(browser, "return document.querySelector('#token-shown .tok').dataset.token;") == " the"
+    open_page(browser, f"{server}/token?ref=en@1&token=zzzzqq")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[role=alert].error"))
+    assert "Dracula" not in browser.find_element(By.TAG_NAME, "main").text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".explained .tok")
 
 
 def ranked_texts(db: str, ref: str) -> dict[str, tuple[bool, int, int]]:

@@ -321,8 +321,12 @@ def api_corpus_diff(store: Store, p: Params) -> Any:
 
 def api_stats(store: Store, p: Params) -> Any:
     """``stats REF... --file F --json`` over the given text (``file`` reads ``"-"``), or
-    without one over the held-out text (``file`` names it)."""
+    without one over the held-out text (``file`` names it), or over a stored corpus
+    (``corpus``: ``C`` or ``C@N``, exact figures from its word counts)."""
     refs = p.strs("ref")
+    corpus = p.opt("corpus")
+    if corpus is not None:
+        return RESULTS.get(store, refs, ("stats", corpus), lambda: corpus_scores(store, refs, corpus))
     if p.opt("text") is None:
         return [s.to_dict() for s in RESULTS.get(store, refs, ("stats",), lambda: store.stats(refs, HELD_OUT))]
     text = p.text()
@@ -334,6 +338,21 @@ def api_stats(store: Store, p: Params) -> Any:
     finally:
         os.unlink(path)
     return [{**s.to_dict(), "file": "-"} for s in results]
+
+
+def corpus_scores(store: Store, refs: list[str], corpus: str) -> list[dict[str, Any]]:
+    """The score card's rows over a corpus generation, from ``Store.corpus_stats`` (the
+    corpus-statistics work: exact figures from word counts), in ``stats``' shape."""
+    corpus_stats = getattr(store, "corpus_stats", None)
+    if corpus_stats is None:
+        raise RequestError(501, "scoring on a stored corpus needs the corpus statistics (Store.corpus_stats), "
+                                "which this version lacks")
+    rows = [s.to_dict() for s in corpus_stats(refs, [corpus])]
+    return [{"ref": r["ref"], "file": r["corpus"], "tokens": r["tokens"], "bytes": r["bytes"], "words": r["words"],
+             "bytes_per_token": r["bytes_per_token"], "tokens_per_word": r["tokens_per_word"],
+             "vocab_use": r["vocab_use"],
+             "unknown_share": None if r["unknown"] is None else (r["unknown"] / r["tokens"] if r["tokens"] else 0.0)}
+            for r in rows]
 
 
 class Encoder:
@@ -418,7 +437,7 @@ API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "corpus": (("name", "top"), api_corpus),
     "corpus_log": (("name",), api_corpus_log),
     "corpus_diff": (("a", "b", "limit"), api_corpus_diff),
-    "stats": (("ref", "text"), api_stats),
+    "stats": (("ref", "text", "corpus"), api_stats),
     "encode": (("ref", "text", "compact"), Encoder()),
     "progress": (("ref", "last"), api_progress),
     "curve": (("ref", "text", "points", "per_rank"), api_curve),

@@ -155,6 +155,7 @@ async function show(a, b) {
   for (const name of Object.keys(boxes)) drawSection(d, name, boxes);
   where.removeAttribute("aria-busy");
   where.dataset.drawn = a + " " + b;
+  drawn();
 }
 
 // Which two versions: the URL's; b alone: b against its parent; neither: the newest
@@ -197,9 +198,10 @@ async function start() {
     score();
   });
   const score = () => scoreCard(document.getElementById("eval"), [selectA.value, selectB.value],
-    document.getElementById("eval-text").value, selectA.value);
+    document.getElementById("eval-text").value, selectA.value, document.getElementById("eval-set").value);
   document.getElementById("eval-form").addEventListener("submit", (event) => { event.preventDefault(); score(); });
-  if (a && b) { show(a, b); score(); }
+  document.getElementById("eval-set").addEventListener("change", score);
+  if (a && b) show(a, b).then(() => { score(); evalSets(document.getElementById("eval-set")); });  // the diff first
   else put(document.getElementById("diff"), el("p", {className: "muted"}, "Choose two versions to compare."));
 }
 

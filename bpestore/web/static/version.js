@@ -120,7 +120,8 @@ async function loadCurve(event) {
   if (event) event.preventDefault();
   const text = document.getElementById("curve-text").value;
   const others = chosen();
-  scoreCard(document.getElementById("score"), [...new Set([...family, ref, ...others])], text, version.ref);
+  scoreCard(document.getElementById("score"), [...new Set([...family, ref, ...others])], text, version.ref,
+    document.getElementById("eval-set").value);
   const where = document.getElementById("curve");
   loading(where);
   const refs = [ref, ...others];
@@ -202,6 +203,7 @@ async function start() {
   mergePager.next.addEventListener("click", () => { mergeStart += PAGE; loadMerges(); });
   document.getElementById("curve-form").addEventListener("submit", loadCurve);
   await overlayChoices(v).catch(() => {});
+  evalSets(document.getElementById("eval-set")).then(() => document.getElementById("eval-set").addEventListener("change", loadCurve));
   loadCurve();
   loadTokens();
   loadMerges();

@@ -34,7 +34,8 @@ function rowLine(v, p) {
     el("span", {className: "muted"}, when(v.created_at)));
 }
 
-// Newest activity (creation of the version or of anything below it) first.
+// Each version's children, newest activity (creation of the version or of anything below
+// it) first; `activity` and `size` (the largest vocabulary below) order the groups.
 function ordered(versions) {
   const byRef = new Map(versions.map((v) => [v.ref, v]));
   const children = new Map();
@@ -48,19 +49,60 @@ function ordered(versions) {
     if (!latest.has(v.ref)) latest.set(v.ref, [v.updated_at, ...(children.get(v.ref) || []).map(activity)].sort().pop());
     return latest.get(v.ref);
   };
+  const size = (v) => Math.max(v.vocab_size, ...(children.get(v.ref) || []).map(size));
   for (const list of children.values()) list.sort((a, b) => (activity(b) > activity(a) ? 1 : activity(b) < activity(a) ? -1 : 0));
-  return children;
+  return {children, activity, size};
 }
 
-function buildTree(children) {
+const SORTS = {
+  newest: (a, b) => (a.activity > b.activity ? -1 : a.activity < b.activity ? 1 : 0),
+  name: (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  size: (a, b) => b.size - a.size || (a.name < b.name ? -1 : 1),
+};
+
+// The versions grouped by name (a root's extensions, of any name, stay in its branch),
+// the groups in the chosen order.
+function buildTree({children, activity, size}) {
   const branch = (parent, root) => el("ul", {className: root ? "tree root" : "tree"},
-    (children.get(parent) || []).map((v) => {
+    (parent === null ? root : children.get(parent) || []).map((v) => {
       const item = rows.get(v.ref).li;
       item.querySelector(":scope > ul")?.remove();
       if (children.has(v.ref)) item.append(branch(v.ref, false));
       return item;
     }));
-  return branch(null, true);
+  const groups = new Map();
+  for (const v of children.get(null) || []) {
+    if (!groups.has(v.name)) groups.set(v.name, {name: v.name, roots: [], activity: "", size: 0});
+    const g = groups.get(v.name);
+    g.roots.push(v);
+    g.activity = activity(v) > g.activity ? activity(v) : g.activity;
+    g.size = Math.max(g.size, size(v));
+  }
+  const sorted = [...groups.values()].sort(SORTS[sortSelect.value] || SORTS.newest);
+  return sorted.map((g) => el("div", {className: "group", dataset: {name: g.name}},
+    el("h3", {}, g.name), branch(null, g.roots)));
+}
+
+// Hides the rows whose text does not hold the filter (a row stays while one below it matches).
+function applyFilter() {
+  const q = filterInput.value.trim().toLowerCase();
+  const visible = (li) => {
+    const own = !q || li.querySelector(":scope > .row").textContent.toLowerCase().includes(q);
+    const below = [...li.querySelectorAll(":scope > ul > li.version")].map(visible).some(Boolean);
+    li.hidden = !(own || below);
+    return own || below;
+  };
+  let shown = 0;
+  for (const group of document.querySelectorAll("#versions .group")) {
+    const any = [...group.querySelectorAll(":scope > ul > li.version")].map(visible).some(Boolean);
+    group.hidden = !any;
+    shown += any ? 1 : 0;
+  }
+  document.getElementById("filtered").textContent = q ? fmt(shown) + " matching" : "";
+  const query = new URLSearchParams(window.location.search);
+  if (q) query.set("q", filterInput.value); else query.delete("q");
+  if (sortSelect.value !== "newest") query.set("sort", sortSelect.value); else query.delete("sort");
+  history.replaceState(null, "", query.toString() ? "?" + query : window.location.pathname);
 }
 
 // Runs `change`, then puts keyboard focus back on the same link or button if it was
@@ -78,7 +120,8 @@ function keepingFocus(change) {
 }
 
 function draw(versions, progress) {
-  const children = ordered(versions);
+  const tree = ordered(versions);
+  const children = tree.children;
   keepingFocus(() => {
     for (const v of versions) {
       const p = v.status !== "complete" ? progress.get(v.ref) : undefined;
@@ -107,11 +150,12 @@ function draw(versions, progress) {
       }
     }
     for (const ref of [...rows.keys()]) if (!versions.some((v) => v.ref === ref)) rows.delete(ref);
-    const newShape = JSON.stringify([...children.entries()].map(([k, list]) => [k, list.map((v) => v.ref)]));
+    const newShape = JSON.stringify([sortSelect.value, [...children.entries()].map(([k, list]) => [k, list.map((v) => v.ref)])]);
     if (newShape !== shape) {
-      document.getElementById("versions").replaceChildren(buildTree(children));
+      document.getElementById("versions").replaceChildren(...buildTree(tree));
       shape = newShape;
     }
+    applyFilter();
   });
 }
 
@@ -174,6 +218,7 @@ async function refresh() {
       ? fmt(versions.length) + " versions of " + fmt(names.size) + " tokenizers" +
         (running ? ", " + running + " training" : "") + (stalled ? ", " + stalled + " stalled" : "")
       : "No versions yet: bpestore train NAME --corpus C --vocab-size N";
+    lastDraw = [versions, progress];
     draw(versions, progress);
     drawTimeline(versions);
     training = running > 0;
@@ -191,5 +236,14 @@ async function refresh() {
   setTimeout(refresh, training ? POLL_MS : IDLE_MS);
 }
 
+const filterInput = el("input", {type: "search", id: "filter", placeholder: "name, corpus, alias…", value: param("q") || ""});
+const sortSelect = el("select", {id: "sort"}, [["newest", "newest activity"], ["name", "name"], ["size", "size"]].map(([v, label]) =>
+  el("option", {value: v, selected: v === param("sort") ? "selected" : null}, label)));
+let lastDraw = null;  // the last versions and progress drawn, to redraw in another order
+filterInput.addEventListener("input", applyFilter);
+sortSelect.addEventListener("change", () => { if (lastDraw) draw(...lastDraw); else applyFilter(); });
+document.getElementById("versions").before(el("div", {className: "controls"},
+  el("label", {for: "filter"}, "Filter"), filterInput, el("label", {for: "sort"}, "sort by"), sortSelect,
+  el("span", {className: "muted", id: "filtered", "aria-live": "polite"})));
 nav("/");
 refresh();
