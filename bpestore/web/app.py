@@ -284,7 +284,7 @@ def api_diff_view(store: Store, p: Params) -> Any:
 
     a, b = p.need("a"), p.need("b")
     sections = p.strs("section") if p.values.get("section") else list(SECTIONS)
-    limit, order, query = p.num("limit", 100, high=1000) or 0, p.opt("order", "rank") or "rank", p.opt("q", "") or ""
+    limit, order, query = p.num("limit", 100, low=1, high=1000) or 100, p.opt("order", "rank") or "rank", p.opt("q", "") or ""
     view = RESULTS.get(store, (a, b), ("view",), lambda: DiffView(*Questions(store).compared(a, b)))
     return {**view.summary, "order": order, "q": query,
             "sections": {s: view.page(s, p.num(f"at_{s}", 0) or 0, limit, order=order, query=query)
