@@ -65,7 +65,8 @@ def db(tmp_path_factory) -> str:
         store.ingest("books", [str(more)], workers=1)
         xss = store.tokenizer("xss@1")  # imp@1: xss@1's vocabulary imported (no pair counts)
         vocab = {i: xss.decode_single_token_bytes(i) for i in range(xss.n_vocab)}
-        store.import_vocab("imp", vocab, [(vocab[m.left], vocab[m.right]) for m in store.merges("xss@1", start=0, limit=None)])
+        merges = store.merges("xss@1", start=0, limit=None)
+        store.import_vocab("imp", vocab, [(vocab[m.left], vocab[m.right]) for m in merges])
         store.import_vocab("long", *long_tokens())
     return path
 
@@ -196,7 +197,8 @@ def rgb_of(css: str) -> tuple[int, int, int]:
 # -- the pages ---------------------------------------------------------------------------
 def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
     open_page(browser, f"{server}/")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == len(cli_json(db, "versions")))
+    n = len(cli_json(db, "versions"))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == n)
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
     settled(browser)
     rows = {li.get_attribute("data-ref"): li for li in browser.find_elements(By.CSS_SELECTOR, "#versions li.version")}
@@ -205,8 +207,11 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
     # en@2 extends en@1: it is drawn inside en@1's branch; grouped by name, the newest activity first.
     assert rows["en@1"].find_elements(By.CSS_SELECTOR, 'li.version[data-ref="en@2"]')
     groups = js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => [g.dataset.name, "
-                         "g.querySelector('h3').textContent, [...g.querySelectorAll('li.version')].map((li) => li.dataset.ref)]);")
-    activity = {name: max(v["updated_at"] for v in expected.values() if v["name"] == name) for name in ("en", "xss", "imp", "long")}
+                         "g.querySelector('h3').textContent, "
+                         "[...g.querySelectorAll('li.version')].map((li) => li.dataset.ref)]);")
+    activity = {name: max(v["updated_at"] for v in expected.values() if v["name"] == name)
+                for name in ("en", "xss", "imp", "long")}
+    group_names = "return [...document.querySelectorAll('#versions .group')].map((g) => g.dataset.name);"
     assert [g[0] for g in groups] == sorted(activity, key=activity.__getitem__, reverse=True)
     assert all(g[0] == g[1] and all(r.startswith(g[0] + "@") for r in g[2]) for g in groups)
     for ref, li in rows.items():
@@ -222,18 +227,18 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
                                               ".map((s) => s.getBoundingClientRect().left);")}) == 1
     # Sort by name or size, filter by any text of a row; both kept in the URL.
     Select(browser.find_element(By.ID, "sort")).select_by_value("name")
-    wait(browser, lambda: js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => g.dataset.name);")
-         == sorted(activity))
+    wait(browser, lambda: js(browser, group_names) == sorted(activity))
     Select(browser.find_element(By.ID, "sort")).select_by_value("size")
     biggest = sorted(activity, key=lambda n: (-max(v["vocab_size"] for v in expected.values() if v["name"] == n), n))
-    wait(browser, lambda: js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => g.dataset.name);")
-         == biggest)
+    wait(browser, lambda: js(browser, group_names) == biggest)
     browser.find_element(By.ID, "filter").send_keys("books@1")
-    visible = "return [...document.querySelectorAll('#versions li.version')].filter((li) => li.offsetParent).map((li) => li.dataset.ref);"
-    wait(browser, lambda: sorted(js(browser, visible)) == sorted(r for r, v in expected.items() if v["corpus"] == "books"))
+    visible = ("return [...document.querySelectorAll('#versions li.version')].filter((li) => li.offsetParent)"
+               ".map((li) => li.dataset.ref);")
+    on_books = sorted(r for r, v in expected.items() if v["corpus"] == "books")
+    wait(browser, lambda: sorted(js(browser, visible)) == on_books)
     assert "q=books%401" in browser.current_url and "sort=size" in browser.current_url
     open_page(browser, browser.current_url)
-    wait(browser, lambda: sorted(js(browser, visible)) == sorted(r for r, v in expected.items() if v["corpus"] == "books"))
+    wait(browser, lambda: sorted(js(browser, visible)) == on_books)
     open_page(browser, f"{server}/")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
     alias = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='en@1'] > .row a.alias")
@@ -309,7 +314,8 @@ def test_playground_tokens_are_readable(server, browser, db):
                         "[w.textContent, getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after')"
                         ".content, getComputedStyle(w).backgroundImage]);")
     assert {("\t", '"→"'), ("\n", '"↵"')} <= {tuple(m[:2]) for m in marks}
-    assert all(m[2].startswith('url("data:image/svg+xml') for m in marks if m[0] and not m[0].strip(" "))  # a dot a space
+    spaces = [m for m in marks if m[0] and not m[0].strip(" ")]
+    assert spaces and all(m[2].startswith('url("data:image/svg+xml') for m in spaces)  # a dot a space
     browser.find_element(By.ID, "toggle-marks").click()
     assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
                        "[getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after').content,"
@@ -711,11 +717,13 @@ def overlapping(browser) -> list[str]:
         for (const tok of document.querySelectorAll('td .tok')) {
           const cell = tok.closest('td').getBoundingClientRect(), box = tok.getBoundingClientRect();
           if (!cell.width || !tok.offsetParent) continue;  // not drawn (a closed details)
-          if (box.right > cell.right + 1 || box.left < cell.left - 1) out.push(['token', tok.dataset.token, box.left, box.right, cell.left, cell.right, tok.closest('tr').textContent]);
+          if (box.right > cell.right + 1 || box.left < cell.left - 1) out.push('token ' + tok.dataset.token);
         }
         for (const row of document.querySelectorAll('tr')) {
           const cells = [...row.cells].map((c) => c.getBoundingClientRect());
-          for (let i = 1; i < cells.length; i++) if (cells[i].left < cells[i - 1].right - 1) out.push('cells of ' + row.textContent.slice(0, 20));
+          for (let i = 1; i < cells.length; i++) {
+            if (cells[i].left < cells[i - 1].right - 1) out.push('cells of ' + row.textContent.slice(0, 20));
+          }
         }
         return out;""")
 

@@ -37,7 +37,8 @@ def test_a_training_run_shows_progress_live_and_keeps_focus(server, browser, db)
               "    store.train('live', corpus='books@1', merges=300, checkpoint_every=15,\n"
               "                progress=lambda p: time.sleep(0.05))\n")
     open_page(browser, f"{server}/?poll=250&idle=300")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == len(cli_json(db, "versions")))
+    n = len(cli_json(db, "versions"))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == n)
     js(browser, "document.querySelector(\"li.version[data-ref='en@1']\").marked = 1;"
                 "document.querySelector(\"li.version[data-ref='en@1'] a.ref\").focus();")
     trainer = subprocess.Popen([sys.executable, "-c", script, db])
@@ -109,12 +110,14 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         labels = js(browser, "return [...document.querySelectorAll('#b option')].map((o) => o.textContent);")
         assert "dead@1 [stalled]" in labels and not any("training" in label for label in labels), labels
         # A resumed run finishes it (the command the page gives works).
-        from bpestore.cli import cli
         from click.testing import CliRunner
+
+        from bpestore.cli import cli
         resumed = CliRunner().invoke(cli, ["--db", db, *shown.split()[1:], "--quiet"], catch_exceptions=False)
         assert resumed.exit_code == 0, resumed.output
         open_page(browser, f"{base}/?poll=300&idle=300")
-        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "li.version[data-ref='dead@1'][data-status=complete]"))
+        done = "li.version[data-ref='dead@1'][data-status=complete]"
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, done))
         process.terminate()
         process.wait(10)
         wait(browser, lambda: "Disconnected" in browser.find_element(By.ID, "banner").text)

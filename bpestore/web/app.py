@@ -284,7 +284,8 @@ def api_diff_view(store: Store, p: Params) -> Any:
 
     a, b = p.need("a"), p.need("b")
     sections = p.strs("section") if p.values.get("section") else list(SECTIONS)
-    limit, order, query = p.num("limit", 100, low=1, high=1000) or 100, p.opt("order", "rank") or "rank", p.opt("q", "") or ""
+    limit = p.num("limit", 100, low=1, high=1000) or 100
+    order, query = p.opt("order", "rank") or "rank", p.opt("q", "") or ""
     view = RESULTS.get(store, (a, b), ("view",), lambda: DiffView(*Questions(store).compared(a, b)))
     return {**view.summary, "order": order, "q": query,
             "sections": {s: view.page(s, p.num(f"at_{s}", 0) or 0, limit, order=order, query=query)
@@ -406,7 +407,8 @@ def api_curve(store: Store, p: Params) -> Any:
     held-out text (``HELD_OUT``)."""
     ref, points = p.need("ref"), p.num("points", 50, low=2, high=1000) or 50
     if p.opt("text") is None:
-        chart = RESULTS.get(store, (ref,), ("curve", points), lambda: store.chart(ref, HELD_OUT, points=points).to_dict())
+        chart = RESULTS.get(store, (ref,), ("curve", points),
+                            lambda: store.chart(ref, HELD_OUT, points=points).to_dict())
     else:
         text = p.text()
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

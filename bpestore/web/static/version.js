@@ -202,11 +202,15 @@ async function start() {
   mergePager.prev.addEventListener("click", () => { mergeStart = Math.max(0, mergeStart - PAGE); loadMerges(); });
   mergePager.next.addEventListener("click", () => { mergeStart += PAGE; loadMerges(); });
   document.getElementById("curve-form").addEventListener("submit", loadCurve);
+  // The facts and lists first (the page's first render), then the measures, which may
+  // have to load the tokenizers.
+  loading(document.getElementById("score"));
+  loading(document.getElementById("curve"));
+  await Promise.all([loadMerges(), loadTokens()]);
+  drawn();
   await overlayChoices(v).catch(() => {});
   evalSets(document.getElementById("eval-set")).then(() => document.getElementById("eval-set").addEventListener("change", loadCurve));
   loadCurve();
-  loadTokens();
-  loadMerges();
 }
 
 start();
