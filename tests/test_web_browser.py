@@ -753,3 +753,59 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
                 screenshot(browser, "playground-390", width=390, height=844)
     finally:
         browser.set_window_size(1440, 900)
+
+
+SHARED = ROOT.parent / "shared" / "corpora"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SHARED / "cl100k_base.tiktoken").exists(), reason="the shared GPT-2 and cl100k files are absent")
+def test_gpt2_against_cl100k_in_one_request_on_a_phone(browser, tmp_path):
+    """The diff of two real unrelated vocabularies (GPT-2 and cl100k, imported from their
+    published files): every section from one request, the changed ids' bytes as the files
+    give them, the totals of the files' own sets; at 390 px no sideways scroll and no cell
+    painted over. Complete within 1.0 s at BPESTORE_SCALE=full (measured otherwise)."""
+    import base64
+
+    path = str(tmp_path / "big.db")
+    with bpestore.open(path) as store:
+        store.import_gpt2("gpt2", vocab=SHARED / "gpt2_vocab.json", merges=SHARED / "gpt2_merges.txt")
+        store.import_tiktoken("cl100k", SHARED / "cl100k_base.tiktoken", pattern="cl100k")
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in printable]
+    byte_of = {chr(b): b for b in printable} | {chr(256 + i): b for i, b in enumerate(shifted)}
+    gpt2 = {i: bytes(byte_of[c] for c in t) for t, i in json.loads((SHARED / "gpt2_vocab.json").read_text()).items()
+            if t != "<|endoftext|>"}
+    gpt2[50256] = b"<|endoftext|>"
+    cl100k = {int(r): base64.b64decode(t) for t, r in
+              (line.split() for line in (SHARED / "cl100k_base.tiktoken").read_text().splitlines() if line)}
+    changed = sorted(i for i in gpt2.keys() & cl100k.keys() if gpt2[i] != cl100k[i])
+    process, base = serve(path)
+    browser.set_window_size(390, 844)
+    try:
+        open_page(browser, f"{base}/diff?a=gpt2@1&b=cl100k@1")
+        wait(browser, lambda: js(browser, "return performance.getEntriesByName('bpestore:drawn').length"), timeout=60)
+        took = js(browser, "return performance.getEntriesByName('bpestore:drawn')[0].startTime") / 1000
+        print(f"GPT-2 vs cl100k complete in {took:.2f} s (first visit after the server started)")
+        requests = api_requests(browser)
+        assert len(requests) <= 10 and sum("/api/diff_view" in r for r in requests) == 1, requests
+        heading = browser.find_element(By.CSS_SELECTOR, "strong.changed").text
+        assert heading == f"{len(changed):,}"
+        cells = js(browser, "return [...document.querySelectorAll('.changed-ids tbody tr')].map((r) => [r.dataset.id, "
+                            "...[...r.querySelectorAll('.tok')].map((s) => s.dataset.token)]);")
+        text = lambda b: b.decode("utf-8", "backslashreplace")  # noqa: E731 - token_text's rule
+        assert cells == [[str(i), text(gpt2[i]), text(cl100k[i])] for i in changed[:100]]
+        only_b = set(cl100k.values()) - set(gpt2.values())
+        assert f"Tokens only in cl100k@1 ({len(only_b):,})" in browser.find_element(By.TAG_NAME, "main").text
+        settled(browser)
+        width = js(browser, "return [document.documentElement.scrollWidth, window.innerWidth];")
+        assert width[0] <= width[1], width
+        assert overlapping(browser) == []
+        if os.environ.get("BPESTORE_SCALE") == "full":
+            open_page(browser, f"{base}/diff?a=gpt2@1&b=cl100k@1")  # the server's answer kept now
+            wait(browser, lambda: js(browser, "return performance.getEntriesByName('bpestore:drawn').length"))
+            assert js(browser, "return performance.getEntriesByName('bpestore:drawn')[0].startTime") <= 1000
+    finally:
+        browser.set_window_size(1440, 900)
+        process.terminate()
+        process.wait(10)
