@@ -169,11 +169,11 @@ def web_pages(corpus: Path, corpus_name: str, runs: int, vocab_size: int) -> str
                 what = "complete" if path.startswith(("/diff", "/version")) else "first render"
                 rows.append(_row(f"{what} `{path}`", first, measured, budget))
             for compare, budget in ((None, 0.2), ("cl100k@1", 0.3)):
-                first = _playground_update(driver, base, ten_kb, compare)
-                measured = [_playground_update(driver, base, ten_kb, compare) for _ in range(runs)]
+                once = _playground_update(driver, base, ten_kb, compare)
+                updates = [_playground_update(driver, base, ten_kb, compare) for _ in range(runs)]
                 what = f"playground update, {len(ten_kb.encode()):,} bytes of `{corpus_name}`" + \
                     (f", compared with {compare}" if compare else "") + " (drawn)"
-                rows.append(_row(what, first, measured, budget))
+                rows.append(_row(what, once, updates, budget))
         finally:
             _stop(server)
     finally:

@@ -83,6 +83,8 @@ def long_tokens() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     for end in range(2, len(word) + 1):
         merges.append((word[:end - 1], word[end - 1:end]))
         vocab[len(vocab)] = word[:end]
+    merges += [(b"\xe2", b"\x80"), (b"\xe2\x80", b"\x8b")]  # a zero-width space, one token
+    vocab[len(vocab)], vocab[len(vocab) + 1] = b"\xe2\x80", "\u200b".encode()
     return vocab, merges
 
 
@@ -344,6 +346,19 @@ def test_playground_tokens_are_readable(server, browser, db):
                        ".content") == f'"{expected[0]["id"]}"'
     browser.find_element(By.ID, "toggle-ids").click()
     settled(browser)
+
+
+def test_an_invisible_character_is_a_visible_token(server, browser, db):
+    open_page(browser, f"{server}/playground?ref=long@1&text=a%E2%80%8Bb")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='long@1'] .tokens .tok"))
+    settled(browser)
+    expected = cli_json(db, "encode", "long@1", "a\u200bb", "--tokens")
+    assert [t["token"] for t in expected] == ["a", "\u200b", "b"]
+    zwsp = js(browser, "const t = [...document.querySelectorAll(\"section[data-ref='long@1'] .tokens .tok\")][1];"
+                       "const c = t.querySelector('.ctl');"
+                       "return [t.dataset.token, c && getComputedStyle(c, '::before').content,"
+                       "        t.getBoundingClientRect().width];")
+    assert zwsp[0] == "\u200b" and zwsp[1] == '"ZWSP"' and zwsp[2] > 10, zwsp
 
 
 def test_playground_compares_two_versions(server, browser, db):
@@ -759,7 +774,8 @@ SHARED = ROOT.parent / "shared" / "corpora"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (SHARED / "cl100k_base.tiktoken").exists(), reason="the shared GPT-2 and cl100k files are absent")
+@pytest.mark.skipif(not (SHARED / "cl100k_base.tiktoken").exists(),
+                    reason="the shared GPT-2 and cl100k files are absent")
 def test_gpt2_against_cl100k_in_one_request_on_a_phone(browser, tmp_path):
     """The diff of two real unrelated vocabularies (GPT-2 and cl100k, imported from their
     published files): every section from one request, the changed ids' bytes as the files

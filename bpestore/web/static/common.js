@@ -205,11 +205,14 @@ const CONTROL_NAMES = ["NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "
 
 // A run of spaces is one span (its dots a repeated background): cl100k's 128-space token
 // is one element, not 128.
+const INVISIBLE = {0x200b: "ZWSP", 0x200c: "ZWNJ", 0x200d: "ZWJ", 0x2060: "WJ", 0xfeff: "BOM", 0x00ad: "SHY"};
+
 function appendChars(node, chars, running) {
   let run = "", spaces = null;
   for (const ch of chars) {
     const code = ch.codePointAt(0);
-    const mark = code < 0x21 || code === 0x7f || code === 0xa0 ? WS_MARKS[ch] || (code === 0x7f ? "DEL" : CONTROL_NAMES[code]) : null;
+    const mark = code < 0x21 || code === 0x7f || code === 0xa0 ? WS_MARKS[ch] || (code === 0x7f ? "DEL" : CONTROL_NAMES[code])
+      : INVISIBLE[code] || null;  // a character that draws nothing is named, never an empty token
     if (mark === null || mark === undefined) { run += ch; spaces = null; continue; }
     if (run) { node.append(run); run = ""; }
     if (ch === " " && spaces) { spaces.textContent += ch; continue; }
