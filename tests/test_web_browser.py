@@ -468,6 +468,9 @@ def test_version_page_lists_sorts_and_pages_tokens(server, browser, db, tmp_path
     browser.find_element(By.CSS_SELECTOR, "#curve-form button[type=submit]").click()
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline")) == 2)
     assert "your text" in browser.find_element(By.ID, "curve").text
+    # The legend is beside the chart, not drawn over its curves.
+    assert [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#curve ul.legend li")] == ["en@2", "en@1"]
+    assert not browser.find_elements(By.CSS_SELECTOR, "#curve svg line.line")
     # The score card: every complete version of the name on that text, as `stats` gives it.
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".score-card tbody tr")) == 2)
     (tmp_path / "eval.txt").write_text(sample, encoding="utf-8")
@@ -764,6 +767,9 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
             assert unlabelled == [], path
             assert js(browser, "return document.querySelectorAll('th:not([scope])').length") == 0, path
             assert overlapping(browser) == [], path
+            sizes = js(browser, "return [...document.querySelectorAll('svg.curve text')]"
+                                ".map((t) => t.getBoundingClientRect().height);")
+            assert all(h >= 10 for h in sizes), (path, sizes)  # chart labels stay readable
             if path.startswith("/playground"):
                 screenshot(browser, "playground-390", width=390, height=844)
     finally:
