@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -346,6 +347,26 @@ def test_playground_tokens_are_readable(server, browser, db):
                        ".content") == f'"{expected[0]["id"]}"'
     browser.find_element(By.ID, "toggle-ids").click()
     settled(browser)
+
+
+def test_a_token_in_running_text_is_not_broken_across_lines(server, browser, db):
+    """At 390 px, every token that fits on a line is drawn in one piece (" with" is not
+    "·" then "with" on the next line); a run of 128 spaces wraps inside its own box."""
+    browser.set_window_size(390, 844)
+    try:
+        text = "the castle with the count, with Harker and with </w> marks " * 12
+        open_page(browser, f"{server}/playground?ref=en@1&text=" + urllib.parse.quote(text))
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok"))
+        settled(browser)
+        pieces = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens .tok\")]"
+                             ".map((t) => [t.dataset.token, t.getClientRects().length]);")
+        assert len(pieces) > 50 and [p for p in pieces if p[1] != 1] == []
+        open_page(browser, f"{server}/playground?ref=long@1&text=" + "%20" * 300)
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='long@1'] .tokens .tok"))
+        width = js(browser, "return [document.documentElement.scrollWidth, window.innerWidth];")
+        assert width[0] <= width[1], width
+    finally:
+        browser.set_window_size(1440, 900)
 
 
 def test_an_invisible_character_is_a_visible_token(server, browser, db):

@@ -256,6 +256,7 @@ function tokenSpan(text, opts) {
     appendChars(span, text, o.running);
   }
   if (split) span.classList.add("split");
+  if (o.running && text.length > 24) span.classList.add("long");  // may wrap inside itself
   if (!o.running) labelToken(span);
   return span;
 }
