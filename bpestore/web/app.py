@@ -256,6 +256,7 @@ class Results:
 
 
 RESULTS = Results()
+DIFF_VIEWS = Results(4)  # each holds two whole vocabularies (GPT-2 and cl100k: tens of MB)
 
 
 def api_diff(store: Store, p: Params) -> Any:
@@ -286,7 +287,7 @@ def api_diff_view(store: Store, p: Params) -> Any:
     sections = p.strs("section") if p.values.get("section") else list(SECTIONS)
     limit = p.num("limit", 100, low=1, high=1000) or 100
     order, query = p.opt("order", "rank") or "rank", p.opt("q", "") or ""
-    view = RESULTS.get(store, (a, b), ("view",), lambda: DiffView(*Questions(store).compared(a, b)))
+    view = DIFF_VIEWS.get(store, (a, b), ("view",), lambda: DiffView(*Questions(store).compared(a, b)))
     return {**view.summary, "order": order, "q": query,
             "sections": {s: view.page(s, p.num(f"at_{s}", 0) or 0, limit, order=order, query=query)
                          for s in sections}}
