@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,8 @@ from bpestore.web import app as web_app  # noqa: E402
 from bpestore.web import create_app  # noqa: E402
 
 from .conftest import pg_schema  # noqa: E402
+
+HELD_OUT = Path(bpestore.__file__).resolve().parent / "data" / "heldout.txt"  # the web's default evaluation text
 
 XSS = '<script>"x"</script>'
 
@@ -139,8 +142,8 @@ def test_curve_is_the_plot_json(db, client, tmp_path):
     expected = cli_json(db, "plot", "en@2", "--file", str(tmp_path / "t.txt"), "--points", "7")[0]
     got = client.post("/api/curve", json={"ref": "en@2", "text": sample, "points": 7}).json()
     assert {**got, "file": None} == {**expected, "file": None}
-    whole = ok(client, "/api/curve", ref="en@1", points="5")  # on the packaged sample
-    assert whole == cli_json(db, "plot", "en@1", "--file", str(bpestore.sample_path()), "--points", "5")[0]
+    whole = ok(client, "/api/curve", ref="en@1", points="5")  # on the held-out text
+    assert whole == cli_json(db, "plot", "en@1", "--file", str(HELD_OUT), "--points", "5")[0]
     assert whole["curve"][-1]["merges"] == 400 - 256 and whole["curve"][0]["bytes_per_token"] == 1.0
     assert client.get("/api/curve", params={"ref": "en@1", "points": "1"}).status_code == 400
 
@@ -250,7 +253,8 @@ def test_pages_and_static_files_are_served(client):
                  "token.js", "corpora.js", "corpus.js", "notfound.js"):
         response = client.get(f"/static/{name}")
         assert response.status_code == 200, name
-        code = response.text.replace('"http://www.w3.org/2000/svg"', "")  # the SVG namespace, not a fetch
+        code = response.text.replace('"http://www.w3.org/2000/svg"', "").replace(  # the SVG namespace, not a fetch
+            "'http://www.w3.org/2000/svg'", "")
         assert "innerHTML" not in code and "outerHTML" not in code and "insertAdjacentHTML" not in code, name
         assert "http://" not in code and "https://" not in code and "eval(" not in code, name
 
@@ -436,3 +440,66 @@ def test_concurrent_requests_share_the_tokenizer_cache_safely(db, monkeypatch):
         with ThreadPoolExecutor(8) as pool:
             got = list(pool.map(lambda job: c.post("/api/encode", json={"ref": job[0], "text": job[1]}).json(), jobs))
     assert got == [expected[job] for job in jobs]
+
+
+@pytest.mark.parametrize("a, b", [("en@1", "en@2"), ("en@1", "xss@1"), ("xss@1", "en@2")])
+def test_diff_view_is_every_section_of_the_cli_diff(db, client, a, b):
+    """/api/diff_view, whole (limit 1000): the CLI's diff figures; the merges only in each
+    (their byte pairs not merged by the other, from the CLI's merges); changed ids with
+    both sides' tokens (the CLI's vocab); the tokens only in each, by bytes as the CLI
+    lists them and by rank; a search."""
+    d = cli_json(db, "diff", a, b)
+    got = ok(client, "/api/diff_view", a=a, b=b, limit="1000", order="bytes")
+    assert (got["vocab_size"], got["merges"], got["shared_merges"], got["spec_changes"]) == \
+        (d["vocab_size"], d["merges"], d["shared_merges"], d["spec_changes"])
+    sections = got["sections"]
+    assert [t["token"] for t in sections["only_a"]["items"]] == d["only_a"]
+    assert [t["token"] for t in sections["only_b"]["items"]] == d["only_b"]
+    assert [c["id"] for c in sections["changed_ids"]["items"]] == d["changed_ids"]
+    vocab = {ref: {t["id"]: t["token"] for t in cli_json(db, "vocab", ref)} for ref in (a, b)}
+    assert all((c["a"], c["b"]) == (vocab[a][c["id"]], vocab[b][c["id"]]) for c in sections["changed_ids"]["items"])
+    merges = {ref: cli_json(db, "merges", ref) for ref in (a, b)}
+    pairs = {ref: {tuple(m["pair"]) for m in merges[ref]} for ref in (a, b)}
+    for name, ref, other in (("new_merges", b, a), ("removed_merges", a, b)):
+        expected = [m for m in merges[ref] if tuple(m["pair"]) not in pairs[other]]
+        assert sections[name]["items"] == expected and sections[name]["total"] == len(expected), name
+    first = {}
+    for m in merges[a]:
+        first.setdefault(m["token"], m["rank"])
+    by_rank = ok(client, "/api/diff_view", a=a, b=b, limit="1000", section="only_a")["sections"]
+    assert list(by_rank) == ["only_a"]
+    ranks = [t["rank"] for t in by_rank["only_a"]["items"]]
+    assert ranks == [first.get(t["id"]) for t in by_rank["only_a"]["items"]]
+    assert ranks == sorted(ranks, key=lambda r: (r is None, r or 0))
+    found = ok(client, "/api/diff_view", a=a, b=b, section="only_a", q="TH", order="bytes")["sections"]["only_a"]
+    assert [t["token"] for t in found["items"]] == [t for t in d["only_a"] if "th" in t.casefold()][:100]
+    page = ok(client, "/api/diff_view", a=a, b=b, section="only_a", order="bytes", limit="5", at_only_a="3")
+    assert [t["token"] for t in page["sections"]["only_a"]["items"]] == d["only_a"][3:8]
+    for bad in ({"order": "sideways"}, {"section": "nope"}, {"limit": "0"}, {"at_only_a": "-1"}):
+        assert client.get("/api/diff_view", params={"a": a, "b": b, **bad}).status_code == 400, bad
+
+
+def test_the_default_evaluation_text_is_held_out(db, client):
+    """Without a text, stats are those of the held-out passage, which the packaged
+    training sample (Dracula) does not hold."""
+    import lzma
+
+    got = ok(client, "/api/stats", ref=["en@1", "en@2"])
+    assert got == cli_json(db, "stats", "en@1", "en@2", "--file", str(HELD_OUT))
+    sample = lzma.open(bpestore.sample_path(), "rt", encoding="utf-8").read()
+    text = HELD_OUT.read_text(encoding="utf-8")
+    assert len(text) > 2000 and not any(len(p) > 20 and p in sample for p in text.replace("\n", " ").split(". "))
+
+
+def test_a_corpus_as_evaluation_set(db, client):
+    """``corpus``: the score card's rows from Store.corpus_stats (the corpus-statistics
+    work); refused by name while the store has no such method."""
+    response = client.get("/api/stats", params={"ref": ["en@1", "en@2"], "corpus": "books@1"})
+    if not hasattr(Store, "corpus_stats"):
+        assert response.status_code == 501 and "corpus_stats" in response.json()["error"]
+        return
+    with bpestore.open(db, read_only=True) as store:
+        expected = [s.to_dict() for s in store.corpus_stats(["en@1", "en@2"], ["books@1"])]
+    assert response.status_code == 200
+    assert [(r["ref"], r["tokens"], r["bytes_per_token"]) for r in response.json()] == \
+        [(e["ref"], e["tokens"], e["bytes_per_token"]) for e in expected]

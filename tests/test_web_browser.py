@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 import bpestore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-from .test_web import XSS, build_store, cli_json  # noqa: E402  (the CLI in this process)
+from .test_web import HELD_OUT, XSS, build_store, cli_json  # noqa: E402  (the CLI in this process)
 
 SCREENSHOTS = os.environ.get("BPESTORE_SCREENSHOT") == "1"
 UNICODE = "naïve café ’quoted’\n\tindented  twice\n\nend"
@@ -63,7 +64,29 @@ def db(tmp_path_factory) -> str:
     more.write_text(f"{UNICODE}\n" * 30, encoding="utf-8")
     with bpestore.open(path) as store:
         store.ingest("books", [str(more)], workers=1)
+        xss = store.tokenizer("xss@1")  # imp@1: xss@1's vocabulary imported (no pair counts)
+        vocab = {i: xss.decode_single_token_bytes(i) for i in range(xss.n_vocab)}
+        merges = store.merges("xss@1", start=0, limit=None)
+        store.import_vocab("imp", vocab, [(vocab[m.left], vocab[m.right]) for m in merges])
+        store.import_vocab("long", *long_tokens())
     return path
+
+
+def long_tokens() -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """long@1: bytes, runs of 2 to 128 spaces (as cl100k's id 58040) and a 45-letter word."""
+    vocab = {i: bytes([i]) for i in range(256)}
+    merges, run = [], b" "
+    for _ in range(7):
+        merges.append((run, run))
+        run += run
+        vocab[len(vocab)] = run
+    word = b"Pneumonoultramicroscopicsilicovolcanoconiosis"
+    for end in range(2, len(word) + 1):
+        merges.append((word[:end - 1], word[end - 1:end]))
+        vocab[len(vocab)] = word[:end]
+    merges += [(b"\xe2", b"\x80"), (b"\xe2\x80", b"\x8b")]  # a zero-width space, one token
+    vocab[len(vocab)], vocab[len(vocab) + 1] = b"\xe2\x80", "\u200b".encode()
+    return vocab, merges
 
 
 def serve(db: str) -> tuple[subprocess.Popen, str]:
@@ -177,25 +200,51 @@ def rgb_of(css: str) -> tuple[int, int, int]:
 # -- the pages ---------------------------------------------------------------------------
 def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
     open_page(browser, f"{server}/")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == 3)
+    n = len(cli_json(db, "versions"))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == n)
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
     settled(browser)
     rows = {li.get_attribute("data-ref"): li for li in browser.find_elements(By.CSS_SELECTOR, "#versions li.version")}
-    assert set(rows) == {"en@1", "en@2", "xss@1"}
-    # en@2 extends en@1: it is drawn inside en@1's branch; the newest activity first.
-    assert rows["en@1"].find_elements(By.CSS_SELECTOR, 'li.version[data-ref="en@2"]')
     expected = {v["ref"]: v for v in cli_json(db, "versions")}
-    roots = js(browser, "return [...document.querySelectorAll('ul.tree.root > li')].map((li) => li.dataset.ref);")
-    assert roots == sorted(roots, key=lambda r: max(expected[x]["updated_at"] for x in expected
-                                                     if x == r or expected[x]["parent"] == r), reverse=True)
+    assert set(rows) == set(expected) == {"en@1", "en@2", "xss@1", "imp@1", "long@1"}
+    # en@2 extends en@1: it is drawn inside en@1's branch; grouped by name, the newest activity first.
+    assert rows["en@1"].find_elements(By.CSS_SELECTOR, 'li.version[data-ref="en@2"]')
+    groups = js(browser, "return [...document.querySelectorAll('#versions .group')].map((g) => [g.dataset.name, "
+                         "g.querySelector('h3').textContent, "
+                         "[...g.querySelectorAll('li.version')].map((li) => li.dataset.ref)]);")
+    activity = {name: max(v["updated_at"] for v in expected.values() if v["name"] == name)
+                for name in ("en", "xss", "imp", "long")}
+    group_names = "return [...document.querySelectorAll('#versions .group')].map((g) => g.dataset.name);"
+    assert [g[0] for g in groups] == sorted(activity, key=activity.__getitem__, reverse=True)
+    assert all(g[0] == g[1] and all(r.startswith(g[0] + "@") for r in g[2]) for g in groups)
     for ref, li in rows.items():
         v = expected[ref]
         text = li.find_element(By.CSS_SELECTOR, ".row").text
         assert li.get_attribute("data-status") == v["status"] == "complete"
         assert f"{v['vocab_size']:,} tokens" in text and v["fingerprint"][:12] in text
-        corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
-        assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
-    alias = rows["en@1"].find_element(By.CSS_SELECTOR, ".row a.alias")
+        if v["corpus"] is not None:
+            corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
+            assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
+    # The columns line up: every top row's size starts at the same x.
+    assert len({round(x) for x in js(browser, "return [...document.querySelectorAll('ul.tree.root > li > .row .size')]"
+                                              ".map((s) => s.getBoundingClientRect().left);")}) == 1
+    # Sort by name or size, filter by any text of a row; both kept in the URL.
+    Select(browser.find_element(By.ID, "sort")).select_by_value("name")
+    wait(browser, lambda: js(browser, group_names) == sorted(activity))
+    Select(browser.find_element(By.ID, "sort")).select_by_value("size")
+    biggest = sorted(activity, key=lambda n: (-max(v["vocab_size"] for v in expected.values() if v["name"] == n), n))
+    wait(browser, lambda: js(browser, group_names) == biggest)
+    browser.find_element(By.ID, "filter").send_keys("books@1")
+    visible = ("return [...document.querySelectorAll('#versions li.version')].filter((li) => li.offsetParent)"
+               ".map((li) => li.dataset.ref);")
+    on_books = sorted(r for r, v in expected.items() if v["corpus"] == "books")
+    wait(browser, lambda: sorted(js(browser, visible)) == on_books)
+    assert "q=books%401" in browser.current_url and "sort=size" in browser.current_url
+    open_page(browser, browser.current_url)
+    wait(browser, lambda: sorted(js(browser, visible)) == on_books)
+    open_page(browser, f"{server}/")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "ol.timeline li"))
+    alias = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='en@1'] > .row a.alias")
     assert alias.text == "en@prod" and alias.get_attribute("href").endswith("/version?ref=en%40prod")
     assert not browser.find_elements(By.CSS_SELECTOR, ".progress")  # nothing is training
     assert js(browser, "return document.body.dataset.polling") == "idle"
@@ -268,7 +317,8 @@ def test_playground_tokens_are_readable(server, browser, db):
                         "[w.textContent, getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after')"
                         ".content, getComputedStyle(w).backgroundImage]);")
     assert {("\t", '"→"'), ("\n", '"↵"')} <= {tuple(m[:2]) for m in marks}
-    assert all(m[2].startswith("radial-gradient") for m in marks if m[0] == " ")  # a centred dot
+    spaces = [m for m in marks if m[0] and not m[0].strip(" ")]
+    assert spaces and all(m[2].startswith('url("data:image/svg+xml') for m in spaces)  # a dot a space
     browser.find_element(By.ID, "toggle-marks").click()
     assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tok .ws\")].map((w) => "
                        "[getComputedStyle(w, w.classList.contains('nl') ? '::before' : '::after').content,"
@@ -297,6 +347,39 @@ def test_playground_tokens_are_readable(server, browser, db):
                        ".content") == f'"{expected[0]["id"]}"'
     browser.find_element(By.ID, "toggle-ids").click()
     settled(browser)
+
+
+def test_a_token_in_running_text_is_not_broken_across_lines(server, browser, db):
+    """At 390 px, every token that fits on a line is drawn in one piece (" with" is not
+    "·" then "with" on the next line); a run of 128 spaces wraps inside its own box."""
+    browser.set_window_size(390, 844)
+    try:
+        text = "the castle with the count, with Harker and with </w> marks " * 12
+        open_page(browser, f"{server}/playground?ref=en@1&text=" + urllib.parse.quote(text))
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok"))
+        settled(browser)
+        pieces = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens .tok\")]"
+                             ".map((t) => [t.dataset.token, t.getClientRects().length]);")
+        assert len(pieces) > 50 and [p for p in pieces if p[1] != 1] == []
+        open_page(browser, f"{server}/playground?ref=long@1&text=" + "%20" * 300)
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='long@1'] .tokens .tok"))
+        width = js(browser, "return [document.documentElement.scrollWidth, window.innerWidth];")
+        assert width[0] <= width[1], width
+    finally:
+        browser.set_window_size(1440, 900)
+
+
+def test_an_invisible_character_is_a_visible_token(server, browser, db):
+    open_page(browser, f"{server}/playground?ref=long@1&text=a%E2%80%8Bb")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='long@1'] .tokens .tok"))
+    settled(browser)
+    expected = cli_json(db, "encode", "long@1", "a\u200bb", "--tokens")
+    assert [t["token"] for t in expected] == ["a", "\u200b", "b"]
+    zwsp = js(browser, "const t = [...document.querySelectorAll(\"section[data-ref='long@1'] .tokens .tok\")][1];"
+                       "const c = t.querySelector('.ctl');"
+                       "return [t.dataset.token, c && getComputedStyle(c, '::before').content,"
+                       "        t.getBoundingClientRect().width];")
+    assert zwsp[0] == "\u200b" and zwsp[1] == '"ZWSP"' and zwsp[2] > 10, zwsp
 
 
 def test_playground_compares_two_versions(server, browser, db):
@@ -390,18 +473,25 @@ def test_version_page_lists_sorts_and_pages_tokens(server, browser, db, tmp_path
     wait(browser, lambda: [r[0] for r in table_rows(browser, ".merges-table")] == later)
     # The curve: the points the CLI's plot gives, with a text alternative; and on the reader's text.
     points = browser.find_element(By.CSS_SELECTOR, "#curve svg polyline").get_attribute("points").split()
-    plot = cli_json(db, "plot", "en@2", "--file", str(bpestore.sample_path()), "--points", "60")[0]
+    plot = cli_json(db, "plot", "en@2", "--file", str(HELD_OUT), "--points", "60")[0]
     assert len(points) == len(plot["curve"])
     label = browser.find_element(By.CSS_SELECTOR, "#curve svg").get_attribute("aria-label")
     assert f"to {plot['curve'][-1]['bytes_per_token']:.3f}" in label
     assert len(browser.find_elements(By.CSS_SELECTOR, "#curve figure tbody tr")) == len(plot["curve"])
-    assert "Paste an evaluation text" in browser.find_element(By.ID, "score").text
+    # The score card is filled on first load, on the held-out text (in no packaged sample).
+    held_out = cli_json(db, "stats", "en@1", "en@2", "--file", str(HELD_OUT))
+    assert [(r[0], r[1]) for r in table_rows(browser, ".score-card")] == \
+        [(s["ref"], f"{s['tokens']:,}") for s in held_out]
+    assert "Hard Times" in browser.find_element(By.ID, "score").text
     sample = "The Count smiled. Welcome to my house! " * 20
     browser.find_element(By.ID, "curve-text").send_keys(sample)
     browser.find_element(By.CSS_SELECTOR, "#curve-form label input[value='en@1']").click()  # overlay en@1
     browser.find_element(By.CSS_SELECTOR, "#curve-form button[type=submit]").click()
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#curve svg polyline")) == 2)
     assert "your text" in browser.find_element(By.ID, "curve").text
+    # The legend is beside the chart, not drawn over its curves.
+    assert [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#curve ul.legend li")] == ["en@2", "en@1"]
+    assert not browser.find_elements(By.CSS_SELECTOR, "#curve svg line.line")
     # The score card: every complete version of the name on that text, as `stats` gives it.
     wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".score-card tbody tr")) == 2)
     (tmp_path / "eval.txt").write_text(sample, encoding="utf-8")
@@ -439,6 +529,39 @@ def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
     assert js(browser, "return document.querySelector('table.info .tok').dataset.token;") == by_id["token"] == " the"
     assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
     settled(browser)
+    # The looked-up text as a token shows it: its leading space marked. A missing token
+    # explains nothing it was not asked to.
+    open_page(browser, f"{server}/token?ref=en@1&token=%20the")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#token-shown .tok .ws.sp"))
+    assert js(browser, "return document.querySelector('#token-shown .tok').dataset.token;") == " the"
+    open_page(browser, f"{server}/token?ref=en@1&token=zzzzqq")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[role=alert].error"))
+    assert "Dracula" not in browser.find_element(By.TAG_NAME, "main").text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".explained .tok")
+
+
+def ranked_texts(db: str, ref: str) -> dict[str, tuple[bool, int, int]]:
+    """Each token's text of a version and its place in merge order (the rank of the merge
+    that first made it; base tokens after, by id), from the CLI's vocab and merges."""
+    first: dict[int, int] = {}
+    for m in cli_json(db, "merges", ref):
+        first.setdefault(m["token"], m["rank"])
+    places: dict[str, tuple[bool, int, int]] = {}
+    for t in cli_json(db, "vocab", ref):
+        rank = first.get(t["id"])
+        places.setdefault(t["token"], (rank is None, rank or 0, t["id"]))
+    return places
+
+
+def only_in(db: str, ref: str, other: str) -> list[str]:
+    """The tokens of ``ref`` that ``other`` lacks, in merge order."""
+    mine, theirs = ranked_texts(db, ref), ranked_texts(db, other)
+    return sorted((t for t in mine if t not in theirs), key=mine.__getitem__)
+
+
+def api_requests(browser) -> list[str]:
+    return js(browser, "return performance.getEntriesByType('resource').map((r) => r.name)"
+                       ".filter((n) => n.includes('/api/'));")
 
 
 def test_diff_reads_like_a_review(server, browser, db):
@@ -455,30 +578,120 @@ def test_diff_reads_like_a_review(server, browser, db):
     rows = table_rows(browser, ".new-merges")
     assert [(r[0], r[2], r[4]) for r in rows] == [(f"{m['rank']:,}", m["text"], f"{m['count']:,}") for m in new]
     only_b = js(browser, "return [...document.querySelectorAll('.only-b .tok')].map((s) => s.dataset.token);")
-    assert only_b == d["only_b"] and not browser.find_elements(By.CSS_SELECTOR, ".only-a .tok")
-    # The token count of each on a text the reader gives.
+    assert only_b == only_in(db, "en@2", "en@1") and sorted(only_b) == d["only_b"]  # in merge order
+    assert not browser.find_elements(By.CSS_SELECTOR, ".only-a .tok")
+    # The score card of both, filled on first load on the held-out text; then on the reader's text.
+    held_out = cli_json(db, "stats", "en@1", "en@2", "--file", str(HELD_OUT))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#eval .score-card tbody tr")) == 2)
+    assert [(r[0], r[1]) for r in table_rows(browser, "#eval .score-card")] == \
+        [(s["ref"], f"{s['tokens']:,}") for s in held_out]
     sample = "I could see there were men which came from the house when she said so.\n" * 5
     js(browser, "document.getElementById('eval-text').value = arguments[0];", sample)
     browser.find_element(By.CSS_SELECTOR, "#eval-form button[type=submit]").click()
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#eval .score-card tbody tr")) == 2)
     counts = [len(cli_json(db, "encode", ref, sample, "--tokens")) for ref in ("en@1", "en@2")]
+    wait(browser, lambda: [(r[0], r[1]) for r in table_rows(browser, "#eval .score-card")] ==
+         [("en@1", f"{counts[0]:,}"), ("en@2", f"{counts[1]:,}")])
     rows = table_rows(browser, "#eval .score-card")
-    assert [(r[0], r[1]) for r in rows] == [("en@1", f"{counts[0]:,}"), ("en@2", f"{counts[1]:,}")]
     assert rows[1][2] == f"{counts[1] - counts[0]:+,} ({(counts[1] / counts[0] - 1) * 100:.1f} %)"
     screenshot(browser, "diff")
-    # Two unrelated versions: spec changes as values (none as "none"), changed ids listed.
-    open_page(browser, f"{server}/diff?a=en@1&b=xss@1")
-    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".changed-ids tbody tr"))
+
+
+def test_a_diff_of_unrelated_versions_is_one_request_with_every_section(server, browser, db):
+    """en@1 (trained) against imp@1 (imported, unrelated): a loading state while it comes;
+    then one diff_view request has drawn every section: merges only in each (as byte
+    pairs, the CLI's merges compared), pair counts for the trained side only, each
+    changed id with both sides' tokens, spec changes as values."""
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 400,
+                                                                 "downloadThroughput": -1, "uploadThroughput": -1})
+    try:
+        open_page(browser, f"{server}/diff?a=en@1&b=imp@1")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#diff[aria-busy=true] [role=status]"))
+        assert "Loading" in browser.find_element(By.ID, "diff").text
+    finally:
+        browser.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0,
+                                                                     "downloadThroughput": -1, "uploadThroughput": -1})
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".changed-ids tbody tr"), timeout=30)
     settled(browser)
-    d = cli_json(db, "diff", "en@1", "xss@1")
+    requests = api_requests(browser)
+    assert len(requests) <= 10 and sum("/api/diff_view" in r for r in requests) == 1, requests
+    assert not any("/api/token" in r or "/api/merges" in r for r in requests), requests
+    merges = {ref: cli_json(db, "merges", ref) for ref in ("en@1", "imp@1")}
+    pairs = {ref: {tuple(m["pair"]) for m in ms} for ref, ms in merges.items()}
+    only_imp = [m for m in merges["imp@1"] if tuple(m["pair"]) not in pairs["en@1"]]
+    only_en = [m for m in merges["en@1"] if tuple(m["pair"]) not in pairs["imp@1"]]
+    assert only_imp and only_en
+    heads = js(browser, "return ['.new-merges', '.removed-merges'].map((s) => "
+                        "[...document.querySelectorAll(s + ' thead th')].map((h) => h.textContent));")
+    rows = [table_rows(browser, ".new-merges"), table_rows(browser, ".removed-merges")]  # only in imp@1, only in en@1
+    assert heads[0] == ["rank", "pair", "token", "id"]  # imported: no pair counts to show
+    assert [(r[0], r[2]) for r in rows[0]] == [(f"{m['rank']:,}", m["text"]) for m in only_imp[:100]]
+    assert heads[1][-1] == "pair count"
+    assert [(r[0], r[2], r[4]) for r in rows[1]] == \
+        [(f"{m['rank']:,}", m["text"], f"{m['count']:,}") for m in only_en[:100]]
+    assert "pair count 0" not in browser.find_element(By.TAG_NAME, "main").text
+    by_id = {ref: {t["id"]: t["token"] for t in cli_json(db, "vocab", ref)} for ref in ("en@1", "imp@1")}
+    changed = sorted(i for i in by_id["en@1"].keys() & by_id["imp@1"].keys() if by_id["en@1"][i] != by_id["imp@1"][i])
+    cells = js(browser, "return [...document.querySelectorAll('.changed-ids tbody tr')].map((r) => [r.dataset.id, "
+                        "...[...r.querySelectorAll('.tok')].map((s) => s.dataset.token)]);")
+    assert cells == [[str(i), by_id["en@1"][i], by_id["imp@1"][i]] for i in changed[:100]]
+    assert browser.find_element(By.CSS_SELECTOR, "strong.changed").text == f"{len(changed):,}"
+    d = cli_json(db, "diff", "en@1", "imp@1")
     changes = table_rows(browser, ".spec-changes")
     assert [r[0] for r in changes] == [k.replace("_", " ") for k in d["spec_changes"]]
+    assert not any(c.startswith("[") or c.startswith("{") for r in changes for c in r[1:])  # no raw JSON
     assert "null" not in browser.find_element(By.TAG_NAME, "main").text
-    assert browser.find_element(By.CSS_SELECTOR, "strong.changed").text == f"{len(d['changed_ids']):,}"
-    ids = [r[0] for r in table_rows(browser, ".changed-ids")]
-    assert ids == [str(i) for i in d["changed_ids"][:100]]
-    only_a = js(browser, "return [...document.querySelectorAll('.only-a .tok')].map((s) => s.dataset.token);")
-    assert only_a == d["only_a"][:100] and len(d["only_a"]) > 0
+
+
+def test_tokens_only_in_one_are_ordered_searched_and_paged_in_the_url(server, browser, db):
+    open_page(browser, f"{server}/diff?a=en@1&b=imp@1")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".only-a .tok"))
+    settled(browser)
+    expected = only_in(db, "en@1", "imp@1")
+    assert len(expected) > 100
+    shown = "return [...document.querySelectorAll('.only-a .tok')].map((s) => s.dataset.token);"
+    assert js(browser, shown) == expected[:100]  # by rank: the first merges first
+    pager = browser.find_element(By.CSS_SELECTOR, ".pager[aria-label='Tokens only in en@1']")
+    assert f"of {len(expected):,}" in pager.text
+    number = pager.find_element(By.CSS_SELECTOR, "input.page-number")
+    number.clear()
+    number.send_keys("2", Keys.ENTER)
+    wait(browser, lambda: js(browser, shown) == expected[100:200])
+    assert "at_only_a=100" in browser.current_url
+    Select(browser.find_element(By.ID, "only-order")).select_by_value("bytes")
+    d = cli_json(db, "diff", "en@1", "imp@1")
+    wait(browser, lambda: js(browser, shown) == d["only_a"][:100])  # the CLI's order: by bytes
+    browser.find_element(By.ID, "only-q").send_keys("th")
+    matching = [t for t in d["only_a"] if "th" in t.casefold()]
+    wait(browser, lambda: js(browser, shown) == matching[:100])
+    assert f"({len(matching):,} matching)" in browser.find_element(By.TAG_NAME, "main").text
+    url = browser.current_url
+    assert "order=bytes" in url and "q=th" in url
+    open_page(browser, url)  # the URL brings back the same list
+    wait(browser, lambda: js(browser, shown) == matching[:100])
+    assert browser.find_element(By.ID, "only-q").get_attribute("value") == "th"
+    settled(browser)
+
+
+def test_an_imported_version_shows_no_training_facts(server, browser, db):
+    open_page(browser, f"{server}/version?ref=imp@1")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".merges-table tbody tr"))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".tokens-table tbody tr"))
+    settled(browser)
+    keys = js(browser, "return [...document.querySelectorAll('table.info tr')].map((r) => r.cells[0].textContent);")
+    assert "source" in keys and not {"min frequency", "tie break", "target", "corpus digest"} & set(keys), keys
+    for table_ in (".merges-table", ".tokens-table"):
+        heads = js(browser, f"return [...document.querySelectorAll('{table_} thead th')].map((h) => h.textContent);")
+        assert "pair count" not in heads, (table_, heads)
+    # A trained one keeps them.
+    open_page(browser, f"{server}/version?ref=en@1")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".merges-table tbody tr"))
+    keys = js(browser, "return [...document.querySelectorAll('table.info tr')].map((r) => r.cells[0].textContent);")
+    assert {"min frequency", "tie break", "target"} <= set(keys)
+    # Merges page by number too, with the total.
+    pager = browser.find_element(By.CSS_SELECTOR, "#merges-section .pager")
+    n = cli_json(db, "show", "en@1")["n_merges"]
+    assert f"of {n:,}" in pager.text
 
 
 def test_corpus_pages(server, browser, db):
@@ -536,8 +749,27 @@ def test_edges_not_found_errors_favicon(server, browser):
         assert all("the server responded with a status of 404" in e for e in errors), (url, errors)
 
 
+def overlapping(browser) -> list[str]:
+    """The tokens that paint past their table cell, and the table cells that overlap their row's others."""
+    return js(browser, """
+        const out = [];
+        for (const tok of document.querySelectorAll('td .tok')) {
+          const cell = tok.closest('td').getBoundingClientRect(), box = tok.getBoundingClientRect();
+          if (!cell.width || !tok.offsetParent) continue;  // not drawn (a closed details)
+          if (box.right > cell.right + 1 || box.left < cell.left - 1) out.push('token ' + tok.dataset.token);
+        }
+        for (const row of document.querySelectorAll('tr')) {
+          const cells = [...row.cells].map((c) => c.getBoundingClientRect());
+          for (let i = 1; i < cells.length; i++) {
+            if (cells[i].left < cells[i - 1].right - 1) out.push('cells of ' + row.textContent.slice(0, 20));
+          }
+        }
+        return out;""")
+
+
 PAGES = ["/", "/corpora", "/corpus?name=books", "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
-         "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2"]
+         "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2", "/diff?a=en@1&b=long@1&order=longest",
+         "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300]
 
 
 def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
@@ -555,7 +787,67 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
                                      ".map((c) => c.outerHTML);")
             assert unlabelled == [], path
             assert js(browser, "return document.querySelectorAll('th:not([scope])').length") == 0, path
+            assert overlapping(browser) == [], path
+            sizes = js(browser, "return [...document.querySelectorAll('svg.curve text')]"
+                                ".map((t) => t.getBoundingClientRect().height);")
+            assert all(h >= 10 for h in sizes), (path, sizes)  # chart labels stay readable
             if path.startswith("/playground"):
                 screenshot(browser, "playground-390", width=390, height=844)
     finally:
         browser.set_window_size(1440, 900)
+
+
+SHARED = ROOT.parent / "shared" / "corpora"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("BPESTORE_SCALE") != "full" or not (SHARED / "cl100k_base.tiktoken").exists(),
+                    reason="BPESTORE_SCALE=full and the shared GPT-2 and cl100k files (a minute of importing)")
+def test_gpt2_against_cl100k_in_one_request_on_a_phone(browser, tmp_path):
+    """The diff of two real unrelated vocabularies (GPT-2 and cl100k, imported from their
+    published files): every section from one request, the changed ids' bytes as the files
+    give them, the totals of the files' own sets; at 390 px no sideways scroll and no cell
+    painted over; the second visit complete within 1.0 s."""
+    import base64
+
+    path = str(tmp_path / "big.db")
+    with bpestore.open(path) as store:
+        store.import_gpt2("gpt2", vocab=SHARED / "gpt2_vocab.json", merges=SHARED / "gpt2_merges.txt")
+        store.import_tiktoken("cl100k", SHARED / "cl100k_base.tiktoken", pattern="cl100k")
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    shifted = [b for b in range(256) if b not in printable]
+    byte_of = {chr(b): b for b in printable} | {chr(256 + i): b for i, b in enumerate(shifted)}
+    gpt2 = {i: bytes(byte_of[c] for c in t) for t, i in json.loads((SHARED / "gpt2_vocab.json").read_text()).items()
+            if t != "<|endoftext|>"}
+    gpt2[50256] = b"<|endoftext|>"
+    cl100k = {int(r): base64.b64decode(t) for t, r in
+              (line.split() for line in (SHARED / "cl100k_base.tiktoken").read_text().splitlines() if line)}
+    changed = sorted(i for i in gpt2.keys() & cl100k.keys() if gpt2[i] != cl100k[i])
+    process, base = serve(path)
+    browser.set_window_size(390, 844)
+    try:
+        open_page(browser, f"{base}/diff?a=gpt2@1&b=cl100k@1")
+        wait(browser, lambda: js(browser, "return performance.getEntriesByName('bpestore:drawn').length"), timeout=60)
+        took = js(browser, "return performance.getEntriesByName('bpestore:drawn')[0].startTime") / 1000
+        print(f"GPT-2 vs cl100k complete in {took:.2f} s (first visit after the server started)")
+        requests = api_requests(browser)
+        assert len(requests) <= 10 and sum("/api/diff_view" in r for r in requests) == 1, requests
+        heading = browser.find_element(By.CSS_SELECTOR, "strong.changed").text
+        assert heading == f"{len(changed):,}"
+        cells = js(browser, "return [...document.querySelectorAll('.changed-ids tbody tr')].map((r) => [r.dataset.id, "
+                            "...[...r.querySelectorAll('.tok')].map((s) => s.dataset.token)]);")
+        text = lambda b: b.decode("utf-8", "backslashreplace")  # noqa: E731 - token_text's rule
+        assert cells == [[str(i), text(gpt2[i]), text(cl100k[i])] for i in changed[:100]]
+        only_b = set(cl100k.values()) - set(gpt2.values())
+        assert f"Tokens only in cl100k@1 ({len(only_b):,})" in browser.find_element(By.TAG_NAME, "main").text
+        settled(browser)
+        width = js(browser, "return [document.documentElement.scrollWidth, window.innerWidth];")
+        assert width[0] <= width[1], width
+        assert overlapping(browser) == []
+        open_page(browser, f"{base}/diff?a=gpt2@1&b=cl100k@1")  # the server's answer kept now
+        wait(browser, lambda: js(browser, "return performance.getEntriesByName('bpestore:drawn').length"))
+        assert js(browser, "return performance.getEntriesByName('bpestore:drawn')[0].startTime") <= 1000
+    finally:
+        browser.set_window_size(1440, 900)
+        process.terminate()
+        process.wait(10)

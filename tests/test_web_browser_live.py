@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("selenium", reason="selenium is not installed: pip install -e '.[test]'")
 
+from .test_web import cli_json  # noqa: E402
 from .test_web_browser import (  # noqa: E402
     By,
     browser,
@@ -36,7 +37,8 @@ def test_a_training_run_shows_progress_live_and_keeps_focus(server, browser, db)
               "    store.train('live', corpus='books@1', merges=300, checkpoint_every=15,\n"
               "                progress=lambda p: time.sleep(0.05))\n")
     open_page(browser, f"{server}/?poll=250&idle=300")
-    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == 3)
+    n = len(cli_json(db, "versions"))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#versions li.version")) == n)
     js(browser, "document.querySelector(\"li.version[data-ref='en@1']\").marked = 1;"
                 "document.querySelector(\"li.version[data-ref='en@1'] a.ref\").focus();")
     trainer = subprocess.Popen([sys.executable, "-c", script, db])
@@ -91,6 +93,31 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         assert "stalled" in li.find_element(By.CSS_SELECTOR, ".badge").text
         assert "no checkpoint for" in li.text and "merges/s" not in li.text
         assert "1 stalled" in browser.find_element(By.ID, "summary").text
+        # Named with the command that really resumes it (`train --resume`), everywhere.
+        row = js(browser, "const li = document.querySelector(\"li.version[data-ref='dead@1']\");"
+                          "return [li.querySelector('code.resume').textContent, li.textContent,"
+                          "        li.querySelector('.bar > div').className];")
+        assert row[0] == "bpestore train --resume dead@1" and "bpestore resume" not in row[1]
+        assert row[2] == "stalled"  # not a live run's orange bar
+        wait(browser, lambda: "dead@1 trained on books@1 · stalled" in browser.find_element(By.ID, "timeline").text)
+        open_page(browser, f"{base}/version?ref=dead@1&stalled=1&poll=300")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#progress[data-status=stalled] code.resume"))
+        assert browser.find_element(By.CSS_SELECTOR, "#info .badge.status").text == "stalled"
+        shown = js(browser, "return document.querySelector('#progress code.resume').textContent;")
+        assert shown == "bpestore train --resume dead@1"
+        open_page(browser, f"{base}/diff?a=en@1&b=dead@1&stalled=1")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#b option"))
+        labels = js(browser, "return [...document.querySelectorAll('#b option')].map((o) => o.textContent);")
+        assert "dead@1 [stalled]" in labels and not any("training" in label for label in labels), labels
+        # A resumed run finishes it (the command the page gives works).
+        from click.testing import CliRunner
+
+        from bpestore.cli import cli
+        resumed = CliRunner().invoke(cli, ["--db", db, *shown.split()[1:], "--quiet"], catch_exceptions=False)
+        assert resumed.exit_code == 0, resumed.output
+        open_page(browser, f"{base}/?poll=300&idle=300")
+        done = "li.version[data-ref='dead@1'][data-status=complete]"
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, done))
         process.terminate()
         process.wait(10)
         wait(browser, lambda: "Disconnected" in browser.find_element(By.ID, "banner").text)
@@ -99,3 +126,36 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         if process.poll() is None:
             process.terminate()
             process.wait(10)
+
+
+def test_a_training_versions_own_page_shows_its_progress_live(server, browser, db):
+    """The version page of a version in training polls its progress (past the 400 merges the
+    runs before trained on the same counts, which it copies): the merge count grows,
+    with a rate and the time left; once complete the page shows it complete."""
+    script = ("import sys, time, bpestore\n"
+              "with bpestore.open(sys.argv[1]) as store:\n"
+              "    store.train('page', corpus='books@1', merges=700, checkpoint_every=15,\n"
+              "                progress=lambda p: time.sleep(0.05))\n")
+    trainer = subprocess.Popen([sys.executable, "-c", script, db])
+    seen: list[int] = []
+    lefts: list[str] = []
+    try:
+        wait(browser, lambda: any(v["ref"] == "page@1" for v in cli_json(db, "versions")), timeout=60)
+        open_page(browser, f"{server}/version?ref=page@1&poll=250")
+
+        def watch() -> bool:
+            found = js(browser, "const m = document.querySelector('#progress .merges');"
+                                "const l = document.querySelector('#progress .left');"
+                                "return [m ? Number(m.dataset.merges) : null, l ? l.textContent : null,"
+                                "        document.querySelector('#info .badge.status')?.textContent];")
+            if found[0] is not None and (not seen or seen[-1] != found[0]):
+                seen.append(found[0])
+                lefts.append(found[1])
+            return found[2] == "complete"
+        wait(browser, watch, timeout=90)
+    finally:
+        assert trainer.wait(90) == 0
+    assert len(seen) >= 2 and seen == sorted(seen), seen
+    assert any(left and left.startswith("about ") and left.endswith(" left") for left in lefts), lefts
+    assert not browser.find_elements(By.ID, "progress")
+    assert console_errors(browser) == []

@@ -9,11 +9,12 @@ from typing import Any, Protocol
 
 from ..errors import InvalidArgumentError
 from ..queries import diff_counts, diff_versions, pick_tokens, token_matcher
-from ..records import MergeInfo, TokenInfo
+from ..records import MergeInfo, TokenInfo, VersionInfo
 from . import count_tables, vocab_tables
 from .corpus_tables import CorpusReads
 from .drivers import Transaction
 from .version_tables import VersionReads
+from .vocabulary import Vocabulary
 
 MAX_RANK = 2**31 - 1  # the largest rank (an INTEGER column)
 
@@ -75,3 +76,10 @@ class Questions:
         spec_a, spec_b = a.spec.to_dict(), b.spec.to_dict()
         result["spec_changes"] = {k: [spec_a[k], spec_b[k]] for k in spec_a if spec_a[k] != spec_b.get(k)}
         return result
+
+    def compared(self, ref_a: str, ref_b: str) -> tuple[tuple[VersionInfo, Vocabulary], tuple[VersionInfo, Vocabulary]]:
+        """Two versions and their vocabularies, read together (what a full diff is made from)."""
+        with self.store.reading() as tx:
+            reads = VersionReads(tx)
+            a, b = (reads.info(reads.resolve(ref)) for ref in (ref_a, ref_b))
+            return (a, reads.vocabulary(a.id)), (b, reads.vocabulary(b.id))

@@ -36,6 +36,9 @@ from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..store import Store
 
 STATIC = Path(__file__).resolve().parent / "static"
+# The evaluation text when none is given: a passage of Dickens's *Hard Times* (Gutenberg),
+# in no sample bpestore ships (bpestore/data/README.md), so it is no version's training data.
+HELD_OUT = STATIC.parent.parent / "data" / "heldout.txt"
 MAX_TEXT = 100_000  # characters of text to encode, explain or measure
 MAX_BODY = 1_000_000  # bytes of a request body
 BODY_SECONDS = 10.0  # the time a request body may take to arrive
@@ -253,6 +256,7 @@ class Results:
 
 
 RESULTS = Results()
+DIFF_VIEWS = Results(4)  # each holds two whole vocabularies (GPT-2 and cl100k: tens of MB)
 
 
 def api_diff(store: Store, p: Params) -> Any:
@@ -270,6 +274,23 @@ def diff_page(d: dict[str, Any], start: int, limit: int) -> dict[str, Any]:
     lists = ("changed_ids", "only_a", "only_b")
     return {**d, **{k: d[k][start:start + limit] for k in lists},
             "counts": {k: len(d[k]) for k in lists}, "start": start, "limit": limit}
+
+
+def api_diff_view(store: Store, p: Params) -> Any:
+    """The diff page in one answer: the summary and a page of every section (or of those
+    named by ``section``), each from its own ``at_SECTION`` (0 unless given); ``order``
+    and ``q`` (a substring, any case) pick and order the tokens only in one version."""
+    from ..store.questions import Questions
+    from .diffview import SECTIONS, DiffView
+
+    a, b = p.need("a"), p.need("b")
+    sections = p.strs("section") if p.values.get("section") else list(SECTIONS)
+    limit = p.num("limit", 100, low=1, high=1000) or 100
+    order, query = p.opt("order", "rank") or "rank", p.opt("q", "") or ""
+    view = DIFF_VIEWS.get(store, (a, b), ("view",), lambda: DiffView(*Questions(store).compared(a, b)))
+    return {**view.summary, "order": order, "q": query,
+            "sections": {s: view.page(s, p.num(f"at_{s}", 0) or 0, limit, order=order, query=query)
+                         for s in sections}}
 
 
 def api_explain(store: Store, p: Params) -> Any:
@@ -301,8 +322,16 @@ def api_corpus_diff(store: Store, p: Params) -> Any:
 
 
 def api_stats(store: Store, p: Params) -> Any:
-    """``stats REF... --file F --json`` over the given text (``file`` reads ``"-"``)."""
-    refs, text = p.strs("ref"), p.text()
+    """``stats REF... --file F --json`` over the given text (``file`` reads ``"-"``), or
+    without one over the held-out text (``file`` names it), or over a stored corpus
+    (``corpus``: ``C`` or ``C@N``, exact figures from its word counts)."""
+    refs = p.strs("ref")
+    corpus = p.opt("corpus")
+    if corpus is not None:
+        return RESULTS.get(store, refs, ("stats", corpus), lambda: corpus_scores(store, refs, corpus))
+    if p.opt("text") is None:
+        return [s.to_dict() for s in RESULTS.get(store, refs, ("stats",), lambda: store.stats(refs, HELD_OUT))]
+    text = p.text()
     fd, path = tempfile.mkstemp(prefix="bpestore-web-", suffix=".txt")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
@@ -311,6 +340,21 @@ def api_stats(store: Store, p: Params) -> Any:
     finally:
         os.unlink(path)
     return [{**s.to_dict(), "file": "-"} for s in results]
+
+
+def corpus_scores(store: Store, refs: list[str], corpus: str) -> list[dict[str, Any]]:
+    """The score card's rows over a corpus generation, from ``Store.corpus_stats`` (the
+    corpus-statistics work: exact figures from word counts), in ``stats``' shape."""
+    corpus_stats = getattr(store, "corpus_stats", None)
+    if corpus_stats is None:
+        raise RequestError(501, "scoring on a stored corpus needs the corpus statistics (Store.corpus_stats), "
+                                "which this version lacks")
+    rows = [s.to_dict() for s in corpus_stats(refs, [corpus])]
+    return [{"ref": r["ref"], "file": r["corpus"], "tokens": r["tokens"], "bytes": r["bytes"], "words": r["words"],
+             "bytes_per_token": r["bytes_per_token"], "tokens_per_word": r["tokens_per_word"],
+             "vocab_use": r["vocab_use"],
+             "unknown_share": None if r["unknown"] is None else (r["unknown"] / r["tokens"] if r["tokens"] else 0.0)}
+            for r in rows]
 
 
 class Encoder:
@@ -361,13 +405,11 @@ def api_progress(store: Store, p: Params) -> Any:
 
 def api_curve(store: Store, p: Params) -> Any:
     """``plot REF --file F --json`` (its one chart) on ``text``, or without one on the
-    sample text shipped in the package (``bpestore.sample_path()``)."""
+    held-out text (``HELD_OUT``)."""
     ref, points = p.need("ref"), p.num("points", 50, low=2, high=1000) or 50
     if p.opt("text") is None:
-        from .. import sample_path
-
         chart = RESULTS.get(store, (ref,), ("curve", points),
-                            lambda: store.chart(ref, sample_path(), points=points).to_dict())
+                            lambda: store.chart(ref, HELD_OUT, points=points).to_dict())
     else:
         text = p.text()
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
@@ -390,13 +432,15 @@ API: dict[str, tuple[tuple[str, ...], Endpoint]] = {
     "merges": (("ref", "start", "limit"), api_merges),
     "token": (("ref", "token", "id"), api_token),
     "diff": (("a", "b", "start", "limit"), api_diff),
+    "diff_view": (("a", "b", "section", "limit", "order", "q", "at_new_merges", "at_removed_merges", "at_changed_ids",
+                   "at_only_a", "at_only_b"), api_diff_view),
     "explain": (("ref", "text"), api_explain),
     "lineage": (("name",), api_lineage),
     "corpora": ((), api_corpora),
     "corpus": (("name", "top"), api_corpus),
     "corpus_log": (("name",), api_corpus_log),
     "corpus_diff": (("a", "b", "limit"), api_corpus_diff),
-    "stats": (("ref", "text"), api_stats),
+    "stats": (("ref", "text", "corpus"), api_stats),
     "encode": (("ref", "text", "compact"), Encoder()),
     "progress": (("ref", "last"), api_progress),
     "curve": (("ref", "text", "points", "per_rank"), api_curve),

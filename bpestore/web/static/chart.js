@@ -22,8 +22,11 @@ function ticks(lo, hi, count) {
 }
 
 // series: [{name, points: [[x, y], ...]}]; xLabel, yLabel: axis names; yDigits: decimals shown.
+// Drawn at the width it will have (up to 680 px), so its labels keep their size on a phone;
+// the legend is below it, never over the curves.
 function lineChart(series, xLabel, yLabel, yDigits) {
-  const W = 680, H = 320, L = 60, B = 44, T = 14, R = 20;
+  const room = (document.querySelector("main") || document.body).clientWidth;
+  const W = Math.round(Math.min(680, Math.max(280, room - 4))), H = W < 500 ? 260 : 320, L = 60, B = 44, T = 14, R = 20;
   const all = series.flatMap((s) => s.points);
   const xs = all.map((p) => p[0]), ys = all.map((p) => p[1]);
   const x0 = Math.min(...xs), x1 = Math.max(...xs);
@@ -56,13 +59,10 @@ function lineChart(series, xLabel, yLabel, yDigits) {
     }
     chart.append(dots);
   });
-  if (series.length > 1) {
-    series.forEach((s, i) => chart.append(
-      svg("line", {class: "line s" + (i % 4), x1: W - R - 150, y1: T + 8 + 16 * i, x2: W - R - 128, y2: T + 8 + 16 * i}),
-      svg("text", {x: W - R - 122, y: T + 12 + 16 * i}, s.name)));
-  }
+  const legend = series.length > 1 ? el("ul", {className: "legend"}, series.map((s, i) =>
+    el("li", {}, el("span", {className: "swatch s" + (i % 4), "aria-hidden": "true"}), s.name))) : null;
   const rows = series.flatMap((s) => s.points.map((p) => [s.name, fmt(p[0]), p[1].toFixed(yDigits)]));
-  return el("figure", {className: "chart"}, chart,
+  return el("figure", {className: "chart"}, chart, legend,
     el("details", {}, el("summary", {}, "The points as a table"), table(["version", xLabel + "#", yLabel + "#"],
       rows)));
 }

@@ -135,17 +135,35 @@ function specFacts(spec) {
   return box;
 }
 
-// Earlier / later buttons over pages of `size` items; `go(start)` loads one.
+// Earlier / later buttons and a page number over pages of `size` items; `onPage(start)`,
+// when set, is called with the first item of the page the reader typed.
 function pager(label) {
   const prev = el("button", {type: "button", className: "prev"}, "← earlier");
   const next = el("button", {type: "button", className: "next"}, "later →");
+  const number = el("input", {type: "number", min: "1", value: "1", className: "page-number", "aria-label": label + ": page"});
+  const of = el("span", {className: "muted of"});
+  const jump = el("label", {className: "jump"}, "page ", number, of);
   const where = el("span", {className: "muted where", "aria-live": "polite"});
-  const box = el("div", {className: "pager", role: "group", "aria-label": label}, prev, next, where);
-  return {box, prev, next, where, show(start, shown, size, total) {
+  const box = el("div", {className: "pager", role: "group", "aria-label": label}, prev, next, jump, where);
+  const state = {size: 100, total: undefined};
+  const self = {box, prev, next, where, number, onPage: null, show(start, shown, size, total) {
+    state.size = size;
+    state.total = total;
     prev.disabled = start === 0;
     next.disabled = total !== undefined ? start + shown >= total : shown < size;
     where.textContent = shown ? fmt(start + 1) + "–" + fmt(start + shown) + (total !== undefined ? " of " + fmt(total) : "") : "none";
+    number.value = String(Math.floor(start / size) + 1);
+    const pages = total === undefined ? null : Math.max(1, Math.ceil(total / size));
+    if (pages !== null) number.max = String(pages);
+    of.textContent = pages === null ? "" : " of " + fmt(pages);
+    jump.hidden = pages === null || pages <= 1;
   }};
+  number.addEventListener("change", () => {
+    const pages = state.total === undefined ? Infinity : Math.max(1, Math.ceil(state.total / state.size));
+    const page = Math.min(Math.max(1, Math.floor(Number(number.value)) || 1), pages);
+    if (self.onPage) self.onPage((page - 1) * state.size);
+  });
+  return self;
 }
 
 // -- tokens as readable text ----------------------------------------------------------
@@ -185,14 +203,21 @@ const WS_MARKS = {" ": "·", "\t": "→", "\n": "↵", "\r": "←", "\u00a0": "�
 const CONTROL_NAMES = ["NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF", "VT", "FF", "CR", "SO", "SI",
   "DLE", "DC1", "DC2", "DC3", "DC4", "NAK", "SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US"];
 
+// A run of spaces is one span (its dots a repeated background): cl100k's 128-space token
+// is one element, not 128.
+const INVISIBLE = {0x200b: "ZWSP", 0x200c: "ZWNJ", 0x200d: "ZWJ", 0x2060: "WJ", 0xfeff: "BOM", 0x00ad: "SHY"};
+
 function appendChars(node, chars, running) {
-  let run = "";
+  let run = "", spaces = null;
   for (const ch of chars) {
     const code = ch.codePointAt(0);
-    const mark = code < 0x21 || code === 0x7f || code === 0xa0 ? WS_MARKS[ch] || (code === 0x7f ? "DEL" : CONTROL_NAMES[code]) : null;
-    if (mark === null || mark === undefined) { run += ch; continue; }
+    const mark = code < 0x21 || code === 0x7f || code === 0xa0 ? WS_MARKS[ch] || (code === 0x7f ? "DEL" : CONTROL_NAMES[code])
+      : INVISIBLE[code] || null;  // a character that draws nothing is named, never an empty token
+    if (mark === null || mark === undefined) { run += ch; spaces = null; continue; }
     if (run) { node.append(run); run = ""; }
+    if (ch === " " && spaces) { spaces.textContent += ch; continue; }
     const span = document.createElement("span");
+    spaces = ch === " " ? span : null;
     if (ch === "\n" && !running) {  // a token on its own: its newline a mark, not a line break
       span.className = "ws nl alone";
     } else {
@@ -231,6 +256,7 @@ function tokenSpan(text, opts) {
     appendChars(span, text, o.running);
   }
   if (split) span.classList.add("split");
+  if (o.running && text.length > 24) span.classList.add("long");  // may wrap inside itself
   if (!o.running) labelToken(span);
   return span;
 }
@@ -373,14 +399,14 @@ function displayToggles() {
 // The score card of versions on a text (`stats`): bytes per token, tokens per word,
 // the share of the vocabulary used and of unknown tokens; `base` marks the row others
 // are compared with.
-async function scoreCard(where, refs, text, base) {
-  if (!text) {
-    put(where, el("p", {className: "muted"}, "Paste an evaluation text above to score " + refs.join(", ") + " on it."));
-    return;
-  }
+// Without a text, on the held-out text (HELD_OUT says what it is).
+const HELD_OUT = "the held-out text: a passage of Charles Dickens’s Hard Times (2,374 bytes), in no sample bpestore ships";
+
+async function scoreCard(where, refs, text, base, corpus) {
   loading(where);
   try {
-    const stats = await api("stats", undefined, {ref: refs, text});
+    const stats = corpus ? await api("stats", {ref: refs, corpus})
+      : text ? await api("stats", undefined, {ref: refs, text}) : await api("stats", {ref: refs});
     const first = stats.find((s) => s.ref === base) || stats[0];
     const change = (s) => s === first || !first.tokens ? "" :
       (s.tokens >= first.tokens ? "+" : "") + fmt(s.tokens - first.tokens) + " (" + ((s.tokens / first.tokens - 1) * 100).toFixed(1) + " %)";
@@ -389,25 +415,41 @@ async function scoreCard(where, refs, text, base) {
       stats.map((s) => Object.assign([versionLink(s.ref), fmt(s.tokens), change(s), s.bytes_per_token.toFixed(3),
         s.tokens_per_word === null ? "-" : s.tokens_per_word.toFixed(3), share(s.vocab_use), share(s.unknown_share)],
       {dataset: {ref: s.ref}})), {className: "score-card"}),
-    el("p", {className: "muted"}, fmt(first.bytes) + " bytes, " + fmt(first.words) + " words; change: tokens against " + first.ref + "."));
+    el("p", {className: "muted"}, "On " + (corpus ? "the corpus " + first.file + " (exact, from its word counts)" : text ? "your text" : HELD_OUT) + ": " + fmt(first.bytes) + " bytes, " + fmt(first.words) +
+      " words; change: tokens against " + first.ref + "."));
   } catch (error) {
     showError(where, error);
   }
 }
 
-// A version select filled with the versions of the store (complete ones first).
-async function versionSelect(select, chosen) {
-  const versions = await api("versions");
+// What a version's status is as a reader needs it: "stalled" for an unfinished version
+// with no checkpoint for STALLED_S seconds (`progress` gives the age), else its status.
+const STALLED_S = Number(param("stalled")) || 60;  // the trainer checkpoints at least every 10 s
+
+function statusOf(v, p) {
+  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
+  return v.status;
+}
+
+function resumeCommand(ref) {
+  return "bpestore train --resume " + ref;
+}
+
+// A version select filled with the store's versions (`versions`, else fetched); an
+// unfinished one says so ("training", or "stalled" where `stalled` holds its ref).
+async function versionSelect(select, chosen, versions, stalled) {
+  const list = versions || await api("versions");
   select.replaceChildren();
-  for (const v of versions) {
+  for (const v of list) {
+    const status = stalled && stalled.has(v.ref) ? "stalled" : v.status;
     const label = v.ref + (v.aliases.length ? " (" + v.aliases.join(", ") + ")" : "") +
-      (v.status === "complete" ? "" : " [" + v.status + "]");
+      (status === "complete" ? "" : " [" + status + "]");
     select.append(el("option", {value: v.ref, selected: v.ref === chosen ? "selected" : null}, label));
   }
   if (chosen && ![...select.options].some((o) => o.value === chosen)) {
     select.append(el("option", {value: chosen, selected: "selected"}, chosen));
   }
-  return versions;
+  return list;
 }
 
 function debounce(fn, ms) {
@@ -416,4 +458,69 @@ function debounce(fn, ms) {
     clearTimeout(timer);
     timer = setTimeout(() => fn(...args), ms);
   };
+}
+
+// The refs of the unfinished versions whose trainer stopped (one request, only when some
+// version is unfinished).
+async function stalledRefs(versions) {
+  if (versions.every((v) => v.status === "complete")) return new Set();
+  const progress = await api("progress", {last: 0}).catch(() => []);
+  const byRef = new Map(versions.map((v) => [v.ref, v]));
+  return new Set(progress.filter((p) => byRef.has(p.ref) && statusOf(byRef.get(p.ref), p) === "stalled").map((p) => p.ref));
+}
+
+// -- a training run's progress (the registry and the version page) ---------------------
+const seen = new Map();  // ref -> {merges, at}: the live rate between two polls
+
+function liveRate(p) {
+  const now = Date.now();
+  const before = seen.get(p.ref);
+  let rate = p.rate;
+  if (before && p.merges > before.merges && now > before.at) rate = (p.merges - before.merges) / ((now - before.at) / 1000);
+  if (!before || p.merges !== before.merges) seen.set(p.ref, {merges: p.merges, at: now, rate});
+  else if (before.rate) rate = before.rate;
+  return rate;
+}
+
+function progressBlock(p) {
+  const stalled = p.seconds_since_checkpoint > STALLED_S;
+  const rate = stalled ? null : liveRate(p);
+  const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
+  const bar = el("div", {className: stalled ? "stalled" : null});
+  bar.style.width = p.fraction === null ? "0" : (100 * p.fraction).toFixed(1) + "%";
+  const last = p.last_merges.map((m) => tokenSpan(m.text, {id: m.token}));
+  colourTokens(last);
+  return el("div", {className: "progress" + (stalled ? " stalled" : ""), dataset: {ref: p.ref}},
+    el("span", {className: "bar", role: "progressbar", "aria-label": "merges of " + p.ref, "aria-valuemin": "0",
+      "aria-valuemax": p.target_merges === null ? null : p.target_merges, "aria-valuenow": p.merges}, bar),
+    el("span", {className: "merges", dataset: {merges: p.merges}},
+      fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
+    stalled
+      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
+          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
+      : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
+         " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
+         " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],
+    last.length ? el("div", {className: "chips last"}, el("span", {className: "muted"}, "last merges:"), last) : null);
+}
+
+
+// "13:05:09": a time of day, 24-hour, in the reader's time zone.
+function clock(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds());
+}
+
+// Marks the page's data drawn and painted (the "bpestore:drawn" performance mark, which
+// the benchmark reads).
+function drawn() {
+  requestAnimationFrame(() => setTimeout(() => performance.mark("bpestore:drawn"), 0));
+}
+
+// The evaluation sets a score card can use: the held-out text (or the reader's), or a
+// stored corpus (its word counts).
+async function evalSets(select) {
+  const corpora = await api("corpora").catch(() => []);
+  put(select, el("option", {value: ""}, "the held-out text (or yours)"),
+    corpora.map((c) => el("option", {value: c.name}, "corpus " + c.name)));
 }

@@ -1,108 +1,168 @@
 // The diff of two versions, as a review reads it: what changed in numbers and spec, the
-// merges B adds after the shared prefix (in rank order, with their pair counts), the ids
-// whose bytes changed, and the tokens only on each side, a page at a time.
+// merges each has that the other has not (with their pair counts where the version
+// counted them), the ids whose bytes changed (both sides), and the tokens only on each
+// side (by rank, or another order, searched). One request (`diff_view`) draws every
+// section; a page, an order or a search asks again for what it changes. Order, search
+// and pages are kept in the URL.
 "use strict";
 
 const PAGE = 100;
+const SECTIONS = ["new_merges", "removed_merges", "changed_ids", "only_a", "only_b"];
+const ORDERS = [["rank", "by rank (merge order)"], ["bytes", "by bytes"], ["longest", "longest first"], ["id", "by id"]];
+let view = null;  // {a, b, order, q, at: {section: start}}
 
 function specCell(value) {
-  if (value === null || value === undefined) return el("span", {className: "muted"}, "none");
-  return el("code", {}, typeof value === "string" ? value : JSON.stringify(value));
+  if (value === null || value === undefined || (Array.isArray(value) && !value.length)) return el("span", {className: "muted"}, "none");
+  if (Array.isArray(value)) return value.map((x) => el("code", {}, String(x))).flatMap((c) => [c, " "]).slice(0, -1);
+  if (typeof value === "object") return Object.entries(value).map(([k, v]) => el("code", {}, k + ": " + v)).flatMap((c) => [c, " "]).slice(0, -1);
+  return el("code", {}, String(value));
 }
 
-// A section listing a part of the diff a page at a time; `load(start)` gives
-// {items: [...Node], total}.
-function pagedSection(title, className, load) {
-  const box = el("div", {className});
-  const heading = el("h2", {}, title);
-  const nav = pager(title);
-  let start = 0;
-  const go = async () => {
-    try {
-      const {items, shown, total} = await load(start);
-      heading.textContent = title + " (" + fmt(total) + ")";
-      nav.show(start, shown, PAGE, total);
-      nav.box.hidden = total <= PAGE;
-      put(box, items.length ? items : el("p", {className: "muted"}, "None."));
-    } catch (error) {
-      showError(box, error);
-    }
-  };
-  nav.prev.addEventListener("click", () => { start = Math.max(0, start - PAGE); go(); });
-  nav.next.addEventListener("click", () => { start += PAGE; go(); });
-  go();
-  return [heading, nav.box, box];
-}
-
-function chips(tokens) {
-  return el("div", {className: "chips"}, colourTokens(tokens.map((t) => tokenSpan(t))));
+function chip(t) {
+  return tokenSpan(t.token, {id: t.id});
 }
 
 function mergeTable(ref, merges) {
-  return table(["rank#", "pair", "token", "id#", "pair count#"], merges.map((m) => {
+  const counted = merges.some((m) => m.count !== null);
+  const head = ["rank#", "pair", "token", "id#", ...(counted ? ["pair count#"] : [])];
+  return table(head, merges.map((m) => {
     const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
-    return [fmt(m.rank), el("span", {}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
-      link("/token", {ref, id: m.token}, String(m.token)), fmt(m.count)];
-  }), {className: "new-merges"});
+    return [fmt(m.rank), el("span", {className: "pair"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
+      link("/token", {ref, id: m.token}, String(m.token)), ...(counted ? [m.count === null ? "-" : fmt(m.count)] : [])];
+  }), {className: "merge-list"});
+}
+
+function sectionItems(d, name, page) {
+  if (!page.items.length) return el("p", {className: "muted"}, view.q && name.startsWith("only") ? "No token matches." : "None.");
+  if (name === "new_merges") return mergeTable(d.b.ref, page.items);
+  if (name === "removed_merges") return mergeTable(d.a.ref, page.items);
+  if (name === "changed_ids") {
+    return table(["id#", d.a.ref, d.b.ref], page.items.map((c) => Object.assign(
+      [link("/token", {ref: d.b.ref, id: c.id}, String(c.id)), tokenSpan(c.a, {id: c.id}), tokenSpan(c.b, {id: c.id})],
+      {dataset: {id: c.id}})), {className: "changed"});
+  }
+  return el("div", {className: "chips", role: "list"}, colourTokens(page.items.map(chip)));
+}
+
+function sectionTitle(d, name) {
+  return {new_merges: "Merges only in " + d.b.ref, removed_merges: "Merges only in " + d.a.ref, changed_ids: "Changed ids",
+    only_a: "Tokens only in " + d.a.ref, only_b: "Tokens only in " + d.b.ref}[name];
+}
+
+function keepInUrl() {
+  const query = new URLSearchParams({a: view.a, b: view.b});
+  if (view.order !== "rank") query.set("order", view.order);
+  if (view.q) query.set("q", view.q);
+  for (const name of SECTIONS) if (view.at[name]) query.set("at_" + name, String(view.at[name]));
+  history.replaceState(null, "", "?" + query);
+}
+
+function request(sections) {
+  const params = {a: view.a, b: view.b, limit: PAGE, order: view.order, q: view.q, section: sections};
+  for (const name of sections || SECTIONS) if (view.at[name]) params["at_" + name] = view.at[name];
+  return api("diff_view", params);
+}
+
+// A section: its heading with the total, a pager (earlier/later, a page number) and the items.
+function drawSection(d, name, boxes) {
+  const page = d.sections[name];
+  const {heading, nav, body} = boxes[name];
+  heading.textContent = sectionTitle(d, name) + " (" + fmt(page.total) + (view.q && name.startsWith("only") ? " matching" : "") + ")";
+  nav.show(page.start, page.items.length, PAGE, page.total);
+  nav.box.hidden = page.total <= PAGE;
+  put(body, sectionItems(d, name, page));
+  body.removeAttribute("aria-busy");
+}
+
+async function reload(d, names, boxes) {
+  for (const name of names) {
+    boxes[name].body.setAttribute("aria-busy", "true");
+    put(boxes[name].body, el("p", {className: "muted", role: "status"}, "Loading…"));
+  }
+  keepInUrl();
+  try {
+    const answer = await request(names);
+    for (const name of names) drawSection({...d, sections: answer.sections}, name, boxes);
+  } catch (error) {
+    for (const name of names) showError(boxes[name].body, error);
+  }
+}
+
+function onlyControls(d, boxes) {
+  const order = el("select", {id: "only-order"}, ORDERS.map(([v, label]) => el("option", {value: v, selected: v === view.order ? "selected" : null}, label)));
+  const search = el("input", {type: "search", id: "only-q", value: view.q, placeholder: "a part of a token", autocomplete: "off"});
+  const again = () => { view.at.only_a = 0; view.at.only_b = 0; reload(d, ["only_a", "only_b"], boxes); };
+  order.addEventListener("change", () => { view.order = order.value; again(); });
+  search.addEventListener("input", debounce(() => { view.q = search.value; again(); }, 200));
+  return el("div", {className: "controls only-controls"}, el("label", {for: "only-order"}, "Tokens only in one: order"), order,
+    el("label", {for: "only-q"}, "search"), search);
+}
+
+function summary(d) {
+  const [va, vb] = [d.a, d.b];
+  const specRows = Object.entries(d.spec_changes).map(([name, [old, now]]) => [name.replace(/_/g, " "), specCell(old), specCell(now)]);
+  const extension = d.shared_merges === d.merges[0];
+  const newMerges = d.merges[1] - d.shared_merges;
+  const origin = (v) => (v.source === "trained" ? (v.corpus === null ? "-" : corpusLink(v.corpus, v.corpus_generation)) : "imported (" + v.source + ")");
+  return [
+    table(["", va.ref, vb.ref], [
+      ["tokens", fmt(d.vocab_size[0]), fmt(d.vocab_size[1])],
+      ["merges", fmt(d.merges[0]), fmt(d.merges[1])],
+      ["corpus", origin(va), origin(vb)],
+      ["fingerprint", el("code", {}, (va.fingerprint || "-").slice(0, 12)), el("code", {}, (vb.fingerprint || "-").slice(0, 12))],
+    ], {className: "summary"}),
+    el("p", {className: "verdict"}, extension
+      ? [versionLink(vb.ref), " keeps all ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges of ", versionLink(va.ref),
+        " and adds " + fmt(newMerges) + "."]
+      : ["The first ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges are shared; then they part: ",
+        fmt(d.counts.new_merges) + " merges only in " + vb.ref + ", " + fmt(d.counts.removed_merges) + " only in " + va.ref + "."]),
+    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed"}, fmt(d.counts.changed_ids)),
+      d.counts.changed_ids ? " (a text encoded with one is not decoded right by the other)" : " (ids shared by both mean the same bytes)"),
+    specRows.length ? [el("h2", {}, "Spec changes"), table(["field", va.ref, vb.ref], specRows, {className: "spec-changes"})]
+      : el("p", {className: "same-spec"}, "Same spec (pre-tokenizer, normalizer, alphabet, special tokens…)."),
+  ];
 }
 
 async function show(a, b) {
   const where = document.getElementById("diff");
-  loading(where);
+  where.setAttribute("aria-busy", "true");
+  put(where, el("p", {className: "muted", role: "status"}, "Loading… (comparing " + a + " with " + b + ")"));
+  keepInUrl();
+  let d;
   try {
-    const [d, va, vb] = await Promise.all([api("diff", {a, b, start: 0, limit: PAGE}), api("show", {ref: a}), api("show", {ref: b})]);
-    const specRows = Object.entries(d.spec_changes).map(([name, [old, now]]) => [name.replace(/_/g, " "), specCell(old), specCell(now)]);
-    const extension = d.shared_merges === d.merges[0];
-    const newMerges = d.merges[1] - d.shared_merges;
-    put(where,
-      table(["", a, b], [
-        ["tokens", fmt(d.vocab_size[0]), fmt(d.vocab_size[1])],
-        ["merges", fmt(d.merges[0]), fmt(d.merges[1])],
-        ["corpus", va.corpus === null ? "-" : corpusLink(va.corpus, va.corpus_generation), vb.corpus === null ? "-" : corpusLink(vb.corpus, vb.corpus_generation)],
-        ["fingerprint", el("code", {}, (va.fingerprint || "-").slice(0, 12)), el("code", {}, (vb.fingerprint || "-").slice(0, 12))],
-      ], {className: "summary"}),
-      el("p", {className: "verdict"}, extension
-        ? [versionLink(b), " keeps all ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges of ", versionLink(a),
-          " and adds " + fmt(newMerges) + "."]
-        : ["The first ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges are shared; then they part."]),
-      el("p", {}, "ids with other bytes: ", el("strong", {className: "changed"}, fmt(d.counts.changed_ids)),
-        d.counts.changed_ids ? " (a text encoded with one is not decoded right by the other)" : " (ids shared by both mean the same bytes)"),
-      specRows.length ? [el("h2", {}, "Spec changes"), table(["field", a, b], specRows, {className: "spec-changes"})]
-        : el("p", {className: "same-spec"}, "Same spec (pre-tokenizer, normalizer, alphabet, special tokens…)."),
-      pagedSection("New merges in " + b, "new-merges-list", async (start) => {
-        const merges = await api("merges", {ref: b, start: d.shared_merges + start, limit: PAGE});
-        return {items: merges.length ? [mergeTable(b, merges)] : [], shown: merges.length, total: newMerges};
-      }),
-      d.merges[0] > d.shared_merges ? pagedSection("Merges of " + a + " after the shared prefix", "old-merges-list", async (start) => {
-        const merges = await api("merges", {ref: a, start: d.shared_merges + start, limit: PAGE});
-        return {items: merges.length ? [mergeTable(a, merges)] : [], shown: merges.length, total: d.merges[0] - d.shared_merges};
-      }) : null,
-      d.counts.changed_ids ? pagedSection("Changed ids", "changed-ids", async (start) => {
-        const page = start === 0 ? d : await api("diff", {a, b, start, limit: PAGE});
-        const rows = await Promise.all(page.changed_ids.slice(0, PAGE).map(async (id) => {
-          const [ta, tb] = await Promise.all([api("token", {ref: a, token: id, id: "1"}), api("token", {ref: b, token: id, id: "1"})]);
-          return [link("/token", {ref: b, id}, String(id)), tokenSpan(ta.token, {id}), tokenSpan(tb.token, {id})];
-        }));
-        return {items: [table(["id#", a, b], rows)], shown: rows.length, total: d.counts.changed_ids};
-      }) : null,
-      pagedSection("Tokens only in " + a, "only-a", async (start) => {
-        const page = start === 0 ? d : await api("diff", {a, b, start, limit: PAGE});
-        return {items: page.only_a.length ? [chips(page.only_a)] : [], shown: page.only_a.length, total: d.counts.only_a};
-      }),
-      pagedSection("Tokens only in " + b, "only-b", async (start) => {
-        const page = start === 0 ? d : await api("diff", {a, b, start, limit: PAGE});
-        return {items: page.only_b.length ? [chips(page.only_b)] : [], shown: page.only_b.length, total: d.counts.only_b};
-      }));
+    d = await request(null);
   } catch (error) {
+    where.removeAttribute("aria-busy");
     showError(where, error);
+    return;
   }
+  const boxes = {};
+  const parts = [];
+  for (const name of SECTIONS) {
+    if (name === "removed_merges" && !d.sections[name].total) continue;
+    if (name === "changed_ids" && !d.sections[name].total) continue;
+    const nav = pager(sectionTitle(d, name));
+    const box = {heading: el("h2", {}), nav, body: el("div", {className: name.replace(/_/g, "-") + " section"})};
+    boxes[name] = box;
+    const go = (start) => { view.at[name] = Math.max(0, start); reload(d, [name], boxes); };
+    nav.prev.addEventListener("click", () => go((view.at[name] || 0) - PAGE));
+    nav.next.addEventListener("click", () => go((view.at[name] || 0) + PAGE));
+    nav.onPage = go;
+    if (name === "only_a") parts.push(onlyControls(d, boxes));
+    parts.push(box.heading, nav.box, box.body);
+  }
+  put(where, summary(d), parts);
+  for (const name of Object.keys(boxes)) drawSection(d, name, boxes);
+  where.removeAttribute("aria-busy");
+  where.dataset.drawn = a + " " + b;
+  drawn();
 }
 
 // Which two versions: the URL's; b alone: b against its parent; neither: the newest
 // version that has a parent, against it (else the two newest).
-async function defaults(versions) {
+function defaults(versions) {
   let a = param("a"), b = param("b");
-  if (b && !a) a = (await api("show", {ref: b})).parent;
+  if (b && !a) a = (versions.find((v) => v.ref === b || v.name + "@" + v.number === b) || {}).parent || null;
   if (!a && !b) {
     const newest = [...versions].sort((x, y) => (x.created_at < y.created_at ? 1 : -1));
     const child = newest.find((v) => v.parent);
@@ -119,24 +179,29 @@ async function start() {
   let a, b;
   try {
     const versions = await api("versions");
-    [a, b] = await defaults(versions);
-    await versionSelect(selectA, a);
-    await versionSelect(selectB, b);
+    [a, b] = defaults(versions);
+    if (b && !a) a = (await api("show", {ref: b})).parent;  // b named by an alias
+    const stalled = await stalledRefs(versions);
+    await versionSelect(selectA, a, versions, stalled);
+    await versionSelect(selectB, b, versions, stalled);
   } catch (error) {
     showError(document.getElementById("diff"), error);
     return;
   }
+  const at = {};
+  for (const name of SECTIONS) at[name] = Math.max(0, Number(param("at_" + name)) || 0);
+  view = {a, b, order: ORDERS.some(([v]) => v === param("order")) ? param("order") : "rank", q: param("q") || "", at};
   document.getElementById("form").addEventListener("submit", (event) => {
     event.preventDefault();
-    history.replaceState(null, "", "?" + new URLSearchParams({a: selectA.value, b: selectB.value}));
+    view = {...view, a: selectA.value, b: selectB.value, at: {}};
     show(selectA.value, selectB.value);
+    score();
   });
-  document.getElementById("eval-form").addEventListener("submit", (event) => {
-    event.preventDefault();
-    scoreCard(document.getElementById("eval"), [selectA.value, selectB.value], document.getElementById("eval-text").value,
-      selectA.value);
-  });
-  if (a && b) show(a, b);
+  const score = () => scoreCard(document.getElementById("eval"), [selectA.value, selectB.value],
+    document.getElementById("eval-text").value, selectA.value, document.getElementById("eval-set").value);
+  document.getElementById("eval-form").addEventListener("submit", (event) => { event.preventDefault(); score(); });
+  document.getElementById("eval-set").addEventListener("change", score);
+  if (a && b) show(a, b).then(() => { score(); evalSets(document.getElementById("eval-set")); });  // the diff first
   else put(document.getElementById("diff"), el("p", {className: "muted"}, "Choose two versions to compare."));
 }
 

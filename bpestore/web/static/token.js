@@ -66,6 +66,12 @@ async function start() {
     return;
   }
   tokenInput.value = param("id") !== null ? param("id") : param("token") || "";
+  // What was typed, as a token shows it: a leading space or a tab is seen, not guessed.
+  const shown = () => put(document.getElementById("token-shown"),
+    tokenInput.value && document.getElementById("by").value === "text" ? tokenSpan(tokenInput.value) : null);
+  tokenInput.addEventListener("input", shown);
+  document.getElementById("by").addEventListener("change", shown);
+  shown();
   document.getElementById("by").value = param("id") !== null ? "id" : "text";
   document.getElementById("lookup").addEventListener("submit", lookup);
   document.getElementById("explain-form").addEventListener("submit", explain);

@@ -6,8 +6,6 @@
 
 const POLL_MS = Number(param("poll")) || 2000;      // while something trains
 const IDLE_MS = Number(param("idle")) || 15000;     // while nothing does
-const STALLED_S = Number(param("stalled")) || 60;   // no checkpoint for this long: stalled (the trainer checkpoints at least every 10 s)
-const seen = new Map();  // ref -> {merges, at}: the live rate between two polls
 const rows = new Map();  // ref -> {li, key}: what each row shows
 let shape = null;        // the tree's refs and parents, as drawn
 let lastGood = null;     // when the server last answered
@@ -23,43 +21,6 @@ function sizeText(v) {
   return fmt(v.vocab_size) + " tokens, " + fmt(v.n_merges) + " / " + fmt(v.target_merges) + " merges";
 }
 
-function liveRate(p) {
-  const now = Date.now();
-  const before = seen.get(p.ref);
-  let rate = p.rate;
-  if (before && p.merges > before.merges && now > before.at) rate = (p.merges - before.merges) / ((now - before.at) / 1000);
-  if (!before || p.merges !== before.merges) seen.set(p.ref, {merges: p.merges, at: now, rate});
-  else if (before.rate) rate = before.rate;
-  return rate;
-}
-
-function progressBlock(p) {
-  const stalled = p.seconds_since_checkpoint > STALLED_S;
-  const rate = stalled ? null : liveRate(p);
-  const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
-  const bar = el("div");
-  bar.style.width = p.fraction === null ? "0" : (100 * p.fraction).toFixed(1) + "%";
-  const last = p.last_merges.map((m) => tokenSpan(m.text, {id: m.token}));
-  colourTokens(last);
-  return el("div", {className: "progress", dataset: {ref: p.ref}},
-    el("span", {className: "bar", role: "progressbar", "aria-label": "merges of " + p.ref, "aria-valuemin": "0",
-      "aria-valuemax": p.target_merges === null ? null : p.target_merges, "aria-valuenow": p.merges}, bar),
-    el("span", {className: "merges", dataset: {merges: p.merges}},
-      fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
-    stalled
-      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
-          ": the trainer has probably stopped (bpestore resume " + p.ref + ")")]
-      : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
-         " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
-         " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],
-    last.length ? el("div", {className: "chips last"}, el("span", {className: "muted"}, "last merges:"), last) : null);
-}
-
-function statusOf(v, p) {
-  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
-  return v.status;
-}
-
 function rowLine(v, p) {
   const status = statusOf(v, p);
   return el("div", {className: "row"},
@@ -73,7 +34,8 @@ function rowLine(v, p) {
     el("span", {className: "muted"}, when(v.created_at)));
 }
 
-// Newest activity (creation of the version or of anything below it) first.
+// Each version's children, newest activity (creation of the version or of anything below
+// it) first; `activity` and `size` (the largest vocabulary below) order the groups.
 function ordered(versions) {
   const byRef = new Map(versions.map((v) => [v.ref, v]));
   const children = new Map();
@@ -87,19 +49,60 @@ function ordered(versions) {
     if (!latest.has(v.ref)) latest.set(v.ref, [v.updated_at, ...(children.get(v.ref) || []).map(activity)].sort().pop());
     return latest.get(v.ref);
   };
+  const size = (v) => Math.max(v.vocab_size, ...(children.get(v.ref) || []).map(size));
   for (const list of children.values()) list.sort((a, b) => (activity(b) > activity(a) ? 1 : activity(b) < activity(a) ? -1 : 0));
-  return children;
+  return {children, activity, size};
 }
 
-function buildTree(children) {
+const SORTS = {
+  newest: (a, b) => (a.activity > b.activity ? -1 : a.activity < b.activity ? 1 : 0),
+  name: (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  size: (a, b) => b.size - a.size || (a.name < b.name ? -1 : 1),
+};
+
+// The versions grouped by name (a root's extensions, of any name, stay in its branch),
+// the groups in the chosen order.
+function buildTree({children, activity, size}) {
   const branch = (parent, root) => el("ul", {className: root ? "tree root" : "tree"},
-    (children.get(parent) || []).map((v) => {
+    (parent === null ? root : children.get(parent) || []).map((v) => {
       const item = rows.get(v.ref).li;
       item.querySelector(":scope > ul")?.remove();
       if (children.has(v.ref)) item.append(branch(v.ref, false));
       return item;
     }));
-  return branch(null, true);
+  const groups = new Map();
+  for (const v of children.get(null) || []) {
+    if (!groups.has(v.name)) groups.set(v.name, {name: v.name, roots: [], activity: "", size: 0});
+    const g = groups.get(v.name);
+    g.roots.push(v);
+    g.activity = activity(v) > g.activity ? activity(v) : g.activity;
+    g.size = Math.max(g.size, size(v));
+  }
+  const sorted = [...groups.values()].sort(SORTS[sortSelect.value] || SORTS.newest);
+  return sorted.map((g) => el("div", {className: "group", dataset: {name: g.name}},
+    el("h3", {}, g.name), branch(null, g.roots)));
+}
+
+// Hides the rows whose text does not hold the filter (a row stays while one below it matches).
+function applyFilter() {
+  const q = filterInput.value.trim().toLowerCase();
+  const visible = (li) => {
+    const own = !q || li.querySelector(":scope > .row").textContent.toLowerCase().includes(q);
+    const below = [...li.querySelectorAll(":scope > ul > li.version")].map(visible).some(Boolean);
+    li.hidden = !(own || below);
+    return own || below;
+  };
+  let shown = 0;
+  for (const group of document.querySelectorAll("#versions .group")) {
+    const any = [...group.querySelectorAll(":scope > ul > li.version")].map(visible).some(Boolean);
+    group.hidden = !any;
+    shown += any ? 1 : 0;
+  }
+  document.getElementById("filtered").textContent = q ? fmt(shown) + " matching" : "";
+  const query = new URLSearchParams(window.location.search);
+  if (q) query.set("q", filterInput.value); else query.delete("q");
+  if (sortSelect.value !== "newest") query.set("sort", sortSelect.value); else query.delete("sort");
+  history.replaceState(null, "", query.toString() ? "?" + query : window.location.pathname);
 }
 
 // Runs `change`, then puts keyboard focus back on the same link or button if it was
@@ -117,7 +120,8 @@ function keepingFocus(change) {
 }
 
 function draw(versions, progress) {
-  const children = ordered(versions);
+  const tree = ordered(versions);
+  const children = tree.children;
   keepingFocus(() => {
     for (const v of versions) {
       const p = v.status !== "complete" ? progress.get(v.ref) : undefined;
@@ -146,16 +150,19 @@ function draw(versions, progress) {
       }
     }
     for (const ref of [...rows.keys()]) if (!versions.some((v) => v.ref === ref)) rows.delete(ref);
-    const newShape = JSON.stringify([...children.entries()].map(([k, list]) => [k, list.map((v) => v.ref)]));
+    const newShape = JSON.stringify([sortSelect.value, [...children.entries()].map(([k, list]) => [k, list.map((v) => v.ref)])]);
     if (newShape !== shape) {
-      document.getElementById("versions").replaceChildren(buildTree(children));
+      document.getElementById("versions").replaceChildren(...buildTree(tree));
       shape = newShape;
     }
+    applyFilter();
   });
 }
 
+let stalledNow = new Set();  // the refs of stalled versions, as last polled
+
 async function drawTimeline(versions) {
-  const key = JSON.stringify(versions.map((v) => [v.ref, v.status, v.aliases]));
+  const key = JSON.stringify(versions.map((v) => [v.ref, v.status, v.aliases, stalledNow.has(v.ref)]));
   if (key === timelineKey) return;
   const where = document.getElementById("timeline");
   try {
@@ -167,7 +174,7 @@ async function drawTimeline(versions) {
         v.parent ? [" extends ", versionLink(v.parent)] : v.source !== "trained" ? " imported (" + v.source + ")" : " trained",
         v.corpus !== null ? [" on ", corpusRef(v)] : null,
         v.status === "complete" ? (v.source === "trained" ? " · done in " + duration((new Date(v.updated_at) - new Date(v.created_at)) / 1000) : null)
-          : " · " + v.status]});
+          : " · " + (stalledNow.has(v.ref) ? "stalled" : v.status)]});
     }
     logs.forEach((log) => {
       for (const g of log) {
@@ -195,7 +202,7 @@ function banner(error) {
   if (!error) { where.replaceChildren(); where.className = ""; return; }
   where.className = "banner";
   where.replaceChildren(el("strong", {}, "Disconnected: "), error.message + ". " +
-    (lastGood ? "What you see is from " + lastGood.toLocaleTimeString() + "; " : "") + "trying again…");
+    (lastGood ? "What you see is from " + clock(lastGood) + "; " : "") + "trying again…");
 }
 
 async function refresh() {
@@ -206,10 +213,12 @@ async function refresh() {
     const names = new Set(versions.map((v) => v.name));
     const running = progressList.filter((p) => p.seconds_since_checkpoint <= STALLED_S).length;
     const stalled = progressList.length - running;
+    stalledNow = new Set(progressList.filter((p) => p.seconds_since_checkpoint > STALLED_S).map((p) => p.ref));
     document.getElementById("summary").textContent = versions.length
       ? fmt(versions.length) + " versions of " + fmt(names.size) + " tokenizers" +
         (running ? ", " + running + " training" : "") + (stalled ? ", " + stalled + " stalled" : "")
       : "No versions yet: bpestore train NAME --corpus C --vocab-size N";
+    lastDraw = [versions, progress];
     draw(versions, progress);
     drawTimeline(versions);
     training = running > 0;
@@ -227,5 +236,14 @@ async function refresh() {
   setTimeout(refresh, training ? POLL_MS : IDLE_MS);
 }
 
+const filterInput = el("input", {type: "search", id: "filter", placeholder: "name, corpus, alias…", value: param("q") || ""});
+const sortSelect = el("select", {id: "sort"}, [["newest", "newest activity"], ["name", "name"], ["size", "size"]].map(([v, label]) =>
+  el("option", {value: v, selected: v === param("sort") ? "selected" : null}, label)));
+let lastDraw = null;  // the last versions and progress drawn, to redraw in another order
+filterInput.addEventListener("input", applyFilter);
+sortSelect.addEventListener("change", () => { if (lastDraw) draw(...lastDraw); else applyFilter(); });
+document.getElementById("versions").before(el("div", {className: "controls"},
+  el("label", {for: "filter"}, "Filter"), filterInput, el("label", {for: "sort"}, "sort by"), sortSelect,
+  el("span", {className: "muted", id: "filtered", "aria-live": "polite"})));
 nav("/");
 refresh();
