@@ -51,8 +51,8 @@ def export_tokenizer(tok: Tokenizer, format: str, out: str | Path, *,  # noqa: A
     if (format == "gpt2" or hf_folder) and out.exists() and not out.is_dir():
         raise InvalidArgumentError(f"{out} is a file; the {format} format here is a folder of files",
                                    params=("out",))
-    folder = format == "gpt2" or hf_folder
-    for path in paths if out.exists() or not folder else [out]:  # a missing folder: only its parent
+    in_folder = format == "gpt2" or hf_folder
+    for path in paths if out.exists() or not in_folder else [out]:  # a missing folder: only its parent
         check_target(path, force=force)
     if format == "gpt2":
         with atomic_folder(out, [p.name for p in paths], force=force) as folder, \
