@@ -191,3 +191,54 @@ def test_a_deeply_nested_body_is_a_400(long_a):
         deep = client.post("/api/encode", content=b"[" * 500_000 + b"]" * 500_000,
                            headers={"content-type": "application/json"})
     assert deep.status_code == 400 and "nested too deeply" in deep.json()["error"]
+
+
+def test_slow_clients_reopening_leave_room_for_requests(server):
+    """110 connections that send a head's first line and nothing more, reopened as soon as
+    they are closed (more than the server keeps), while 30 ordinary requests come one by
+    one: each is answered, within a second."""
+    import threading
+
+    _, port = server
+    stop = threading.Event()
+
+    def slow_client() -> None:
+        while not stop.is_set():
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                sock.sendall(b"GET /api/versions HTTP/1.1\r\n")
+                sock.settimeout(0.5)
+                while not stop.is_set():
+                    try:
+                        if not sock.recv(1024):
+                            break  # closed by the server: open another
+                    except TimeoutError:
+                        continue
+                sock.close()
+            except OSError:
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=slow_client, daemon=True) for _ in range(110)]
+    for t in threads:
+        t.start()
+    time.sleep(2)  # every slow client connected (and some already replaced)
+    answered = []
+    try:
+        for _ in range(30):
+            start = time.monotonic()
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(b"GET /api/versions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                sock.settimeout(5)
+                got = b""
+                try:
+                    while chunk := sock.recv(65536):
+                        got += chunk
+                except (TimeoutError, ConnectionResetError):
+                    pass
+            answered.append((got[:12], time.monotonic() - start))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    ok = [seconds for status, seconds in answered if status == b"HTTP/1.1 200"]
+    assert len(ok) >= 29 and max(ok) < 1.0, [a for a in answered if a[0] != b"HTTP/1.1 200" or a[1] >= 1.0]
