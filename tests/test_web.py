@@ -236,7 +236,8 @@ def test_host_header_and_security_headers(db, client):
     assert page.headers["x-content-type-options"] == "nosniff"
     for host in ("localhost:8765", "127.0.0.1", "[::1]:8765"):
         assert client.get("/api/versions", headers={"host": host}).status_code == 200
-    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example", ""):
+    for host in ("evil.example:8765", "evil.example", "127.0.0.1.evil.example", "", "127.0.0.1:8765@evil.com",
+                 "[::1].evil.com", "[::1]:80.evil.com", "localhost:80:80", "127.0.0.1 evil.com"):
         response = client.get("/api/versions", headers={"host": host})
         assert response.status_code == 400 and "not to Host" in response.json()["error"]
     with TestClient(create_app(db, allowed_hosts=["tok.lan"]), base_url="http://tok.lan:80") as other:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -472,6 +473,9 @@ def page(filename: str) -> Callable[[Request], Awaitable[Response]]:
     return handle
 
 
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(?::[0-9]{1,5})?")
+
+
 class Guard:
     """Refuses a request whose Host header is not one of ours (DNS rebinding: a page
     elsewhere resolving its own name to 127.0.0.1), and sets the security headers
@@ -482,12 +486,9 @@ class Guard:
         self.hosts = {h.lower() for h in hosts}
 
     def allowed(self, host: str) -> bool:
-        host = host.strip().lower()
-        if host.startswith("["):
-            name = host[:host.find("]") + 1] if "]" in host else host
-        else:
-            name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-        return name in self.hosts
+        """Whether a Host header names one of ours: a name or ``[address]``, then at most a port."""
+        match = _HOST.fullmatch(host.strip().lower())
+        return match is not None and match.group(1) in self.hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
