@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..records import (
         Copied,
         CorpusInfo,
+        CorpusStats,
         EncodingStats,
         Explanation,
         LineageNode,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         Removed,
         Source,
         TokenInfo,
+        TokenUsage,
         VerifyResult,
         VersionChart,
         VersionInfo,
@@ -454,6 +456,31 @@ class Store(Database, Transfers):
         from .. import analysis  # reading and encoding files: the statistics' alone
 
         return analysis.file_stats(refs, file, self.tokenizer, errors=errors, workers=workers)
+
+    def corpus_stats(self, refs: Sequence[str], corpora: Sequence[str]) -> list[CorpusStats]:
+        """``stats`` on corpus generations (``C``: the newest, or ``C@N``) from their word
+        counts, without their text: one row per version and corpus (versions outer). Each
+        distinct word is encoded once and weighted by its count, so the tokens equal
+        encoding the text (special tokens aside). A corpus counted under another
+        pre-tokenizer, pattern, normalizer or space marker than a version's is refused
+        (``InvalidArgumentError``, naming them).
+
+        >>> store.corpus_stats(["gpt2", "en@1"], ["books@3"])[0].bytes_per_token  # doctest: +SKIP
+        4.41
+        """
+        return self._questions.corpus_stats(refs, corpora)
+
+    def token_usage(self, ref: str, corpus: str | None = None, *, rare: int = 10) -> TokenUsage:
+        """Each token's count on a corpus generation (None: the one the version was trained
+        on): the tokens never emitted, unreachable (``encode(decode([t])) != [t]``) and
+        rare (fewer than ``rare`` times), and tokens by script (``usage.script_of``)."""
+        return self._questions.token_usage(ref, corpus, rare)
+
+    def compare(self, ref_a: str, ref_b: str, corpora: Sequence[str], *, limit: int = 20) -> list[dict[str, Any]]:
+        """Two versions on corpus generations, one dict per corpus: both ``corpus_stats``,
+        the change in bytes per token (b - a) and the ``limit`` tokens (by bytes) whose
+        counts moved most."""
+        return self._questions.compare(ref_a, ref_b, corpora, limit)
 
     def progress(self, ref: str, *, last: int = 5) -> VersionProgress:
         """How far a version (training or complete) got, from its stored merge rows
