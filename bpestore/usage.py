@@ -13,7 +13,11 @@ the text, special tokens aside.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain, repeat
+from operator import methodcaller, mul
 from typing import TYPE_CHECKING, Any
 
 import regex
@@ -22,6 +26,7 @@ from .analysis import _unknown_ids
 from .errors import InvalidArgumentError
 from .records import CorpusStats, TokenUsage
 from .spec import TokenizerSpec
+from .text import unmark_spaces
 
 if TYPE_CHECKING:
     from .encoder import Tokenizer
@@ -29,6 +34,8 @@ if TYPE_CHECKING:
 # The spec fields that decide what a corpus' words are, special tokens aside (a corpus'
 # words never hold its own special tokens; a version's are encoded as ordinary text).
 WORD_FIELDS = ("normalizer", "pretokenizer", "pattern", "space_marker", "dummy_prefix")
+
+THREADS, THREAD_WORDS = 8, 20_000  # the core's threads at most, for this many words or more
 
 # Token classes by script (``script_of``), in the order they are tried.
 SCRIPTS = ("partial", "whitespace", "digits", "latin", "cyrillic", "cjk", "code", "other")
@@ -55,42 +62,53 @@ def check_words(version: TokenizerSpec, corpus: TokenizerSpec, *, ref: str, corp
                                    "corpus with the version's pre-tokenizer", params=("corpus",))
 
 
-def word_ids(tok: Tokenizer, words: Sequence[bytes]) -> list[list[int]]:
-    """Each word's ids (a corpus' words: UTF-8 pre-tokens), as encoding a text gives them."""
-    return tok.engine.encode_pretokens([w.decode("utf-8", "surrogatepass") for w in words])
+def word_ids(tok: Tokenizer, words: Sequence[bytes]) -> list[bytes]:
+    """Each word's ids (a corpus' words: UTF-8 pre-tokens) as ``array('I')`` bytes, as
+    encoding a text gives them."""
+    texts = list(map(methodcaller("decode", "utf-8", "surrogatepass"), words))
+    return tok.engine.encode_pretokens(texts, min(os.cpu_count() or 1, THREADS) if len(texts) > THREAD_WORDS else 1)
 
 
 def corpus_stats(tok: Tokenizer, counts: Mapping[bytes, int], *, ref: str, corpus: str,
-                 ids: Sequence[Sequence[int]] | None = None) -> CorpusStats:
+                 ids: Sequence[bytes] | None = None) -> CorpusStats:
     """How ``tok`` encodes a corpus generation given by its word ``counts``
-    (``ids``: each word's ids, in the order of ``counts``, where known already)."""
+    (``ids``: ``word_ids`` of its words, in their order, where known already)."""
     words = list(counts)
     if ids is None:
         ids = word_ids(tok, words)
     weights = list(counts.values())
-    lengths = list(map(len, ids))
-    used: set[int] = set()
-    for each in ids:
-        used.update(each)
+    lengths = [n >> 2 for n in map(len, ids)]
+    joined = _joined(ids)
     unknown = _unknown_ids(tok)
     n_unknown = None
     if unknown is not None:
-        n_unknown = sum(c * sum(i in unknown for i in each) for each, c in zip(ids, weights) if unknown & set(each))
+        n_unknown = sum(c for i, c in zip(joined, _repeated(weights, lengths)) if i in unknown)
     return CorpusStats(
-        ref=ref, corpus=corpus, bytes=sum(len(w) * c for w, c in zip(words, weights)),
-        words=sum(weights), distinct_words=len(words), tokens=sum(map(int.__mul__, lengths, weights)),
+        ref=ref, corpus=corpus, bytes=sum(map(mul, map(len, words), weights)), words=sum(weights),
+        distinct_words=len(words), tokens=sum(map(mul, lengths, weights)),
         one_token_words=sum(c for n, c in zip(lengths, weights) if n == 1), unknown=n_unknown,
-        used_ids=len(used), vocab_size=len(tok.engine.vocab))
+        used_ids=len(set(joined)), vocab_size=len(tok.engine.vocab))
 
 
-def token_counts(ids: Sequence[Sequence[int]], weights: Iterable[int]) -> dict[int, int]:
-    """How often each id occurs when every word (its ``ids``) occurs its weight times."""
-    found: dict[int, int] = {}
-    get = found.get
-    for each, c in zip(ids, weights):
-        for i in each:
-            found[i] = get(i, 0) + c
+def token_counts(ids: Sequence[bytes], weights: Iterable[int]) -> list[int]:
+    """How often each id occurs (a list by id, up to the largest id found) when every word
+    (its ``ids``, ``word_ids``) occurs its weight times."""
+    joined = _joined(ids)
+    found = [0] * (max(joined) + 1 if joined else 0)
+    for i, c in zip(joined, _repeated(weights, [n >> 2 for n in map(len, ids)])):
+        found[i] += c
     return found
+
+
+def _joined(ids: Sequence[bytes]) -> array[int]:
+    joined = array("I")
+    joined.frombytes(b"".join(ids))
+    return joined
+
+
+def _repeated(weights: Iterable[int], lengths: Iterable[int]) -> Iterator[int]:
+    """Each weight as often as its word has ids: the weight of each id of ``_joined``."""
+    return chain.from_iterable(map(repeat, weights, lengths))
 
 
 def unreachable(tok: Tokenizer) -> list[int]:
@@ -98,8 +116,9 @@ def unreachable(tok: Tokenizer) -> list[int]:
     ``encode(decode([t])) != [t]`` (merged further, cut otherwise, or partial UTF-8,
     whose text decodes to U+FFFD)."""
     specials = set(tok.special_tokens.values())
-    ids = [i for i in sorted(tok.engine.vocab) if i not in specials]
-    texts = [tok.decode([i]) for i in ids]
+    vocab = tok.engine.vocab
+    ids = [i for i in sorted(vocab) if i not in specials]
+    texts = [unmark_spaces(vocab[i].decode("utf-8", "replace"), tok.spec) for i in ids]  # decode([i])
     encoded = tok.encode_batch(texts, disallowed_special=())
     return [i for i, got in zip(ids, encoded) if got != [i]]
 
@@ -132,6 +151,9 @@ def script_of(data: bytes, spec: TokenizerSpec | None = None) -> str:
             text = text.replace(spec.space_marker, " ")
     if not text:
         return "whitespace"
+    if text.isascii() and not text[0].isspace():  # the classes below, quicker
+        return "digits" if text.isdigit() else "latin" if text.isalpha() else (
+            "code" if _CLASSES[-1][1].fullmatch(text) else "other")
     for name, pattern in _CLASSES:
         if pattern.fullmatch(text):
             return name
@@ -147,6 +169,7 @@ def token_usage(tok: Tokenizer, counts: Mapping[bytes, int], *, ref: str, corpus
         raise InvalidArgumentError(f"rare is a count of at least 1, not {rare}", params=("rare",))
     ids = word_ids(tok, list(counts))
     found = token_counts(ids, counts.values())
+    found += [0] * (tok.engine.n_vocab - len(found))
     specials = set(tok.special_tokens.values())
     vocab = tok.engine.vocab
     ordinary = [i for i in sorted(vocab) if i not in specials]
@@ -154,11 +177,11 @@ def token_usage(tok: Tokenizer, counts: Mapping[bytes, int], *, ref: str, corpus
     for i in ordinary:
         row = scripts[script_of(vocab[i], tok.spec)]
         row["vocab"] += 1
-        row["tokens"] += found.get(i, 0)
+        row["tokens"] += found[i]
     return TokenUsage(
-        ref=ref, corpus=corpus, tokens=sum(found.values()), counts=tuple((i, found.get(i, 0)) for i in ordinary),
-        never=tuple(i for i in ordinary if i not in found), unreachable=tuple(unreachable(tok)),
-        rare=tuple(i for i in ordinary if 0 < found.get(i, 0) < rare), rare_below=rare,
+        ref=ref, corpus=corpus, tokens=sum(found), counts=tuple(zip(ordinary, map(found.__getitem__, ordinary))),
+        never=tuple(i for i in ordinary if not found[i]), unreachable=tuple(unreachable(tok)),
+        rare=tuple(i for i in ordinary if 0 < found[i] < rare), rare_below=rare,
         scripts={k: v for k, v in scripts.items() if v["vocab"] or v["tokens"]},
         stats=corpus_stats(tok, counts, ref=ref, corpus=corpus, ids=ids))
 
@@ -173,7 +196,7 @@ def compare_stats(a: Tokenizer, b: Tokenizer, counts: Mapping[bytes, int], *, re
     for tok, ref in ((a, ref_a), (b, ref_b)):
         ids = word_ids(tok, list(counts))
         vocab = tok.engine.vocab
-        by_bytes = {vocab[i]: n for i, n in token_counts(ids, counts.values()).items()}
+        by_bytes = {vocab[i]: n for i, n in enumerate(token_counts(ids, counts.values())) if n}
         sides.append((corpus_stats(tok, counts, ref=ref, corpus=corpus, ids=ids), by_bytes))
     (stats_a, count_a), (stats_b, count_b) = sides
     moved = sorted(((data, count_a.get(data, 0), count_b.get(data, 0)) for data in count_a.keys() | count_b.keys()),

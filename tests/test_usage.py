@@ -156,9 +156,20 @@ def test_unreachable_gpt2_cl100k_against_tiktoken(tmp_path, gpt2_files, tiktoken
 
 
 def test_script_classes():
+    """The classes, and the ASCII shortcut equal to the classes' patterns on every short ASCII string."""
+    import itertools
+
+    from bpestore.usage import _CLASSES
+
     spec = bpestore.TokenizerSpec(alphabet="chars", end_of_word="</w>")
     assert [script_of(t.encode(), spec) for t in ("при</w>", "</w>", "的</w>", "x=1")] == [
         "cyrillic", "whitespace", "cjk", "code"]
+
+    def by_patterns(text: str) -> str:
+        return next((name for name, pattern in _CLASSES if pattern.fullmatch(text)), "other")
+
+    texts = (map("".join, itertools.product(" \t\n\x0b\x1c\x7f\x00a1Z9_.(;=", repeat=k)) for k in (1, 2, 3))
+    assert [t for t in itertools.chain(*texts) if script_of(t.encode()) != by_patterns(t)] == []
 
 
 def test_cli_stats_usage_compare(cli_run, sample_file, gpt2_files):

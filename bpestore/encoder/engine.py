@@ -251,14 +251,16 @@ class Engine:
         if fast is None or not fast.encode_into(text, out):
             self.reference.encode_into(text, out)
 
-    def encode_pretokens(self, words: Sequence[str]) -> list[list[int]]:
-        """Each pre-token's ids (words as the spec's pipeline cuts them: normalized, marked),
-        as encoding a text holding it gives them: the compiled core's in one call where it
-        encodes, else (and for a word it declines) the reference encoder's."""
+    def encode_pretokens(self, words: Sequence[str], workers: int = 1) -> list[bytes]:
+        """Each pre-token's ids (words as the spec's pipeline cuts them: normalized, marked)
+        as ``array('I')`` bytes, as encoding a text holding it gives them: the compiled core's
+        in one call (on ``workers`` threads) where it encodes, else (and for a word it declines)
+        the reference encoder's."""
         fast = self.accelerated[0]
-        each = fast.encode_each(words) if isinstance(fast, core_backend.CoreEncoder) else [None] * len(words)
+        each = fast.encode_each(words, workers) if isinstance(fast, core_backend.CoreEncoder) else [None] * len(words)
         encode_word = self.reference.encode_word
-        return [ids if ids is not None else encode_word(fix_surrogates(word)) for word, ids in zip(words, each)]
+        return [ids if ids is not None else array("I", encode_word(fix_surrogates(word))).tobytes()
+                for word, ids in zip(words, each)]
 
     @property
     def n_vocab(self) -> int:
