@@ -148,6 +148,9 @@ class VersionInfo:
     # Copied from another store without the counts of ``corpus``, which stayed there
     # (``Store.copy``): it cannot be verified or resumed here.
     without_counts: bool = False
+    # Trained on a weighted mixture of corpus generations: (C@N, weight) in order, the
+    # first being ``corpus_ref``; () for one corpus generation.
+    mixture: tuple[tuple[str, int], ...] = ()
 
     @property
     def ref(self) -> str:
@@ -159,6 +162,13 @@ class VersionInfo:
         if self.corpus is None:
             return None
         return self.corpus if self.corpus_generation is None else f"{self.corpus}@{self.corpus_generation}"
+
+    @property
+    def inputs(self) -> str:
+        """What it was trained on, as ``show`` says it: ``C@N``, or a mixture ``A@1*3 + B@2*1``; '-' for none."""
+        if self.mixture:
+            return " + ".join(f"{ref}*{weight}" for ref, weight in self.mixture)
+        return self.corpus_ref or "-"
 
     def to_dict(self) -> dict[str, Any]:
         return {**_fields(self, skip="id"), "ref": self.ref}

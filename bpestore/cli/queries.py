@@ -172,7 +172,7 @@ def stats(obj: Context, refs: tuple[str, ...], path: str | None, corpora: tuple[
 
 
 def lineage_line(v: VersionInfo) -> str:
-    parts = [v.ref, v.status, f"{v.vocab_size:,} tokens", f"corpus={v.corpus_ref or '-'}"]
+    parts = [v.ref, v.status, f"{v.vocab_size:,} tokens", f"corpus={v.inputs}"]
     if v.aliases:
         parts.append("aliases=" + ",".join(v.aliases))
     if v.source != "trained":

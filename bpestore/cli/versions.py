@@ -21,7 +21,7 @@ def init(obj: Context) -> None:
 def version_line(v: VersionInfo) -> str:
     target = v.target_vocab_size if v.target_vocab_size is not None else f"{v.target_merges} merges"
     parts = [v.ref, v.status, f"{v.vocab_size:,}/{target} tokens" if v.status != "complete"
-             else f"{v.vocab_size:,} tokens", f"corpus={v.corpus_ref or '-'}",
+             else f"{v.vocab_size:,} tokens", f"corpus={v.inputs}",
              f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
              v.created_at.strftime("%Y-%m-%d %H:%M")]
     if v.fingerprint:
@@ -57,7 +57,7 @@ def show(obj: Context, ref: str, as_json: bool) -> None:
     click.echo(f"merges: {v.n_merges:,}   min frequency: {v.min_frequency}   "
                f"max token length: {v.max_token_length or '-'}")
     click.echo(f"spec: {v.spec.to_json()}")
-    click.echo(f"corpus: {v.corpus_ref or '-'}   corpus digest: {v.corpus_digest or '-'}")
+    click.echo(f"corpus: {v.inputs}   corpus digest: {v.corpus_digest or '-'}")
     click.echo(f"fingerprint: {v.fingerprint or '- (not complete)'}")
 
 

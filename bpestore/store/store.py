@@ -340,7 +340,7 @@ class Store(Database, Transfers):
         """Point ``NAME@ALIAS`` at a version (moving the alias if it exists)."""
         return self._versions.set_alias(ref, alias)
 
-    def train(self, name: str, *, corpus: str, options: TrainOptions | None = None,
+    def train(self, name: str, *, corpus: str | Sequence[str], options: TrainOptions | None = None,
               progress: Callable[[Progress], None] | None = None, **settings: Any) -> VersionInfo:
         """Train a new version ``NAME@N`` from the word counts of ``corpus``: ``C``
         (its newest generation) or ``C@N`` (a kept one). The version pins it.
@@ -363,6 +363,10 @@ class Store(Database, Transfers):
           by rank, the default), ``"longest-match"`` (greedy longest vocabulary match,
           seed 002's segmenter) or ``"piece"`` (SentencePiece's: any two symbols making a
           merged token merge, in its rank); recorded in the spec, so in the fingerprint;
+        * ``corpus`` a list of generations, with ``weights`` (whole numbers, one each, default 1):
+          a mixture, each generation's counts times its weight, added (1:1 is exactly one corpus
+          holding both texts); its corpora must cut words alike; the version pins each
+          (``VersionInfo.mixture``), and verify and resume use it;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
