@@ -104,6 +104,10 @@ def test_cli_mixture(cli_run, texts):
     assert json.loads(cli_run("show", "mix@1", "--json").output)["mixture"] == [["a@1", 3], ["b@1", 1]]
     assert "corpus=a@1*3 + b@1*1" in cli_run("lineage", "mix").output
     assert cli_run("verify", "mix@1").exit_code == 0
+    usage = json.loads(cli_run("usage", "mix@1", "--json").output)  # on the mixture it was trained on
+    assert usage["corpus"] == "a@1*3 + b@1*1"
+    a_only, b_only = (json.loads(cli_run("usage", "mix@1", "--corpus", c, "--json").output) for c in ("a", "b"))
+    assert usage["tokens"] == 3 * a_only["tokens"] + b_only["tokens"]
     bad = cli_run("train", "x", "--corpus", "a", "--corpus", "b", "--weight", "2", "--vocab-size", "400")
     assert bad.exit_code != 0 and "one weight per corpus, in order (2 corpora, 1 given)" in bad.stderr
     with bpestore.open(cli_run.db) as store:

@@ -113,17 +113,22 @@ class Questions:
         return [corpus_stats(tok, counts, ref=str(tok.name), corpus=info.ref) for tok in toks for info, counts in read]
 
     def token_usage(self, ref: str, corpus: str | None, rare: int) -> TokenUsage:
-        from ..usage import token_usage
+        from ..usage import check_words, token_usage
 
-        if corpus is None:
-            with self.store.reading() as tx:
-                reads = VersionReads(tx)
-                corpus = reads.info(reads.resolve(ref)).corpus_ref
-            if corpus is None:
-                raise InvalidArgumentError(f"{ref} was not trained on a corpus of this store: name one",
-                                           params=("corpus",))
-        (tok,), ((info, counts),) = self._on([ref], [corpus])
-        return token_usage(tok, counts, ref=str(tok.name), corpus=info.ref, rare=rare)
+        if corpus is not None:
+            (tok,), ((info, counts),) = self._on([ref], [corpus])
+            return token_usage(tok, counts, ref=str(tok.name), corpus=info.ref, rare=rare)
+        from .training import pinned_counts  # the counts it was trained on: its generation, or its mixture's
+
+        tok = self.store.tokenizer(ref)
+        with self.store.reading() as tx:
+            reads = VersionReads(tx)
+            v = reads.info(reads.resolve(ref))
+            counts, _ = pinned_counts(tx, v)
+            spec = CorpusReads(tx).spec(v.corpus or "")
+        if spec is not None:
+            check_words(tok.spec, spec, ref=v.ref, corpus_ref=v.inputs)
+        return token_usage(tok, counts, ref=v.ref, corpus=v.inputs, rare=rare)
 
     def compare(self, ref_a: str, ref_b: str, corpora: Sequence[str], limit: int) -> list[dict[str, Any]]:
         from ..usage import compare_stats
