@@ -148,6 +148,9 @@ class VersionInfo:
     # Copied from another store without the counts of ``corpus``, which stayed there
     # (``Store.copy``): it cannot be verified or resumed here.
     without_counts: bool = False
+    # Trained on a weighted mixture of corpus generations: (C@N, weight) in order, the
+    # first being ``corpus_ref``; () for one corpus generation.
+    mixture: tuple[tuple[str, int], ...] = ()
 
     @property
     def ref(self) -> str:
@@ -159,6 +162,13 @@ class VersionInfo:
         if self.corpus is None:
             return None
         return self.corpus if self.corpus_generation is None else f"{self.corpus}@{self.corpus_generation}"
+
+    @property
+    def inputs(self) -> str:
+        """What it was trained on, as ``show`` says it: ``C@N``, or a mixture ``A@1*3 + B@2*1``; '-' for none."""
+        if self.mixture:
+            return " + ".join(f"{ref}*{weight}" for ref, weight in self.mixture)
+        return self.corpus_ref or "-"
 
     def to_dict(self) -> dict[str, Any]:
         return {**_fields(self, skip="id"), "ref": self.ref}
@@ -265,6 +275,73 @@ class TokenInfo:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "token": self.text, "bytes": len(self.data), "hex": self.data.hex(),
                 "kind": self.kind, "rank": self.rank, "count": self.count}
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """How a version encodes a corpus generation (``corpus_stats``), from its word counts:
+    ``bytes`` (UTF-8) and ``words`` (pre-tokens) of its words, ``distinct_words``,
+    ``tokens``, ``one_token_words`` (words encoded as one token, counted each time),
+    ``unknown`` tokens (as ``EncodingStats``), ``used_ids`` distinct ids of ``vocab_size``."""
+
+    ref: str
+    corpus: str
+    bytes: int
+    words: int
+    distinct_words: int
+    tokens: int
+    one_token_words: int
+    unknown: int | None
+    used_ids: int
+    vocab_size: int
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+    @property
+    def tokens_per_word(self) -> float:
+        return self.tokens / self.words if self.words else 0.0
+
+    @property
+    def one_token_share(self) -> float:
+        return self.one_token_words / self.words if self.words else 0.0
+
+    @property
+    def unknown_share(self) -> float | None:
+        return None if self.unknown is None else self.unknown / self.tokens if self.tokens else 0.0
+
+    @property
+    def vocab_use(self) -> float:
+        return self.used_ids / self.vocab_size if self.vocab_size else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_fields(self), "bytes_per_token": self.bytes_per_token, "tokens_per_word": self.tokens_per_word,
+                "one_token_share": self.one_token_share, "unknown_share": self.unknown_share,
+                "vocab_use": self.vocab_use}
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Each ordinary token's count on a corpus generation (``token_usage``): ``counts``
+    (id, count) by id, summing to ``tokens``; the ids ``never`` emitted, ``unreachable``
+    (``encode(decode([t])) != [t]``) and ``rare`` (emitted fewer than ``rare_below``
+    times); ``scripts``: class -> {"vocab": tokens of the vocabulary, "tokens": their
+    count} (``usage.script_of``); ``stats``: the corpus' statistics."""
+
+    ref: str
+    corpus: str
+    tokens: int
+    counts: tuple[tuple[int, int], ...]
+    never: tuple[int, ...]
+    unreachable: tuple[int, ...]
+    rare: tuple[int, ...]
+    rare_below: int
+    scripts: dict[str, dict[str, int]]
+    stats: CorpusStats
+
+    def to_dict(self) -> dict[str, Any]:
+        return _fields(self)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,9 @@ def trained(cli_run):
 
 def test_init_creates_the_schema(cli_run):
     result = cli_run("init")
-    assert result.exit_code == 0 and "schema revision 0005" in result.output
+    from bpestore.store.db import HEAD
+
+    assert result.exit_code == 0 and f"schema revision {HEAD}" in result.output
 
 
 def test_ingest_and_train_give_reference_merges(trained):

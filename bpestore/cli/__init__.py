@@ -50,7 +50,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "explain": ("queries", "explain",
                 "Show how REF encodes TEXT: each pre-token's merges, step by step, down to the ids."),
     "stats": ("queries", "stats",
-              "Compare versions on a file: bytes per token, tokens per word, unknown tokens, vocabulary used."),
+              "Compare versions on a file or on corpora: bytes per token, tokens per word, unknown tokens, "
+              "vocabulary used."),
+    "usage": ("usage", "usage",
+              "How REF uses its tokens on a corpus: never emitted, unreachable, rare, tokens by script."),
+    "compare": ("usage", "compare",
+                "Compare REF_A and REF_B on corpora: bytes per token, the tokens whose counts moved most."),
     "plot": ("charts", "plot",
              "Draw versions on a file: compression curve, merge counts by rank, token lengths."),
     "lineage": ("queries", "lineage",

@@ -4,18 +4,21 @@ vocabularies, and removing versions and aliases."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import click
 
 from ..queries import TOKEN_ORDERS, order_tokens, shown_text, shown_token
-from ..records import EncodingStats, Explanation, LineageNode, MergeInfo, TokenInfo, VersionInfo
+from ..records import CorpusStats, EncodingStats, Explanation, LineageNode, MergeInfo, TokenInfo, VersionInfo
 from .base import Context
 from .options import emit_json, emit_listing, json_option
 
 GREP_SECONDS = 10.0  # the time a --grep may take over a whole vocabulary
 
 
-def token_line(t: TokenInfo) -> str:
+def token_line(t: TokenInfo | CountedToken) -> str:
+    if isinstance(t, CountedToken):
+        return f"{token_line(t.token)}\tused {t.uses:,}"
     made = f"\trank {t.rank:,}, pair count {t.count:,}" if t.rank is not None else ""
     return f"{t.id}\t{shown_token(t.data)}\t{len(t.data)} bytes\t{t.kind}{made}"
 
@@ -29,24 +32,42 @@ def token_line(t: TokenInfo) -> str:
 @click.option("--longest", type=click.IntRange(min=0), metavar="N",
               help="The N longest tokens (in bytes), longest first.")
 @click.option("--limit", type=click.IntRange(min=0), metavar="N", help="At most N tokens.")
-@click.option("--order", type=click.Choice(TOKEN_ORDERS),
+@click.option("--order", type=click.Choice([*TOKEN_ORDERS, "count"]),
               help="Sort: id, rank (of the merge that made each; base tokens last), newest (latest merge "
-                   "first) or longest.")
+                   "first), longest, or count (on --corpus, most used first).")
 @click.option("--start", type=click.IntRange(min=0), metavar="N",
               help="Skip the first N tokens (of this order: a page of --limit).")
+@click.option("--corpus", metavar="C[@N]", help="Also each token's count on this corpus generation (from its "
+                                                "word counts; ordinary tokens).")
 @json_option
 @click.pass_obj
 def vocab(obj: Context, ref: str, grep: str | None, prefix: str | None, longest: int | None, limit: int | None,
-          order: str | None, start: int | None, as_json: bool) -> None:
+          order: str | None, start: int | None, corpus: str | None, as_json: bool) -> None:
     """List the tokens of REF: id, text, length, kind, and the merge that made each."""
+    if order == "count" and corpus is None:
+        raise click.UsageError("--order count counts tokens on a corpus: give --corpus C")
+    uses = None if corpus is None else dict(obj.store.token_usage(ref, corpus).counts)
     if order is None and start is None:
         tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, longest=longest, limit=limit, timeout=GREP_SECONDS)
     elif longest is not None:
         raise click.UsageError("--longest is an order of its own: give --order longest instead")
     else:
-        tokens = order_tokens(obj.store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_SECONDS), order or "id")
+        tokens = obj.store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_SECONDS)
+        tokens = (sorted(tokens, key=lambda t: -(uses or {}).get(t.id, 0)) if order == "count"
+                  else order_tokens(tokens, order or "id"))
         tokens = tokens[start or 0:None if limit is None else (start or 0) + limit]
-    emit_listing(tokens, as_json, "no token matches", token_line)
+    listed = tokens if uses is None else [CountedToken(t, uses.get(t.id, 0)) for t in tokens]
+    emit_listing(listed, as_json, "no token matches", token_line)
+
+
+class CountedToken(NamedTuple):
+    """A token listed with its count on a corpus (``vocab --corpus``)."""
+
+    token: TokenInfo
+    uses: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.token.to_dict(), "uses": self.uses}
 
 
 def merge_line(m: MergeInfo) -> str:
@@ -102,7 +123,7 @@ def explain(obj: Context, ref: str, text: str, as_json: bool) -> None:
         click.echo("\n".join(explanation_lines(e)))
 
 
-STATS_ROWS: list[tuple[str, Callable[[EncodingStats], str]]] = [
+STATS_ROWS: list[tuple[str, Callable[[Any], str]]] = [  # EncodingStats, CorpusStats
     ("tokens", lambda s: f"{s.tokens:,}"),
     ("bytes per token", lambda s: f"{s.bytes_per_token:.3f}"),
     ("tokens per word", lambda s: f"{s.tokens_per_word:.3f}"),
@@ -111,28 +132,47 @@ STATS_ROWS: list[tuple[str, Callable[[EncodingStats], str]]] = [
 ]
 
 
+CORPUS_ROWS: list[tuple[str, Callable[[Any], str]]] = [
+    ("words", lambda s: f"{s.words:,} ({s.distinct_words:,} distinct)"),
+    *STATS_ROWS[:3],
+    ("one-token words", lambda s: f"{100 * s.one_token_share:.1f}%"),
+    *STATS_ROWS[3:],
+]
+
+
 @click.command()
 @click.argument("refs", nargs=-1, required=True, metavar="REF...")
-@click.option("--file", "path", required=True, type=click.Path(dir_okay=False),
+@click.option("--file", "path", type=click.Path(dir_okay=False),
               help="The text to encode (.gz/.xz/.bz2 read as text).")
+@click.option("--corpus", "corpora", multiple=True, metavar="C[@N]",
+              help="Instead of --file: a corpus generation, from its word counts (repeatable).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Encoding processes.")
 @json_option
 @click.pass_obj
-def stats(obj: Context, refs: tuple[str, ...], path: str, workers: int, as_json: bool) -> None:
-    """Compare versions on a file: bytes per token, tokens per word, unknown tokens, vocabulary used."""
-    results = obj.store.stats(refs, path, workers=workers)
+def stats(obj: Context, refs: tuple[str, ...], path: str | None, corpora: tuple[str, ...], workers: int,
+          as_json: bool) -> None:
+    """Compare versions on a file or on corpora: bytes per token, tokens per word, unknown tokens, vocabulary used."""
+    if (path is None) == (not corpora):
+        raise click.UsageError("give --file PATH or --corpus C (one of them)")
+    results: Sequence[EncodingStats | CorpusStats]
+    if path is None:
+        results = obj.store.corpus_stats(refs, corpora)
+    else:
+        results = obj.store.stats(refs, path, workers=workers)
     if as_json:
         emit_json([s.to_dict() for s in results])
         return
-    click.echo(f"{path}: {results[0].bytes:,} bytes, {results[0].words:,} words")
-    table = [["", *(s.ref for s in results)]] + [[label, *map(cell, results)] for label, cell in STATS_ROWS]
+    if path is not None:
+        click.echo(f"{path}: {results[0].bytes:,} bytes, {results[0].words:,} words")
+    heads = [f"{s.ref} on {s.corpus}" if isinstance(s, CorpusStats) else s.ref for s in results]
+    table = [["", *heads]] + [[label, *map(cell, results)] for label, cell in (CORPUS_ROWS if corpora else STATS_ROWS)]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         click.echo("  ".join([row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:]))]).rstrip())
 
 
 def lineage_line(v: VersionInfo) -> str:
-    parts = [v.ref, v.status, f"{v.vocab_size:,} tokens", f"corpus={v.corpus_ref or '-'}"]
+    parts = [v.ref, v.status, f"{v.vocab_size:,} tokens", f"corpus={v.inputs}"]
     if v.aliases:
         parts.append("aliases=" + ",".join(v.aliases))
     if v.source != "trained":

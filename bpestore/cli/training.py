@@ -36,8 +36,11 @@ def refuse_new_settings(ctx: click.Context, allowed: Sequence[str]) -> None:
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--corpus", metavar="C[@N]",
-              help="The corpus whose word counts to train on (@N: its generation N; default: the newest).")
+@click.option("--corpus", multiple=True, metavar="C[@N]",
+              help="The corpus whose word counts to train on (@N: its generation N; default: the newest); "
+                   "repeated: a mixture of corpora (see --weight).")
+@click.option("--weight", "weights", multiple=True, type=count_range(1), metavar="W",
+              help="With several --corpus, one each, in order: each corpus' counts times W (default 1 each).")
 @training_options
 @symbol_options
 @click.option("--checkpoint-every", type=count_range(1), default=1000, show_default=True,
@@ -46,8 +49,8 @@ def refuse_new_settings(ctx: click.Context, allowed: Sequence[str]) -> None:
 @json_option
 @quiet_option
 @click.pass_context
-def train(ctx: click.Context, name: str | None, corpus: str | None, checkpoint_every: int,
-          resume_ref: str | None, as_json: bool, quiet: bool, **options: Any) -> None:
+def train(ctx: click.Context, name: str | None, corpus: tuple[str, ...], weights: tuple[int, ...],
+          checkpoint_every: int, resume_ref: str | None, as_json: bool, quiet: bool, **options: Any) -> None:
     """Train NAME@N from a corpus, or continue one with --resume NAME@N."""
     obj: Context = ctx.obj
     started = time.monotonic()
@@ -56,8 +59,8 @@ def train(ctx: click.Context, name: str | None, corpus: str | None, checkpoint_e
             refuse_new_settings(ctx, allowed=("resume_ref", "as_json", "quiet", "checkpoint_every"))
             info = obj.store.resume(resume_ref, checkpoint_every=checkpoint_every, progress=progress)
         elif name and corpus:
-            info = obj.store.train(name, corpus=corpus, checkpoint_every=checkpoint_every, progress=progress,
-                                   **options)
+            info = obj.store.train(name, corpus=corpus[0] if len(corpus) == 1 else corpus, progress=progress,
+                                   weights=weights or None, checkpoint_every=checkpoint_every, **options)
         else:
             raise click.UsageError("give NAME and --corpus (or --resume NAME@N)")
     if as_json:

@@ -26,7 +26,7 @@ def version_line(v: VersionInfo) -> str:
         size = f"{v.vocab_size:,}/{v.target_vocab_size:,} tokens"
     else:
         size = f"{v.vocab_size:,} tokens, {v.n_merges:,}/{v.target_merges or 0:,} merges"
-    parts = [v.ref, v.status, size, f"corpus={v.corpus_ref or '-'}",
+    parts = [v.ref, v.status, size, f"corpus={v.inputs}",
              f"parent={v.parent or '-'}", f"tie-break={v.spec.tie_break}",
              v.created_at.strftime("%Y-%m-%d %H:%M")]
     if v.fingerprint:
@@ -62,7 +62,7 @@ def show(obj: Context, ref: str, as_json: bool) -> None:
     click.echo(f"merges: {v.n_merges:,}   min frequency: {v.min_frequency}   "
                f"max token length: {v.max_token_length or '-'}")
     click.echo(f"spec: {v.spec.to_json()}")
-    click.echo(f"corpus: {v.corpus_ref or '-'}   corpus digest: {v.corpus_digest or '-'}")
+    click.echo(f"corpus: {v.inputs}   corpus digest: {v.corpus_digest or '-'}")
     click.echo(f"fingerprint: {v.fingerprint or '- (not complete)'}")
 
 

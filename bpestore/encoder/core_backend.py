@@ -181,6 +181,13 @@ class CoreEncoder:
             texts = [normalize(text, self._steps) for text in texts]
         return self._core.encode_batch(texts, workers=workers)
 
+    def encode_each(self, words: Sequence[str], workers: int = 1) -> list[bytes | None]:
+        """The ids of each pre-token (normalized and cut by the spec's pipeline) as uint32 bytes,
+        in one call of the core on ``workers`` threads: a word alone where it cuts none, else cut
+        by a scanned pattern, which cuts each of its own words into itself (its matches at the
+        end of a text are the same)."""
+        return self._core.encode_batch(words, True, workers)
+
     def encode_into(self, text: str, out: list | array, first: bool = True) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array); False,
         adding nothing, where ``encode`` gives None (``first``: as ``PythonEncoder.encode_into``)."""

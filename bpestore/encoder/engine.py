@@ -21,7 +21,7 @@ from typing import Literal, NamedTuple, Protocol, TypeAlias, TypeVar
 from ..bpe import derive_merges
 from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
-from ..text import TextPipeline, special_tokens_regex
+from ..text import TextPipeline, fix_surrogates, special_tokens_regex
 from . import core_backend
 from .rank_rule import rank_rule_problem, spec_problem
 from .reference import MergeIds, PythonEncoder, pairs_of
@@ -255,6 +255,17 @@ class Engine:
         fast = self.accelerated_for(text)
         if fast is None or not fast.encode_into(text, out, first):
             self.reference.encode_into(text, out, first)
+
+    def encode_pretokens(self, words: Sequence[str], workers: int = 1) -> list[bytes]:
+        """Each pre-token's ids (words as the spec's pipeline cuts them: normalized, marked)
+        as ``array('I')`` bytes, as encoding a text holding it gives them: the compiled core's
+        in one call (on ``workers`` threads) where it encodes, else (and for a word it declines)
+        the reference encoder's."""
+        fast = self.accelerated[0]
+        each = fast.encode_each(words, workers) if isinstance(fast, core_backend.CoreEncoder) else [None] * len(words)
+        encode_word = self.reference.encode_word
+        return [ids if ids is not None else array("I", encode_word(fix_surrogates(word))).tobytes()
+                for word, ids in zip(words, each)]
 
     @property
     def n_vocab(self) -> int:

@@ -49,7 +49,10 @@ STAGED = ('INSERT INTO word_counts (corpus_id, word, "count", changed_in) SELECT
 # History rows no pinned generation reads.
 UNNEEDED = ("FROM word_count_history WHERE corpus_id = :corpus_id AND NOT EXISTS (SELECT 1 FROM versions "
             "WHERE versions.corpus_id = :corpus_id AND versions.corpus_generation >= word_count_history.valid_from "
-            "AND versions.corpus_generation < word_count_history.valid_to)")
+            "AND versions.corpus_generation < word_count_history.valid_to) "
+            "AND NOT EXISTS (SELECT 1 FROM version_inputs WHERE version_inputs.corpus_id = :corpus_id "
+            "AND version_inputs.corpus_generation >= "
+            "word_count_history.valid_from AND version_inputs.corpus_generation < word_count_history.valid_to)")
 
 
 def counts_of(corpus_id: int, generation: int | None) -> tuple[str, dict[str, Any]]:

@@ -1,15 +1,17 @@
 """What a store answers by reading alone beyond a table's rows: a corpus' top words and
 two generations compared, a version's tokens and merges, two versions compared; each in
-one read transaction."""
+one read transaction. And what versions make of corpus generations' word counts
+(``bpestore.usage``): statistics, token usage, two versions compared."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidArgumentError
 from ..queries import diff_counts, diff_versions, pick_tokens, token_matcher
-from ..records import MergeInfo, TokenInfo, VersionInfo
+from ..records import CorpusInfo, CorpusStats, MergeInfo, TokenInfo, TokenUsage, VersionInfo
 from . import count_tables, vocab_tables
 from .corpus_tables import CorpusReads
 from .drivers import Transaction
@@ -19,8 +21,14 @@ from .vocabulary import Vocabulary
 MAX_RANK = 2**31 - 1  # the largest rank (an INTEGER column)
 
 
+if TYPE_CHECKING:
+    from ..encoder import Tokenizer
+
+
 class Readable(Protocol):
     def reading(self) -> AbstractContextManager[Transaction]: ...
+
+    def tokenizer(self, ref: str) -> Tokenizer: ...
 
 
 class Questions:
@@ -83,3 +91,56 @@ class Questions:
             reads = VersionReads(tx)
             a, b = (reads.info(reads.resolve(ref)) for ref in (ref_a, ref_b))
             return (a, reads.vocabulary(a.id)), (b, reads.vocabulary(b.id))
+
+    # -- versions on corpus generations' word counts (bpestore.usage) ---------------
+    def generation(self, corpus: str) -> tuple[CorpusInfo, dict[bytes, int]]:
+        """A kept corpus generation (``C``: the newest) and its word counts, read in one transaction."""
+        with self.store.reading() as tx:
+            corpora = CorpusReads(tx)
+            counts = corpora.read_generation(corpus, count_tables.counts)
+            return corpora.info(corpus), counts
+
+    def _on(self, refs: Sequence[str], corpora: Sequence[str]
+            ) -> tuple[list[Tokenizer], list[tuple[CorpusInfo, dict[bytes, int]]]]:
+        """The versions' tokenizers and the generations, each version checked to cut words as each corpus did."""
+        from ..usage import check_words
+
+        if not refs or not corpora:
+            raise InvalidArgumentError("name at least one version and one corpus", params=("refs", "corpora"))
+        toks = [self.store.tokenizer(ref) for ref in refs]
+        read = [self.generation(corpus) for corpus in corpora]
+        for tok in toks:
+            for info, _ in read:
+                check_words(tok.spec, info.spec, ref=str(tok.name), corpus_ref=info.ref)
+        return toks, read
+
+    def corpus_stats(self, refs: Sequence[str], corpora: Sequence[str]) -> list[CorpusStats]:
+        from ..usage import corpus_stats
+
+        toks, read = self._on(refs, corpora)
+        return [corpus_stats(tok, counts, ref=str(tok.name), corpus=info.ref) for tok in toks for info, counts in read]
+
+    def token_usage(self, ref: str, corpus: str | None, rare: int) -> TokenUsage:
+        from ..usage import check_words, token_usage
+
+        if corpus is not None:
+            (tok,), ((info, counts),) = self._on([ref], [corpus])
+            return token_usage(tok, counts, ref=str(tok.name), corpus=info.ref, rare=rare)
+        from .training import pinned_counts  # the counts it was trained on: its generation, or its mixture's
+
+        tok = self.store.tokenizer(ref)
+        with self.store.reading() as tx:
+            reads = VersionReads(tx)
+            v = reads.info(reads.resolve(ref))
+            counts, _ = pinned_counts(tx, v)
+            spec = CorpusReads(tx).spec(v.corpus or "")
+        if spec is not None:
+            check_words(tok.spec, spec, ref=v.ref, corpus_ref=v.inputs)
+        return token_usage(tok, counts, ref=v.ref, corpus=v.inputs, rare=rare)
+
+    def compare(self, ref_a: str, ref_b: str, corpora: Sequence[str], limit: int) -> list[dict[str, Any]]:
+        from ..usage import compare_stats
+
+        (a, b), read = self._on([ref_a, ref_b], corpora)
+        return [compare_stats(a, b, counts, ref_a=str(a.name), ref_b=str(b.name), corpus=info.ref, limit=limit)
+                for info, counts in read]

@@ -161,6 +161,17 @@ version_facts = Table(
     Column("digest", String(64), nullable=False),  # sha256 of the version's fingerprint and the columns above
 )
 
+# The parts of a version's training mixture (revision 0006_questions): position 0 is its own
+# corpus generation; each count is multiplied by the part's weight. Only mixtures have rows.
+version_inputs = Table(
+    "version_inputs", metadata,
+    Column("version_id", Integer, ForeignKey("versions.id", ondelete="CASCADE"), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("corpus_id", Integer, ForeignKey("corpora.id"), nullable=False),
+    Column("corpus_generation", Integer, nullable=False),
+    Column("weight", BigInteger, nullable=False),
+)
+
 
 def created_on(item: SchemaItem, dialect: str) -> bool:
     """Whether the schema has item on databases of this dialect (see ``ddl_if``)."""

@@ -129,6 +129,17 @@ CREATE TABLE version_facts (
 	FOREIGN KEY(version_id) REFERENCES versions (id) ON DELETE CASCADE
 );
 
+CREATE TABLE version_inputs (
+	version_id INTEGER NOT NULL, 
+	position INTEGER NOT NULL, 
+	corpus_id INTEGER NOT NULL, 
+	corpus_generation INTEGER NOT NULL, 
+	weight BIGINT NOT NULL, 
+	PRIMARY KEY (version_id, position), 
+	FOREIGN KEY(version_id) REFERENCES versions (id) ON DELETE CASCADE, 
+	FOREIGN KEY(corpus_id) REFERENCES corpora (id)
+);
+
 CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)

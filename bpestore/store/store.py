@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..records import (
         Copied,
         CorpusInfo,
+        CorpusStats,
         EncodingStats,
         Explanation,
         LineageNode,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         Removed,
         Source,
         TokenInfo,
+        TokenUsage,
         VerifyResult,
         VersionChart,
         VersionInfo,
@@ -351,7 +353,7 @@ class Store(Database, Transfers):
         """Point ``NAME@ALIAS`` at a version (moving the alias if it exists)."""
         return self._versions.set_alias(ref, alias)
 
-    def train(self, name: str, *, corpus: str, options: TrainOptions | None = None,
+    def train(self, name: str, *, corpus: str | Sequence[str], options: TrainOptions | None = None,
               progress: Callable[[Progress], None] | None = None, **settings: Any) -> VersionInfo:
         """Train a new version ``NAME@N`` from the word counts of ``corpus``: ``C``
         (its newest generation) or ``C@N`` (a kept one). The version pins it.
@@ -375,6 +377,10 @@ class Store(Database, Transfers):
           by rank, the default), ``"longest-match"`` (greedy longest vocabulary match,
           seed 002's segmenter) or ``"piece"`` (SentencePiece's: any two symbols making a
           merged token merge, in its rank); recorded in the spec, so in the fingerprint;
+        * ``corpus`` a list of generations, with ``weights`` (whole numbers, one each, default 1):
+          a mixture, each generation's counts times its weight, added (1:1 is exactly one corpus
+          holding both texts); its corpora must cut words alike; the version pins each
+          (``VersionInfo.mixture``), and verify and resume use it;
         * ``checkpoint_every`` (1000) merges or ``checkpoint_seconds`` (10):
           how often merges are written; a stopped run continues with ``resume``.
 
@@ -468,6 +474,31 @@ class Store(Database, Transfers):
         from .. import analysis  # reading and encoding files: the statistics' alone
 
         return analysis.file_stats(refs, file, self.tokenizer, errors=errors, workers=workers)
+
+    def corpus_stats(self, refs: Sequence[str], corpora: Sequence[str]) -> list[CorpusStats]:
+        """``stats`` on corpus generations (``C``: the newest, or ``C@N``) from their word
+        counts, without their text: one row per version and corpus (versions outer). Each
+        distinct word is encoded once and weighted by its count, so the tokens equal
+        encoding the text (special tokens aside). A corpus counted under another
+        pre-tokenizer, pattern, normalizer or space marker than a version's is refused
+        (``InvalidArgumentError``, naming them).
+
+        >>> store.corpus_stats(["gpt2", "en@1"], ["books@3"])[0].bytes_per_token  # doctest: +SKIP
+        4.41
+        """
+        return self._questions.corpus_stats(refs, corpora)
+
+    def token_usage(self, ref: str, corpus: str | None = None, *, rare: int = 10) -> TokenUsage:
+        """Each token's count on a corpus generation (None: the one the version was trained
+        on): the tokens never emitted, unreachable (``encode(decode([t])) != [t]``) and
+        rare (fewer than ``rare`` times), and tokens by script (``usage.script_of``)."""
+        return self._questions.token_usage(ref, corpus, rare)
+
+    def compare(self, ref_a: str, ref_b: str, corpora: Sequence[str], *, limit: int = 20) -> list[dict[str, Any]]:
+        """Two versions on corpus generations, one dict per corpus: both ``corpus_stats``,
+        the change in bytes per token (b - a) and the ``limit`` tokens (by bytes) whose
+        counts moved most."""
+        return self._questions.compare(ref_a, ref_b, corpora, limit)
 
     def progress(self, ref: str, *, last: int = 5) -> VersionProgress:
         """How far a version (training or complete) got, from its stored merge rows

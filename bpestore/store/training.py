@@ -36,6 +36,7 @@ from .corpus_tables import CorpusReads, lock_corpus_row
 from .drivers import Transaction, Transactions
 from .version_tables import (
     VersionReads,
+    add_inputs,
     add_snapshot,
     new_version,
     record_checkpoint,
@@ -78,8 +79,15 @@ class TrainOptions:
     end_of_word_suffix: str | None = None
     checkpoint_every: int = DEFAULT_CHECKPOINT_EVERY
     checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS
+    weights: Sequence[int] | None = None  # of the corpora, one each: a mixture (``mixture_counts``)
 
     def __post_init__(self) -> None:
+        if self.weights is not None:
+            object.__setattr__(self, "weights", tuple(self.weights))
+            bad = [w for w in self.weights if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= MAX_INT]
+            if bad:
+                raise InvalidArgumentError(f"a weight is a whole number from 1 to {MAX_INT:,}, not {bad[0]!r}",
+                                           params=("weights",))
         if self.special_tokens is not None:
             object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
             check_special_tokens(self.special_tokens)
@@ -112,34 +120,55 @@ class TrainOptions:
                 if getattr(self, name) is not None}
 
 
-def train(db: Transactions, name: str, corpus: str, options: TrainOptions,
+def train(db: Transactions, name: str, corpus: str | Sequence[str], options: TrainOptions,
           progress: Callable[[Progress], None] | None = None) -> int:
     """Train the next version of ``name`` on ``corpus`` (``C@N``: generation N,
     ``C``: the newest); returns its id, complete. The version pins the generation.
+    Several corpora (with ``options.weights``, one each; default 1): a mixture, each
+    generation's counts multiplied by its weight and added (``mixture_counts``).
 
     Creating the version (its row, initial tokens, and the merges it takes from
     a parent or an equal run) is one transaction; training on is checkpointed.
     """
-    corpus_name = corpus.partition("@")[0]
+    refs = [corpus] if isinstance(corpus, str) else list(corpus)
+    weights = list(options.weights) if options.weights is not None else [1] * len(refs)
+    if not refs or len(weights) != len(refs):
+        raise InvalidArgumentError(f"give one weight per corpus, in order ({len(refs)} corpora, {len(weights)} given)",
+                                   params=("weights",))
     with db.writing() as tx:
         corpora = CorpusReads(tx)
-        # Locked, so an ingest either sees this version's pin or makes the generation it pins.
-        lock_corpus_row(tx, corpora.corpus_id(corpus_name))
-        corpus_id, generation = corpora.readable_generation(corpus)
-        corpus_spec = corpora.spec(corpus_name)
+        parts, spec_of = [], {}
+        for ref, weight in zip(refs, weights):
+            corpus_name = ref.partition("@")[0]
+            # Locked, so an ingest either sees this version's pin or makes the generation it pins.
+            lock_corpus_row(tx, corpora.corpus_id(corpus_name))
+            corpus_id, generation = corpora.readable_generation(ref)
+            spec_of[ref] = corpora.spec(corpus_name)
+            if not count_tables.has_words(tx, corpus_id, generation):
+                raise ConflictError(f"corpus {ref!r} has no words yet; ingest text first")
+            parts.append((corpus_id, generation, weight))
+        corpus_spec = spec_of[refs[0]]
         assert corpus_spec is not None
-        if not count_tables.has_words(tx, corpus_id, generation):
-            raise ConflictError(f"corpus {corpus!r} has no words yet; ingest text first")
+        _same_words(spec_of, refs[0])
+        if len({(c, g) for c, g, _ in parts}) < len(parts):
+            raise InvalidArgumentError("a corpus generation is named twice in the mixture; give it one weight",
+                                       params=("corpus",))
+        corpus_id, generation, _ = parts[0]
+        mixed = parts if len(parts) > 1 or weights[0] != 1 else []
         settings: dict[str, Any] = dict(
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
             min_frequency=options.min_frequency, max_token_length=options.max_token_length,
             status="training", source="trained", corpus_generation=generation,
-            corpus_digest=corpora.generation_digest(corpus_id, generation))
+            corpus_digest=_digest(corpora, mixed) if mixed else corpora.generation_digest(corpus_id, generation))
         if options.parent is None:
-            version_id, initial = _new_root(tx, name, corpus_spec, options, settings)
+            version_id, initial = _new_root(tx, name, corpus_spec, options, settings, mixed)
+            if mixed:
+                add_inputs(tx, version_id, mixed)
             reused = _reuse_merges(tx, version_id, initial)
         else:
             version_id = _extend(tx, name, corpus_spec, options, settings)
+            if mixed:
+                add_inputs(tx, version_id, mixed)
             reused = False
         if VersionReads(tx).info(version_id).spec.tie_break == "first-seen":  # (rolled back)
             raise ConflictError(f"corpus {corpus_name!r} does not keep where in the text each word first occurs, "
@@ -172,13 +201,48 @@ def _merges_total(v: VersionInfo, n_initial: int) -> int | None:
     return None if target is None else target - (n_initial if v.target_merges is None else 0)
 
 
+def _same_words(spec_of: Mapping[str, TokenizerSpec | None], first: str) -> None:
+    """InvalidArgumentError where the corpora of a mixture cut words otherwise than the first."""
+    want = spec_of[first].corpus_key()  # type: ignore[union-attr]
+    for ref, spec in spec_of.items():
+        have = spec.corpus_key()  # type: ignore[union-attr]
+        differ = sorted(k for k in have.keys() | want.keys() if have.get(k) != want.get(k))
+        if differ:
+            raise InvalidArgumentError(
+                f"the corpora of a mixture share their words' making: {ref} was ingested with "
+                f"{', '.join(f'{k}={have.get(k)!r}' for k in differ)}, {first} with "
+                f"{', '.join(f'{k}={want.get(k)!r}' for k in differ)}", params=("corpus", *differ))
+
+
+def _digest(corpora: CorpusReads, parts: Sequence[tuple[int, int, int]]) -> str:
+    """A mixture's digest (what the fingerprint covers): its generations' digests and weights, in order."""
+    import hashlib
+
+    h = hashlib.sha256(b"mixture")
+    for corpus_id, generation, weight in parts:
+        h.update(f";{corpora.generation_digest(corpus_id, generation)}*{weight}".encode())
+    return h.hexdigest()
+
+
+def mixture_counts(tx: Transaction, parts: Sequence[tuple[int, int, int]]) -> dict[bytes, int]:
+    """The counts of a mixture: each generation's counts times its weight, added (weights 1:
+    exactly the counts of one corpus holding all their texts)."""
+    total: dict[bytes, int] = {}
+    get = total.get
+    for corpus_id, generation, weight in parts:
+        for word, count in count_tables.count_rows(tx, corpus_id, generation):
+            total[word] = get(word, 0) + count * weight
+    return total
+
+
 def _new_root(tx: Transaction, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
-              settings: dict[str, Any]) -> tuple[int, Vocabulary]:
+              settings: dict[str, Any], mixed: Sequence[tuple[int, int, int]]) -> tuple[int, Vocabulary]:
     """A version without parent (its spec: the corpus' with the options' changes),
     with its initial tokens; returns its id and those tokens."""
     spec = corpus_spec.replace(**options.spec_changes())
-    initial = initial_vocab(spec, None if spec.byte_level else (word for word, _ in count_tables.count_rows(
+    words: Iterable[bytes] = (mixture_counts(tx, mixed) if mixed else (word for word, _ in count_tables.count_rows(
         tx, settings["corpus_id"], settings["corpus_generation"])))
+    initial = initial_vocab(spec, None if spec.byte_level else words)
     if options.vocab_size is not None and options.vocab_size < len(initial):
         n = len(spec.special_tokens)
         raise InvalidArgumentError(f"vocab_size must be at least {len(initial)} (the initial alphabet "
@@ -308,13 +372,18 @@ def pinned_counts(tx: Transaction, v: VersionInfo) -> tuple[dict[bytes, int], st
     if they are still the ones it began on.
     """
     corpus_id, generation, digest = _pinned_generation(tx, v)
+    if v.mixture:
+        parts = VersionReads(tx).mixture(v.id)
+        return mixture_counts(tx, parts), _digest(CorpusReads(tx), parts)
     return count_tables.counts(tx, corpus_id, generation), digest
 
 
 def pinned_rows(tx: Transaction, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
     """``pinned_counts`` as (word, count) rows streamed from the database, for
     the trainer to take one at a time (consume it inside the transaction)."""
-    corpus_id, generation, _digest = _pinned_generation(tx, v)
+    corpus_id, generation, _ = _pinned_generation(tx, v)
+    if v.mixture:
+        return iter(mixture_counts(tx, VersionReads(tx).mixture(v.id)).items())
     return count_tables.count_rows(tx, corpus_id, generation)
 
 

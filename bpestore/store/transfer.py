@@ -110,6 +110,9 @@ def read_chain(tx: Transaction, ref: str) -> list[VersionRows]:
     version_id: int | None = reads.resolve(ref)
     while version_id is not None:
         v = reads.info(version_id)
+        if v.mixture:
+            raise ConflictError(f"{v.ref} was trained on a mixture of corpora ({v.inputs}); copying such a "
+                                "version is not supported yet")
         spec, corpus_id = reads.spec_and_corpus(version_id)
         chain.append(VersionRows(
             name=v.name, number=v.number, spec=spec, status=v.status, source=v.source,

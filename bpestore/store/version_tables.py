@@ -68,11 +68,24 @@ EQUAL_RUN = (
 PASSING_MERGES = ("SELECT (SELECT count(*) FROM merges WHERE version_id = :version_id) FROM version_facts "
                   "WHERE version_id = :version_id AND fast_problem IS NULL")
 # The corpus generations versions pin.
-PINNED_GENERATIONS = ("SELECT DISTINCT corpus_generation FROM versions "
-                      "WHERE corpus_id = :corpus_id AND corpus_generation IS NOT NULL")
+PINNED_GENERATIONS = ("SELECT corpus_generation FROM versions "
+                      "WHERE corpus_id = :corpus_id AND corpus_generation IS NOT NULL UNION "
+                      "SELECT corpus_generation FROM version_inputs WHERE corpus_id = :corpus_id")
+# (the parts of mixtures after their first, which is the version's own corpus generation)
 PINS = ("SELECT versions.corpus_id, versions.corpus_generation, tokenizers.name, versions.number FROM versions "
         "JOIN tokenizers ON tokenizers.id = versions.tokenizer_id WHERE versions.corpus_generation IS NOT NULL "
-        "{also} ORDER BY tokenizers.name, versions.number")
+        "{also} UNION ALL SELECT version_inputs.corpus_id, version_inputs.corpus_generation, tokenizers.name, "
+        "versions.number FROM version_inputs JOIN versions ON versions.id = version_inputs.version_id "
+        "JOIN tokenizers ON tokenizers.id = versions.tokenizer_id WHERE version_inputs.position > 0 {also_part} "
+        "ORDER BY 3, 4")
+MIXTURES = ("SELECT version_inputs.version_id, corpora.name, version_inputs.corpus_id, "
+            "version_inputs.corpus_generation, version_inputs.weight FROM version_inputs "
+            "JOIN corpora ON corpora.id = version_inputs.corpus_id "
+            "JOIN versions ON versions.id = version_inputs.version_id "
+            "JOIN tokenizers ON tokenizers.id = versions.tokenizer_id {where} "
+            "ORDER BY version_inputs.version_id, version_inputs.position")
+NEW_INPUT = ("INSERT INTO version_inputs (version_id, position, corpus_id, corpus_generation, weight) "
+             "VALUES (:version_id, :position, :corpus_id, :corpus_generation, :weight)")
 VERSION_CORPUS = "SELECT spec, corpus_id FROM versions WHERE id = :version_id"
 # A version of a pack: the one no other version extends.
 LEAVES = ("SELECT tokenizers.name, versions.number FROM versions "
@@ -250,13 +263,23 @@ class VersionReads:
         aliases_of: dict[int, list[str]] = {}
         for version_id, alias in self.run(ALIASES_OF.format(where=where), params):
             aliases_of.setdefault(version_id, []).append(alias)
+        mixtures: dict[int, list[tuple[str, int]]] = {}
+        for version_id, corpus, _, generation, weight in self.run(MIXTURES.format(where=where), params):
+            mixtures.setdefault(version_id, []).append((f"{corpus}@{generation}", weight))
         return [VersionInfo(
             id=v[0], name=v[1], number=v[2], status=v[3], source=v[4], vocab_size=v[5], n_merges=v[6],
             target_vocab_size=v[7], target_merges=v[8], corpus=v[9],
             parent=None if v[10] is None else f"{v[11]}@{v[12]}", spec=TokenizerSpec.from_json(v[13]),
             min_frequency=v[14], max_token_length=v[15], corpus_digest=v[16], fingerprint=v[17],
             created_at=moment(v[18]), updated_at=moment(v[19]), aliases=tuple(aliases_of.get(v[0], ())),
-            corpus_generation=v[20], without_counts=v[21] is not None) for v in rows]
+            corpus_generation=v[20], without_counts=v[21] is not None,
+            mixture=tuple(mixtures.get(v[0], ()))) for v in rows]
+
+    def mixture(self, version_id: int) -> list[tuple[int, int, int]]:
+        """The parts of a version's training mixture as (corpus id, generation, weight); [] for none."""
+        where, params = "WHERE version_inputs.version_id = :version_id", {"version_id": version_id}
+        return [(cid, generation, weight) for _, _, cid, generation, weight
+                in self.run(MIXTURES.format(where=where), params)]
 
     def spec_and_corpus(self, version_id: int) -> tuple[str, int | None]:
         """A version's spec as stored (JSON) and its corpus id (None: not in this store)."""
@@ -317,8 +340,9 @@ class VersionReads:
         """The refs of the versions trained on each (corpus id, generation)."""
         also, params = ("AND versions.corpus_id = :corpus_id", {"corpus_id": corpus_id}) \
             if corpus_id is not None else ("", {})
+        also_part = also.replace("versions.", "version_inputs.")
         pins: dict[tuple[int, int], list[str]] = {}
-        for cid, generation, name, number in self.run(PINS.format(also=also), params):
+        for cid, generation, name, number in self.run(PINS.format(also=also, also_part=also_part), params):
             pins.setdefault((cid, generation), []).append(f"{name}@{number}")
         return pins
 
@@ -358,6 +382,13 @@ def lock_tokenizer(tx: Transaction, name: str, created_at: Any = None) -> int:
     the same version number."""
     tx.run(NEW_TOKENIZER, {"name": name, "now": tx.now if created_at is None else tx.stamp(created_at)})
     return tx.one(TOKENIZER_ID + (" FOR UPDATE" if tx.postgresql else ""), {"name": name})
+
+
+def add_inputs(tx: Transaction, version_id: int, parts: Sequence[tuple[int, int, int]]) -> None:
+    """Record a version's training mixture: (corpus id, generation, weight) in order."""
+    for position, (corpus_id, generation, weight) in enumerate(parts):
+        tx.run(NEW_INPUT, {"version_id": version_id, "position": position, "corpus_id": corpus_id,
+                           "corpus_generation": generation, "weight": weight})
 
 
 def new_version(tx: Transaction, name: str, *, spec: TokenizerSpec, status: str, source: str,
@@ -423,7 +454,7 @@ def delete_versions(tx: Transaction, version_ids: Sequence[int]) -> None:
     merges, tokens and aliases, and the tokenizers left without a version."""
     listed, params = in_list("id", version_ids)
     owners = [row[0] for row in tx.run(OWNERS.format(listed=listed), params)]
-    for table in ("aliases", "merges", "tokens"):
+    for table in ("aliases", "merges", "tokens", "version_inputs"):
         tx.run(DELETE_FROM.format(table=table, listed=listed), params)
     for version_id in reversed(version_ids):  # an extension goes before its parent
         tx.run(DELETE_VERSION, {"version_id": version_id})

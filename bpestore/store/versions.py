@@ -35,7 +35,7 @@ class Versions:
             set_alias(tx, version_id, alias)
             return reads.info(version_id)
 
-    def train(self, name: str, corpus: str, options: training.TrainOptions | None,
+    def train(self, name: str, corpus: str | Sequence[str], options: training.TrainOptions | None,
               progress: Callable[[Progress], None] | None, settings: Mapping[str, Any]) -> VersionInfo:
         version_id = training.train(self.db, name, corpus, training.TrainOptions.given(options, settings), progress)
         self.cache.clear()  # a version changed: drop what it may have held

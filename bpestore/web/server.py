@@ -60,7 +60,7 @@ class TimedH11Protocol(H11Protocol):
 
     def _waiting(self) -> dict[TimedH11Protocol, float]:
         """The server's connections waiting for a request's head, by when they began to, oldest first."""
-        state = self.server_state
+        state: Any = self.server_state
         if not hasattr(state, "bpestore_waiting"):
             state.bpestore_waiting = {}
         return state.bpestore_waiting
