@@ -196,3 +196,127 @@ def test_default_spec_json_and_fingerprints_do_not_change():
     assert TokenizerSpec.from_json(before) == TokenizerSpec()
     assert TokenizerSpec().corpus_key() == {"normalizer": "none", "pretokenizer": "gpt2", "pattern": None,
                                             "special_tokens": []}
+
+
+# -- untrusted model files (issue 37) ------------------------------------------------------------
+def small_model(**options) -> bytes:
+    return spm_train(corpus_lines("tinyshakespeare.txt")[:3000], 400, **options)
+
+
+def edited(data: bytes, edit) -> bytes:
+    """The model with ``edit(model)`` applied to its parsed pieces, written again."""
+    from bpestore.formats.sentencepiece import parse_model, serialize_model
+
+    model = parse_model(data)
+    edit(model)
+    return serialize_model(model)
+
+
+def sentencepiece_refuses(data: bytes) -> bool:
+    try:
+        spm.SentencePieceProcessor(model_proto=data)
+    except (RuntimeError, OSError):
+        return True
+    return False
+
+
+def test_pieces_sentencepiece_refuses_are_refused_in_one_line(cli_run, tmp_path):
+    from bpestore.formats.sentencepiece import BYTE, NORMAL
+
+    data = small_model(byte_fallback=True)
+    pieces = spm.SentencePieceProcessor(model_proto=data)
+    byte_a = pieces.piece_to_id("<0x41>")
+    normal = next(i for i in range(pieces.get_piece_size()) if pieces.id_to_piece(i) == "▁the")
+    assert not pieces.is_byte(normal) and pieces.is_control(1)
+
+    def set_text(index, text):
+        return lambda model: setattr(model.pieces[index], "text", text)
+
+    bad = {f"byte{n}": set_text(byte_a, text) for n, text in enumerate(
+        ["<0xZZ>", "<0x-1>", "<0x_1>", "<0x+F>", "<0x 1>", "<0x4a>", "<0x041>", "A"])}
+    bad["nul"] = set_text(normal, "th\0e")
+    bad["nulbyte"] = set_text(byte_a, "<0x\0A>")
+    bad["control-as-normal"] = set_text(1, "▁the")
+    bad["two-unknown"] = set_text(normal, "<unk>")
+    for name, edit in bad.items():
+        model = edited(data, edit)
+        assert sentencepiece_refuses(model), name
+        (tmp_path / f"{name}.model").write_bytes(model)
+        result = cli_run("import", "sentencepiece", name, str(tmp_path / f"{name}.model"))
+        assert_error(result, f"{name}.model")
+    # Scores that order nothing: sentencepiece loads them, its ids then follow no order bpestore can keep.
+    for name, score in (("nan", float("nan")), ("inf", float("inf")), ("minf", float("-inf"))):
+        model = edited(data, lambda m, s=score: setattr(m.pieces[normal], "score", s))
+        (tmp_path / f"{name}.model").write_bytes(model)
+        assert_error(cli_run("import", "sentencepiece", name, str(tmp_path / f"{name}.model")), f"score {score}")
+    assert BYTE != NORMAL and cli_run("versions").output.strip().count("\n") <= 1
+
+
+def test_files_that_are_not_models_are_refused_before_reading(cli_run, tmp_path):
+    import os
+
+    from bpestore.formats.sentencepiece import MAX_MODEL_BYTES
+
+    assert_error(cli_run("import", "sentencepiece", "z", "/dev/zero"), "not a regular file")
+    os.mkfifo(tmp_path / "fifo")
+    assert_error(cli_run("import", "sentencepiece", "f", str(tmp_path / "fifo")), "not a regular file")
+    with open(tmp_path / "huge.model", "wb") as file:  # sparse: no disk used
+        file.truncate(MAX_MODEL_BYTES + 1)
+    assert_error(cli_run("import", "sentencepiece", "h", str(tmp_path / "huge.model")),
+                 f"over {MAX_MODEL_BYTES >> 20} MiB")
+
+
+def test_a_model_of_ten_million_pieces_is_refused_quickly(cli_run, tmp_path):
+    import resource
+    import time
+
+    (tmp_path / "many.model").write_bytes(b"\n\x03\n\x01a" * 10_000_000)  # 50 MB of one-letter pieces
+    before, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
+    assert_error(cli_run("import", "sentencepiece", "many", str(tmp_path / "many.model")), "1,000,000 pieces")
+    assert time.process_time() - started < 20
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 400_000  # KiB
+
+
+def test_long_pieces_are_read_as_sentencepiece_reads_them(tmp_path):
+    import time
+
+    import bpestore
+    from bpestore.formats.sentencepiece import MAX_PIECE_BYTES, NORMAL
+
+    data = small_model()
+    store = bpestore.open(str(tmp_path / "s.db"))
+
+    def lengthen(model, text):
+        last = max(i for i, p in enumerate(model.pieces) if p.type == NORMAL)
+        model.pieces[last].text = text
+    # The longest piece sentencepiece loads is read and encodes as there; longer ones are refused by both, quickly.
+    for size, text in ((MAX_PIECE_BYTES, "ab" * (MAX_PIECE_BYTES // 2) + "c"), (2666, "€" * 2666),
+                       (160_000, "ab" * 80_000), (320_000, "ab" * 160_000), (8001, "€" * 2667)):
+        model = edited(data, lambda m, t=text: lengthen(m, t))
+        (tmp_path / f"{size}.model").write_bytes(model)
+        started = time.process_time()
+        if sentencepiece_refuses(model):
+            with pytest.raises(bpestore.DamagedDataError, match=f"over {MAX_PIECE_BYTES} bytes"):
+                store.import_sentencepiece(f"long{size}", tmp_path / f"{size}.model")
+            assert time.process_time() - started < 2, size  # was quadratic: 10 s and 34.5 s
+            continue
+        assert size <= MAX_PIECE_BYTES
+        tok = store.tokenizer(store.import_sentencepiece(f"long{size}", tmp_path / f"{size}.model").ref)
+        sp = spm.SentencePieceProcessor(model_proto=model)
+        for line in ("Hello world, the king", "abab" * 10, text[:50], text):
+            assert tok.encode_ordinary(line) == sp.encode(line)
+
+
+def test_without_a_space_piece_unknown_runs_stay_whole(tmp_path):
+    import bpestore
+    from bpestore.formats.sentencepiece import NORMAL
+
+    def keep_few(model):
+        model.pieces[:] = [p for p in model.pieces if p.type != NORMAL or p.text in ("x", "y", "z", "xy")]
+    (tmp_path / "m.model").write_bytes(edited(small_model(), keep_few))
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
+    assert sp.encode("Hello world") == [0]
+    tok = bpestore.open(str(tmp_path / "s.db")).import_sentencepiece("m", tmp_path / "m.model")
+    tok = bpestore.open(str(tmp_path / "s.db")).tokenizer("m")
+    for text in ("Hello world", "Hello xy world", "xy  xyz q", " x ", "a b c"):
+        assert tok.encode_ordinary(text) == sp.encode(text), text
