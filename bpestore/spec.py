@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import InvalidArgumentError
+from .errors import DamagedDataError, InvalidArgumentError
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
@@ -34,7 +34,8 @@ DUMMY_PREFIXES = ("never", "always", "unless-space")
 
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
-CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix")
+CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix",
+                 "charsmap")
 
 
 def check_special_tokens(tokens: Sequence[str]) -> None:
@@ -87,6 +88,10 @@ class TokenizerSpec:
     * ``end_of_word_suffix``: glued to the last character of each word, which
       is then one symbol (``w</w>``: Hugging Face's ``end_of_word_suffix``,
       subword-nmt's ``</w>``); with ``alphabet='chars'``.
+    * ``charsmap``: a SentencePiece precompiled character map as
+      ``NAME:BASE64`` (``nmt_nfkc``, ``nfkc_cf``, ...), applied as SentencePiece
+      does before its spaces are marked (see ``bpestore.charsmap``); with a
+      space_marker and no normalizer step but ``collapse-spaces``.
     """
 
     normalizer: str = "none"
@@ -106,6 +111,7 @@ class TokenizerSpec:
     layout: str = "bpestore"
     fuse_unk: bool = False
     end_of_word_suffix: str | None = None
+    charsmap: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -175,11 +181,25 @@ class TokenizerSpec:
                                                     or self.byte_fallback or self.end_of_word is not None):
             raise InvalidArgumentError("end_of_word_suffix goes with alphabet='chars', without byte_fallback or "
                                        "an end_of_word marker, and cannot be empty", params=("end_of_word_suffix",))
+        if self.charsmap is not None:
+            self._check_charsmap()
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
             raise InvalidArgumentError("layout='sentencepiece' goes with alphabet='chars' and an unk_token",
                                        params=("layout",))
+
+    def _check_charsmap(self) -> None:
+        from .charsmap import charsmap_of
+
+        if self.space_marker is None or any(step != "collapse-spaces" for step in self.normalizer_steps):
+            raise InvalidArgumentError("charsmap goes with a space_marker and no normalizer step but "
+                                       "collapse-spaces", params=("charsmap",))
+        try:
+            charsmap_of(self.charsmap or "")
+        except (ValueError, DamagedDataError) as exc:
+            raise InvalidArgumentError(f"charsmap is not NAME:BASE64 of a precompiled character map: {exc}",
+                                       params=("charsmap",)) from None
 
     @property
     def normalizer_steps(self) -> tuple[str, ...]:
@@ -204,7 +224,8 @@ class TokenizerSpec:
         d["special_tokens"] = list(self.special_tokens)
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
-                              ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None)):
+                              ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None),
+                              ("charsmap", None)):
             if d[name] == default:
                 del d[name]
         return d

@@ -22,6 +22,7 @@ from typing import Literal
 import regex
 
 from . import native
+from .charsmap import charsmap_of
 from .spec import TokenizerSpec
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
@@ -200,6 +201,14 @@ class TextPipeline:
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
+    def mark_normalized(self, text: str) -> str:
+        """Normalized, then its spaces marked (a SentencePiece charsmap does both, its own way)."""
+        if self.spec.charsmap is not None:
+            return charsmap_of(self.spec.charsmap).normalize(
+                text, dummy_prefix=self.spec.dummy_prefix == "always",
+                remove_extra_whitespaces="collapse-spaces" in self.steps)
+        return mark_spaces(normalize(text, self.steps), self.spec)
+
     # -- the three steps -------------------------------------------------
     def segments(self, text: str) -> Iterator[tuple[str, bool]]:
         """Split text into (segment, is_special) pairs, dropping empty segments."""
@@ -218,7 +227,7 @@ class TextPipeline:
 
     def pretokenize(self, segment: str) -> list[str]:
         """Normalize and pre-tokenize one segment that holds no special token."""
-        segment = mark_spaces(normalize(segment, self.steps), self.spec)
+        segment = self.mark_normalized(segment)
         if self.pattern is None:
             return [segment] if segment else []
         words = self.pattern.findall(segment)
@@ -235,7 +244,7 @@ class TextPipeline:
                 yield normalize(segment, self.steps)
                 continue
             for line in segment.split("\n"):
-                yield mark_spaces(normalize(line, self.steps), self.spec)
+                yield self.mark_normalized(line)
 
     def words(self, text: str) -> Iterator[str]:
         """The pre-tokens of a text, special tokens dropped."""

@@ -159,7 +159,8 @@ def test_what_bpestore_cannot_run_is_refused_by_name(cli_run, tmp_path):
     lines = corpus_lines("tinyshakespeare.txt")
     cases = {
         "unigram": ({"model_type": "unigram"}, "trainer_spec.model_type: UNIGRAM"),
-        "nmt": ({"normalization_rule_name": "nmt_nfkc"}, "normalizer_spec.name: 'nmt_nfkc'"),
+        "unigram-nfkc": ({"model_type": "unigram", "normalization_rule_name": "nmt_nfkc"},
+                         "trainer_spec.model_type: UNIGRAM (only BPE models are read)"),
         "user": ({"user_defined_symbols": ["<sep>"]}, "type user-defined"),
     }
     for name, (options, part) in cases.items():
@@ -320,3 +321,50 @@ def test_without_a_space_piece_unknown_runs_stay_whole(tmp_path):
     tok = bpestore.open(str(tmp_path / "s.db")).tokenizer("m")
     for text in ("Hello world", "Hello xy world", "xy  xyz q", " x ", "a b c"):
         assert tok.encode_ordinary(text) == sp.encode(text), text
+
+
+# -- SentencePiece's normalizers (issue 34) ---------------------------------------------------------
+ODD = ["\uff21\uff42\uff43", "\uff11\uff12\uff13", "\ufb01", "\ufb02", "\u00bd", "\u2460", "\u2122", "\u00c5",
+       "\u212b", "\u1e9b\u0323", "\u00df", "\u0130", "\u03a3\u03c2", "\u3131", "\uac00", "\u1100\u1161", "\u00a8",
+       "e\u0301", "\u00e9", "\u2581", "\u00a0", "\u3000", "\u2002", "\u200b", "\t", "\r", "\x7f", "\x01", "\u2028",
+       "\ufe64", "\u33a1", "\u2163", "\uff76\uff9e", "\U0001d400"]
+
+
+def odd_lines(n: int, seed: int) -> list[str]:
+    """Lines of English words mixed with full-width, ligature and compatibility characters and odd spaces."""
+    import random
+
+    rng = random.Random(seed)
+    words = " ".join(corpus_lines("tinyshakespeare.txt")[:4000]).split()
+    lines = []
+    for _ in range(n):
+        parts = [rng.choice(words) if rng.random() < 0.7 else rng.choice(ODD) for _ in range(rng.randint(0, 12))]
+        lines.append("".join(p + rng.choice([" ", " ", " ", "  ", "\u3000", "\u00a0", "", "\t"]) for p in parts))
+    return lines
+
+
+@pytest.mark.parametrize("options", [{}, {"normalization_rule_name": "nfkc_cf", "byte_fallback": True},
+                                     {"normalization_rule_name": "nmt_nfkc_cf", "remove_extra_whitespaces": False},
+                                     {"normalization_rule_name": "nfkc", "add_dummy_prefix": False}],
+                         ids=["nmt_nfkc", "nfkc_cf", "nmt_nfkc_cf", "nfkc"])
+def test_precompiled_normalizers_encode_as_sentencepiece(options, tmp_path):
+    import bpestore
+    from bpestore.formats.sentencepiece import parse_model
+
+    model = io.BytesIO()  # sentencepiece's defaults: nmt_nfkc, add_dummy_prefix, remove_extra_whitespaces
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(odd_lines(3000, 1)), model_writer=model, model_type="bpe",
+                                   vocab_size=800, minloglevel=2, **options)
+    (tmp_path / "m.model").write_bytes(model.getvalue())
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
+    store = bpestore.open(str(tmp_path / "s.db"))
+    tok = store.tokenizer(store.import_sentencepiece("n", tmp_path / "m.model").ref)
+    lines = odd_lines(3000, 2) + ["", " ", "\u3000\u3000", " \ufb01 ", "\u200b", "\u200b x", "\u00a8", " \u00a8x"]
+    assert any(sp.normalize(line) != line for line in lines)
+    assert_same_encoding(sp, tok, lines)
+    # Exported, the map is written back byte for byte and sentencepiece encodes the same.
+    store.export("n", format="sentencepiece", out=tmp_path / "back.model")
+    original, back = (parse_model(p.read_bytes()).normalizer for p in (tmp_path / "m.model", tmp_path / "back.model"))
+    assert back[1] == original[1] and back[2] == original[2] and len(original[2]) > 100_000
+    again = spm.SentencePieceProcessor(model_file=str(tmp_path / "back.model"))
+    for line in lines:
+        assert again.encode(line) == sp.encode(line), line

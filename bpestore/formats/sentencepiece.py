@@ -19,9 +19,10 @@ How a SentencePiece BPE model maps onto bpestore:
   (one split of each piece is stored as its merge; the encoder merges at
   every split);
 * a run of unknown characters is one unknown piece (``fuse_unk``);
-* normalizer ``identity`` (the only one without a precompiled character map),
-  ``add_dummy_prefix`` (``dummy_prefix="always"``), ``remove_extra_whitespaces``
-  (normalizer step ``collapse-spaces``).
+* normalizer ``identity``, or a precompiled character map (``nmt_nfkc``,
+  ``nfkc_cf``, a compiled rule TSV, ...: the spec's ``charsmap``, written back
+  as read), ``add_dummy_prefix`` (``dummy_prefix="always"``),
+  ``remove_extra_whitespaces`` (normalizer step ``collapse-spaces``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..charsmap import Charsmap, decode_charsmap, encode_charsmap
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from ..records import ForeignModel
 from ..spec import TokenizerSpec
@@ -284,19 +286,27 @@ class _Converter:
 
     def normalizer_fields(self) -> dict[str, Any]:
         norm = self.model.normalizer
-        raw = norm.get(1, b"")
+        raw, blob = norm.get(1, b""), norm.get(2, b"")
         name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else ""
-        if norm.get(2) or name not in ("", "identity"):
-            raise self.refuse("normalizer_spec.name", f"{name or 'a precompiled character map'!r} "
-                              "(only 'identity' is read; train with --normalization_rule_name=identity)")
-        if norm.get(6):
+        fields: dict[str, Any] = {}
+        if isinstance(blob, bytes) and blob:
+            try:
+                Charsmap(blob)
+            except DamagedDataError as exc:
+                raise DamagedDataError(f"{self.path}: normalizer_spec.precompiled_charsmap: {exc}",
+                                       params=("path",)) from None
+            fields["charsmap"] = encode_charsmap(name, blob)
+        elif name not in ("", "identity"):
+            raise self.refuse("normalizer_spec.name", f"{name!r} without a precompiled character map")
+        elif norm.get(6):
             raise self.refuse("normalizer_spec.normalization_rule_tsv", "set")
         if not norm.get(5, 1):
             raise self.refuse("normalizer_spec.escape_whitespaces", "false")
         if self.model.denormalizer.get(2) or self.model.denormalizer.get(6):
             raise self.refuse("denormalizer_spec", "a character map")
         steps = "collapse-spaces" if norm.get(4, 1) else "none"
-        return {"normalizer": steps, "space_marker": MARKER, "dummy_prefix": "always" if norm.get(3, 1) else "never"}
+        return {"normalizer": steps, "space_marker": MARKER, "dummy_prefix": "always" if norm.get(3, 1) else "never",
+                **fields}
 
     def merges(self, normal: list[tuple[float, int, str]]) -> list[tuple[bytes, bytes]]:
         """The merged pieces by score (highest first), each with one split into two pieces;
@@ -392,6 +402,9 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
             trainer[piece_field] = role_token.encode("utf-8")
     normalizer: dict[int, int | bytes] = {1: b"identity", 3: int(spec.dummy_prefix == "always"),
                                           4: int("collapse-spaces" in spec.normalizer_steps), 5: 1}
+    if spec.charsmap is not None:
+        name, blob = decode_charsmap(spec.charsmap)
+        normalizer.update({1: name.encode("utf-8"), 2: blob})
     return serialize_model(SentencePieceModel(pieces, trainer, normalizer))
 
 
