@@ -235,6 +235,16 @@ class TokenizerSpec:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
                           ensure_ascii=False)
 
+    def display_json(self) -> str:
+        """``to_json`` for people: a charsmap as its name and size, not its bytes."""
+        d = self.to_dict()
+        if self.charsmap is not None:
+            from .charsmap import decode_charsmap
+
+            name, blob = decode_charsmap(self.charsmap)
+            d["charsmap"] = f"{name} ({len(blob):,} bytes)"
+        return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenizerSpec:
         known = {f.name for f in dataclasses.fields(cls)}

@@ -365,6 +365,8 @@ def test_precompiled_normalizers_encode_as_sentencepiece(options, tmp_path):
     store.export("n", format="sentencepiece", out=tmp_path / "back.model")
     original, back = (parse_model(p.read_bytes()).normalizer for p in (tmp_path / "m.model", tmp_path / "back.model"))
     assert back[1] == original[1] and back[2] == original[2] and len(original[2]) > 100_000
+    shown = tok.spec.display_json()  # what ``show`` prints: the map's name and size, not its bytes
+    assert f'"charsmap":"{original[1].decode()} ({len(original[2]):,} bytes)"' in shown and len(shown) < 1000
     again = spm.SentencePieceProcessor(model_file=str(tmp_path / "back.model"))
     for line in lines:
         assert again.encode(line) == sp.encode(line), line
