@@ -66,8 +66,9 @@ class Charsmap:
         length = _char_length(data[at])
         return data[at:at + length], length
 
-    def normalize(self, text: str, *, dummy_prefix: bool, remove_extra_whitespaces: bool) -> str:
-        """``text`` as sentencepiece normalizes it, spaces written as ▁ (escape_whitespaces)."""
+    def normalize(self, text: str, *, dummy_prefix: bool, remove_extra_whitespaces: bool, suffix: bool = False) -> str:
+        """``text`` as sentencepiece normalizes it, spaces written as ▁ (escape_whitespaces);
+        ``suffix``: treat_whitespace_as_suffix (the dummy space goes at the end)."""
         data = text.encode("utf-8", "surrogatepass")
         at, n = 0, len(data)
         if remove_extra_whitespaces:
@@ -78,7 +79,7 @@ class Charsmap:
                 at += used
         if at == n:
             return ""
-        out = bytearray(_MARKER if dummy_prefix else b"")
+        out = bytearray(_MARKER if dummy_prefix and not suffix else b"")
         after_space = remove_extra_whitespaces
         while at < n:
             piece, used = self.replacement(data, at)
@@ -93,6 +94,8 @@ class Charsmap:
         if remove_extra_whitespaces:
             while out.endswith(_MARKER):
                 del out[-len(_MARKER):]
+        if dummy_prefix and suffix:
+            out += _MARKER
         return out.decode("utf-8", "surrogatepass")
 
 

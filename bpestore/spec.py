@@ -35,7 +35,7 @@ DUMMY_PREFIXES = ("never", "always", "unless-space")
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
 CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix",
-                 "charsmap")
+                 "charsmap", "space_suffix")
 
 
 def check_special_tokens(tokens: Sequence[str]) -> None:
@@ -92,6 +92,9 @@ class TokenizerSpec:
       ``NAME:BASE64`` (``nmt_nfkc``, ``nfkc_cf``, ...), applied as SentencePiece
       does before its spaces are marked (see ``bpestore.charsmap``); with a
       space_marker and no normalizer step but ``collapse-spaces``.
+    * ``space_suffix``: SentencePiece's ``treat_whitespace_as_suffix``: the
+      dummy space goes after the text (``dummy_prefix='always'``) and
+      ``metaspace`` cuts after each marker.
     """
 
     normalizer: str = "none"
@@ -112,6 +115,7 @@ class TokenizerSpec:
     fuse_unk: bool = False
     end_of_word_suffix: str | None = None
     charsmap: str | None = None
+    space_suffix: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -183,6 +187,9 @@ class TokenizerSpec:
                                        "an end_of_word marker, and cannot be empty", params=("end_of_word_suffix",))
         if self.charsmap is not None:
             self._check_charsmap()
+        if self.space_suffix and (self.space_marker is None or self.dummy_prefix == "unless-space"):
+            raise InvalidArgumentError("space_suffix goes with a space_marker and dummy_prefix always or never",
+                                       params=("space_suffix",))
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
@@ -225,7 +232,7 @@ class TokenizerSpec:
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
                               ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None),
-                              ("charsmap", None)):
+                              ("charsmap", None), ("space_suffix", False)):
             if d[name] == default:
                 del d[name]
         return d

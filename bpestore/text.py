@@ -136,6 +136,11 @@ def mark_spaces(text: str, spec: TokenizerSpec) -> str:
     marker = spec.space_marker
     if not text or (marker is None and spec.dummy_prefix == "never"):
         return text
+    if spec.space_suffix and marker is not None:
+        text = text.replace(" ", marker)
+        if "collapse-spaces" in spec.normalizer_steps:
+            text = text.rstrip(marker)
+        return text + marker if spec.dummy_prefix == "always" else text  # text was not empty
     if spec.dummy_prefix == "always" or (spec.dummy_prefix == "unless-space" and text[0] not in (" ", marker)):
         text = " " + text
     if marker is None:
@@ -185,7 +190,8 @@ class TextPipeline:
             self.pattern = None
         elif spec.pretokenizer == "metaspace":
             marker = regex.escape(spec.space_marker or "")
-            self.pattern = regex.compile(f"[^{marker}]+|{marker}[^{marker}]*")
+            self.pattern = regex.compile(f"[^{marker}]*{marker}|[^{marker}]+" if spec.space_suffix
+                                         else f"[^{marker}]+|{marker}[^{marker}]*")
         else:
             source = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
             self.pattern = regex.compile(source)
@@ -206,7 +212,7 @@ class TextPipeline:
         if self.spec.charsmap is not None:
             return charsmap_of(self.spec.charsmap).normalize(
                 text, dummy_prefix=self.spec.dummy_prefix == "always",
-                remove_extra_whitespaces="collapse-spaces" in self.steps)
+                remove_extra_whitespaces="collapse-spaces" in self.steps, suffix=self.spec.space_suffix)
         return mark_spaces(normalize(text, self.steps), self.spec)
 
     # -- the three steps -------------------------------------------------

@@ -370,3 +370,27 @@ def test_precompiled_normalizers_encode_as_sentencepiece(options, tmp_path):
     again = spm.SentencePieceProcessor(model_file=str(tmp_path / "back.model"))
     for line in lines:
         assert again.encode(line) == sp.encode(line), line
+
+
+@pytest.mark.parametrize("options", [{"normalization_rule_name": "identity"}, {"byte_fallback": True},
+                                     {"add_dummy_prefix": False, "normalization_rule_name": "identity"},
+                                     {"remove_extra_whitespaces": False}],
+                         ids=["identity", "nmt_nfkc", "no-dummy", "keep-spaces"])
+def test_whitespace_as_suffix_encodes_as_sentencepiece(options, tmp_path):
+    import bpestore
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(odd_lines(3000, 3)), model_writer=model, model_type="bpe",
+                                   vocab_size=800, minloglevel=2, treat_whitespace_as_suffix=True, **options)
+    (tmp_path / "m.model").write_bytes(model.getvalue())
+    sp = spm.SentencePieceProcessor(model_file=str(tmp_path / "m.model"))
+    assert any(len(piece) > 1 and piece.endswith("▁") for piece in sp.encode("the king", out_type=str))
+    store = bpestore.open(str(tmp_path / "s.db"))
+    tok = store.tokenizer(store.import_sentencepiece("s", tmp_path / "m.model").ref)
+    assert tok.spec.space_suffix
+    lines = odd_lines(2000, 4) + ["", " ", "x", " the  king ", "a▁b", "▁", "the▁ ", "\u3000the"]
+    assert_same_encoding(sp, tok, lines)
+    store.export("s", format="sentencepiece", out=tmp_path / "back.model")
+    again = spm.SentencePieceProcessor(model_file=str(tmp_path / "back.model"))
+    for line in lines:
+        assert again.encode(line) == sp.encode(line), line

@@ -19,6 +19,7 @@ How a SentencePiece BPE model maps onto bpestore:
   (one split of each piece is stored as its merge; the encoder merges at
   every split);
 * a run of unknown characters is one unknown piece (``fuse_unk``);
+* ``treat_whitespace_as_suffix``: ``space_suffix``;
 * normalizer ``identity``, or a precompiled character map (``nmt_nfkc``,
   ``nfkc_cf``, a compiled rule TSV, ...: the spec's ``charsmap``, written back
   as read), ``add_dummy_prefix`` (``dummy_prefix="always"``),
@@ -235,8 +236,7 @@ class _Converter:
         if model_type != _BPE:
             raise self.refuse("trainer_spec.model_type",
                               f"{_MODEL_TYPES.get(model_type, model_type)} (only BPE models are read)")  # type: ignore[arg-type]
-        if trainer.get(24):
-            raise self.refuse("trainer_spec.treat_whitespace_as_suffix", "true")
+        suffix = bool(trainer.get(24))
         spec_fields = self.normalizer_fields()
         byte_fallback = bool(trainer.get(35, 0))
         vocab: dict[int, bytes] = {}
@@ -276,12 +276,13 @@ class _Converter:
         if byte_fallback and n_bytes != 256:
             raise DamagedDataError(f"{self.path}: byte_fallback with {n_bytes} byte pieces, not 256", params=("path",))
         # Words cut before each ▁ only where that cannot split a run of unknown characters.
-        inner_space = any(MARKER in text[1:] for _, _, text in normal)
+        inner_space = any(MARKER in (text[:-1] if suffix else text[1:]) for _, _, text in normal)
         cut_words = not inner_space and (byte_fallback or any(text == MARKER for _, _, text in normal))
         spec = TokenizerSpec(alphabet="chars", unk_token=unk, byte_fallback=byte_fallback, layout="sentencepiece",
                              fuse_unk=True,
                              special_tokens=tuple(specials), segmentation="piece",
-                             pretokenizer="metaspace" if cut_words else "none", **spec_fields)
+                             pretokenizer="metaspace" if cut_words else "none", space_suffix=suffix,
+                             **spec_fields)
         return ForeignModel(vocab, self.merges(normal), spec)
 
     def normalizer_fields(self) -> dict[str, Any]:
@@ -395,6 +396,8 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
     trainer: dict[int, int | bytes] = {3: _BPE, 4: len(pieces), 35: int(spec.byte_fallback),
                                        40: unk_id if unk_id is not None else -1,
                                        45: (spec.unk_token or "<unk>").encode("utf-8")}
+    if spec.space_suffix:
+        trainer[24] = 1
     for role, id_field, piece_field in (("bos", 41, 46), ("eos", 42, 47), ("pad", 43, 48)):
         role_token = roles.get(role)
         trainer[id_field] = tok.special_tokens[role_token] if role_token is not None else -1
