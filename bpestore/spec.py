@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import InvalidArgumentError
+from .errors import DamagedDataError, InvalidArgumentError
 
 NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
@@ -34,7 +34,8 @@ DUMMY_PREFIXES = ("never", "always", "unless-space", "first")
 
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
-CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix")
+CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix",
+                 "charsmap", "space_suffix")
 
 
 def check_special_tokens(tokens: Sequence[str]) -> None:
@@ -92,6 +93,13 @@ class TokenizerSpec:
     * ``end_of_word_suffix``: glued to the last character of each word, which
       is then one symbol (``w</w>``: Hugging Face's ``end_of_word_suffix``,
       subword-nmt's ``</w>``); with ``alphabet='chars'``.
+    * ``charsmap``: a SentencePiece precompiled character map as
+      ``NAME:BASE64`` (``nmt_nfkc``, ``nfkc_cf``, ...), applied as SentencePiece
+      does before its spaces are marked (see ``bpestore.charsmap``); with a
+      space_marker and no normalizer step but ``collapse-spaces``.
+    * ``space_suffix``: SentencePiece's ``treat_whitespace_as_suffix``: the
+      dummy space goes after the text (``dummy_prefix='always'``) and
+      ``metaspace`` cuts after each marker.
     """
 
     normalizer: str = "none"
@@ -112,6 +120,8 @@ class TokenizerSpec:
     fuse_unk: bool = False
     end_of_word_suffix: str | None = None
     drop_unseen: bool = False
+    charsmap: str | None = None
+    space_suffix: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
@@ -185,11 +195,28 @@ class TokenizerSpec:
         if self.drop_unseen and (self.alphabet != "chars" or self.unk_token is not None or self.byte_fallback):
             raise InvalidArgumentError("drop_unseen goes with alphabet='chars', without unk_token or byte_fallback",
                                        params=("drop_unseen",))
+        if self.charsmap is not None:
+            self._check_charsmap()
+        if self.space_suffix and (self.space_marker is None or self.dummy_prefix == "unless-space"):
+            raise InvalidArgumentError("space_suffix goes with a space_marker and dummy_prefix always or never",
+                                       params=("space_suffix",))
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
             raise InvalidArgumentError("layout='sentencepiece' goes with alphabet='chars' and an unk_token",
                                        params=("layout",))
+
+    def _check_charsmap(self) -> None:
+        from .charsmap import charsmap_of
+
+        if self.space_marker is None or any(step != "collapse-spaces" for step in self.normalizer_steps):
+            raise InvalidArgumentError("charsmap goes with a space_marker and no normalizer step but "
+                                       "collapse-spaces", params=("charsmap",))
+        try:
+            charsmap_of(self.charsmap or "")
+        except (ValueError, DamagedDataError) as exc:
+            raise InvalidArgumentError(f"charsmap is not NAME:BASE64 of a precompiled character map: {exc}",
+                                       params=("charsmap",)) from None
 
     @property
     def normalizer_steps(self) -> tuple[str, ...]:
@@ -215,7 +242,7 @@ class TokenizerSpec:
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
                               ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None),
-                              ("drop_unseen", False)):
+                              ("drop_unseen", False), ("charsmap", None), ("space_suffix", False)):
             if d[name] == default:
                 del d[name]
         return d
@@ -224,6 +251,16 @@ class TokenizerSpec:
         """Canonical JSON: sorted keys, no spaces; equal specs give equal strings."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
                           ensure_ascii=False)
+
+    def display_json(self) -> str:
+        """``to_json`` for people: a charsmap as its name and size, not its bytes."""
+        d = self.to_dict()
+        if self.charsmap is not None:
+            from .charsmap import decode_charsmap
+
+            name, blob = decode_charsmap(self.charsmap)
+            d["charsmap"] = f"{name} ({len(blob):,} bytes)"
+        return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenizerSpec:

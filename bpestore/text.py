@@ -22,6 +22,7 @@ from typing import Literal
 import regex
 
 from . import native
+from .charsmap import charsmap_of
 from .spec import TokenizerSpec
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
@@ -136,6 +137,11 @@ def mark_spaces(text: str, spec: TokenizerSpec, first: bool = True) -> str:
     marker = spec.space_marker
     if not text or (marker is None and spec.dummy_prefix == "never"):
         return text
+    if spec.space_suffix and marker is not None:
+        text = text.replace(" ", marker)
+        if "collapse-spaces" in spec.normalizer_steps:
+            text = text.rstrip(marker)
+        return text + marker if spec.dummy_prefix == "always" else text  # text was not empty
     prefix = spec.dummy_prefix
     if prefix == "always" or (prefix == "unless-space" or prefix == "first" and first) and text[0] not in (" ", marker):
         text = " " + text
@@ -186,7 +192,8 @@ class TextPipeline:
             self.pattern = None
         elif spec.pretokenizer == "metaspace":
             marker = regex.escape(spec.space_marker or "")
-            self.pattern = regex.compile(f"[^{marker}]+|{marker}[^{marker}]*")
+            self.pattern = regex.compile(f"[^{marker}]*{marker}|[^{marker}]+" if spec.space_suffix
+                                         else f"[^{marker}]+|{marker}[^{marker}]*")
         else:
             source = spec.pattern if spec.pretokenizer == "regex" else PATTERNS[spec.pretokenizer]
             self.pattern = regex.compile(source)
@@ -201,6 +208,16 @@ class TextPipeline:
         self.count_pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
         self.specials = special_tokens_regex(spec.special_tokens)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
+
+    def mark_normalized(self, text: str, first: bool = True) -> str:
+        """Normalized, then its spaces marked (a SentencePiece charsmap does both, its own way;
+        ``first``: as ``mark_spaces``)."""
+        spec = self.spec
+        if spec.charsmap is not None:
+            return charsmap_of(spec.charsmap).normalize(
+                text, dummy_prefix=spec.dummy_prefix == "always" or (spec.dummy_prefix == "first" and first),
+                remove_extra_whitespaces="collapse-spaces" in self.steps, suffix=spec.space_suffix)
+        return mark_spaces(normalize(text, self.steps), spec, first)
 
     # -- the three steps -------------------------------------------------
     def segments(self, text: str) -> Iterator[tuple[str, bool]]:
@@ -221,7 +238,7 @@ class TextPipeline:
     def pretokenize(self, segment: str, first: bool = True) -> list[str]:
         """Normalize and pre-tokenize one segment that holds no special token
         (``first``: it starts the text, see ``mark_spaces``)."""
-        segment = mark_spaces(normalize(segment, self.steps), self.spec, first)
+        segment = self.mark_normalized(segment, first)
         if self.pattern is None:
             return [segment] if segment else []
         words = self.pattern.findall(segment)
@@ -240,7 +257,7 @@ class TextPipeline:
                 yield normalize(segment, self.steps)
                 continue
             for at, line in enumerate(segment.split("\n")):
-                yield mark_spaces(normalize(line, self.steps), self.spec, at > 0 or not after_special)
+                yield self.mark_normalized(line, at > 0 or not after_special)
 
     def words(self, text: str) -> Iterator[str]:
         """The pre-tokens of a text, special tokens dropped."""

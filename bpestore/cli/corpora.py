@@ -187,7 +187,7 @@ def corpus_show(obj: Context, name: str, top: int, as_json: bool) -> None:
     click.echo(f"{info.name}: {info.n_sources:,} sources, {info.size_bytes:,} bytes, "
                f"{info.n_words:,} words, {info.n_distinct:,} distinct")
     click.echo(f"generation: {generation_line(info)}")
-    click.echo(f"spec: {info.spec.to_json()}")
+    click.echo(f"spec: {info.spec.display_json()}")
     click.echo("sources:")
     for s in sources:
         click.echo(f"  {s.source}  {s.size_bytes:,} bytes  {s.n_words:,} words  {s.n_distinct:,} distinct  "

@@ -61,7 +61,7 @@ def show(obj: Context, ref: str, as_json: bool) -> None:
     click.echo(version_line(v))
     click.echo(f"merges: {v.n_merges:,}   min frequency: {v.min_frequency}   "
                f"max token length: {v.max_token_length or '-'}")
-    click.echo(f"spec: {v.spec.to_json()}")
+    click.echo(f"spec: {v.spec.display_json()}")
     click.echo(f"corpus: {v.inputs}   corpus digest: {v.corpus_digest or '-'}")
     click.echo(f"fingerprint: {v.fingerprint or '- (not complete)'}")
 

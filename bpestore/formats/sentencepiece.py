@@ -19,19 +19,27 @@ How a SentencePiece BPE model maps onto bpestore:
   (one split of each piece is stored as its merge; the encoder merges at
   every split);
 * a run of unknown characters is one unknown piece (``fuse_unk``);
-* normalizer ``identity`` (the only one without a precompiled character map),
-  ``add_dummy_prefix`` (``dummy_prefix="always"``), ``remove_extra_whitespaces``
-  (normalizer step ``collapse-spaces``).
+* ``treat_whitespace_as_suffix``: ``space_suffix``;
+* normalizer ``identity``, or a precompiled character map (``nmt_nfkc``,
+  ``nfkc_cf``, a compiled rule TSV, ...: the spec's ``charsmap``, written back
+  as read), ``add_dummy_prefix`` (``dummy_prefix="always"``),
+  ``remove_extra_whitespaces`` (normalizer step ``collapse-spaces``).
 """
 
 from __future__ import annotations
 
+import bisect
+import math
+import os
+import re
+import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..charsmap import Charsmap, decode_charsmap, encode_charsmap
 from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from ..records import ForeignModel
 from ..spec import TokenizerSpec
@@ -49,6 +57,11 @@ _MODEL_TYPES = {1: "UNIGRAM", 2: "BPE", 3: "WORD", 4: "CHAR"}
 BOS_NAMES = ("<s>", "<|begin_of_text|>", "<bos>", "[CLS]")
 EOS_NAMES = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "[SEP]")
 PAD_NAMES = ("<pad>", "[PAD]", "<|pad|>")
+# What a model file may hold: the largest published models have a few hundred thousand pieces in a few MB.
+MAX_MODEL_BYTES = 64 << 20
+MAX_PIECES = 1_000_000
+MAX_PIECE_BYTES = 7999  # sentencepiece refuses a longer piece ("piece is too long")
+_BYTE_PIECE = re.compile(r"<0x([0-9A-F]{2})>")  # exactly what sentencepiece writes and reads back
 
 
 # -- protobuf wire format ----------------------------------------------------------------------
@@ -140,8 +153,13 @@ class SentencePieceModel:
     denormalizer: dict[int, int | bytes] = field(default_factory=dict)
 
 
-def parse_model(data: bytes) -> SentencePieceModel:
+def parse_model(data: bytes, max_pieces: int = MAX_PIECES) -> SentencePieceModel:
     """The pieces and specs of a serialized ModelProto (ValueError if it is not one)."""
+    n_pieces = 0
+    for number, _ in _fields(data):  # counted first: no memory goes to a model refused for its size
+        n_pieces += number == 1
+        if n_pieces > max_pieces:
+            raise ValueError(f"more than {max_pieces:,} pieces (the most bpestore reads)")
     pieces: list[Piece] = []
     model = SentencePieceModel(pieces)
     for number, value in _fields(data):
@@ -153,6 +171,9 @@ def parse_model(data: bytes) -> SentencePieceModel:
             text, score, kind = None, 0.0, NORMAL
             for sub, sub_value in _fields(value):
                 if sub == 1 and isinstance(sub_value, bytes):
+                    if len(sub_value) > MAX_PIECE_BYTES:
+                        raise ValueError(f"piece {len(pieces)} is over {MAX_PIECE_BYTES} bytes long, as "
+                                         "sentencepiece allows")
                     text = sub_value.decode("utf-8")
                 elif sub == 2 and isinstance(sub_value, int):
                     score = struct.unpack("<f", sub_value.to_bytes(4, "little"))[0]
@@ -160,6 +181,10 @@ def parse_model(data: bytes) -> SentencePieceModel:
                     kind = sub_value
             if not text:
                 raise ValueError(f"piece {len(pieces)} has no text")
+            if "\0" in text:
+                raise ValueError(f"piece {len(pieces)} holds a NUL character")
+            if not math.isfinite(score):
+                raise ValueError(f"piece {len(pieces)} has the score {score}")
             pieces.append(Piece(text, score, kind))
         elif number in (2, 3, 5):
             target = {2: model.trainer, 3: model.normalizer, 5: model.denormalizer}[number]
@@ -179,11 +204,18 @@ def serialize_model(model: SentencePieceModel) -> bytes:
 def read_sentencepiece(path: str | Path) -> ForeignModel:
     """Read a SentencePiece BPE ``.model``; a part bpestore cannot run is refused by name."""
     try:
-        data = Path(path).read_bytes()
+        mode = os.stat(path).st_mode  # before opening: opening a FIFO waits for a writer
+        if stat.S_ISDIR(mode):
+            raise InvalidArgumentError(f"{path} is a folder; give the .model file", params=("path",))
+        if not stat.S_ISREG(mode):
+            raise InvalidArgumentError(f"{path} is not a regular file; give the .model file", params=("path",))
+        with open(path, "rb") as file:
+            data = file.read(MAX_MODEL_BYTES + 1)
     except FileNotFoundError:
         raise NotFoundError(f"file not found: {path}", params=("path",)) from None
-    except IsADirectoryError:
-        raise InvalidArgumentError(f"{path} is a folder; give the .model file", params=("path",)) from None
+    if len(data) > MAX_MODEL_BYTES:
+        raise InvalidArgumentError(f"{path} is over {MAX_MODEL_BYTES >> 20} MiB, the most a SentencePiece model "
+                                   "may have here", params=("path",))
     try:
         model = parse_model(data)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -204,8 +236,7 @@ class _Converter:
         if model_type != _BPE:
             raise self.refuse("trainer_spec.model_type",
                               f"{_MODEL_TYPES.get(model_type, model_type)} (only BPE models are read)")  # type: ignore[arg-type]
-        if trainer.get(24):
-            raise self.refuse("trainer_spec.treat_whitespace_as_suffix", "true")
+        suffix = bool(trainer.get(24))
         spec_fields = self.normalizer_fields()
         byte_fallback = bool(trainer.get(35, 0))
         vocab: dict[int, bytes] = {}
@@ -213,14 +244,19 @@ class _Converter:
         unk: str | None = None
         normal: list[tuple[float, int, str]] = []
         n_bytes = 0
+        seen: dict[str, int] = {}
         for token_id, piece in enumerate(model.pieces):
+            if seen.setdefault(piece.text, token_id) != token_id:
+                raise DamagedDataError(f"{self.path}: pieces {seen[piece.text]} and {token_id} are both "
+                                       f"{piece.text!r}", params=("path",))
             if piece.type in (USER_DEFINED, UNUSED):
                 raise self.refuse(f"piece {token_id} ({piece.text!r})", f"type {_TYPE_NAMES[piece.type]}")
             if piece.type == BYTE:
-                if not (len(piece.text) == 6 and piece.text.startswith("<0x") and piece.text.endswith(">")):
-                    raise DamagedDataError(f"{self.path}: piece {token_id}: byte piece {piece.text!r} is not <0xNN>",
-                                           params=("path",))
-                vocab[token_id] = bytes([int(piece.text[3:5], 16)])
+                byte = _BYTE_PIECE.fullmatch(piece.text)
+                if byte is None:
+                    raise DamagedDataError(f"{self.path}: piece {token_id}: byte piece {piece.text!r} is not <0xNN> "
+                                           "(NN: two hex digits 0-9, A-F)", params=("path",))
+                vocab[token_id] = bytes([int(byte[1], 16)])
                 n_bytes += 1
                 continue
             vocab[token_id] = piece.text.encode("utf-8")
@@ -239,28 +275,39 @@ class _Converter:
             raise DamagedDataError(f"{self.path}: no unknown piece", params=("path",))
         if byte_fallback and n_bytes != 256:
             raise DamagedDataError(f"{self.path}: byte_fallback with {n_bytes} byte pieces, not 256", params=("path",))
-        inner_space = any(MARKER in text[1:] for _, _, text in normal)
+        # Words cut before each ▁ only where that cannot split a run of unknown characters.
+        inner_space = any(MARKER in (text[:-1] if suffix else text[1:]) for _, _, text in normal)
+        cut_words = not inner_space and (byte_fallback or any(text == MARKER for _, _, text in normal))
         spec = TokenizerSpec(alphabet="chars", unk_token=unk, byte_fallback=byte_fallback, layout="sentencepiece",
                              fuse_unk=True,
                              special_tokens=tuple(specials), segmentation="piece",
-                             pretokenizer="none" if inner_space else "metaspace", **spec_fields)
+                             pretokenizer="metaspace" if cut_words else "none", space_suffix=suffix,
+                             **spec_fields)
         return ForeignModel(vocab, self.merges(normal), spec)
 
     def normalizer_fields(self) -> dict[str, Any]:
         norm = self.model.normalizer
-        raw = norm.get(1, b"")
+        raw, blob = norm.get(1, b""), norm.get(2, b"")
         name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else ""
-        if norm.get(2) or name not in ("", "identity"):
-            raise self.refuse("normalizer_spec.name", f"{name or 'a precompiled character map'!r} "
-                              "(only 'identity' is read; train with --normalization_rule_name=identity)")
-        if norm.get(6):
+        fields: dict[str, Any] = {}
+        if isinstance(blob, bytes) and blob:
+            try:
+                Charsmap(blob)
+            except DamagedDataError as exc:
+                raise DamagedDataError(f"{self.path}: normalizer_spec.precompiled_charsmap: {exc}",
+                                       params=("path",)) from None
+            fields["charsmap"] = encode_charsmap(name, blob)
+        elif name not in ("", "identity"):
+            raise self.refuse("normalizer_spec.name", f"{name!r} without a precompiled character map")
+        elif norm.get(6):
             raise self.refuse("normalizer_spec.normalization_rule_tsv", "set")
         if not norm.get(5, 1):
             raise self.refuse("normalizer_spec.escape_whitespaces", "false")
         if self.model.denormalizer.get(2) or self.model.denormalizer.get(6):
             raise self.refuse("denormalizer_spec", "a character map")
         steps = "collapse-spaces" if norm.get(4, 1) else "none"
-        return {"normalizer": steps, "space_marker": MARKER, "dummy_prefix": "always" if norm.get(3, 1) else "never"}
+        return {"normalizer": steps, "space_marker": MARKER, "dummy_prefix": "always" if norm.get(3, 1) else "never",
+                **fields}
 
     def merges(self, normal: list[tuple[float, int, str]]) -> list[tuple[bytes, bytes]]:
         """The merged pieces by score (highest first), each with one split into two pieces;
@@ -272,10 +319,13 @@ class _Converter:
                                   f"the same score {before[0]} (merges need a strict order)")
         order = {text: rank for rank, (_, _, text) in enumerate(merged)}
         known = {text for _, _, text in normal}
+        lengths = sorted({len(text) for text in known})
         merges = []
         for _, _, text in merged:
+            # Only cuts at the lengths pieces have: slicing at every cut is quadratic in a long piece.
+            cuts = lengths[:bisect.bisect_left(lengths, len(text))]
             splits = [(max(order.get(text[:cut], -1), order.get(text[cut:], -1)), cut)
-                      for cut in range(1, len(text)) if text[:cut] in known and text[cut:] in known]
+                      for cut in cuts if text[:cut] in known and text[cut:] in known]
             if splits:
                 cut = min(splits)[1]
                 merges.append((text[:cut].encode("utf-8"), text[cut:].encode("utf-8")))
@@ -346,6 +396,8 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
     trainer: dict[int, int | bytes] = {3: _BPE, 4: len(pieces), 35: int(spec.byte_fallback),
                                        40: unk_id if unk_id is not None else -1,
                                        45: (spec.unk_token or "<unk>").encode("utf-8")}
+    if spec.space_suffix:
+        trainer[24] = 1
     for role, id_field, piece_field in (("bos", 41, 46), ("eos", 42, 47), ("pad", 43, 48)):
         role_token = roles.get(role)
         trainer[id_field] = tok.special_tokens[role_token] if role_token is not None else -1
@@ -353,6 +405,9 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
             trainer[piece_field] = role_token.encode("utf-8")
     normalizer: dict[int, int | bytes] = {1: b"identity", 3: int(spec.dummy_prefix == "always"),
                                           4: int("collapse-spaces" in spec.normalizer_steps), 5: 1}
+    if spec.charsmap is not None:
+        name, blob = decode_charsmap(spec.charsmap)
+        normalizer.update({1: name.encode("utf-8"), 2: blob})
     return serialize_model(SentencePieceModel(pieces, trainer, normalizer))
 
 
