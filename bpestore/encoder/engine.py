@@ -237,6 +237,18 @@ class Engine:
         self.encode_segment(text[start:], out, dropout, rng)
         return out
 
+    def encode_packed(self, text: str, rules: Rules, index: int | None) -> bytearray:
+        """``encode``'s ids as native uint32 bytes: straight from the compiled core where
+        it encodes the whole text (no int objects made)."""
+        if not rules.allowed and not rules.dropout:
+            fast = self.accelerated_for(text)
+            if isinstance(fast, core_backend.CoreEncoder):
+                self.refuse_disallowed(text, rules)
+                data = fast.encode_packed(text)
+                if data is not None:
+                    return data
+        return bytearray(self.encode(text, rules, index, array("I")))
+
     def encode_segment(self, text: str, out: Ids, dropout: float = 0.0, rng: random.Random | None = None) -> None:
         """Encode a stretch of text that holds no special token to be matched:
         with dropout by the reference encoder, else by the accelerated backend
