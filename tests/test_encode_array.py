@@ -106,3 +106,25 @@ def test_encode_array_equals_encode(stored, tmp_path, monkeypatch):
     monkeypatch.setattr(streams, "_numpy", lambda: None)
     ids = tok.encode_array(TRICKY)
     assert isinstance(ids, array) and ids.typecode == "I" and ids.tolist() == tok.encode(TRICKY)
+
+
+def test_char_class_pages_match_one_character_at_a_time():
+    """char_class finds a page of 256 classes at once (the lazily filled class table of the
+    scans asks it about every new character): the same answer as matching each character
+    alone with the patterns (the definition), on pages of every script."""
+    import regex
+
+    from bpestore import text
+
+    categories = [regex.compile(c) for c in (r"[\p{Lu}\p{Lt}]", r"\p{Ll}", r"[\p{Lm}\p{Lo}]", r"\p{M}", r"\p{N}",
+                                             r"\s")]
+    folds = [regex.compile(f"(?i:{letter})") for letter in "sdmtlver"]
+    rng = random.Random(5)
+    pages = [0, 1, 0x1E, 0x20, 0x21, 0x30, 0x4E, 0xD8, 0xFB, 0xFF, 0x1F6, 0x10FF,
+             *rng.sample(range(0x1100), 20)]
+    for page in pages:
+        for cp in range(page << 8, (page + 1) << 8):
+            char = chr(cp)
+            category = next((k for k, c in enumerate(categories, start=1) if c.match(char)), 7)
+            fold = next((k for k, f in enumerate(folds, start=1) if f.match(char)), 0)
+            assert text.char_class(cp) == category | fold << 4, hex(cp)
