@@ -103,15 +103,24 @@ def _page_classes(page: int) -> bytes:
     """``char_class`` of code points ``256 * page`` to ``256 * page + 255``: each pattern
     matches one character, so scanning the page's characters with it finds them all."""
     chars = "".join(map(chr, range(page << 8, (page + 1) << 8)))
-    categories, folds = _class_patterns()
+    folds = _class_patterns()[1]
     classes = bytearray([7] * 256)
-    for k, cls in reversed(list(enumerate(categories, start=1))):  # the first pattern that matches wins
+    for k, cls in reversed(list(enumerate(_class_runs(), start=1))):  # the first pattern that matches wins
         for m in cls.finditer(chars):
-            classes[m.start()] = k
-    for k, letter in reversed(list(enumerate(folds, start=1))):
-        for m in letter.finditer(chars):
-            classes[m.start()] = (classes[m.start()] & 15) | k << 4
+            classes[m.start():m.end()] = bytes([k]) * (m.end() - m.start())
+    for m in _any_fold().finditer(chars):  # few characters are one of the letters: find them, then which
+        classes[m.start()] |= next(k for k, letter in enumerate(folds, start=1) if letter.match(m.group())) << 4
     return bytes(classes)
+
+
+@functools.cache
+def _any_fold() -> regex.Pattern:
+    return regex.compile("|".join(_FOLDS))
+
+
+@functools.cache
+def _class_runs() -> list[regex.Pattern]:
+    return [regex.compile(f"(?:{c})+") for c in _CATEGORIES]
 
 
 @functools.cache
