@@ -6,7 +6,7 @@ array: ``encode``, beside bpestore's ``encode_array``), quicktok-v1 and tiktoken
 checked equal to tiktoken's on every document. Figures are CPU-time ratios: documents are
 taken in groups of about 200 kB, each group encoded by every peer in rotated order, and
 the ratio is the median over groups of the peer's CPU time over bpestore's.
-Then encode_batch on 10,000 2 kB documents beside HF tokenizers' and gigatoken's batch, at
+Then encode_batch (GPT-2) on 10,000 2 kB documents beside HF tokenizers' and gigatoken's batch, at
 each thread count (a child process per count: rayon's pools are sized once per process).
 """
 
@@ -174,35 +174,44 @@ print(json.dumps({name: sorted(t)[2] for name, t in times.items()}))
 
 
 def batch_rows(threads: tuple[int, ...], quick: bool = False) -> str:
-    """encode_batch of 10,000 2 kB english documents (cl100k), wall time at each thread count."""
+    """encode_batch of 10,000 2 kB english documents (GPT-2: HF tokenizers is exact on it, from
+    the shared vocab and merges; gigatoken from the same ranks as a rank file), wall time at
+    each thread count."""
+    import base64
     import tempfile
 
-    from transformers.convert_slow_tokenizer import TikTokenConverter
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers.models import BPE
+    from tokenizers.pre_tokenizers import ByteLevel
 
-    from bench.encode_peers import tiktoken_pattern
+    from bench.encode_peers import shared_ranks
 
     db = store_path()
-    rank_file = CORPORA / "cl100k_base.tiktoken"
     text = prepare_corpus("english_100M").read_text(encoding="utf-8")[:25_000_000]
     docs = documents(text, 2_000, 20_000_000)[:2_500 if quick else 10_000]
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        hf_path = Path(folder) / "cl100k.json"
-        TikTokenConverter(vocab_file=str(rank_file), pattern=tiktoken_pattern("cl100k")).converted().save(str(hf_path))
+        hf = HFTokenizer(BPE.from_file(str(CORPORA / "gpt2_vocab.json"), str(CORPORA / "gpt2_merges.txt")))
+        hf.pre_tokenizer = ByteLevel(add_prefix_space=False)
+        hf_path = Path(folder) / "gpt2.json"
+        hf.save(str(hf_path))
+        rank_file = Path(folder) / "r50k_base.tiktoken"  # gigatoken takes the pattern from the name
+        rank_file.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for t, r in shared_ranks("gpt2").items()))
         docs_path = Path(folder) / "docs.json"
         docs_path.write_text(json.dumps(docs))
         for n in threads:
             env = {**os.environ, "RAYON_NUM_THREADS": str(n), "RAYON_RS_NUM_THREADS": str(n),
                    "TOKENIZERS_PARALLELISM": "true" if n > 1 else "false"}
-            out = subprocess.run([sys.executable, "-c", BATCH_CHILD, str(n), str(db), "cl100k", str(docs_path),
-                                  str(rank_file), str(hf_path)], cwd=REPO, env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            secs = json.loads(out)
+            out = subprocess.run([sys.executable, "-c", BATCH_CHILD, str(n), str(db), "gpt2", str(docs_path),
+                                  str(rank_file), str(hf_path)], cwd=REPO, env=env, capture_output=True, text=True)
+            if out.returncode:
+                raise RuntimeError(f"the batch child failed: {out.stderr[-2000:]}")
+            secs = json.loads(out.stdout)
             mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
             ours = secs["bpestore"]
             rows.append([str(n), *(f"{mb / secs[name]:.1f}" for name in secs),
                          f"{secs['HF tokenizers'] / ours:.2f}×", f"{secs['gigatoken'] / ours:.2f}×"])
-    return (f"#### encode_batch, cl100k from a store, {len(docs):,} english documents of 2 kB: MB/s (wall, "
+    return (f"#### encode_batch, GPT-2 from a store, {len(docs):,} english documents of 2 kB: MB/s (wall, "
             "median of 5 rotated rounds; a child process per thread count)\n\n"
             + markdown_table(["threads", "bpestore", "bpestore array", "HF tokenizers", "gigatoken list",
                               "bpestore × HF", "bpestore × gigatoken"], rows))
