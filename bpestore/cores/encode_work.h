@@ -28,7 +28,6 @@ typedef struct Work {
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
     size_t cache_mask;
-    size_t chars_seen;     /* characters of every text encoded with this scratch space (sizes the cache) */
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
     uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
@@ -116,17 +115,14 @@ symbols_room(Work *w, size_t n)
     return 0;
 }
 
-/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX), `chars` counting every text
-   this scratch space encoded: a short text does not pay for a large one, and a run of
-   short texts (documents seen once) grows it as one long text would. A scratch space used
-   before keeps its cache (what it holds stays true for its encoder) unless it grows. */
+/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX): a short text does not pay
+   for a large one. A scratch space used before keeps its cache (what it holds stays
+   true for its encoder) unless this text wants a larger one. */
 static void
 cache_init(Work *w, ptrdiff_t chars)
 {
     size_t slots = 64;
-    if (chars > 0)
-        w->chars_seen = w->chars_seen + (size_t)chars < w->chars_seen ? SIZE_MAX : w->chars_seen + (size_t)chars;
-    while (slots < CACHE_SLOTS_MAX && slots * 8 < w->chars_seen)
+    while (slots < CACHE_SLOTS_MAX && (ptrdiff_t)slots * 8 < chars)
         slots <<= 1;
     if (w->cache == NULL || w->cache_mask + 1 < slots) {
         free(w->cache);
