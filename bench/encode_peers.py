@@ -391,7 +391,9 @@ def encode_peers(corpus: Path, name: str, runs: int, vocab_size: int, *, threads
                  quick: bool = False) -> str:
     runs = max(runs, 5) if not quick else runs
     title = "### encode-peers: exact encoders side by side" + (" (--quick: 500,000 characters a text)" if quick else "")
-    parts = [title,
+    from bench.encode_docs import batch_rows, seen_once
+
+    parts = [title, seen_once(quick), batch_rows(threads, quick),
              single_thread(runs, quick), thread_scaling(threads, runs, quick), chars_versions(runs, quick)]
     if not quick:
         parts += [long_words(), fresh_process(runs, quick), table_memory()]

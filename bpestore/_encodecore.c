@@ -1022,7 +1022,7 @@ counts_ready(Batch *b)
     return 0;
 }
 
-/* The ids of each text of b as lists, or (as_bytes) as bytes of native uint32, in
+/* The ids of each text of b as lists, or (as_bytes) as a bytearray of native uint32, in
    out[0..n). The lists are filled with the GIL released, by the threads that encoded
    the texts (each its own texts', end_threads) or here: what holds the GIL is a step
    per list and per distinct id of the call, not per id. Where the workers did not count
@@ -1040,7 +1040,7 @@ batch_objects(Batch *b, int as_bytes, PyObject **out)
         if (end == SIZE_MAX)
             out[k] = Py_NewRef(Py_None);
         else if (as_bytes)
-            out[k] = PyBytes_FromStringAndSize((const char *)(b->work[b->owner[k]]->out + start),
+            out[k] = PyByteArray_FromStringAndSize((const char *)(b->work[b->owner[k]]->out + start),
                                                (Py_ssize_t)((end - start) * 4));
         else
             out[k] = unfilled_list((Py_ssize_t)(end - start));
@@ -1401,17 +1401,17 @@ Encoder_table_bytes(Encoder *e, PyObject *unused)
 
 static PyMethodDef Encoder_methods[] = {
     {"encode", (PyCFunction)(void (*)(void))Encoder_encode, METH_VARARGS | METH_KEYWORDS,
-     "encode(text, as_bytes=False) -> list[int] | bytes | None\n\n"
+     "encode(text, as_bytes=False) -> list[int] | bytearray | None\n\n"
      "The ids of text (cut by the encoder's pattern, or one word where it has none); as_bytes:\n"
-     "as native uint32 bytes. None where the text holds a surrogate or a character the\n"
+     "as a bytearray of native uint32. None where the text holds a surrogate or a character the\n"
      "version has no symbol for."},
     {"encode_batch", (PyCFunction)(void (*)(void))Encoder_encode_batch, METH_VARARGS | METH_KEYWORDS,
-     "encode_batch(texts, as_bytes=False, workers=1) -> list[list[int] | bytes | None]\n\n"
+     "encode_batch(texts, as_bytes=False, workers=1) -> list[list[int] | bytearray | None]\n\n"
      "encode of each text, in one call, the GIL released while they are encoded: on up to\n"
      "`workers` threads (each with its scratch space and cache; none for less than 16,384\n"
      "characters), each taking the next text not yet taken."},
     {"encode_words", (PyCFunction)(void (*)(void))Encoder_encode_words, METH_VARARGS | METH_KEYWORDS,
-     "encode_words(words, as_bytes=False) -> list[int] | bytes | None\n\n"
+     "encode_words(words, as_bytes=False) -> list[int] | bytearray | None\n\n"
      "The ids of words already cut, in order (as encode)."},
     {"table_bytes", (PyCFunction)Encoder_table_bytes, METH_NOARGS,
      "table_bytes() -> int: the memory of the encoder's tables (the class table aside)."},

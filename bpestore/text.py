@@ -91,11 +91,37 @@ def char_class(code_point: int) -> int:
     >>> [char_class(ord(c)) >> 4 for c in "sSſdtLe"]
     [1, 1, 1, 2, 4, 5, 7]
     """
-    char = chr(code_point)
-    categories, folds = _class_patterns()
-    category = next((k for k, cls in enumerate(categories, start=1) if cls.match(char)), 7)
-    fold = next((k for k, letter in enumerate(folds, start=1) if letter.match(char)), 0)
-    return category | fold << 4
+    page = _CLASS_PAGES.get(code_point >> 8)
+    if page is None:  # the classes of the 256 code points around it, found at once (CJK: thousands of them)
+        page = _CLASS_PAGES[code_point >> 8] = _page_classes(code_point >> 8)
+    return page[code_point & 255]
+
+
+_CLASS_PAGES: dict[int, bytes] = {}
+
+
+def _page_classes(page: int) -> bytes:
+    """``char_class`` of code points ``256 * page`` to ``256 * page + 255``: each pattern
+    matches one character, so scanning the page's characters with it finds them all."""
+    chars = "".join(map(chr, range(page << 8, (page + 1) << 8)))
+    folds = _class_patterns()[1]
+    classes = bytearray([7] * 256)
+    for k, cls in reversed(list(enumerate(_class_runs(), start=1))):  # the first pattern that matches wins
+        for m in cls.finditer(chars):
+            classes[m.start():m.end()] = bytes([k]) * (m.end() - m.start())
+    for m in _any_fold().finditer(chars):  # few characters are one of the letters: find them, then which
+        classes[m.start()] |= next(k for k, letter in enumerate(folds, start=1) if letter.match(m.group())) << 4
+    return bytes(classes)
+
+
+@functools.cache
+def _any_fold() -> regex.Pattern:
+    return regex.compile("|".join(_FOLDS))
+
+
+@functools.cache
+def _class_runs() -> list[regex.Pattern]:
+    return [regex.compile(f"(?:{c})+") for c in _CATEGORIES]
 
 
 @functools.cache

@@ -154,7 +154,7 @@ class CoreEncoder:
         self._steps = spec.normalizer_steps
         self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 
-    def _ids(self, text: str, as_bytes: bool, first: bool = True) -> list[int] | bytes | None:
+    def _ids(self, text: str, as_bytes: bool, first: bool = True) -> list[int] | bytearray | None:
         if self._pretokenize is not None:
             return self._core.encode_words(self._pretokenize(text, first), as_bytes)
         return self._core.encode(normalize(text, self._steps) if self._steps else text, as_bytes)
@@ -164,24 +164,33 @@ class CoreEncoder:
         surrogate or a character the version has no symbol for (the pure path
         then says what to do)."""
         ids = self._ids(text, False)
-        assert not isinstance(ids, bytes)
+        assert not isinstance(ids, bytearray)
         return ids
 
-    def encode_batch(self, texts: Sequence[str], workers: int = 1) -> list[list[int] | None]:
-        """``encode`` of each text, in one call of the core, the GIL released while they
-        are encoded: on up to ``workers`` threads of the core, each taking the next text."""
+    def encode_packed(self, text: str) -> bytearray | None:
+        """``encode``'s ids as native uint32 in a new bytearray (no int objects made)."""
+        data = self._ids(text, True)
+        assert not isinstance(data, list)
+        return data
+
+    def encode_batch(self, texts: Sequence[str], workers: int = 1,
+                     packed: bool = False) -> list[list[int] | bytearray | None]:
+        """``encode`` (``packed``: ``encode_packed``) of each text, in one call of the core, the
+        GIL released while they are encoded: on up to ``workers`` threads of the core, each
+        taking the next text."""
         if self._pretokenize is not None:  # cut in Python, with the GIL: threads share what the core does
+            one = self.encode_packed if packed else self.encode
             if workers > 1 and len(texts) > 1:
                 from concurrent.futures import ThreadPoolExecutor  # start-up: 4 ms that one text does without
 
                 with ThreadPoolExecutor(workers) as pool:
-                    return list(pool.map(self.encode, texts))
-            return [self.encode(text) for text in texts]
+                    return list(pool.map(one, texts))
+            return [one(text) for text in texts]
         if self._steps:
             texts = [normalize(text, self._steps) for text in texts]
-        return self._core.encode_batch(texts, workers=workers)
+        return self._core.encode_batch(texts, as_bytes=packed, workers=workers)
 
-    def encode_each(self, words: Sequence[str], workers: int = 1) -> list[bytes | None]:
+    def encode_each(self, words: Sequence[str], workers: int = 1) -> list[bytearray | None]:
         """The ids of each pre-token (normalized and cut by the spec's pipeline) as uint32 bytes,
         in one call of the core on ``workers`` threads: a word alone where it cuts none, else cut
         by a scanned pattern, which cuts each of its own words into itself (its matches at the
@@ -191,17 +200,13 @@ class CoreEncoder:
     def encode_into(self, text: str, out: list | array, first: bool = True) -> bool:
         """Add the ids of text to ``out`` (a list, or a uint32 array); False,
         adding nothing, where ``encode`` gives None (``first``: as ``PythonEncoder.encode_into``)."""
-        if isinstance(out, array):
-            data = self._ids(text, True, first)
-            if data is None:
-                return False
-            assert isinstance(data, bytes)
-            out.frombytes(data)
-            return True
-        ids = self._ids(text, False, first)
+        ids = self._ids(text, isinstance(out, array), first)
         if ids is None:
             return False
-        out.extend(ids)
+        if isinstance(ids, bytearray):
+            out.frombytes(ids)  # type: ignore[union-attr]
+        else:
+            out.extend(ids)
         return True
 
     def table_bytes(self) -> int:

@@ -241,6 +241,18 @@ class Engine:
         self.encode_segment(text[start:], out, dropout, rng, first)
         return out
 
+    def encode_packed(self, text: str, rules: Rules, index: int | None) -> bytearray:
+        """``encode``'s ids as native uint32 bytes: straight from the compiled core where
+        it encodes the whole text (no int objects made)."""
+        if not rules.allowed and not rules.dropout:
+            fast = self.accelerated_for(text)
+            if isinstance(fast, core_backend.CoreEncoder):
+                self.refuse_disallowed(text, rules)
+                data = fast.encode_packed(text)
+                if data is not None:
+                    return data
+        return bytearray(self.encode(text, rules, index, array("I")))
+
     def encode_segment(self, text: str, out: Ids, dropout: float = 0.0, rng: random.Random | None = None,
                        first: bool = True) -> None:
         """Encode a stretch of text that holds no special token to be matched
@@ -264,7 +276,7 @@ class Engine:
         fast = self.accelerated[0]
         each = fast.encode_each(words, workers) if isinstance(fast, core_backend.CoreEncoder) else [None] * len(words)
         encode_word = self.reference.encode_word
-        return [ids if ids is not None else array("I", encode_word(fix_surrogates(word))).tobytes()
+        return [bytes(ids) if ids is not None else array("I", encode_word(fix_surrogates(word))).tobytes()
                 for word, ids in zip(words, each)]
 
     @property

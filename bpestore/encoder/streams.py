@@ -11,9 +11,9 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InvalidArgumentError, NotFoundError
 from ..text import rechunk
@@ -96,8 +96,8 @@ def encode_file(engine: Engine, path: str | Path, out: str | Path, rules: Rules,
         if workers > 1 and total is not None and _ranges_apply(engine, rules):
             parts = _encode_ranges(engine, name, total, rules, workers, typecode, errors)
         else:
-            parts = ((_pack(ids, typecode), len(ids), reader.size)
-                     for ids in encode_stream(engine, reader, rules, workers, _uint32_array))
+            parts = ((_pack(data, typecode), len(data) // 4, reader.size)
+                     for data in _packed_stream(engine, reader, rules, workers))
         with atomic_path(Path(out), force=force) as temp, open(temp, "wb") as f:
             for data, n, done in parts:
                 n_tokens += n
@@ -109,6 +109,16 @@ def encode_file(engine: Engine, path: str | Path, out: str | Path, rules: Rules,
             stream.close()
     return EncodedFile(path=str(out), tokens=n_tokens, bytes=total if total is not None else reader.size,
                        dtype=dtype)
+
+
+def _packed_stream(engine: Engine, chunks: Iterable[str], rules: Rules, workers: int) -> Iterator[bytearray]:
+    """``encode_stream``'s pieces' ids as native uint32 bytes (``Engine.encode_packed`` on one thread)."""
+    if workers > 1:
+        yield from map(bytearray, encode_stream(engine, chunks, rules, workers, _uint32_array))
+        return
+    pieces = rechunk(sliced(chunks, PIECE_CHARS), engine.stream_cutter(rules.allowed | rules.disallowed))
+    for index, piece in enumerate(pieces):
+        yield engine.encode_packed(piece, rules, index)
 
 
 def _ranges_apply(engine: Engine, rules: Rules) -> bool:
@@ -125,11 +135,16 @@ def _on_threads(engine: Engine) -> bool:
     return isinstance(engine.accelerated[0], CoreEncoder)
 
 
-def encode_batch(engine: Engine, texts: Iterable[str], rules: Rules, workers: int) -> list[list[int]]:
-    """``Tokenizer.encode_batch``: where the compiled core encodes the texts whole (no
-    special token to match, no dropout), it takes them a batch per call, on ``workers``
-    threads of its own (the GIL released while it encodes; one copy of its tables); else each text
-    is encoded alone, on threads where tiktoken's core encodes."""
+def encode_batch(engine: Engine, texts: Iterable[str], rules: Rules, workers: int,
+                 packed: bool = False) -> list[Any]:
+    """``Tokenizer.encode_batch`` (``packed``: each text's ids as native uint32 bytes): where
+    the compiled core encodes the texts whole (no special token to match, no dropout), it
+    takes them a batch per call, on ``workers`` threads of its own (the GIL released while it
+    encodes; one copy of its tables); else each text is encoded alone, on threads where
+    tiktoken's core encodes."""
+    def one(text: str) -> list[int] | bytearray:
+        return engine.encode_packed(text, rules, None) if packed else engine.encode(text, rules, None, [])
+
     fast = engine.accelerated[0] if not rules.allowed and not rules.dropout else None
     core = fast if isinstance(fast, CoreEncoder) else None  # it encodes these texts whole
     if core is None:
@@ -137,15 +152,15 @@ def encode_batch(engine: Engine, texts: Iterable[str], rules: Rules, workers: in
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(workers) as pool:
-                return list(pool.map(lambda text: engine.encode(text, rules, None, []), texts))
-        return [engine.encode(text, rules, None, []) for text in texts]
+                return list(pool.map(one, texts))
+        return [one(text) for text in texts]
     texts = list(texts)
     if rules.disallowed:
         for text in texts:
             engine.refuse_disallowed(text, rules)
-    found = [ids for batch in _batches(texts, workers) for ids in core.encode_batch(batch, workers)]
+    found = [ids for batch in _batches(texts, workers) for ids in core.encode_batch(batch, workers, packed)]
     # None: a lone surrogate or a character the version has no symbol for (the pure path says what to do).
-    return [ids if ids is not None else engine.encode(text, rules, None, []) for ids, text in zip(found, texts)]
+    return [ids if ids is not None else one(text) for ids, text in zip(found, texts)]
 
 
 def _batches(texts: list[str], workers: int) -> list[list[str]]:
@@ -285,21 +300,41 @@ def _encode_range(engine: Engine, path: str, start: int, end: int, errors: str, 
     from ..sources import decode, read_range
 
     text = decode(read_range(path, start, end), path, errors, start)
-    ids = engine.encode(text, rules, None, _uint32_array())
-    return _pack(ids, typecode), len(ids)
+    data = engine.encode_packed(text, rules, None)
+    return _pack(data, typecode), len(data) // 4
 
 
-def _pack(ids: array[int], typecode: str) -> bytes | bytearray:
-    """uint32 ids as little-endian ``typecode`` (I, or H where every id fits in 16 bits)."""
+def _pack(data: bytearray, typecode: str) -> bytearray:
+    """Native uint32 ids as little-endian ``typecode`` (I, or H where every id fits in 16 bits)."""
     if sys.byteorder != "little":
+        ids = array("I", data)
         ids.byteswap()
+        data = bytearray(ids)
     if typecode == "I":
-        return ids.tobytes()
+        return data
     # Keep the low two bytes of each four.
-    data = memoryview(ids).cast("B")
-    narrow = bytearray(len(ids) * 2)
+    narrow = bytearray(len(data) // 2)
     narrow[0::2], narrow[1::2] = data[0::4], data[1::4]
     return narrow
+
+
+def id_array(data: bytearray) -> Any:
+    """Native uint32 ids as a numpy array where numpy imports (a view of ``data``), else ``array('I')``."""
+    numpy = _numpy()
+    if numpy is not None:
+        return numpy.frombuffer(data, dtype=numpy.uint32)
+    ids = array("I")
+    ids.frombytes(data)
+    return ids
+
+
+@cache
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
 
 
 def _uint32_array() -> array[int]:

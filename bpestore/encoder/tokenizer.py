@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
@@ -163,6 +163,16 @@ class Tokenizer:
         """``encode`` each text; takes the same keyword options. ``workers`` > 1: that many
         texts at once on threads where the compiled core encodes (one copy of its tables)."""
         return streams.encode_batch(self.engine, texts, self.engine.rules(**options), workers)
+
+    def encode_array(self, text: str, **options) -> Any:
+        """``encode``'s ids as a uint32 numpy array where numpy imports, else an ``array('I')``
+        (taken straight from the compiled core's output: no int objects). ``encode``'s options."""
+        return streams.id_array(self.engine.encode_packed(text, self.engine.rules(**options), None))
+
+    def encode_batch_array(self, texts: Iterable[str], *, workers: int = 1, **options) -> list[Any]:
+        """``encode_batch`` with each text's ids as ``encode_array`` gives them."""
+        found = streams.encode_batch(self.engine, texts, self.engine.rules(**options), workers, packed=True)
+        return [streams.id_array(data) for data in found]
 
     def encode_with_offsets(self, text: str, **options) -> tuple[list[int], list[tuple[int, int]]]:
         """The ids of text and, for each, the (start, end) characters of text it
