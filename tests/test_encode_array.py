@@ -98,7 +98,7 @@ def test_encode_array_equals_encode(stored, tmp_path, monkeypatch):
     source = tmp_path / "in.txt"
     source.write_text(TRICKY * 50, encoding="utf-8")
     for dtype, code in (("uint16", "H"), ("uint32", "I")):
-        tok.encode_file(source, tmp_path / "ids.bin", dtype=dtype)
+        tok.encode_file(source, tmp_path / "ids.bin", dtype=dtype, force=True)
         written = array(code, (tmp_path / "ids.bin").read_bytes())
         assert written.tolist() == tok.encode(TRICKY * 50, disallowed_special=())
     from bpestore.encoder import streams
