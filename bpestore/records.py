@@ -277,8 +277,40 @@ class TokenInfo:
                 "kind": self.kind, "rank": self.rank, "count": self.count}
 
 
+class _Ratios:
+    """The ratios of an encoding's totals, shared by ``EncodingStats`` and ``CorpusStats``."""
+
+    bytes: int
+    words: int
+    tokens: int
+    unknown: int | None
+    used_ids: int
+    vocab_size: int
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.bytes / self.tokens if self.tokens else 0.0
+
+    @property
+    def tokens_per_word(self) -> float:
+        return self.tokens / self.words if self.words else 0.0
+
+    @property
+    def unknown_share(self) -> float | None:
+        return None if self.unknown is None else self.unknown / self.tokens if self.tokens else 0.0
+
+    @property
+    def vocab_use(self) -> float:
+        """The share of the version's ids that occur."""
+        return self.used_ids / self.vocab_size if self.vocab_size else 0.0
+
+    def _ratios(self) -> dict[str, Any]:
+        return {"bytes_per_token": self.bytes_per_token, "tokens_per_word": self.tokens_per_word,
+                "unknown_share": self.unknown_share, "vocab_use": self.vocab_use}
+
+
 @dataclass(frozen=True)
-class CorpusStats:
+class CorpusStats(_Ratios):
     """How a version encodes a corpus generation (``corpus_stats``), from its word counts:
     ``bytes`` (UTF-8) and ``words`` (pre-tokens) of its words, ``distinct_words``,
     ``tokens``, ``one_token_words`` (words encoded as one token, counted each time),
@@ -296,29 +328,11 @@ class CorpusStats:
     vocab_size: int
 
     @property
-    def bytes_per_token(self) -> float:
-        return self.bytes / self.tokens if self.tokens else 0.0
-
-    @property
-    def tokens_per_word(self) -> float:
-        return self.tokens / self.words if self.words else 0.0
-
-    @property
     def one_token_share(self) -> float:
         return self.one_token_words / self.words if self.words else 0.0
 
-    @property
-    def unknown_share(self) -> float | None:
-        return None if self.unknown is None else self.unknown / self.tokens if self.tokens else 0.0
-
-    @property
-    def vocab_use(self) -> float:
-        return self.used_ids / self.vocab_size if self.vocab_size else 0.0
-
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), "bytes_per_token": self.bytes_per_token, "tokens_per_word": self.tokens_per_word,
-                "one_token_share": self.one_token_share, "unknown_share": self.unknown_share,
-                "vocab_use": self.vocab_use}
+        return {**_fields(self), **self._ratios(), "one_token_share": self.one_token_share}
 
 
 @dataclass(frozen=True)
@@ -467,7 +481,7 @@ class Explanation:
 
 
 @dataclass(frozen=True)
-class EncodingStats:
+class EncodingStats(_Ratios):
     """How a version encodes one file (``stats``): ``bytes`` of UTF-8 text,
     ``words`` (runs of non-space characters, the same for every version),
     ``tokens``; ``unknown`` tokens (the unknown token, or bytes standing for an
@@ -483,28 +497,8 @@ class EncodingStats:
     used_ids: int
     vocab_size: int
 
-    @property
-    def bytes_per_token(self) -> float:
-        return self.bytes / self.tokens if self.tokens else 0.0
-
-    @property
-    def tokens_per_word(self) -> float:
-        return self.tokens / self.words if self.words else 0.0
-
-    @property
-    def unknown_share(self) -> float | None:
-        if self.unknown is None:
-            return None
-        return self.unknown / self.tokens if self.tokens else 0.0
-
-    @property
-    def vocab_use(self) -> float:
-        """The share of the version's ids that occur in the file."""
-        return self.used_ids / self.vocab_size if self.vocab_size else 0.0
-
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), "bytes_per_token": self.bytes_per_token, "tokens_per_word": self.tokens_per_word,
-                "unknown_share": self.unknown_share, "vocab_use": self.vocab_use}
+        return {**_fields(self), **self._ratios()}
 
 
 @dataclass(frozen=True)
