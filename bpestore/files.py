@@ -1,4 +1,5 @@
-"""Files written whole or not at all: a failure or a kill leaves the target as it was."""
+"""Files written whole or not at all (a failure or a kill leaves the target as it was), and
+somebody else's files read within bounds."""
 
 from __future__ import annotations
 
@@ -156,6 +157,28 @@ def _swap_folders(new: Path, path: Path) -> None:
 def _temp_prefix(path: Path) -> str:
     """A temporary file's name beside ``path`` says whose it is: ``.NAME.PID.``."""
     return f".{path.name}.{os.getpid()}."
+
+
+def read_bounded(path: str | os.PathLike, limit: int, what: str) -> bytes:
+    """A regular file's bytes, refused past ``limit`` bytes (opened without blocking:
+    a FIFO is refused, not waited on); ``what`` names the file in messages
+    (``"tokenizer.json"``)."""
+    try:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            info = os.fstat(f.fileno())
+            regular = stat.S_ISREG(info.st_mode)
+            data = f.read(limit + 1) if regular and info.st_size <= limit else b""
+    except FileNotFoundError:
+        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
+    except OSError as exc:
+        raise InvalidArgumentError(f"{path} cannot be read: {exc.strerror}", params=("path",)) from None
+    if not regular:
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise InvalidArgumentError(f"{path} is {kind}; give the {what} file", params=("path",))
+    if max(info.st_size, len(data)) > limit:
+        raise InvalidArgumentError(f"{path} is over {limit >> 20} MiB, the most a {what} may hold here",
+                                   params=("path",))
+    return data
 
 
 def partial_path(path: Path, kind: str) -> Path:

@@ -43,7 +43,8 @@ def shown_text(text: str) -> str:
     """``shown_token`` of a token already given as ``token_text``."""
     if not text.isprintable():
         text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return f"'{text}'"
+    quote = '"' if "'" in text and '"' not in text else "'"
+    return f"{quote}{text}{quote}"
 
 
 def merge_tree(token: int, vocab: dict[int, bytes], made_by: Mapping[int, Merge]) -> dict[str, Any]:

@@ -368,14 +368,11 @@ class BpeTrainer:
             return self._merge_in_core(key, left, right)
         count = self.pair_counts[key]
         token = self._add_token(left, right)
-        pair_counts, pair_words = self.pair_counts, self.pair_words
         words, counts = self.words, self.counts
-        get = pair_counts.get
         touched: set[int] = set()  # pairs with the new token whose count grew
         token_left = token << PAIR_SHIFT
-        first_seen, moved = self.first_seen, self._moved
 
-        for index in pair_words.pop(key, ()):
+        for index in self.pair_words.pop(key, ()):
             word = words[index]
             # Visit each occurrence of `left` (found in C by list.index) and
             # merge it when `right` follows it, left to right, into `out`.
@@ -400,32 +397,10 @@ class BpeTrainer:
                     else:
                         prev = word[i - 1] << PAIR_SHIFT if i else -1
                     if prev >= 0:
-                        pair_counts[prev | left] -= n
-                        gain = prev | token
-                        pair_counts[gain] = get(gain, 0) + n
-                        if first_seen:
-                            moved(prev | left, index, False)
-                            moved(gain, index, True)
-                        touched.add(gain)
-                        bucket = pair_words.get(gain)
-                        if bucket is None:
-                            pair_words[gain] = [index]
-                        elif bucket[-1] != index:
-                            bucket.append(index)
+                        self._move(prev | left, prev | token, n, index, touched)
                     if i + 2 <= last:
                         nxt = word[i + 2]
-                        pair_counts[(right << PAIR_SHIFT) | nxt] -= n
-                        gain = token_left | nxt
-                        pair_counts[gain] = get(gain, 0) + n
-                        if first_seen:
-                            moved((right << PAIR_SHIFT) | nxt, index, False)
-                            moved(gain, index, True)
-                        touched.add(gain)
-                        bucket = pair_words.get(gain)
-                        if bucket is None:
-                            pair_words[gain] = [index]
-                        elif bucket[-1] != index:
-                            bucket.append(index)
+                        self._move((right << PAIR_SHIFT) | nxt, token_left | nxt, n, index, touched)
                     if out is None:
                         if not remaining:
                             # The word's only occurrence (the common case): in place.
@@ -440,6 +415,21 @@ class BpeTrainer:
                 out += word[copied:]
                 words[index] = out
         return self._finish_merge(key, left, right, token, count, touched)
+
+    def _move(self, lost: int, gain: int, n: int, index: int, touched: set[int]) -> None:
+        """Word ``index``'s ``n`` of pair ``lost`` (beside a merged occurrence) become pair ``gain``."""
+        pair_counts, pair_words = self.pair_counts, self.pair_words
+        pair_counts[lost] -= n
+        pair_counts[gain] = pair_counts.get(gain, 0) + n
+        if self.first_seen:
+            self._moved(lost, index, False)
+            self._moved(gain, index, True)
+        touched.add(gain)
+        bucket = pair_words.get(gain)
+        if bucket is None:
+            pair_words[gain] = [index]
+        elif bucket[-1] != index:
+            bucket.append(index)
 
     def _merge_in_core(self, key: int, left: int, right: int) -> Merge:
         """``_merge`` where the compiled core holds the words and counts."""

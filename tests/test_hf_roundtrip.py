@@ -311,7 +311,7 @@ def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path, monkey
 
     (tmp_path / "t.json").write_text('{"model": {"type": "BPE"}}', encoding="utf-8")
     monkeypatch.setattr(hf_format, "MAX_FILE_BYTES", 10)
-    with pytest.raises(InvalidArgumentError, match="larger than"):
+    with pytest.raises(InvalidArgumentError, match="is over"):
         hf_format.read_hf(tmp_path / "t.json")
 
 

@@ -9,13 +9,12 @@ not a tokenizer.json, ``InvalidArgumentError`` for one bpestore cannot run).
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
+from ..errors import DamagedDataError, InvalidArgumentError
+from ..files import read_bounded
 from ..records import ForeignModel
 from ..spec import TokenizerSpec
 from ..text import PATTERNS
@@ -211,7 +210,7 @@ def read_hf(path: str | Path) -> ForeignModel:
     """Read a Hugging Face ``tokenizer.json`` holding a BPE model (a regular file
     of at most MAX_FILE_BYTES)."""
     try:
-        data = json.loads(_read_bounded(path).decode("utf-8"))
+        data = json.loads(read_bounded(path, MAX_FILE_BYTES, "tokenizer.json").decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DamagedDataError(f"{path} is not a JSON file: {exc}", params=("path",)) from None
     except RecursionError:
@@ -219,27 +218,6 @@ def read_hf(path: str | Path) -> ForeignModel:
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise DamagedDataError(f"{path} is not a Hugging Face tokenizer.json (no 'model' object)", params=("path",))
     return _Reader(str(path), data).read()
-
-
-def _read_bounded(path: str | Path) -> bytes:
-    """A regular file's bytes, refused past MAX_FILE_BYTES (opened without blocking: a FIFO is refused)."""
-    try:
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
-            info = os.fstat(f.fileno())
-            regular = stat.S_ISREG(info.st_mode)
-            data = f.read(MAX_FILE_BYTES + 1) if regular and info.st_size <= MAX_FILE_BYTES else b""
-    except FileNotFoundError:
-        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
-    except OSError as exc:
-        raise InvalidArgumentError(f"{path} cannot be read: {exc.strerror}", params=("path",)) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InvalidArgumentError(f"{path} is a folder; give the tokenizer.json file", params=("path",))
-    if not regular:
-        raise InvalidArgumentError(f"{path} is not a regular file; give the tokenizer.json file", params=("path",))
-    if max(info.st_size, len(data)) > MAX_FILE_BYTES:
-        raise InvalidArgumentError(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB, the most a tokenizer.json "
-                                   "may hold here", params=("path",))
-    return data
 
 
 class _Reader:

@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 import re
-import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -40,7 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..charsmap import Charsmap, decode_charsmap, encode_charsmap
-from ..errors import DamagedDataError, InvalidArgumentError, NotFoundError
+from ..errors import DamagedDataError, InvalidArgumentError
+from ..files import read_bounded
 from ..records import ForeignModel
 from ..spec import TokenizerSpec
 
@@ -203,19 +202,7 @@ def serialize_model(model: SentencePieceModel) -> bytes:
 # -- reading -------------------------------------------------------------------------------------
 def read_sentencepiece(path: str | Path) -> ForeignModel:
     """Read a SentencePiece BPE ``.model``; a part bpestore cannot run is refused by name."""
-    try:
-        mode = os.stat(path).st_mode  # before opening: opening a FIFO waits for a writer
-        if stat.S_ISDIR(mode):
-            raise InvalidArgumentError(f"{path} is a folder; give the .model file", params=("path",))
-        if not stat.S_ISREG(mode):
-            raise InvalidArgumentError(f"{path} is not a regular file; give the .model file", params=("path",))
-        with open(path, "rb") as file:
-            data = file.read(MAX_MODEL_BYTES + 1)
-    except FileNotFoundError:
-        raise NotFoundError(f"file not found: {path}", params=("path",)) from None
-    if len(data) > MAX_MODEL_BYTES:
-        raise InvalidArgumentError(f"{path} is over {MAX_MODEL_BYTES >> 20} MiB, the most a SentencePiece model "
-                                   "may have here", params=("path",))
+    data = read_bounded(path, MAX_MODEL_BYTES, "SentencePiece model")
     try:
         model = parse_model(data)
     except (ValueError, UnicodeDecodeError) as exc:
