@@ -222,7 +222,11 @@ def symbolizer(spec: TokenizerSpec, id_of: Mapping[bytes, int],
         ((data.decode("utf-8", "surrogatepass"), token_id) for data, token_id in id_of.items() if _is_utf8(data))
         if text.endswith(glued) and len(text) == len(glued) + 1}
 
+    users = {symbol: token(symbol, "user symbol") for symbol in spec.user_symbols}
+
     def char_symbols(word: str) -> list[int]:
+        if word in users:  # the pre-tokenizer gives each user symbol as a word of its own
+            return [users[word]]
         ids = list(prefix)
         after_unseen = False
         for at, char in enumerate(word):

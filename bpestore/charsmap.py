@@ -5,7 +5,8 @@ A model's ``normalizer_spec.precompiled_charsmap`` (``nmt_nfkc``, ``nfkc``,
 giving the size in bytes of a Darts double-array trie, the trie's units, then
 NUL-terminated normalized strings. At each place of the UTF-8 text the longest
 key of the trie found there is replaced by its string; where no key starts,
-one character is kept. Spaces are then handled as sentencepiece's
+one character is kept, or where the bytes are not UTF-8, each byte becomes
+U+FFFD (not looked up: ``nmt_nfkc`` drops a U+FFFD the text holds). Spaces are then handled as sentencepiece's
 ``Normalizer::Normalize`` does, on the normalized text.
 """
 
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 import sys
 from array import array
 
 from .errors import DamagedDataError
 
-_SPACE, _MARKER = b" ", "\u2581".encode()
+_SPACE, _MARKER, _REPLACEMENT = b" ", "\u2581".encode(), "\ufffd".encode()
 _MAX_RESULTS = 32  # sentencepiece's kMaxTrieResultsSize: later prefix matches are not seen
 
 
@@ -64,16 +66,21 @@ class Charsmap:
                 raise DamagedDataError("the precompiled character map's trie points past its strings")
             return self.strings[value:stop], longest
         length = _char_length(data[at])
+        if length > 1 and not _valid(data[at:at + length]):
+            return _REPLACEMENT, 1  # each byte of invalid UTF-8 is one U+FFFD, never mapped
         return data[at:at + length], length
 
-    def normalize(self, text: str, *, dummy_prefix: bool, remove_extra_whitespaces: bool, suffix: bool = False) -> str:
+    def normalize(self, text: str, *, dummy_prefix: bool, remove_extra_whitespaces: bool, suffix: bool = False,
+                  keep: tuple[str, ...] = ()) -> str:
         """``text`` as sentencepiece normalizes it, spaces written as ▁ (escape_whitespaces);
-        ``suffix``: treat_whitespace_as_suffix (the dummy space goes at the end)."""
-        data = text.encode("utf-8", "surrogatepass")
+        ``suffix``: treat_whitespace_as_suffix (the dummy space goes at the end); ``keep``:
+        user-defined symbols, left as they are where they start (the longest first)."""
+        data = _utf8(text)
+        replacement = self.replacement if not keep else functools.partial(self._kept_or_replaced, _matcher(keep))
         at, n = 0, len(data)
         if remove_extra_whitespaces:
             while at < n:
-                piece, used = self.replacement(data, at)
+                piece, used = replacement(data, at)
                 if piece != _SPACE:
                     break
                 at += used
@@ -82,7 +89,7 @@ class Charsmap:
         out = bytearray(_MARKER if dummy_prefix and not suffix else b"")
         after_space = remove_extra_whitespaces
         while at < n:
-            piece, used = self.replacement(data, at)
+            piece, used = replacement(data, at)
             at += used
             if after_space:
                 piece = piece.lstrip(_SPACE)
@@ -97,6 +104,39 @@ class Charsmap:
         if dummy_prefix and suffix:
             out += _MARKER
         return out.decode("utf-8", "surrogatepass")
+
+
+    def _kept_or_replaced(self, matcher: tuple[bytes, re.Pattern[bytes]], data: bytes, at: int) -> tuple[bytes, int]:
+        firsts, pattern = matcher
+        if data[at] in firsts:
+            m = pattern.match(data, at)
+            if m is not None:
+                return m.group(), m.end() - at
+        return self.replacement(data, at)
+
+
+@functools.lru_cache(maxsize=8)
+def _matcher(symbols: tuple[str, ...]) -> tuple[bytes, re.Pattern[bytes]]:
+    """The first bytes of the symbols, and a pattern matching the longest of them."""
+    encoded = sorted({s.encode("utf-8") for s in symbols}, key=lambda s: (-len(s), s))
+    return bytes({s[0] for s in encoded}), re.compile(b"|".join(re.escape(s) for s in encoded))
+
+
+def _utf8(text: str) -> bytes:
+    """The bytes of a text, where bytes that are not UTF-8 come as ``surrogateescape``
+    gives them (lone surrogates from elsewhere as their invalid three bytes)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _valid(char: bytes) -> bool:
+    try:
+        char.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _offset(unit: int) -> int:

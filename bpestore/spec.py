@@ -35,7 +35,7 @@ DUMMY_PREFIXES = ("never", "always", "unless-space", "first")
 # The fields that decide which words a corpus holds: words counted under
 # different values of these must never be mixed in one corpus.
 CORPUS_FIELDS = ("normalizer", "pretokenizer", "pattern", "special_tokens", "space_marker", "dummy_prefix",
-                 "charsmap", "space_suffix")
+                 "charsmap", "space_suffix", "user_symbols")
 
 
 def check_special_tokens(tokens: Sequence[str]) -> None:
@@ -100,6 +100,12 @@ class TokenizerSpec:
     * ``space_suffix``: SentencePiece's ``treat_whitespace_as_suffix``: the
       dummy space goes after the text (``dummy_prefix='always'``) and
       ``metaspace`` cuts after each marker.
+    * ``user_symbols``: SentencePiece's ``user_defined_symbols``: each is a
+      token of its own wherever the normalized text holds it (the longest
+      first), never split or merged with its neighbours, and left as written
+      by a ``charsmap``; unlike special tokens they are ordinary text (no
+      ``allowed_special`` needed) and the spaces around them are normalized
+      as one text.
     """
 
     normalizer: str = "none"
@@ -122,9 +128,11 @@ class TokenizerSpec:
     drop_unseen: bool = False
     charsmap: str | None = None
     space_suffix: bool = False
+    user_symbols: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+        object.__setattr__(self, "user_symbols", tuple(self.user_symbols))
         if self.pattern is not None and self.pretokenizer not in ("regex", "gpt2"):
             raise InvalidArgumentError("a custom pattern goes with pretokenizer='regex', not "
                                        f"{self.pretokenizer!r}", params=("pattern", "pretokenizer"))
@@ -200,6 +208,8 @@ class TokenizerSpec:
         if self.space_suffix and (self.space_marker is None or self.dummy_prefix == "unless-space"):
             raise InvalidArgumentError("space_suffix goes with a space_marker and dummy_prefix always or never",
                                        params=("space_suffix",))
+        if any(not symbol for symbol in self.user_symbols) or len(set(self.user_symbols)) != len(self.user_symbols):
+            raise InvalidArgumentError("user_symbols cannot be empty or given twice", params=("user_symbols",))
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
@@ -239,10 +249,12 @@ class TokenizerSpec:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["special_tokens"] = list(self.special_tokens)
+        d["user_symbols"] = list(self.user_symbols)
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
                               ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None),
-                              ("drop_unseen", False), ("charsmap", None), ("space_suffix", False)):
+                              ("drop_unseen", False), ("charsmap", None), ("space_suffix", False),
+                              ("user_symbols", [])):
             if d[name] == default:
                 del d[name]
         return d
@@ -269,8 +281,9 @@ class TokenizerSpec:
         if unknown:
             raise InvalidArgumentError(f"unknown spec field(s): {', '.join(sorted(unknown))}")
         data = dict(data)
-        if "special_tokens" in data:
-            data["special_tokens"] = tuple(data["special_tokens"])
+        for name in ("special_tokens", "user_symbols"):
+            if name in data:
+                data[name] = tuple(data[name])
         return cls(**data)
 
     @classmethod

@@ -233,6 +233,7 @@ class TextPipeline:
         self.count_core = COUNT_CORE if self.cuts_words and spec.pretokenizer in COUNT_CORE_PATTERNS else None
         self.count_pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
         self.specials = special_tokens_regex(spec.special_tokens)
+        self.user_symbols = special_tokens_regex(spec.user_symbols)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
     def mark_normalized(self, text: str, first: bool = True) -> str:
@@ -242,7 +243,8 @@ class TextPipeline:
         if spec.charsmap is not None:
             return charsmap_of(spec.charsmap).normalize(
                 text, dummy_prefix=spec.dummy_prefix == "always" or (spec.dummy_prefix == "first" and first),
-                remove_extra_whitespaces="collapse-spaces" in self.steps, suffix=spec.space_suffix)
+                remove_extra_whitespaces="collapse-spaces" in self.steps, suffix=spec.space_suffix,
+                keep=spec.user_symbols)
         return mark_spaces(normalize(text, self.steps), spec, first)
 
     # -- the three steps -------------------------------------------------
@@ -263,8 +265,20 @@ class TextPipeline:
 
     def pretokenize(self, segment: str, first: bool = True) -> list[str]:
         """Normalize and pre-tokenize one segment that holds no special token
-        (``first``: it starts the text, see ``mark_spaces``)."""
-        segment = self.mark_normalized(segment, first)
+        (``first``: it starts the text, see ``mark_spaces``). Lone surrogates (bytes
+        that are not UTF-8, as ``surrogateescape`` carries them) become U+FFFD each."""
+        segment = self.mark_normalized(segment if self.spec.charsmap is not None else fix_surrogates(segment), first)
+        if self.user_symbols is None:
+            return self._cut(segment)
+        words: list[str] = []
+        start = 0
+        for m in self.user_symbols.finditer(segment):  # each a word of its own, the text between cut as usual
+            words += self._cut(segment[start:m.start()])
+            words.append(m.group())
+            start = m.end()
+        return words + self._cut(segment[start:])
+
+    def _cut(self, segment: str) -> list[str]:
         if self.pattern is None:
             return [segment] if segment else []
         words = self.pattern.findall(segment)

@@ -161,7 +161,6 @@ def test_what_bpestore_cannot_run_is_refused_by_name(cli_run, tmp_path):
         "unigram": ({"model_type": "unigram"}, "trainer_spec.model_type: UNIGRAM"),
         "unigram-nfkc": ({"model_type": "unigram", "normalization_rule_name": "nmt_nfkc"},
                          "trainer_spec.model_type: UNIGRAM (only BPE models are read)"),
-        "user": ({"user_defined_symbols": ["<sep>"]}, "type user-defined"),
     }
     for name, (options, part) in cases.items():
         model = io.BytesIO()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from ..bpe import merge_ranks as bpe_merge_ranks
 from ..bpe import merge_steps
 from ..errors import InvalidArgumentError
-from ..text import fix_surrogates, rechunk
+from ..text import rechunk
 from .engine import Engine
 from .streams import PIECE_CHARS, sliced
 
@@ -59,7 +59,7 @@ def _explain_segment(engine: Engine, text: str, budget: list[int], first: bool) 
     from ..records import MergeStep, WordExplanation
 
     table = engine.reference.table
-    for word in engine.reference.pipeline.pretokenize(fix_surrogates(text), first) if text else ():
+    for word in engine.reference.pipeline.pretokenize(text, first) if text else ():
         symbols = engine.reference.index.initial_ids(word)
         most = len(symbols) * (len(symbols) + 1) // 2  # the ids its steps can list
         budget[0] -= most
@@ -116,11 +116,11 @@ def count_pretokens(engine: Engine, chunks: Iterable[str]) -> tuple[Counter[str]
         start = 0
         for m in regex.finditer(piece) if regex is not None else ():
             if m.start() > start:
-                words.update(pretokenize(fix_surrogates(piece[start:m.start()]), index == start == 0))
+                words.update(pretokenize(piece[start:m.start()], index == start == 0))
             specials[m.group()] += 1
             start = m.end()
         if start < len(piece):
-            words.update(pretokenize(fix_surrogates(piece[start:]), index == start == 0))
+            words.update(pretokenize(piece[start:], index == start == 0))
     return words, specials
 
 

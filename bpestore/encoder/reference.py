@@ -35,7 +35,7 @@ from ..bpe import (
 from ..errors import InvalidArgumentError
 from ..processes import gc_paused
 from ..spec import TokenizerSpec
-from ..text import TextPipeline, fix_surrogates
+from ..text import TextPipeline
 
 WORD_CACHE_SIZE = 100_000  # pre-tokens remembered (cleared when full)
 CACHED_WORD_CHARS = 1_000  # longer pre-tokens are not remembered
@@ -208,7 +208,7 @@ class PythonEncoder:
         """Append the ids of ``text`` to ``out`` (always: this encoder declines nothing);
         ``first``: the text starts a whole text (``TextPipeline.pretokenize``)."""
         cache = self.words
-        for word in self.pipeline.pretokenize(fix_surrogates(text), first):
+        for word in self.pipeline.pretokenize(text, first):
             ids = cache.get(word)
             if ids is None:
                 if len(word) > CACHED_WORD_CHARS:  # kept, a long word would hold its memory after
@@ -224,7 +224,7 @@ class PythonEncoder:
                        first: bool = True) -> None:
         """Append the ids of ``text``, each merge skipped with probability ``dropout`` (no cache)."""
         table, initial_ids = self.table, self.index.initial_ids
-        for word in self.pipeline.pretokenize(fix_surrogates(text), first):
+        for word in self.pipeline.pretokenize(text, first):
             out.extend(merge_word_dropout(initial_ids(word), table.ranks, table.merged_ids, dropout, rng))
 
     def encode_bytes(self, data: bytes) -> list[int]:

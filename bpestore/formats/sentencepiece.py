@@ -12,7 +12,9 @@ How a SentencePiece BPE model maps onto bpestore:
 * pieces are tokens, their ids are their places in the file; ``▁`` stays in
   the tokens' text (``space_marker="▁"``), ``<0xNN>`` byte pieces are the
   byte ``NN`` (``byte_fallback``), the unknown piece is ``unk_token``, control
-  pieces (``<s>``, ``</s>``) are special tokens;
+  pieces (``<s>``, ``</s>``) are special tokens (sentencepiece reads them in text
+  as characters: encode with ``disallowed_special=()``), user-defined pieces
+  are ``user_symbols``;
 * SentencePiece merges the two adjacent symbols whose concatenation is the
   piece of highest score (the leftmost among equals): that is bpestore's
   ``segmentation="piece"`` with the pieces in score order as the merges' order
@@ -228,6 +230,7 @@ class _Converter:
         byte_fallback = bool(trainer.get(35, 0))
         vocab: dict[int, bytes] = {}
         specials: list[str] = []
+        users: list[str] = []
         unk: str | None = None
         normal: list[tuple[float, int, str]] = []
         n_bytes = 0
@@ -236,7 +239,7 @@ class _Converter:
             if seen.setdefault(piece.text, token_id) != token_id:
                 raise DamagedDataError(f"{self.path}: pieces {seen[piece.text]} and {token_id} are both "
                                        f"{piece.text!r}", params=("path",))
-            if piece.type in (USER_DEFINED, UNUSED):
+            if piece.type == UNUSED:
                 raise self.refuse(f"piece {token_id} ({piece.text!r})", f"type {_TYPE_NAMES[piece.type]}")
             if piece.type == BYTE:
                 byte = _BYTE_PIECE.fullmatch(piece.text)
@@ -254,6 +257,8 @@ class _Converter:
                 unk = piece.text
             elif piece.type == CONTROL:
                 specials.append(piece.text)
+            elif piece.type == USER_DEFINED:
+                users.append(piece.text)
             elif piece.type == NORMAL:
                 normal.append((piece.score, token_id, piece.text))
             else:
@@ -269,7 +274,7 @@ class _Converter:
                              fuse_unk=True,
                              special_tokens=tuple(specials), segmentation="piece",
                              pretokenizer="metaspace" if cut_words else "none", space_suffix=suffix,
-                             **spec_fields)
+                             user_symbols=tuple(users), **spec_fields)
         return ForeignModel(vocab, self.merges(normal), spec)
 
     def normalizer_fields(self) -> dict[str, Any]:
@@ -356,6 +361,7 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
     byte_of: dict[int, int] = {}
     if spec.byte_fallback:
         byte_of = {token_id: b for b, token_id in enumerate(fallback_byte_ids(vocab, special_ids))}
+    users = {symbol.encode("utf-8") for symbol in spec.user_symbols}
     first_rank: dict[int, int] = {}
     for rank, (left, right) in enumerate(tok.merges):
         made = tok.token_id(left + right)
@@ -370,6 +376,8 @@ def sentencepiece_model(tok: Tokenizer) -> bytes:
             pieces.append(Piece(data.decode("utf-8"), 0.0, UNKNOWN))
         elif token_id in special_ids:
             pieces.append(Piece(data.decode("utf-8"), 0.0, CONTROL))
+        elif data in users:
+            pieces.append(Piece(data.decode("utf-8"), 0.0, USER_DEFINED))
         else:
             try:
                 text = data.decode("utf-8")
