@@ -106,6 +106,12 @@ class TokenizerSpec:
       by a ``charsmap``; unlike special tokens they are ordinary text (no
       ``allowed_special`` needed) and the spaces around them are normalized
       as one text.
+    * ``template``: Hugging Face's ``TemplateProcessing``: the single-text
+      template and, where given, the pair template, each in tokenizers' own
+      notation (``"<s>:0 $A:0"``, ``"<s>:0 $A:0 <s>:1 $B:1"``): what
+      ``Tokenizer.encode(text, add_special_tokens=True)`` puts around a text's
+      ids (``bpestore.text.apply_template``). Each token it names is one of the
+      version's special tokens.
     """
 
     normalizer: str = "none"
@@ -129,10 +135,12 @@ class TokenizerSpec:
     charsmap: str | None = None
     space_suffix: bool = False
     user_symbols: tuple[str, ...] = ()
+    template: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
         object.__setattr__(self, "user_symbols", tuple(self.user_symbols))
+        object.__setattr__(self, "template", tuple(self.template))
         if self.pattern is not None and self.pretokenizer not in ("regex", "gpt2"):
             raise InvalidArgumentError("a custom pattern goes with pretokenizer='regex', not "
                                        f"{self.pretokenizer!r}", params=("pattern", "pretokenizer"))
@@ -210,11 +218,26 @@ class TokenizerSpec:
                                        params=("space_suffix",))
         if any(not symbol for symbol in self.user_symbols) or len(set(self.user_symbols)) != len(self.user_symbols):
             raise InvalidArgumentError("user_symbols cannot be empty or given twice", params=("user_symbols",))
+        if self.template:
+            self._check_template()
         if self.fuse_unk and self.unk_token is None:
             raise InvalidArgumentError("fuse_unk goes with an unk_token", params=("fuse_unk",))
         if self.layout == "sentencepiece" and (self.alphabet != "chars" or self.unk_token is None):
             raise InvalidArgumentError("layout='sentencepiece' goes with alphabet='chars' and an unk_token",
                                        params=("layout",))
+
+    def _check_template(self) -> None:
+        from .text import template_pieces
+
+        if len(self.template) > 2:
+            raise InvalidArgumentError("template is the single-text template and at most a pair template",
+                                       params=("template",))
+        for at, template in enumerate(self.template):
+            pieces = template_pieces(template)
+            sequences = sorted(piece for piece, _ in pieces if piece in ("$A", "$B"))
+            if sequences != (["$A"] if at == 0 else ["$A", "$B"]):
+                raise InvalidArgumentError(f"template {template!r} must hold " +
+                                           ("$A once" if at == 0 else "$A and $B once each"), params=("template",))
 
     def _check_charsmap(self) -> None:
         from .charsmap import charsmap_of
@@ -250,11 +273,12 @@ class TokenizerSpec:
         d = dataclasses.asdict(self)
         d["special_tokens"] = list(self.special_tokens)
         d["user_symbols"] = list(self.user_symbols)
+        d["template"] = list(self.template)
         # Defaults of the later fields are left out: older specs' JSON (and fingerprints) stay as they were.
         for name, default in (("segmentation", "merge"), ("space_marker", None), ("dummy_prefix", "never"),
                               ("layout", "bpestore"), ("fuse_unk", False), ("end_of_word_suffix", None),
                               ("drop_unseen", False), ("charsmap", None), ("space_suffix", False),
-                              ("user_symbols", [])):
+                              ("user_symbols", []), ("template", [])):
             if d[name] == default:
                 del d[name]
         return d
@@ -281,7 +305,7 @@ class TokenizerSpec:
         if unknown:
             raise InvalidArgumentError(f"unknown spec field(s): {', '.join(sorted(unknown))}")
         data = dict(data)
-        for name in ("special_tokens", "user_symbols"):
+        for name in ("special_tokens", "user_symbols", "template"):
             if name in data:
                 data[name] = tuple(data[name])
         return cls(**data)

@@ -16,13 +16,14 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Literal
 
 import regex
 
 from . import native
 from .charsmap import charsmap_of
+from .errors import InvalidArgumentError
 from .spec import TokenizerSpec
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
@@ -193,6 +194,39 @@ def unmark_spaces(text: str, spec: TokenizerSpec) -> str:
     if "collapse-spaces" in spec.normalizer_steps:
         return text.lstrip(" ")
     return text[1:] if spec.dummy_prefix != "never" and text.startswith(" ") else text
+
+
+def template_pieces(template: str) -> list[tuple[str, int]]:
+    """A template in tokenizers' notation as (piece, type id): ``$A``, ``$B`` or a token.
+
+    >>> template_pieces("<s>:0 $A:0 </s>:1")
+    [('<s>', 0), ('$A', 0), ('</s>', 1)]
+    """
+    pieces = []
+    for part in template.split():
+        piece, colon, type_id = part.rpartition(":")
+        if not colon or not type_id.isdigit() or not piece:
+            piece, type_id = part, "0"
+        pieces.append(("$A" if piece == "$" else piece, int(type_id)))
+    return pieces
+
+
+def apply_template(template: str, ids: list[int], special_tokens: Mapping[str, int]) -> list[int]:
+    """A text's ids inside a single-text template (``$A``: the ids).
+
+    >>> apply_template("<s>:0 $A:0", [7, 8], {"<s>": 1})
+    [1, 7, 8]
+    """
+    out: list[int] = []
+    for piece, _ in template_pieces(template):
+        if piece == "$A":
+            out += ids
+        elif piece in special_tokens:
+            out.append(special_tokens[piece])
+        else:
+            raise InvalidArgumentError(f"the template {template!r} names {piece!r}, which is not a special token "
+                                       "of this version", params=("template",))
+    return out
 
 
 def special_tokens_regex(special_tokens: Iterable[str]) -> regex.Pattern | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
-from ..text import fix_surrogates, unmark_spaces
+from ..text import apply_template, fix_surrogates, unmark_spaces
 from . import explain, streams
 from .engine import ORDINARY, DisallowedSpecialError, Engine
 from .reference import MergeIds
@@ -141,6 +141,7 @@ class Tokenizer:
         disallowed_special: Literal["all"] | Collection[str] = "all",
         dropout: float = 0.0,
         seed: int | str | None = None,
+        add_special_tokens: bool = False,
     ) -> list[int]:
         """Encode text to ids, with tiktoken's rules for special tokens.
 
@@ -149,6 +150,9 @@ class Tokenizer:
         raises ``DisallowedSpecialError``; the rest are encoded as plain text.
         ``dropout`` > 0 skips each merge with that probability (BPE-dropout,
         for training-time regularisation; ``seed`` makes it repeatable).
+        ``add_special_tokens``: the ids inside the spec's ``template`` (an imported
+        tokenizer.json's TemplateProcessing: Llama's ``<s>``), as Hugging Face's
+        ``encode(text)`` gives them; no change without a template.
 
         >>> tok = Tokenizer({**{i: bytes([i]) for i in range(256)}, 256: b"<|e|>"}, [],
         ...                 special_tokens=["<|e|>"])
@@ -157,12 +161,17 @@ class Tokenizer:
         """
         rules = self.engine.rules(allowed_special=allowed_special, disallowed_special=disallowed_special,
                                   dropout=dropout, seed=seed)
-        return self.engine.encode(text, rules, None, [])
+        ids = self.engine.encode(text, rules, None, [])
+        if add_special_tokens and self.spec.template:
+            return apply_template(self.spec.template[0], ids, self.special_tokens)
+        return ids
 
     def encode_batch(self, texts: Iterable[str], *, workers: int = 1, **options) -> list[list[int]]:
         """``encode`` each text; takes the same keyword options. ``workers`` > 1: that many
         texts at once on threads where the compiled core encodes (one copy of its tables)."""
-        return streams.encode_batch(self.engine, texts, self.engine.rules(**options), workers)
+        add = options.pop("add_special_tokens", False) and self.spec.template
+        found = streams.encode_batch(self.engine, texts, self.engine.rules(**options), workers)
+        return [apply_template(self.spec.template[0], ids, self.special_tokens) for ids in found] if add else found
 
     def encode_array(self, text: str, **options) -> Any:
         """``encode``'s ids as a uint32 numpy array where numpy imports, else an ``array('I')``

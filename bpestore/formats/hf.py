@@ -73,7 +73,7 @@ def hf_tokenizer_json(tok: Tokenizer) -> dict[str, Any]:
             for text, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])],
         "normalizer": _hf_normalizer(spec),
         "pre_tokenizer": _hf_pre_tokenizer(spec),
-        "post_processor": None,
+        "post_processor": _template_processing(tok),
         "decoder": decoder,
         "model": {
             "type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
@@ -292,6 +292,7 @@ class _Reader:
                 continue
             vocab[token_id] = token_bytes(text, "model.vocab")
         specials = self.added_tokens(vocab, kinds, unk, byte_level, fallback)
+        fields["template"] = self.template(specials, vocab)
         if unk is not None and unk not in vocab_in:
             raise self.damaged("model.unk_token", f"{unk!r} is not in model.vocab")
         if fallback:
@@ -339,11 +340,53 @@ class _Reader:
         for key in ("truncation", "padding"):
             if data.get(key) is not None:
                 raise self.refuse(key, "set (bpestore encodes whole texts)")
-        post = data.get("post_processor")
-        if post is not None and not (isinstance(post, dict) and post.get("type") == "ByteLevel"):
-            raise self.refuse("post_processor", f"{_type(post)!r} adds or changes ids")
-        for key in ("add_prefix_space", "trim_offsets", "use_regex"):
-            self.flag(post or {}, key, "post_processor")
+        kinds = [_type(step) for step in self.post_steps()]
+        if any(kind not in ("ByteLevel", "TemplateProcessing") for kind in kinds) or \
+                kinds.count("TemplateProcessing") > 1:
+            raise self.refuse("post_processor", f"{kinds!r} (only ByteLevel and one TemplateProcessing)")
+        for step in self.post_steps():
+            for key in ("add_prefix_space", "trim_offsets", "use_regex"):
+                self.flag(step if _type(step) == "ByteLevel" else {}, key, "post_processor")
+
+    def post_steps(self) -> list[Any]:
+        post = self.data.get("post_processor")
+        if post is None:
+            return []
+        steps = post.get("processors") if _type(post) == "Sequence" else [post]
+        if not isinstance(steps, list):
+            raise self.damaged("post_processor", "a Sequence without a list of processors")
+        return steps
+
+    def template(self, specials: list[str], vocab: dict[int, bytes]) -> tuple[str, ...]:
+        """TemplateProcessing as the spec's ``template`` (single, pair) in tokenizers' notation;
+        each token it adds must be one special token, at its id."""
+        found = [step for step in self.post_steps() if _type(step) == "TemplateProcessing"]
+        if not found:
+            return ()
+        node, id_of = found[0], {data: i for i, data in vocab.items()}
+        tokens = node.get("special_tokens") or {}
+        if not isinstance(tokens, dict):
+            raise self.damaged("post_processor.special_tokens", "must map names to tokens")
+        for name, entry in tokens.items():
+            if entry != {"id": name, "ids": [id_of.get(name.encode("utf-8"))], "tokens": [name]} \
+                    or name not in specials or any(c.isspace() for c in name):
+                raise self.refuse(f"post_processor.special_tokens[{name!r}]",
+                                  "not one special token at its id (a name without spaces)")
+        templates = []
+        for key in ("single", "pair"):
+            parts = []
+            for piece in node.get(key) or []:
+                kind, body = next(iter(piece.items())) if isinstance(piece, dict) and len(piece) == 1 else ("", {})
+                if not isinstance(body, dict) or type(body.get("type_id")) is not int:
+                    raise self.damaged(f"post_processor.{key}", f"{piece!r} is not a piece of a template")
+                if kind == "Sequence" and body.get("id") in ("A", "B"):
+                    parts.append(f"${body['id']}:{body['type_id']}")
+                elif kind == "SpecialToken" and body.get("id") in tokens:
+                    parts.append(f"{body['id']}:{body['type_id']}")
+                else:
+                    raise self.damaged(f"post_processor.{key}", f"{piece!r} is not $A, $B or a listed token")
+            templates.append(" ".join(parts))
+        return tuple(templates)
 
     def model_options(self, byte_level: bool) -> tuple[bool, str | None]:
         """(byte_fallback, end_of_word_suffix) of the model, where bpestore can run them."""
@@ -553,6 +596,24 @@ class _Reader:
                 raise self.refuse("decoder", f"{_type(step)!r}" + ("" if byte_level else " with a character model"))
             for key in ("add_prefix_space", "trim_offsets", "use_regex", "split"):
                 self.flag(step, key, "decoder")  # (a dict: _type said so)
+
+
+def _template_processing(tok: Tokenizer) -> dict[str, Any] | None:
+    """The spec's ``template`` as tokenizers' TemplateProcessing (None without one)."""
+    from ..text import template_pieces
+
+    if not tok.spec.template:
+        return None
+    single, pair = (*tok.spec.template, "$A:0 $B:1")[:2]
+    names = {piece for template in (single, pair) for piece, _ in template_pieces(template)} - {"$A", "$B"}
+
+    def pieces(template: str) -> list[dict[str, Any]]:
+        return [{"Sequence": {"id": piece[1], "type_id": type_id}} if piece in ("$A", "$B")
+                else {"SpecialToken": {"id": piece, "type_id": type_id}}
+                for piece, type_id in template_pieces(template)]
+    return {"type": "TemplateProcessing", "single": pieces(single), "pair": pieces(pair),
+            "special_tokens": {name: {"id": name, "ids": [tok.special_tokens[name]], "tokens": [name]}
+                               for name in sorted(names)}}
 
 
 def _collapse(steps: list[Any]) -> str | None:
