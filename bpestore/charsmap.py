@@ -18,9 +18,12 @@ import re
 import sys
 from array import array
 
+import regex
+
 from .errors import DamagedDataError
 
 _SPACE, _MARKER, _REPLACEMENT = b" ", "\u2581".encode(), "\ufffd".encode()
+_GRAPHEME = regex.compile(r"\X")
 _MAX_RESULTS = 32  # sentencepiece's kMaxTrieResultsSize: later prefix matches are not seen
 
 
@@ -39,6 +42,7 @@ class Charsmap:
         if sys.byteorder == "big":
             self.units.byteswap()
         self.strings = blob[4 + size:]
+        self._graphemes: dict[str, str] = {}
 
     def replacement(self, data: bytes, at: int) -> tuple[bytes, int]:
         """(normalized bytes, bytes consumed) at ``data[at:]``, as ``NormalizePrefix``."""
@@ -69,6 +73,55 @@ class Charsmap:
         if length > 1 and not _valid(data[at:at + length]):
             return _REPLACEMENT, 1  # each byte of invalid UTF-8 is one U+FFFD, never mapped
         return data[at:at + length], length
+
+    def first_match(self, data: bytes) -> bytes | None:
+        """The normalized string of the shortest key that ``data`` starts with (None: no key)."""
+        units, n_units = self.units, len(self.units)
+        node = _offset(units[0])
+        for byte in data:
+            if byte == 0:
+                break
+            node ^= byte
+            if node >= n_units:
+                return None
+            unit = units[node]
+            if unit & 0x800000FF != byte:
+                return None
+            node ^= _offset(unit)
+            if unit >> 8 & 1:
+                if node >= n_units:
+                    raise DamagedDataError("the precompiled character map's trie points outside it")
+                value = units[node] & 0x7FFFFFFF
+                stop = self.strings.find(b"\0", value)
+                return self.strings[value:stop if stop >= 0 else len(self.strings)]
+        return None
+
+    def normalize_graphemes(self, text: str) -> str:
+        """``text`` as Hugging Face's ``Precompiled`` normalizer maps it: each grapheme
+        under 6 bytes that starts with a key becomes the shortest such key's string
+        (the whole grapheme, however long the key); otherwise each character does so."""
+        cache = self._graphemes
+        out = []
+        for grapheme in _GRAPHEME.findall(text):
+            found = cache.get(grapheme)
+            if found is None:
+                found = self._grapheme(grapheme)
+                if len(cache) >= 1 << 16:
+                    cache.clear()
+                cache[grapheme] = found
+            out.append(found)
+        return "".join(out)
+
+    def _grapheme(self, grapheme: str) -> str:
+        data = grapheme.encode("utf-8", "surrogatepass")
+        whole = self.first_match(data) if len(data) < 6 else None
+        if whole is not None:
+            return whole.decode("utf-8", "replace")
+        parts = []
+        for char in grapheme:
+            found = self.first_match(char.encode("utf-8", "surrogatepass"))
+            parts.append(char if found is None else found.decode("utf-8", "replace"))
+        return "".join(parts)
 
     def normalize(self, text: str, *, dummy_prefix: bool, remove_extra_whitespaces: bool, suffix: bool = False,
                   keep: tuple[str, ...] = ()) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from .errors import DamagedDataError, InvalidArgumentError
 
-NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces")
+NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces", "precompiled")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
 ALPHABETS = ("bytes", "chars")
 TIE_BREAKS = ("lexicographic", "hf", "first-seen")
@@ -59,7 +59,9 @@ class TokenizerSpec:
 
     * ``normalizer``: comma-separated steps applied in order: ``nfc``, ``nfd``,
       ``nfkc``, ``nfkd``, ``lowercase``, ``alphanumeric`` (keep only letters,
-      digits and whitespace); ``none`` for no change.
+      digits and whitespace), ``precompiled`` (the spec's ``charsmap`` applied as
+      Hugging Face's ``Precompiled`` normalizer does: per grapheme, see
+      ``bpestore.charsmap``); ``none`` for no change.
     * ``pretokenizer``: ``gpt2``, ``cl100k``, ``o200k``, ``whitespace``,
       ``punctuation``, ``none`` (a whole segment is one word), or ``regex``
       with ``pattern``.
@@ -96,7 +98,8 @@ class TokenizerSpec:
     * ``charsmap``: a SentencePiece precompiled character map as
       ``NAME:BASE64`` (``nmt_nfkc``, ``nfkc_cf``, ...), applied as SentencePiece
       does before its spaces are marked (see ``bpestore.charsmap``); with a
-      space_marker and no normalizer step but ``collapse-spaces``.
+      space_marker and no normalizer step but ``collapse-spaces``; or, with the
+      normalizer step ``precompiled``, the map that step applies.
     * ``space_suffix``: SentencePiece's ``treat_whitespace_as_suffix``: the
       dummy space goes after the text (``dummy_prefix='always'``) and
       ``metaspace`` cuts after each marker.
@@ -213,6 +216,8 @@ class TokenizerSpec:
                                        params=("drop_unseen",))
         if self.charsmap is not None:
             self._check_charsmap()
+        elif "precompiled" in self.normalizer_steps:
+            raise InvalidArgumentError("normalizer step precompiled goes with a charsmap", params=("normalizer",))
         if self.space_suffix and (self.space_marker is None or self.dummy_prefix == "unless-space"):
             raise InvalidArgumentError("space_suffix goes with a space_marker and dummy_prefix always or never",
                                        params=("space_suffix",))
@@ -242,7 +247,9 @@ class TokenizerSpec:
     def _check_charsmap(self) -> None:
         from .charsmap import charsmap_of
 
-        if self.space_marker is None or any(step != "collapse-spaces" for step in self.normalizer_steps):
+        if "precompiled" in self.normalizer_steps:
+            pass
+        elif self.space_marker is None or any(step != "collapse-spaces" for step in self.normalizer_steps):
             raise InvalidArgumentError("charsmap goes with a space_marker and no normalizer step but "
                                        "collapse-spaces", params=("charsmap",))
         try:

@@ -134,10 +134,13 @@ _UNICODE_FORMS: dict[str, Literal["NFC", "NFD", "NFKC", "NFKD"]] = {
     "nfc": "NFC", "nfd": "NFD", "nfkc": "NFKC", "nfkd": "NFKD"}
 
 
-def normalize(text: str, steps: tuple[str, ...]) -> str:
-    """Apply normalizer steps in order ('nfkc', 'lowercase', 'alphanumeric', ...)."""
+def normalize(text: str, steps: tuple[str, ...], charsmap: str | None = None) -> str:
+    """Apply normalizer steps in order ('nfkc', 'lowercase', 'alphanumeric', ...;
+    'precompiled' applies ``charsmap`` as Hugging Face's Precompiled does)."""
     for step in steps:
-        if step == "lowercase":
+        if step == "precompiled":
+            text = charsmap_of(charsmap or "").normalize_graphemes(text)
+        elif step == "lowercase":
             text = text.lower()
         elif step == "collapse-spaces":
             # SentencePiece's remove_extra_whitespaces: spaces (U+0020 only) at the ends go, runs become one.
@@ -274,12 +277,12 @@ class TextPipeline:
         """Normalized, then its spaces marked (a SentencePiece charsmap does both, its own way;
         ``first``: as ``mark_spaces``)."""
         spec = self.spec
-        if spec.charsmap is not None:
+        if spec.charsmap is not None and "precompiled" not in self.steps:
             return charsmap_of(spec.charsmap).normalize(
                 text, dummy_prefix=spec.dummy_prefix == "always" or (spec.dummy_prefix == "first" and first),
                 remove_extra_whitespaces="collapse-spaces" in self.steps, suffix=spec.space_suffix,
                 keep=spec.user_symbols)
-        return mark_spaces(normalize(text, self.steps), spec, first)
+        return mark_spaces(normalize(text, self.steps, spec.charsmap), spec, first)
 
     # -- the three steps -------------------------------------------------
     def segments(self, text: str) -> Iterator[tuple[str, bool]]:
@@ -328,7 +331,7 @@ class TextPipeline:
                 after_special = True
                 continue
             if self.spec.space_marker is None and self.spec.dummy_prefix == "never":
-                yield normalize(segment, self.steps)
+                yield normalize(segment, self.steps, self.spec.charsmap)
                 continue
             for at, line in enumerate(segment.split("\n")):
                 yield self.mark_normalized(line, at > 0 or not after_special)

@@ -152,12 +152,13 @@ class CoreEncoder:
         self._core = core
         self.rule = rule
         self._steps = spec.normalizer_steps
+        self._charsmap = spec.charsmap
         self._pretokenize = None if spec.pretokenizer in SCANNED_PATTERNS else pretokenize
 
     def _ids(self, text: str, as_bytes: bool, first: bool = True) -> list[int] | bytearray | None:
         if self._pretokenize is not None:
             return self._core.encode_words(self._pretokenize(text, first), as_bytes)
-        return self._core.encode(normalize(text, self._steps) if self._steps else text, as_bytes)
+        return self._core.encode(normalize(text, self._steps, self._charsmap) if self._steps else text, as_bytes)
 
     def encode(self, text: str) -> list[int] | None:
         """The ids of text as a new list; None where the text holds a lone
@@ -187,7 +188,7 @@ class CoreEncoder:
                     return list(pool.map(one, texts))
             return [one(text) for text in texts]
         if self._steps:
-            texts = [normalize(text, self._steps) for text in texts]
+            texts = [normalize(text, self._steps, self._charsmap) for text in texts]
         return self._core.encode_batch(texts, as_bytes=packed, workers=workers)
 
     def encode_each(self, words: Sequence[str], workers: int = 1) -> list[bytearray | None]:

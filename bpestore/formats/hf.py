@@ -8,11 +8,13 @@ not a tokenizer.json, ``InvalidArgumentError`` for one bpestore cannot run).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..charsmap import Charsmap, decode_charsmap, encode_charsmap
 from ..errors import DamagedDataError, InvalidArgumentError
 from ..files import read_bounded
 from ..records import ForeignModel
@@ -115,6 +117,9 @@ def _hf_normalizer(spec: TokenizerSpec) -> dict[str, Any] | None:
             steps += [_collapse_ends(spec.space_marker), _COLLAPSE_RUNS]
         elif step in _HF_NORMALIZERS:
             steps.append({"type": _HF_NORMALIZERS[step]})
+        elif step == "precompiled" and spec.charsmap is not None:
+            blob = decode_charsmap(spec.charsmap)[1]
+            steps.append({"type": "Precompiled", "precompiled_charsmap": base64.b64encode(blob).decode("ascii")})
         else:
             raise InvalidArgumentError(f"normalizer {step!r} has no Hugging Face equivalent", params=("format",))
     if spec.dummy_prefix == "always":
@@ -225,6 +230,7 @@ class _Reader:
         self.path = path
         self.data = data
         self.byte_level_prefix = False  # ByteLevel's add_prefix_space (pre_tokenizer)
+        self.charsmap: str | None = None  # a Precompiled normalizer's map, as the spec's charsmap
         self.collapse_marker: str | None = None  # what collapse-spaces strips at the end besides spaces (normalizer)
 
     def refuse(self, part: str, why: str) -> InvalidArgumentError:
@@ -485,7 +491,16 @@ class _Reader:
             raise self.refuse("normalizer", f"Replace of spaces at the ends that strips {self.collapse_marker!r} "
                               f"at the end, where the space marker is {marker!r}")
         return {"normalizer": normalizer, "pretokenizer": pretokenizer, "pattern": pattern, "space_marker": marker,
-                "dummy_prefix": dummy, "byte_level": byte_level}
+                "dummy_prefix": dummy, "byte_level": byte_level, "charsmap": self.charsmap}
+
+    def precompiled(self, step: dict[str, Any]) -> str:
+        """A Precompiled normalizer's map, checked, as a spec's ``charsmap``."""
+        try:
+            blob = base64.b64decode(step.get("precompiled_charsmap") or "", validate=True)
+            Charsmap(blob)
+        except (ValueError, TypeError, DamagedDataError) as exc:
+            raise self.damaged("normalizer", f"Precompiled: its precompiled_charsmap is not a map: {exc}") from None
+        return encode_charsmap("precompiled", blob)
 
     def normalizer(self, node: Any) -> tuple[str, str | None, str | None]:
         """(steps, what Prepend adds, the space marker a Replace of ' ' writes)."""
@@ -508,6 +523,9 @@ class _Reader:
                 self.collapse_marker = _collapse(steps[at:at + 2]) or None
             elif at > 0 and _collapse(steps[at - 1:at + 1]) is not None and names[-1:] == ["collapse-spaces"]:
                 continue
+            elif kind == "Precompiled" and prepend is None and marker is None and self.charsmap is None:
+                self.charsmap = self.precompiled(step)
+                names.append("precompiled")
             elif kind in _FROM_HF_NORMALIZERS and prepend is None and marker is None:
                 names.append(_FROM_HF_NORMALIZERS[kind])
             else:
