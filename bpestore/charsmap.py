@@ -17,6 +17,7 @@ import functools
 import re
 import sys
 from array import array
+from collections.abc import Iterator
 
 import regex
 
@@ -24,6 +25,7 @@ from .errors import DamagedDataError
 
 _SPACE, _MARKER, _REPLACEMENT = b" ", "\u2581".encode(), "\ufffd".encode()
 _GRAPHEME = regex.compile(r"\X")
+_WINDOW = 64  # characters looked at where a key may be longer than one character
 _MAX_RESULTS = 32  # sentencepiece's kMaxTrieResultsSize: later prefix matches are not seen
 
 
@@ -43,6 +45,7 @@ class Charsmap:
             self.units.byteswap()
         self.strings = blob[4 + size:]
         self._graphemes: dict[str, str] = {}
+        self._chars: dict[str, tuple[bytes, int]] = {}
 
     def replacement(self, data: bytes, at: int) -> tuple[bytes, int]:
         """(normalized bytes, bytes consumed) at ``data[at:]``, as ``NormalizePrefix``."""
@@ -128,36 +131,87 @@ class Charsmap:
         """``text`` as sentencepiece normalizes it, spaces written as ▁ (escape_whitespaces);
         ``suffix``: treat_whitespace_as_suffix (the dummy space goes at the end); ``keep``:
         user-defined symbols, left as they are where they start (the longest first)."""
-        data = _utf8(text)
-        replacement = self.replacement if not keep else functools.partial(self._kept_or_replaced, _matcher(keep))
-        at, n = 0, len(data)
-        if remove_extra_whitespaces:
-            while at < n:
-                piece, used = replacement(data, at)
-                if piece != _SPACE:
-                    break
-                at += used
-        if at == n:
-            return ""
-        out = bytearray(_MARKER if dummy_prefix and not suffix else b"")
+        out = bytearray()
+        started = False
         after_space = remove_extra_whitespaces
-        while at < n:
-            piece, used = replacement(data, at)
-            at += used
+        for piece in self._pieces(text, keep):
+            if not started:
+                if remove_extra_whitespaces and piece == _SPACE:
+                    continue  # (a space at the start, not a piece that starts with one)
+                started = True
             if after_space:
                 piece = piece.lstrip(_SPACE)
             if piece:
                 out += piece.replace(_SPACE, _MARKER)
-                after_space = piece.endswith(_SPACE)
-            if not remove_extra_whitespaces:
+                after_space = remove_extra_whitespaces and piece.endswith(_SPACE)
+            elif not remove_extra_whitespaces:
                 after_space = False
+        if not started:
+            return ""
+        if dummy_prefix and not suffix:
+            out[:0] = _MARKER
         if remove_extra_whitespaces:
-            while out.endswith(_MARKER):
+            while out.endswith(_MARKER):  # (the dummy prefix too, where nothing follows it)
                 del out[-len(_MARKER):]
         if dummy_prefix and suffix:
             out += _MARKER
         return out.decode("utf-8", "surrogatepass")
 
+
+    def _pieces(self, text: str, keep: tuple[str, ...]) -> Iterator[bytes]:
+        """The normalized bytes of each place of ``text``, in order (``replacement``). A character
+        that no longer key starts with is looked up once (``_char``); bytes that are not UTF-8
+        and user symbols take the byte-wise path."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            keep = keep or ("",)
+        if keep:
+            data = _utf8(text)
+            replacement = functools.partial(self._kept_or_replaced, _matcher(tuple(k for k in keep if k)))
+            at = 0
+            while at < len(data):
+                piece, used = replacement(data, at)
+                at += used
+                yield piece
+            return
+        chars, units, n_units, at, n = self._chars, self.units, len(self.units), 0, len(text)
+        while at < n:
+            found = chars.get(text[at])
+            if found is None:
+                found = chars[text[at]] = self._char(text[at])
+            node = found[1]
+            if node >= 0 and at + 1 < n:
+                # A longer key goes on with the next character's first byte: if not with this one, none is here.
+                byte = ord(text[at + 1])
+                byte = byte if byte < 0x80 else text[at + 1].encode("utf-8")[0]
+                if (node ^ byte) >= n_units or units[node ^ byte] & 0x800000FF != byte:
+                    node = -1
+            if node >= 0 and at + 1 < n:
+                window = text[at:at + _WINDOW].encode("utf-8")
+                piece, used = self.replacement(window, 0)
+                if used == len(window) and at + _WINDOW < n:  # a key as long as the window: look at all
+                    window = text[at:].encode("utf-8")
+                    piece, used = self.replacement(window, 0)
+                at += len(window[:used].decode("utf-8"))
+                yield piece
+            else:
+                at += 1
+                yield found[0]
+
+    def _char(self, char: str) -> tuple[bytes, int]:
+        """A character's replacement alone, and the trie's node after it where a longer
+        key starts with it (else -1)."""
+        data = char.encode("utf-8")
+        units, n_units = self.units, len(self.units)
+        node = _offset(units[0])
+        for byte in data:
+            node ^= byte
+            if node >= n_units or units[node] & 0x800000FF != byte:
+                return data, -1  # no key starts with it
+            node ^= _offset(units[node])
+        longer = any((node ^ label) < n_units and units[node ^ label] & 0x800000FF == label for label in range(1, 256))
+        return self.replacement(data, 0)[0], node if longer else -1
 
     def _kept_or_replaced(self, matcher: tuple[bytes, re.Pattern[bytes]], data: bytes, at: int) -> tuple[bytes, int]:
         firsts, pattern = matcher
