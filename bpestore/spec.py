@@ -53,6 +53,21 @@ def check_special_tokens(tokens: Sequence[str]) -> None:
                                            params=("special_tokens",))
 
 
+def template_pieces(template: str) -> list[tuple[str, int]]:
+    """A template in tokenizers' notation as (piece, type id): ``$A``, ``$B`` or a token.
+
+    >>> template_pieces("<s>:0 $A:0 </s>:1")
+    [('<s>', 0), ('$A', 0), ('</s>', 1)]
+    """
+    pieces = []
+    for part in template.split():
+        piece, colon, type_id = part.rpartition(":")
+        if not colon or not type_id.isdigit() or not piece:
+            piece, type_id = part, "0"
+        pieces.append(("$A" if piece == "$" else piece, int(type_id)))
+    return pieces
+
+
 @dataclass(frozen=True)
 class TokenizerSpec:
     """Normalization, pre-tokenization, alphabet, markers, specials, tie-break.
@@ -232,8 +247,6 @@ class TokenizerSpec:
                                        params=("layout",))
 
     def _check_template(self) -> None:
-        from .text import template_pieces
-
         if len(self.template) > 2:
             raise InvalidArgumentError("template is the single-text template and at most a pair template",
                                        params=("template",))

@@ -24,7 +24,7 @@ import regex
 from . import native
 from .charsmap import charsmap_of
 from .errors import InvalidArgumentError
-from .spec import TokenizerSpec
+from .spec import TokenizerSpec, template_pieces
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
 # openai_public.py). GPT-2's is spelled as tiktoken's r50k equivalent, without
@@ -197,21 +197,6 @@ def unmark_spaces(text: str, spec: TokenizerSpec) -> str:
     if "collapse-spaces" in spec.normalizer_steps:
         return text.lstrip(" ")
     return text[1:] if spec.dummy_prefix != "never" and text.startswith(" ") else text
-
-
-def template_pieces(template: str) -> list[tuple[str, int]]:
-    """A template in tokenizers' notation as (piece, type id): ``$A``, ``$B`` or a token.
-
-    >>> template_pieces("<s>:0 $A:0 </s>:1")
-    [('<s>', 0), ('$A', 0), ('</s>', 1)]
-    """
-    pieces = []
-    for part in template.split():
-        piece, colon, type_id = part.rpartition(":")
-        if not colon or not type_id.isdigit() or not piece:
-            piece, type_id = part, "0"
-        pieces.append(("$A" if piece == "$" else piece, int(type_id)))
-    return pieces
 
 
 def apply_template(template: str, ids: list[int], special_tokens: Mapping[str, int]) -> list[int]:

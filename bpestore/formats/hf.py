@@ -18,7 +18,7 @@ from ..charsmap import Charsmap, decode_charsmap, encode_charsmap
 from ..errors import DamagedDataError, InvalidArgumentError
 from ..files import read_bounded
 from ..records import ForeignModel
-from ..spec import TokenizerSpec
+from ..spec import TokenizerSpec, template_pieces
 from ..text import PATTERNS
 from .gpt2 import str_to_token, token_to_str, unicode_to_bytes
 
@@ -380,8 +380,10 @@ class _Reader:
                                   "not one special token at its id (a name without spaces)")
         templates = []
         for key in ("single", "pair"):
+            if not isinstance(node.get(key), list) or not node[key]:
+                raise self.damaged(f"post_processor.{key}", "missing (a template is a list of pieces)")
             parts = []
-            for piece in node.get(key) or []:
+            for piece in node[key]:
                 kind, body = next(iter(piece.items())) if isinstance(piece, dict) and len(piece) == 1 else ("", {})
                 if not isinstance(body, dict) or type(body.get("type_id")) is not int:
                     raise self.damaged(f"post_processor.{key}", f"{piece!r} is not a piece of a template")
@@ -618,8 +620,6 @@ class _Reader:
 
 def _template_processing(tok: Tokenizer) -> dict[str, Any] | None:
     """The spec's ``template`` as tokenizers' TemplateProcessing (None without one)."""
-    from ..text import template_pieces
-
     if not tok.spec.template:
         return None
     single, pair = (*tok.spec.template, "$A:0 $B:1")[:2]
