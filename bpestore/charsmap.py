@@ -17,7 +17,7 @@ import functools
 import re
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import regex
 
@@ -46,6 +46,7 @@ class Charsmap:
         self.strings = blob[4 + size:]
         self._graphemes: dict[str, str] = {}
         self._chars: dict[str, tuple[bytes, int]] = {}
+        self._chunks: dict[tuple[str, tuple[bool, bool], bool], tuple[bytes, tuple[bool, bool]]] = {}
 
     def replacement(self, data: bytes, at: int) -> tuple[bytes, int]:
         """(normalized bytes, bytes consumed) at ``data[at:]``, as ``NormalizePrefix``."""
@@ -131,21 +132,13 @@ class Charsmap:
         """``text`` as sentencepiece normalizes it, spaces written as ▁ (escape_whitespaces);
         ``suffix``: treat_whitespace_as_suffix (the dummy space goes at the end); ``keep``:
         user-defined symbols, left as they are where they start (the longest first)."""
-        out = bytearray()
-        started = False
-        after_space = remove_extra_whitespaces
-        for piece in self._pieces(text, keep):
-            if not started:
-                if remove_extra_whitespaces and piece == _SPACE:
-                    continue  # (a space at the start, not a piece that starts with one)
-                started = True
-            if after_space:
-                piece = piece.lstrip(_SPACE)
-            if piece:
-                out += piece.replace(_SPACE, _MARKER)
-                after_space = remove_extra_whitespaces and piece.endswith(_SPACE)
-            elif not remove_extra_whitespaces:
-                after_space = False
+        fast = None if keep else self._by_chunks(text, remove_extra_whitespaces)
+        if fast is None:
+            data, (started, _) = _spaces(self._pieces(text, keep), (False, remove_extra_whitespaces),
+                                         remove_extra_whitespaces)
+            out = bytearray(data)
+        else:
+            out, started = fast
         if not started:
             return ""
         if dummy_prefix and not suffix:
@@ -157,6 +150,57 @@ class Charsmap:
             out += _MARKER
         return out.decode("utf-8", "surrogatepass")
 
+
+    def _by_chunks(self, text: str, remove: bool) -> tuple[bytearray, bool] | None:
+        """``normalize``'s bytes (before the dummy prefix) and whether any place was kept,
+        from the text's words each with the space after it: a word is looked up once for
+        each state it starts in. None where a word cannot be normalized alone (a key might
+        go on past the space after it) or the text holds bytes that are not UTF-8."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        chunks = text.split(" ")
+        out, state, cache, last = bytearray(), (False, remove), self._chunks, len(chunks) - 1
+        for at, word in enumerate(chunks):
+            chunk = word if at == last else word + " "
+            if not chunk:
+                continue
+            key = (chunk, state, remove)
+            found = cache.get(key)
+            if found is None:
+                if at < last and self._open(chunk):
+                    return None
+                found = _spaces(self._pieces(chunk, ()), state, remove)
+                if len(cache) >= 1 << 16:
+                    cache.clear()
+                cache[key] = found
+            out += found[0]
+            state = found[1]
+        return out, state[0]
+
+    def _open(self, chunk: str) -> bool:
+        """Whether a key starting in ``chunk`` may go on past its end (the trie still walks there)."""
+        data, chars = chunk.encode("utf-8"), self._chars
+        units, n_units, at = self.units, len(self.units), 0
+        for char in chunk:
+            found = chars.get(char)
+            if found is None:
+                found = chars[char] = self._char(char)
+            at += len(char.encode("utf-8"))
+            node = found[1]
+            for byte in data[at:]:
+                if node < 0:
+                    break
+                node ^= byte
+                if node >= n_units or units[node] & 0x800000FF != byte:
+                    node = -1
+                    break
+                node ^= _offset(units[node])
+            else:
+                if node >= 0:
+                    return True
+        return False
 
     def _pieces(self, text: str, keep: tuple[str, ...]) -> Iterator[bytes]:
         """The normalized bytes of each place of ``text``, in order (``replacement``). A character
@@ -227,6 +271,27 @@ def _matcher(symbols: tuple[str, ...]) -> tuple[bytes, re.Pattern[bytes]]:
     """The first bytes of the symbols, and a pattern matching the longest of them."""
     encoded = sorted({s.encode("utf-8") for s in symbols}, key=lambda s: (-len(s), s))
     return bytes({s[0] for s in encoded}), re.compile(b"|".join(re.escape(s) for s in encoded))
+
+
+def _spaces(pieces: Iterable[bytes], state: tuple[bool, bool], remove: bool) -> tuple[bytes, tuple[bool, bool]]:
+    """sentencepiece's space rules over normalized pieces: their bytes with spaces as ▁, from
+    ``state`` (whether a piece was kept yet, whether the last one ended with a space) to the
+    state after them; ``remove``: remove_extra_whitespaces (spaces at the start and repeated go)."""
+    out = bytearray()
+    started, after_space = state
+    for piece in pieces:
+        if not started:
+            if remove and piece == _SPACE:
+                continue  # (a space at the start, not a piece that starts with one)
+            started = True
+        if after_space:
+            piece = piece.lstrip(_SPACE)
+        if piece:
+            out += piece.replace(_SPACE, _MARKER)
+            after_space = remove and piece.endswith(_SPACE)
+        elif not remove:
+            after_space = False
+    return bytes(out), (started, after_space)
 
 
 def _utf8(text: str) -> bytes:
