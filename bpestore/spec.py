@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from .errors import DamagedDataError, InvalidArgumentError
 
-NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces", "precompiled")
+NORMALIZERS = ("none", "nfc", "nfd", "nfkc", "nfkd", "lowercase", "alphanumeric", "collapse-spaces", "precompiled",
+               "strip-right", "squeeze-spaces")
 PRETOKENIZERS = ("gpt2", "cl100k", "o200k", "whitespace", "punctuation", "none", "regex", "metaspace")
 ALPHABETS = ("bytes", "chars")
 TIE_BREAKS = ("lexicographic", "hf", "first-seen")
@@ -76,7 +77,9 @@ class TokenizerSpec:
       ``nfkc``, ``nfkd``, ``lowercase``, ``alphanumeric`` (keep only letters,
       digits and whitespace), ``precompiled`` (the spec's ``charsmap`` applied as
       Hugging Face's ``Precompiled`` normalizer does: per grapheme, see
-      ``bpestore.charsmap``); ``none`` for no change.
+      ``bpestore.charsmap``), ``strip-right`` (whitespace at the end goes: Hugging
+      Face's ``Strip(left=False, right=True)``), ``squeeze-spaces`` (runs of spaces
+      become one); ``none`` for no change.
     * ``pretokenizer``: ``gpt2``, ``cl100k``, ``o200k``, ``whitespace``,
       ``punctuation``, ``none`` (a whole segment is one word), or ``regex``
       with ``pattern``.

@@ -142,6 +142,10 @@ def normalize(text: str, steps: tuple[str, ...], charsmap: str | None = None) ->
             text = charsmap_of(charsmap or "").normalize_graphemes(text)
         elif step == "lowercase":
             text = text.lower()
+        elif step == "strip-right":
+            text = _TRAILING_WHITESPACE.sub("", text)
+        elif step == "squeeze-spaces":
+            text = _SPACE_RUNS.sub(" ", text)
         elif step == "collapse-spaces":
             # SentencePiece's remove_extra_whitespaces: spaces (U+0020 only) at the ends go, runs become one.
             text = _SPACE_RUNS.sub(" ", text.strip(" "))
@@ -154,6 +158,7 @@ def normalize(text: str, steps: tuple[str, ...], charsmap: str | None = None) ->
 
 
 _SPACE_RUNS = regex.compile(" {2,}")
+_TRAILING_WHITESPACE = regex.compile(r"\p{White_Space}+\Z")  # (what Rust's char::is_whitespace is)
 
 
 def mark_spaces(text: str, spec: TokenizerSpec, first: bool = True) -> str:

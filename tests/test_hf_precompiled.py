@@ -58,7 +58,14 @@ def test_graphemes_map_as_tokenizers_precompiled(rule):
 
 def converted_style(kind: str, lines: list[str], blob: bytes):  # noqa: ANN201
     """A tokenizer.json with a Precompiled normalizer, trained by tokenizers."""
-    if kind == "metaspace":  # Precompiled, spaces stripped at the ends and runs made one, Metaspace, byte fallback
+    if kind == "spm-converter":  # transformers' SpmConverter: Precompiled, Strip right, runs of spaces as ▁
+        hf = tokenizers.Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+        hf.normalizer = normalizers.Sequence([normalizers.Precompiled(blob), normalizers.Strip(left=False, right=True),
+                                              normalizers.Replace(Regex(" {2,}"), "▁")])
+        hf.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+        hf.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+        specials = ["<unk>", "<s>", "</s>", *[f"<0x{b:02X}>" for b in range(256)]]
+    elif kind == "metaspace":  # Precompiled, spaces stripped at the ends and runs made one, Metaspace, byte fallback
         hf = tokenizers.Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
         hf.normalizer = normalizers.Sequence([normalizers.Precompiled(blob),
                                               normalizers.Replace(Regex(r"\A +|[ ▁]+\z"), ""),
@@ -73,12 +80,12 @@ def converted_style(kind: str, lines: list[str], blob: bytes):  # noqa: ANN201
         hf.decoder = decoders.ByteLevel()
         specials = ["<|endoftext|>"]
     trainer = trainers.BpeTrainer(vocab_size=900, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if kind != "metaspace" else [])
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if kind == "byte-level" else [])
     hf.train_from_iterator(lines, trainer)
     return hf
 
 
-@pytest.mark.parametrize("kind", ["metaspace", "byte-level"])
+@pytest.mark.parametrize("kind", ["spm-converter", "metaspace", "byte-level"])
 def test_precompiled_tokenizer_json_imports_and_encodes_like_tokenizers(kind, tmp_path):
     lines = odd_text(1500, 3)
     hf = converted_style(kind, lines, charsmap("nmt_nfkc"))
@@ -86,7 +93,8 @@ def test_precompiled_tokenizer_json_imports_and_encodes_like_tokenizers(kind, tm
     store = bpestore.open(str(tmp_path / "s.db"))
     tok = store.tokenizer(store.import_hf("t", tmp_path / "t.json").ref)
     assert "precompiled" in tok.spec.normalizer_steps
-    texts = odd_text(1500, 4) + CLUSTERS + ["", " ", "a  b", "".join(CLUSTERS)]
+    texts = odd_text(1500, 4) + CLUSTERS + ["", " ", "a  b", "".join(CLUSTERS), "  lead", "trail \t\u3000 ", "x\x1f",
+                                            "a\n\n b  \n"]
     for text in texts:
         assert tok.encode(text, allowed_special="all") == hf.encode(text, add_special_tokens=False).ids, text
     store.export("t", format="hf", out=tmp_path / "back.json")

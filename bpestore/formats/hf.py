@@ -117,6 +117,10 @@ def _hf_normalizer(spec: TokenizerSpec) -> dict[str, Any] | None:
             steps += [_collapse_ends(spec.space_marker), _COLLAPSE_RUNS]
         elif step in _HF_NORMALIZERS:
             steps.append({"type": _HF_NORMALIZERS[step]})
+        elif step == "strip-right":
+            steps.append({"type": "Strip", "strip_left": False, "strip_right": True})
+        elif step == "squeeze-spaces":
+            steps.append(_COLLAPSE_RUNS)
         elif step == "precompiled" and spec.charsmap is not None:
             blob = decode_charsmap(spec.charsmap)[1]
             steps.append({"type": "Precompiled", "precompiled_charsmap": base64.b64encode(blob).decode("ascii")})
@@ -231,6 +235,7 @@ class _Reader:
         self.data = data
         self.byte_level_prefix = False  # ByteLevel's add_prefix_space (pre_tokenizer)
         self.charsmap: str | None = None  # a Precompiled normalizer's map, as the spec's charsmap
+        self.squeeze_to = " "  # what a Replace of runs of spaces writes
         self.collapse_marker: str | None = None  # what collapse-spaces strips at the end besides spaces (normalizer)
 
     def refuse(self, part: str, why: str) -> InvalidArgumentError:
@@ -489,6 +494,9 @@ class _Reader:
                 raise self.refuse("normalizer", "Replace of spaces before a pre-tokenizer other than Metaspace")
         elif prepend not in (None, " "):
             raise self.refuse("normalizer", f"Prepend {prepend!r} (only a space, or with a space marker)")
+        if self.squeeze_to not in (" ", marker) or (self.squeeze_to != " " and meta is None):
+            raise self.refuse("normalizer", f"Replace of runs of spaces by {self.squeeze_to!r} without a Metaspace "
+                              "of that replacement")
         if "collapse-spaces" in normalizer.split(",") and self.collapse_marker != marker:
             raise self.refuse("normalizer", f"Replace of spaces at the ends that strips {self.collapse_marker!r} "
                               f"at the end, where the space marker is {marker!r}")
@@ -525,6 +533,12 @@ class _Reader:
                 self.collapse_marker = _collapse(steps[at:at + 2]) or None
             elif at > 0 and _collapse(steps[at - 1:at + 1]) is not None and names[-1:] == ["collapse-spaces"]:
                 continue
+            elif step == {"type": "Strip", "strip_left": False, "strip_right": True} and prepend is None:
+                names.append("strip-right")
+            elif kind == "Replace" and step.get("pattern") == {"Regex": " {2,}"} and prepend is None \
+                    and marker is None and isinstance(step.get("content"), str) and len(step["content"]) == 1:
+                names.append("squeeze-spaces")  # (to the space marker: the same ids after Metaspace, checked below)
+                self.squeeze_to = step["content"]
             elif kind == "Precompiled" and prepend is None and marker is None and self.charsmap is None:
                 self.charsmap = self.precompiled(step)
                 names.append("precompiled")
