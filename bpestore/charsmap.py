@@ -156,9 +156,7 @@ class Charsmap:
         from the text's words each with the space after it: a word is looked up once for
         each state it starts in. None where a word cannot be normalized alone (a key might
         go on past the space after it) or the text holds bytes that are not UTF-8."""
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
+        if not _encodes(text):
             return None
         chunks = text.split(" ")
         out, state, cache, last = bytearray(), (False, remove), self._chunks, len(chunks) - 1
@@ -206,13 +204,9 @@ class Charsmap:
         """The normalized bytes of each place of ``text``, in order (``replacement``). A character
         that no longer key starts with is looked up once (``_char``); bytes that are not UTF-8
         and user symbols take the byte-wise path."""
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            keep = keep or ("",)
-        if keep:
+        if keep or not _encodes(text):
             data = _utf8(text)
-            replacement = functools.partial(self._kept_or_replaced, _matcher(tuple(k for k in keep if k)))
+            replacement = self.replacement if not keep else functools.partial(self._kept_or_replaced, _matcher(keep))
             at = 0
             while at < len(data):
                 piece, used = replacement(data, at)
@@ -292,6 +286,15 @@ def _spaces(pieces: Iterable[bytes], state: tuple[bool, bool], remove: bool) -> 
         elif not remove:
             after_space = False
     return bytes(out), (started, after_space)
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` is UTF-8 text (no lone surrogates: bytes that were not UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _utf8(text: str) -> bytes:
