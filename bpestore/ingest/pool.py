@@ -58,7 +58,7 @@ from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
-from .shards import Packed, n_packed, pack_shard, unpack_shard
+from .shards import Packed, Segments, firsts_of, merge_firsts, n_packed, ordinals, pack_shard, unpack_shard
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -153,6 +153,7 @@ class Task:
 
     pieces: tuple[Piece, ...]
     keep: int = 0  # not 0: a worker keeps the counts under key ``keep`` until they are flushed
+    seq: int = 0  # its place among the tasks of a call: the high part of its words' ordinals
 
     @property
     def size(self) -> int:
@@ -177,6 +178,14 @@ class Counted:
     key: int = 0
     shas: list[str] | None = None
     distinct: dict[int, int] | None = None  # reduced: each key's distinct words in this shard
+    segments: Segments | None = None  # counts (in the order their words first occurred): their ordinals
+    firsts: dict[bytes, int] | None = None  # reduced: each word's ordinal
+
+    def ordinals(self) -> dict[bytes, int]:
+        """Each word of counts with its ordinal."""
+        if self.firsts is not None:
+            return self.firsts
+        return firsts_of(self.counts, self.segments or [(0, 0)])
 
 
 def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
@@ -201,20 +210,25 @@ def shard_of(word: bytes, n_shards: int) -> int:
     return zlib.crc32(word) % n_shards
 
 
-def shard_counts(counts: Counter, n_shards: int) -> list[Packed]:
-    """A worker's counts (str or UTF-8 keys, emptied as it goes) as ``n_shards`` packed
-    shards of UTF-8 words in word order, word ``w`` in shard ``shard_of(w)``: the caller
-    only stores them, and each shard is merged in a worker (``reduce_shard``)."""
+def shard_counts(counts: Counter, n_shards: int, segments: Segments) -> list[Packed]:
+    """A worker's counts (str or UTF-8 keys, in the order their words first occurred,
+    emptied) as ``n_shards`` packed shards of UTF-8 words in word order, with their
+    ordinals, word ``w`` in shard ``shard_of(w)``: the caller only stores them, and each
+    shard is merged in a worker (``reduce_shard``)."""
     if COUNT_CORE is not None and _utf8_keys(counts):
-        return COUNT_CORE.shard(counts, n_shards)
-    shards: list[dict[bytes, int]] = [{} for _ in range(n_shards)]
+        return COUNT_CORE.shard(counts, n_shards, segments)
+    shards: list[dict[bytes, tuple[int, int]]] = [{} for _ in range(n_shards)]
     crc32 = zlib.crc32
     utf8 = _utf8_keys(counts)
-    while counts:
-        word, n = counts.popitem()
+    for (word, n), first in zip(counts.items(), ordinals(len(counts), segments)):
         key = word if utf8 else word.encode("utf-8", "surrogatepass")
-        shards[crc32(key) % n_shards][key] = n
-    return [pack_shard(sorted(shard), [shard[w] for w in sorted(shard)]) for shard in shards]
+        shards[crc32(key) % n_shards][key] = n, first
+    counts.clear()
+    packed = []
+    for shard in shards:
+        words = sorted(shard)
+        packed.append(pack_shard(words, [shard[w][0] for w in words], [shard[w][1] for w in words]))
+    return packed
 
 
 def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Counted:
@@ -226,26 +240,30 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     for key, piece in pieces:
         by_key.setdefault(key, []).append(piece)
     if COUNT_CORE is not None:
-        merged = COUNT_CORE.merge_shard([piece for _, piece in pieces])
-        return Counted(merged, [], reduced=True, distinct={
+        merged, firsts = COUNT_CORE.merge_shard([piece for _, piece in pieces])
+        return Counted(merged, [], reduced=True, firsts=firsts, distinct={
             key: len(merged) if len(by_key) == 1 else n_packed(packed[0]) if len(packed) == 1
-            else len(COUNT_CORE.merge_shard(packed)) for key, packed in by_key.items() if key in keys})
+            else len(COUNT_CORE.merge_shard([p[:3] for p in packed])) for key, packed in by_key.items()
+            if key in keys})
     total: Counter = Counter()
+    every: dict[bytes, int] = {}
     distinct: dict[int, int] = {}
     for key, packed in by_key.items():
         # A key's words, one key at a time: where it is alone, they are the total's.
         own: set[bytes] | None = set() if key in keys and len(by_key) > 1 and len(packed) > 1 else None
         for piece in packed:
-            words, counts = unpack_shard(piece)
+            words, counts, firsts = unpack_shard(piece)
             if total:
                 merge_pairs(total, words, counts)
             else:  # the first piece: its words are distinct, nothing to add to
                 dict.update(total, zip(words, counts))
+            merge_firsts(every, dict(zip(words, firsts or [])))
             if own is not None:
                 own.update(words)
         if key in keys:
             distinct[key] = len(total) if len(by_key) == 1 else len(own) if own is not None else len(words)
-    return Counted(in_order(total), [], reduced=True, distinct=distinct)
+    merged = in_order(total)
+    return Counted(merged, [], reduced=True, firsts={word: every[word] for word in merged}, distinct=distinct)
 
 
 def in_order(counts: Counter) -> dict[bytes, int]:
@@ -373,13 +391,11 @@ def _utf8_keys(counts: Counter) -> bool:
 
 def as_bytes(counts: Counter) -> dict[bytes, int]:
     """The counts with UTF-8 keys (they pickle without re-encoding, and the store
-    wants them); ``counts`` is emptied as it goes, so both never hold every word."""
+    wants them), in the same order; ``counts`` is emptied."""
     if _utf8_keys(counts):
         return counts
-    converted = {}
-    while counts:
-        word, n = counts.popitem()
-        converted[word.encode("utf-8", "surrogatepass")] = n
+    converted = {word.encode("utf-8", "surrogatepass"): n for word, n in counts.items()}  # in order (ordinals)
+    counts.clear()
     return converted
 
 
@@ -390,6 +406,7 @@ WORD_BYTES = 128
 
 _counter: TaskCounter | None = None  # a worker's, set when it starts
 _held: dict[int, Counter] = {}  # a worker's counts kept per key (Task.keep)
+_segments: dict[int, Segments] = {}  # the ordinals of each key's counts kept
 _hold_bytes = 0  # a worker's share of the memory budget for them
 _barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
 _n_shards = 1  # the shards a worker cuts the counts it hands on into
@@ -419,17 +436,30 @@ def _count(task: Task) -> Counted:
     assert _counter is not None, "not a worker"
     _trim_heap()  # what the last task freed
     if not task.keep or _barrier is None:
-        return _counter.count(task)
-    counted = _counter.count(task, into=_held.setdefault(task.keep, Counter()))
+        return _counted_alone(_counter, task)
+    counted = _counter.count(task, into=_kept(_held, _segments, task))
     # A failed source's counts stay: the caller leaves its key out of what it keeps.
     if sum(map(len, _held.values())) * WORD_BYTES >= _hold_bytes:
         counted.shards = _hand_on()  # over this worker's share
     return counted
 
 
+def _counted_alone(counter: TaskCounter, task: Task) -> Counted:
+    counted = counter.count(task)
+    counted.segments = [(0, task.seq)]
+    return counted
+
+
+def _kept(held: dict[int, Counter], segments: dict[int, Segments], task: Task) -> Counter:
+    """The counts kept for a task's key, its words from here on marked as the task's."""
+    counts = held.setdefault(task.keep, Counter())
+    segments.setdefault(task.keep, []).append((len(counts), task.seq))
+    return counts
+
+
 def _hand_on() -> dict[int, list[Packed]]:
     """Every key's counts this worker holds, cut into shards, let go."""
-    return {key: shard_counts(_held.pop(key), _n_shards) for key in list(_held)}
+    return {key: shard_counts(_held.pop(key), _n_shards, _segments.pop(key)) for key in list(_held)}
 
 
 def _flush(shard: bool) -> Counted:
@@ -440,7 +470,7 @@ def _flush(shard: bool) -> Counted:
         counted = Counted({}, [], shards=_hand_on())
     else:
         key, held = _held.popitem() if _held else (0, Counter())
-        counted = Counted(as_bytes(held), [], key=key)
+        counted = Counted(as_bytes(held), [], key=key, segments=_segments.pop(key, [(0, 0)]))
     _trim_heap()  # the counts just let go, while the other workers still count
     assert _barrier is not None, "not a worker"
     try:
@@ -485,6 +515,7 @@ class Pool:
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
         self.forked = False  # whether the workers were started
         self.held: dict[int, Counter] = {}  # counts per key (Task.keep) counted in this process
+        self.segments: dict[int, Segments] = {}  # their ordinals
 
     @property
     def capacity(self) -> int:
@@ -527,8 +558,8 @@ class Pool:
         keeps them) until the flush: one conversion to UTF-8 keys and no merge
         per task."""
         if not task.keep:
-            return self.local.count(task)
-        return self.local.count(task, into=self.held.setdefault(task.keep, Counter()))
+            return _counted_alone(self.local, task)
+        return self.local.count(task, into=_kept(self.held, self.segments, task))
 
     def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
         """Every count kept: those counted here (one result per key), and one task per
@@ -538,9 +569,10 @@ class Pool:
         keeping = self.barrier is not None and self.executor is not None
         while self.held:
             key, held = self.held.popitem()
+            segments = self.segments.pop(key)
             futures.append(Future())
-            futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers)})
-                                   if shard and keeping else Counted(as_bytes(held), [], key=key))
+            futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers, segments)})
+                                   if shard and keeping else Counted(as_bytes(held), [], key=key, segments=segments))
         if keeping:
             assert self.executor is not None
             futures += [self.executor.submit(_flush, shard) for _ in range(self.workers)]
@@ -563,6 +595,7 @@ class Pool:
     def close(self) -> None:
         """Stop the workers (a task already running ends first)."""
         self.held.clear()
+        self.segments.clear()
         if self.executor is not None:
             if self.barrier is not None:
                 self.barrier.abort()  # a flush cut short by a failure: its workers stop waiting

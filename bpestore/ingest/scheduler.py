@@ -28,6 +28,7 @@ stay within ``batch_words``: a call ingesting many files writes once.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 from collections import Counter, deque
@@ -55,6 +56,7 @@ from ..sources import (
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Packed, Pool, SmallFile, Task, TextPiece, as_bytes, merge_counts
+from .shards import firsts_of, merge_firsts
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,13 @@ class IngestTuning:
 
 @dataclass
 class CountedBatch:
-    """Sources counted together, in order, and the merged counts of those not skipped."""
+    """Sources counted together, in order, and the merged counts of those not skipped;
+    ``firsts``: each word's ordinal, where it first occurred in the text of the sources
+    in order (comparable within the ``count_sources`` call: task << 32 | place)."""
 
     sources: list[Source]
     counts: Counter = field(default_factory=Counter)
+    firsts: dict[bytes, int] = field(default_factory=dict)
 
 
 def count_sources(
@@ -123,6 +128,7 @@ class _Group:
     large: dict[int, Source] = field(default_factory=dict)  # a large source's key -> it
     key: int = 0  # the small sources' key (0: a group of large ones)
     counts: dict[int, Counter] | None = field(default_factory=dict)  # whole counts per key; None: not kept
+    firsts: dict[int, dict[bytes, int]] = field(default_factory=dict)  # their ordinals
     dropped: set[int] = field(default_factory=set)  # keys whose counts are not kept (a repeat, a failure)
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
@@ -132,29 +138,38 @@ class _Group:
     shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
     held: int = 0  # bytes of those shards
     reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
+    reduced_firsts: list[dict[bytes, int]] = field(default_factory=list)  # their ordinals
+    seq: int = 0  # its first task's
     distinct: Counter = field(default_factory=Counter)  # each large source's distinct words, from the shards
     repeats: list[Source] = field(default_factory=list)  # small sources counted, then found to repeat one
 
-    def joined(self) -> Counter:
-        """Its counts: the reduced shards (no word in two of them: joined without
-        adding, each let go once in: the parent never holds the counts twice) and
+    def joined(self) -> tuple[Counter, dict[bytes, int]]:
+        """Its counts and their ordinals: the reduced shards (no word in two of them: joined
+        without adding, each let go once in: the parent never holds the counts twice) and
         the whole counts of each key kept; each large source's distinct words."""
         if self.counts is None:
-            return Counter()
+            return Counter(), {}
         for key in self.dropped:
             self.counts.pop(key, None)
+            self.firsts.pop(key, None)
+        firsts: dict[bytes, int] = {}
+        while self.reduced_firsts:
+            firsts.update(self.reduced_firsts.pop(0))
+        for part in self.firsts.values():
+            merge_firsts(firsts, part)
+        self.firsts = {}
         for key, source in self.large.items():
             if key not in self.dropped:
                 # A key's counts come all whole or all in shards (``Pool.flush``).
                 source.n_distinct = self.distinct[key] + len(self.counts.get(key, ()))
         if not self.reduced and len(self.counts) == 1:
-            return next(iter(self.counts.values()))
+            return next(iter(self.counts.values())), firsts
         total: Counter = Counter()
         while self.reduced:
             dict.update(total, self.reduced.pop(0))
         for counts in self.counts.values():
             merge_counts(total, counts)
-        return total
+        return total, firsts
 
     @property
     def done(self) -> bool:
@@ -163,6 +178,7 @@ class _Group:
     def drop(self) -> None:
         """Keep nothing of it."""
         self.sources, self.counts, self.closed, self.shards, self.reduced = [], None, True, None, []
+        self.firsts, self.reduced_firsts = {}, []
 
 
 @dataclass(eq=False)
@@ -215,6 +231,7 @@ class _Counting:
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
         self.keys = itertools.count(1)  # Task.keep of each large source and run of small ones
+        self.seqs = itertools.count(1)  # Task.seq of each task, in the order sent (ordinals)
         self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
     # -- the main loop ---------------------------------------------------
@@ -252,14 +269,14 @@ class _Counting:
             group = self.groups.popleft()
             if not group.sources:
                 continue
-            counts = group.joined()
+            counts, firsts = group.joined()
             for source in group.repeats:  # counted by a worker before it was found to repeat
                 for word, n in self.recount([source]).items():
                     if counts[word] == n:
                         del counts[word]
                     else:
                         counts[word] -= n
-            yield from self.coalesce(CountedBatch(group.sources, counts))
+            yield from self.coalesce(CountedBatch(group.sources, counts, firsts))
 
     def coalesce(self, batch: CountedBatch) -> Iterator[CountedBatch]:
         """Add a counted group to the batch being gathered; hand that on first where the
@@ -276,6 +293,9 @@ class _Counting:
         small, large = sorted((gathered.counts, batch.counts), key=len)
         merge_counts(large, small)  # the smaller into the larger: the fewer steps
         gathered.counts = large
+        small_firsts, large_firsts = sorted((gathered.firsts, batch.firsts), key=len)
+        merge_firsts(large_firsts, small_firsts)
+        gathered.firsts = large_firsts
 
     def hand_on(self) -> Iterator[CountedBatch]:
         """The batch being gathered, if any."""
@@ -431,6 +451,8 @@ class _Counting:
         if group.closed:
             return  # failed: nothing more is counted for it
         group.pending += 1
+        task = dataclasses.replace(task, seq=next(self.seqs))
+        group.seq = group.seq or task.seq
         self.sent.append(_Sent(self.pool.submit(task), group, sources))
         while self.sent and self.sent[0].future.done():
             self.take_result()
@@ -495,12 +517,15 @@ class _Counting:
             group.distinct.update(counted.distinct)
         if counted.reduced:
             group.reduced.append(counted.counts)
+            group.reduced_firsts.append(counted.ordinals())
         elif counted.counts and counted.key not in group.dropped:
             kept = group.counts.get(counted.key)
             if kept is None:
+                group.firsts[counted.key] = counted.ordinals()
                 group.counts[counted.key] = Counter(counted.counts) if type(counted.counts) is not Counter \
                     else counted.counts
             else:
+                merge_firsts(group.firsts[counted.key], counted.ordinals())
                 merge_counts(kept, counted.counts)
         if counted.shards:
             for key, shards in counted.shards.items():
@@ -533,6 +558,7 @@ class _Counting:
             # with the failed one's, so they are counted again here (they are small).
             group.counts, group.shards, group.reduced = \
                 {0: self.recount([s for s in group.sources if not s.skipped])}, None, []
+            group.firsts, group.reduced_firsts = {0: firsts_of(group.counts[0], [(0, group.seq)])}, []
             group.dropped.add(group.key)
             group.flushed, group.repeats = True, []
         groups = list(self.groups)

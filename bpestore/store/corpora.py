@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ConflictError, InvalidArgumentError
 from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
 from ..ingest.scheduler import merge_counts
+from ..ingest.shards import merge_firsts
 from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
@@ -68,7 +69,7 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
                                     "a concurrent ingest; ingest again to see it")
             present = set() if force else present_shas(tx, corpus_id, [s.sha256 for s in counted])
             if not present:
-                generation = add_generation(tx, corpus_id, counted, batch.counts)
+                generation = add_generation(tx, corpus_id, counted, batch.counts, batch.firsts)
         if present:
             if len(present) < len({s.sha256 for s in counted}):
                 # Their counts are merged with the others': the others are counted again.
@@ -206,8 +207,10 @@ def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **opti
     gone = [dataclasses.replace(s, skipped=True, n_words=0, n_distinct=0)
             for s in batch.sources if s.skipped or s.sha256 in present]
     counts: Counter = Counter()
+    firsts: dict[bytes, int] = {}
     sources: list[Source] = []
     for again in count_sources([s.source for s in kept], spec, workers=1, already_counted=present, **options):
         counts.update(again.counts)
+        merge_firsts(firsts, again.firsts)
         sources.extend(again.sources)
-    return CountedBatch(gone + sources, counts)
+    return CountedBatch(gone + sources, counts, firsts)
