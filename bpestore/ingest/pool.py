@@ -58,7 +58,17 @@ from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
-from .shards import Packed, Segments, firsts_of, merge_firsts, n_packed, ordinals, pack_shard, unpack_shard
+from .shards import (
+    Packed,
+    Segments,
+    firsts_of,
+    merge_firsts,
+    n_packed,
+    ordinals,
+    pack_shard,
+    packed_firsts,
+    unpack_shard,
+)
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -210,24 +220,25 @@ def shard_of(word: bytes, n_shards: int) -> int:
     return zlib.crc32(word) % n_shards
 
 
-def shard_counts(counts: Counter, n_shards: int, segments: Segments) -> list[Packed]:
+def shard_counts(counts: Counter, n_shards: int, segments: Segments | None = None) -> list[Packed]:
     """A worker's counts (str or UTF-8 keys, in the order their words first occurred,
     emptied) as ``n_shards`` packed shards of UTF-8 words in word order, with their
-    ordinals, word ``w`` in shard ``shard_of(w)``: the caller only stores them, and each
-    shard is merged in a worker (``reduce_shard``)."""
+    ordinals where ``segments`` are given, word ``w`` in shard ``shard_of(w)``: the caller
+    only stores them, and each shard is merged in a worker (``reduce_shard``)."""
     if COUNT_CORE is not None and _utf8_keys(counts):
         return COUNT_CORE.shard(counts, n_shards, segments)
     shards: list[dict[bytes, tuple[int, int]]] = [{} for _ in range(n_shards)]
     crc32 = zlib.crc32
     utf8 = _utf8_keys(counts)
-    for (word, n), first in zip(counts.items(), ordinals(len(counts), segments)):
+    for (word, n), first in zip(counts.items(), ordinals(len(counts), segments or [(0, 0)])):
         key = word if utf8 else word.encode("utf-8", "surrogatepass")
         shards[crc32(key) % n_shards][key] = n, first
     counts.clear()
     packed = []
     for shard in shards:
         words = sorted(shard)
-        packed.append(pack_shard(words, [shard[w][0] for w in words], [shard[w][1] for w in words]))
+        packed.append(pack_shard(words, [shard[w][0] for w in words],
+                                 None if segments is None else [shard[w][1] for w in words]))
     return packed
 
 
@@ -240,7 +251,8 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     for key, piece in pieces:
         by_key.setdefault(key, []).append(piece)
     if COUNT_CORE is not None:
-        merged, firsts = COUNT_CORE.merge_shard([piece for _, piece in pieces])
+        both = COUNT_CORE.merge_shard([piece for _, piece in pieces])
+        merged, firsts = both if isinstance(both, tuple) else (both, None)
         return Counted(merged, [], reduced=True, firsts=firsts, distinct={
             key: len(merged) if len(by_key) == 1 else n_packed(packed[0]) if len(packed) == 1
             else len(COUNT_CORE.merge_shard([p[:3] for p in packed])) for key, packed in by_key.items()
@@ -252,7 +264,8 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
         # A key's words, one key at a time: where it is alone, they are the total's.
         own: set[bytes] | None = set() if key in keys and len(by_key) > 1 and len(packed) > 1 else None
         for piece in packed:
-            words, counts, firsts = unpack_shard(piece)
+            words, counts = unpack_shard(piece)
+            firsts = packed_firsts(piece)
             if total:
                 merge_pairs(total, words, counts)
             else:  # the first piece: its words are distinct, nothing to add to
@@ -263,7 +276,8 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
         if key in keys:
             distinct[key] = len(total) if len(by_key) == 1 else len(own) if own is not None else len(words)
     merged = in_order(total)
-    return Counted(merged, [], reduced=True, firsts={word: every[word] for word in merged}, distinct=distinct)
+    return Counted(merged, [], reduced=True, firsts={word: every[word] for word in merged} if every else None,
+                   distinct=distinct)
 
 
 def in_order(counts: Counter) -> dict[bytes, int]:

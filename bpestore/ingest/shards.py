@@ -27,12 +27,17 @@ def pack_shard(words: list[bytes], counts: list[int], firsts: list[int] | None =
     return packed if firsts is None else (*packed, _leb128(firsts))
 
 
-def unpack_shard(packed: Packed) -> tuple[list[bytes], list[int], list[int] | None]:
-    """A ``Packed`` shard's words, counts and ordinals (None without), in order."""
+def unpack_shard(packed: Packed) -> tuple[list[bytes], list[int]]:
+    """A ``Packed`` shard's words and counts, in order."""
     data, lengths, counts = packed[:3]
     ends = list(itertools.accumulate(_numbers(lengths)))
     words = list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
-    return words, _numbers(counts), _numbers(packed[3]) if len(packed) > 3 else None
+    return words, _numbers(counts)
+
+
+def packed_firsts(packed: Packed) -> list[int] | None:
+    """A ``Packed`` shard's ordinals, in order (None: it has none)."""
+    return _numbers(packed[3]) if len(packed) > 3 else None
 
 
 def ordinals(n: int, segments: Segments) -> Iterator[int]:
