@@ -230,3 +230,22 @@ def test_first_seen_refuses_a_mixture(store):
     with pytest.raises(InvalidArgumentError, match="first-seen.*one corpus generation"):
         store.train("fs", corpus="c", merges=3, tie_break="first-seen", weights=[2])
     assert store.versions() == []
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_counts_files_keep_ordinals(db_url, tmp_path, workers):
+    """``bpestore count`` files (what a Dask count writes), added together in order."""
+    pytest.importorskip("pyarrow")
+    from bpestore.counts import count_files
+
+    text = dracula(30_000)
+    _, expected = minbpe_train(text, 380, split=True)
+    paths = files(tmp_path, text, 3)
+    made = [count_files([paths[0], paths[1]], tmp_path / "a.parquet", pretokenizer="cl100k", workers=workers),
+            count_files([paths[2]], tmp_path / "b.parquet", pretokenizer="cl100k", workers=workers)]
+    assert all(info.ordered for info in made)
+    s = bpestore.open(db_url)
+    s.ingest_counts("text", [tmp_path / "a.parquet", tmp_path / "b.parquet"])
+    v = s.train("fs", corpus="text", vocab_size=380, tie_break="first-seen")
+    assert [(m.left_bytes, m.right_bytes) for m in s.merges(v.ref)] == expected
+    s.close()

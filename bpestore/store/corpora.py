@@ -110,6 +110,9 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
         every = [s.sha256 for info, _ in files for s in info.sources]
         seen = set() if force else present_shas(tx, corpus_id, every)
         merged: Counter = Counter()
+        # ordinal: each file's words in the order they first occurred, the files in order
+        firsts: dict[bytes, int] | None = {}
+        offset = 0
         added: list[Source] = []
         for info, counts in files:
             shas = {s.sha256 for s in info.sources}
@@ -124,13 +127,18 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
                                     f"are in {corpus!r} already (e.g. {name}) and others that are not; its counts "
                                     "cannot be split: count the new sources alone, or pass force=True")
             else:
+                if firsts is not None and info.ordered:
+                    merge_firsts(firsts, dict(zip(counts, range(offset, offset + len(counts)))))
+                    offset += len(counts)
+                else:
+                    firsts = None  # a file from before ordinals: the generation has none
                 merge_counts(merged, counts)
                 added.extend(sources)
                 if not force:
                     seen |= shas
             results.extend(sources)
         if added:
-            generation = add_generation(tx, corpus_id, added, merged)
+            generation = add_generation(tx, corpus_id, added, merged, firsts)
             for s in added:
                 s.generation = generation
     return results
