@@ -249,3 +249,22 @@ def test_counts_files_keep_ordinals(db_url, tmp_path, workers):
     v = s.train("fs", corpus="text", vocab_size=380, tie_break="first-seen")
     assert [(m.left_bytes, m.right_bytes) for m in s.merges(v.ref)] == expected
     s.close()
+
+
+def test_copy_with_counts_keeps_ordinals(db_url, tmp_path):
+    """A first-seen version copied with its counts verifies and trains on there; a corpus
+    grown by the copy past its own generations keeps the text order too."""
+    paths = files(tmp_path, dracula(30_000), 2)
+    _, expected = minbpe_train("".join(p.read_text(encoding="utf-8") for p in paths), 380, split=True)
+    s = bpestore.open(db_url)
+    s.ingest("text", [paths[0]], pretokenizer="cl100k", workers=4, tuning=SMALL_PIECES)
+    target = bpestore.open(tmp_path / "target.db")
+    s.copy(s.train("one", corpus="text", vocab_size=300, tie_break="first-seen").ref, target, with_counts=True)
+    s.ingest("text", [paths[1]], pretokenizer="cl100k")
+    v = s.train("fs", corpus="text", vocab_size=380, tie_break="first-seen")
+    s.copy(v.ref, target, with_counts=True)  # grows the target's corpus from generation 1 to 2
+    assert target.verify(v.ref).ok
+    again = target.train("again", corpus="text", vocab_size=380, tie_break="first-seen")
+    assert [(m.left_bytes, m.right_bytes) for m in target.merges(again.ref)] == expected
+    s.close()
+    target.close()
