@@ -33,7 +33,6 @@ typedef struct {
     Py_ssize_t len;  /* in characters */
     Py_ssize_t count;
     uint64_t hash;  /* word_hash: the same in texts of any kind, the text's kind in its top two bits */
-    size_t first;   /* ordinal: how many distinct words the table held when this one came */
 } Entry;
 
 static inline int
@@ -46,13 +45,17 @@ typedef struct {
     Entry *slots;
     size_t mask;   /* capacity - 1, capacity a power of two */
     size_t used;
+    size_t *order; /* ordinal: the slot of each entry, in the order the entries came (first occurrences) */
 } Table;
 
 static int
 table_init(Table *t, size_t capacity)
 {
     t->slots = PyMem_Malloc(capacity * sizeof(Entry));
-    if (t->slots == NULL) {
+    t->order = PyMem_Malloc((capacity / 2 + 1) * sizeof(size_t));  /* a table grows past half full */
+    if (t->slots == NULL || t->order == NULL) {
+        PyMem_Free(t->slots);
+        PyMem_Free(t->order);
         PyErr_NoMemory();
         return -1;
     }
@@ -63,23 +66,30 @@ table_init(Table *t, size_t capacity)
     return 0;
 }
 
+static void
+table_free(Table *t)
+{
+    PyMem_Free(t->slots);
+    PyMem_Free(t->order);
+}
+
+/* The entries again in a table twice the size, in the order they came. */
 static int
 table_grow(Table *t)
 {
     Table bigger;
     if (table_init(&bigger, (t->mask + 1) * 2) < 0)
         return -1;
-    for (size_t i = 0; i <= t->mask; i++) {
-        Entry *e = &t->slots[i];
-        if (e->p == NULL)
-            continue;
+    for (size_t k = 0; k < t->used; k++) {
+        Entry *e = &t->slots[t->order[k]];
         size_t j = (size_t)e->hash & bigger.mask;
         while (bigger.slots[j].p != NULL)
             j = (j + 1) & bigger.mask;
         bigger.slots[j] = *e;
+        bigger.order[k] = j;
     }
     bigger.used = t->used;
-    PyMem_Free(t->slots);
+    table_free(t);
     *t = bigger;
     return 0;
 }
@@ -136,7 +146,7 @@ table_add(Table *t, const char *data, int kind, Py_ssize_t start, Py_ssize_t len
     e->len = len;
     e->count = 1;
     e->hash = h;
-    e->first = t->used;
+    t->order[t->used] = j;
     if (++t->used * 2 > t->mask + 1)
         return table_grow(t);
     return 0;
@@ -193,7 +203,7 @@ table_merge(Table *t, const Entry *e)
         j = (j + 1) & t->mask;
     }
     t->slots[j] = *e;
-    t->slots[j].first = t->used;
+    t->order[t->used] = j;
     if (++t->used * 2 > t->mask + 1)
         return table_grow(t);
     return 0;
@@ -227,34 +237,14 @@ flush_entry(Entry *e, PyObject *counts)
     return rc < 0 ? -1 : 0;
 }
 
-/* ordinal: the table's entries in the order they came (their first occurrences), no sort:
-   each entry's `first` is its place. NULL with an exception set. */
-static Entry **
-table_order(const Table *t)
-{
-    Entry **order = PyMem_Malloc((t->used ? t->used : 1) * sizeof(Entry *));
-    if (order == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (size_t i = 0; i <= t->mask; i++)
-        if (t->slots[i].p != NULL)
-            order[t->slots[i].first] = &t->slots[i];
-    return order;
-}
-
 /* Add the table's counts to the dict counts, the words as UTF-8 bytes, in the order they
    first occurred (a word new to counts goes in after those before it: ordinals). */
 static int
 table_flush(Table *t, PyObject *counts)
 {
-    Entry **order = table_order(t);
-    if (order == NULL)
-        return -1;
     int rc = 0;
-    for (size_t i = 0; i < t->used && rc == 0; i++)
-        rc = flush_entry(order[i], counts);
-    PyMem_Free(order);
+    for (size_t k = 0; k < t->used && rc == 0; k++)
+        rc = flush_entry(&t->slots[t->order[k]], counts);
     return rc;
 }
 
@@ -363,7 +353,7 @@ count(PyObject *self, PyObject *args)
     Py_ssize_t words = scan_text(text, classify, pattern, &t);
     if (words >= 0 && table_flush(&t, counts) < 0)
         words = -1;
-    PyMem_Free(t.slots);
+    table_free(&t);
     return words < 0 ? NULL : PyLong_FromSsize_t(words);
 }
 
@@ -382,14 +372,10 @@ count_piece(PyObject *piece, PyObject *classify, int pattern, Table *all)
         Py_ssize_t more = scan_text(PyList_GET_ITEM(piece, i), classify, pattern, &t);
         words = more < 0 ? -1 : words + more;
     }
-    Entry **order = words >= 0 ? table_order(&t) : NULL;  /* ordinal: merged in the order they came */
-    if (order == NULL)
-        words = -1;
-    for (size_t j = 0; j < t.used && words >= 0; j++)
-        if (table_merge(all, order[j]) < 0)
+    for (size_t k = 0; k < t.used && words >= 0; k++)  /* ordinal: in the order they came */
+        if (table_merge(all, &t.slots[t.order[k]]) < 0)
             words = -1;
-    PyMem_Free(order);
-    PyMem_Free(t.slots);
+    table_free(&t);
     return words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t.used);
 }
 
@@ -443,7 +429,7 @@ count_many(PyObject *self, PyObject *args)
     }
     if (result != NULL && table_flush(&all, counts) < 0)
         Py_CLEAR(result);
-    PyMem_Free(all.slots);
+    table_free(&all);
     Py_DECREF(pieces);
     return result;
 }
