@@ -268,3 +268,51 @@ def test_copy_with_counts_keeps_ordinals(db_url, tmp_path):
     assert [(m.left_bytes, m.right_bytes) for m in target.merges(again.ref)] == expected
     s.close()
     target.close()
+
+
+# -- the ordinals' pieces: the compiled core gives what the pure Python gives ------------------------
+def test_counted_words_come_in_the_order_the_text_first_shows_them(monkeypatch):
+    from bpestore import text as text_module
+    from bpestore.spec import TokenizerSpec
+    from bpestore.text import TextPipeline
+
+    sample = dracula(50_000)
+    expected = list(dict.fromkeys(w.encode() for w in regex.findall(text_module.PATTERNS["gpt2"], sample)))
+    pipeline = TextPipeline(TokenizerSpec())
+    counts: dict[bytes, int] = {}
+    pipeline.count_utf8(sample, counts)
+    assert list(counts) == expected
+    many: dict[bytes, int] = {}
+    pipeline.count_each(pieces(sample, 3), many)  # small files: counted together, in order
+    assert list(many) == expected
+    monkeypatch.setattr(pipeline, "count_core", None)
+    pure: dict[bytes, int] = {}
+    pipeline.count_utf8(sample, pure)
+    assert list(pure) == expected
+
+
+def test_the_cores_ordinals_in_shards_equal_the_pure_pythons(monkeypatch):
+    from collections import Counter
+
+    from bpestore.ingest import pool
+
+    if pool.COUNT_CORE is None:
+        pytest.skip("the counting core is not built")
+    words = [f"w{i % 997}".encode() for i in range(5_000)]
+    parts = [Counter(dict.fromkeys(words[i::3], 1)) for i in range(3)]
+    segments = [[(0, 5), (100, 9)], [(0, 2)], [(0, 7), (10, 8), (10, 11)]]
+    compiled = [pool.shard_counts(Counter(p), 4, s) for p, s in zip(parts, segments)]
+    monkeypatch.setattr(pool, "COUNT_CORE", None)
+    pure = [pool.shard_counts(Counter(p), 4, s) for p, s in zip(parts, segments)]
+    assert compiled == pure
+    reduced_pure = [pool.reduce_shard([(1, piece[s]) for piece in pure], {1}) for s in range(4)]
+    monkeypatch.undo()
+    reduced = [pool.reduce_shard([(1, piece[s]) for piece in compiled], {1}) for s in range(4)]
+    for a, b in zip(reduced, reduced_pure):
+        assert (a.counts, a.firsts) == (b.counts, b.firsts)
+    # Each word's ordinal: the smallest of its places, (task << 32) | place in its part.
+    firsts = {}
+    for part, segs in zip(parts, segments):
+        for word, first in zip(part, pool.ordinals(len(part), segs)):
+            firsts[word] = min(firsts.get(word, first), first)
+    assert {w: o for r in reduced for w, o in r.firsts.items()} == firsts
