@@ -316,3 +316,43 @@ def test_the_cores_ordinals_in_shards_equal_the_pure_pythons(monkeypatch):
         for word, first in zip(part, pool.ordinals(len(part), segs)):
             firsts[word] = min(firsts.get(word, first), first)
     assert {w: o for r in reduced for w, o in r.firsts.items()} == firsts
+
+
+def test_a_run_stopped_part_way_resumes_to_the_same_merges(db_url, tmp_path):
+    text = dracula(20_000)
+    _, expected = minbpe_train(text, 380, split=True)
+    s = bpestore.open(db_url)
+    s.ingest("text", files(tmp_path, text, 2), pretokenizer="cl100k", workers=4, tuning=SMALL_PIECES)
+
+    def stop(p):
+        if p.done == 70:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        s.train("fs", corpus="text", vocab_size=380, tie_break="first-seen", checkpoint_every=10, progress=stop)
+    assert s.version("fs@1").status == "training" and 0 < s.version("fs@1").n_merges < 124
+    assert s.resume("fs@1").status == "complete"
+    assert [(m.left_bytes, m.right_bytes) for m in s.merges("fs@1")] == expected
+    assert s.verify("fs@1").ok
+    s.close()
+
+
+def test_a_dask_count_keeps_ordinals(db_url, tmp_path):
+    """A distributed count (one counts file per group of files, in order) trains as the text does."""
+    pytest.importorskip("pyarrow")
+    distributed = pytest.importorskip("distributed")
+    from bpestore.counts import dask_count
+
+    text = dracula(30_000)
+    _, expected = minbpe_train(text, 380, split=True)
+    (tmp_path / "out").mkdir()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        infos = dask_count(client, files(tmp_path, text, 4), tmp_path / "out", group_bytes=8_000,
+                           pretokenizer="cl100k")
+    assert len(infos) > 1
+    s = bpestore.open(db_url)
+    s.ingest_counts("text", [info.path for info in infos])
+    v = s.train("fs", corpus="text", vocab_size=380, tie_break="first-seen")
+    assert [(m.left_bytes, m.right_bytes) for m in s.merges(v.ref)] == expected
+    s.close()
