@@ -193,7 +193,7 @@ def upsert_counts(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], 
             _sqlite_groups(tx.sqlite, head, row, tail, interleave(chunk, counts, PARAMETERS // 2), 2)
         return
     # The shift is the same in every row: written into the statement, a row binds its ordinal alone.
-    row = f"({int(corpus_id)}, ?, ?, ? + {int(shift)}, {int(generation)})"
+    row = f"({int(corpus_id)}, ?, ?, ?{f' + {int(shift)}' if shift else ''}, {int(generation)})"
     for start in range(0, len(ordered), UPSERT_BATCH):
         chunk = ordered[start:start + UPSERT_BATCH]
         _sqlite_groups(tx.sqlite, head, row, tail, interleave_firsts(chunk, counts, firsts, PARAMETERS // 3), 3)
