@@ -153,6 +153,8 @@ class _Group:
             self.counts.pop(key, None)
             self.firsts.pop(key, None)
         firsts: dict[bytes, int] = {}
+        if not self.reduced_firsts and len(self.firsts) == 1:
+            firsts = self.firsts.popitem()[1]  # the common case: taken, not copied
         while self.reduced_firsts:
             firsts.update(self.reduced_firsts.pop(0))
         for part in self.firsts.values():
