@@ -36,6 +36,7 @@ ignore Ctrl-C (the parent stops them) and end when the parent is killed.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import itertools
@@ -58,17 +59,8 @@ from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
-from .shards import (
-    Packed,
-    Segments,
-    firsts_of,
-    merge_firsts,
-    n_packed,
-    ordinals,
-    pack_shard,
-    packed_firsts,
-    unpack_shard,
-)
+from . import shards
+from .shards import Packed, n_packed, pack_shard, unpack_shard
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -188,14 +180,14 @@ class Counted:
     key: int = 0
     shas: list[str] | None = None
     distinct: dict[int, int] | None = None  # reduced: each key's distinct words in this shard
-    segments: Segments | None = None  # counts (in the order their words first occurred): their ordinals
+    segments: list[tuple[int, int]] | None = None  # counts (in first-occurrence order): their ordinals
     firsts: dict[bytes, int] | None = None  # reduced: each word's ordinal
 
     def ordinals(self) -> dict[bytes, int]:
         """Each word of counts with its ordinal."""
         if self.firsts is not None:
             return self.firsts
-        return firsts_of(self.counts, self.segments or [(0, 0)])
+        return shards.firsts_of(self.counts, self.segments or [(0, 0)])
 
 
 def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
@@ -220,22 +212,22 @@ def shard_of(word: bytes, n_shards: int) -> int:
     return zlib.crc32(word) % n_shards
 
 
-def shard_counts(counts: Counter, n_shards: int, segments: Segments | None = None) -> list[Packed]:
+def shard_counts(counts: Counter, n_shards: int, segments: shards.Segments | None = None) -> list[Packed]:
     """A worker's counts (str or UTF-8 keys, in the order their words first occurred,
     emptied) as ``n_shards`` packed shards of UTF-8 words in word order, with their
     ordinals where ``segments`` are given, word ``w`` in shard ``shard_of(w)``: the caller
     only stores them, and each shard is merged in a worker (``reduce_shard``)."""
     if COUNT_CORE is not None and _utf8_keys(counts):
         return COUNT_CORE.shard(counts, n_shards, segments)
-    shards: list[dict[bytes, tuple[int, int]]] = [{} for _ in range(n_shards)]
+    parts: list[dict[bytes, tuple[int, int]]] = [{} for _ in range(n_shards)]
     crc32 = zlib.crc32
     utf8 = _utf8_keys(counts)
-    for (word, n), first in zip(counts.items(), ordinals(len(counts), segments or [(0, 0)])):
+    for (word, n), first in zip(counts.items(), shards.ordinals(len(counts), segments or [(0, 0)])):
         key = word if utf8 else word.encode("utf-8", "surrogatepass")
-        shards[crc32(key) % n_shards][key] = n, first
+        parts[crc32(key) % n_shards][key] = n, first
     counts.clear()
     packed = []
-    for shard in shards:
+    for shard in parts:
         words = sorted(shard)
         packed.append(pack_shard(words, [shard[w][0] for w in words],
                                  None if segments is None else [shard[w][1] for w in words]))
@@ -265,12 +257,12 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
         own: set[bytes] | None = set() if key in keys and len(by_key) > 1 and len(packed) > 1 else None
         for piece in packed:
             words, counts = unpack_shard(piece)
-            firsts = packed_firsts(piece)
+            firsts = shards.packed_firsts(piece)
             if total:
                 merge_pairs(total, words, counts)
             else:  # the first piece: its words are distinct, nothing to add to
                 dict.update(total, zip(words, counts))
-            merge_firsts(every, dict(zip(words, firsts or [])))
+            shards.merge_firsts(every, dict(zip(words, firsts or [])))
             if own is not None:
                 own.update(words)
         if key in keys:
@@ -311,11 +303,12 @@ class TaskCounter:
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
-            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep)
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep,
+                           segments=[(0, task.seq)])
         words, shas, error = self.count_pieces(task.pieces, counts)
         # On an error, only the pieces before the failing one are in counts.
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
-                       shas=shas or None)
+                       shas=shas or None, segments=[(0, task.seq)])
 
     def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
@@ -420,7 +413,7 @@ WORD_BYTES = 128
 
 _counter: TaskCounter | None = None  # a worker's, set when it starts
 _held: dict[int, Counter] = {}  # a worker's counts kept per key (Task.keep)
-_segments: dict[int, Segments] = {}  # the ordinals of each key's counts kept
+_segments: dict[int, shards.Segments] = {}  # the ordinals of each key's counts kept
 _hold_bytes = 0  # a worker's share of the memory budget for them
 _barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
 _n_shards = 1  # the shards a worker cuts the counts it hands on into
@@ -450,25 +443,12 @@ def _count(task: Task) -> Counted:
     assert _counter is not None, "not a worker"
     _trim_heap()  # what the last task freed
     if not task.keep or _barrier is None:
-        return _counted_alone(_counter, task)
-    counted = _counter.count(task, into=_kept(_held, _segments, task))
+        return _counter.count(task)
+    counted = _counter.count(task, into=shards.keep_into(_held, _segments, task.keep, task.seq))
     # A failed source's counts stay: the caller leaves its key out of what it keeps.
     if sum(map(len, _held.values())) * WORD_BYTES >= _hold_bytes:
         counted.shards = _hand_on()  # over this worker's share
     return counted
-
-
-def _counted_alone(counter: TaskCounter, task: Task) -> Counted:
-    counted = counter.count(task)
-    counted.segments = [(0, task.seq)]
-    return counted
-
-
-def _kept(held: dict[int, Counter], segments: dict[int, Segments], task: Task) -> Counter:
-    """The counts kept for a task's key, its words from here on marked as the task's."""
-    counts = held.setdefault(task.keep, Counter())
-    segments.setdefault(task.keep, []).append((len(counts), task.seq))
-    return counts
 
 
 def _hand_on() -> dict[int, list[Packed]]:
@@ -529,7 +509,8 @@ class Pool:
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
         self.forked = False  # whether the workers were started
         self.held: dict[int, Counter] = {}  # counts per key (Task.keep) counted in this process
-        self.segments: dict[int, Segments] = {}  # their ordinals
+        self.segments: dict[int, shards.Segments] = {}  # their ordinals
+        self.seqs = itertools.count(1)  # Task.seq
 
     @property
     def capacity(self) -> int:
@@ -539,6 +520,7 @@ class Pool:
 
     def submit(self, task: Task) -> Future[Counted]:
         self.submitted += task.size
+        task = dataclasses.replace(task, seq=next(self.seqs))  # ordinals: tasks numbered in the order sent
         if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
             # Forked where that is safe: no import or set-up again in each worker.
             import multiprocessing
@@ -572,8 +554,8 @@ class Pool:
         keeps them) until the flush: one conversion to UTF-8 keys and no merge
         per task."""
         if not task.keep:
-            return _counted_alone(self.local, task)
-        return self.local.count(task, into=_kept(self.held, self.segments, task))
+            return self.local.count(task)
+        return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq))
 
     def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
         """Every count kept: those counted here (one result per key), and one task per

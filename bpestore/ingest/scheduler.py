@@ -28,7 +28,6 @@ stay within ``batch_words``: a call ingesting many files writes once.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 from collections import Counter, deque
@@ -56,7 +55,7 @@ from ..sources import (
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Packed, Pool, SmallFile, Task, TextPiece, as_bytes, merge_counts
-from .shards import firsts_of, merge_firsts
+from .shards import firsts_of, join_firsts, merge_firsts
 
 
 @dataclass(frozen=True)
@@ -77,9 +76,8 @@ class IngestTuning:
 
 @dataclass
 class CountedBatch:
-    """Sources counted together, in order, and the merged counts of those not skipped;
-    ``firsts``: each word's ordinal, where it first occurred in the text of the sources
-    in order (comparable within the ``count_sources`` call: task << 32 | place)."""
+    """Sources counted together, in order, the merged counts of those not skipped and each
+    word's ordinal (where it first occurred in their text, in order: ``shards.ordinals``)."""
 
     sources: list[Source]
     counts: Counter = field(default_factory=Counter)
@@ -137,9 +135,7 @@ class _Group:
     checked: bool = False  # its large sources were checked unchanged, once all was read
     shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
     held: int = 0  # bytes of those shards
-    reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
-    reduced_firsts: list[dict[bytes, int]] = field(default_factory=list)  # their ordinals
-    seq: int = 0  # its first task's
+    reduced: list[tuple[dict[bytes, int], dict[bytes, int]]] = field(default_factory=list)  # counts, ordinals
     distinct: Counter = field(default_factory=Counter)  # each large source's distinct words, from the shards
     repeats: list[Source] = field(default_factory=list)  # small sources counted, then found to repeat one
 
@@ -153,12 +149,8 @@ class _Group:
             self.counts.pop(key, None)
             self.firsts.pop(key, None)
         firsts: dict[bytes, int] = {}
-        if not self.reduced_firsts and len(self.firsts) == 1:
-            firsts = self.firsts.popitem()[1]  # the common case: taken, not copied
-        while self.reduced_firsts:
-            firsts.update(self.reduced_firsts.pop(0))
-        for part in self.firsts.values():
-            merge_firsts(firsts, part)
+        for part in [reduced[1] for reduced in self.reduced] + list(self.firsts.values()):
+            firsts = join_firsts(firsts, part)  # (the shards' are disjoint)
         self.firsts = {}
         for key, source in self.large.items():
             if key not in self.dropped:
@@ -168,7 +160,7 @@ class _Group:
             return next(iter(self.counts.values())), firsts
         total: Counter = Counter()
         while self.reduced:
-            dict.update(total, self.reduced.pop(0))
+            dict.update(total, self.reduced.pop(0)[0])
         for counts in self.counts.values():
             merge_counts(total, counts)
         return total, firsts
@@ -179,8 +171,7 @@ class _Group:
 
     def drop(self) -> None:
         """Keep nothing of it."""
-        self.sources, self.counts, self.closed, self.shards, self.reduced = [], None, True, None, []
-        self.firsts, self.reduced_firsts = {}, []
+        self.sources, self.counts, self.closed, self.shards, self.reduced, self.firsts = [], None, True, None, [], {}
 
 
 @dataclass(eq=False)
@@ -233,7 +224,6 @@ class _Counting:
         self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
         self.keys = itertools.count(1)  # Task.keep of each large source and run of small ones
-        self.seqs = itertools.count(1)  # Task.seq of each task, in the order sent (ordinals)
         self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
 
     # -- the main loop ---------------------------------------------------
@@ -295,9 +285,7 @@ class _Counting:
         small, large = sorted((gathered.counts, batch.counts), key=len)
         merge_counts(large, small)  # the smaller into the larger: the fewer steps
         gathered.counts = large
-        small_firsts, large_firsts = sorted((gathered.firsts, batch.firsts), key=len)
-        merge_firsts(large_firsts, small_firsts)
-        gathered.firsts = large_firsts
+        gathered.firsts = join_firsts(gathered.firsts, batch.firsts)
 
     def hand_on(self) -> Iterator[CountedBatch]:
         """The batch being gathered, if any."""
@@ -453,8 +441,6 @@ class _Counting:
         if group.closed:
             return  # failed: nothing more is counted for it
         group.pending += 1
-        task = dataclasses.replace(task, seq=next(self.seqs))
-        group.seq = group.seq or task.seq
         self.sent.append(_Sent(self.pool.submit(task), group, sources))
         while self.sent and self.sent[0].future.done():
             self.take_result()
@@ -518,8 +504,7 @@ class _Counting:
         if counted.distinct:
             group.distinct.update(counted.distinct)
         if counted.reduced:
-            group.reduced.append(counted.counts)
-            group.reduced_firsts.append(counted.ordinals())
+            group.reduced.append((counted.counts, counted.ordinals()))
         elif counted.counts and counted.key not in group.dropped:
             kept = group.counts.get(counted.key)
             if kept is None:
@@ -558,9 +543,9 @@ class _Counting:
         elif group.key and group.counts is not None:
             # Small sources before it in its group: the workers kept their counts mixed
             # with the failed one's, so they are counted again here (they are small).
-            group.counts, group.shards, group.reduced = \
-                {0: self.recount([s for s in group.sources if not s.skipped])}, None, []
-            group.firsts, group.reduced_firsts = {0: firsts_of(group.counts[0], [(0, group.seq)])}, []
+            recounted = self.recount([s for s in group.sources if not s.skipped])  # after all sent: ordinals
+            group.counts, group.shards, group.reduced = {0: recounted}, None, []
+            group.firsts = {0: firsts_of(recounted, [(0, next(self.pool.seqs))])}
             group.dropped.add(group.key)
             group.flushed, group.repeats = True, []
         groups = list(self.groups)

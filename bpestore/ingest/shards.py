@@ -4,6 +4,7 @@ ordinals that say where each word first occurred (``firsts_of``, ``merge_firsts`
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -50,6 +51,20 @@ def ordinals(n: int, segments: Segments) -> Iterator[int]:
 def firsts_of(counts: Mapping[bytes, Any], segments: Segments) -> dict[bytes, int]:
     """Each word of counts (in the order they first occurred) with its ordinal."""
     return dict(zip(counts, ordinals(len(counts), segments)))
+
+
+def keep_into(held: dict[int, Counter], segments: dict[int, Segments], key: int, task: int) -> Counter:
+    """The counts kept under ``key``, their words from here on marked as ``task``'s."""
+    counts = held.setdefault(key, Counter())
+    segments.setdefault(key, []).append((len(counts), task))
+    return counts
+
+
+def join_firsts(a: dict[bytes, int], b: dict[bytes, int]) -> dict[bytes, int]:
+    """The smaller ordinal of each word of either (the smaller dict merged into the larger)."""
+    small, large = sorted((a, b), key=len)
+    merge_firsts(large, small)
+    return large
 
 
 def merge_firsts(total: dict[bytes, int], part: Mapping[bytes, int]) -> None:
