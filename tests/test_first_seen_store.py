@@ -295,6 +295,7 @@ def test_the_cores_ordinals_in_shards_equal_the_pure_pythons(monkeypatch):
     from collections import Counter
 
     from bpestore.ingest import pool
+    from bpestore.ingest.shards import ordinals
 
     if pool.COUNT_CORE is None:
         pytest.skip("the counting core is not built")
@@ -313,7 +314,7 @@ def test_the_cores_ordinals_in_shards_equal_the_pure_pythons(monkeypatch):
     # Each word's ordinal: the smallest of its places, (task << 32) | place in its part.
     firsts = {}
     for part, segs in zip(parts, segments):
-        for word, first in zip(part, pool.ordinals(len(part), segs)):
+        for word, first in zip(part, ordinals(len(part), segs)):
             firsts[word] = min(firsts.get(word, first), first)
     assert {w: o for r in reduced for w, o in r.firsts.items()} == firsts
 
