@@ -192,11 +192,10 @@ def upsert_counts(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], 
             chunk = ordered[start:start + UPSERT_BATCH]
             _sqlite_groups(tx.sqlite, head, row, tail, interleave(chunk, counts, PARAMETERS // 2), 2)
         return
-    # The shift is the same in every row: written into the statement, a row binds its ordinal alone.
-    row = f"({int(corpus_id)}, ?, ?, ?{f' + {int(shift)}' if shift else ''}, {int(generation)})"
+    row = f"({int(corpus_id)}, ?, ?, ?, {int(generation)})"
     for start in range(0, len(ordered), UPSERT_BATCH):
         chunk = ordered[start:start + UPSERT_BATCH]
-        _sqlite_groups(tx.sqlite, head, row, tail, interleave_firsts(chunk, counts, firsts, PARAMETERS // 3), 3)
+        _sqlite_groups(tx.sqlite, head, row, tail, interleave_firsts(chunk, counts, firsts, PARAMETERS // 3, shift), 3)
 
 
 def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> list[Sequence[bytes | int]]:
@@ -216,16 +215,16 @@ def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> lis
 
 
 def interleave_firsts(words: list[bytes], counts: Mapping[bytes, int], firsts: Mapping[bytes, int],
-                     per: int) -> list[Sequence[bytes | int]]:
-    """``interleave`` with each word's ordinal after its count.
+                     per: int, shift: int = 0) -> list[Sequence[bytes | int]]:
+    """``interleave`` with each word's ordinal (plus ``shift``) after its count.
 
-    >>> interleave_firsts([b"a", b"b"], {b"a": 1, b"b": 2}, {b"a": 7, b"b": 5}, 2)
-    [(b'a', 1, 7, b'b', 2, 5)]
+    >>> interleave_firsts([b"a", b"b"], {b"a": 1, b"b": 2}, {b"a": 7, b"b": 5}, 2, 10)
+    [(b'a', 1, 17, b'b', 2, 15)]
     """
     flat: list[bytes | int | None] = [None] * (3 * len(words))
     flat[::3] = words
     flat[1::3] = map(counts.__getitem__, words)
-    flat[2::3] = map(firsts.__getitem__, words)
+    flat[2::3] = map(shift.__add__, map(firsts.__getitem__, words)) if shift else map(firsts.__getitem__, words)
     return [tuple(flat[i:i + 3 * per]) for i in range(0, len(flat), 3 * per)]  # type: ignore[arg-type]
 
 
