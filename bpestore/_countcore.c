@@ -45,13 +45,17 @@ typedef struct {
     Entry *slots;
     size_t mask;   /* capacity - 1, capacity a power of two */
     size_t used;
+    size_t *order; /* ordinal: the slot of each entry, in the order the entries came (first occurrences) */
 } Table;
 
 static int
 table_init(Table *t, size_t capacity)
 {
     t->slots = PyMem_Malloc(capacity * sizeof(Entry));
-    if (t->slots == NULL) {
+    t->order = PyMem_Malloc((capacity / 2 + 1) * sizeof(size_t));  /* a table grows past half full */
+    if (t->slots == NULL || t->order == NULL) {
+        PyMem_Free(t->slots);
+        PyMem_Free(t->order);
         PyErr_NoMemory();
         return -1;
     }
@@ -62,23 +66,30 @@ table_init(Table *t, size_t capacity)
     return 0;
 }
 
+static void
+table_free(Table *t)
+{
+    PyMem_Free(t->slots);
+    PyMem_Free(t->order);
+}
+
+/* The entries again in a table twice the size, in the order they came. */
 static int
 table_grow(Table *t)
 {
     Table bigger;
     if (table_init(&bigger, (t->mask + 1) * 2) < 0)
         return -1;
-    for (size_t i = 0; i <= t->mask; i++) {
-        Entry *e = &t->slots[i];
-        if (e->p == NULL)
-            continue;
+    for (size_t k = 0; k < t->used; k++) {
+        Entry *e = &t->slots[t->order[k]];
         size_t j = (size_t)e->hash & bigger.mask;
         while (bigger.slots[j].p != NULL)
             j = (j + 1) & bigger.mask;
         bigger.slots[j] = *e;
+        bigger.order[k] = j;
     }
     bigger.used = t->used;
-    PyMem_Free(t->slots);
+    table_free(t);
     *t = bigger;
     return 0;
 }
@@ -135,6 +146,7 @@ table_add(Table *t, const char *data, int kind, Py_ssize_t start, Py_ssize_t len
     e->len = len;
     e->count = 1;
     e->hash = h;
+    t->order[t->used] = j;
     if (++t->used * 2 > t->mask + 1)
         return table_grow(t);
     return 0;
@@ -191,44 +203,49 @@ table_merge(Table *t, const Entry *e)
         j = (j + 1) & t->mask;
     }
     t->slots[j] = *e;
+    t->order[t->used] = j;
     if (++t->used * 2 > t->mask + 1)
         return table_grow(t);
     return 0;
 }
 
-/* Add the table's counts to the dict counts, the words as UTF-8 bytes. */
+/* Add one entry's count to the dict counts, its word as UTF-8 bytes. */
 static int
-table_flush(Table *t, PyObject *counts)
+flush_entry(Entry *e, PyObject *counts)
 {
-    for (size_t i = 0; i <= t->mask; i++) {
-        Entry *e = &t->slots[i];
-        if (e->p == NULL)
-            continue;
-        PyObject *word = utf8_word(e->p, entry_kind(e->hash), 0, e->len);
-        if (word == NULL)
-            return -1;
-        PyObject *old = PyDict_GetItemWithError(counts, word);  /* borrowed */
-        Py_ssize_t total = e->count;
-        if (old != NULL) {
-            Py_ssize_t before = PyLong_AsSsize_t(old);
-            if (before == -1 && PyErr_Occurred()) {
-                Py_DECREF(word);
-                return -1;
-            }
-            total += before;
-        }
-        else if (PyErr_Occurred()) {
+    PyObject *word = utf8_word(e->p, entry_kind(e->hash), 0, e->len);
+    if (word == NULL)
+        return -1;
+    PyObject *old = PyDict_GetItemWithError(counts, word);  /* borrowed */
+    Py_ssize_t total = e->count;
+    if (old != NULL) {
+        Py_ssize_t before = PyLong_AsSsize_t(old);
+        if (before == -1 && PyErr_Occurred()) {
             Py_DECREF(word);
             return -1;
         }
-        PyObject *value = PyLong_FromSsize_t(total);
-        int rc = value == NULL ? -1 : PyDict_SetItem(counts, word, value);
-        Py_XDECREF(value);
-        Py_DECREF(word);
-        if (rc < 0)
-            return -1;
+        total += before;
     }
-    return 0;
+    else if (PyErr_Occurred()) {
+        Py_DECREF(word);
+        return -1;
+    }
+    PyObject *value = PyLong_FromSsize_t(total);
+    int rc = value == NULL ? -1 : PyDict_SetItem(counts, word, value);
+    Py_XDECREF(value);
+    Py_DECREF(word);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Add the table's counts to the dict counts, the words as UTF-8 bytes, in the order they
+   first occurred (a word new to counts goes in after those before it: ordinals). */
+static int
+table_flush(Table *t, PyObject *counts)
+{
+    int rc = 0;
+    for (size_t k = 0; k < t->used && rc == 0; k++)
+        rc = flush_entry(&t->slots[t->order[k]], counts);
+    return rc;
 }
 
 /* Count every word of one pattern in text (one kind); the number of words, or -1
@@ -336,7 +353,7 @@ count(PyObject *self, PyObject *args)
     Py_ssize_t words = scan_text(text, classify, pattern, &t);
     if (words >= 0 && table_flush(&t, counts) < 0)
         words = -1;
-    PyMem_Free(t.slots);
+    table_free(&t);
     return words < 0 ? NULL : PyLong_FromSsize_t(words);
 }
 
@@ -355,10 +372,10 @@ count_piece(PyObject *piece, PyObject *classify, int pattern, Table *all)
         Py_ssize_t more = scan_text(PyList_GET_ITEM(piece, i), classify, pattern, &t);
         words = more < 0 ? -1 : words + more;
     }
-    for (size_t j = 0; j <= t.mask && words >= 0; j++)
-        if (t.slots[j].p != NULL && table_merge(all, &t.slots[j]) < 0)
+    for (size_t k = 0; k < t.used && words >= 0; k++)  /* ordinal: in the order they came */
+        if (table_merge(all, &t.slots[t.order[k]]) < 0)
             words = -1;
-    PyMem_Free(t.slots);
+    table_free(&t);
     return words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t.used);
 }
 
@@ -412,28 +429,104 @@ count_many(PyObject *self, PyObject *args)
     }
     if (result != NULL && table_flush(&all, counts) < 0)
         Py_CLEAR(result);
-    PyMem_Free(all.slots);
+    table_free(&all);
     Py_DECREF(pieces);
     return result;
 }
+
+/* -- ordinals: each word's first occurrence, (task << 32) | its place in the worker's counts -- */
+
+/* A worker's counts are in the order their words first came; segments [(start, task), ...]
+   say from which place on the words came from which task. */
+typedef struct {
+    Py_ssize_t n, at;       /* segments; the one the last place asked for is in */
+    Py_ssize_t *starts;
+    uint64_t *tasks;
+} Ordinals;
+
+static void
+ordinals_free(Ordinals *o)
+{
+    PyMem_Free(o->starts);
+    PyMem_Free(o->tasks);
+    o->starts = NULL;
+    o->tasks = NULL;
+    o->n = 0;
+}
+
+static int
+ordinals_init(Ordinals *o, PyObject *segments)
+{
+    o->n = o->at = 0;
+    o->starts = NULL;
+    o->tasks = NULL;
+    if (segments == Py_None)
+        return 0;
+    if (!PyList_Check(segments) || PyList_GET_SIZE(segments) == 0) {
+        PyErr_SetString(PyExc_TypeError, "shard: segments must be a non-empty list of (start, task)");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(segments);
+    o->starts = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    o->tasks = PyMem_Malloc((size_t)n * sizeof(uint64_t));
+    if (o->starts == NULL || o->tasks == NULL) {
+        ordinals_free(o);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyList_GET_ITEM(segments, k);
+        Py_ssize_t start;
+        unsigned long long task;
+        if (!PyTuple_Check(item) || !PyArg_ParseTuple(item, "nK", &start, &task))
+            goto bad;
+        if (start < (k ? o->starts[k - 1] : 0) || (k == 0 && start != 0) || task >= (1ULL << 31))
+            goto bad;
+        o->starts[k] = start;
+        o->tasks[k] = task;
+    }
+    o->n = n;
+    return 0;
+bad:
+    ordinals_free(o);
+    PyErr_Clear();
+    PyErr_SetString(PyExc_ValueError, "shard: segments must be (start, task) pairs, starting at 0, in order");
+    return -1;
+}
+
+/* The ordinal of the word at place i (asked for in increasing order). */
+static inline uint64_t
+ordinal_at(Ordinals *o, Py_ssize_t i)
+{
+    if (o->n == 0)
+        return 0;
+    while (o->at + 1 < o->n && o->starts[o->at + 1] <= i)
+        o->at++;
+    return o->tasks[o->at] << 32 | (uint64_t)i;
+}
+
 
 /* -- shards: a worker's counts cut by word, and one shard's pieces merged ------------------- */
 
 static PyObject *
 shard(PyObject *self, PyObject *args)
 {
-    PyObject *counts;
+    PyObject *counts, *segments = Py_None;
     Py_ssize_t n_shards;
-    if (!PyArg_ParseTuple(args, "O!n:shard", &PyDict_Type, &counts, &n_shards))
+    if (!PyArg_ParseTuple(args, "O!n|O:shard", &PyDict_Type, &counts, &n_shards, &segments))
         return NULL;
     if (n_shards < 1) {
         PyErr_SetString(PyExc_ValueError, "shard: n_shards must be at least 1");
         return NULL;
     }
+    /* ordinal: with segments, each word's ordinal (ordinals.h) packed as a fourth stream */
+    Ordinals ords;
+    if (ordinals_init(&ords, segments) < 0)
+        return NULL;
     Py_ssize_t n = PyDict_GET_SIZE(counts), pos = 0, i = 0;
     Counted *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Counted));
     /* words, their bytes, the bytes of their lengths, of their counts */
-    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 4 * sizeof(Py_ssize_t));
+    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 5 * sizeof(Py_ssize_t));
     PyObject *result = PyList_New(n_shards), *key, *value;
     if (items == NULL || sizes == NULL || result == NULL)
         goto fail;
@@ -454,40 +547,50 @@ shard(PyObject *self, PyObject *args)
         }
         c->prefix = prefix_of(c->word, c->len);
         c->shard = (Py_ssize_t)(crc32_of((const unsigned char *)c->word, c->len) % (uint32_t)n_shards);
-        sizes[4 * c->shard] += 1;
-        sizes[4 * c->shard + 1] += c->len;
-        sizes[4 * c->shard + 2] += varint_size((uint64_t)c->len);
-        sizes[4 * c->shard + 3] += varint_size((uint64_t)c->count);
+        c->first = ordinal_at(&ords, i - 1);
+        sizes[5 * c->shard] += 1;
+        sizes[5 * c->shard + 1] += c->len;
+        sizes[5 * c->shard + 2] += varint_size((uint64_t)c->len);
+        sizes[5 * c->shard + 3] += varint_size((uint64_t)c->count);
+        sizes[5 * c->shard + 4] += ords.n ? varint_size(c->first) : 0;
     }
     qsort(items, (size_t)n, sizeof(Counted), shard_then_word);
     Counted *next = items;
     for (Py_ssize_t s = 0; s < n_shards; s++) {
-        Py_ssize_t words = sizes[4 * s];
-        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[4 * s + 1]);
-        PyObject *lengths = PyBytes_FromStringAndSize(NULL, sizes[4 * s + 2]);
-        PyObject *tallies = PyBytes_FromStringAndSize(NULL, sizes[4 * s + 3]);
-        PyObject *packed = data && lengths && tallies ? PyTuple_Pack(3, data, lengths, tallies) : NULL;
+        Py_ssize_t words = sizes[5 * s];
+        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 1]);
+        PyObject *lengths = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 2]);
+        PyObject *tallies = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 3]);
+        PyObject *firsts = ords.n ? PyBytes_FromStringAndSize(NULL, sizes[5 * s + 4]) : NULL;
+        PyObject *packed = !(data && lengths && tallies && (firsts || !ords.n)) ? NULL
+            : ords.n ? PyTuple_Pack(4, data, lengths, tallies, firsts) : PyTuple_Pack(3, data, lengths, tallies);
         Py_XDECREF(data);
         Py_XDECREF(lengths);
         Py_XDECREF(tallies);
+        Py_XDECREF(firsts);
         if (packed == NULL)
             goto fail;
         PyList_SET_ITEM(result, s, packed);
         char *out = PyBytes_AS_STRING(data), *lout = PyBytes_AS_STRING(lengths), *cout = PyBytes_AS_STRING(tallies);
+        char *fout = ords.n ? PyBytes_AS_STRING(firsts) : NULL;
         for (Py_ssize_t w = 0; w < words; w++, next++) {
             memcpy(out, next->word, (size_t)next->len);
             out += next->len;
             lout = varint_put(lout, (uint64_t)next->len);
             cout = varint_put(cout, (uint64_t)next->count);
+            if (fout != NULL)
+                fout = varint_put(fout, next->first);
         }
     }
     PyMem_Free(items);
     PyMem_Free(sizes);
+    ordinals_free(&ords);
     PyDict_Clear(counts);
     return result;
 fail:
     PyMem_Free(items);
     PyMem_Free(sizes);
+    ordinals_free(&ords);
     Py_XDECREF(result);
     return NULL;
 }
@@ -495,6 +598,7 @@ fail:
 typedef struct {
     const char *data, *data_end;
     const unsigned char *lengths, *lengths_end, *counts, *counts_end;  /* the next word's, and where they end */
+    const unsigned char *firsts, *firsts_end;  /* ordinal: NULL without */
     Counted head;
 } Cursor;
 
@@ -503,12 +607,14 @@ typedef struct {
 static int
 cursor_load(Cursor *c)
 {
-    uint64_t len, count;
+    uint64_t len, count, first = 0;
     if (c->lengths == c->lengths_end)
-        return c->counts == c->counts_end && c->data == c->data_end ? 0 : -1;
+        return c->counts == c->counts_end && c->data == c->data_end && c->firsts == c->firsts_end ? 0 : -1;
     if (varint_get(&c->lengths, c->lengths_end, &len) < 0 || varint_get(&c->counts, c->counts_end, &count) < 0
+            || (c->firsts != NULL && varint_get(&c->firsts, c->firsts_end, &first) < 0)
             || len > (uint64_t)(c->data_end - c->data) || count > (uint64_t)LLONG_MAX)
         return -1;
+    c->head.first = first;
     c->head.word = c->data;
     c->head.len = (Py_ssize_t)len;
     c->head.count = (long long)count;
@@ -544,14 +650,18 @@ merge_shard(PyObject *self, PyObject *args)
     Py_ssize_t k = PyList_GET_SIZE(pieces), live = 0;
     Cursor *cursors = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Cursor));
     Cursor **heap = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Cursor *));
-    PyObject *result = PyDict_New();
-    if (cursors == NULL || heap == NULL || result == NULL)
+    PyObject *result = PyDict_New(), *firsts = NULL;
+    /* ordinal: pieces with a fourth stream give each word's smallest ordinal too */
+    Py_ssize_t width = k && PyTuple_Check(PyList_GET_ITEM(pieces, 0)) ? PyTuple_GET_SIZE(PyList_GET_ITEM(pieces, 0)) : 3;
+    if (cursors == NULL || heap == NULL || result == NULL || (width == 4 && (firsts = PyDict_New()) == NULL))
         goto fail;
     for (Py_ssize_t p = 0; p < k; p++) {
         PyObject *piece = PyList_GET_ITEM(pieces, p);
-        if (!PyTuple_Check(piece) || PyTuple_GET_SIZE(piece) != 3 || !PyBytes_Check(PyTuple_GET_ITEM(piece, 0))
-                || !PyBytes_Check(PyTuple_GET_ITEM(piece, 1)) || !PyBytes_Check(PyTuple_GET_ITEM(piece, 2))) {
-            PyErr_SetString(PyExc_TypeError, "merge_shard: each piece must be (words, lengths, counts) bytes");
+        if (!PyTuple_Check(piece) || (width != 3 && width != 4) || PyTuple_GET_SIZE(piece) != width
+                || !PyBytes_Check(PyTuple_GET_ITEM(piece, 0)) || !PyBytes_Check(PyTuple_GET_ITEM(piece, 1))
+                || !PyBytes_Check(PyTuple_GET_ITEM(piece, 2)) || !PyBytes_Check(PyTuple_GET_ITEM(piece, width - 1))) {
+            PyErr_SetString(PyExc_TypeError, "merge_shard: each piece must be (words, lengths, counts) bytes, "
+                            "every one with ordinals or none");
             goto fail;
         }
         Cursor *c = &cursors[p], start;
@@ -563,6 +673,12 @@ merge_shard(PyObject *self, PyObject *args)
         c->lengths_end = c->lengths + PyBytes_GET_SIZE(lengths);
         c->counts = (const unsigned char *)PyBytes_AS_STRING(counts);
         c->counts_end = c->counts + PyBytes_GET_SIZE(counts);
+        c->firsts = c->firsts_end = NULL;
+        if (width == 4) {
+            PyObject *ordinals = PyTuple_GET_ITEM(piece, 3);
+            c->firsts = (const unsigned char *)PyBytes_AS_STRING(ordinals);
+            c->firsts_end = c->firsts + PyBytes_GET_SIZE(ordinals);
+        }
         start = *c;
         /* The words must fill the data exactly, in strictly increasing order. */
         Counted previous = {0};
@@ -586,9 +702,12 @@ merge_shard(PyObject *self, PyObject *args)
     while (live) {
         Counted word = heap[0]->head;
         long long sum = 0;
+        uint64_t first = UINT64_MAX;
         while (live && word_order(&heap[0]->head, &word) == 0) {
             Cursor *c = heap[0];
             sum += c->head.count;
+            if (c->head.first < first)
+                first = c->head.first;
             if (cursor_load(c) <= 0)  /* checked above: 0, the end */
                 heap[0] = heap[--live];
             heap_down(heap, live, 0);
@@ -596,18 +715,30 @@ merge_shard(PyObject *self, PyObject *args)
         PyObject *key = PyBytes_FromStringAndSize(word.word, word.len);
         PyObject *value = key ? PyLong_FromLongLong(sum) : NULL;
         int failed = value == NULL || PyDict_SetItem(result, key, value) < 0;
-        Py_XDECREF(key);
         Py_XDECREF(value);
+        if (!failed && firsts != NULL) {
+            value = PyLong_FromUnsignedLongLong(first);
+            failed = value == NULL || PyDict_SetItem(firsts, key, value) < 0;
+            Py_XDECREF(value);
+        }
+        Py_XDECREF(key);
         if (failed)
             goto fail;
     }
     PyMem_Free(cursors);
     PyMem_Free(heap);
+    if (firsts != NULL) {
+        PyObject *both = PyTuple_Pack(2, result, firsts);
+        Py_DECREF(result);
+        Py_DECREF(firsts);
+        return both;
+    }
     return result;
 fail:
     PyMem_Free(cursors);
     PyMem_Free(heap);
     Py_XDECREF(result);
+    Py_XDECREF(firsts);
     return NULL;
 }
 
@@ -665,14 +796,16 @@ static PyMethodDef methods[] = {
      "count() of each piece (a list of str: its segments) into counts; each piece's words and\n"
      "distinct words. The words of all pieces are added to the dict once, not once per piece."},
     {"shard", shard, METH_VARARGS,
-     "shard(counts, n_shards) -> list[(bytes, bytes, bytes)]\n\n"
+     "shard(counts, n_shards, segments=None) -> list[(bytes, bytes, bytes[, bytes])]\n\n"
      "The counts (bytes words) cut into n_shards by zlib.crc32(word) % n_shards, each shard packed\n"
      "as its words end to end, their lengths and their counts (each LEB128), in word order; counts is\n"
-     "emptied."},
+     "emptied. segments [(start, task), ...]: the words of counts from place start on first came in\n"
+     "that task; each word's ordinal (task << 32 | its place in counts) is packed fourth."},
     {"merge_shard", merge_shard, METH_VARARGS,
-     "merge_shard(pieces) -> dict[bytes, int]\n\n"
+     "merge_shard(pieces) -> dict[bytes, int] | (dict[bytes, int], dict[bytes, int])\n\n"
      "Packed pieces of one shard (each as shard() makes them: distinct words in order) merged:\n"
-     "each word once with its counts summed, in word order."},
+     "each word once with its counts summed, in word order; pieces with ordinals: and each word's\n"
+     "smallest ordinal."},
     {"interleave", interleave, METH_VARARGS,
      "interleave(words, counts, per) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"

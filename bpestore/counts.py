@@ -17,6 +17,7 @@ the Dask recipe in the README); merging counts is the store's job.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -133,16 +134,23 @@ def count_files(
         from .sources import warn_raw_json
 
         warn_raw_json(files)
+    from .ingest.shards import merge_firsts
+
     counts: Counter = Counter()
+    firsts: dict[bytes, int] = {}
     sources: list[Source] = []
     for batch in count_sources(files, spec, errors=errors, workers=workers, jsonl_field=jsonl_field,
                                progress=progress):
         counts.update(batch.counts)
+        merge_firsts(firsts, batch.firsts)
         sources.extend(s for s in batch.sources if not s.skipped)
     words = sorted(counts)
-    info = CountsInfo(str(target), spec, tuple(sources), sum(counts.values()), len(counts), rows_digest(counts))
+    info = CountsInfo(str(target), spec, tuple(sources), sum(counts.values()), len(counts), rows_digest(counts),
+                      ordered=True)
+    # ordinal: where each word first occurred in the sources' text in order (the smaller, the earlier).
     table = pa.table({"word": pa.array(words, type=pa.binary()),
-                      "count": pa.array([counts[w] for w in words], type=pa.int64())})
+                      "count": pa.array([counts[w] for w in words], type=pa.int64()),
+                      "ordinal": pa.array([firsts[w] for w in words], type=pa.int64())})
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(_metadata(info), sort_keys=True)})
     with atomic_path(target, force=force) as temp:
         pq.write_table(table, temp, row_group_size=ROW_GROUP)
@@ -208,7 +216,8 @@ def dask_count(client: Any, paths: Iterable[str | Path], out_dir: str | Path, *,
 def read_counts(path: str | Path) -> tuple[CountsInfo, dict[bytes, int]]:
     """A counts file's description and its counts, each part checked: a file that is
     not a bpestore counts file, truncated, or whose rows do not match its digest
-    raises ``DamagedDataError``."""
+    raises ``DamagedDataError``. A file with ordinals (``CountsInfo.ordered``) gives its
+    counts in the order their words first occurred."""
     pa, pq = _pyarrow()
     name = str(path)
     if not Path(name).is_file():
@@ -232,21 +241,30 @@ def read_counts(path: str | Path) -> tuple[CountsInfo, dict[bytes, int]]:
     if "check" in meta and meta["check"] != _metadata_check(meta):
         raise DamagedDataError(f"{name}: its bpestore.counts metadata does not match its check (changed after "
                                "bpestore count wrote it); make it again")
+    ordered = "ordinal" in parquet.schema_arrow.names
     try:
-        table = parquet.read(columns=["word", "count"])
+        table = parquet.read(columns=["word", "count", "ordinal"] if ordered else ["word", "count"])
     except (pa.ArrowException, OSError, KeyError) as exc:
         raise DamagedDataError(f"{name}: its rows cannot be read ({_first_line(exc)})") from None
     if table.schema.field("word").type != pa.binary() or table.schema.field("count").type != pa.int64():
         raise DamagedDataError(f"{name}: columns word (binary) and count (int64) expected, "
                                f"found {table.schema}")
-    counts = dict(zip(table.column("word").to_pylist(), table.column("count").to_pylist()))
+    words = table.column("word").to_pylist()
+    if ordered:
+        if table.schema.field("ordinal").type != pa.int64() or table.column("ordinal").null_count:
+            raise DamagedDataError(f"{name}: column ordinal (int64) expected, found {table.schema}")
+        ordinals = table.column("ordinal").to_pylist()
+        order = sorted(range(len(words)), key=ordinals.__getitem__)
+        counts = dict(zip(map(words.__getitem__, order), map(table.column("count").to_pylist().__getitem__, order)))
+    else:
+        counts = dict(zip(words, table.column("count").to_pylist()))
     if len(counts) != table.num_rows or any(c is None or c <= 0 for c in counts.values()) or \
             rows_digest(counts) != info.digest or sum(counts.values()) != info.n_words:
         raise DamagedDataError(f"{name}: its rows do not match its digest (changed after bpestore count "
                                "wrote it); make it again")
     if "check" not in meta:  # written before the check covered the spec: its words must be the spec's
         _check_words(name, info.spec, counts)
-    return info, counts
+    return dataclasses.replace(info, ordered=ordered), counts
 
 
 def _metadata_check(meta: Mapping[str, Any]) -> str:

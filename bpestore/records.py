@@ -82,6 +82,7 @@ class CountsInfo:
     n_words: int
     n_distinct: int
     digest: str  # sha256 of its (word, count) rows, in word order
+    ordered: bool = False  # its rows say where each word first occurred (read: the counts in that order)
 
     def to_dict(self) -> dict[str, Any]:
         return _fields(self)

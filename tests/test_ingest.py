@@ -353,12 +353,12 @@ def test_store_rolls_back_a_source_that_fails_while_written(store, monkeypatch, 
     big.write_text(" ".join(f"w{i}" for i in range(30_000)), encoding="utf-8")
     real = count_tables.upsert_counts
 
-    def fail_half_way(conn, corpus_id, counts, generation):
+    def fail_half_way(conn, corpus_id, counts, generation, *ordinals):
         half = dict(list(counts.items())[: len(counts) // 2])
-        real(conn, corpus_id, half, generation)  # rows really written inside the transaction...
+        real(conn, corpus_id, half, generation, *ordinals)  # rows really written inside the transaction...
         if len(counts) > 100:
             raise RuntimeError("disk full")  # ...then the failure
-        real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half}, generation)
+        real(conn, corpus_id, {w: n for w, n in counts.items() if w not in half}, generation, *ordinals)
     monkeypatch.setattr(count_tables, "upsert_counts", fail_half_way)
     with pytest.raises(RuntimeError, match="disk full"):
         store.ingest("c", [good, big], tuning=one_each)
@@ -377,7 +377,7 @@ def test_small_sources_sharing_a_transaction_fail_together(store, monkeypatch, t
     for i, path in enumerate(paths):
         path.write_text(f"source {i}", encoding="utf-8")
 
-    def fail(conn, corpus_id, counts, generation):
+    def fail(conn, corpus_id, counts, generation, *ordinals):
         raise RuntimeError("disk full")
     monkeypatch.setattr(count_tables, "upsert_counts", fail)
     with pytest.raises(RuntimeError):

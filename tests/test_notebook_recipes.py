@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 
 import pytest
 
@@ -20,6 +19,7 @@ from bpestore import TokenizerSpec
 from bpestore.text import TextPipeline
 
 from .conftest import corpus_path
+from .notebook_ports import END, merge_pair, raw_text_merges, sennrich_learn, sennrich_word
 
 SCALE = os.environ.get("BPESTORE_SCALE", "small")
 
@@ -37,38 +37,6 @@ def store(tmp_path):
     s = bpestore.open(tmp_path / "seeds.db")
     yield s
     s.close()
-
-
-def merge_pair(symbols, pair: tuple[str, str]) -> tuple[str, ...]:
-    """Every occurrence of ``pair`` merged, left to right (the seeds' _merge / replace_pair)."""
-    out, i = [], 0
-    while i < len(symbols):
-        if i < len(symbols) - 1 and (symbols[i], symbols[i + 1]) == pair:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return tuple(out)
-
-
-# -- Dracula: characters of raw text; a merged token has a space only at its ends ------------
-def raw_text_merges(text: str, k: int) -> tuple[list[tuple[str, str]], int | None]:
-    """The seed's fit(): most frequent viable pair over the whole character stream.
-    Returns the merges and the first step whose best count was tied (None: no tie)."""
-    corpus = list(text)
-    merges, first_tie = [], None
-    for step in range(k):
-        freq: dict[tuple[str, str], int] = {}
-        for pair in zip(corpus, corpus[1:]):
-            if " " not in "".join(pair)[1:-1]:
-                freq[pair] = freq.get(pair, 0) + 1
-        best = max(freq, key=freq.get)
-        if first_tie is None and list(freq.values()).count(freq[best]) > 1:
-            first_tie = step
-        corpus = merge_pair(corpus, best)
-        merges.append(best)
-    return merges, first_tie
 
 
 @pytest.mark.parametrize("k, printed", [
@@ -95,40 +63,12 @@ def test_dracula_characters_without_inner_spaces(store, tmp_path, k, printed):
         # "to" and "en", 6,308 each).
         expected, first_tie = raw_text_merges(text, k)
         assert k == 100 or first_tie is None
-        assert merges_as_text(tok)[:first_tie] == expected[:first_tie]
+        assert merges_as_text(tok)[:first_tie] == [(a, b) for a, b, _ in expected[:first_tie]]
     # The initial tokens are the book's characters; each merge adds one id after them.
     assert version.vocab_size == len(set(text)) + k
 
 
 # -- Sennrich et al.: lowercase, alphanumeric, end-of-word marker ---------------------
-END = "<\\w>"  # the notebook's marker, spelled as it is there
-
-
-def sennrich_word(word: str) -> tuple[str, ...]:
-    word = "".join(ch for ch in word if ch.isalnum())
-    return tuple(word.lower()) + (END,)
-
-
-def sennrich_learn(path, n: int) -> tuple[list[tuple[str, str]], int | None]:
-    vocab: dict[tuple[str, ...], int] = defaultdict(int)
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            for item in line.split():
-                vocab[sennrich_word(item)] += 1
-    merges, first_tie = [], None
-    for step in range(n):
-        pairs: dict[tuple[str, str], int] = defaultdict(int)
-        for word, freq in vocab.items():
-            for pair in zip(word, word[1:]):
-                pairs[pair] += freq
-        best = max(pairs, key=pairs.get)
-        if first_tie is None and list(pairs.values()).count(pairs[best]) > 1:
-            first_tie = step
-        vocab = {merge_pair(word, best): freq for word, freq in vocab.items()}
-        merges.append(best)
-    return merges, first_tie
-
-
 def sennrich_tokenize(text: str, merges: list[tuple[str, str]]) -> list[str]:
     ranks = {pair: rank for rank, pair in enumerate(merges)}
     out = []
@@ -148,8 +88,9 @@ def test_sennrich_end_of_word_marker_on_tinyshakespeare(store):
     path = corpus_path("tinyshakespeare.txt")
     # The notebook runs 200 merges; the first tie among the best pairs comes at merge 96.
     n = 96 if SCALE == "full" else 40
-    expected, first_tie = sennrich_learn(path, n)
+    learned, first_tie = sennrich_learn(path, n)
     assert first_tie is None
+    expected = [(a, b) for a, b, _ in learned]
     store.ingest("shakes", [path], normalizer="alphanumeric,lowercase", pretokenizer="whitespace")
     version = store.train("sennrich", corpus="shakes", merges=n, alphabet="chars", end_of_word=END)
     tok = store.tokenizer(version.ref)

@@ -34,6 +34,7 @@ typedef struct {
     long long count;
     uint64_t prefix;  /* the first 8 bytes big-endian, zeros past the end: most comparisons stop here */
     ptrdiff_t shard;
+    uint64_t first;   /* ordinal: where the word first occurred (0 without ordinals) */
 } Counted;
 
 static uint64_t

@@ -36,6 +36,7 @@ ignore Ctrl-C (the parent stops them) and end when the parent is killed.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import itertools
@@ -58,6 +59,7 @@ from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
+from . import shards
 from .shards import Packed, n_packed, pack_shard, unpack_shard
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
@@ -153,6 +155,7 @@ class Task:
 
     pieces: tuple[Piece, ...]
     keep: int = 0  # not 0: a worker keeps the counts under key ``keep`` until they are flushed
+    seq: int = 0  # its place among the tasks of a call: the high part of its words' ordinals
 
     @property
     def size(self) -> int:
@@ -177,6 +180,14 @@ class Counted:
     key: int = 0
     shas: list[str] | None = None
     distinct: dict[int, int] | None = None  # reduced: each key's distinct words in this shard
+    segments: list[tuple[int, int]] | None = None  # counts (in first-occurrence order): their ordinals
+    firsts: dict[bytes, int] | None = None  # reduced: each word's ordinal
+
+    def ordinals(self) -> dict[bytes, int]:
+        """Each word of counts with its ordinal."""
+        if self.firsts is not None:
+            return self.firsts
+        return shards.firsts_of(self.counts, self.segments or [(0, 0)])
 
 
 def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
@@ -201,20 +212,26 @@ def shard_of(word: bytes, n_shards: int) -> int:
     return zlib.crc32(word) % n_shards
 
 
-def shard_counts(counts: Counter, n_shards: int) -> list[Packed]:
-    """A worker's counts (str or UTF-8 keys, emptied as it goes) as ``n_shards`` packed
-    shards of UTF-8 words in word order, word ``w`` in shard ``shard_of(w)``: the caller
+def shard_counts(counts: Counter, n_shards: int, segments: shards.Segments | None = None) -> list[Packed]:
+    """A worker's counts (str or UTF-8 keys, in the order their words first occurred,
+    emptied) as ``n_shards`` packed shards of UTF-8 words in word order, with their
+    ordinals where ``segments`` are given, word ``w`` in shard ``shard_of(w)``: the caller
     only stores them, and each shard is merged in a worker (``reduce_shard``)."""
     if COUNT_CORE is not None and _utf8_keys(counts):
-        return COUNT_CORE.shard(counts, n_shards)
-    shards: list[dict[bytes, int]] = [{} for _ in range(n_shards)]
+        return COUNT_CORE.shard(counts, n_shards, segments)
+    parts: list[dict[bytes, tuple[int, int]]] = [{} for _ in range(n_shards)]
     crc32 = zlib.crc32
     utf8 = _utf8_keys(counts)
-    while counts:
-        word, n = counts.popitem()
+    for (word, n), first in zip(counts.items(), shards.ordinals(len(counts), segments or [(0, 0)])):
         key = word if utf8 else word.encode("utf-8", "surrogatepass")
-        shards[crc32(key) % n_shards][key] = n
-    return [pack_shard(sorted(shard), [shard[w] for w in sorted(shard)]) for shard in shards]
+        parts[crc32(key) % n_shards][key] = n, first
+    counts.clear()
+    packed = []
+    for shard in parts:
+        words = sorted(shard)
+        packed.append(pack_shard(words, [shard[w][0] for w in words],
+                                 None if segments is None else [shard[w][1] for w in words]))
+    return packed
 
 
 def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Counted:
@@ -226,26 +243,33 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     for key, piece in pieces:
         by_key.setdefault(key, []).append(piece)
     if COUNT_CORE is not None:
-        merged = COUNT_CORE.merge_shard([piece for _, piece in pieces])
-        return Counted(merged, [], reduced=True, distinct={
+        both = COUNT_CORE.merge_shard([piece for _, piece in pieces])
+        merged, firsts = both if isinstance(both, tuple) else (both, None)
+        return Counted(merged, [], reduced=True, firsts=firsts, distinct={
             key: len(merged) if len(by_key) == 1 else n_packed(packed[0]) if len(packed) == 1
-            else len(COUNT_CORE.merge_shard(packed)) for key, packed in by_key.items() if key in keys})
+            else len(COUNT_CORE.merge_shard([p[:3] for p in packed])) for key, packed in by_key.items()
+            if key in keys})
     total: Counter = Counter()
+    every: dict[bytes, int] = {}
     distinct: dict[int, int] = {}
     for key, packed in by_key.items():
         # A key's words, one key at a time: where it is alone, they are the total's.
         own: set[bytes] | None = set() if key in keys and len(by_key) > 1 and len(packed) > 1 else None
         for piece in packed:
             words, counts = unpack_shard(piece)
+            firsts = shards.packed_firsts(piece)
             if total:
                 merge_pairs(total, words, counts)
             else:  # the first piece: its words are distinct, nothing to add to
                 dict.update(total, zip(words, counts))
+            shards.merge_firsts(every, dict(zip(words, firsts or [])))
             if own is not None:
                 own.update(words)
         if key in keys:
             distinct[key] = len(total) if len(by_key) == 1 else len(own) if own is not None else len(words)
-    return Counted(in_order(total), [], reduced=True, distinct=distinct)
+    merged = in_order(total)
+    return Counted(merged, [], reduced=True, firsts={word: every[word] for word in merged} if every else None,
+                   distinct=distinct)
 
 
 def in_order(counts: Counter) -> dict[bytes, int]:
@@ -279,11 +303,12 @@ class TaskCounter:
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
-            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep)
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep,
+                           segments=[(0, task.seq)])
         words, shas, error = self.count_pieces(task.pieces, counts)
         # On an error, only the pieces before the failing one are in counts.
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
-                       shas=shas or None)
+                       shas=shas or None, segments=[(0, task.seq)])
 
     def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
@@ -373,13 +398,11 @@ def _utf8_keys(counts: Counter) -> bool:
 
 def as_bytes(counts: Counter) -> dict[bytes, int]:
     """The counts with UTF-8 keys (they pickle without re-encoding, and the store
-    wants them); ``counts`` is emptied as it goes, so both never hold every word."""
+    wants them), in the same order; ``counts`` is emptied."""
     if _utf8_keys(counts):
         return counts
-    converted = {}
-    while counts:
-        word, n = counts.popitem()
-        converted[word.encode("utf-8", "surrogatepass")] = n
+    converted = {word.encode("utf-8", "surrogatepass"): n for word, n in counts.items()}  # in order (ordinals)
+    counts.clear()
     return converted
 
 
@@ -390,6 +413,7 @@ WORD_BYTES = 128
 
 _counter: TaskCounter | None = None  # a worker's, set when it starts
 _held: dict[int, Counter] = {}  # a worker's counts kept per key (Task.keep)
+_segments: dict[int, shards.Segments] = {}  # the ordinals of each key's counts kept
 _hold_bytes = 0  # a worker's share of the memory budget for them
 _barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
 _n_shards = 1  # the shards a worker cuts the counts it hands on into
@@ -420,7 +444,7 @@ def _count(task: Task) -> Counted:
     _trim_heap()  # what the last task freed
     if not task.keep or _barrier is None:
         return _counter.count(task)
-    counted = _counter.count(task, into=_held.setdefault(task.keep, Counter()))
+    counted = _counter.count(task, into=shards.keep_into(_held, _segments, task.keep, task.seq))
     # A failed source's counts stay: the caller leaves its key out of what it keeps.
     if sum(map(len, _held.values())) * WORD_BYTES >= _hold_bytes:
         counted.shards = _hand_on()  # over this worker's share
@@ -429,7 +453,7 @@ def _count(task: Task) -> Counted:
 
 def _hand_on() -> dict[int, list[Packed]]:
     """Every key's counts this worker holds, cut into shards, let go."""
-    return {key: shard_counts(_held.pop(key), _n_shards) for key in list(_held)}
+    return {key: shard_counts(_held.pop(key), _n_shards, _segments.pop(key)) for key in list(_held)}
 
 
 def _flush(shard: bool) -> Counted:
@@ -440,7 +464,7 @@ def _flush(shard: bool) -> Counted:
         counted = Counted({}, [], shards=_hand_on())
     else:
         key, held = _held.popitem() if _held else (0, Counter())
-        counted = Counted(as_bytes(held), [], key=key)
+        counted = Counted(as_bytes(held), [], key=key, segments=_segments.pop(key, [(0, 0)]))
     _trim_heap()  # the counts just let go, while the other workers still count
     assert _barrier is not None, "not a worker"
     try:
@@ -485,6 +509,8 @@ class Pool:
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
         self.forked = False  # whether the workers were started
         self.held: dict[int, Counter] = {}  # counts per key (Task.keep) counted in this process
+        self.segments: dict[int, shards.Segments] = {}  # their ordinals
+        self.seqs = itertools.count(1)  # Task.seq
 
     @property
     def capacity(self) -> int:
@@ -494,6 +520,7 @@ class Pool:
 
     def submit(self, task: Task) -> Future[Counted]:
         self.submitted += task.size
+        task = dataclasses.replace(task, seq=next(self.seqs))  # ordinals: tasks numbered in the order sent
         if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
             # Forked where that is safe: no import or set-up again in each worker.
             import multiprocessing
@@ -528,7 +555,7 @@ class Pool:
         per task."""
         if not task.keep:
             return self.local.count(task)
-        return self.local.count(task, into=self.held.setdefault(task.keep, Counter()))
+        return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq))
 
     def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
         """Every count kept: those counted here (one result per key), and one task per
@@ -538,9 +565,10 @@ class Pool:
         keeping = self.barrier is not None and self.executor is not None
         while self.held:
             key, held = self.held.popitem()
+            segments = self.segments.pop(key)
             futures.append(Future())
-            futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers)})
-                                   if shard and keeping else Counted(as_bytes(held), [], key=key))
+            futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers, segments)})
+                                   if shard and keeping else Counted(as_bytes(held), [], key=key, segments=segments))
         if keeping:
             assert self.executor is not None
             futures += [self.executor.submit(_flush, shard) for _ in range(self.workers)]
@@ -563,6 +591,7 @@ class Pool:
     def close(self) -> None:
         """Stop the workers (a task already running ends first)."""
         self.held.clear()
+        self.segments.clear()
         if self.executor is not None:
             if self.barrier is not None:
                 self.barrier.abort()  # a flush cut short by a failure: its workers stop waiting

@@ -55,6 +55,7 @@ from ..sources import (
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .pool import Counted, FileBytes, FileRange, Packed, Pool, SmallFile, Task, TextPiece, as_bytes, merge_counts
+from .shards import firsts_of, join_firsts, merge_firsts
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,12 @@ class IngestTuning:
 
 @dataclass
 class CountedBatch:
-    """Sources counted together, in order, and the merged counts of those not skipped."""
+    """Sources counted together, in order, the merged counts of those not skipped and each
+    word's ordinal (where it first occurred in their text, in order: ``shards.ordinals``)."""
 
     sources: list[Source]
     counts: Counter = field(default_factory=Counter)
+    firsts: dict[bytes, int] = field(default_factory=dict)
 
 
 def count_sources(
@@ -123,6 +126,7 @@ class _Group:
     large: dict[int, Source] = field(default_factory=dict)  # a large source's key -> it
     key: int = 0  # the small sources' key (0: a group of large ones)
     counts: dict[int, Counter] | None = field(default_factory=dict)  # whole counts per key; None: not kept
+    firsts: dict[int, dict[bytes, int]] = field(default_factory=dict)  # their ordinals
     dropped: set[int] = field(default_factory=set)  # keys whose counts are not kept (a repeat, a failure)
     size: int = 0  # bytes of its sources
     pending: int = 0  # its tasks not yet answered
@@ -131,30 +135,35 @@ class _Group:
     checked: bool = False  # its large sources were checked unchanged, once all was read
     shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
     held: int = 0  # bytes of those shards
-    reduced: list[dict[bytes, int]] = field(default_factory=list)  # each shard's counts, once reduced
+    reduced: list[tuple[dict[bytes, int], dict[bytes, int]]] = field(default_factory=list)  # counts, ordinals
     distinct: Counter = field(default_factory=Counter)  # each large source's distinct words, from the shards
     repeats: list[Source] = field(default_factory=list)  # small sources counted, then found to repeat one
 
-    def joined(self) -> Counter:
-        """Its counts: the reduced shards (no word in two of them: joined without
-        adding, each let go once in: the parent never holds the counts twice) and
+    def joined(self) -> tuple[Counter, dict[bytes, int]]:
+        """Its counts and their ordinals: the reduced shards (no word in two of them: joined
+        without adding, each let go once in: the parent never holds the counts twice) and
         the whole counts of each key kept; each large source's distinct words."""
         if self.counts is None:
-            return Counter()
+            return Counter(), {}
         for key in self.dropped:
             self.counts.pop(key, None)
+            self.firsts.pop(key, None)
+        firsts: dict[bytes, int] = {}
+        for part in [reduced[1] for reduced in self.reduced] + list(self.firsts.values()):
+            firsts = join_firsts(firsts, part)  # (the shards' are disjoint)
+        self.firsts = {}
         for key, source in self.large.items():
             if key not in self.dropped:
                 # A key's counts come all whole or all in shards (``Pool.flush``).
                 source.n_distinct = self.distinct[key] + len(self.counts.get(key, ()))
         if not self.reduced and len(self.counts) == 1:
-            return next(iter(self.counts.values()))
+            return next(iter(self.counts.values())), firsts
         total: Counter = Counter()
         while self.reduced:
-            dict.update(total, self.reduced.pop(0))
+            dict.update(total, self.reduced.pop(0)[0])
         for counts in self.counts.values():
             merge_counts(total, counts)
-        return total
+        return total, firsts
 
     @property
     def done(self) -> bool:
@@ -162,7 +171,7 @@ class _Group:
 
     def drop(self) -> None:
         """Keep nothing of it."""
-        self.sources, self.counts, self.closed, self.shards, self.reduced = [], None, True, None, []
+        self.sources, self.counts, self.closed, self.shards, self.reduced, self.firsts = [], None, True, None, [], {}
 
 
 @dataclass(eq=False)
@@ -252,14 +261,14 @@ class _Counting:
             group = self.groups.popleft()
             if not group.sources:
                 continue
-            counts = group.joined()
+            counts, firsts = group.joined()
             for source in group.repeats:  # counted by a worker before it was found to repeat
                 for word, n in self.recount([source]).items():
                     if counts[word] == n:
                         del counts[word]
                     else:
                         counts[word] -= n
-            yield from self.coalesce(CountedBatch(group.sources, counts))
+            yield from self.coalesce(CountedBatch(group.sources, counts, firsts))
 
     def coalesce(self, batch: CountedBatch) -> Iterator[CountedBatch]:
         """Add a counted group to the batch being gathered; hand that on first where the
@@ -276,6 +285,7 @@ class _Counting:
         small, large = sorted((gathered.counts, batch.counts), key=len)
         merge_counts(large, small)  # the smaller into the larger: the fewer steps
         gathered.counts = large
+        gathered.firsts = join_firsts(gathered.firsts, batch.firsts)
 
     def hand_on(self) -> Iterator[CountedBatch]:
         """The batch being gathered, if any."""
@@ -494,13 +504,15 @@ class _Counting:
         if counted.distinct:
             group.distinct.update(counted.distinct)
         if counted.reduced:
-            group.reduced.append(counted.counts)
+            group.reduced.append((counted.counts, counted.ordinals()))
         elif counted.counts and counted.key not in group.dropped:
             kept = group.counts.get(counted.key)
             if kept is None:
+                group.firsts[counted.key] = counted.ordinals()
                 group.counts[counted.key] = Counter(counted.counts) if type(counted.counts) is not Counter \
                     else counted.counts
             else:
+                merge_firsts(group.firsts[counted.key], counted.ordinals())
                 merge_counts(kept, counted.counts)
         if counted.shards:
             for key, shards in counted.shards.items():
@@ -531,8 +543,9 @@ class _Counting:
         elif group.key and group.counts is not None:
             # Small sources before it in its group: the workers kept their counts mixed
             # with the failed one's, so they are counted again here (they are small).
-            group.counts, group.shards, group.reduced = \
-                {0: self.recount([s for s in group.sources if not s.skipped])}, None, []
+            recounted = self.recount([s for s in group.sources if not s.skipped])  # after all sent: ordinals
+            group.counts, group.shards, group.reduced = {0: recounted}, None, []
+            group.firsts = {0: firsts_of(recounted, [(0, next(self.pool.seqs))])}
             group.dropped.add(group.key)
             group.flushed, group.repeats = True, []
         groups = list(self.groups)

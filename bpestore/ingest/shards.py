@@ -1,28 +1,79 @@
-"""Shards of counts, packed to travel between processes (``pack_shard``). No SQL."""
+"""Shards of counts, packed to travel between processes (``pack_shard``), and the
+ordinals that say where each word first occurred (``firsts_of``, ``merge_firsts``). No SQL."""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 # A shard's words and counts as three byte strings: the words end to end, their
-# lengths, their counts (each a LEB128 number: a byte or two for most). Bytes travel
-# between processes without a step per word, and nothing here is unpickled.
-Packed = tuple[bytes, bytes, bytes]
+# lengths, their counts (each a LEB128 number: a byte or two for most), and a fourth,
+# each word's ordinal. Bytes travel between processes without a step per word, and
+# nothing here is unpickled.
+Packed = tuple[bytes, ...]
 _LAST = bytes(range(128, 256))  # the bytes a LEB128 number goes on after
 
+# A word's ordinal: (task << 32) | its place in the counts that task was counted into.
+# A counts dict holds its words in the order they first occurred; ``Segments``
+# [(start, task), ...] say that the words from place ``start`` on came with ``task``.
+Segments = list[tuple[int, int]]
+TASK_SHIFT = 32
 
-def pack_shard(words: list[bytes], counts: list[int]) -> Packed:
-    """Distinct words and their counts as a ``Packed`` shard."""
-    return b"".join(words), _leb128(map(len, words)), _leb128(counts)
+
+def pack_shard(words: list[bytes], counts: list[int], firsts: list[int] | None = None) -> Packed:
+    """Distinct words and their counts (and ordinals) as a ``Packed`` shard."""
+    packed = b"".join(words), _leb128(map(len, words)), _leb128(counts)
+    return packed if firsts is None else (*packed, _leb128(firsts))
 
 
 def unpack_shard(packed: Packed) -> tuple[list[bytes], list[int]]:
     """A ``Packed`` shard's words and counts, in order."""
-    data, lengths, counts = packed
+    data, lengths, counts = packed[:3]
     ends = list(itertools.accumulate(_numbers(lengths)))
     words = list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
     return words, _numbers(counts)
+
+
+def packed_firsts(packed: Packed) -> list[int] | None:
+    """A ``Packed`` shard's ordinals, in order (None: it has none)."""
+    return _numbers(packed[3]) if len(packed) > 3 else None
+
+
+def ordinals(n: int, segments: Segments) -> Iterator[int]:
+    """The ordinals of the ``n`` words of counts in order, from their segments."""
+    ends = [start for start, _ in segments[1:]] + [n]
+    for (start, task), end in zip(segments, ends):
+        yield from range((task << TASK_SHIFT) + start, (task << TASK_SHIFT) + end)
+
+
+def firsts_of(counts: Mapping[bytes, Any], segments: Segments) -> dict[bytes, int]:
+    """Each word of counts (in the order they first occurred) with its ordinal."""
+    return dict(zip(counts, ordinals(len(counts), segments)))
+
+
+def keep_into(held: dict[int, Counter], segments: dict[int, Segments], key: int, task: int) -> Counter:
+    """The counts kept under ``key``, their words from here on marked as ``task``'s."""
+    counts = held.setdefault(key, Counter())
+    segments.setdefault(key, []).append((len(counts), task))
+    return counts
+
+
+def join_firsts(a: dict[bytes, int], b: dict[bytes, int]) -> dict[bytes, int]:
+    """The smaller ordinal of each word of either (the smaller dict merged into the larger)."""
+    small, large = sorted((a, b), key=len)
+    merge_firsts(large, small)
+    return large
+
+
+def merge_firsts(total: dict[bytes, int], part: Mapping[bytes, int]) -> None:
+    """Keep the smaller ordinal of each word of ``part`` in ``total`` (C-level)."""
+    if not total:
+        total.update(part)
+        return
+    words = list(part)
+    total.update(zip(words, map(min, map(total.get, words, part.values()), part.values())))
 
 
 def n_packed(packed: Packed) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ConflictError, InvalidArgumentError
 from ..ingest import CountedBatch, IngestTuning, count_sources, expand_paths
 from ..ingest.scheduler import merge_counts
+from ..ingest.shards import merge_firsts
 from ..records import CountsInfo, Progress, Source
 from ..sources import warn_raw_json
 from ..spec import TokenizerSpec, check_special_tokens
@@ -68,7 +69,7 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
                                     "a concurrent ingest; ingest again to see it")
             present = set() if force else present_shas(tx, corpus_id, [s.sha256 for s in counted])
             if not present:
-                generation = add_generation(tx, corpus_id, counted, batch.counts)
+                generation = add_generation(tx, corpus_id, counted, batch.counts, batch.firsts)
         if present:
             if len(present) < len({s.sha256 for s in counted}):
                 # Their counts are merged with the others': the others are counted again.
@@ -109,6 +110,9 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
         every = [s.sha256 for info, _ in files for s in info.sources]
         seen = set() if force else present_shas(tx, corpus_id, every)
         merged: Counter = Counter()
+        # ordinal: each file's words in the order they first occurred, the files in order
+        firsts: dict[bytes, int] | None = {}
+        offset = 0
         added: list[Source] = []
         for info, counts in files:
             shas = {s.sha256 for s in info.sources}
@@ -123,13 +127,18 @@ def add_counts(db: Transactions, corpus: str, files: Sequence[tuple[CountsInfo, 
                                     f"are in {corpus!r} already (e.g. {name}) and others that are not; its counts "
                                     "cannot be split: count the new sources alone, or pass force=True")
             else:
+                if firsts is not None and info.ordered:
+                    merge_firsts(firsts, dict(zip(counts, range(offset, offset + len(counts)))))
+                    offset += len(counts)
+                else:
+                    firsts = None  # a file from before ordinals: the generation has none
                 merge_counts(merged, counts)
                 added.extend(sources)
                 if not force:
                     seen |= shas
             results.extend(sources)
         if added:
-            generation = add_generation(tx, corpus_id, added, merged)
+            generation = add_generation(tx, corpus_id, added, merged, firsts)
             for s in added:
                 s.generation = generation
     return results
@@ -206,8 +215,10 @@ def _recount(batch: CountedBatch, present: set[str], spec: TokenizerSpec, **opti
     gone = [dataclasses.replace(s, skipped=True, n_words=0, n_distinct=0)
             for s in batch.sources if s.skipped or s.sha256 in present]
     counts: Counter = Counter()
+    firsts: dict[bytes, int] = {}
     sources: list[Source] = []
     for again in count_sources([s.source for s in kept], spec, workers=1, already_counted=present, **options):
         counts.update(again.counts)
+        merge_firsts(firsts, again.firsts)
         sources.extend(again.sources)
-    return CountedBatch(gone + sources, counts)
+    return CountedBatch(gone + sources, counts, firsts)

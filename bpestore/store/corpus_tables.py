@@ -46,6 +46,8 @@ SOURCES = ("SELECT source, sha256, size_bytes, n_words, n_distinct, created_at, 
            "WHERE corpus_id = :corpus_id {also} ORDER BY id")
 SOURCE_COLUMNS = ("corpus_id", "source", "sha256", "size_bytes", "n_words", "n_distinct", "created_at", "generation")
 SHAS = "SELECT sha256 FROM ingests WHERE corpus_id = :corpus_id"
+ORDINAL_END = "SELECT ordinal_end FROM generations WHERE corpus_id = :corpus_id AND number = :number"
+SET_ORDINAL_END = "UPDATE generations SET ordinal_end = :end WHERE corpus_id = :corpus_id AND number = :number"
 
 
 class Totals(NamedTuple):
@@ -161,6 +163,12 @@ class CorpusReads:
             return sources_digest(self.row(corpus_id).spec, [])
         return totals[0].digest
 
+    def ordinal_end(self, corpus_id: int, generation: int) -> int | None:
+        """Where the ordinals of a generation's words end; None: some word of it has none
+        (ingested before bpestore kept them), or it has no row."""
+        found = self.run(ORDINAL_END, {"corpus_id": corpus_id, "number": generation})
+        return found[0][0] if found else None
+
     def totals(self, corpus_id: int, generation: int | None = None, *, newest: bool = False) -> list[Totals]:
         """The totals of every generation of a corpus (or of one, or of its newest), oldest first."""
         also, params = ("AND number = :number", {"number": generation}) if generation is not None else ("", {})
@@ -274,8 +282,14 @@ def add_generations(tx: Transaction, corpus_id: int, infos: Sequence[CorpusInfo]
          tx.stamp(i.generated_at)) for i in infos])
 
 
-def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int]) -> int:
+def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int],
+                   firsts: Mapping[bytes, int] | None = None) -> int:
     """The corpus' next generation: its sources, counts and totals; returns its number.
+
+    ``firsts``: each word's ordinal, where it first occurred in the sources' text in
+    order (any numbers in that order): its new words are given ordinals after every
+    word the corpus holds. Without, or after a generation without, the generation
+    has none (no first-seen training on it).
 
     Call with the corpus row locked (``lock_corpus``). Before a count changes, its
     row is copied to word_count_history if a version pins a generation the row is
@@ -291,7 +305,14 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
     if pinned:
         count_tables.keep_history(tx, corpus_id, counts, pinned[-1], number, corpus_words=last.n_distinct)
     add_sources(tx, corpus_id, sources, number)
-    count_tables.upsert_counts(tx, corpus_id, counts, number)
+    base = reads.ordinal_end(corpus_id, last.number) if previous else 0
+    shift, end = 0, None
+    if base is not None and not counts:
+        end = base
+    elif base is not None and firsts:
+        low = min(firsts.values())
+        shift, end = base - low, base + max(firsts.values()) - low + 1
+    count_tables.upsert_counts(tx, corpus_id, counts, number, firsts if end is not None else None, shift)
     # A corpus' rows come with its generations: before its first, it has none, and then
     # holds the batch's words (counting its rows cost a scan of them all).
     n_distinct = len(counts) if not previous else count_tables.n_distinct(tx, corpus_id)
@@ -299,4 +320,11 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
     tx.insert_rows("generations", GENERATION_COLUMNS, [(
         corpus_id, number, last.n_sources + len(sources), last.size_bytes + sum(s.size_bytes for s in sources),
         n_words, n_distinct, sources_digest(reads.row(corpus_id).spec, shas), tx.now)])
+    if end is not None:
+        set_ordinal_end(tx, corpus_id, number, end)
     return number
+
+
+def set_ordinal_end(tx: Transaction, corpus_id: int, generation: int, end: int) -> None:
+    """Mark a generation's words as having ordinals, all below ``end``."""
+    tx.run(SET_ORDINAL_END, {"corpus_id": corpus_id, "number": generation, "end": end})

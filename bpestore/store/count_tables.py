@@ -26,6 +26,12 @@ HISTORY_ROW_BYTES = 8 + 4 + 4 + 4  # a history row's count, generations and corp
 NEWEST_COUNTS = 'SELECT word, "count" FROM word_counts WHERE corpus_id = :corpus_id'
 COUNTS_AT = (NEWEST_COUNTS + ' AND changed_in <= :generation UNION ALL SELECT word, "count" FROM word_count_history '
              "WHERE corpus_id = :corpus_id AND valid_from <= :generation AND valid_to > :generation")
+# ... with each word's ordinal (a history row's is its word's current row's: a word keeps it).
+ORDINALS_AT = ('SELECT word, "count", ordinal FROM word_counts WHERE corpus_id = :corpus_id AND changed_in <= '
+               ':generation UNION ALL SELECT h.word, h."count", w.ordinal FROM word_count_history AS h JOIN '
+               "word_counts AS w ON w.corpus_id = h.corpus_id AND w.word = h.word WHERE h.corpus_id = :corpus_id "
+               "AND h.valid_from <= :generation AND h.valid_to > :generation")
+IN_FIRST_SEEN_ORDER = 'SELECT word, "count" FROM ({counts}) AS counted ORDER BY ordinal'
 TOP_WORDS = 'SELECT word, "count" FROM ({counts}) AS counted ORDER BY "count" DESC, word LIMIT :n'
 ANY_WORD = "SELECT 1 FROM ({counts}) AS counted LIMIT 1"
 N_DISTINCT = "SELECT count(*) FROM word_counts WHERE corpus_id = :corpus_id"
@@ -39,13 +45,14 @@ PINNED_ROWS = (CURRENT_ROWS + " AND sha256(word) IN (SELECT sha256(w) FROM unnes
                "AND changed_in <= :pin")
 PINNED_SCAN = CURRENT_ROWS + " AND changed_in <= :pin"
 HISTORY_COLUMNS = ("corpus_id", "word", "count", "valid_from", "valid_to")
-UPSERT = ('INSERT INTO word_counts (corpus_id, word, "count", changed_in) VALUES {rows} ON CONFLICT {key} '
+# A word's ordinal is written with its first row and never changed.
+UPSERT = ('INSERT INTO word_counts (corpus_id, word, "count", ordinal, changed_in) VALUES {rows} ON CONFLICT {key} '
           'DO UPDATE SET "count" = word_counts."count" + excluded."count", changed_in = excluded.changed_in')
-STAGING = ("CREATE TEMPORARY TABLE bpestore_staged_counts (word bytea NOT NULL, count bigint NOT NULL) "
-           "ON COMMIT DROP")
-STAGED = ('INSERT INTO word_counts (corpus_id, word, "count", changed_in) SELECT %s, word, "count", %s '
-          "FROM bpestore_staged_counts ORDER BY sha256(word) ON CONFLICT (corpus_id, sha256(word)) DO UPDATE "
-          'SET "count" = word_counts."count" + excluded."count", changed_in = excluded.changed_in')
+STAGING = ("CREATE TEMPORARY TABLE bpestore_staged_counts (word bytea NOT NULL, count bigint NOT NULL, "
+           "ordinal bigint) ON COMMIT DROP")
+STAGED = ('INSERT INTO word_counts (corpus_id, word, "count", ordinal, changed_in) SELECT %s, word, "count", '
+          "ordinal + %s, %s FROM bpestore_staged_counts ORDER BY sha256(word) ON CONFLICT (corpus_id, sha256(word)) "
+          'DO UPDATE SET "count" = word_counts."count" + excluded."count", changed_in = excluded.changed_in')
 # History rows no pinned generation reads.
 UNNEEDED = ("FROM word_count_history WHERE corpus_id = :corpus_id AND NOT EXISTS (SELECT 1 FROM versions "
             "WHERE versions.corpus_id = :corpus_id AND versions.corpus_generation >= word_count_history.valid_from "
@@ -63,9 +70,18 @@ def counts_of(corpus_id: int, generation: int | None) -> tuple[str, dict[str, An
     return COUNTS_AT, {"corpus_id": corpus_id, "generation": generation}
 
 
-def counts(tx: Transaction, corpus_id: int, generation: int | None = None) -> dict[bytes, int]:
-    """Every word of a corpus' generation (None: the newest) with its count."""
-    return {bytes(word): count for word, count in tx.run(*counts_of(corpus_id, generation))}
+def counts(tx: Transaction, corpus_id: int, generation: int | None = None, *,
+           first_seen: bool = False) -> dict[bytes, int]:
+    """Every word of a corpus' generation (None: the newest) with its count; ``first_seen``
+    (a generation named): in the order the words first occurred."""
+    statement = first_seen_counts(corpus_id, generation) if first_seen and generation is not None \
+        else counts_of(corpus_id, generation)
+    return {bytes(word): count for word, count in tx.run(*statement)}
+
+
+def first_seen_counts(corpus_id: int, generation: int) -> tuple[str, dict[str, Any]]:
+    """``counts_of`` a kept generation, its words in the order they first occurred."""
+    return IN_FIRST_SEEN_ORDER.format(counts=ORDINALS_AT), {"corpus_id": corpus_id, "generation": generation}
 
 
 def top_words(tx: Transaction, corpus_id: int, n: int, generation: int | None = None) -> list[tuple[bytes, int]]:
@@ -80,11 +96,13 @@ def has_words(tx: Transaction, corpus_id: int, generation: int | None = None) ->
 
 
 def count_rows(tx: Transaction, corpus_id: int, generation: int | None = None, *,
-               batch: int = 1 << 16) -> Iterator[tuple[bytes, int]]:
+               batch: int = 1 << 16, first_seen: bool = False) -> Iterator[tuple[bytes, int]]:
     """Every (word, count) of a corpus' generation (None: the newest), streamed
     from the driver's cursor ``batch`` rows at a time: for millions of words,
-    never a dict of them all. Consume it inside the transaction."""
-    sql, params = counts_of(corpus_id, generation)
+    never a dict of them all; ``first_seen`` (a generation named): in the order the
+    words first occurred. Consume it inside the transaction."""
+    sql, params = first_seen_counts(corpus_id, generation) if first_seen and generation is not None \
+        else counts_of(corpus_id, generation)
     if tx.raw is None:  # another driver: all at once
         for word, count in tx.run(sql, params):
             yield bytes(word), count
@@ -142,34 +160,42 @@ def keep_history(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], n
                      in ((bytes(r[0]), r[1], r[2]) for r in rows) if word in counts])
 
 
-def upsert_counts(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
+def upsert_counts(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], generation: int,
+                  firsts: Mapping[bytes, int] | None = None, shift: int = 0) -> None:
     """Add counts to word_counts, marking the rows changed in ``generation``:
-    INSERT ... ON CONFLICT DO UPDATE. On SQLite many rows to a statement, in word
+    INSERT ... ON CONFLICT DO UPDATE. A new word's ordinal is ``firsts[word] + shift``
+    (no ``firsts``: none). On SQLite many rows to a statement, in word
     order (the index grows at its end); on PostgreSQL with psycopg, one binary COPY
     into a temporary table and one INSERT ... SELECT of it (a round trip per row
     cost 30 s per million words)."""
     if not counts:
         return
     if tx.postgresql and tx.raw is not None and _staging_table(tx.raw):
-        _upsert_copy(tx.raw, corpus_id, counts, generation)
+        _upsert_copy(tx.raw, corpus_id, counts, generation, firsts, shift)
         return
     # In word order: the index grows at its end, and concurrent upserts on PostgreSQL
     # lock rows in one order (sorting the words alone: comparing (word, count) tuples costs more).
     ordered = sorted(counts)
     if tx.sqlite is None:
         key = "(corpus_id, sha256(word))" if tx.postgresql else "(corpus_id, word)"
-        tx.many(UPSERT.format(rows="(:corpus_id, :word, :count, :generation)", key=key),
-                [{"corpus_id": corpus_id, "word": word, "count": counts[word], "generation": generation}
-                 for word in ordered])
+        tx.many(UPSERT.format(rows="(:corpus_id, :word, :count, :ordinal, :generation)", key=key),
+                [{"corpus_id": corpus_id, "word": word, "count": counts[word], "generation": generation,
+                  "ordinal": None if firsts is None else firsts[word] + shift} for word in ordered])
         return
     # The corpus id and generation are the same in every row: written into the statement
     # (ints), a row binds only its word and count.
     head, tail = UPSERT.split("{rows}")
     tail = tail.format(key="(corpus_id, word)")
-    row = f"({int(corpus_id)}, ?, ?, {int(generation)})"
+    if firsts is None:
+        row = f"({int(corpus_id)}, ?, ?, NULL, {int(generation)})"
+        for start in range(0, len(ordered), UPSERT_BATCH):
+            chunk = ordered[start:start + UPSERT_BATCH]
+            _sqlite_groups(tx.sqlite, head, row, tail, interleave(chunk, counts, PARAMETERS // 2), 2)
+        return
+    row = f"({int(corpus_id)}, ?, ?, ?, {int(generation)})"
     for start in range(0, len(ordered), UPSERT_BATCH):
         chunk = ordered[start:start + UPSERT_BATCH]
-        _sqlite_groups(tx.sqlite, head, row, tail, interleave(chunk, counts, PARAMETERS // 2), 2)
+        _sqlite_groups(tx.sqlite, head, row, tail, interleave_firsts(chunk, counts, firsts, PARAMETERS // 3, shift), 3)
 
 
 def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> list[Sequence[bytes | int]]:
@@ -186,6 +212,20 @@ def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> lis
     flat[::2] = words
     flat[1::2] = map(counts.__getitem__, words)
     return [tuple(flat[i:i + 2 * per]) for i in range(0, len(flat), 2 * per)]  # type: ignore[arg-type]
+
+
+def interleave_firsts(words: list[bytes], counts: Mapping[bytes, int], firsts: Mapping[bytes, int],
+                     per: int, shift: int = 0) -> list[Sequence[bytes | int]]:
+    """``interleave`` with each word's ordinal (plus ``shift``) after its count.
+
+    >>> interleave_firsts([b"a", b"b"], {b"a": 1, b"b": 2}, {b"a": 7, b"b": 5}, 2, 10)
+    [(b'a', 1, 17, b'b', 2, 15)]
+    """
+    flat: list[bytes | int | None] = [None] * (3 * len(words))
+    flat[::3] = words
+    flat[1::3] = map(counts.__getitem__, words)
+    flat[2::3] = map(shift.__add__, map(firsts.__getitem__, words)) if shift else map(firsts.__getitem__, words)
+    return [tuple(flat[i:i + 3 * per]) for i in range(0, len(flat), 3 * per)]  # type: ignore[arg-type]
 
 
 def _sqlite_groups(conn: Any, head: str, row: str, tail: str, groups: list[Sequence[Any]], width: int) -> None:
@@ -216,16 +256,23 @@ def _staging_table(pg: Any) -> bool:
     return True
 
 
-def _upsert_copy(pg: Any, corpus_id: int, counts: Mapping[bytes, int], generation: int) -> None:
+def _upsert_copy(pg: Any, corpus_id: int, counts: Mapping[bytes, int], generation: int,
+                 firsts: Mapping[bytes, int] | None, shift: int) -> None:
     """COPY the rows into the temporary table (``_staging_table``), then one upsert
     from it, ordered by the key of the unique index (sha256 of the word): the index
     is walked in order, and concurrent ingests lock rows in one order."""
     with pg.cursor() as cursor:
-        with cursor.copy("COPY bpestore_staged_counts (word, count) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["bytea", "int8"])
-            for item in counts.items():
-                copy.write_row(item)
-        cursor.execute(STAGED, (corpus_id, generation))
+        if firsts is None:
+            with cursor.copy("COPY bpestore_staged_counts (word, count) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["bytea", "int8"])
+                for item in counts.items():
+                    copy.write_row(item)
+        else:
+            with cursor.copy("COPY bpestore_staged_counts (word, count, ordinal) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["bytea", "int8", "int8"])
+                for word, count in counts.items():
+                    copy.write_row((word, count, firsts[word]))
+        cursor.execute(STAGED, (corpus_id, shift, generation))
         cursor.execute("DROP TABLE bpestore_staged_counts")
 
 

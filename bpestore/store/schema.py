@@ -63,6 +63,9 @@ generations = Table(
     Column("n_distinct", BigInteger, nullable=False),
     Column("digest", String(64), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # Its words' ordinals (word_counts.ordinal) are below this (revision 0007); NULL: some
+    # word of it has none (ingested before ordinals were kept): no first-seen training on it.
+    Column("ordinal_end", BigInteger, nullable=True),
 )
 
 word_counts = Table(
@@ -71,6 +74,9 @@ word_counts = Table(
     Column("word", LargeBinary, nullable=False),
     Column("count", BigInteger, nullable=False),
     Column("changed_in", Integer, nullable=False, server_default="1"),  # the generation that last changed it
+    # Where the word first occurred in the text of the corpus' sources in order: the smaller,
+    # the earlier (revision 0007; NULL: ingested before). A word keeps it in every generation.
+    Column("ordinal", BigInteger, nullable=True),
     PrimaryKeyConstraint("corpus_id", "word").ddl_if(dialect="sqlite"),
 )
 # A PostgreSQL btree entry holds at most 2704 bytes, too few for a long word

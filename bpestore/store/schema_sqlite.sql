@@ -40,6 +40,7 @@ CREATE TABLE generations (
 	n_distinct BIGINT NOT NULL, 
 	digest VARCHAR(64) NOT NULL, 
 	created_at DATETIME NOT NULL, 
+	ordinal_end BIGINT, 
 	PRIMARY KEY (corpus_id, number), 
 	FOREIGN KEY(corpus_id) REFERENCES corpora (id) ON DELETE CASCADE
 );
@@ -49,6 +50,7 @@ CREATE TABLE word_counts (
 	word BLOB NOT NULL, 
 	count BIGINT NOT NULL, 
 	changed_in INTEGER DEFAULT '1' NOT NULL, 
+	ordinal BIGINT, 
 	PRIMARY KEY (corpus_id, word), 
 	FOREIGN KEY(corpus_id) REFERENCES corpora (id) ON DELETE CASCADE
 );

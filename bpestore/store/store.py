@@ -363,8 +363,9 @@ class Store(Database, Transfers):
 
         * ``vocab_size`` (bytes + specials + merges) or ``merges``: where to stop;
         * ``min_frequency`` (default 1): stop when no pair occurs this often;
-        * ``tie_break`` (``"lexicographic"`` or ``"hf"``; ``"first-seen"`` raises
-          ConflictError: a corpus keeps no word order yet, ``train_bpe`` has it) and
+        * ``tie_break`` (``"lexicographic"``, ``"hf"`` or ``"first-seen"``: the pair
+          that occurs first in the corpus' text, as minbpe picks it; a generation
+          ingested before bpestore kept word order raises ConflictError) and
           ``special_tokens`` (default: the corpus');
         * ``parent="NAME@K"``: extend that version: the new one starts with all
           its tokens and merges (ids unchanged) and continues on ``corpus``;

@@ -170,16 +170,29 @@ def train(db: Transactions, name: str, corpus: str | Sequence[str], options: Tra
             if mixed:
                 add_inputs(tx, version_id, mixed)
             reused = False
-        if VersionReads(tx).info(version_id).spec.tie_break == "first-seen":  # (rolled back)
-            raise ConflictError(f"corpus {corpus_name!r} does not keep where in the text each word first occurs, "
-                                "which tie_break='first-seen' needs; train on the text itself with "
-                                "bpestore.train_bpe(..., tie_break='first-seen')")
+        if VersionReads(tx).info(version_id).spec.tie_break == "first-seen":  # (refused: rolled back)
+            if mixed:
+                raise InvalidArgumentError("tie_break='first-seen' trains on one corpus generation, unweighted: "
+                                           "the order words first occur in is not defined for a mixture",
+                                           params=("tie_break", "weights"))
+            _check_ordinals(corpora, corpus_id, generation)
     if progress is not None and options.parent is None:
         _report_taken(db, version_id, progress)
     if reused:
         return version_id
     run(db, version_id, options.checkpoint_every, options.checkpoint_seconds, progress)
     return version_id
+
+
+def _check_ordinals(corpora: CorpusReads, corpus_id: int, generation: int) -> None:
+    """ConflictError, naming it, where a corpus generation keeps no ordinals (where in
+    the text each word first occurs), which tie_break='first-seen' trains on."""
+    if corpora.ordinal_end(corpus_id, generation) is None:
+        ref = f"{corpora.row(corpus_id).name}@{generation}"
+        raise ConflictError(f"corpus generation {ref} does not keep where in the text each word first occurs "
+                            "(it, or a generation before it, was ingested before bpestore kept that), which "
+                            "tie_break='first-seen' needs; ingest its sources again into a new corpus, then train "
+                            "on that", params=("tie_break",))
 
 
 def _report_taken(db: Transactions, version_id: int, progress: Callable[[Progress], None]) -> None:
@@ -375,7 +388,7 @@ def pinned_counts(tx: Transaction, v: VersionInfo) -> tuple[dict[bytes, int], st
     if v.mixture:
         parts = VersionReads(tx).mixture(v.id)
         return mixture_counts(tx, parts), _digest(CorpusReads(tx), parts)
-    return count_tables.counts(tx, corpus_id, generation), digest
+    return count_tables.counts(tx, corpus_id, generation, first_seen=v.spec.tie_break == "first-seen"), digest
 
 
 def pinned_rows(tx: Transaction, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
@@ -384,7 +397,7 @@ def pinned_rows(tx: Transaction, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
     corpus_id, generation, _ = _pinned_generation(tx, v)
     if v.mixture:
         return iter(mixture_counts(tx, VersionReads(tx).mixture(v.id)).items())
-    return count_tables.count_rows(tx, corpus_id, generation)
+    return count_tables.count_rows(tx, corpus_id, generation, first_seen=v.spec.tie_break == "first-seen")
 
 
 def _pinned_generation(tx: Transaction, v: VersionInfo) -> tuple[int, int | None, str]:
@@ -405,6 +418,8 @@ def _pinned_generation(tx: Transaction, v: VersionInfo) -> tuple[int, int | None
                 f"its counts are not kept. Extend it instead: train {v.name} with parent={v.ref!r} "
                 f"(bpestore train {v.name} --from {v.ref} --corpus {v.corpus} ...)", params=("parent",))
         return corpus_id, None, newest_digest
+    if v.spec.tie_break == "first-seen":  # its words in the order they first occurred
+        _check_ordinals(corpora, corpus_id, v.corpus_generation)
     # Pinned, so kept: one statement reads it whatever is ingested meanwhile.
     return corpus_id, v.corpus_generation, corpora.generation_digest(corpus_id, v.corpus_generation)
 

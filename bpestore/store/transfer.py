@@ -92,6 +92,7 @@ class GenerationRows:
     history: list[CorpusInfo]  # generations 1..N
     sources: list[Source]  # the sources up to N, each with the generation it entered in
     counts: dict[bytes, int] = field(repr=False)
+    ordered: bool = False  # the counts are in the order their words first occurred (ordinals)
 
     @property
     def generation(self) -> int:
@@ -180,9 +181,10 @@ def read_generation(tx: Transaction, v: VersionRows, where: str) -> GenerationRo
     corpus_id = corpora.corpus_id(v.corpus)
     row = corpora.row(corpus_id)
     history = corpora.log(corpus_id)[:v.corpus_generation]
-    counts = count_tables.counts(tx, corpus_id, v.corpus_generation)
+    ordered = corpora.ordinal_end(corpus_id, v.corpus_generation) is not None
+    counts = count_tables.counts(tx, corpus_id, v.corpus_generation, first_seen=ordered)
     found = GenerationRows(v.corpus, row.spec, moment(row.created_at), history,
-                           corpora.sources(corpus_id, v.corpus_generation), counts)
+                           corpora.sources(corpus_id, v.corpus_generation), counts, ordered)
     totals = history[-1]
     if totals.digest != v.corpus_digest or (totals.n_distinct, totals.n_words) != (len(counts), sum(counts.values())):
         raise DamagedDataError(f"the counts of {found.ref} in {where} do not match their digest and totals; "
@@ -238,7 +240,16 @@ def _grow(tx: Transaction, corpus_id: int, g: GenerationRows, newest: int) -> No
     if pinned and change:
         # The rows a pinned generation reads stay readable: copies valid up to this growth.
         count_tables.keep_history(tx, corpus_id, change, pinned[-1], newest + 1)
-    count_tables.upsert_counts(tx, corpus_id, change, g.generation)
+    # ordinal: the words new here come after those the corpus holds, in the order they have in g.
+    base = CorpusReads(tx).ordinal_end(corpus_id, newest) if newest else 0
+    firsts = {word: i for i, word in enumerate(g.counts) if word in change} if g.ordered and base is not None \
+        else None
+    low = min(firsts.values(), default=0) if firsts else 0
+    count_tables.upsert_counts(tx, corpus_id, change, g.generation, firsts, (base or 0) - low)
+    if firsts is not None:
+        end = (base or 0) + (max(firsts.values()) - low + 1 if firsts else 0)
+        for info in g.history[newest:]:
+            corpus_tables.set_ordinal_end(tx, corpus_id, info.generation, end)
     n_distinct = count_tables.n_distinct(tx, corpus_id)
     if n_distinct != g.history[-1].n_distinct:
         raise ConflictError(f"corpus {g.corpus!r} in the target does not add up to {g.ref} ({n_distinct:,} "
