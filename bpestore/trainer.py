@@ -36,20 +36,23 @@ ids for one byte string.
 
 The compiled core (``bpestore._mergecore.Trainer``, optional) holds the same
 state in C (flat word arrays, a pair hash table, per-pair word arrays, the heap
-with every tie-break) and does the same steps; Python keeps the stopping rules
-it must ask about (``allow_merge``, ``max_token_length``), the token ids and the
-records. The words go to it one at a time from the iterable given, so they
-never exist as Python lists all at once; stored merges to resume or extend from
-(``replay``) are applied by the core to each word as it comes in (per-word BPE
-with ranks, ``bpe.merge_word``'s rule), so a resume builds no Python list either.
+with every tie-break, the ids by bytes) and does the same steps, a batch of merges
+per call (``step``) without Python's lock; Python keeps the records, and is asked
+only ``allow_merge`` where one is given. The words go to it one at a time from the
+iterable given, so they never exist as Python lists all at once; stored merges to
+resume or extend from (``replay``) are applied by the core to each word as it comes
+in (per-word BPE with ranks, ``bpe.merge_word``'s rule), so a resume builds no
+Python list either.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import multiprocessing
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -60,6 +63,7 @@ from .records import Merge
 from .spec import TIE_BREAKS, TokenizerSpec
 
 _LOW = 0xFFFFFFFF
+_NO_LIMIT = (1 << 64) - 1  # the compiled core's "no vocabulary target"
 
 
 # The merge loop's compiled core, or None: the pure-Python loop below (the reference).
@@ -152,7 +156,6 @@ class BpeTrainer:
         self._source: Iterable[tuple[Sequence[int], int]] = words if self._core is not None else ()
         # Compiled: replayed merges as (left, right, made) stages, applied in C as the words come in.
         self._replays: list[list[tuple[int, int, int]]] = []
-        self._best_count = 0  # the count of the pair _pop_best chose (compiled)
         self.words: list[list[int]] = []
         self.counts: list[int] = []
         if self._core is None:
@@ -284,6 +287,7 @@ class BpeTrainer:
         each as it comes in (if merges were replayed), counts the pairs and makes the heap."""
         state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None,
                                    threads=self.threads, parallel_min=PARALLEL_MIN_WORDS,
+                                   ordinary=list(self.id_of_bytes.values()),
                                    **({"first_seen": True} if self.first_seen else {}))
         for stage in self._replays:
             state.replay(stage)
@@ -305,31 +309,54 @@ class BpeTrainer:
     def train(self, *, vocab_size: int | None = None, max_merges: int | None = None) -> Iterator[Merge]:
         """Yield merges until the vocabulary has ``vocab_size`` tokens, ``max_merges``
         merges exist in all (replayed ones included), or no pair is frequent enough."""
+        while made := self.step(1, vocab_size=vocab_size, max_merges=max_merges):
+            yield from made
+
+    def step(self, n: int, *, vocab_size: int | None = None, max_merges: int | None = None,
+             seconds: float = math.inf) -> list[Merge]:
+        """Make up to ``n`` merges: fewer where the vocabulary reaches ``vocab_size``
+        tokens, ``max_merges`` merges exist in all (replayed ones included), ``seconds``
+        have passed (at least one is made), or no pair is frequent enough; [] when no
+        merge is left to make."""
         if not self._stats_ready:
             self._build_stats()
-        while (vocab_size is None or len(self.token_bytes) < vocab_size) and (
-            max_merges is None or len(self.merges) < max_merges
-        ):
+        if max_merges is not None:
+            n = min(n, max_merges - len(self.merges))
+        if n <= 0:
+            return []
+        if self._state is not None:
+            return self._step_in_core(n, vocab_size, seconds)
+        made: list[Merge] = []
+        deadline = time.monotonic() + seconds
+        while len(made) < n and (vocab_size is None or len(self.token_bytes) < vocab_size):
             key = self._pop_best()
             if key is None:
-                return
-            yield self._merge(key)
+                break
+            made.append(self._merge(key))
+            if time.monotonic() >= deadline:
+                break
+        return made
+
+    def _step_in_core(self, n: int, vocab_size: int | None, seconds: float) -> list[Merge]:
+        """``step`` where the compiled core holds the words: it makes the merges and picks
+        their ids; here each new token's bytes are added and the records made."""
+        lefts, rights, tokens, counts = self._state.run(
+            n, _NO_LIMIT if vocab_size is None else max(vocab_size, 0), self.min_frequency,
+            self.max_token_length, self.allow_merge, seconds)
+        token_bytes, id_of_bytes = self.token_bytes, self.id_of_bytes
+        for left, right, token in zip(lefts, rights, tokens):
+            if token == len(token_bytes):
+                data = token_bytes[left] + token_bytes[right]
+                token_bytes.append(data)
+                id_of_bytes[data] = token
+        start = len(self.merges)
+        made = list(map(Merge, range(start, start + len(lefts)), lefts, rights, tokens, counts))
+        self.merges += made
+        return made
 
     def _pop_best(self) -> int | None:
         """The most frequent pair (ties broken by the rule), or None to stop."""
         max_len = self.max_token_length
-        if self._state is not None:
-            while True:
-                best = self._state.pop(self.min_frequency)
-                if best is None:
-                    return None
-                key = best[0]
-                left, right = self.token_bytes[key >> PAIR_SHIFT], self.token_bytes[key & _LOW]
-                if (max_len is not None and len(left) + len(right) > max_len) or (
-                        self.allow_merge is not None and not self.allow_merge(left, right)):
-                    continue  # forbidden: dropped for good, as below
-                self._best_count = best[1]
-                return key
         heap, pair_counts = self.heap, self.pair_counts
         while heap:
             neg_count, tie_left, tie_right, key = heap[0]
@@ -364,8 +391,6 @@ class BpeTrainer:
         long word was quadratic); a word's only occurrence is merged in place.
         """
         left, right = key >> PAIR_SHIFT, key & _LOW
-        if self._state is not None:
-            return self._merge_in_core(key, left, right)
         count = self.pair_counts[key]
         token = self._add_token(left, right)
         words, counts = self.words, self.counts
@@ -430,16 +455,6 @@ class BpeTrainer:
             pair_words[gain] = [index]
         elif bucket[-1] != index:
             bucket.append(index)
-
-    def _merge_in_core(self, key: int, left: int, right: int) -> Merge:
-        """``_merge`` where the compiled core holds the words and counts."""
-        assert self._state is not None
-        count = self._best_count
-        token = self._add_token(left, right)
-        self._state.merge(key, token)
-        merge = Merge(len(self.merges), left, right, token, count)
-        self.merges.append(merge)
-        return merge
 
     def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> Merge:
         """Drop the merged pair, push the pairs that grew onto the heap, record the merge."""

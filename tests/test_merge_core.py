@@ -254,12 +254,12 @@ def test_bad_words_raise_cleanly():
         list(BpeTrainer([([1, 2], 1, 3)], initial, compiled=True).train(max_merges=1))
     core = trainer.COMPILED_CORE.Trainer(initial)
     with pytest.raises(RuntimeError):
-        core.pop(1)  # before build()
+        core.run(1, 300, 1)  # before build()
     core.build()
     with pytest.raises(RuntimeError):
         core.add_words([([1, 2], 1)])  # after build()
     with pytest.raises(IndexError):
-        core.merge((1 << 32) | 2, 300)  # not the next id
+        trainer.COMPILED_CORE.Trainer(initial, ordinary=[256])  # not a token
 
 
 _MEMORY_SCRIPT = """

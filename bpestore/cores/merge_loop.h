@@ -90,11 +90,13 @@ typedef struct {
     int first_seen;         /* tie-break first-seen (token bytes kept as for lexicographic) */
     int broken;             /* a failed allocation left the state half-updated */
     int built;
-    int busy;               /* the workers run (the caller let go of its lock): no other call now */
+    int busy;               /* the caller let go of its lock while this runs: no other call now */
     const char *overflow;   /* why the last call failed when not for memory (else NULL) */
-    /* called around the workers' run: the caller lets other threads of its own run meanwhile */
-    void *(*release)(void);
-    void (*reacquire)(void *);
+    /* ml_run asks them, with ctx: may (left, right) merge (NULL: all may; 1 yes, 0 no, -1 failed)?
+     * stop the batch after this merge (NULL: never; 1 stop)? */
+    int (*allow)(void *ctx, uint32_t left, uint32_t right);
+    int (*stop)(void *ctx);
+    void *ctx;
     /* threads: at most `threads` workers, each with at least `parallel_min` words */
     int threads;
     uint32_t parallel_min;
@@ -112,10 +114,18 @@ typedef struct {
     /* tokens */
     uint32_t n_tokens, cap_tokens;
     uint32_t *tie;          /* hf: tie value by token */
-    uint64_t *tok_off;      /* lexicographic, first-seen: bytes of token t at bytes[tok_off[t]], tok_len[t] */
+    uint64_t *tok_off;      /* bytes of token t at bytes[tok_off[t]], tok_len[t] */
     uint32_t *tok_len;
     unsigned char *bytes;
     uint64_t n_bytes, cap_bytes;
+    /* the id a merge making some bytes takes: the ordinary token with those bytes (special
+     * tokens are not listed), by their hash (open addressing; NONE free) */
+    uint32_t *by_bytes;
+    uint64_t by_mask, by_used;
+    /* ml_run's merges: (left, right, token) each, and its count */
+    uint32_t *made;
+    int64_t *made_count;
+    uint64_t n_made, cap_made, cap_made_count;
     /* words */
     uint32_t *sym;
     uint64_t n_sym, cap_sym;
@@ -423,8 +433,8 @@ static void pop_top(MergeLoop *t) {
 }
 
 /* -- tokens --------------------------------------------------------------------- */
-/* Append a token: its tie value (hf) or its bytes (lexicographic). With data NULL
- * the bytes are in place already at the end of t->bytes (a merge copies them there). */
+/* Append a token: its bytes and its tie value (hf). With data NULL the bytes are in
+ * place already at the end of t->bytes (a merge copies them there). */
 static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t size, uint32_t tie) {
     uint32_t old_cap = t->cap_tokens;
     if (grow32(t, (void **)&t->tie, &t->cap_tokens, (uint64_t)t->n_tokens + 1, sizeof(uint32_t)) < 0) return -1;
@@ -438,16 +448,47 @@ static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t siz
         if (len == NULL) { t->cap_tokens = old_cap; return -1; }
         t->tok_len = len;
     }
-    if (!t->hf) {
-        if (size > UINT32_MAX) { OVERFLOW(t, "token too long"); return -1; }
-        if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
-        if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
-        t->tok_off[t->n_tokens] = t->n_bytes;
-        t->tok_len[t->n_tokens] = (uint32_t)size;
-        t->n_bytes += size;
-    }
+    if (size > UINT32_MAX) { OVERFLOW(t, "token too long"); return -1; }
+    if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
+    if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
+    t->tok_off[t->n_tokens] = t->n_bytes;
+    t->tok_len[t->n_tokens] = (uint32_t)size;
+    t->n_bytes += size;
     t->tie[t->n_tokens] = tie;
     t->n_tokens++;
+    return 0;
+}
+
+/* The slot of bytes p[0:n] in the by-bytes index: the place of its id, or the free place for it. */
+static uint32_t *by_bytes_slot(const MergeLoop *t, const unsigned char *p, uint64_t n) {
+    uint64_t i = hash_bytes(p, (size_t)n) & t->by_mask;
+    for (;;) {
+        uint32_t *slot = &t->by_bytes[i];
+        if (*slot == NONE || (t->tok_len[*slot] == n && memcmp(t->bytes + t->tok_off[*slot], p, (size_t)n) == 0))
+            return slot;
+        i = (i + 1) & t->by_mask;
+    }
+}
+
+/* List token `id` as the one a merge making its bytes takes, unless some token is already; 0 or -1. */
+static int index_token(MergeLoop *t, uint32_t id) {
+    if ((t->by_used + 1) * 10 > (t->by_mask + 1) * 7 || t->by_bytes == NULL) {
+        uint64_t cap = t->by_bytes == NULL ? 1024 : (t->by_mask + 1) * 2;
+        uint32_t *old = t->by_bytes;
+        uint64_t old_cap = old == NULL ? 0 : t->by_mask + 1;
+        t->by_bytes = malloc(cap * sizeof(uint32_t));
+        if (t->by_bytes == NULL) { t->by_bytes = old; return -1; }
+        memset(t->by_bytes, 0xff, cap * sizeof(uint32_t));
+        t->by_mask = cap - 1;
+        for (uint64_t k = 0; k < old_cap; k++)
+            if (old[k] != NONE) *by_bytes_slot(t, t->bytes + t->tok_off[old[k]], t->tok_len[old[k]]) = old[k];
+        free(old);
+    }
+    uint32_t *slot = by_bytes_slot(t, t->bytes + t->tok_off[id], t->tok_len[id]);
+    if (*slot == NONE) {
+        *slot = id;
+        t->by_used++;
+    }
     return 0;
 }
 
@@ -478,8 +519,8 @@ static inline void wheap_push(uint64_t *h, uint64_t *n, uint64_t e) {
     h[i] = e;
 }
 
-static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
-    uint64_t top = h[0], e = h[--(*n)], i = 0, m = *n;
+/* Put e at place i of the heap h[0:m] (its place is free), moving it down to where it belongs. */
+static inline void wheap_sift(uint64_t *h, uint64_t m, uint64_t i, uint64_t e) {
     for (;;) {
         uint64_t c = 2 * i + 1;
         if (c >= m) break;
@@ -488,7 +529,12 @@ static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
         h[i] = h[c];
         i = c;
     }
-    if (m > 0) h[i] = e;
+    h[i] = e;
+}
+
+static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
+    uint64_t top = h[0], e = h[--(*n)];
+    if (*n > 0) wheap_sift(h, *n, 0, e);
     return top;
 }
 
@@ -532,19 +578,7 @@ static int64_t merge_word(MergeLoop *t, const Stage *st, uint32_t *s, uint32_t n
         uint32_t r = rank_of(st, ((uint64_t)s[i] << 32) | s[i + 1]);
         if (r != missing) h[nh++] = ((uint64_t)r << 32) | i;
     }
-    /* heapify */
-    for (uint64_t k = nh / 2; k-- > 0;) {
-        uint64_t i = k, e = h[k];
-        for (;;) {
-            uint64_t c = 2 * i + 1;
-            if (c >= nh) break;
-            if (c + 1 < nh && h[c + 1] < h[c]) c++;
-            if (h[c] >= e) break;
-            h[i] = h[c];
-            i = c;
-        }
-        h[i] = e;
-    }
+    for (uint64_t k = nh / 2; k-- > 0;) wheap_sift(h, nh, k, h[k]);  /* heapify */
     /* Each merge removes a symbol and pushes at most two entries: the heap stays
      * within n + 2 (n - 1) entries; grow as it needs. */
     while (nh > 0) {
@@ -793,14 +827,9 @@ static void split(MergeLoop *t, int workers, uint32_t n) {
     }
 }
 
-/* Run the workers with the caller's lock released (t->release), even for one word: a thread of the caller's
- * (training's checkpoint writer) runs meanwhile; -1 (out of memory) when one failed. */
+/* Run the workers; -1 (out of memory) when one failed. */
 static int run_split(MergeLoop *t, int workers) {
-    t->busy = 1;
-    void *held = t->release != NULL ? t->release() : NULL;
     run_workers(t, workers);
-    if (t->reacquire != NULL) t->reacquire(held);
-    t->busy = 0;
     for (int k = 0; k < workers; k++)
         if (t->work[k].failed) { return -1; }
     return 0;
@@ -954,6 +983,9 @@ static void ml_free(MergeLoop *t) {
     }
     free(t->seen);
     free(t->at);
+    free(t->by_bytes);
+    free(t->made);
+    free(t->made_count);
 }
 
 /* An empty stage for n merges (ranks 0..n-1); 0 or -1 (out of memory: nothing to free). */
@@ -1078,24 +1110,24 @@ static int ml_pop(MergeLoop *t, int64_t min_frequency, uint64_t *key, int64_t *c
     return 0;
 }
 
-/* Token `token` (new when it equals n_tokens: its bytes left's + right's), and the marks
- * of a merge into it made ready; 0 or -1. */
-static int begin_merge(MergeLoop *t, uint32_t left, uint32_t right, uint32_t token) {
-    if (token < t->n_tokens) t->may_dup = 1;  /* its pairs may be indexed already: a word may come twice */
+/* The token a merge of (left, right) makes, into *token: the ordinary token with their
+ * bytes joined, else a new one (its id n_tokens, its tie value its id); and the marks of
+ * the merge made ready. 0 or -1. */
+static int begin_merge(MergeLoop *t, uint32_t left, uint32_t right, uint32_t *token) {
     if (ensure_work(t) < 0) return -1;
-    if (token == t->n_tokens) {
-        if (t->hf) {
-            if (add_token_bytes(t, NULL, 0, token) < 0) return -1;
-        } else {
-            uint64_t lo = t->tok_off[left], ll = t->tok_len[left];
-            uint64_t ro = t->tok_off[right], rl = t->tok_len[right];
-            /* copy both into place (the buffer may move: grow first) */
-            if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + ll + rl + 1, 1) < 0) return -1;
-            uint64_t at = t->n_bytes;
-            memcpy(t->bytes + at, t->bytes + lo, (size_t)ll);
-            memcpy(t->bytes + at + ll, t->bytes + ro, (size_t)rl);
-            if (add_token_bytes(t, NULL, ll + rl, token) < 0) return -1;
-        }
+    uint64_t ll = t->tok_len[left], rl = t->tok_len[right];
+    /* joined at the end of the bytes (the buffer may move: grow first), counted once new */
+    if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + ll + rl + 1, 1) < 0) return -1;
+    unsigned char *joined = t->bytes + t->n_bytes;
+    memcpy(joined, t->bytes + t->tok_off[left], (size_t)ll);
+    memcpy(joined + ll, t->bytes + t->tok_off[right], (size_t)rl);
+    uint32_t found = *by_bytes_slot(t, joined, ll + rl);
+    if (found != NONE) {
+        *token = found;
+        t->may_dup = 1;  /* its pairs may be indexed already: a word may come twice */
+    } else {
+        *token = t->n_tokens;
+        if (add_token_bytes(t, NULL, ll + rl, *token) < 0 || index_token(t, *token) < 0) return -1;
     }
     uint64_t had = t->cap_mark;
     if (grow((void **)&t->mark, &t->cap_mark, 2 * (uint64_t)t->n_tokens, sizeof(uint32_t)) < 0) return -1;
@@ -1104,7 +1136,7 @@ static int begin_merge(MergeLoop *t, uint32_t left, uint32_t right, uint32_t tok
         memset(t->mark, 0, (size_t)t->cap_mark * sizeof(uint32_t));
         t->mark_stamp = 1;
     }
-    t->merging = token;
+    t->merging = *token;
     return 0;
 }
 
@@ -1187,6 +1219,43 @@ static int ml_merge(MergeLoop *t, uint64_t key, uint32_t token) {
     }
     t->n_touched = 0;
     return 0;
+}
+
+/* Merge on: take the best pair (ml_pop), skip it for good where its token would pass
+ * max_len bytes or t->allow forbids it, else merge it (begin_merge, ml_merge), appending
+ * (left, right, token) to t->made and its count to t->made_count; until max_merges merges
+ * are made, there are max_tokens tokens, t->stop says so after a merge, or no pair is left
+ * with min_frequency. 1: stopped at a limit or by t->stop; 0: no pair left; -1 failed
+ * (t->broken where the state is left half-updated). */
+static int ml_run(MergeLoop *t, uint64_t max_merges, uint64_t max_tokens, int64_t min_frequency, uint64_t max_len) {
+    t->n_made = 0;
+    while (t->n_made < max_merges && t->n_tokens < max_tokens) {
+        uint64_t key;
+        int64_t count;
+        int found = ml_pop(t, min_frequency, &key, &count);
+        if (found <= 0) return found;
+        uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key, token;
+        if ((uint64_t)t->tok_len[left] + t->tok_len[right] > max_len) continue;  /* dropped for good */
+        if (t->allow != NULL) {
+            int allowed = t->allow(t->ctx, left, right);
+            if (allowed < 0) return -1;
+            if (!allowed) continue;  /* dropped for good: its count only goes down, it is never pushed again */
+        }
+        if (grow((void **)&t->made, &t->cap_made, 3 * (t->n_made + 1), sizeof(uint32_t)) < 0 ||
+                grow((void **)&t->made_count, &t->cap_made_count, t->n_made + 1, sizeof(int64_t)) < 0 ||
+                begin_merge(t, left, right, &token) < 0)
+            return -1;
+        if (ml_merge(t, key, token) < 0) {
+            t->broken = 1;
+            return -1;
+        }
+        t->made[3 * t->n_made] = left;
+        t->made[3 * t->n_made + 1] = right;
+        t->made[3 * t->n_made + 2] = token;
+        t->made_count[t->n_made++] = count;
+        if (t->stop != NULL && t->stop(t->ctx)) break;
+    }
+    return 1;
 }
 
 /* Bytes allocated (approximate); *live_symbols: the symbols of the words now. */

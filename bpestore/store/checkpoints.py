@@ -1,7 +1,8 @@
 """Training's checkpoints: the merges of a run written as they come, batch after
 batch, each in one transaction with the tokens it makes, from a thread of their own.
 
-The merge loop hands a batch over and goes on; the thread writes the batches in
+The merge loop hands a batch over and goes on (the compiled core merges on without
+Python's lock, so the thread writes meanwhile); the thread writes the batches in
 the order made. Every committed batch extends the stored merges by the next ranks,
 so a run stopped anywhere (killed too) has a prefix of its merges stored and
 resumes from it to exactly the merges of an uninterrupted run.
@@ -56,8 +57,14 @@ class CheckpointWriter:
         """Every merge added and not written yet, in order."""
         return [m for batch in self.unwritten for m in batch] + self.added
 
-    def add(self, merge: Merge) -> None:
-        self.added.append(merge)
+    def room(self) -> tuple[int, float]:
+        """The merges, and the seconds, until the next batch is handed over."""
+        return self.every - len(self.added), self.seconds - (time.monotonic() - self.last_save)
+
+    def add(self, merges: Sequence[Merge]) -> None:
+        """Take the loop's newest merges; hand the batch over when it holds ``every``
+        merges or ``seconds`` passed since the last."""
+        self.added += merges
         if len(self.added) >= self.every or time.monotonic() - self.last_save >= self.seconds:
             self._raise_failure()
             if not self.threaded:

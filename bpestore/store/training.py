@@ -47,6 +47,7 @@ from .vocabulary import Vocabulary
 
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
 MERGE_ROW = attrgetter("rank", "left", "right", "token", "count")  # a Merge as a row of merges
+STEP_SECONDS = 0.2  # the merge loop comes back to Python at least this often (progress, Ctrl-C)
 SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space",
                  "layout", "fuse_unk", "end_of_word_suffix")
 
@@ -482,11 +483,17 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
                                   every=checkpoint_every, seconds=checkpoint_seconds, threaded=not _in_memory(db.url))
         total = _merges_total(v, len(initial))  # progress counts merges
         try:
-            for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
-                writer.add(merge)
+            while True:
+                n, seconds = writer.room()
+                made = trainer.step(n, vocab_size=v.target_vocab_size, max_merges=v.target_merges,
+                                    seconds=min(seconds, STEP_SECONDS))
+                if not made:
+                    break
+                writer.add(made)
                 if progress is not None:
-                    progress(Progress("train", v.ref, merge.rank + 1, total, "merges",
-                                      merge=merge, token=trainer.token_bytes[merge.token]))
+                    for merge in made:
+                        progress(Progress("train", v.ref, merge.rank + 1, total, "merges",
+                                          merge=merge, token=trainer.token_bytes[merge.token]))
             # Made while the writer thread writes the last batches.
             done = fingerprint(spec, v.corpus_digest, trainer.merges)
             made = snapshot.make(spec, _completed(stored, trainer.merges), done, checked=checked)
