@@ -396,12 +396,13 @@ static int ask_allow(void *ctx, uint32_t left, uint32_t right) {
 
 PyDoc_STRVAR(run_doc,
 "run(merges, vocab_size, min_frequency, max_token_length=None, allow_merge=None, seconds=inf)\n"
-"    -> (lefts, rights, tokens, counts)\n\n"
+"    -> (ids, counts)\n\n"
 "Merge on, best pair first, until `merges` merges are made, there are `vocab_size` tokens,\n"
 "`seconds` have passed (checked after each merge), or no pair has min_frequency. A pair whose\n"
 "token would have more than max_token_length bytes, or for which allow_merge(left bytes,\n"
 "right bytes) is false, is dropped for good. A merge's token is the ordinary token with its\n"
-"bytes, else a new one (the next id). Returns the merges made, as four lists.");
+"bytes, else a new one (the next id). Returns the merges made: their (left, right, token)\n"
+"ids as native uint32 triples, and their counts as native int64, each as bytes (an array's).");
 
 static PyObject *Trainer_run(Trainer *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"merges", "vocab_size", "min_frequency", "max_token_length", "allow_merge", "seconds",
@@ -436,24 +437,9 @@ static PyObject *Trainer_run(Trainer *self, PyObject *args, PyObject *kwds) {
         if (PyErr_Occurred()) return NULL;  /* allow_merge raised */
         return t->broken ? broken(t) : loop_error(t);
     }
-    PyObject *lists[4] = {PyList_New((Py_ssize_t)t->n_made), PyList_New((Py_ssize_t)t->n_made),
-                          PyList_New((Py_ssize_t)t->n_made), PyList_New((Py_ssize_t)t->n_made)};
-    for (int k = 0; k < 4; k++)
-        if (lists[k] == NULL) goto error;
-    for (uint64_t i = 0; i < t->n_made; i++) {
-        for (int k = 0; k < 3; k++) {
-            PyObject *v = PyLong_FromUnsignedLong(t->made[3 * i + k]);
-            if (v == NULL) goto error;
-            PyList_SET_ITEM(lists[k], (Py_ssize_t)i, v);
-        }
-        PyObject *c = PyLong_FromLongLong(t->made_count[i]);
-        if (c == NULL) goto error;
-        PyList_SET_ITEM(lists[3], (Py_ssize_t)i, c);
-    }
-    return Py_BuildValue("(NNNN)", lists[0], lists[1], lists[2], lists[3]);
-error:
-    for (int k = 0; k < 4; k++) Py_XDECREF(lists[k]);
-    return NULL;
+    if (t->n_made == 0) return Py_BuildValue("(y#y#)", "", (Py_ssize_t)0, "", (Py_ssize_t)0);
+    return Py_BuildValue("(y#y#)", (const char *)t->made, (Py_ssize_t)(3 * t->n_made * sizeof(uint32_t)),
+                         (const char *)t->made_count, (Py_ssize_t)(t->n_made * sizeof(int64_t)));
 }
 
 PyDoc_STRVAR(count_doc, "count(pair) -> int\n\nThe pair's current count (0 when absent).");

@@ -53,6 +53,7 @@ import multiprocessing
 import os
 import sys
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -180,7 +181,10 @@ class BpeTrainer:
         self.first_seen = tie_break == "first-seen"
         # first-seen: each pair's first occurrence, (word index << 32) | byte offset; absent: to find again.
         self._first: dict[int, int] = {}
-        self.merges: list[Merge] = []
+        # The merges made, replayed ones first: (left, right, token) ids and counts, records made when asked.
+        self._ids = array("I")
+        self._counts = array("q")
+        self._records: list[Merge] = []
         self._stats_ready = False
 
     # -- set-up ----------------------------------------------------------
@@ -203,8 +207,8 @@ class BpeTrainer:
             token = self._add_token(left, right)
             ranks.setdefault((left << PAIR_SHIFT) | right, len(merged_ids))
             merged_ids.append(token)
-            self.merges.append(Merge(len(self.merges), left, right, token,
-                                     counts[len(self.merges)] if counts else 0))
+            self._counts.append(counts[len(self._counts)] if counts else 0)
+            self._ids.extend((left, right, token))
         if self._core is not None:
             # Applied in C to each word as it goes in (the core's per-word BPE with ranks).
             self._replays.append([(left, right, token) for (left, right), token in zip(merges, merged_ids)])
@@ -305,54 +309,76 @@ class BpeTrainer:
         if not self._stats_ready:
             self._build_stats()
 
+    @property
+    def n_merges(self) -> int:
+        return len(self._counts)
+
+    def merge_columns(self, start: int = 0, stop: int | None = None) -> tuple[array, array, array, array]:
+        """Merges ``start`` to ``stop`` (rank order, replayed ones first) as columns:
+        left ids, right ids, token ids, counts."""
+        stop = self.n_merges if stop is None else stop
+        ids = self._ids[3 * start:3 * stop]
+        return ids[0::3], ids[1::3], ids[2::3], self._counts[start:stop]
+
+    @property
+    def merges(self) -> list[Merge]:
+        """The merges as records, in rank order (replayed ones first)."""
+        have = len(self._records)
+        if have < len(self._counts):
+            ids = self._ids
+            self._records += map(Merge, range(have, len(self._counts)), ids[3 * have::3], ids[3 * have + 1::3],
+                                 ids[3 * have + 2::3], self._counts[have:])
+        return self._records
+
     # -- the loop --------------------------------------------------------
     def train(self, *, vocab_size: int | None = None, max_merges: int | None = None) -> Iterator[Merge]:
         """Yield merges until the vocabulary has ``vocab_size`` tokens, ``max_merges``
         merges exist in all (replayed ones included), or no pair is frequent enough."""
-        while made := self.step(1, vocab_size=vocab_size, max_merges=max_merges):
-            yield from made
+        while self.step(1, vocab_size=vocab_size, max_merges=max_merges):
+            yield self.merges[-1]
 
     def step(self, n: int, *, vocab_size: int | None = None, max_merges: int | None = None,
-             seconds: float = math.inf) -> list[Merge]:
+             seconds: float = math.inf) -> int:
         """Make up to ``n`` merges: fewer where the vocabulary reaches ``vocab_size``
         tokens, ``max_merges`` merges exist in all (replayed ones included), ``seconds``
-        have passed (at least one is made), or no pair is frequent enough; [] when no
-        merge is left to make."""
+        have passed (at least one is made), or no pair is frequent enough. Returns how
+        many were made (0: none is left to make); ``columns`` and ``merges`` hold them."""
         if not self._stats_ready:
             self._build_stats()
         if max_merges is not None:
-            n = min(n, max_merges - len(self.merges))
+            n = min(n, max_merges - self.n_merges)
         if n <= 0:
-            return []
+            return 0
         if self._state is not None:
             return self._step_in_core(n, vocab_size, seconds)
-        made: list[Merge] = []
+        made = 0
         deadline = time.monotonic() + seconds
-        while len(made) < n and (vocab_size is None or len(self.token_bytes) < vocab_size):
+        while made < n and (vocab_size is None or len(self.token_bytes) < vocab_size):
             key = self._pop_best()
             if key is None:
                 break
-            made.append(self._merge(key))
+            self._merge(key)
+            made += 1
             if time.monotonic() >= deadline:
                 break
         return made
 
-    def _step_in_core(self, n: int, vocab_size: int | None, seconds: float) -> list[Merge]:
+    def _step_in_core(self, n: int, vocab_size: int | None, seconds: float) -> int:
         """``step`` where the compiled core holds the words: it makes the merges and picks
-        their ids; here each new token's bytes are added and the records made."""
-        lefts, rights, tokens, counts = self._state.run(
-            n, _NO_LIMIT if vocab_size is None else max(vocab_size, 0), self.min_frequency,
-            self.max_token_length, self.allow_merge, seconds)
+        their ids; here each new token's bytes are added."""
+        ids, counts = self._state.run(n, _NO_LIMIT if vocab_size is None else max(vocab_size, 0),
+                                      self.min_frequency, self.max_token_length, self.allow_merge, seconds)
+        start = len(self._ids)
+        self._ids.frombytes(ids)
+        self._counts.frombytes(counts)
         token_bytes, id_of_bytes = self.token_bytes, self.id_of_bytes
-        for left, right, token in zip(lefts, rights, tokens):
+        new = self._ids[start:]
+        for left, right, token in zip(new[0::3], new[1::3], new[2::3]):
             if token == len(token_bytes):
                 data = token_bytes[left] + token_bytes[right]
                 token_bytes.append(data)
                 id_of_bytes[data] = token
-        start = len(self.merges)
-        made = list(map(Merge, range(start, start + len(lefts)), lefts, rights, tokens, counts))
-        self.merges += made
-        return made
+        return len(new) // 3
 
     def _pop_best(self) -> int | None:
         """The most frequent pair (ties broken by the rule), or None to stop."""
@@ -382,7 +408,7 @@ class BpeTrainer:
             return key
         return None
 
-    def _merge(self, key: int) -> Merge:
+    def _merge(self, key: int) -> None:
         """Merge pair ``key`` in every word that holds it, updating the counts.
 
         A word with several occurrences is rebuilt once (slices between them
@@ -439,7 +465,7 @@ class BpeTrainer:
             if out is not None:
                 out += word[copied:]
                 words[index] = out
-        return self._finish_merge(key, left, right, token, count, touched)
+        self._finish_merge(key, left, right, token, count, touched)
 
     def _move(self, lost: int, gain: int, n: int, index: int, touched: set[int]) -> None:
         """Word ``index``'s ``n`` of pair ``lost`` (beside a merged occurrence) become pair ``gain``."""
@@ -456,7 +482,7 @@ class BpeTrainer:
         elif bucket[-1] != index:
             bucket.append(index)
 
-    def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> Merge:
+    def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> None:
         """Drop the merged pair, push the pairs that grew onto the heap, record the merge."""
         pair_counts = self.pair_counts
         # Every occurrence of the pair is gone (left-to-right merging leaves none).
@@ -473,9 +499,8 @@ class BpeTrainer:
             else:
                 pair_counts.pop(new_key, None)
                 self._first.pop(new_key, None)
-        merge = Merge(len(self.merges), left, right, token, count)
-        self.merges.append(merge)
-        return merge
+        self._ids.extend((left, right, token))
+        self._counts.append(count)
 
 
 # Words handed to a forked replay child (copy-on-write, never pickled).
