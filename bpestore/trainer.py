@@ -165,7 +165,8 @@ class BpeTrainer:
                     self.words.append(list(symbols))
                     self.counts.append(count)
         self.token_bytes: list[bytes] = list(token_bytes)
-        # Ordinary tokens by bytes (a merge never yields a special token's id).
+        # Ordinary tokens by bytes (a merge never yields a special token's id); once the
+        # compiled core has the words, it keeps them (this stops growing).
         self.id_of_bytes = alphabet.ordinary_ids(self.token_bytes, special_ids)
         if tie_break == "hf":
             if hf_order is None:
@@ -371,14 +372,17 @@ class BpeTrainer:
         start = len(self._ids)
         self._ids.frombytes(ids)
         self._counts.frombytes(counts)
-        token_bytes, id_of_bytes = self.token_bytes, self.id_of_bytes
+        token_bytes = self.token_bytes
         new = self._ids[start:]
         for left, right, token in zip(new[0::3], new[1::3], new[2::3]):
             if token == len(token_bytes):
-                data = token_bytes[left] + token_bytes[right]
-                token_bytes.append(data)
-                id_of_bytes[data] = token
+                token_bytes.append(token_bytes[left] + token_bytes[right])
         return len(new) // 3
+
+    def close(self) -> None:
+        """Free the words and pair counts (the merges and tokens stay): no merge comes after."""
+        self._state = None
+        self.words, self.counts, self.pair_counts, self.pair_words, self.heap = [], [], {}, {}, []
 
     def _pop_best(self) -> int | None:
         """The most frequent pair (ties broken by the rule), or None to stop."""
