@@ -56,7 +56,6 @@ typedef struct {
         uint32_t inl[INLINE_CAP];    /* cap <= INLINE_CAP */
     } w;
     uint32_t n, cap;   /* words indexed under the pair */
-    uint64_t first;    /* first-seen: the first occurrence, or FIRST_UNKNOWN */
 } Slot;
 
 typedef struct {
@@ -136,6 +135,7 @@ typedef struct {
     /* pairs */
     Slot *slots;
     uint64_t mask, used;    /* capacity - 1; slots in use */
+    uint64_t *firsts;       /* first-seen: by slot, its pair's first occurrence or FIRST_UNKNOWN (else NULL) */
     /* heap */
     Entry *heap;
     uint64_t n_heap, cap_heap;
@@ -218,6 +218,8 @@ static int grow32(MergeLoop *t, void **p, uint32_t *cap, uint64_t need, size_t s
 
 /* -- pair table ---------------------------------------------------------------- */
 
+#define FIRST(t, s) ((t)->firsts[(s) - (t)->slots])
+
 static inline uint32_t *bucket(Slot *s) { return s->cap > INLINE_CAP ? s->w.ptr : s->w.inl; }
 
 static void free_bucket(Slot *s) {
@@ -238,7 +240,12 @@ static Slot *find(MergeLoop *t, uint64_t key) {
 
 static int rehash(MergeLoop *t, uint64_t capacity) {
     Slot *fresh = malloc(capacity * sizeof(Slot));
-    if (fresh == NULL) { return -1; }
+    uint64_t *firsts = t->first_seen ? malloc(capacity * sizeof(uint64_t)) : NULL;
+    if (fresh == NULL || (t->first_seen && firsts == NULL)) {
+        free(fresh);
+        free(firsts);
+        return -1;
+    }
     for (uint64_t i = 0; i < capacity; i++) fresh[i].key = EMPTY;
     uint64_t mask = capacity - 1;
     if (t->slots != NULL) {
@@ -248,10 +255,13 @@ static int rehash(MergeLoop *t, uint64_t capacity) {
             uint64_t j = mix_pair_key(s->key) & mask;
             while (fresh[j].key != EMPTY) j = (j + 1) & mask;
             fresh[j] = *s;
+            if (firsts != NULL) firsts[j] = t->firsts[i];
         }
         free(t->slots);
+        free(t->firsts);
     }
     t->slots = fresh;
+    t->firsts = firsts;
     t->mask = mask;
     return 0;
 }
@@ -268,7 +278,7 @@ static Slot *find_or_add(MergeLoop *t, uint64_t key) {
             s->count = 0;
             s->n = 0;
             s->cap = 0;
-            s->first = FIRST_UNKNOWN;
+            if (t->firsts != NULL) t->firsts[i] = FIRST_UNKNOWN;
             t->used++;
             return s;
         }
@@ -289,6 +299,7 @@ static void delete_slot(MergeLoop *t, Slot *s) {
         /* n may move to i unless its home lies cyclically in (i, j] */
         if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
         t->slots[i] = *n;
+        if (t->firsts != NULL) t->firsts[i] = t->firsts[j];
         i = j;
     }
     t->slots[i].key = EMPTY;
@@ -331,7 +342,7 @@ static int add_word(MergeLoop *t, Slot *s, uint32_t w) {
  * best so far is searched); FIRST_UNKNOWN when none holds it. 0 or -1 (an offset past
  * 32 bits). */
 static int first_of(MergeLoop *t, Slot *s) {
-    if (s->first != FIRST_UNKNOWN) return 0;
+    if (FIRST(t, s) != FIRST_UNKNOWN) return 0;
     const uint32_t *b = bucket(s);
     const uint32_t l = (uint32_t)(s->key >> 32), r = (uint32_t)s->key;
     uint64_t best = FIRST_UNKNOWN;
@@ -349,7 +360,7 @@ static int first_of(MergeLoop *t, Slot *s) {
             at += t->tok_len[sym[i]];
         }
     }
-    s->first = best;
+    FIRST(t, s) = best;
     return 0;
 }
 
@@ -359,9 +370,9 @@ static int first_of(MergeLoop *t, Slot *s) {
 static inline void moved(MergeLoop *t, Slot *s, uint64_t at, int gained) {
     if (!t->first_seen) return;
     if (gained) {
-        if (s->count == 0 || (s->first != FIRST_UNKNOWN && at < s->first)) s->first = at;
-    } else if (at == s->first) {
-        s->first = FIRST_UNKNOWN;
+        if (s->count == 0 || (FIRST(t, s) != FIRST_UNKNOWN && at < FIRST(t, s))) FIRST(t, s) = at;
+    } else if (at == FIRST(t, s)) {
+        FIRST(t, s) = FIRST_UNKNOWN;
     }
 }
 
@@ -956,6 +967,7 @@ static void ml_free(MergeLoop *t) {
             if (t->slots[i].key != EMPTY) free_bucket(&t->slots[i]);
         free(t->slots);
     }
+    free(t->firsts);
     free(t->tie);
     free(t->tok_off);
     free(t->tok_len);
@@ -1072,7 +1084,7 @@ static int ml_build(MergeLoop *t) {
             if (t->first_seen && first_of(t, s) < 0) return -1;
             t->heap[t->n_heap].count = s->count;
             t->heap[t->n_heap].key = s->key;
-            t->heap[t->n_heap].first = s->first;
+            t->heap[t->n_heap].first = t->first_seen ? FIRST(t, s) : 0;
             t->n_heap++;
         }
     }
@@ -1090,11 +1102,11 @@ static int ml_pop(MergeLoop *t, int64_t min_frequency, uint64_t *key, int64_t *c
         Slot *s = find(t, top->key);
         int64_t current = s != NULL ? s->count : 0;
         if (t->first_seen && current > 0 && first_of(t, s) < 0) return -1;
-        if (current != top->count || (t->first_seen && current > 0 && s->first != top->first)) {
+        if (current != top->count || (t->first_seen && current > 0 && FIRST(t, s) != top->first)) {
             /* stale: its count dropped (or, first-seen, its first occurrence moved) since it was pushed */
             if (current > 0) {
                 top->count = current;
-                top->first = s->first;
+                top->first = t->first_seen ? FIRST(t, s) : 0;
                 sift_down(t, 0);
             } else {
                 pop_top(t);
@@ -1212,7 +1224,7 @@ static int ml_merge(MergeLoop *t, uint64_t key, uint32_t token) {
         if (p == NULL) continue;
         if (p->count > 0) {
             if (t->first_seen && first_of(t, p) < 0) return -1;
-            if (push(t, p->count, pair, p->first) < 0) return -1;
+            if (push(t, p->count, pair, t->first_seen ? FIRST(t, p) : 0) < 0) return -1;
         } else {
             delete_slot(t, p);
         }
