@@ -64,6 +64,8 @@ and keeps the answer (store/snapshot.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import lt
+from typing import cast
 
 from .. import native
 from ..alphabet import byte_ids, ordinary_ids
@@ -160,7 +162,8 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mappi
 _BYTE_CODES = {bytes([b]): -1 - b for b in range(256)}  # a single byte's code in the seam walk
 
 
-def _passing_codes(merges: Sequence[tuple[bytes, bytes]], id_of: Mapping[bytes, int]) -> tuple[list, list] | None:
+def _passing_codes(merges: Sequence[tuple[bytes, bytes]],
+                   id_of: Mapping[bytes, int]) -> tuple[list[int], list[int]] | None:
     """Where (W) holds, each merge's left and right token as the seam walk's codes (the
     rank of the merge making it, or -1 - b for the byte b); None where it does not (the
     loop of ``rank_equivalence_problem`` then says how). Every step runs in C (maps), none
@@ -174,11 +177,17 @@ def _passing_codes(merges: Sequence[tuple[bytes, bytes]], id_of: Mapping[bytes, 
     if len(made_at) < n:
         return None  # two merges make one token
     # A part is a byte or a token an earlier merge made (a made token has two bytes or more).
-    codes = [list(map(made_at.get, parts, map(_BYTE_CODES.get, parts))) for parts in (lefts, rights)]
-    if any(None in side or not all(map(int.__lt__, side, range(n))) for side in codes):
+    sides = [list(map(made_at.get, parts, map(_BYTE_CODES.get, parts))) for parts in (lefts, rights)]
+    if any(None in side for side in sides):
         return None
-    ids = list(map(id_of.get, tokens))
-    if None in ids or not all(map(int.__lt__, ids, ids[1:])):
+    codes = cast("list[list[int]]", sides)
+    if not all(all(map(lt, side, range(n))) for side in codes):
+        return None
+    found = list(map(id_of.get, tokens))
+    if None in found:
+        return None
+    ids = cast("list[int]", found)
+    if not all(map(lt, ids, ids[1:])):
         return None
     return codes[0], codes[1]
 

@@ -26,16 +26,18 @@ class CheckpointWriter:
     """Writes a run's merges as they come, each batch with the tokens it makes.
 
     The merges are the trainer's, read as they come by ``columns(start, stop)`` (left,
-    right and token ids, counts, of ranks start to stop); a batch is a range of ranks. One is handed over every ``every``
-    merges or ``seconds``; a thread of the writer's own writes each in one transaction,
-    in order, while the merge loop goes on (``threaded=False``: ``add`` writes it). A
-    batch that fails stays unwritten, and so does every batch after it (the thread
-    stops); the failure is raised by the next ``add`` or ``wait``, and ``save`` (or
-    ``keep``) writes them all again, whole, in one transaction.
+    right and token ids, counts, of ranks start to stop); a batch is a range of ranks.
+    One is handed over every ``every`` merges or ``seconds``; a thread of the writer's own
+    writes each in one transaction, in order, while the merge loop goes on
+    (``threaded=False``: ``add`` writes it). A batch that fails stays unwritten, and so
+    does every batch after it (the thread stops); the failure is raised by the next
+    ``add`` or ``wait``, and ``save`` (or ``keep``) writes them all again, whole, in one
+    transaction.
     """
 
-    def __init__(self, db: Transactions, version_id: int, columns: Callable[[int, int], Sequence[Sequence[int]]],
-                 token_bytes: Sequence[bytes], n_tokens: int, written: int,
+    def __init__(self, db: Transactions, version_id: int,
+                 columns: Callable[[int, int], Sequence[Sequence[int]]], token_bytes: Sequence[bytes], n_tokens: int,
+                 written: int,
                  *, every: int, seconds: float, threaded: bool = True) -> None:
         """``columns``: the trainer's merges of some ranks (it makes more as the loop goes);
         ``written``: how many of them are stored already;
