@@ -145,7 +145,7 @@ static int usable(MergeLoop *t, int built) {
         return 0;
     }
     if (t->broken) {
-        PyErr_SetString(PyExc_RuntimeError, "the trainer ran out of memory earlier; its state is unusable");
+        PyErr_SetString(PyExc_RuntimeError, "the trainer failed in the middle of a step earlier; its state is unusable");
         return 0;
     }
     if (t->built != built) {
@@ -434,6 +434,8 @@ static PyObject *Trainer_run(Trainer *self, PyObject *args, PyObject *kwds) {
     t->stop = NULL;
     t->ctx = NULL;
     if (rc < 0) {
+        /* the merges made before the failure are not handed back: the state is ahead of the caller's */
+        if (t->n_made > 0) t->broken = 1;
         if (PyErr_Occurred()) return NULL;  /* allow_merge raised */
         return t->broken ? broken(t) : loop_error(t);
     }
