@@ -1060,7 +1060,25 @@ static int store_word(MergeLoop *t, uint64_t n, int64_t count) {
 }
 
 /* Count every adjacent pair, index the words each occurs in, make the heap; 0 or -1. */
+/* Shrink the words' arrays to what they hold (they grew by doubling as words came; none
+ * comes after build). A failed shrink keeps the larger block. */
+static void fit_words(MergeLoop *t) {
+    if (t->n_sym > 0 && t->n_sym < t->cap_sym) {
+        uint32_t *sym = realloc(t->sym, (size_t)t->n_sym * sizeof(uint32_t));
+        if (sym != NULL) { t->sym = sym; t->cap_sym = t->n_sym; }
+    }
+    if (t->n_words > 0 && t->n_words < t->cap_words) {
+        uint64_t *off = realloc(t->off, (size_t)t->n_words * sizeof(uint64_t));
+        uint32_t *len = off != NULL ? realloc(t->len, (size_t)t->n_words * sizeof(uint32_t)) : NULL;
+        int64_t *cnt = len != NULL ? realloc(t->cnt, (size_t)t->n_words * sizeof(int64_t)) : NULL;
+        if (off != NULL) t->off = off;
+        if (len != NULL) t->len = len;
+        if (cnt != NULL) { t->cnt = cnt; t->cap_words = t->n_words; }
+    }
+}
+
 static int ml_build(MergeLoop *t) {
+    fit_words(t);
     int workers = workers_for(t, t->n_words);
     if (workers > 1) {
         if (ensure_work(t) < 0 || build_split(t, workers) < 0) return -1;
