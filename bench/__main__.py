@@ -11,7 +11,8 @@ ingest-patterns: ingest with the gpt2, cl100k and o200k patterns, counting core 
 startup, first-encode: fresh processes as a user runs them (bench/startup.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --scale) vs HF,
-compiled vs pure-Python merge core (bench/training_scale.py).
+compiled vs pure-Python merge core (bench/training_scale.py); retrain, retrain-synthetic: training from
+stored counts beside gigabpe's whole cold run (bench/training_scale.py).
 plot: plot's curve vs encode, stats and tiktoken with a prefix of the ranks per point (bench/charts.py).
 web: /api/encode of `bpestore serve` on 1,000 characters vs the inner call and peers (bench/web.py).
 web-pages: first render of each page, a 10 kB playground update, the largest response, in Chromium (bench/web_pages.py).

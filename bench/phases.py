@@ -169,8 +169,7 @@ def _instrument_train(clock: Clock, threads: int) -> None:
     # The rows are read inside prepare: READ is taken off LOAD after the run.
     count_tables.count_rows = clock.generator(READ, count_tables.count_rows)  # type: ignore[assignment]
     clock.wrap(trainer.BpeTrainer, "prepare", LOAD)
-    trainer.BpeTrainer.train = clock.generator(  # type: ignore[method-assign]
-        "merge loop (checkpoints written beside it)", trainer.BpeTrainer.train)
+    clock.wrap(trainer.BpeTrainer, "step", "merge loop (checkpoints written beside it)")
     clock.wrap(training.snapshot, "make", "make the snapshot (check + pack)")
     clock.wrap(training.CheckpointWriter, "save", "wait for the writer + last checkpoint")
 

@@ -100,7 +100,8 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
             for threads in (1, trainer_module.default_threads()):
                 t = trainer_module.BpeTrainer(rows, initial, special_ids=alphabet.special_ids(spec), threads=threads)
                 state = t._core.Trainer(t.token_bytes, None, threads=threads,
-                                        parallel_min=trainer_module.PARALLEL_MIN_WORDS)
+                                        parallel_min=trainer_module.PARALLEL_MIN_WORDS,
+                                        ordinary=list(t.id_of_bytes.values()))
                 start = time.perf_counter()
                 state.add_words(t._source)
                 out.append((f"load the words (bytes) into C, {threads} thread(s)", time.perf_counter() - start))
@@ -110,7 +111,7 @@ def phases(db: Path, vocab: int) -> list[tuple[str, float]]:
                             time.perf_counter() - start))
                 t._state, t._stats_ready, t._source = state, True, ()
                 start = time.perf_counter()
-                n = sum(1 for _ in t.train(vocab_size=vocab))
+                n = t.step(1 << 30, vocab_size=vocab)  # the whole loop in one call of the core
                 out.append((f"merge loop ({n:,} merges, no writes), {threads} thread(s)", time.perf_counter() - start))
                 del t, state
             del rows

@@ -117,4 +117,32 @@ def training_scale(corpus: Path, name: str, runs: int, vocab_size: int, scale: f
                              rows))
 
 
-SUITES = {"training-scale": training_scale}
+def retrain(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
+    """Training from stored counts (``cases.bpestore_retrain``: a new version, nothing to reuse, a fresh
+    process per run) beside gigabpe's whole cold run on the same text, 2 threads, interleaved."""
+    return _retrain(corpus, f"`{name}`", runs, 32_000 if vocab_size == 10_000 else vocab_size)
+
+
+def retrain_synthetic(corpus: Path, name: str, runs: int, vocab_size: int, scale: float = SCALE) -> str:
+    """``retrain`` on the synthetic corpus at ``--scale`` (``corpus`` not used), vocab 64,000."""
+    return _retrain(corpus_at(scale), f"synthetic scale {scale:g}", runs,
+                    VOCAB if vocab_size == 10_000 else vocab_size)
+
+
+def _retrain(text: Path, what: str, runs: int, vocab: int) -> str:
+    import bpestore
+
+    with tempfile.TemporaryDirectory(prefix="bench-", dir=DATA) as tmp:
+        with bpestore.open(Path(tmp) / "ingested.db") as store:
+            store.ingest("bench", [str(text)])
+        p = Params(corpus=str(text), db=str(Path(tmp) / "trained.db"), vocab_size=vocab, workers=WORKERS)
+        ours, giga = measure_tree([Case("bpestore retrain", cases.bpestore_retrain, p),
+                                   Case(f"gigabpe cold, {WORKERS} threads", cases.gigabpe_train, p)], runs)
+    rows = [[r.label, f"{r.seconds:.2f}", f"{r.process_seconds:.2f}", f"{r.process_cpu_seconds:.2f}", f"{r.rss:.0f}",
+             f"{r.process_seconds / giga.process_seconds:.2f}×", f"{r.rss / giga.rss:.2f}×"] for r in (ours, giga)]
+    return (f"### Retrain from stored counts vs gigabpe's cold run: {what}, vocab {vocab:,} (medians of {runs})\n\n"
+            + markdown_table(["case (fresh process)", "timed call (s)", "process wall (s)", "process CPU (s)",
+                              "peak RSS (MB)", "wall / gigabpe's", "RSS / gigabpe's"], rows))
+
+
+SUITES = {"training-scale": training_scale, "retrain": retrain, "retrain-synthetic": retrain_synthetic}

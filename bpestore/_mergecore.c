@@ -1,14 +1,15 @@
 /* The Python binding of the training merge loop (bpestore/cores/merge_loop.h): the
  * optional compiled core of bpestore.trainer. It parses arguments, converts objects
- * and turns the loop's failures into Python errors. Python keeps the stopping rules
- * it must ask about (allow_merge, max_token_length: it pops candidates until one is
- * allowed), the ids of new tokens and the records.
+ * and turns the loop's failures into Python errors. `run` makes a batch of merges
+ * with Python's lock released (training's checkpoint writer runs meanwhile), taking
+ * it back only to ask `allow_merge`, where one is given.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cores/merge_loop.h"
 
@@ -32,9 +33,6 @@ static PyObject *broken(MergeLoop *t) {
     t->broken = 1;
     return loop_error(t);
 }
-
-static void *release_gil(void) { return PyEval_SaveThread(); }
-static void reacquire_gil(void *state) { PyEval_RestoreThread((PyThreadState *)state); }
 
 static void Trainer_dealloc(Trainer *self) {
     ml_free(&self->loop);
@@ -62,15 +60,39 @@ static int add_tokens(MergeLoop *t, PyObject *seq, PyObject *ties) {
     return 0;
 }
 
+/* Index the ids a merge may take (`ordinary`, a sequence of ids; None: every token, the
+ * lowest id of equal bytes first); 0 or -1. */
+static int index_ordinary(MergeLoop *t, PyObject *ordinary) {
+    if (ordinary == Py_None) {
+        for (uint32_t id = 0; id < t->n_tokens; id++)
+            if (index_token(t, id) < 0) { loop_error(t); return -1; }
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(ordinary, "ordinary must be a sequence of ids");
+    if (seq == NULL) return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        unsigned long id = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (id == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        if (id >= t->n_tokens) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_IndexError, "token id out of range");
+            return -1;
+        }
+        if (index_token(t, (uint32_t)id) < 0) { Py_DECREF(seq); loop_error(t); return -1; }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 static int Trainer_init(Trainer *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"token_bytes", "tie", "threads", "parallel_min", "first_seen", NULL};
+    static char *kwlist[] = {"token_bytes", "tie", "threads", "parallel_min", "first_seen", "ordinary", NULL};
     MergeLoop *t = &self->loop;
-    PyObject *tokens, *tie = Py_None;
+    PyObject *tokens, *tie = Py_None, *ordinary = Py_None;
     int threads = 1;
     unsigned int parallel_min = 4096;
     int first_seen = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$iIp", kwlist, &tokens, &tie, &threads, &parallel_min,
-                                     &first_seen))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$iIpO", kwlist, &tokens, &tie, &threads, &parallel_min,
+                                     &first_seen, &ordinary))
         return -1;
     if (first_seen && tie != Py_None) {
         PyErr_SetString(PyExc_ValueError, "first_seen takes no tie values");
@@ -92,8 +114,6 @@ static int Trainer_init(Trainer *self, PyObject *args, PyObject *kwds) {
     t->first_seen = first_seen;
     t->threads = threads;
     t->parallel_min = parallel_min;
-    t->release = release_gil;
-    t->reacquire = reacquire_gil;
     PyObject *seq = PySequence_Fast(tokens, "token_bytes must be a sequence of bytes");
     if (seq == NULL) return -1;
     PyObject *ties = NULL;
@@ -106,7 +126,7 @@ static int Trainer_init(Trainer *self, PyObject *args, PyObject *kwds) {
             goto done;
         }
     }
-    if (add_tokens(t, seq, ties) < 0) goto done;
+    if (add_tokens(t, seq, ties) < 0 || index_ordinary(t, ordinary) < 0) goto done;
     rc = rehash(t, 1024);
     if (rc < 0) loop_error(t);
 done:
@@ -125,7 +145,7 @@ static int usable(MergeLoop *t, int built) {
         return 0;
     }
     if (t->broken) {
-        PyErr_SetString(PyExc_RuntimeError, "the trainer ran out of memory earlier; its state is unusable");
+        PyErr_SetString(PyExc_RuntimeError, "the trainer failed in the middle of a step earlier; its state is unusable");
         return 0;
     }
     if (t->built != built) {
@@ -329,47 +349,99 @@ PyDoc_STRVAR(build_doc,
 static PyObject *Trainer_build(Trainer *self, PyObject *unused) {
     MergeLoop *t = &self->loop;
     if (!usable(t, 0)) return NULL;
-    if (ml_build(t) < 0) return broken(t);
+    int rc;
+    t->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ml_build(t);
+    Py_END_ALLOW_THREADS
+    t->busy = 0;
+    if (rc < 0) return broken(t);
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(pop_doc,
-"pop(min_frequency) -> (pair, count) | None\n\n"
-"Take the most frequent pair off the heap (stale entries refreshed on the way), or None\n"
-"when none is left or the best is below min_frequency (then it stays).");
+/* What run's callbacks need: the saved thread state (Python's lock released), the
+ * allow_merge callable, whether it raised, and the batch's deadline. */
+typedef struct {
+    MergeLoop *t;
+    PyThreadState *saved;
+    PyObject *allow;
+    double deadline;
+} Run;
 
-static PyObject *Trainer_pop(Trainer *self, PyObject *arg) {
-    MergeLoop *t = &self->loop;
-    if (!usable(t, 1)) return NULL;
-    long long min_frequency = PyLong_AsLongLong(arg);
-    if (min_frequency == -1 && PyErr_Occurred()) return NULL;
-    uint64_t key;
-    int64_t count;
-    int found = ml_pop(t, min_frequency, &key, &count);
-    if (found < 0) return loop_error(t);
-    if (!found) Py_RETURN_NONE;
-    return Py_BuildValue("KL", (unsigned long long)key, (long long)count);
+static double monotonic(void) {
+#ifdef _WIN32
+    return (double)GetTickCount64() / 1e3;
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+#endif
 }
 
-PyDoc_STRVAR(merge_doc,
-"merge(pair, token) -> None\n\n"
-"Merge pair (left << 32 | right) into `token` in every word that holds it, left to right,\n"
-"updating the pair counts and index; push the pairs that grew. A token id equal to the\n"
-"number of tokens is new (its bytes: left's + right's).");
+static int past_deadline(void *ctx) { return monotonic() >= ((Run *)ctx)->deadline; }
 
-static PyObject *Trainer_merge(Trainer *self, PyObject *args) {
+/* allow_merge(left bytes, right bytes), Python's lock taken for the call: 1, 0, or -1 (it raised). */
+static int ask_allow(void *ctx, uint32_t left, uint32_t right) {
+    Run *r = ctx;
+    MergeLoop *t = r->t;
+    PyEval_RestoreThread(r->saved);
+    PyObject *answer = PyObject_CallFunction(r->allow, "y#y#", (const char *)t->bytes + t->tok_off[left],
+                                             (Py_ssize_t)t->tok_len[left], (const char *)t->bytes + t->tok_off[right],
+                                             (Py_ssize_t)t->tok_len[right]);
+    int allowed = answer == NULL ? -1 : PyObject_IsTrue(answer);
+    Py_XDECREF(answer);
+    r->saved = PyEval_SaveThread();
+    return allowed;
+}
+
+PyDoc_STRVAR(run_doc,
+"run(merges, vocab_size, min_frequency, max_token_length=None, allow_merge=None, seconds=inf)\n"
+"    -> (ids, counts)\n\n"
+"Merge on, best pair first, until `merges` merges are made, there are `vocab_size` tokens,\n"
+"`seconds` have passed (checked after each merge), or no pair has min_frequency. A pair whose\n"
+"token would have more than max_token_length bytes, or for which allow_merge(left bytes,\n"
+"right bytes) is false, is dropped for good. A merge's token is the ordinary token with its\n"
+"bytes, else a new one (the next id). Returns the merges made: their (left, right, token)\n"
+"ids as native uint32 triples, and their counts as native int64, each as bytes (an array's).");
+
+static PyObject *Trainer_run(Trainer *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"merges", "vocab_size", "min_frequency", "max_token_length", "allow_merge", "seconds",
+                             NULL};
     MergeLoop *t = &self->loop;
-    unsigned long long key;
-    unsigned long token;
-    if (!PyArg_ParseTuple(args, "Kk", &key, &token)) return NULL;
-    if (!usable(t, 1)) return NULL;
-    if ((uint32_t)(key >> 32) >= t->n_tokens || (uint32_t)key >= t->n_tokens || token > t->n_tokens) {
-        PyErr_SetString(PyExc_IndexError, "token id out of range");
+    unsigned long long merges, vocab_size;
+    long long min_frequency;
+    PyObject *max_length = Py_None, *allow = Py_None;
+    double seconds = Py_HUGE_VAL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "KKL|OOd", kwlist, &merges, &vocab_size, &min_frequency,
+                                     &max_length, &allow, &seconds))
         return NULL;
+    if (!usable(t, 1)) return NULL;
+    uint64_t max_len = UINT64_MAX;
+    if (max_length != Py_None) {
+        max_len = PyLong_AsUnsignedLongLong(max_length);
+        if (max_len == (uint64_t)-1 && PyErr_Occurred()) return NULL;
     }
-    if (begin_merge(t, (uint32_t)(key >> 32), (uint32_t)key, (uint32_t)token) < 0) return loop_error(t);
-    if (ml_merge(t, key, (uint32_t)token) < 0) return broken(t);
-    Py_RETURN_NONE;
+    Run r = {t, NULL, allow != Py_None ? allow : NULL, monotonic() + seconds};
+    t->allow = r.allow != NULL ? ask_allow : NULL;
+    t->stop = past_deadline;
+    t->ctx = &r;
+    t->busy = 1;
+    r.saved = PyEval_SaveThread();
+    int rc = ml_run(t, merges, vocab_size, min_frequency, max_len);
+    PyEval_RestoreThread(r.saved);
+    t->busy = 0;
+    t->allow = NULL;
+    t->stop = NULL;
+    t->ctx = NULL;
+    if (rc < 0) {
+        /* the merges made before the failure are not handed back: the state is ahead of the caller's */
+        if (t->n_made > 0) t->broken = 1;
+        if (PyErr_Occurred()) return NULL;  /* allow_merge raised */
+        return t->broken ? broken(t) : loop_error(t);
+    }
+    if (t->n_made == 0) return Py_BuildValue("(y#y#)", "", (Py_ssize_t)0, "", (Py_ssize_t)0);
+    return Py_BuildValue("(y#y#)", (const char *)t->made, (Py_ssize_t)(3 * t->n_made * sizeof(uint32_t)),
+                         (const char *)t->made_count, (Py_ssize_t)(t->n_made * sizeof(int64_t)));
 }
 
 PyDoc_STRVAR(count_doc, "count(pair) -> int\n\nThe pair's current count (0 when absent).");
@@ -405,20 +477,20 @@ static PyMethodDef Trainer_methods[] = {
     {"replay", (PyCFunction)Trainer_replay, METH_O, replay_doc},
     {"replayed", (PyCFunction)Trainer_replayed, METH_O, replayed_doc},
     {"build", (PyCFunction)Trainer_build, METH_NOARGS, build_doc},
-    {"pop", (PyCFunction)Trainer_pop, METH_O, pop_doc},
-    {"merge", (PyCFunction)Trainer_merge, METH_VARARGS, merge_doc},
+    {"run", (PyCFunction)(void (*)(void))Trainer_run, METH_VARARGS | METH_KEYWORDS, run_doc},
     {"count", (PyCFunction)Trainer_count, METH_O, count_doc},
     {"stats", (PyCFunction)Trainer_stats, METH_NOARGS, stats_doc},
     {NULL, NULL, 0, NULL},
 };
 
 PyDoc_STRVAR(Trainer_doc,
-"Trainer(token_bytes, tie=None, *, threads=1, parallel_min=4096, first_seen=False)\n\n"
+"Trainer(token_bytes, tie=None, *, threads=1, parallel_min=4096, first_seen=False, ordinary=None)\n\n"
 "The merge loop's state in C. token_bytes: the initial tokens by id; tie: None for the\n"
 "lexicographic tie-break (the greater (left bytes, right bytes) wins), else the hf\n"
 "tie value of each token (the smaller (tie[left], tie[right]) wins; a new token's is its id).\n"
 "first_seen: the pair whose first occurrence comes first wins (the words added in the\n"
-"order the text first shows them).");
+"order the text first shows them). ordinary: the ids a merge making their bytes takes (the\n"
+"ordinary tokens; default: every token, the lowest id where bytes repeat).");
 
 static PyTypeObject TrainerType = {
     PyVarObject_HEAD_INIT(NULL, 0)

@@ -262,7 +262,7 @@ def _is_utf8(data: bytes) -> bool:
 
 
 def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
-                  vocab: Sequence[bytes] | None = None) -> Iterator[tuple[Sequence[int], int]]:
+                  vocab: Sequence[bytes] | None = None) -> Iterable[tuple[Sequence[int], int]]:
     """Each counted word as its initial symbol ids, with its count.
 
     ``word_counts``: a mapping, or (word, count) pairs read once (then ``vocab``
@@ -279,11 +279,15 @@ def initial_words(spec: TokenizerSpec, word_counts: Mapping[bytes, int] | Iterab
     fallback = fallback_byte_ids(vocab, special_ids(spec)) if spec.byte_fallback else None
     symbols = symbolizer(spec, id_of, fallback)
     if symbols is None:
-        # Plain byte-level: a word's bytes are its ids. The pairs go on as they are (no
-        # list per word): the trainers take bytes, the compiled one straight into C.
-        yield from pairs
-        return
-    unk = id_of.get(spec.unk_token.encode("utf-8")) if spec.unk_token else None
+        # Plain byte-level: a word's bytes are its ids. The pairs go on as they are given
+        # (no list per word): the trainers take bytes, the compiled one straight into C.
+        return pairs
+    return _symbolized(pairs, symbols, id_of.get(spec.unk_token.encode("utf-8")) if spec.unk_token else None)
+
+
+def _symbolized(pairs: Iterable[tuple[bytes, int]], symbols: Symbolizer,
+                unk: int | None) -> Iterator[tuple[Sequence[int], int]]:
+    """``initial_words``' pairs where words are symbolized: split at the unknown token ``unk``."""
     for word, count in pairs:
         ids = symbols(word.decode("utf-8", "surrogatepass"))
         if unk is None or unk not in ids:

@@ -357,12 +357,21 @@ class MergeIds(Protocol):
 
 def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iterable[MergeIds]) -> str:
     """sha256 of the spec, the corpus digest and the merges: equal iff they tokenize alike."""
+    return _fingerprint(spec, corpus_digest, "".join([f"{m.left},{m.right},{m.token};" for m in merge_list]))
+
+
+def fingerprint_of_columns(spec: TokenizerSpec, corpus_digest: str | None, lefts: Iterable[int],
+                           rights: Iterable[int], tokens: Iterable[int]) -> str:
+    """``fingerprint`` of the merges given as columns of ids (no record per merge)."""
+    return _fingerprint(spec, corpus_digest, "".join(map("{},{},{};".format, lefts, rights, tokens)))
+
+
+def _fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merges_text: str) -> str:
     import hashlib  # (OpenSSL's load: only what writes a version pays it)
 
     h = hashlib.sha256(spec.to_json().encode())
     h.update((corpus_digest or "").encode())
-    for m in merge_list:
-        h.update(f"{m.left},{m.right},{m.token};".encode())
+    h.update(merges_text.encode())
     return h.hexdigest()
 
 

@@ -36,20 +36,24 @@ ids for one byte string.
 
 The compiled core (``bpestore._mergecore.Trainer``, optional) holds the same
 state in C (flat word arrays, a pair hash table, per-pair word arrays, the heap
-with every tie-break) and does the same steps; Python keeps the stopping rules
-it must ask about (``allow_merge``, ``max_token_length``), the token ids and the
-records. The words go to it one at a time from the iterable given, so they
-never exist as Python lists all at once; stored merges to resume or extend from
-(``replay``) are applied by the core to each word as it comes in (per-word BPE
-with ranks, ``bpe.merge_word``'s rule), so a resume builds no Python list either.
+with every tie-break, the ids by bytes) and does the same steps, a batch of merges
+per call (``step``) without Python's lock; Python keeps the records, and is asked
+only ``allow_merge`` where one is given. The words go to it one at a time from the
+iterable given, so they never exist as Python lists all at once; stored merges to
+resume or extend from (``replay``) are applied by the core to each word as it comes
+in (per-word BPE with ranks, ``bpe.merge_word``'s rule), so a resume builds no
+Python list either.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import multiprocessing
 import os
 import sys
+import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -60,6 +64,7 @@ from .records import Merge
 from .spec import TIE_BREAKS, TokenizerSpec
 
 _LOW = 0xFFFFFFFF
+_NO_LIMIT = (1 << 64) - 1  # the compiled core's "no vocabulary target"
 
 
 # The merge loop's compiled core, or None: the pure-Python loop below (the reference).
@@ -152,7 +157,6 @@ class BpeTrainer:
         self._source: Iterable[tuple[Sequence[int], int]] = words if self._core is not None else ()
         # Compiled: replayed merges as (left, right, made) stages, applied in C as the words come in.
         self._replays: list[list[tuple[int, int, int]]] = []
-        self._best_count = 0  # the count of the pair _pop_best chose (compiled)
         self.words: list[list[int]] = []
         self.counts: list[int] = []
         if self._core is None:
@@ -161,7 +165,8 @@ class BpeTrainer:
                     self.words.append(list(symbols))
                     self.counts.append(count)
         self.token_bytes: list[bytes] = list(token_bytes)
-        # Ordinary tokens by bytes (a merge never yields a special token's id).
+        # Ordinary tokens by bytes (a merge never yields a special token's id); once the
+        # compiled core has the words, it keeps them (this stops growing).
         self.id_of_bytes = alphabet.ordinary_ids(self.token_bytes, special_ids)
         if tie_break == "hf":
             if hf_order is None:
@@ -177,7 +182,10 @@ class BpeTrainer:
         self.first_seen = tie_break == "first-seen"
         # first-seen: each pair's first occurrence, (word index << 32) | byte offset; absent: to find again.
         self._first: dict[int, int] = {}
-        self.merges: list[Merge] = []
+        # The merges made, replayed ones first: (left, right, token) ids and counts, records made when asked.
+        self._ids = array("I")
+        self._counts = array("q")
+        self._records: list[Merge] = []
         self._stats_ready = False
 
     # -- set-up ----------------------------------------------------------
@@ -200,8 +208,8 @@ class BpeTrainer:
             token = self._add_token(left, right)
             ranks.setdefault((left << PAIR_SHIFT) | right, len(merged_ids))
             merged_ids.append(token)
-            self.merges.append(Merge(len(self.merges), left, right, token,
-                                     counts[len(self.merges)] if counts else 0))
+            self._counts.append(counts[len(self._counts)] if counts else 0)
+            self._ids.extend((left, right, token))
         if self._core is not None:
             # Applied in C to each word as it goes in (the core's per-word BPE with ranks).
             self._replays.append([(left, right, token) for (left, right), token in zip(merges, merged_ids)])
@@ -284,6 +292,7 @@ class BpeTrainer:
         each as it comes in (if merges were replayed), counts the pairs and makes the heap."""
         state = self._core.Trainer(self.token_bytes, self._tie if self.tie_break == "hf" else None,
                                    threads=self.threads, parallel_min=PARALLEL_MIN_WORDS,
+                                   ordinary=list(self.id_of_bytes.values()),
                                    **({"first_seen": True} if self.first_seen else {}))
         for stage in self._replays:
             state.replay(stage)
@@ -301,35 +310,83 @@ class BpeTrainer:
         if not self._stats_ready:
             self._build_stats()
 
+    @property
+    def n_merges(self) -> int:
+        return len(self._counts)
+
+    def merge_columns(self, start: int = 0, stop: int | None = None) -> tuple[array, array, array, array]:
+        """Merges ``start`` to ``stop`` (rank order, replayed ones first) as columns:
+        left ids, right ids, token ids, counts."""
+        stop = self.n_merges if stop is None else stop
+        ids = self._ids[3 * start:3 * stop]
+        return ids[0::3], ids[1::3], ids[2::3], self._counts[start:stop]
+
+    @property
+    def merges(self) -> list[Merge]:
+        """The merges as records, in rank order (replayed ones first)."""
+        have = len(self._records)
+        if have < len(self._counts):
+            ids = self._ids
+            self._records += map(Merge, range(have, len(self._counts)), ids[3 * have::3], ids[3 * have + 1::3],
+                                 ids[3 * have + 2::3], self._counts[have:])
+        return self._records
+
     # -- the loop --------------------------------------------------------
     def train(self, *, vocab_size: int | None = None, max_merges: int | None = None) -> Iterator[Merge]:
         """Yield merges until the vocabulary has ``vocab_size`` tokens, ``max_merges``
         merges exist in all (replayed ones included), or no pair is frequent enough."""
+        while self.step(1, vocab_size=vocab_size, max_merges=max_merges):
+            yield self.merges[-1]
+
+    def step(self, n: int, *, vocab_size: int | None = None, max_merges: int | None = None,
+             seconds: float = math.inf) -> int:
+        """Make up to ``n`` merges: fewer where the vocabulary reaches ``vocab_size``
+        tokens, ``max_merges`` merges exist in all (replayed ones included), ``seconds``
+        have passed (at least one is made), or no pair is frequent enough. Returns how
+        many were made (0: none is left to make); ``columns`` and ``merges`` hold them."""
         if not self._stats_ready:
             self._build_stats()
-        while (vocab_size is None or len(self.token_bytes) < vocab_size) and (
-            max_merges is None or len(self.merges) < max_merges
-        ):
+        if max_merges is not None:
+            n = min(n, max_merges - self.n_merges)
+        if n <= 0:
+            return 0
+        if self._state is not None:
+            return self._step_in_core(n, vocab_size, seconds)
+        made = 0
+        deadline = time.monotonic() + seconds
+        while made < n and (vocab_size is None or len(self.token_bytes) < vocab_size):
             key = self._pop_best()
             if key is None:
-                return
-            yield self._merge(key)
+                break
+            self._merge(key)
+            made += 1
+            if time.monotonic() >= deadline:
+                break
+        return made
+
+    def _step_in_core(self, n: int, vocab_size: int | None, seconds: float) -> int:
+        """``step`` where the compiled core holds the words: it makes the merges and picks
+        their ids; here each new token's bytes are added."""
+        ids, counts = self._state.run(n, _NO_LIMIT if vocab_size is None else max(vocab_size, 0),
+                                      self.min_frequency, self.max_token_length, self.allow_merge, seconds)
+        start = len(self._ids)
+        self._ids.frombytes(ids)
+        self._counts.frombytes(counts)
+        token_bytes = self.token_bytes
+        new = self._ids[start:]
+        for left, right, token in zip(new[0::3], new[1::3], new[2::3]):
+            if token == len(token_bytes):
+                token_bytes.append(token_bytes[left] + token_bytes[right])
+        return len(new) // 3
+
+    def close(self) -> None:
+        """Free the words and pair counts (the merges and tokens stay): no merge comes after."""
+        self._state = None
+        self.words, self.counts, self.pair_counts, self.pair_words, self.heap = [], [], {}, {}, []
 
     def _pop_best(self) -> int | None:
         """The most frequent pair (ties broken by the rule), or None to stop."""
         max_len = self.max_token_length
-        if self._state is not None:
-            while True:
-                best = self._state.pop(self.min_frequency)
-                if best is None:
-                    return None
-                key = best[0]
-                left, right = self.token_bytes[key >> PAIR_SHIFT], self.token_bytes[key & _LOW]
-                if (max_len is not None and len(left) + len(right) > max_len) or (
-                        self.allow_merge is not None and not self.allow_merge(left, right)):
-                    continue  # forbidden: dropped for good, as below
-                self._best_count = best[1]
-                return key
         heap, pair_counts = self.heap, self.pair_counts
         while heap:
             neg_count, tie_left, tie_right, key = heap[0]
@@ -355,7 +412,7 @@ class BpeTrainer:
             return key
         return None
 
-    def _merge(self, key: int) -> Merge:
+    def _merge(self, key: int) -> None:
         """Merge pair ``key`` in every word that holds it, updating the counts.
 
         A word with several occurrences is rebuilt once (slices between them
@@ -364,8 +421,6 @@ class BpeTrainer:
         long word was quadratic); a word's only occurrence is merged in place.
         """
         left, right = key >> PAIR_SHIFT, key & _LOW
-        if self._state is not None:
-            return self._merge_in_core(key, left, right)
         count = self.pair_counts[key]
         token = self._add_token(left, right)
         words, counts = self.words, self.counts
@@ -414,7 +469,7 @@ class BpeTrainer:
             if out is not None:
                 out += word[copied:]
                 words[index] = out
-        return self._finish_merge(key, left, right, token, count, touched)
+        self._finish_merge(key, left, right, token, count, touched)
 
     def _move(self, lost: int, gain: int, n: int, index: int, touched: set[int]) -> None:
         """Word ``index``'s ``n`` of pair ``lost`` (beside a merged occurrence) become pair ``gain``."""
@@ -431,17 +486,7 @@ class BpeTrainer:
         elif bucket[-1] != index:
             bucket.append(index)
 
-    def _merge_in_core(self, key: int, left: int, right: int) -> Merge:
-        """``_merge`` where the compiled core holds the words and counts."""
-        assert self._state is not None
-        count = self._best_count
-        token = self._add_token(left, right)
-        self._state.merge(key, token)
-        merge = Merge(len(self.merges), left, right, token, count)
-        self.merges.append(merge)
-        return merge
-
-    def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> Merge:
+    def _finish_merge(self, key: int, left: int, right: int, token: int, count: int, touched: set[int]) -> None:
         """Drop the merged pair, push the pairs that grew onto the heap, record the merge."""
         pair_counts = self.pair_counts
         # Every occurrence of the pair is gone (left-to-right merging leaves none).
@@ -458,9 +503,8 @@ class BpeTrainer:
             else:
                 pair_counts.pop(new_key, None)
                 self._first.pop(new_key, None)
-        merge = Merge(len(self.merges), left, right, token, count)
-        self.merges.append(merge)
-        return merge
+        self._ids.extend((left, right, token))
+        self._counts.append(count)
 
 
 # Words handed to a forked replay child (copy-on-write, never pickled).

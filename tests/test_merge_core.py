@@ -254,12 +254,12 @@ def test_bad_words_raise_cleanly():
         list(BpeTrainer([([1, 2], 1, 3)], initial, compiled=True).train(max_merges=1))
     core = trainer.COMPILED_CORE.Trainer(initial)
     with pytest.raises(RuntimeError):
-        core.pop(1)  # before build()
+        core.run(1, 300, 1)  # before build()
     core.build()
     with pytest.raises(RuntimeError):
         core.add_words([([1, 2], 1)])  # after build()
     with pytest.raises(IndexError):
-        core.merge((1 << 32) | 2, 300)  # not the next id
+        trainer.COMPILED_CORE.Trainer(initial, ordinary=[256])  # not a token
 
 
 _MEMORY_SCRIPT = """
@@ -638,3 +638,39 @@ def test_threads_in_the_store(tmp_path, monkeypatch):
             results.append(_merges(s, "t@1"))
         bpestore.Store.tokenizer_cache.clear()
     assert results[0] == results[1] == results[2] and len(results[0]) == 1000 - 256
+
+
+def test_a_batch_of_merges_is_one_call_of_the_core(shakespeare_counts):
+    """step(n) makes up to n merges in one call of the compiled core, the same as one at a
+    time (records and columns); `seconds` ends a batch after its first merge; an allow_merge
+    that raises stops the step with its error, and a core left ahead of its caller refuses
+    to go on."""
+    spec = TokenizerSpec()
+
+    def make(**settings):
+        return BpeTrainer(alphabet.initial_words(spec, shakespeare_counts), alphabet.initial_vocab(spec),
+                          compiled=True, **settings)
+
+    full = make()
+    ones = list(full.train(max_merges=500))
+    batch = make()
+    assert batch.step(300) == 300 and batch.step(10**6, max_merges=500) == 200
+    assert batch.step(5, max_merges=500) == 0
+    assert batch.merges == ones
+    assert [list(c) for c in batch.merge_columns()] == [[getattr(m, f) for m in ones]
+                                                        for f in ("left", "right", "token", "count")]
+    assert make().step(10**6, seconds=0) == 1
+
+    asked: list[tuple[bytes, bytes]] = []
+
+    def allow(left: bytes, right: bytes) -> bool:
+        asked.append((left, right))
+        if len(asked) == 5:
+            raise KeyError("stop")
+        return True
+    t = make(allow_merge=allow)
+    with pytest.raises(KeyError, match="stop"):
+        t.step(100)
+    assert asked[:4] == [(full.token_bytes[m.left], full.token_bytes[m.right]) for m in ones[:4]]
+    with pytest.raises(RuntimeError, match="unusable"):
+        t.step(1)

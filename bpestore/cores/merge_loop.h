@@ -56,7 +56,6 @@ typedef struct {
         uint32_t inl[INLINE_CAP];    /* cap <= INLINE_CAP */
     } w;
     uint32_t n, cap;   /* words indexed under the pair */
-    uint64_t first;    /* first-seen: the first occurrence, or FIRST_UNKNOWN */
 } Slot;
 
 typedef struct {
@@ -90,11 +89,13 @@ typedef struct {
     int first_seen;         /* tie-break first-seen (token bytes kept as for lexicographic) */
     int broken;             /* a failed allocation left the state half-updated */
     int built;
-    int busy;               /* the workers run (the caller let go of its lock): no other call now */
+    int busy;               /* the caller let go of its lock while this runs: no other call now */
     const char *overflow;   /* why the last call failed when not for memory (else NULL) */
-    /* called around the workers' run: the caller lets other threads of its own run meanwhile */
-    void *(*release)(void);
-    void (*reacquire)(void *);
+    /* ml_run asks them, with ctx: may (left, right) merge (NULL: all may; 1 yes, 0 no, -1 failed)?
+     * stop the batch after this merge (NULL: never; 1 stop)? */
+    int (*allow)(void *ctx, uint32_t left, uint32_t right);
+    int (*stop)(void *ctx);
+    void *ctx;
     /* threads: at most `threads` workers, each with at least `parallel_min` words */
     int threads;
     uint32_t parallel_min;
@@ -112,10 +113,18 @@ typedef struct {
     /* tokens */
     uint32_t n_tokens, cap_tokens;
     uint32_t *tie;          /* hf: tie value by token */
-    uint64_t *tok_off;      /* lexicographic, first-seen: bytes of token t at bytes[tok_off[t]], tok_len[t] */
+    uint64_t *tok_off;      /* bytes of token t at bytes[tok_off[t]], tok_len[t] */
     uint32_t *tok_len;
     unsigned char *bytes;
     uint64_t n_bytes, cap_bytes;
+    /* the id a merge making some bytes takes: the ordinary token with those bytes (special
+     * tokens are not listed), by their hash (open addressing; NONE free) */
+    uint32_t *by_bytes;
+    uint64_t by_mask, by_used;
+    /* ml_run's merges: (left, right, token) each, and its count */
+    uint32_t *made;
+    int64_t *made_count;
+    uint64_t n_made, cap_made, cap_made_count;
     /* words */
     uint32_t *sym;
     uint64_t n_sym, cap_sym;
@@ -126,6 +135,7 @@ typedef struct {
     /* pairs */
     Slot *slots;
     uint64_t mask, used;    /* capacity - 1; slots in use */
+    uint64_t *firsts;       /* first-seen: by slot, its pair's first occurrence or FIRST_UNKNOWN (else NULL) */
     /* heap */
     Entry *heap;
     uint64_t n_heap, cap_heap;
@@ -208,6 +218,8 @@ static int grow32(MergeLoop *t, void **p, uint32_t *cap, uint64_t need, size_t s
 
 /* -- pair table ---------------------------------------------------------------- */
 
+#define FIRST(t, s) ((t)->firsts[(s) - (t)->slots])
+
 static inline uint32_t *bucket(Slot *s) { return s->cap > INLINE_CAP ? s->w.ptr : s->w.inl; }
 
 static void free_bucket(Slot *s) {
@@ -228,7 +240,12 @@ static Slot *find(MergeLoop *t, uint64_t key) {
 
 static int rehash(MergeLoop *t, uint64_t capacity) {
     Slot *fresh = malloc(capacity * sizeof(Slot));
-    if (fresh == NULL) { return -1; }
+    uint64_t *firsts = t->first_seen ? malloc(capacity * sizeof(uint64_t)) : NULL;
+    if (fresh == NULL || (t->first_seen && firsts == NULL)) {
+        free(fresh);
+        free(firsts);
+        return -1;
+    }
     for (uint64_t i = 0; i < capacity; i++) fresh[i].key = EMPTY;
     uint64_t mask = capacity - 1;
     if (t->slots != NULL) {
@@ -238,10 +255,13 @@ static int rehash(MergeLoop *t, uint64_t capacity) {
             uint64_t j = mix_pair_key(s->key) & mask;
             while (fresh[j].key != EMPTY) j = (j + 1) & mask;
             fresh[j] = *s;
+            if (firsts != NULL) firsts[j] = t->firsts[i];
         }
         free(t->slots);
+        free(t->firsts);
     }
     t->slots = fresh;
+    t->firsts = firsts;
     t->mask = mask;
     return 0;
 }
@@ -258,7 +278,7 @@ static Slot *find_or_add(MergeLoop *t, uint64_t key) {
             s->count = 0;
             s->n = 0;
             s->cap = 0;
-            s->first = FIRST_UNKNOWN;
+            if (t->firsts != NULL) t->firsts[i] = FIRST_UNKNOWN;
             t->used++;
             return s;
         }
@@ -279,6 +299,7 @@ static void delete_slot(MergeLoop *t, Slot *s) {
         /* n may move to i unless its home lies cyclically in (i, j] */
         if (i <= j ? (i < home && home <= j) : (i < home || home <= j)) continue;
         t->slots[i] = *n;
+        if (t->firsts != NULL) t->firsts[i] = t->firsts[j];
         i = j;
     }
     t->slots[i].key = EMPTY;
@@ -321,7 +342,7 @@ static int add_word(MergeLoop *t, Slot *s, uint32_t w) {
  * best so far is searched); FIRST_UNKNOWN when none holds it. 0 or -1 (an offset past
  * 32 bits). */
 static int first_of(MergeLoop *t, Slot *s) {
-    if (s->first != FIRST_UNKNOWN) return 0;
+    if (FIRST(t, s) != FIRST_UNKNOWN) return 0;
     const uint32_t *b = bucket(s);
     const uint32_t l = (uint32_t)(s->key >> 32), r = (uint32_t)s->key;
     uint64_t best = FIRST_UNKNOWN;
@@ -339,7 +360,7 @@ static int first_of(MergeLoop *t, Slot *s) {
             at += t->tok_len[sym[i]];
         }
     }
-    s->first = best;
+    FIRST(t, s) = best;
     return 0;
 }
 
@@ -349,9 +370,9 @@ static int first_of(MergeLoop *t, Slot *s) {
 static inline void moved(MergeLoop *t, Slot *s, uint64_t at, int gained) {
     if (!t->first_seen) return;
     if (gained) {
-        if (s->count == 0 || (s->first != FIRST_UNKNOWN && at < s->first)) s->first = at;
-    } else if (at == s->first) {
-        s->first = FIRST_UNKNOWN;
+        if (s->count == 0 || (FIRST(t, s) != FIRST_UNKNOWN && at < FIRST(t, s))) FIRST(t, s) = at;
+    } else if (at == FIRST(t, s)) {
+        FIRST(t, s) = FIRST_UNKNOWN;
     }
 }
 
@@ -423,8 +444,8 @@ static void pop_top(MergeLoop *t) {
 }
 
 /* -- tokens --------------------------------------------------------------------- */
-/* Append a token: its tie value (hf) or its bytes (lexicographic). With data NULL
- * the bytes are in place already at the end of t->bytes (a merge copies them there). */
+/* Append a token: its bytes and its tie value (hf). With data NULL the bytes are in
+ * place already at the end of t->bytes (a merge copies them there). */
 static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t size, uint32_t tie) {
     uint32_t old_cap = t->cap_tokens;
     if (grow32(t, (void **)&t->tie, &t->cap_tokens, (uint64_t)t->n_tokens + 1, sizeof(uint32_t)) < 0) return -1;
@@ -438,16 +459,47 @@ static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t siz
         if (len == NULL) { t->cap_tokens = old_cap; return -1; }
         t->tok_len = len;
     }
-    if (!t->hf) {
-        if (size > UINT32_MAX) { OVERFLOW(t, "token too long"); return -1; }
-        if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
-        if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
-        t->tok_off[t->n_tokens] = t->n_bytes;
-        t->tok_len[t->n_tokens] = (uint32_t)size;
-        t->n_bytes += size;
-    }
+    if (size > UINT32_MAX) { OVERFLOW(t, "token too long"); return -1; }
+    if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
+    if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
+    t->tok_off[t->n_tokens] = t->n_bytes;
+    t->tok_len[t->n_tokens] = (uint32_t)size;
+    t->n_bytes += size;
     t->tie[t->n_tokens] = tie;
     t->n_tokens++;
+    return 0;
+}
+
+/* The slot of bytes p[0:n] in the by-bytes index: the place of its id, or the free place for it. */
+static uint32_t *by_bytes_slot(const MergeLoop *t, const unsigned char *p, uint64_t n) {
+    uint64_t i = hash_bytes(p, (size_t)n) & t->by_mask;
+    for (;;) {
+        uint32_t *slot = &t->by_bytes[i];
+        if (*slot == NONE || (t->tok_len[*slot] == n && memcmp(t->bytes + t->tok_off[*slot], p, (size_t)n) == 0))
+            return slot;
+        i = (i + 1) & t->by_mask;
+    }
+}
+
+/* List token `id` as the one a merge making its bytes takes, unless some token is already; 0 or -1. */
+static int index_token(MergeLoop *t, uint32_t id) {
+    if ((t->by_used + 1) * 10 > (t->by_mask + 1) * 7 || t->by_bytes == NULL) {
+        uint64_t cap = t->by_bytes == NULL ? 1024 : (t->by_mask + 1) * 2;
+        uint32_t *old = t->by_bytes;
+        uint64_t old_cap = old == NULL ? 0 : t->by_mask + 1;
+        t->by_bytes = malloc(cap * sizeof(uint32_t));
+        if (t->by_bytes == NULL) { t->by_bytes = old; return -1; }
+        memset(t->by_bytes, 0xff, cap * sizeof(uint32_t));
+        t->by_mask = cap - 1;
+        for (uint64_t k = 0; k < old_cap; k++)
+            if (old[k] != NONE) *by_bytes_slot(t, t->bytes + t->tok_off[old[k]], t->tok_len[old[k]]) = old[k];
+        free(old);
+    }
+    uint32_t *slot = by_bytes_slot(t, t->bytes + t->tok_off[id], t->tok_len[id]);
+    if (*slot == NONE) {
+        *slot = id;
+        t->by_used++;
+    }
     return 0;
 }
 
@@ -478,8 +530,8 @@ static inline void wheap_push(uint64_t *h, uint64_t *n, uint64_t e) {
     h[i] = e;
 }
 
-static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
-    uint64_t top = h[0], e = h[--(*n)], i = 0, m = *n;
+/* Put e at place i of the heap h[0:m] (its place is free), moving it down to where it belongs. */
+static inline void wheap_sift(uint64_t *h, uint64_t m, uint64_t i, uint64_t e) {
     for (;;) {
         uint64_t c = 2 * i + 1;
         if (c >= m) break;
@@ -488,7 +540,12 @@ static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
         h[i] = h[c];
         i = c;
     }
-    if (m > 0) h[i] = e;
+    h[i] = e;
+}
+
+static inline uint64_t wheap_pop(uint64_t *h, uint64_t *n) {
+    uint64_t top = h[0], e = h[--(*n)];
+    if (*n > 0) wheap_sift(h, *n, 0, e);
     return top;
 }
 
@@ -532,19 +589,7 @@ static int64_t merge_word(MergeLoop *t, const Stage *st, uint32_t *s, uint32_t n
         uint32_t r = rank_of(st, ((uint64_t)s[i] << 32) | s[i + 1]);
         if (r != missing) h[nh++] = ((uint64_t)r << 32) | i;
     }
-    /* heapify */
-    for (uint64_t k = nh / 2; k-- > 0;) {
-        uint64_t i = k, e = h[k];
-        for (;;) {
-            uint64_t c = 2 * i + 1;
-            if (c >= nh) break;
-            if (c + 1 < nh && h[c + 1] < h[c]) c++;
-            if (h[c] >= e) break;
-            h[i] = h[c];
-            i = c;
-        }
-        h[i] = e;
-    }
+    for (uint64_t k = nh / 2; k-- > 0;) wheap_sift(h, nh, k, h[k]);  /* heapify */
     /* Each merge removes a symbol and pushes at most two entries: the heap stays
      * within n + 2 (n - 1) entries; grow as it needs. */
     while (nh > 0) {
@@ -793,14 +838,9 @@ static void split(MergeLoop *t, int workers, uint32_t n) {
     }
 }
 
-/* Run the workers with the caller's lock released (t->release), even for one word: a thread of the caller's
- * (training's checkpoint writer) runs meanwhile; -1 (out of memory) when one failed. */
+/* Run the workers; -1 (out of memory) when one failed. */
 static int run_split(MergeLoop *t, int workers) {
-    t->busy = 1;
-    void *held = t->release != NULL ? t->release() : NULL;
     run_workers(t, workers);
-    if (t->reacquire != NULL) t->reacquire(held);
-    t->busy = 0;
     for (int k = 0; k < workers; k++)
         if (t->work[k].failed) { return -1; }
     return 0;
@@ -927,6 +967,7 @@ static void ml_free(MergeLoop *t) {
             if (t->slots[i].key != EMPTY) free_bucket(&t->slots[i]);
         free(t->slots);
     }
+    free(t->firsts);
     free(t->tie);
     free(t->tok_off);
     free(t->tok_len);
@@ -954,6 +995,9 @@ static void ml_free(MergeLoop *t) {
     }
     free(t->seen);
     free(t->at);
+    free(t->by_bytes);
+    free(t->made);
+    free(t->made_count);
 }
 
 /* An empty stage for n merges (ranks 0..n-1); 0 or -1 (out of memory: nothing to free). */
@@ -1016,7 +1060,25 @@ static int store_word(MergeLoop *t, uint64_t n, int64_t count) {
 }
 
 /* Count every adjacent pair, index the words each occurs in, make the heap; 0 or -1. */
+/* Shrink the words' arrays to what they hold (they grew by doubling as words came; none
+ * comes after build). A failed shrink keeps the larger block. */
+static void fit_words(MergeLoop *t) {
+    if (t->n_sym > 0 && t->n_sym < t->cap_sym) {
+        uint32_t *sym = realloc(t->sym, (size_t)t->n_sym * sizeof(uint32_t));
+        if (sym != NULL) { t->sym = sym; t->cap_sym = t->n_sym; }
+    }
+    if (t->n_words > 0 && t->n_words < t->cap_words) {
+        uint64_t *off = realloc(t->off, (size_t)t->n_words * sizeof(uint64_t));
+        uint32_t *len = off != NULL ? realloc(t->len, (size_t)t->n_words * sizeof(uint32_t)) : NULL;
+        int64_t *cnt = len != NULL ? realloc(t->cnt, (size_t)t->n_words * sizeof(int64_t)) : NULL;
+        if (off != NULL) t->off = off;
+        if (len != NULL) t->len = len;
+        if (cnt != NULL) { t->cnt = cnt; t->cap_words = t->n_words; }
+    }
+}
+
 static int ml_build(MergeLoop *t) {
+    fit_words(t);
     int workers = workers_for(t, t->n_words);
     if (workers > 1) {
         if (ensure_work(t) < 0 || build_split(t, workers) < 0) return -1;
@@ -1040,7 +1102,7 @@ static int ml_build(MergeLoop *t) {
             if (t->first_seen && first_of(t, s) < 0) return -1;
             t->heap[t->n_heap].count = s->count;
             t->heap[t->n_heap].key = s->key;
-            t->heap[t->n_heap].first = s->first;
+            t->heap[t->n_heap].first = t->first_seen ? FIRST(t, s) : 0;
             t->n_heap++;
         }
     }
@@ -1058,11 +1120,11 @@ static int ml_pop(MergeLoop *t, int64_t min_frequency, uint64_t *key, int64_t *c
         Slot *s = find(t, top->key);
         int64_t current = s != NULL ? s->count : 0;
         if (t->first_seen && current > 0 && first_of(t, s) < 0) return -1;
-        if (current != top->count || (t->first_seen && current > 0 && s->first != top->first)) {
+        if (current != top->count || (t->first_seen && current > 0 && FIRST(t, s) != top->first)) {
             /* stale: its count dropped (or, first-seen, its first occurrence moved) since it was pushed */
             if (current > 0) {
                 top->count = current;
-                top->first = s->first;
+                top->first = t->first_seen ? FIRST(t, s) : 0;
                 sift_down(t, 0);
             } else {
                 pop_top(t);
@@ -1078,24 +1140,24 @@ static int ml_pop(MergeLoop *t, int64_t min_frequency, uint64_t *key, int64_t *c
     return 0;
 }
 
-/* Token `token` (new when it equals n_tokens: its bytes left's + right's), and the marks
- * of a merge into it made ready; 0 or -1. */
-static int begin_merge(MergeLoop *t, uint32_t left, uint32_t right, uint32_t token) {
-    if (token < t->n_tokens) t->may_dup = 1;  /* its pairs may be indexed already: a word may come twice */
+/* The token a merge of (left, right) makes, into *token: the ordinary token with their
+ * bytes joined, else a new one (its id n_tokens, its tie value its id); and the marks of
+ * the merge made ready. 0 or -1. */
+static int begin_merge(MergeLoop *t, uint32_t left, uint32_t right, uint32_t *token) {
     if (ensure_work(t) < 0) return -1;
-    if (token == t->n_tokens) {
-        if (t->hf) {
-            if (add_token_bytes(t, NULL, 0, token) < 0) return -1;
-        } else {
-            uint64_t lo = t->tok_off[left], ll = t->tok_len[left];
-            uint64_t ro = t->tok_off[right], rl = t->tok_len[right];
-            /* copy both into place (the buffer may move: grow first) */
-            if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + ll + rl + 1, 1) < 0) return -1;
-            uint64_t at = t->n_bytes;
-            memcpy(t->bytes + at, t->bytes + lo, (size_t)ll);
-            memcpy(t->bytes + at + ll, t->bytes + ro, (size_t)rl);
-            if (add_token_bytes(t, NULL, ll + rl, token) < 0) return -1;
-        }
+    uint64_t ll = t->tok_len[left], rl = t->tok_len[right];
+    /* joined at the end of the bytes (the buffer may move: grow first), counted once new */
+    if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + ll + rl + 1, 1) < 0) return -1;
+    unsigned char *joined = t->bytes + t->n_bytes;
+    memcpy(joined, t->bytes + t->tok_off[left], (size_t)ll);
+    memcpy(joined + ll, t->bytes + t->tok_off[right], (size_t)rl);
+    uint32_t found = *by_bytes_slot(t, joined, ll + rl);
+    if (found != NONE) {
+        *token = found;
+        t->may_dup = 1;  /* its pairs may be indexed already: a word may come twice */
+    } else {
+        *token = t->n_tokens;
+        if (add_token_bytes(t, NULL, ll + rl, *token) < 0 || index_token(t, *token) < 0) return -1;
     }
     uint64_t had = t->cap_mark;
     if (grow((void **)&t->mark, &t->cap_mark, 2 * (uint64_t)t->n_tokens, sizeof(uint32_t)) < 0) return -1;
@@ -1104,7 +1166,7 @@ static int begin_merge(MergeLoop *t, uint32_t left, uint32_t right, uint32_t tok
         memset(t->mark, 0, (size_t)t->cap_mark * sizeof(uint32_t));
         t->mark_stamp = 1;
     }
-    t->merging = token;
+    t->merging = *token;
     return 0;
 }
 
@@ -1180,13 +1242,50 @@ static int ml_merge(MergeLoop *t, uint64_t key, uint32_t token) {
         if (p == NULL) continue;
         if (p->count > 0) {
             if (t->first_seen && first_of(t, p) < 0) return -1;
-            if (push(t, p->count, pair, p->first) < 0) return -1;
+            if (push(t, p->count, pair, t->first_seen ? FIRST(t, p) : 0) < 0) return -1;
         } else {
             delete_slot(t, p);
         }
     }
     t->n_touched = 0;
     return 0;
+}
+
+/* Merge on: take the best pair (ml_pop), skip it for good where its token would pass
+ * max_len bytes or t->allow forbids it, else merge it (begin_merge, ml_merge), appending
+ * (left, right, token) to t->made and its count to t->made_count; until max_merges merges
+ * are made, there are max_tokens tokens, t->stop says so after a merge, or no pair is left
+ * with min_frequency. 1: stopped at a limit or by t->stop; 0: no pair left; -1 failed
+ * (t->broken where the state is left half-updated). */
+static int ml_run(MergeLoop *t, uint64_t max_merges, uint64_t max_tokens, int64_t min_frequency, uint64_t max_len) {
+    t->n_made = 0;
+    while (t->n_made < max_merges && t->n_tokens < max_tokens) {
+        uint64_t key;
+        int64_t count;
+        int found = ml_pop(t, min_frequency, &key, &count);
+        if (found <= 0) return found;
+        uint32_t left = (uint32_t)(key >> 32), right = (uint32_t)key, token;
+        if ((uint64_t)t->tok_len[left] + t->tok_len[right] > max_len) continue;  /* dropped for good */
+        if (t->allow != NULL) {
+            int allowed = t->allow(t->ctx, left, right);
+            if (allowed < 0) return -1;
+            if (!allowed) continue;  /* dropped for good: its count only goes down, it is never pushed again */
+        }
+        if (grow((void **)&t->made, &t->cap_made, 3 * (t->n_made + 1), sizeof(uint32_t)) < 0 ||
+                grow((void **)&t->made_count, &t->cap_made_count, t->n_made + 1, sizeof(int64_t)) < 0 ||
+                begin_merge(t, left, right, &token) < 0)
+            return -1;
+        if (ml_merge(t, key, token) < 0) {
+            t->broken = 1;
+            return -1;
+        }
+        t->made[3 * t->n_made] = left;
+        t->made[3 * t->n_made + 1] = right;
+        t->made[3 * t->n_made + 2] = token;
+        t->made_count[t->n_made++] = count;
+        if (t->stop != NULL && t->stop(t->ctx)) break;
+    }
+    return 1;
 }
 
 /* Bytes allocated (approximate); *live_symbols: the symbols of the words now. */

@@ -61,14 +61,15 @@ def pack(vocab: Vocabulary) -> bytes:
     code = {name: i for i, name in enumerate(names)}
     lefts, rights, made, counts = vocab.columns
     kinds = ",".join(names).encode()
-    columns = [array("I", ids), array("I", [len(vocab.tokens[i]) for i in ids]),
-               array("B", [code[vocab.kinds[i]] for i in ids]),
+    datas = list(map(vocab.tokens.__getitem__, ids))
+    columns = [array("I", ids), array("I", map(len, datas)),
+               array("B", map(code.__getitem__, map(vocab.kinds.__getitem__, ids))),
                array("I", lefts), array("I", rights), array("I", made), array("Q", counts)]
     if sys.byteorder != "little":
         for column in columns:
             column.byteswap()
     return b"".join([_HEADER.pack(len(ids), len(lefts), len(kinds)), kinds,
-                     *(column.tobytes() for column in columns), *(vocab.tokens[i] for i in ids)])
+                     *(column.tobytes() for column in columns), *datas])
 
 
 def unpack(data: bytes) -> Vocabulary:

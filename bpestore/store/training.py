@@ -14,7 +14,6 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 from ..alphabet import (
@@ -28,7 +27,7 @@ from ..errors import BpestoreWarning, ConflictError, DamagedDataError, InvalidAr
 from ..limits import DEFAULT_CHECKPOINT_EVERY, DEFAULT_CHECKPOINT_SECONDS, MAX_INT
 from ..queries import token_text
 from ..records import Merge, Progress, VerifyResult, VersionInfo
-from ..spec import TokenizerSpec, check_special_tokens, fingerprint
+from ..spec import TokenizerSpec, check_special_tokens, fingerprint, fingerprint_of_columns
 from ..trainer import BpeTrainer
 from . import count_tables, locks, snapshot, vocab_tables
 from .checkpoints import CheckpointWriter
@@ -45,8 +44,8 @@ from .version_tables import (
 )
 from .vocabulary import Vocabulary
 
+STEP_SECONDS = 0.2  # the merge loop comes back to Python at least this often (progress, Ctrl-C)
 # The spec fields that say how words become initial symbols; an extension keeps its parent's.
-MERGE_ROW = attrgetter("rank", "left", "right", "token", "count")  # a Merge as a row of merges
 SYMBOLIZATION = ("alphabet", "unk_token", "byte_fallback", "end_of_word", "start_of_word", "no_inner_space",
                  "layout", "fuse_unk", "end_of_word_suffix")
 
@@ -314,7 +313,8 @@ def _reuse_merges(tx: Transaction, version_id: int, initial: Vocabulary) -> bool
         return False
     copied = donor_merges[:taken]
     done = fingerprint(new.spec, new.corpus_digest, copied)
-    made = snapshot.make(new.spec, _completed(initial, copied), done, checked=min(taken, passing))
+    columns = [m.left for m in copied], [m.right for m in copied], [m.token for m in copied], [m.count for m in copied]
+    made = snapshot.make(new.spec, _completed(initial, columns), done, checked=min(taken, passing))
     record_checkpoint(tx, version_id, done)
     add_snapshot(tx, version_id, made)
     return True
@@ -425,7 +425,7 @@ def _pinned_generation(tx: Transaction, v: VersionInfo) -> tuple[int, int | None
 
 
 def _trainer(v: VersionInfo, counts: Mapping[bytes, int] | Iterable[tuple[bytes, int]],
-             stored: Vocabulary, initial: list[bytes], replayed: Sequence[Merge]) -> BpeTrainer:
+             stored: Vocabulary, initial: list[bytes], replayed: Vocabulary | None) -> BpeTrainer:
     """A trainer for version ``v`` on ``counts`` (a mapping, or (word, count) rows
     taken one at a time), from the ``initial`` tokens, with ``replayed`` merges
     (stored ones) made again; checks they give the same tokens."""
@@ -440,9 +440,9 @@ def _trainer(v: VersionInfo, counts: Mapping[bytes, int] | Iterable[tuple[bytes,
         allow_merge=merge_filter(spec),
         special_ids=[token_id for token_id, kind in stored.kinds.items() if kind == "special"],
     )
-    trainer.replay([(m.left, m.right) for m in replayed], [m.count for m in replayed])
-    if [m.token for m in trainer.merges] != [m.token for m in replayed] or any(
-            m.token not in stored.tokens for m in replayed):
+    lefts, rights, made, counts_made = replayed.columns if replayed is not None else ([], [], [], [])
+    trainer.replay(list(zip(lefts, rights)), counts_made)
+    if list(trainer.merge_columns()[2]) != list(made) or not stored.tokens.keys() >= set(made):
         raise DamagedDataError(f"{v.ref}'s stored merges do not replay to their stored tokens; "
                                "the version is damaged")
     return trainer
@@ -490,21 +490,32 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
             initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
             # The words go from the cursor into the trainer one by one: never all
             # of them as rows, or as a dict, beside the trainer's own lists.
-            trainer = _trainer(v, pinned_rows(tx, v), stored, initial, stored.merges)
+            trainer = _trainer(v, pinned_rows(tx, v), stored, initial, stored)
             trainer.prepare()  # the words are taken while the cursor is open
         spec = v.spec
-        writer = CheckpointWriter(db, version_id, trainer.token_bytes, len(stored.tokens),
-                                  every=checkpoint_every, seconds=checkpoint_seconds, threaded=not _in_memory(db.url))
+        writer = CheckpointWriter(db, version_id, trainer.merge_columns, trainer.token_bytes, len(stored.tokens),
+                                  trainer.n_merges, every=checkpoint_every, seconds=checkpoint_seconds,
+                                  threaded=not _in_memory(db.url))
         total = _merges_total(v, len(initial))  # progress counts merges
         try:
-            for merge in trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges):
-                writer.add(merge)
-                if progress is not None:
+            while True:
+                n, seconds = writer.room()
+                made = trainer.step(n, vocab_size=v.target_vocab_size, max_merges=v.target_merges,
+                                    seconds=min(seconds, STEP_SECONDS))
+                if not made:
+                    break
+                if progress is None:
+                    writer.add(made)
+                    continue
+                for merge in trainer.merges[-made:]:  # each kept once heard (a callback may stop the run)
+                    writer.add(1)
                     progress(Progress("train", v.ref, merge.rank + 1, total, "merges",
                                       merge=merge, token=trainer.token_bytes[merge.token]))
+            trainer.close()  # (its words and pairs are not needed for the snapshot)
             # Made while the writer thread writes the last batches.
-            done = fingerprint(spec, v.corpus_digest, trainer.merges)
-            made = snapshot.make(spec, _completed(stored, trainer.merges), done, checked=checked)
+            columns = trainer.merge_columns()
+            done = fingerprint_of_columns(spec, v.corpus_digest, *columns[:3])
+            snap = snapshot.make(spec, _completed(stored, columns), done, checked=checked)
             writer.wait()
         except BaseException as exc:
             # Keep what was merged: the rows are valid checkpoints to resume from.
@@ -512,9 +523,9 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
                 writer.keep()
             except Exception as save_error:
                 if hasattr(exc, "add_note"):  # Python 3.11+
-                    exc.add_note(f"(the last {len(writer.pending)} merges were not saved either: {save_error})")
+                    exc.add_note(f"(the last {writer.pending} merges were not saved either: {save_error})")
             raise
-        writer.save(done, made)
+        writer.save(done, snap)
 
 
 def _in_memory(url: str) -> bool:
@@ -530,14 +541,17 @@ def _in_memory(url: str) -> bool:
         not parsed.database or ":memory:" in parsed.database or "mode=memory" in url)
 
 
-def _completed(start: Vocabulary, merges: Sequence[Merge]) -> Vocabulary:
-    """The vocabulary of a version that completes with these merges: ``start``'s tokens
-    (its initial ones, and those its stored merges made), and those the merges make."""
+def _completed(start: Vocabulary, columns: Sequence[Sequence[int]]) -> Vocabulary:
+    """The vocabulary of a version that completes with these merges (all of them, as
+    columns: left ids, right ids, token ids, counts): ``start``'s tokens (its initial
+    ones, and those its stored merges made), and those the merges make, in id order."""
+    lefts, rights, made, counts = columns
     tokens = dict(start.tokens)
-    for m in merges:
-        tokens.setdefault(m.token, tokens[m.left] + tokens[m.right])
-    return Vocabulary.from_rows(((i, data, start.kinds.get(i, "merge")) for i, data in sorted(tokens.items())),
-                                map(MERGE_ROW, merges))
+    for token, left, right in zip(made, lefts, rights):
+        if token not in tokens:  # (a merge's new token comes after every token before it)
+            tokens[token] = tokens[left] + tokens[right]
+    kinds = {**dict.fromkeys(tokens, "merge"), **start.kinds}
+    return Vocabulary(tokens, kinds, lefts, rights, made, counts)
 
 
 def verify(db: Transactions, ref: str) -> VerifyResult:
@@ -562,12 +576,14 @@ def verify(db: Transactions, ref: str) -> VerifyResult:
         raise DamagedDataError(f"{v.ref}'s initial tokens are not those its spec and corpus give; "
                                "the version is damaged")
     with _collector_paused():
-        trainer = _trainer(v, counts, stored, initial, parent.merges if parent is not None else [])
+        trainer = _trainer(v, counts, stored, initial, parent)
         del counts
-        list(trainer.train(vocab_size=v.target_vocab_size, max_merges=v.target_merges))
-    retrained = fingerprint(v.spec, digest, trainer.merges)
+        while trainer.step(MAX_INT, vocab_size=v.target_vocab_size, max_merges=v.target_merges):
+            pass
+    ids = trainer.merge_columns()[:3]
+    retrained = fingerprint_of_columns(v.spec, digest, *ids)
     # The stored merges, and the fingerprint recorded when they were made, must both agree.
-    same = [(m.left, m.right, m.token) for m in stored.merges] == [(m.left, m.right, m.token) for m in trainer.merges]
+    same = list(map(list, stored.columns[:3])) == list(map(list, ids))
     difference = None
     if not same:
         difference = _first_difference(stored.merges, stored.tokens, trainer.merges, trainer.token_bytes)

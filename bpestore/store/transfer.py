@@ -319,7 +319,7 @@ def place_version(tx: Transaction, v: VersionRows, tokenizer_id: int, parent_id:
         updated_at=tx.stamp(v.updated_at), corpus_name=v.corpus if corpus_id is None else None))
     vocab = v.vocab
     vocab_tables.add_tokens(tx, version_id, [(i, data, vocab.kinds[i]) for i, data in vocab.tokens.items()])
-    vocab_tables.add_merges(tx, version_id, vocab.merges)
+    vocab_tables.add_merges(tx, version_id, 0, vocab.columns)
     if v.status == "complete":
         assert v.fingerprint is not None  # complete
         made = snapshot.make(TokenizerSpec.from_json(v.spec), vocab, v.fingerprint) if v.snapshot is None else \

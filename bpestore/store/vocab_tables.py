@@ -4,14 +4,15 @@ copied from another version), over one ``drivers.Transaction``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .drivers import Transaction, in_list
 from .vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from ..records import Merge, MergeInfo
+    from ..records import MergeInfo
 
 TOKEN_ROWS = "SELECT id, bytes, kind FROM tokens WHERE version_id = :version_id {also} ORDER BY id"
 MERGE_ROWS = ('SELECT "rank", left_id, right_id, token_id, "count" FROM merges '
@@ -95,9 +96,11 @@ def add_tokens(tx: Transaction, version_id: int, rows: Iterable[tuple[int, bytes
     tx.insert_rows("tokens", TOKEN_COLUMNS, [(version_id, token_id, data, kind) for token_id, data, kind in rows])
 
 
-def add_merges(tx: Transaction, version_id: int, merge_rows: Iterable[Merge]) -> None:
-    tx.insert_rows("merges", MERGE_COLUMNS,
-                   [(version_id, m.rank, m.left, m.right, m.token, m.count) for m in merge_rows])
+def add_merges(tx: Transaction, version_id: int, first_rank: int, columns: Sequence[Sequence[int]]) -> None:
+    """Insert merges given as columns (left ids, right ids, token ids, counts), ranks from ``first_rank`` on."""
+    lefts, rights, tokens, counts = columns
+    tx.insert_rows("merges", MERGE_COLUMNS, list(zip(repeat(version_id), range(first_rank, first_rank + len(lefts)),
+                                                     lefts, rights, tokens, counts)))
 
 
 def copy_merges(tx: Transaction, source_id: int, target_id: int, *, n_merges: int | None = None,
