@@ -8,11 +8,11 @@ oracle (``fast=False``)."""
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import os
 import subprocess
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
