@@ -990,6 +990,56 @@ clear_unfilled(PyObject **lists, Py_ssize_t n)
     }
 }
 
+/* With the GIL: the list of ids[0..n), each item its id's int from the encoder's table
+   (made where it has none yet); NULL with an exception. */
+static PyObject *
+id_list(Encoder *e, const uint32_t *ids, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL)
+        return NULL;
+    PyObject **items = ((PyListObject *)list)->ob_item, **objects = e->id_objects;
+    size_t n_ids = e->t.n_ids;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = ids[i];
+        PyObject *o = id < n_ids ? objects[id] : NULL;
+        if (o == NULL) {
+            if ((o = PyLong_FromUnsignedLong(id)) == NULL) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            if (id < n_ids) {
+                objects[id] = o;
+                e->t.table_bytes += 32;
+                Py_INCREF(o);
+            }
+        } else
+            Py_INCREF(o);
+        items[i] = o;
+    }
+    return list;
+}
+
+/* With the GIL, on one work's texts (no threads): each text's list, or None, in
+   out[0..b->n) (id_list). 0, or -1 with an exception (out then holds nothing). */
+static int
+direct_lists(Batch *b, PyObject **out)
+{
+    if (make_id_objects(b->e) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < b->n; k++) {
+        size_t start = b->spans[2 * k], end = b->spans[2 * k + 1];
+        out[k] = end == SIZE_MAX ? Py_NewRef(Py_None)
+                 : id_list(b->e, b->work[b->owner[k]]->out + start, end - start);
+        if (out[k] == NULL) {
+            for (Py_ssize_t j = 0; j < k; j++)
+                Py_CLEAR(out[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* With the GIL: each work of b ready to count ids (its counts, as many as the encoder
    has ids). 0, or -1 with MemoryError. */
 static int
@@ -1023,18 +1073,17 @@ counts_ready(Batch *b)
 }
 
 /* The ids of each text of b as lists, or (as_bytes) as a bytearray of native uint32, in
-   out[0..n). The lists are filled with the GIL released, by the threads that encoded
-   the texts (each its own texts', end_threads) or here: what holds the GIL is a step
-   per list and per distinct id of the call, not per id. Where the workers did not count
-   their texts' ids (b->counted), they are counted here. 0, or -1 with an exception
-   (out then holds nothing). */
+   out[0..n). Where threads encoded the texts (b->counted) the lists are filled with the
+   GIL released, each thread its own texts' (end_threads): what holds the GIL is a step
+   per list and per distinct id of the call, not per id; else here (direct_lists).
+   0, or -1 with an exception (out then holds nothing). */
 static int
 batch_objects(Batch *b, int as_bytes, PyObject **out)
 {
     Py_ssize_t k = 0, n = b->n;
     const size_t *spans = b->spans;
-    if (!as_bytes && !b->counted && counts_ready(b) < 0)
-        return -1;
+    if (!as_bytes && !b->counted)
+        return direct_lists(b, out);
     for (; k < n; k++) {
         size_t start = spans[2 * k], end = spans[2 * k + 1];
         if (end == SIZE_MAX)
@@ -1057,15 +1106,6 @@ batch_objects(Batch *b, int as_bytes, PyObject **out)
     }
     if (as_bytes)
         return 0;
-    if (!b->counted) {
-        Py_BEGIN_ALLOW_THREADS
-        for (k = 0; k < n; k++)
-            if (spans[2 * k + 1] != SIZE_MAX)
-                count_ids(b->e, b->work[b->owner[k]], spans[2 * k], spans[2 * k + 1]);
-        for (int t = 0; t < b->n_work; t++)
-            find_fresh(b->e, b->work[t]);
-        Py_END_ALLOW_THREADS
-    }
     int rc = 0, missing = 0;
     for (int t = 0; t < b->n_work && rc == 0; t++)
         rc = make_ints(b->e, b->work[t]);
@@ -1300,7 +1340,7 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
     PyObject *tuple = PySequence_Tuple(texts);  /* ours: nobody changes it while the GIL is released */
     if (tuple == NULL)
         return NULL;
-    Batch b = {.e = e, .texts = &PyTuple_GET_ITEM(tuple, 0), .n = PyTuple_GET_SIZE(tuple), .counted = !as_bytes};
+    Batch b = {.e = e, .texts = &PyTuple_GET_ITEM(tuple, 0), .n = PyTuple_GET_SIZE(tuple)};
     Py_ssize_t longest = 0;
     for (Py_ssize_t k = 0; k < b.n; k++) {
         if (!PyUnicode_Check(b.texts[k])) {
@@ -1316,6 +1356,7 @@ Encoder_encode_batch(Encoder *e, PyObject *args, PyObject *kwargs)
     most = most < b.n ? most : b.n > 0 ? b.n : 1;
     most = most < MAX_WORKERS ? most : MAX_WORKERS;
     workers = workers < 1 ? 1 : workers < most ? workers : (int)most;
+    b.counted = !as_bytes && workers > 1;  /* one worker: its lists made with the GIL (direct_lists) */
     size_t n = (size_t)(b.n ? b.n : 1);
     b.spans = malloc(n * 2 * sizeof(size_t));
     b.owner = malloc(n);

@@ -12,9 +12,11 @@ import os
 import subprocess
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +27,7 @@ from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 from bpestore.spec import EncoderFacts, TokenizerSpec
 from bpestore.store import snapshot
 from bpestore.store.vocabulary import Vocabulary
-from bpestore.text import COUNT_CORE_PATTERNS, TextPipeline, char_class
+from bpestore.text import COUNT_CORE, COUNT_CORE_PATTERNS, TextPipeline, char_class
 from bpestore.trainer import BpeTrainer
 
 from .conftest import corpus_path, read_corpus, tiktoken_pattern
@@ -35,6 +37,7 @@ ENCODINGS = ["gpt2", "cl100k", "o200k"]
 CORPORA = ["tinyshakespeare.txt", "taylorswift.txt", "german_1M.txt", "russian_1M.txt", "chinese_1M.txt",
            "japanese_1M.txt", "hindi_1M.txt", "english_medium.txt.xz", "code_python_5M.txt.xz"]
 EOT = "<|endoftext|>"
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""  # GPT-2's encoder.py
 
 
 @pytest.fixture(autouse=True)
@@ -172,6 +175,40 @@ def words_of_every_length(letters: str, most: int = 300) -> str:
 @pytest.mark.parametrize("letters", ["theinganor", "ab", "a", "日本語のテキスト中文", "жизнь"])
 def test_tiktokens_ids_on_words_of_every_length(reference, letters):
     reference.check(words_of_every_length(letters, 300 if letters.isascii() else 100))
+
+
+# Where an ASCII letter run (read 8 bytes or 4 characters at a time) meets what ends it or
+# goes on with it: ASCII neighbours of the letters' bytes, Latin-1 and wider letters whose
+# low 7 bits are an ASCII letter's (Á, ő, š), marks, modifiers, non-letters.
+RUN_ENDS = "@[`{0 '\n_-éÁ×÷ßªµ" + "łőš—ǅʰ\u0301中Ꭰ"
+
+
+def letter_run_texts(wider: str) -> list[str]:
+    """Runs of 0..20 ASCII letters before and after each of RUN_ENDS, and at a text's end."""
+    ends = [c for c in RUN_ENDS if wider or ord(c) < 256]
+    runs = ["".join(letters[(n + k) % len(letters)] for k in range(n)) for n in range(21)
+            for letters in ("aBzZyA", "azyxb", "AZYXB")]  # o200k's runs: upper case, lower case
+    return ([wider + " ".join(run + c + run for run in runs for c in ends)]
+            + [wider + space + run for run in runs for space in ("", " ")])
+
+
+@pytest.mark.parametrize("wider", ["", "ł", "😀"])
+def test_tiktokens_ids_where_ascii_letter_runs_end(reference, wider):
+    for text in letter_run_texts(wider):
+        reference.check(text)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@pytest.mark.parametrize("wider", ["", "ł", "😀"])
+def test_the_scans_words_where_ascii_letter_runs_end(name, wider):
+    """The scan the encode and count cores share (cores/pretok.h) cuts the regex's words."""
+    if COUNT_CORE is None:
+        pytest.skip("the compiled counting core is not built here")
+    pattern = regex.compile(GPT2_PATTERN if name == "gpt2" else tiktoken_pattern(name))
+    for text in letter_run_texts(wider):
+        counts: dict[bytes, int] = {}
+        COUNT_CORE.count(text, counts, char_class, COUNT_CORE_PATTERNS[name])
+        assert counts == Counter(w.encode("utf-8") for w in pattern.findall(text))
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ typedef struct Work {
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
     size_t cache_mask;
+    size_t cache_chars;    /* characters encoded since the scratch space was made */
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
     uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
@@ -115,27 +116,45 @@ symbols_room(Work *w, size_t n)
     return 0;
 }
 
-/* A cache of about `chars` / 8 words (64..CACHE_SLOTS_MAX): a short text does not pay
-   for a large one. A scratch space used before keeps its cache (what it holds stays
-   true for its encoder) unless this text wants a larger one. */
+/* Where a word of hash h goes in a cache of mask + 1 slots (bits the token table's index does not use). */
+static inline size_t
+cache_index(uint64_t h, size_t mask)
+{
+    return (size_t)(h >> 17) & mask;
+}
+
+/* The cache sized for a call of `chars` more characters: about one slot for every 8
+   characters the scratch space has encoded (64..CACHE_SLOTS_MAX), so that a short text
+   does not pay for a large cache and a run of short ones grows it; a larger cache takes
+   over what the smaller one held (its words stay true for the encoder). Without memory
+   the cache stays as it was (a failure only loses speed). */
 static void
 cache_init(Work *w, ptrdiff_t chars)
 {
+    w->cache_chars += (size_t)chars;
     size_t slots = 64;
-    while (slots < CACHE_SLOTS_MAX && (ptrdiff_t)slots * 8 < chars)
+    while (slots < CACHE_SLOTS_MAX && slots * 8 < w->cache_chars)
         slots <<= 1;
-    if (w->cache == NULL || w->cache_mask + 1 < slots) {
-        free(w->cache);
-        w->cache = calloc(slots, sizeof(CacheSlot));
-        w->cache_mask = slots - 1;
+    if (w->cache != NULL && w->cache_mask + 1 >= slots)
+        return;
+    CacheSlot *bigger = calloc(slots, sizeof(CacheSlot));
+    if (bigger == NULL)
+        return;
+    for (size_t k = 0; w->cache != NULL && k <= w->cache_mask; k++) {
+        const CacheSlot *c = &w->cache[k];
+        if (c->len)
+            bigger[cache_index(hash_bytes(c->key, c->len), slots - 1)] = *c;
     }
+    free(w->cache);
+    w->cache = bigger;
+    w->cache_mask = slots - 1;
 }
 
 /* The cache slot of a word of n <= CACHE_KEY_MAX bytes. */
 static inline CacheSlot *
 cache_slot(const Work *w, uint64_t h)
 {
-    return &w->cache[(h >> 17) & w->cache_mask];
+    return &w->cache[cache_index(h, w->cache_mask)];
 }
 
 static inline int

@@ -71,9 +71,56 @@ enum { RUN_LETTER, RUN_SYMBOL, RUN_UPPERISH, RUN_LOWERISH };
 #define IS_UPPERISH(k) ((k) == CAT_UPPER || (k) == CAT_OTHER_LETTER || (k) == CAT_MARK)
 #define IS_LOWERISH(k) ((k) == CAT_LOWER || (k) == CAT_OTHER_LETTER || (k) == CAT_MARK)
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
+#define SWAR_RUNS 1
+/* Of the 8 bytes (kind 1) or 4 characters (kind 2) in x, the top bit of each lane's low
+   byte set where it is not an ASCII character of the run: A-Z or a-z (RUN_LETTER), A-Z
+   (RUN_UPPERISH), a-z (RUN_LOWERISH), all the run's characters below 0x80. */
+INLINE uint64_t
+not_ascii_run(uint64_t x, int kind, int run)
+{
+    const uint64_t ones = kind == 1 ? 0x0101010101010101ULL : 0x0001000100010001ULL;
+    const uint64_t high = ones * 0x80;
+    const uint64_t lo = run == RUN_UPPERISH ? 'A' : 'a', hi = run == RUN_UPPERISH ? 'Z' : 'z';
+    uint64_t y = x & (ones * 0x7F);  /* each lane below 0x80: the sums below carry into no other lane */
+    if (run == RUN_LETTER)
+        y |= ones * 0x20;  /* upper case to lower */
+    uint64_t in = (y + ones * (0x80 - lo)) & ~(y + ones * (0x80 - hi - 1)) & high;  /* lo <= y <= hi */
+    uint64_t wide;  /* lanes >= 0x80 */
+    if (kind == 1)
+        wide = x & high;
+    else {
+        uint64_t t = x & (ones * 0xFF80);
+        wide = ((((t & (ones * 0x7FFF)) + ones * 0x7FFF) | t) & (ones * 0x8000)) >> 8;
+    }
+    return (in & ~wide) ^ high;
+}
+
+/* From i on, past whole lanes of the run's ASCII characters (8 bytes or 4 characters a
+   step): where the run may end (the caller's loop decides at that character). */
+INLINE ptrdiff_t
+skip_ascii_run(const void *data, int kind, ptrdiff_t n, ptrdiff_t i, int run)
+{
+    ptrdiff_t lanes = kind == 1 ? 8 : 4;
+    while (i + lanes <= n) {
+        uint64_t x;
+        memcpy(&x, (const uint8_t *)data + i * kind, 8);
+        uint64_t stop = not_ascii_run(x, kind, run);
+        if (stop)
+            return i + (ptrdiff_t)(__builtin_ctzll(stop) / (8 * kind));
+        i += lanes;
+    }
+    return i;
+}
+#endif
+
 INLINE ptrdiff_t
 run_end(const uint8_t *classes, const void *data, int kind, ptrdiff_t n, ptrdiff_t i, int run)
 {
+#ifdef SWAR_RUNS
+    if (run != RUN_SYMBOL && kind <= 2)
+        i = skip_ascii_run(data, kind, n, i, run);
+#endif
     for (; i < n; i++) {
         int k = CAT(i);
         if (!(run == RUN_LETTER ? IS_LETTER(k) : run == RUN_SYMBOL ? IS_SYMBOL(k)
@@ -175,8 +222,7 @@ gpt2_end(const uint8_t *classes, const void *data, int kind, ptrdiff_t n, ptrdif
     int k = CAT(run);
     end = run + 1;
     if (IS_LETTER(k))
-        while (end < n && IS_LETTER(CAT(end)))
-            end++;
+        end = RUN_END(end, RUN_LETTER);
     else if (IS_SYMBOL(k))
         while (end < n && IS_SYMBOL(CAT(end)))
             end++;

@@ -185,8 +185,16 @@ class Engine:
 
     # -- special tokens and streams ------------------------------------------------
     def rules(self, **options) -> Rules:
-        """An encode call's options, checked once (``Rules.checked``)."""
+        """An encode call's options, checked once (``Rules.checked``); a call without
+        options takes the defaults checked when first asked."""
+        if not options:
+            return self.default_rules
         return Rules.checked(self.special_tokens, self.spec.segmentation, **options)
+
+    @cached_property
+    def default_rules(self) -> Rules:
+        """``encode``'s rules without options: every special token disallowed."""
+        return Rules.checked(self.special_tokens, self.spec.segmentation)
 
     def specials_regex(self, tokens: frozenset[str]):
         """The regex that finds these special tokens (None for none)."""
