@@ -352,8 +352,7 @@ class BpeTrainer:
             return 0
         if self._state is not None:
             return self._step_in_core(n, vocab_size, seconds)
-        made = 0
-        deadline = time.monotonic() + seconds
+        made, deadline = 0, time.monotonic() + seconds
         while made < n and (vocab_size is None or len(self.token_bytes) < vocab_size):
             key = self._pop_best()
             if key is None:
@@ -369,10 +368,9 @@ class BpeTrainer:
         their ids; here each new token's bytes are added."""
         ids, counts = self._state.run(n, _NO_LIMIT if vocab_size is None else max(vocab_size, 0),
                                       self.min_frequency, self.max_token_length, self.allow_merge, seconds)
-        start = len(self._ids)
+        start, token_bytes = len(self._ids), self.token_bytes
         self._ids.frombytes(ids)
         self._counts.frombytes(counts)
-        token_bytes = self.token_bytes
         new = self._ids[start:]
         for left, right, token in zip(new[0::3], new[1::3], new[2::3]):
             if token == len(token_bytes):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..errors import InvalidArgumentError
 from ..files import atomic_file, atomic_folder, atomic_path, check_target
 from .gpt2 import reads_as_special, write_gpt2
-from .hf import HF_FOLDER, hf_tokenizer_json, transformers_config
+from .hf_export import HF_FOLDER, hf_tokenizer_json, transformers_config
 
 if TYPE_CHECKING:
     from ..encoder import Tokenizer

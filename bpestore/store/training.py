@@ -33,6 +33,7 @@ from . import count_tables, locks, snapshot, vocab_tables
 from .checkpoints import CheckpointWriter
 from .corpus_tables import CorpusReads, lock_corpus_row
 from .drivers import Transaction, Transactions
+from .mixtures import check_same_words, mixture_counts, mixture_digest
 from .version_tables import (
     VersionReads,
     add_inputs,
@@ -148,7 +149,7 @@ def train(db: Transactions, name: str, corpus: str | Sequence[str], options: Tra
             parts.append((corpus_id, generation, weight))
         corpus_spec = spec_of[refs[0]]
         assert corpus_spec is not None
-        _same_words(spec_of, refs[0])
+        check_same_words(spec_of, refs[0])
         if len({(c, g) for c, g, _ in parts}) < len(parts):
             raise InvalidArgumentError("a corpus generation is named twice in the mixture; give it one weight",
                                        params=("corpus",))
@@ -158,7 +159,7 @@ def train(db: Transactions, name: str, corpus: str | Sequence[str], options: Tra
             corpus_id=corpus_id, target_vocab_size=options.vocab_size, target_merges=options.merges,
             min_frequency=options.min_frequency, max_token_length=options.max_token_length,
             status="training", source="trained", corpus_generation=generation,
-            corpus_digest=_digest(corpora, mixed) if mixed else corpora.generation_digest(corpus_id, generation))
+            corpus_digest=mixture_digest(corpora, mixed) if mixed else corpora.generation_digest(corpus_id, generation))
         if options.parent is None:
             version_id, initial = _new_root(tx, name, corpus_spec, options, settings, mixed)
             if mixed:
@@ -211,40 +212,6 @@ def _merges_total(v: VersionInfo, n_initial: int) -> int | None:
     """The merges a version's run makes in all (a vocabulary target counts the alphabet and specials too)."""
     target = v.target_merges if v.target_merges is not None else v.target_vocab_size
     return None if target is None else target - (n_initial if v.target_merges is None else 0)
-
-
-def _same_words(spec_of: Mapping[str, TokenizerSpec | None], first: str) -> None:
-    """InvalidArgumentError where the corpora of a mixture cut words otherwise than the first."""
-    want = spec_of[first].corpus_key()  # type: ignore[union-attr]
-    for ref, spec in spec_of.items():
-        have = spec.corpus_key()  # type: ignore[union-attr]
-        differ = sorted(k for k in have.keys() | want.keys() if have.get(k) != want.get(k))
-        if differ:
-            raise InvalidArgumentError(
-                f"the corpora of a mixture share their words' making: {ref} was ingested with "
-                f"{', '.join(f'{k}={have.get(k)!r}' for k in differ)}, {first} with "
-                f"{', '.join(f'{k}={want.get(k)!r}' for k in differ)}", params=("corpus", *differ))
-
-
-def _digest(corpora: CorpusReads, parts: Sequence[tuple[int, int, int]]) -> str:
-    """A mixture's digest (what the fingerprint covers): its generations' digests and weights, in order."""
-    import hashlib
-
-    h = hashlib.sha256(b"mixture")
-    for corpus_id, generation, weight in parts:
-        h.update(f";{corpora.generation_digest(corpus_id, generation)}*{weight}".encode())
-    return h.hexdigest()
-
-
-def mixture_counts(tx: Transaction, parts: Sequence[tuple[int, int, int]]) -> dict[bytes, int]:
-    """The counts of a mixture: each generation's counts times its weight, added (weights 1:
-    exactly the counts of one corpus holding all their texts)."""
-    total: dict[bytes, int] = {}
-    get = total.get
-    for corpus_id, generation, weight in parts:
-        for word, count in count_tables.count_rows(tx, corpus_id, generation):
-            total[word] = get(word, 0) + count * weight
-    return total
 
 
 def _new_root(tx: Transaction, name: str, corpus_spec: TokenizerSpec, options: TrainOptions,
@@ -387,7 +354,7 @@ def pinned_counts(tx: Transaction, v: VersionInfo) -> tuple[dict[bytes, int], st
     corpus_id, generation, digest = _pinned_generation(tx, v)
     if v.mixture:
         parts = VersionReads(tx).mixture(v.id)
-        return mixture_counts(tx, parts), _digest(CorpusReads(tx), parts)
+        return mixture_counts(tx, parts), mixture_digest(CorpusReads(tx), parts)
     return count_tables.counts(tx, corpus_id, generation, first_seen=v.spec.tie_break == "first-seen"), digest
 
 
