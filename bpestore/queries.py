@@ -33,7 +33,7 @@ def shown_token(data: bytes) -> str:
     as is (a backslash once), characters that do not print and bytes that are not
     UTF-8 escaped as Python escapes them (``--json`` has the exact bytes).
 
-    >>> print(shown_token(b"i<\w>"), shown_token(b"\xc3"), shown_token(" \n\u200b".encode()))
+    >>> print(shown_token(b"i<\\w>"), shown_token(b"\xc3"), shown_token(" \n\u200b".encode()))
     'i<\w>' '\xc3' ' \n\u200b'
     """
     return shown_text(token_text(data))
