@@ -150,7 +150,6 @@ class Charsmap:
             out += _MARKER
         return out.decode("utf-8", "surrogatepass")
 
-
     def _by_chunks(self, text: str, remove: bool) -> tuple[bytearray, bool] | None:
         """``normalize``'s bytes (before the dummy prefix) and whether any place was kept,
         from the text's words each with the space after it: a word is looked up once for

@@ -263,9 +263,8 @@ class TokenizerSpec:
     def _check_charsmap(self) -> None:
         from .charsmap import charsmap_of
 
-        if "precompiled" in self.normalizer_steps:
-            pass
-        elif self.space_marker is None or any(step != "collapse-spaces" for step in self.normalizer_steps):
+        if "precompiled" not in self.normalizer_steps and (
+                self.space_marker is None or any(step != "collapse-spaces" for step in self.normalizer_steps)):
             raise InvalidArgumentError("charsmap goes with a space_marker and no normalizer step but "
                                        "collapse-spaces", params=("charsmap",))
         try:
