@@ -100,7 +100,7 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
     if (n <= CACHE_KEY_MAX && w->cache != NULL) {
         c = cache_slot(w, h);
         if (cache_holds(c, bytes, n))
-            return emit(w, c->ids, c->n_ids);
+            return emit_cached(w, c->ids, c->n_ids);
     }
     if (e->whole_lookup && n <= e->max_token_len) {
         const TokenSlot *t = token_find(e, bytes, n, h);

@@ -83,6 +83,19 @@ emit(Work *w, const uint32_t *ids, size_t n)
     return 0;
 }
 
+/* A cached word's ids (n <= CACHE_IDS_MAX) added to w->out: all CACHE_IDS_MAX copied
+   (one fixed-size copy, no call), n of them kept. */
+static inline int
+emit_cached(Work *w, const uint32_t *ids, size_t n)
+{
+    if (w->n_out + CACHE_IDS_MAX > w->out_cap
+            && grow(w, (void **)&w->out, &w->out_cap, w->n_out, CACHE_IDS_MAX, sizeof(uint32_t)) < 0)
+        return -1;
+    memcpy(w->out + w->n_out, ids, CACHE_IDS_MAX * sizeof(uint32_t));
+    w->n_out += n;
+    return 0;
+}
+
 static inline int
 emit_one(Work *w, uint32_t id)
 {

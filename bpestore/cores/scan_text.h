@@ -76,6 +76,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     const uint8_t *classes = e->classes;
     size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
     uint64_t hashes[BLOCK];
+    /* a word of one byte is that byte's id */
+    const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
     while (i < n) {
@@ -112,9 +114,31 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
         for (int j = 0; j < k; j++)
             hashes[j] = hash_and_prefetch(e, w, base + starts[j], ends[j] - starts[j]);
-        for (int j = 0; j < k; j++)
-            if (encode_hashed_word(e, w, base + starts[j], ends[j] - starts[j], hashes[j]) < 0)
+        /* room for every word's ids from the cache, so that a hit is one check and a copy */
+        if (w->n_out + (size_t)k * CACHE_IDS_MAX > w->out_cap
+                && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)k * CACHE_IDS_MAX, sizeof(uint32_t)) < 0)
+            return -1;
+        for (int j = 0; j < k; j++) {
+            const uint8_t *p = base + starts[j];
+            size_t len = ends[j] - starts[j];
+            if (len == 1 && byte_direct) {
+                w->out[w->n_out++] = e->byte_ids[p[0]];
+                continue;
+            }
+            if (len <= CACHE_KEY_MAX && w->cache != NULL) {
+                const CacheSlot *c = cache_slot(w, hashes[j]);
+                if (cache_holds(c, p, len)) {
+                    memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
+                    w->n_out += c->n_ids;
+                    continue;
+                }
+            }
+            if (encode_hashed_word(e, w, p, len, hashes[j]) < 0
+                    || (w->n_out + (size_t)(k - j) * CACHE_IDS_MAX > w->out_cap
+                        && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)(k - j) * CACHE_IDS_MAX,
+                                sizeof(uint32_t)) < 0))
                 return -1;
+        }
     }
 #undef IS_SPACE_AT
     return 0;
