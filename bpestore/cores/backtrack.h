@@ -16,9 +16,11 @@
    pieces across the cut (their pair makes a token of lower rank than what was undone). The
    tokens are those a word of their own bytes merges into (others never come out of a merge), each
    with the last merge that made it; the ranks are the ids. */
-/* From 3 bytes on backtracking takes fewer instructions than merging (callgrind, cl100k,
-   20 kB documents seen once: 1.5-15% fewer in all for english, code, Russian, CJK). */
-#define BACKTRACK_BYTES 2
+/* From 17 bytes on backtracking is the faster (CJK words, cl100k and o200k). Below, merging
+   is faster though it runs more instructions: a backtracked short word waits on a chain of
+   trie and pair-filter reads, where merging fetches its look-ups at once (timed 1.4x on
+   english 250 kB documents against backtracking from 3 bytes). */
+#define BACKTRACK_BYTES 16
 enum { BT_UNBUILT = 0, BT_BUILDING = 1, BT_READY = 2, BT_NEVER = 3 };
 #define BT_NONE 0x7FFFFFFFu
 #define BT_DEEPER 0x80000000u
