@@ -1,6 +1,6 @@
-"""The compiled core's paths for short words under token ranks: a word of 3 bytes or more
-that is no whole token is backtracked, a word of one byte is its byte's id, and a word the
-cache holds is copied from it inside the scan. Ids checked against tiktoken (built offline
+"""The compiled core's paths for short words under token ranks: a word of one byte is its
+byte's id and a word the cache holds is copied from it inside the scan (others merged, or
+backtracked from 17 bytes on). Ids checked against tiktoken (built offline
 from the shared rank files) and the pure-Python reference (``fast=False``)."""
 
 from __future__ import annotations
