@@ -558,17 +558,18 @@ class Pool:
         return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq))
 
     def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
-        """Every count kept: those counted here (one result per key), and one task per
-        worker that hands back the counts it kept (none where workers keep none);
-        with ``shard`` (and workers that keep counts) cut into shards, else whole."""
+        """Every count kept: those counted here (one result per key; whole: in word order), and one task per
+        worker that hands back the counts it kept (none where none keep); ``shard``: cut into shards."""
         futures: list[Future[Counted]] = []
         keeping = self.barrier is not None and self.executor is not None
         while self.held:
             key, held = self.held.popitem()
             segments = self.segments.pop(key)
+            ordered = None if shard and keeping else shards.in_word_order(held, segments)
             futures.append(Future())
             futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers, segments)})
-                                   if shard and keeping else Counted(as_bytes(held), [], key=key, segments=segments))
+                                   if shard and keeping else Counted(ordered[0], [], key=key, firsts=ordered[1])
+                                   if ordered else Counted(as_bytes(held), [], key=key, segments=segments))
         if keeping:
             assert self.executor is not None
             futures += [self.executor.submit(_flush, shard) for _ in range(self.workers)]

@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..text import COUNT_CORE
+
 # A shard's words and counts as three byte strings: the words end to end, their
 # lengths, their counts (each a LEB128 number: a byte or two for most), and a fourth,
 # each word's ordinal. Bytes travel between processes without a step per word, and
@@ -120,3 +122,13 @@ def merge_pairs(total: Counter, words: Iterable[bytes], counts: Iterable[int]) -
     from total before it is written back, once."""
     words = list(words)
     dict.update(total, zip(words, map(operator.add, map(total.get, words, itertools.repeat(0)), counts)))
+
+
+def in_word_order(counts: dict[bytes, int], segments: Segments) -> tuple[dict[bytes, int], dict[bytes, int]] | None:
+    """Counts in first-occurrence order (UTF-8 keys; emptied) and their ordinals, made anew in
+    word order by the counting core, the words' objects too: the rows are then sorted, looked
+    up and written in memory order. None (counts left alone) where the core is not built."""
+    if COUNT_CORE is None or not counts or not isinstance(next(iter(counts)), bytes):
+        return None
+    counts_in_order, firsts = COUNT_CORE.merge_shard(COUNT_CORE.shard(counts, 1, segments))
+    return counts_in_order, firsts
