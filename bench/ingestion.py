@@ -306,4 +306,27 @@ def ingest_patterns(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
                  "core / regex", "core / HF"], rows))
 
 
-SUITES = {"ingest-scale": ingest_scale, "ingest-workers": ingest_workers, "ingest-patterns": ingest_patterns}
+# -- many sources: the same bytes as many files or one (issue 38's targets) ----------------
+def ingest_sources(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (2,),
+                   splits: tuple[int, ...] = (2_000, 10)) -> str:
+    """Store.ingest of the corpus cut into each of ``splits`` files (a directory) against the
+    same bytes as one file, at each worker count, interleaved: wall (process tree) and PSS."""
+    size = corpus.stat().st_size
+    rows = []
+    for n in workers:
+        one = Params(corpus=str(corpus), workers=n)
+        cases_ = [Case(f"one file, {n} workers", bpestore_ingest_n, one)]
+        cases_ += [Case(f"{k:,} files, {n} workers", bpestore_ingest_n,
+                        dataclasses.replace(one, corpus=str(_split(corpus, k)))) for k in splits]
+        single, *many = measure_tree(cases_, runs)
+        rows += [[f"{k:,} files of {size / k / 1e6:.3g} MB", str(n), f"{r.seconds:.2f}", f"{single.seconds:.2f}",
+                  f"{r.seconds / single.seconds:.2f}×", f"{r.pss:.0f}", f"{single.pss:.0f}"]
+                 for k, r in zip(splits, many)]
+    return (f"### Many sources: `{name}` ({size / 1e6:.1f} MB) as many files vs one, fresh SQLite "
+            f"(medians of {runs})\n\n" + markdown_table(
+                ["sources", "workers", "many files (s)", "one file (s)", "ratio", "many: tree PSS (MB)",
+                 "one: tree PSS (MB)"], rows))
+
+
+SUITES = {"ingest-scale": ingest_scale, "ingest-workers": ingest_workers, "ingest-patterns": ingest_patterns,
+          "ingest-sources": ingest_sources}

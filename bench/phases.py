@@ -9,10 +9,14 @@ Each run is a fresh process (``bench.child``) that wraps the functions of each p
 with a clock, then ingests the corpus into a fresh SQLite store with N workers and
 trains ``--vocab-size`` on N threads (the compiled merge core's ``default_threads``):
 
-* ingest, serial (the parent alone): importing bpestore and opening the store, reading
+* ingest, serial (the parent alone): importing bpestore and opening the store (of it: the
+  open, i.e. the schema check), reading
   the corpus' spec and sources, cutting the file at safe places, starting and stopping
   the workers, merging the workers' counts in the parent, writing the counts (one
-  transaction), the rest of the parent's own work (sending tasks, taking results);
+  transaction; of it: the count rows, i.e. sort, parameters and INSERT, and the rest: the
+  corpus' rows, totals and the commit), the rest of the parent's own work (sending tasks,
+  taking results); the whole-process table adds the time outside every phase (the
+  interpreter's start, the child's imports, the exit);
   hashing the file in the parent, which overlaps the counting where there are workers;
 * ingest, parallel: counting in the parent (1 worker, or the text before the workers
   start) and waiting for the workers' results;
@@ -52,8 +56,11 @@ SPECIAL = "<|endoftext|>"
 COUNT = "count (1 worker: in the parent; else waiting for the workers)"
 
 # Phase names, in table order; "serial" / "parallel" / "overlaps" says which Amdahl part it is.
+IMPORT = "import bpestore + open the store"
+ROWS = "  of it: the count rows (sort, parameters, INSERT)"
 INGEST_PHASES = [
-    ("import bpestore + open the store", "serial"),
+    (IMPORT, "serial"),
+    ("  of it: open the store (schema check)", "serial"),
     ("read the corpus' spec and sources", "serial"),
     ("cut the file at safe places", "serial"),
     ("start the workers", "serial"),
@@ -62,8 +69,12 @@ INGEST_PHASES = [
     ("merge counts in the parent", "serial"),
     ("stop the workers", "serial"),
     ("write the counts (one transaction)", "serial"),
+    (ROWS, "serial"),
+    ("  of it: the rest (corpus rows, totals, commit)", "serial"),
     ("the parent's other work", "serial"),
 ]
+NESTED = {IMPORT: ("  of it: open the store (schema check)",),
+          "write the counts (one transaction)": (ROWS, "  of it: the rest (corpus rows, totals, commit)")}
 READ = "read the counts (the SQLite cursor)"
 LOAD = "load the words into the core, count pairs"
 TRAIN_PHASES = [
@@ -132,9 +143,21 @@ class _TimedHash:
         return getattr(self._inner, name)
 
 
+def _counting_into(clock: Clock, func: Callable) -> Callable:
+    """``func`` timed as ROWS, a phase nested in another (the clock counts nested calls once)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start, start_cpu = time.perf_counter(), time.thread_time()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            clock.seconds[ROWS] += time.perf_counter() - start
+            clock.cpu[ROWS] += time.thread_time() - start_cpu
+    return wrapper
+
+
 def _instrument_ingest(clock: Clock) -> None:
     from bpestore.ingest import pool, scheduler
-    from bpestore.store import corpora
+    from bpestore.store import corpora, count_tables
     from bpestore.store.corpus_tables import CorpusReads
 
     clock.wrap(corpora, "corpus_spec", "read the corpus' spec and sources")
@@ -143,6 +166,7 @@ def _instrument_ingest(clock: Clock) -> None:
     clock.wrap(scheduler, "merge_counts", "merge counts in the parent")
     clock.wrap(scheduler, "file_sha256", "hash the file in the parent")
     clock.wrap(corpora, "add_batch", "write the counts (one transaction)")
+    count_tables.upsert_counts = _counting_into(clock, count_tables.upsert_counts)  # inside add_batch
     clock.wrap(pool.Pool, "count_here", COUNT)
     clock.wrap(pool.Pool, "take", COUNT)
     clock.wrap(pool.Pool, "close", "stop the workers")
@@ -186,8 +210,10 @@ def _profiled(p: Params, train: bool) -> cases.Timed:
     start, start_cpu = time.perf_counter(), time.process_time()
     import bpestore
 
+    imported, imported_cpu = time.perf_counter(), time.process_time()
     store = bpestore.open(Path(p.tmp) / "bench.db")
     opened, opened_cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    open_only, open_only_cpu = time.perf_counter() - imported, time.process_time() - imported_cpu
     _instrument_ingest(clock)
     if train:
         _instrument_train(clock, p.workers)
@@ -201,9 +227,17 @@ def _profiled(p: Params, train: bool) -> cases.Timed:
         ingest = dict(clock.seconds)
         ingest_cpu = dict(clock.cpu)
         ingest_cpu["import bpestore + open the store"] = opened_cpu
-        ingest_cpu["the parent's other work"] = max(0.0, cpu1[0] - cpu0[0] - sum(clock.cpu.values()))
+        ingest_cpu["  of it: open the store (schema check)"] = open_only_cpu
+        ingest["  of it: open the store (schema check)"] = open_only
+        for whole, (part, *rest) in NESTED.items():  # a nested phase's rest: the whole less its part
+            if rest:
+                ingest[rest[0]] = max(0.0, ingest.get(whole, 0.0) - ingest.get(part, 0.0))
+                ingest_cpu[rest[0]] = max(0.0, ingest_cpu.get(whole, 0.0) - ingest_cpu.get(part, 0.0))
+        nested = {n for parts in NESTED.values() for n in parts}
+        top_cpu = sum(v for k, v in clock.cpu.items() if k not in nested)
+        ingest_cpu["the parent's other work"] = max(0.0, cpu1[0] - cpu0[0] - top_cpu)
         ingest["import bpestore + open the store"] = opened
-        named = sum(v for k, v in ingest.items() if k != "import bpestore + open the store")
+        named = sum(v for k, v in ingest.items() if k != "import bpestore + open the store" and k not in nested)
         ingest["the parent's other work"] = max(0.0, ingest_s - named)
         out: dict[str, Any] = {"workers": p.workers, "ingest_s": ingest_s, "ingest": ingest, "ingest_cpu": ingest_cpu,
                                "ingest_cpu_parent": cpu1[0] - cpu0[0], "ingest_cpu_workers": cpu1[1] - cpu0[1],
@@ -292,16 +326,24 @@ def _table(results: list[Profiled], workers: tuple[int, ...], part: str, phases:
 
 def _whole_processes(results: list[Profiled]) -> str:
     """Each case as a user pays it: a fresh process, wall and CPU (its tree), peak PSS."""
+    def outside(r: Profiled) -> str:  # the interpreter's start, the child's imports, the exit
+        if not r.label.startswith("phases"):
+            return ""
+        timed = r.value("ingest_s") + r.phase("ingest", IMPORT) + r.value("train_s")
+        return f"{max(0.0, r.process_seconds - timed):.2f}"
     rows = [[r.label.replace("phases", "bpestore cold ingest" + (" + train" if "train" in r.details[0] else "")),
              f"{r.process_seconds:.2f}", f"{r.process_cpu_seconds:.2f}", f"{r.pss:.0f}",
-             f"{r.process_seconds / results[-1].process_seconds:.2f}×"] for r in results]
-    return markdown_table(["case (fresh process)", "wall (s)", "CPU (s)", "peak PSS (MB)", "wall / HF's"], rows)
+             f"{r.process_seconds / results[-1].process_seconds:.2f}×", outside(r)] for r in results]
+    return markdown_table(["case (fresh process)", "wall (s)", "CPU (s)", "peak PSS (MB)", "wall / HF's",
+                           "outside the phases: start, exit (s)"], rows)
 
 
 def _report(title: str, results: list[Profiled], workers: tuple[int, ...], runs: int, train: bool,
             project: int = PROJECT) -> str:
     everything, results = results, [r for r in results if r.label.startswith("phases")]
-    serial = [sum(r.phase("ingest", n) for n, k in INGEST_PHASES if k == "serial") for r in results]
+    nested = {n for parts in NESTED.values() for n in parts}
+    serial = [sum(r.phase("ingest", n) for n, k in INGEST_PHASES if k == "serial" and n not in nested)
+              for r in results]
     cpu = ", ".join(f"{n}: parent {r.value('ingest_cpu_parent'):.2f} s, workers {r.value('ingest_cpu_workers'):.2f} s"
                     for n, r in zip(workers, results))
     # CPU time is what a loaded machine disturbs least: at N >= 2 workers the parent's CPU

@@ -747,21 +747,29 @@ fail:
 static PyObject *
 interleave(PyObject *self, PyObject *args)
 {
-    PyObject *words, *counts;
+    PyObject *words, *counts, *firsts = Py_None, *shift = NULL;
     Py_ssize_t per;
-    if (!PyArg_ParseTuple(args, "O!O!n:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per))
+    if (!PyArg_ParseTuple(args, "O!O!n|OO!:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per,
+                          &firsts, &PyLong_Type, &shift))
         return NULL;
     if (per < 1) {
         PyErr_SetString(PyExc_ValueError, "interleave: rows per tuple must be at least 1");
         return NULL;
     }
+    if (firsts != Py_None && !PyDict_Check(firsts)) {
+        PyErr_SetString(PyExc_TypeError, "interleave: firsts must be a dict or None");
+        return NULL;
+    }
+    int width = firsts == Py_None ? 2 : 3;
+    if (shift != NULL && PyObject_Not(shift) == 1)
+        shift = NULL;  /* adding 0: the ordinals as they are */
     Py_ssize_t n = PyList_GET_SIZE(words), groups = (n + per - 1) / per;
     PyObject *result = PyList_New(groups);
     if (result == NULL)
         return NULL;
     for (Py_ssize_t g = 0; g < groups; g++) {
         Py_ssize_t first = g * per, rows = n - first < per ? n - first : per;
-        PyObject *group = PyTuple_New(2 * rows);
+        PyObject *group = PyTuple_New(width * rows);
         if (group == NULL) {
             Py_DECREF(result);
             return NULL;
@@ -778,8 +786,27 @@ interleave(PyObject *self, PyObject *args)
             }
             Py_INCREF(word);
             Py_INCREF(count);
-            PyTuple_SET_ITEM(group, 2 * i, word);
-            PyTuple_SET_ITEM(group, 2 * i + 1, count);
+            PyTuple_SET_ITEM(group, width * i, word);
+            PyTuple_SET_ITEM(group, width * i + 1, count);
+            if (width == 3) {
+                PyObject *ordinal = PyDict_GetItemWithError(firsts, word);
+                if (ordinal == NULL) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetObject(PyExc_KeyError, word);
+                    Py_DECREF(result);
+                    return NULL;
+                }
+                if (shift != NULL) {
+                    ordinal = PyNumber_Add(ordinal, shift);
+                    if (ordinal == NULL) {
+                        Py_DECREF(result);
+                        return NULL;
+                    }
+                } else {
+                    Py_INCREF(ordinal);
+                }
+                PyTuple_SET_ITEM(group, width * i + 2, ordinal);
+            }
         }
     }
     return result;
@@ -807,9 +834,10 @@ static PyMethodDef methods[] = {
      "each word once with its counts summed, in word order; pieces with ordinals: and each word's\n"
      "smallest ordinal."},
     {"interleave", interleave, METH_VARARGS,
-     "interleave(words, counts, per) -> list[tuple]\n\n"
+     "interleave(words, counts, per, firsts=None, shift=0) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"
-     "per words each, the last one shorter where per does not divide len(words)."},
+     "per words each, the last one shorter where per does not divide len(words); with the dict\n"
+     "firsts, each word's firsts[w] + shift after its count."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -233,6 +233,35 @@ def test_interleave_gives_the_parameters_of_multi_row_statements(counts, per):
     assert core.interleave.called
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.binary(max_size=12), st.tuples(st.integers(0, 2**62), st.integers(0, 2**62)), max_size=60),
+       st.integers(1, 7), st.integers(-2**62, 2**62))
+def test_interleave_with_ordinals_puts_each_words_ordinal_plus_shift_after_its_count(rows, per, shift):
+    counts = {w: c for w, (c, _) in rows.items()}
+    firsts = {w: f for w, (_, f) in rows.items()}
+    words = sorted(counts)
+    expected = [tuple(x for w in words[i:i + per] for x in (w, counts[w], firsts[w] + shift))
+                for i in range(0, len(words), per)]
+    assert text.COUNT_CORE.interleave(words, counts, per, firsts, shift) == expected
+    from collections import Counter
+    from unittest import mock
+
+    from bpestore.store import count_tables
+
+    with mock.patch.object(count_tables, "COUNT_CORE", mock.Mock(wraps=text.COUNT_CORE)) as core:
+        assert count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift) == expected
+    assert core.interleave.called
+    with mock.patch.object(count_tables, "COUNT_CORE", None):  # the pure-Python reference: the same
+        assert count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift) == expected
+
+
+def test_interleave_with_ordinals_refuses_a_word_without_one():
+    with pytest.raises(KeyError):
+        text.COUNT_CORE.interleave([b"a", b"b"], {b"a": 1, b"b": 2}, 2, {b"a": 1})
+    with pytest.raises(TypeError):
+        text.COUNT_CORE.interleave([b"a"], {b"a": 1}, 1, [1])
+
+
 def test_interleave_refuses_a_word_without_a_count_and_an_empty_group():
     with pytest.raises(KeyError):
         text.COUNT_CORE.interleave([b"a", b"b"], {b"a": 1}, 2)

@@ -41,7 +41,6 @@ import gc
 import hashlib
 import itertools
 import json
-import operator
 import os
 import signal
 import sys
@@ -49,7 +48,7 @@ import threading
 import time
 import zlib
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection
 from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -58,9 +57,9 @@ from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
-from ..text import COUNT_CORE, TextPipeline
+from ..text import COUNT_CORE, TextPipeline, char_class
 from . import shards
-from .shards import Packed, n_packed, pack_shard, unpack_shard
+from .shards import Packed, merge_counts, merge_pairs, n_packed, pack_shard, unpack_shard
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -190,22 +189,6 @@ class Counted:
         return shards.firsts_of(self.counts, self.segments or [(0, 0)])
 
 
-def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
-    """Add ``part`` to ``total`` in one C-level ``dict.update`` (no Python step
-    per word: the parent merges millions of partial counts while the workers count)."""
-    if not total or not part:
-        total.update(part)  # Counter's own fast path for an empty total
-        return
-    merge_pairs(total, part, part.values())
-
-
-def merge_pairs(total: Counter, words: Iterable[bytes], counts: Iterable[int]) -> None:
-    """Add the counts of distinct ``words`` to ``total``, C-level: each word is read
-    from total before it is written back, once."""
-    words = list(words)
-    dict.update(total, zip(words, map(operator.add, map(total.get, words, itertools.repeat(0)), counts)))
-
-
 def shard_of(word: bytes, n_shards: int) -> int:
     """The shard a word belongs to: the same in every process (crc32, not the
     per-process ``hash``)."""
@@ -298,8 +281,14 @@ class TaskCounter:
         counts: Counter = Counter() if into is None else into
         if _one_source(task.pieces) and not isinstance(task.pieces[0], SmallFile):
             n_words = 0
-            for piece in task.pieces:
+            together = self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts)
+            step = TOGETHER if together else 1
+            for at in range(0, len(task.pieces), step):
                 try:
+                    if together:
+                        n_words += self.count_together(task.pieces[at:at + step], counts)
+                        continue
+                    piece = task.pieces[at]
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
@@ -309,6 +298,14 @@ class TaskCounter:
         # On an error, only the pieces before the failing one are in counts.
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
                        shas=shas or None, segments=[(0, task.seq)])
+
+    def count_together(self, pieces: tuple[Piece, ...], counts: Counter) -> int:
+        """Consecutive pieces of one source counted in one table of the counting core, added to
+        counts once (not once per piece): the same counts, in the same order."""
+        texts = [segment for piece in pieces for segment in self.pipeline.ordinary_segments(piece.decoded(self.errors))]
+        assert self.pipeline.count_core is not None, "counted together only by the counting core"
+        [(n_words, _)] = self.pipeline.count_core.count_many([texts], counts, char_class, self.pipeline.count_pattern)
+        return n_words
 
     def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
@@ -404,6 +401,9 @@ def as_bytes(counts: Counter) -> dict[bytes, int]:
     converted = {word.encode("utf-8", "surrogatepass"): n for word, n in counts.items()}  # in order (ordinals)
     counts.clear()
     return converted
+
+
+TOGETHER = 4  # pieces of a source counted at once (``TaskCounter.count_together``): a few MB of text
 
 
 # -- the worker processes ------------------------------------------------------------
@@ -558,17 +558,18 @@ class Pool:
         return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq))
 
     def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
-        """Every count kept: those counted here (one result per key), and one task per
-        worker that hands back the counts it kept (none where workers keep none);
-        with ``shard`` (and workers that keep counts) cut into shards, else whole."""
+        """Every count kept: those counted here (one result per key; whole: in word order), and one task per
+        worker that hands back the counts it kept (none where none keep); ``shard``: cut into shards."""
         futures: list[Future[Counted]] = []
         keeping = self.barrier is not None and self.executor is not None
         while self.held:
             key, held = self.held.popitem()
             segments = self.segments.pop(key)
+            ordered = None if shard and keeping else shards.in_word_order(held, segments)
             futures.append(Future())
             futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers, segments)})
-                                   if shard and keeping else Counted(as_bytes(held), [], key=key, segments=segments))
+                                   if shard and keeping else Counted(ordered[0], [], key=key, firsts=ordered[1])
+                                   if ordered else Counted(as_bytes(held), [], key=key, segments=segments))
         if keeping:
             assert self.executor is not None
             futures += [self.executor.submit(_flush, shard) for _ in range(self.workers)]

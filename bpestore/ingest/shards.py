@@ -4,9 +4,12 @@ ordinals that say where each word first occurred (``firsts_of``, ``merge_firsts`
 from __future__ import annotations
 
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+from ..text import COUNT_CORE
 
 # A shard's words and counts as three byte strings: the words end to end, their
 # lengths, their counts (each a LEB128 number: a byte or two for most), and a fourth,
@@ -44,8 +47,9 @@ def packed_firsts(packed: Packed) -> list[int] | None:
 def ordinals(n: int, segments: Segments) -> Iterator[int]:
     """The ordinals of the ``n`` words of counts in order, from their segments."""
     ends = [start for start, _ in segments[1:]] + [n]
-    for (start, task), end in zip(segments, ends):
-        yield from range((task << TASK_SHIFT) + start, (task << TASK_SHIFT) + end)
+    # Ranges chained (C-level): no Python step per word.
+    return itertools.chain.from_iterable([range((task << TASK_SHIFT) + start, (task << TASK_SHIFT) + end)
+                                          for (start, task), end in zip(segments, ends)])
 
 
 def firsts_of(counts: Mapping[bytes, Any], segments: Segments) -> dict[bytes, int]:
@@ -102,3 +106,29 @@ def _numbers(data: bytes) -> list[int]:
             numbers.append(n)
             n, shift = 0, 0
     return numbers
+
+
+def merge_counts(total: Counter, part: dict[bytes, int]) -> None:
+    """Add ``part`` to ``total`` in one C-level ``dict.update`` (no Python step
+    per word: the parent merges millions of partial counts while the workers count)."""
+    if not total or not part:
+        total.update(part)  # Counter's own fast path for an empty total
+        return
+    merge_pairs(total, part, part.values())
+
+
+def merge_pairs(total: Counter, words: Iterable[bytes], counts: Iterable[int]) -> None:
+    """Add the counts of distinct ``words`` to ``total``, C-level: each word is read
+    from total before it is written back, once."""
+    words = list(words)
+    dict.update(total, zip(words, map(operator.add, map(total.get, words, itertools.repeat(0)), counts)))
+
+
+def in_word_order(counts: dict[bytes, int], segments: Segments) -> tuple[dict[bytes, int], dict[bytes, int]] | None:
+    """Counts in first-occurrence order (UTF-8 keys; emptied) and their ordinals, made anew in
+    word order by the counting core, the words' objects too: the rows are then sorted, looked
+    up and written in memory order. None (counts left alone) where the core is not built."""
+    if COUNT_CORE is None or not counts or not isinstance(next(iter(counts)), bytes):
+        return None
+    counts_in_order, firsts = COUNT_CORE.merge_shard(COUNT_CORE.shard(counts, 1, segments))
+    return counts_in_order, firsts

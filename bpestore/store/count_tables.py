@@ -221,6 +221,8 @@ def interleave_firsts(words: list[bytes], counts: Mapping[bytes, int], firsts: M
     >>> interleave_firsts([b"a", b"b"], {b"a": 1, b"b": 2}, {b"a": 7, b"b": 5}, 2, 10)
     [(b'a', 1, 17, b'b', 2, 15)]
     """
+    if COUNT_CORE is not None and type(counts) in (dict, Counter) and type(firsts) is dict:
+        return COUNT_CORE.interleave(words, counts, per, firsts, shift)
     flat: list[bytes | int | None] = [None] * (3 * len(words))
     flat[::3] = words
     flat[1::3] = map(counts.__getitem__, words)
