@@ -259,7 +259,7 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
 
 
 def spans_of(browser, ref: str) -> list[dict]:
-    return js(browser, "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens > .tok`)]"
+    return js(browser, "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens .tok`)]"
                        ".map((s) => ({id: Number(s.dataset.id), token: s.dataset.token, text: s.textContent, "
                        "split: s.classList.contains('split'), label: labelToken(s).getAttribute('aria-label'), "
                        "colour: getComputedStyle(s).backgroundColor, differs: s.classList.contains('differs')}));", ref)
@@ -333,20 +333,45 @@ def test_playground_tokens_are_readable(server, browser, db):
     # Ids by keyboard: one tab stop, arrows move, the focused token's id is announced; or all shown.
     row = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens")
     row.click()
-    first = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens > .tok")
+    first = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok")
     first.send_keys(Keys.ARROW_RIGHT)
     focused = js(browser, "return [document.activeElement.dataset.id, "
                           "document.querySelector(\"section[data-ref='en@1'] .tokinfo\").textContent,"
                           "document.activeElement.getAttribute('aria-label')];")
     assert focused[0] == str(expected[1]["id"]) and focused[1].startswith(f"id {expected[1]['id']} · ")
     assert focused[2].startswith(f"id {expected[1]['id']}: ")  # named for a screen reader as it gets focus
-    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .tok\")]"
+    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens .tok\")]"
                        ".filter((s) => s.tabIndex === 0).length") == 1
     browser.find_element(By.ID, "toggle-ids").click()
     assert js(browser, "return getComputedStyle(document.querySelector(\"section[data-ref='en@1'] .tok\"), '::after')"
                        ".content") == f'"{expected[0]["id"]}"'
     browser.find_element(By.ID, "toggle-ids").click()
     settled(browser)
+
+
+def test_running_text_is_drawn_by_lines(server, browser, db):
+    """A long text's tokens are grouped by line (each group ends after a token ending in a
+    newline), groups off screen left unpainted; the arrow keys cross from one line to the next."""
+    text = "".join(f"line {i} of the castle, with the count\n" for i in range(300))
+    open_page(browser, f"{server}/playground?ref=en@1&text=" + urllib.parse.quote(text))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok"))
+    settled(browser)
+    lines = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .line\")]"
+                        ".map((l) => [[...l.children].map((t) => t.dataset.token),"
+                        " getComputedStyle(l).contentVisibility]);")
+    tokens = [t for line, _ in lines for t in line]
+    assert "".join(tokens) == text and len(lines) == 300
+    assert all(line[-1].endswith("\n") and not any(t.endswith("\n") for t in line[:-1]) for line, _ in lines)
+    assert {visibility for _, visibility in lines} == {"auto"}
+    last_of_first = browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens > .line")[0] \
+        .find_elements(By.CSS_SELECTOR, ".tok")[-1]
+    js(browser, "arguments[0].focus(); arguments[0].dispatchEvent(new KeyboardEvent('keydown', "
+                "{key: 'ArrowRight', bubbles: true}));", last_of_first)
+    assert js(browser, "return document.activeElement.parentNode === "
+                       "document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .line\")[1] && "
+                       "!document.activeElement.previousElementSibling;")
+    js(browser, "document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key: 'End', bubbles: true}));")
+    assert js(browser, "return document.activeElement.dataset.token") == tokens[-1]
 
 
 def test_a_token_in_running_text_is_not_broken_across_lines(server, browser, db):

@@ -329,22 +329,24 @@ function nameSplitCharacters(spans) {
 }
 
 // A row of token spans, one tab stop: arrow keys move between tokens, and each focused
-// token's id and bytes are announced in `info` (an aria-live element).
+// token's id and bytes are announced in `info` (an aria-live element). The tokens are
+// grouped into lines (a group ends after a token ending in a newline), each laid out and
+// painted only when on screen: 10 kB of text is thousands of spans.
 function tokenRow(container, spans, info) {
   colourTokens(spans);
   nameSplitCharacters(spans);
   if (spans.length) labelToken(spans[0]).setAttribute("tabindex", "0");  // roving: one token is the tab stop
-  container.replaceChildren(...spans);
+  container.replaceChildren(...tokenLines(spans));
   container.setAttribute("role", "list");
   if (!container.dataset.keyed) {
     container.dataset.keyed = "1";
     container.addEventListener("keydown", (event) => {
       const at = event.target.closest(".tok");
-      if (!at || at.parentNode !== container) return;
+      if (!at || at.closest(".tokens") !== container) return;
       const step = {ArrowRight: "next", ArrowDown: "next", ArrowLeft: "previous", ArrowUp: "previous", Home: "first", End: "last"}[event.key];
       if (!step) return;
-      const to = step === "next" ? at.nextElementSibling : step === "previous" ? at.previousElementSibling
-        : step === "first" ? container.firstElementChild : container.lastElementChild;
+      const all = container.querySelectorAll(".tok");
+      const to = step === "first" ? all[0] : step === "last" ? all[all.length - 1] : neighbourToken(at, step === "next");
       if (!to || to === at) return;
       event.preventDefault();
       at.removeAttribute("tabindex");
@@ -362,6 +364,25 @@ function tokenRow(container, spans, info) {
     });
   }
   return container;
+}
+
+// Token spans grouped in `div.line`s, each ending after a token that ends in a newline.
+function tokenLines(spans) {
+  const lines = [];
+  let line = null;
+  for (const span of spans) {
+    if (!line) { line = document.createElement("div"); line.className = "line"; lines.push(line); }
+    line.append(span);
+    if (span.dataset.token.endsWith("\n")) line = null;
+  }
+  return lines;
+}
+
+function neighbourToken(at, forward) {
+  const sibling = forward ? at.nextElementSibling : at.previousElementSibling;
+  if (sibling) return sibling;
+  const line = forward ? at.parentNode.nextElementSibling : at.parentNode.previousElementSibling;
+  return line && (forward ? line.firstElementChild : line.lastElementChild);
 }
 
 function tokenDetail(span) {

@@ -69,7 +69,7 @@ function compareResults(sections, results) {
   let differing = 0;
   results.forEach((result, i) => {
     const other = new Set(cuts[1 - i]);
-    const spans = sections[i].querySelectorAll(".tokens > .tok");
+    const spans = sections[i].querySelectorAll(".tokens .tok");
     cuts[i].forEach((place, k) => {
       const same = other.has(place);
       spans[k].classList.toggle("differs", !same);
