@@ -641,6 +641,12 @@ def test_a_diff_of_unrelated_versions_is_one_request_with_every_section(server, 
     requests = api_requests(browser)
     assert len(requests) <= 10 and sum("/api/diff_view" in r for r in requests) == 1, requests
     assert not any("/api/token" in r or "/api/merges" in r for r in requests), requests
+    # Not one after another: the diff is asked beside the version list, the score card beside the diff.
+    times = js(browser, "return Object.fromEntries(performance.getEntriesByType('resource')"
+                        ".filter((r) => r.name.includes('/api/')).map((r) => [new URL(r.name).pathname, "
+                        "[r.startTime, r.responseEnd]]));")
+    assert times["/api/diff_view"][0] < times["/api/versions"][1], times
+    assert times["/api/stats"][0] < times["/api/diff_view"][1], times
     merges = {ref: cli_json(db, "merges", ref) for ref in ("en@1", "imp@1")}
     pairs = {ref: {tuple(m["pair"]) for m in ms} for ref, ms in merges.items()}
     only_imp = [m for m in merges["imp@1"] if tuple(m["pair"]) not in pairs["en@1"]]

@@ -176,6 +176,18 @@ async function start() {
   nav("/diff");
   document.getElementById("toggles").replaceWith(displayToggles());
   const selectA = document.getElementById("a"), selectB = document.getElementById("b");
+  const at = {};
+  for (const name of SECTIONS) at[name] = Math.max(0, Number(param("at_" + name)) || 0);
+  const settings = (a, b) => ({a, b, order: ORDERS.some(([v]) => v === param("order")) ? param("order") : "rank", q: param("q") || "", at});
+  const scoreOf = (a, b) => scoreCard(document.getElementById("eval"), [a, b],
+    document.getElementById("eval-text").value, a, document.getElementById("eval-set").value);
+  // Both versions named in the URL: the diff and the score card are asked at once, beside the version list.
+  let shown = null;
+  if (param("a") && param("b")) {
+    view = settings(param("a"), param("b"));
+    shown = show(view.a, view.b);
+    scoreOf(view.a, view.b);
+  }
   let a, b;
   try {
     const versions = await api("versions");
@@ -188,20 +200,20 @@ async function start() {
     showError(document.getElementById("diff"), error);
     return;
   }
-  const at = {};
-  for (const name of SECTIONS) at[name] = Math.max(0, Number(param("at_" + name)) || 0);
-  view = {a, b, order: ORDERS.some(([v]) => v === param("order")) ? param("order") : "rank", q: param("q") || "", at};
+  if (!shown) view = settings(a, b);
   document.getElementById("form").addEventListener("submit", (event) => {
     event.preventDefault();
     view = {...view, a: selectA.value, b: selectB.value, at: {}};
     show(selectA.value, selectB.value);
     score();
   });
-  const score = () => scoreCard(document.getElementById("eval"), [selectA.value, selectB.value],
-    document.getElementById("eval-text").value, selectA.value, document.getElementById("eval-set").value);
+  const score = () => scoreOf(selectA.value, selectB.value);
   document.getElementById("eval-form").addEventListener("submit", (event) => { event.preventDefault(); score(); });
   document.getElementById("eval-set").addEventListener("change", score);
-  if (a && b) show(a, b).then(() => { score(); evalSets(document.getElementById("eval-set")); });  // the diff first
+  if (a && b) {
+    evalSets(document.getElementById("eval-set"));
+    if (!shown) { show(a, b); score(); }
+  }
   else put(document.getElementById("diff"), el("p", {className: "muted"}, "Choose two versions to compare."));
 }
 
