@@ -374,6 +374,32 @@ def test_running_text_is_drawn_by_lines(server, browser, db):
     assert js(browser, "return document.activeElement.dataset.token") == tokens[-1]
 
 
+def test_playground_compares_several_versions_of_any_names(server, browser, db):
+    """Three versions side by side (two names): each pane the CLI's tokens, each further
+    version's count against the first, all kept in the URL; one more added, one removed."""
+    text = "I am Dracula; I could see there were men which came from the house. The naïve Count."
+    refs = ["en@2", "en@1", "imp@1"]
+    open_page(browser, f"{server}/playground?ref=en@2&compare=en@1&compare=imp@1&text={urllib.request.quote(text)}")
+    wait(browser, lambda: all(pane_shows(browser, ref, text) for ref in refs))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#comparison .delta")) == 2)
+    tokens = {ref: cli_json(db, "encode", ref, text, "--tokens") for ref in refs}
+    for ref in refs:
+        assert [(s["id"], s["token"]) for s in spans_of(browser, ref)] == [(t["id"], t["token"]) for t in tokens[ref]]
+    deltas = [d.get_attribute("data-delta") for d in browser.find_elements(By.CSS_SELECTOR, "#comparison .delta")]
+    assert deltas == [str(len(tokens[ref]) - len(tokens["en@2"])) for ref in refs[1:]]
+    assert js(browser, "return new URLSearchParams(location.search).getAll('compare');") == refs[1:]
+    browser.find_element(By.ID, "add-ref").click()
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "section.pane")) == 4)
+    added = js(browser, "return document.querySelectorAll('section.pane')[3].dataset.ref;")
+    assert added not in refs and cli_json(db, "show", added)["status"] == "complete"
+    wait(browser, lambda: pane_shows(browser, added, text))
+    browser.find_element(By.CSS_SELECTOR, "#more-refs .more-ref:first-child .remove").click()  # imp@1's
+    wait(browser, lambda: [s.get_attribute("data-ref") for s in browser.find_elements(By.CSS_SELECTOR, "section.pane")]
+         == ["en@2", "en@1", added])
+    assert js(browser, "return new URLSearchParams(location.search).getAll('compare');") == ["en@1", added]
+    settled(browser)
+
+
 def test_a_token_in_running_text_is_not_broken_across_lines(server, browser, db):
     """At 390 px, every token that fits on a line is drawn in one piece (" with" is not
     "·" then "with" on the next line); a run of 128 spaces wraps inside its own box."""
