@@ -761,8 +761,11 @@ def overlapping(browser) -> list[str]:
         }
         for (const row of document.querySelectorAll('tr')) {
           const cells = [...row.cells].map((c) => c.getBoundingClientRect());
-          for (let i = 1; i < cells.length; i++) {
-            if (cells[i].left < cells[i - 1].right - 1) out.push('cells of ' + row.textContent.slice(0, 20));
+          for (let i = 1; i < cells.length; i++) {  // (a phone's stacked row wraps: a cell below is no overlap)
+            const a = cells[i - 1], b = cells[i];
+            if (b.left < a.right - 1 && a.left < b.right - 1 && b.top < a.bottom - 1 && a.top < b.bottom - 1) {
+              out.push('cells of ' + row.textContent.slice(0, 20));
+            }
           }
         }
         return out;""")

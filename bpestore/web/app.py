@@ -35,6 +35,7 @@ from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumen
 from ..limits import MAX_INT
 from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..store import Store
+from . import kept
 
 STATIC = Path(__file__).resolve().parent / "static"
 # The evaluation text when none is given: a passage of Dickens's *Hard Times* (Gutenberg),
@@ -239,7 +240,10 @@ class Results:
         self.kept: dict[tuple[Any, ...], Any] = {}
         self.lock = threading.Lock()
 
-    def get(self, store: Store, refs: Iterable[str], key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    def get(self, store: Store, refs: Iterable[str], key: tuple[Any, ...], compute: Callable[[], Any],
+            *, held_out: bool = False) -> Any:
+        """``compute()``'s answer, kept; ``held_out``: one on the held-out text, in JSON,
+        also kept in a file for the next server (``kept``)."""
         versions = [store.version(ref) for ref in refs]
         if any(v.fingerprint is None for v in versions):
             return compute()
@@ -248,7 +252,11 @@ class Results:
             if full in self.kept:
                 self.kept[full] = self.kept.pop(full)  # the newest now
                 return self.kept[full]
-        value = compute()
+        value = kept.load(full, HELD_OUT.read_bytes()) if held_out else None
+        if value is None:
+            value = compute()
+            if held_out:
+                kept.save(full, HELD_OUT.read_bytes(), value)
         with self.lock:
             self.kept[full] = value
             while len(self.kept) > self.size:
@@ -331,7 +339,8 @@ def api_stats(store: Store, p: Params) -> Any:
     if corpus is not None:
         return RESULTS.get(store, refs, ("stats", corpus), lambda: corpus_scores(store, refs, corpus))
     if p.opt("text") is None:
-        return [s.to_dict() for s in RESULTS.get(store, refs, ("stats",), lambda: store.stats(refs, HELD_OUT))]
+        return RESULTS.get(store, refs, ("stats",), lambda: [s.to_dict() for s in store.stats(refs, HELD_OUT)],
+                           held_out=True)
     text = p.text()
     fd, path = tempfile.mkstemp(prefix="bpestore-web-", suffix=".txt")
     try:
@@ -410,7 +419,7 @@ def api_curve(store: Store, p: Params) -> Any:
     ref, points = p.need("ref"), p.num("points", 50, low=2, high=1000) or 50
     if p.opt("text") is None:
         chart = RESULTS.get(store, (ref,), ("curve", points),
-                            lambda: store.chart(ref, HELD_OUT, points=points).to_dict())
+                            lambda: store.chart(ref, HELD_OUT, points=points).to_dict(), held_out=True)
     else:
         text = p.text()
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

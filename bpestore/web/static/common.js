@@ -113,8 +113,9 @@ function table(head, rows, props) {
     el("thead", {}, el("tr", {}, names.map((h, i) => el("th", {scope: "col", className: numeric[i] ? "num" : null}, h)))),
     el("tbody", {}, rows.map((cells) => el("tr", cells.dataset ? {dataset: cells.dataset} : {},
       cells.map((c, i) => i === 0
-        ? el("th", {scope: "row", className: numeric[i] ? "num" : null}, c)
-        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null)}, c)))))));
+        ? el("th", {scope: "row", className: numeric[i] ? "num" : null, dataset: {label: names[i]}}, c)
+        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null),
+          dataset: {label: names[i]}}, c)))))));
 }
 
 // A key/value table whose keys are row headers.
@@ -427,8 +428,18 @@ async function scoreCard(where, refs, text, base, corpus) {
 const STALLED_S = Number(param("stalled")) || 60;  // the trainer checkpoints at least every 10 s
 
 function statusOf(v, p) {
-  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
+  if (v.status !== "complete" && p && stalledRun(p)) return "stalled";
   return v.status;
+}
+
+// Whether an unfinished version's trainer has stopped: no process holds its training lock
+// (`running` false, known at once), or, where the server cannot tell (null), no checkpoint
+// for STALLED_S seconds.
+function stalledRun(p) {
+  if (p.status === "complete") return false;
+  if (p.running === true) return false;
+  // (a run takes its lock a moment after its version is written: not stalled yet then)
+  return p.seconds_since_checkpoint > (p.running === false ? 3 : STALLED_S);
 }
 
 function resumeCommand(ref) {
@@ -483,7 +494,7 @@ function liveRate(p) {
 }
 
 function progressBlock(p) {
-  const stalled = p.seconds_since_checkpoint > STALLED_S;
+  const stalled = stalledRun(p);
   const rate = stalled ? null : liveRate(p);
   const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
   const bar = el("div", {className: stalled ? "stalled" : null});
@@ -496,8 +507,10 @@ function progressBlock(p) {
     el("span", {className: "merges", dataset: {merges: p.merges}},
       fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
     stalled
-      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
-          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
+      ? [" · ", el("strong", {className: "stalled-note"}, (p.running === false
+          ? "stalled: no trainer is running (last checkpoint " + duration(p.seconds_since_checkpoint) + " ago)"
+          : "stalled: no checkpoint for " + duration(p.seconds_since_checkpoint) + ", the trainer has probably stopped") +
+          "; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
       : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
          " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
          " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],

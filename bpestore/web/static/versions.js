@@ -211,9 +211,8 @@ async function refresh() {
     const [versions, progressList] = await Promise.all([api("versions"), api("progress", {last: 6})]);
     const progress = new Map(progressList.map((p) => [p.ref, p]));
     const names = new Set(versions.map((v) => v.name));
-    const running = progressList.filter((p) => p.seconds_since_checkpoint <= STALLED_S).length;
-    const stalled = progressList.length - running;
-    stalledNow = new Set(progressList.filter((p) => p.seconds_since_checkpoint > STALLED_S).map((p) => p.ref));
+    stalledNow = new Set(progressList.filter(stalledRun).map((p) => p.ref));
+    const stalled = stalledNow.size, running = progressList.length - stalled;
     document.getElementById("summary").textContent = versions.length
       ? fmt(versions.length) + " versions of " + fmt(names.size) + " tokenizers" +
         (running ? ", " + running + " training" : "") + (stalled ? ", " + stalled + " stalled" : "")
