@@ -530,14 +530,22 @@ def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
     assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
     settled(browser)
     # The looked-up text as a token shows it: its leading space marked. A missing token
-    # explains nothing it was not asked to.
+    # explains nothing it was not asked to, but how the version cuts the text looked up.
     open_page(browser, f"{server}/token?ref=en@1&token=%20the")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#token-shown .tok .ws.sp"))
     assert js(browser, "return document.querySelector('#token-shown .tok').dataset.token;") == " the"
     open_page(browser, f"{server}/token?ref=en@1&token=zzzzqq")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[role=alert].error"))
     assert "Dracula" not in browser.find_element(By.TAG_NAME, "main").text
-    assert not browser.find_elements(By.CSS_SELECTOR, ".explained .tok")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".explained .tok"))
+    chips = js(browser, "return [...document.querySelectorAll('.explained .tok')].map((s) => Number(s.dataset.id));")
+    assert chips == cli_json(db, "explain", "en@1", "zzzzqq")["ids"]
+    # An imported version's token has no pair count (the store's 0 is none).
+    made = cli_json(db, "merges", "imp@1")[-1]
+    assert cli_json(db, "token", "imp@1", "--id", str(made["token"]))["count"] == 0
+    open_page(browser, f"{server}/token?ref=imp@1&id={made['token']}")
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".merge-tree li")) > 1)
+    assert "pair count" not in browser.find_element(By.TAG_NAME, "main").text
 
 
 def ranked_texts(db: str, ref: str) -> dict[str, tuple[bool, int, int]]:
