@@ -225,9 +225,14 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
         if v["corpus"] is not None:
             corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
             assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
-    # The columns line up: every top row's size starts at the same x.
-    assert len({round(x) for x in js(browser, "return [...document.querySelectorAll('ul.tree.root > li > .row .size')]"
-                                              ".map((s) => s.getBoundingClientRect().left);")}) == 1
+    # The columns line up, extensions included: every row's status, size, corpus and date start
+    # at the same x, each on the row's first line.
+    for cell in (".badge", ".size", ".origin", ".date"):
+        boxes = js(browser, "return [...document.querySelectorAll('#versions .row')].map((r) => [r.querySelector("
+                            "arguments[0]).getBoundingClientRect(), r.querySelector('.ref').getBoundingClientRect()])"
+                            ".map(([c, ref]) => [Math.round(c.left), Math.round(c.top - ref.top)]);", cell)
+        assert len(boxes) == len(expected) and len({left for left, _ in boxes}) == 1, (cell, boxes)
+        assert all(abs(dy) <= 4 for _, dy in boxes), (cell, boxes)
     # Sort by name or size, filter by any text of a row; both kept in the URL.
     Select(browser.find_element(By.ID, "sort")).select_by_value("name")
     wait(browser, lambda: js(browser, group_names) == sorted(activity))
