@@ -533,15 +533,18 @@ def test_a_stopped_trainer_is_known_at_once(db_url, tmp_path):
 
 
 def test_held_out_answers_outlive_the_server(db, tmp_path, monkeypatch):
-    """A complete version's curve and score card on the held-out text are kept in a file:
-    a server started afterwards answers them without loading a tokenizer (its first
-    visit of a version page waits for neither), the same as the CLI's."""
+    """A complete version's curve and score card on the held-out text, and the first page
+    of its tokens in an order, are kept in files: a server started afterwards answers them
+    without loading a tokenizer or the whole vocabulary (the first visit of a version
+    page waits for neither), the same as the CLI's."""
     monkeypatch.setenv("BPESTORE_WEB_CACHE", str(tmp_path / "kept"))
     monkeypatch.setattr(web_app, "RESULTS", web_app.Results())
+    monkeypatch.setattr(web_app, "_whole_vocab", {})
     with TestClient(create_app(db), base_url="http://127.0.0.1") as c:
         ok(c, "/api/curve", ref="en@1", points="5")
         ok(c, "/api/stats", ref=["en@1", "en@2"])
-    assert len(list((tmp_path / "kept").iterdir())) == 2
+        ok(c, "/api/vocab", ref="en@2", order="rank", start="0", limit="30")  # a version page's first list
+    assert len(list((tmp_path / "kept").iterdir())) == 3
     monkeypatch.setattr(web_app, "RESULTS", web_app.Results())  # a new server's memory
 
     def refused(*args, **kwargs):
@@ -549,7 +552,10 @@ def test_held_out_answers_outlive_the_server(db, tmp_path, monkeypatch):
     with TestClient(create_app(db), base_url="http://127.0.0.1") as c:
         monkeypatch.setattr(c.app.state.store, "chart", refused)
         monkeypatch.setattr(c.app.state.store, "stats", refused)
+        monkeypatch.setattr(c.app.state.store, "vocab", refused)
         curve = ok(c, "/api/curve", ref="en@1", points="5")
         stats = ok(c, "/api/stats", ref=["en@1", "en@2"])
+        tokens = ok(c, "/api/vocab", ref="en@2", order="rank", start="0", limit="30")
     assert curve == cli_json(db, "plot", "en@1", "--file", str(HELD_OUT), "--points", "5")[0]
     assert stats == cli_json(db, "stats", "en@1", "en@2", "--file", str(HELD_OUT))
+    assert tokens == cli_json(db, "vocab", "en@2", "--order", "rank", "--limit", "30")

@@ -784,7 +784,8 @@ def overlapping(browser) -> list[str]:
         return out;""")
 
 
-PAGES = ["/", "/corpora", "/corpus?name=books", "/corpus?name=books&a=1&b=2", "/version?ref=en@1&order=longest", "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
+PAGES = ["/", "/corpora", "/corpus?name=books", "/corpus?name=books&a=1&b=2", "/version?ref=en@1&order=longest",
+         "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
          "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2", "/diff?a=en@1&b=long@1&order=longest",
          "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300]
 
@@ -807,8 +808,8 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
             assert overlapping(browser) == [], path
             # nor does a table scroll sideways in its own box (a wide one stacks its cells)
             wide = js(browser, "return [...document.querySelectorAll('.scroll')].filter((s) => s.offsetParent && "
-                               "!s.closest('#score, .chart, details') && !s.querySelector('.score-card') && s.scrollWidth > s.clientWidth + 1)"
-                               ".map((s) => s.querySelector('table').className);")
+                               "!s.closest('#score, .chart, details') && !s.querySelector('.score-card') && "
+                               "s.scrollWidth > s.clientWidth + 1).map((s) => s.querySelector('table').className);")
             assert path.startswith("/diff") or wide == [], (path, wide)  # (the diff page: its own test)
             sizes = js(browser, "return [...document.querySelectorAll('svg.curve text')]"
                                 ".map((t) => t.getBoundingClientRect().height);")

@@ -203,19 +203,32 @@ def vocab_page(store: Store, p: Params) -> Any:
     start, limit = p.num("start", 0) or 0, p.num("limit", VOCAB_PAGE)
     grep, prefix = p.opt("grep"), p.opt("prefix")
     version = store.version(ref)
+    first = ("vocab", version.ref, version.fingerprint, order, limit)  # a version page's first list, kept
+    if start == 0 and limit is not None and limit <= 1000 and not (grep or prefix) and version.fingerprint is not None:
+        page = kept.load(first, b"")
+        if page is None:
+            page = [t.to_dict() for t in order_tokens(whole_vocab(store, version), order)[:limit]]
+            kept.save(first, b"", page)
+        return page
     if grep or prefix or version.status != "complete":
         tokens = store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_TIMEOUT)
     else:
-        key = f"{version.ref} {version.fingerprint}"  # a complete version never changes
-        with _whole_vocab_lock:
-            tokens = _whole_vocab.get(key) or []
-        if not tokens:
-            tokens = store.vocab(version.ref)
-            with _whole_vocab_lock:
-                _whole_vocab.clear()
-                _whole_vocab[key] = tokens
+        tokens = whole_vocab(store, version)
     ranked = order_tokens(tokens, order)
     return [t.to_dict() for t in ranked[start:start + (limit if limit is not None else VOCAB_PAGE)]]
+
+
+def whole_vocab(store: Store, version: Any) -> list[Any]:
+    """A complete version's tokens, the last version's kept (a complete version never changes)."""
+    key = f"{version.ref} {version.fingerprint}"
+    with _whole_vocab_lock:
+        tokens = _whole_vocab.get(key) or []
+    if not tokens:
+        tokens = store.vocab(version.ref)
+        with _whole_vocab_lock:
+            _whole_vocab.clear()
+            _whole_vocab[key] = tokens
+    return tokens
 
 
 def api_merges(store: Store, p: Params) -> Any:
