@@ -109,6 +109,14 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#b option"))
         labels = js(browser, "return [...document.querySelectorAll('#b option')].map((o) => o.textContent);")
         assert "dead@1 [stalled]" in labels and not any("training" in label for label in labels), labels
+        for page, select in (("playground?ref=en@1", "#ref-a"), ("playground?ref=en@1", "#ref-b"),
+                             ("token?ref=en@1&token=the", "#ref")):
+            open_page(browser, f"{base}/{page}")
+            wait(browser, lambda: js(browser, "return [...document.querySelectorAll(arguments[0] + ' option')]"
+                                              ".some((o) => o.value === 'dead@1')", select))
+            labels = js(browser, "return [...document.querySelectorAll(arguments[0] + ' option')]"
+                                 ".map((o) => o.textContent);", select)
+            assert "dead@1 [stalled]" in labels and not any("training" in x for x in labels), (page, labels)
         # A resumed run finishes it (the command the page gives works).
         from click.testing import CliRunner
 

@@ -450,6 +450,10 @@ function resumeCommand(ref) {
 // unfinished one says so ("training", or "stalled" where `stalled` holds its ref).
 async function versionSelect(select, chosen, versions, stalled) {
   const list = versions || await api("versions");
+  if (!stalled) {  // asked once a list (one request, only while some version is unfinished)
+    if (!stalledAsked.has(list)) stalledAsked.set(list, stalledRefs(list));
+    stalled = await stalledAsked.get(list);
+  }
   select.replaceChildren();
   for (const v of list) {
     const status = stalled && stalled.has(v.ref) ? "stalled" : v.status;
@@ -470,6 +474,8 @@ function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+const stalledAsked = new WeakMap();  // a versions list -> the promise of its stalled refs
 
 // The refs of the unfinished versions whose trainer stopped (one request, only when some
 // version is unfinished).

@@ -125,7 +125,7 @@ async function start() {
     if (!param("ref") && versions.length) selectA.value = defaultRef(versions);
     const other = param("compare");
     const rest = versions.filter((v) => v.status === "complete" && v.ref !== selectA.value);
-    await versionSelect(selectB, other || (rest.length ? defaultRef(rest) : null));
+    await versionSelect(selectB, other || (rest.length ? defaultRef(rest) : null), versions);
     if (other) { compare.checked = true; selectB.disabled = false; }
     if (!versions.length) {
       panes.replaceChildren(el("p", {className: "muted"}, "No versions yet: bpestore train NAME --corpus C --vocab-size N"));
