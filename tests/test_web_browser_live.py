@@ -113,7 +113,7 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
                              ("token?ref=en@1&token=the", "#ref")):
             open_page(browser, f"{base}/{page}")
             wait(browser, lambda: js(browser, "return [...document.querySelectorAll(arguments[0] + ' option')]"
-                                              ".some((o) => o.value === 'dead@1')", select))
+                                              ".some((o) => o.value === 'dead@1')", select))  # noqa: B023
             labels = js(browser, "return [...document.querySelectorAll(arguments[0] + ' option')]"
                                  ".map((o) => o.textContent);", select)
             assert "dead@1 [stalled]" in labels and not any("training" in x for x in labels), (page, labels)
