@@ -231,6 +231,8 @@ function appendChars(node, chars, running) {
   if (run) node.append(run);
 }
 
+const BLANK = /^[ \t\u00a0]+$/;
+
 // A token as a span: `text` in token_text form; opts.id (shown on demand and in its label);
 // opts.running: a token in running text (its newlines break the line; else they are marks).
 function tokenSpan(text, opts) {
@@ -257,7 +259,8 @@ function tokenSpan(text, opts) {
     appendChars(span, text, o.running);
   }
   if (split) span.classList.add("split");
-  if (o.running && text.length > 24) span.classList.add("long");  // may wrap inside itself
+  // may wrap inside itself: a long token, or one of whitespace alone (a run of them must wrap)
+  if (o.running && (text.length > 24 || BLANK.test(text))) span.classList.add("long");
   if (!o.running) labelToken(span);
   return span;
 }
