@@ -789,7 +789,8 @@ PAGES = ["/", "/corpora", "/corpus?name=books", "/corpus?name=books&a=1&b=2", "/
          "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2", "/diff?a=en@1&b=long@1&order=longest",
          "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300,
          # runs of whitespace tokens (one space, one tab each) wrap too
-         "/playground?ref=en@1&compare=long@1&text=a" + "%20" * 60 + "b", "/playground?ref=en@1&text=a" + "%09" * 40 + "b"]
+         "/playground?ref=en@1&compare=long@1&text=a" + "%20" * 60 + "b",
+         "/playground?ref=en@1&text=a" + "%09" * 40 + "b"]
 
 
 def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
