@@ -225,9 +225,14 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
         if v["corpus"] is not None:
             corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
             assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
-    # The columns line up: every top row's size starts at the same x.
-    assert len({round(x) for x in js(browser, "return [...document.querySelectorAll('ul.tree.root > li > .row .size')]"
-                                              ".map((s) => s.getBoundingClientRect().left);")}) == 1
+    # The columns line up, extensions included: every row's status, size, corpus and date start
+    # at the same x, each on the row's first line.
+    for cell in (".badge", ".size", ".origin", ".date"):
+        boxes = js(browser, "return [...document.querySelectorAll('#versions .row')].map((r) => [r.querySelector("
+                            "arguments[0]).getBoundingClientRect(), r.querySelector('.ref').getBoundingClientRect()])"
+                            ".map(([c, ref]) => [Math.round(c.left), Math.round(c.top - ref.top)]);", cell)
+        assert len(boxes) == len(expected) and len({left for left, _ in boxes}) == 1, (cell, boxes)
+        assert all(abs(dy) <= 4 for _, dy in boxes), (cell, boxes)
     # Sort by name or size, filter by any text of a row; both kept in the URL.
     Select(browser.find_element(By.ID, "sort")).select_by_value("name")
     wait(browser, lambda: js(browser, group_names) == sorted(activity))
@@ -581,14 +586,22 @@ def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
     assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
     settled(browser)
     # The looked-up text as a token shows it: its leading space marked. A missing token
-    # explains nothing it was not asked to.
+    # explains nothing it was not asked to, but how the version cuts the text looked up.
     open_page(browser, f"{server}/token?ref=en@1&token=%20the")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#token-shown .tok .ws.sp"))
     assert js(browser, "return document.querySelector('#token-shown .tok').dataset.token;") == " the"
     open_page(browser, f"{server}/token?ref=en@1&token=zzzzqq")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[role=alert].error"))
     assert "Dracula" not in browser.find_element(By.TAG_NAME, "main").text
-    assert not browser.find_elements(By.CSS_SELECTOR, ".explained .tok")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".explained .tok"))
+    chips = js(browser, "return [...document.querySelectorAll('.explained .tok')].map((s) => Number(s.dataset.id));")
+    assert chips == cli_json(db, "explain", "en@1", "zzzzqq")["ids"]
+    # An imported version's token has no pair count (the store's 0 is none).
+    made = cli_json(db, "merges", "imp@1")[-1]
+    assert cli_json(db, "token", "imp@1", "--id", str(made["token"]))["count"] == 0
+    open_page(browser, f"{server}/token?ref=imp@1&id={made['token']}")
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".merge-tree li")) > 1)
+    assert "pair count" not in browser.find_element(By.TAG_NAME, "main").text
 
 
 def ranked_texts(db: str, ref: str) -> dict[str, tuple[bool, int, int]]:
@@ -818,16 +831,23 @@ def overlapping(browser) -> list[str]:
         }
         for (const row of document.querySelectorAll('tr')) {
           const cells = [...row.cells].map((c) => c.getBoundingClientRect());
-          for (let i = 1; i < cells.length; i++) {
-            if (cells[i].left < cells[i - 1].right - 1) out.push('cells of ' + row.textContent.slice(0, 20));
+          for (let i = 1; i < cells.length; i++) {  // (a phone's stacked row wraps: a cell below is no overlap)
+            const a = cells[i - 1], b = cells[i];
+            if (b.left < a.right - 1 && a.left < b.right - 1 && b.top < a.bottom - 1 && a.top < b.bottom - 1) {
+              out.push('cells of ' + row.textContent.slice(0, 20));
+            }
           }
         }
         return out;""")
 
 
-PAGES = ["/", "/corpora", "/corpus?name=books", "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
+PAGES = ["/", "/corpora", "/corpus?name=books", "/corpus?name=books&a=1&b=2", "/version?ref=en@1&order=longest",
+         "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
          "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2", "/diff?a=en@1&b=long@1&order=longest",
-         "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300]
+         "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300,
+         # runs of whitespace tokens (one space, one tab each) wrap too
+         "/playground?ref=en@1&compare=long@1&text=a" + "%20" * 60 + "b",
+         "/playground?ref=en@1&text=a" + "%09" * 40 + "b"]
 
 
 def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
@@ -846,6 +866,11 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
             assert unlabelled == [], path
             assert js(browser, "return document.querySelectorAll('th:not([scope])').length") == 0, path
             assert overlapping(browser) == [], path
+            # nor does a table scroll sideways in its own box (a wide one stacks its cells)
+            wide = js(browser, "return [...document.querySelectorAll('.scroll')].filter((s) => s.offsetParent && "
+                               "!s.closest('#score, .chart, details') && !s.querySelector('.score-card') && "
+                               "s.scrollWidth > s.clientWidth + 1).map((s) => s.querySelector('table').className);")
+            assert path.startswith("/diff") or wide == [], (path, wide)  # (the diff page: its own test)
             sizes = js(browser, "return [...document.querySelectorAll('svg.curve text')]"
                                 ".map((t) => t.getBoundingClientRect().height);")
             assert all(h >= 10 for h in sizes), (path, sizes)  # chart labels stay readable

@@ -113,8 +113,9 @@ function table(head, rows, props) {
     el("thead", {}, el("tr", {}, names.map((h, i) => el("th", {scope: "col", className: numeric[i] ? "num" : null}, h)))),
     el("tbody", {}, rows.map((cells) => el("tr", cells.dataset ? {dataset: cells.dataset} : {},
       cells.map((c, i) => i === 0
-        ? el("th", {scope: "row", className: numeric[i] ? "num" : null}, c)
-        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null)}, c)))))));
+        ? el("th", {scope: "row", className: numeric[i] ? "num" : null, dataset: {label: names[i]}}, c)
+        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null),
+          dataset: {label: names[i]}}, c)))))));
 }
 
 // A key/value table whose keys are row headers.
@@ -230,6 +231,8 @@ function appendChars(node, chars, running) {
   if (run) node.append(run);
 }
 
+const BLANK = /^[ \t\u00a0]+$/;
+
 // A token as a span: `text` in token_text form; opts.id (shown on demand and in its label);
 // opts.running: a token in running text (its newlines break the line; else they are marks).
 function tokenSpan(text, opts) {
@@ -256,7 +259,8 @@ function tokenSpan(text, opts) {
     appendChars(span, text, o.running);
   }
   if (split) span.classList.add("split");
-  if (o.running && text.length > 24) span.classList.add("long");  // may wrap inside itself
+  // may wrap inside itself: a long token, or one of whitespace alone (a run of them must wrap)
+  if (o.running && (text.length > 24 || BLANK.test(text))) span.classList.add("long");
   if (!o.running) labelToken(span);
   return span;
 }
@@ -448,8 +452,18 @@ async function scoreCard(where, refs, text, base, corpus) {
 const STALLED_S = Number(param("stalled")) || 60;  // the trainer checkpoints at least every 10 s
 
 function statusOf(v, p) {
-  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
+  if (v.status !== "complete" && p && stalledRun(p)) return "stalled";
   return v.status;
+}
+
+// Whether an unfinished version's trainer has stopped: no process holds its training lock
+// (`running` false, known at once), or, where the server cannot tell (null), no checkpoint
+// for STALLED_S seconds.
+function stalledRun(p) {
+  if (p.status === "complete") return false;
+  if (p.running === true) return false;
+  // (a run takes its lock a moment after its version is written: not stalled yet then)
+  return p.seconds_since_checkpoint > (p.running === false ? 3 : STALLED_S);
 }
 
 function resumeCommand(ref) {
@@ -460,6 +474,10 @@ function resumeCommand(ref) {
 // unfinished one says so ("training", or "stalled" where `stalled` holds its ref).
 async function versionSelect(select, chosen, versions, stalled) {
   const list = versions || await api("versions");
+  if (!stalled) {  // asked once a list (one request, only while some version is unfinished)
+    if (!stalledAsked.has(list)) stalledAsked.set(list, stalledRefs(list));
+    stalled = await stalledAsked.get(list);
+  }
   select.replaceChildren();
   for (const v of list) {
     const status = stalled && stalled.has(v.ref) ? "stalled" : v.status;
@@ -480,6 +498,8 @@ function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+const stalledAsked = new WeakMap();  // a versions list -> the promise of its stalled refs
 
 // The refs of the unfinished versions whose trainer stopped (one request, only when some
 // version is unfinished).
@@ -504,7 +524,7 @@ function liveRate(p) {
 }
 
 function progressBlock(p) {
-  const stalled = p.seconds_since_checkpoint > STALLED_S;
+  const stalled = stalledRun(p);
   const rate = stalled ? null : liveRate(p);
   const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
   const bar = el("div", {className: stalled ? "stalled" : null});
@@ -517,8 +537,10 @@ function progressBlock(p) {
     el("span", {className: "merges", dataset: {merges: p.merges}},
       fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
     stalled
-      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
-          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
+      ? [" · ", el("strong", {className: "stalled-note"}, (p.running === false
+          ? "stalled: no trainer is running (last checkpoint " + duration(p.seconds_since_checkpoint) + " ago)"
+          : "stalled: no checkpoint for " + duration(p.seconds_since_checkpoint) + ", the trainer has probably stopped") +
+          "; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
       : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
          " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
          " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],

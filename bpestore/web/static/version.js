@@ -46,6 +46,10 @@ async function watchProgress() {
     const status = statusOf(version, p);
     put(where, progressBlock(p));
     where.dataset.status = status;
+    for (const [label, value] of [["tokens", fmt(p.vocab_size)], ["merges", fmt(p.merges)]]) {  // the facts grow too
+      const th = [...document.querySelectorAll("#info table.info th")].find((h) => h.textContent === label);
+      if (th) th.nextElementSibling.textContent = value;
+    }
     const badge = document.querySelector("#info .badge.status");
     if (badge) { badge.textContent = status; badge.className = "badge status " + status; }
   } catch (error) {
@@ -75,7 +79,7 @@ async function loadTokens() {
     const counted = !imported(version);
     where.replaceChildren(table(["id#", "token", "bytes#", "kind", "rank#", ...(counted ? ["pair count#"] : [])],
       tokens.map((t, i) => Object.assign([tokenLink(t), spans[i], t.bytes, t.kind, t.rank === null ? "" : fmt(t.rank),
-        ...(counted ? [t.count ? fmt(t.count) : "-"] : [])], {dataset: {id: t.id}})), {className: "tokens-table"}));
+        ...(counted ? [t.count ? fmt(t.count) : "-"] : [])], {dataset: {id: t.id}})), {className: "tokens-table stack"}));
   } catch (error) {
     tokenPager.where.textContent = "";
     showError(where, error);
@@ -93,7 +97,7 @@ async function loadMerges() {
       const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
       return [fmt(m.rank), el("span", {className: "pair"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
         tokenLink({id: m.token}), ...(counted ? [m.count ? fmt(m.count) : "-"] : [])];
-    }), {className: "merges-table"}));
+    }), {className: "merges-table stack"}));
   } catch (error) {
     showError(where, error);
   }
@@ -206,10 +210,12 @@ async function start() {
   // have to load the tokenizers.
   loading(document.getElementById("score"));
   loading(document.getElementById("curve"));
-  await Promise.all([loadMerges(), loadTokens()]);
-  drawn();
-  await overlayChoices(v).catch(() => {});
+  const lists = Promise.all([loadMerges(), loadTokens()]);
+  const choices = overlayChoices(v).catch(() => {});  // asked beside the lists: the curve waits on them
   evalSets(document.getElementById("eval-set")).then(() => document.getElementById("eval-set").addEventListener("change", loadCurve));
+  await lists;
+  drawn();
+  await choices;
   loadCurve();
 }
 
