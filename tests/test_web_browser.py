@@ -850,6 +850,28 @@ PAGES = ["/", "/corpora", "/corpus?name=books", "/corpus?name=books&a=1&b=2", "/
          "/playground?ref=en@1&text=a" + "%09" * 40 + "b"]
 
 
+def test_a_longest_match_version_asks_no_curve(browser, tmp_path):
+    """A version that segments by longest match (SentencePiece-style) has no curve along
+    merge ranks: its page says why in a muted note and makes no request that fails."""
+    from bpestore import TokenizerSpec
+
+    path = str(tmp_path / "lm.db")
+    vocab, merges = long_tokens()
+    with bpestore.open(path) as store:
+        store.import_vocab("lm", vocab, merges, spec=TokenizerSpec(segmentation="longest-match"))
+    process, base = serve(path)
+    try:
+        open_page(browser, f"{base}/version?ref=lm@1")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#curve .note"))
+        settled(browser)  # no console error: no request answered 400
+        note = browser.find_element(By.CSS_SELECTOR, "#curve .note")
+        assert "longest" in note.text and "muted" in note.get_attribute("class")
+        assert not [r for r in api_requests(browser) if "/api/curve" in r]
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
 def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
     browser.set_window_size(390, 844)
     try:
@@ -868,9 +890,9 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
             assert overlapping(browser) == [], path
             # nor does a table scroll sideways in its own box (a wide one stacks its cells)
             wide = js(browser, "return [...document.querySelectorAll('.scroll')].filter((s) => s.offsetParent && "
-                               "!s.closest('#score, .chart, details') && !s.querySelector('.score-card') && "
+                               "!s.closest('.chart, details') && "
                                "s.scrollWidth > s.clientWidth + 1).map((s) => s.querySelector('table').className);")
-            assert path.startswith("/diff") or wide == [], (path, wide)  # (the diff page: its own test)
+            assert wide == [], (path, wide)
             sizes = js(browser, "return [...document.querySelectorAll('svg.curve text')]"
                                 ".map((t) => t.getBoundingClientRect().height);")
             assert all(h >= 10 for h in sizes), (path, sizes)  # chart labels stay readable

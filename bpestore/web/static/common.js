@@ -439,7 +439,7 @@ async function scoreCard(where, refs, text, base, corpus) {
     put(where, table(["version", "tokens#", "change#", "bytes/token#", "tokens/word#", "vocabulary used#", "unknown#"],
       stats.map((s) => Object.assign([versionLink(s.ref), fmt(s.tokens), change(s), s.bytes_per_token.toFixed(3),
         s.tokens_per_word === null ? "-" : s.tokens_per_word.toFixed(3), share(s.vocab_use), share(s.unknown_share)],
-      {dataset: {ref: s.ref}})), {className: "score-card"}),
+      {dataset: {ref: s.ref}})), {className: "score-card stack"}),
     el("p", {className: "muted"}, "On " + (corpus ? "the corpus " + first.file + " (exact, from its word counts)" : text ? "your text" : HELD_OUT) + ": " + fmt(first.bytes) + " bytes, " + fmt(first.words) +
       " words; change: tokens against " + first.ref + "."));
   } catch (error) {

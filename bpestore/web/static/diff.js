@@ -29,7 +29,7 @@ function mergeTable(ref, merges) {
     const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
     return [fmt(m.rank), el("span", {className: "pair"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
       link("/token", {ref, id: m.token}, String(m.token)), ...(counted ? [m.count === null ? "-" : fmt(m.count)] : [])];
-  }), {className: "merge-list"});
+  }), {className: "merge-list stack"});
 }
 
 function sectionItems(d, name, page) {
@@ -39,7 +39,7 @@ function sectionItems(d, name, page) {
   if (name === "changed_ids") {
     return table(["id#", d.a.ref, d.b.ref], page.items.map((c) => Object.assign(
       [link("/token", {ref: d.b.ref, id: c.id}, String(c.id)), tokenSpan(c.a, {id: c.id}), tokenSpan(c.b, {id: c.id})],
-      {dataset: {id: c.id}})), {className: "changed"});
+      {dataset: {id: c.id}})), {className: "changed stack"});
   }
   return el("div", {className: "chips", role: "list"}, colourTokens(page.items.map(chip)));
 }
@@ -116,9 +116,9 @@ function summary(d) {
         " and adds " + fmt(newMerges) + "."]
       : ["The first ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges are shared; then they part: ",
         fmt(d.counts.new_merges) + " merges only in " + vb.ref + ", " + fmt(d.counts.removed_merges) + " only in " + va.ref + "."]),
-    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed"}, fmt(d.counts.changed_ids)),
+    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed stack"}, fmt(d.counts.changed_ids)),
       d.counts.changed_ids ? " (a text encoded with one is not decoded right by the other)" : " (ids shared by both mean the same bytes)"),
-    specRows.length ? [el("h2", {}, "Spec changes"), table(["field", va.ref, vb.ref], specRows, {className: "spec-changes"})]
+    specRows.length ? [el("h2", {}, "Spec changes"), table(["field", va.ref, vb.ref], specRows, {className: "spec-changes stack"})]
       : el("p", {className: "same-spec"}, "Same spec (pre-tokenizer, normalizer, alphabet, special tokens…)."),
   ];
 }

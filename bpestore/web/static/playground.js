@@ -96,17 +96,17 @@ function comparedRefs() {
 }
 
 // One more version to compare with: a select of every version, and a button that removes it.
-function addVersion(chosen) {
+async function addVersion(chosen) {
   const n = moreRefs.querySelectorAll("select").length;
   const select = el("select", {id: "ref-more-" + n, "aria-label": "version " + (n + 3)});
   const shown = new Set([selectA.value, ...comparedRefs()]);
   const fresh = versionList.find((v) => v.status === "complete" && !shown.has(v.ref));
-  versionSelect(select, chosen || (fresh || {}).ref, versionList);
   const remove = el("button", {type: "button", className: "remove", "aria-label": "remove this version"}, "×");
   const box = el("span", {className: "more-ref"}, select, remove);
   select.addEventListener("change", update);
   remove.addEventListener("click", () => { box.remove(); update(); });
   moreRefs.append(box);
+  await versionSelect(select, chosen || (fresh || {}).ref, versionList);
 }
 
 async function update() {
@@ -157,7 +157,7 @@ async function start() {
     const rest = versions.filter((v) => v.status === "complete" && v.ref !== selectA.value);
     await versionSelect(selectB, other || (rest.length ? defaultRef(rest) : null), versions);
     if (other) { compare.checked = true; selectB.disabled = false; addRef.disabled = false; }
-    for (const ref of more) addVersion(ref);
+    for (const ref of more) await addVersion(ref);
     if (!versions.length) {
       panes.replaceChildren(el("p", {className: "muted"}, "No versions yet: bpestore train NAME --corpus C --vocab-size N"));
       return;
@@ -175,7 +175,7 @@ async function start() {
     moreRefs.hidden = !compare.checked;
     update();
   });
-  addRef.addEventListener("click", () => { addVersion(); update(); });
+  addRef.addEventListener("click", async () => { await addVersion(); update(); });
   update();
 }
 

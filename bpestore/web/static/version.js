@@ -128,10 +128,14 @@ async function loadCurve(event) {
     document.getElementById("eval-set").value);
   const where = document.getElementById("curve");
   loading(where);
-  const refs = [ref, ...others];
+  // A version that does not segment by merges (longest match) has no curve along merge ranks: not asked.
+  const segmentation = (version.spec || {}).segmentation || "merge";
+  const refs = segmentation === "merge" ? [ref, ...others] : others;
   const results = await Promise.all(refs.map((r) => (text
     ? api("curve", undefined, {ref: r, text, points: 60, per_rank: "0"})
     : api("curve", {ref: r, points: 60, per_rank: "0"})).catch((error) => ({error, ref: r}))));
+  if (segmentation !== "merge") results.unshift({error: new Error("it segments by " + segmentation +
+    " (the longest piece first), not along merge ranks"), ref});
   const good = results.filter((c) => !c.error);
   const failed = results.filter((c) => c.error).map((c) => el("p", {className: "muted note"},
     "No compression curve for " + c.ref + ": " + c.error.message));
