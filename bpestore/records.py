@@ -382,7 +382,9 @@ class MergeInfo:
 class VersionProgress:
     """How far a version's training got, read from its checkpointed merge rows:
     ``merges`` written of ``target_merges`` (None: up to ``target_vocab_size``),
-    ``rate`` merges per second from creation to the last checkpoint, the last merges."""
+    ``rate`` merges per second from creation to the last checkpoint, the last merges;
+    ``running``: whether a process holds its training lock now (False: the run stopped,
+    killed or not; None: complete, or not knowable on this database)."""
 
     version: VersionInfo
     merges: int
@@ -390,6 +392,7 @@ class VersionProgress:
     rate: float | None
     seconds_since_checkpoint: float
     last_merges: tuple[MergeInfo, ...]
+    running: bool | None = None
 
     @property
     def fraction(self) -> float | None:
@@ -405,7 +408,7 @@ class VersionProgress:
         return {"ref": v.ref, "status": v.status, "merges": self.merges, "target_merges": self.target_merges,
                 "vocab_size": v.vocab_size, "target_vocab_size": v.target_vocab_size,
                 "fraction": self.fraction, "rate": self.rate,
-                "seconds_since_checkpoint": round(self.seconds_since_checkpoint, 3),
+                "seconds_since_checkpoint": round(self.seconds_since_checkpoint, 3), "running": self.running,
                 "created_at": v.created_at.isoformat(), "updated_at": v.updated_at.isoformat(),
                 "last_merges": [m.to_dict() for m in self.last_merges]}
 

@@ -24,6 +24,11 @@ collect_ignore = ["data"]
 # (a folder that does not exist runs the suite as a fresh clone would, on the fixtures alone).
 CORPORA = Path(os.environ.get("BPESTORE_TEST_CORPORA") or Path(__file__).resolve().parents[2] / "shared" / "corpora")
 PG_URL = os.environ.get("BPESTORE_TEST_PG_URL")
+# The web view's kept answers (bpestore.web.kept) go to a folder of this run's, not ~/.cache
+# (the servers the tests start inherit it).
+if "BPESTORE_WEB_CACHE" not in os.environ:
+    os.environ["BPESTORE_WEB_CACHE"] = tempfile.mkdtemp(prefix="bpestore-web-kept-")
+    atexit.register(shutil.rmtree, os.environ["BPESTORE_WEB_CACHE"], ignore_errors=True)
 # The encoders faster than the pure-Python path: the compiled core, or tiktoken's where it is not built.
 FAST_BACKENDS = ("compiled (C)", "tiktoken")
 

@@ -395,6 +395,7 @@ def test_progress_while_training_reads_the_checkpointed_rows(db_url, tmp_path):
         release.set()
         trainer.join()
     assert info["status"] == "training" and 40 <= info["merges"] <= 45 and info["target_merges"] == 120
+    assert info["running"] is True  # its trainer holds the version's training lock
     assert info["fraction"] == info["merges"] / 120
     assert training == [info] or [t["ref"] for t in training] == ["en@1"]
     assert listed[0]["status"] == "training"
@@ -505,3 +506,56 @@ def test_a_corpus_as_evaluation_set(db, client):
     assert response.status_code == 200
     assert [(r["ref"], r["tokens"], r["bytes_per_token"]) for r in response.json()] == \
         [(e["ref"], e["tokens"], e["bytes_per_token"]) for e in expected]
+
+
+def test_a_stopped_trainer_is_known_at_once(db_url, tmp_path):
+    """A trainer killed after some checkpoints leaves its version "training"; its progress
+    says at once that no run holds it (``running`` false: its training lock is free),
+    asked without taking the lock (a run started then is not refused)."""
+    import subprocess
+    import sys
+
+    with bpestore.open(db_url) as store:
+        store.ingest("books", [str(bpestore.sample_path())], workers=1)
+    script = ("import os, sys, bpestore\n"
+              "def progress(p):\n"
+              "    if p.done >= 40: os._exit(3)\n"
+              "with bpestore.open(sys.argv[1]) as store:\n"
+              "    store.train('dead', corpus='books', merges=400, checkpoint_every=10, progress=progress)\n")
+    assert subprocess.run([sys.executable, "-c", script, db_url], timeout=120).returncode == 3
+    with TestClient(create_app(db_url), base_url="http://127.0.0.1") as c:
+        info = ok(c, "/api/progress", ref="dead@1", last="0")
+        assert info["status"] == "training" and info["running"] is False
+        assert ok(c, "/api/progress", ref="dead@1", last="0")["running"] is False  # asking took nothing
+        with bpestore.open(db_url) as store:  # the run the page tells of resumes it
+            store.resume("dead@1")
+        assert ok(c, "/api/progress", ref="dead@1")["running"] is None  # complete
+
+
+def test_held_out_answers_outlive_the_server(db, tmp_path, monkeypatch):
+    """A complete version's curve and score card on the held-out text, and the first page
+    of its tokens in an order, are kept in files: a server started afterwards answers them
+    without loading a tokenizer or the whole vocabulary (the first visit of a version
+    page waits for neither), the same as the CLI's."""
+    monkeypatch.setenv("BPESTORE_WEB_CACHE", str(tmp_path / "kept"))
+    monkeypatch.setattr(web_app, "RESULTS", web_app.Results())
+    monkeypatch.setattr(web_app, "_whole_vocab", {})
+    with TestClient(create_app(db), base_url="http://127.0.0.1") as c:
+        ok(c, "/api/curve", ref="en@1", points="5")
+        ok(c, "/api/stats", ref=["en@1", "en@2"])
+        ok(c, "/api/vocab", ref="en@2", order="rank", start="0", limit="30")  # a version page's first list
+    assert len(list((tmp_path / "kept").iterdir())) == 3
+    monkeypatch.setattr(web_app, "RESULTS", web_app.Results())  # a new server's memory
+
+    def refused(*args, **kwargs):
+        raise AssertionError("computed again")
+    with TestClient(create_app(db), base_url="http://127.0.0.1") as c:
+        monkeypatch.setattr(c.app.state.store, "chart", refused)
+        monkeypatch.setattr(c.app.state.store, "stats", refused)
+        monkeypatch.setattr(c.app.state.store, "vocab", refused)
+        curve = ok(c, "/api/curve", ref="en@1", points="5")
+        stats = ok(c, "/api/stats", ref=["en@1", "en@2"])
+        tokens = ok(c, "/api/vocab", ref="en@2", order="rank", start="0", limit="30")
+    assert curve == cli_json(db, "plot", "en@1", "--file", str(HELD_OUT), "--points", "5")[0]
+    assert stats == cli_json(db, "stats", "en@1", "en@2", "--file", str(HELD_OUT))
+    assert tokens == cli_json(db, "vocab", "en@2", "--order", "rank", "--limit", "30")

@@ -225,9 +225,14 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
         if v["corpus"] is not None:
             corpus = li.find_element(By.CSS_SELECTOR, ".row a[href^='/corpus']")
             assert corpus.text == f"{v['corpus']}@{v['corpus_generation']}"
-    # The columns line up: every top row's size starts at the same x.
-    assert len({round(x) for x in js(browser, "return [...document.querySelectorAll('ul.tree.root > li > .row .size')]"
-                                              ".map((s) => s.getBoundingClientRect().left);")}) == 1
+    # The columns line up, extensions included: every row's status, size, corpus and date start
+    # at the same x, each on the row's first line.
+    for cell in (".badge", ".size", ".origin", ".date"):
+        boxes = js(browser, "return [...document.querySelectorAll('#versions .row')].map((r) => [r.querySelector("
+                            "arguments[0]).getBoundingClientRect(), r.querySelector('.ref').getBoundingClientRect()])"
+                            ".map(([c, ref]) => [Math.round(c.left), Math.round(c.top - ref.top)]);", cell)
+        assert len(boxes) == len(expected) and len({left for left, _ in boxes}) == 1, (cell, boxes)
+        assert all(abs(dy) <= 4 for _, dy in boxes), (cell, boxes)
     # Sort by name or size, filter by any text of a row; both kept in the URL.
     Select(browser.find_element(By.ID, "sort")).select_by_value("name")
     wait(browser, lambda: js(browser, group_names) == sorted(activity))
@@ -259,7 +264,7 @@ def test_registry_shows_the_lineage_tree_and_timeline(server, browser, db):
 
 
 def spans_of(browser, ref: str) -> list[dict]:
-    return js(browser, "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens > .tok`)]"
+    return js(browser, "return [...document.querySelectorAll(`section[data-ref='${arguments[0]}'] .tokens .tok`)]"
                        ".map((s) => ({id: Number(s.dataset.id), token: s.dataset.token, text: s.textContent, "
                        "split: s.classList.contains('split'), label: labelToken(s).getAttribute('aria-label'), "
                        "colour: getComputedStyle(s).backgroundColor, differs: s.classList.contains('differs')}));", ref)
@@ -333,19 +338,70 @@ def test_playground_tokens_are_readable(server, browser, db):
     # Ids by keyboard: one tab stop, arrows move, the focused token's id is announced; or all shown.
     row = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens")
     row.click()
-    first = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens > .tok")
+    first = browser.find_element(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok")
     first.send_keys(Keys.ARROW_RIGHT)
     focused = js(browser, "return [document.activeElement.dataset.id, "
                           "document.querySelector(\"section[data-ref='en@1'] .tokinfo\").textContent,"
                           "document.activeElement.getAttribute('aria-label')];")
     assert focused[0] == str(expected[1]["id"]) and focused[1].startswith(f"id {expected[1]['id']} · ")
     assert focused[2].startswith(f"id {expected[1]['id']}: ")  # named for a screen reader as it gets focus
-    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .tok\")]"
+    assert js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens .tok\")]"
                        ".filter((s) => s.tabIndex === 0).length") == 1
     browser.find_element(By.ID, "toggle-ids").click()
     assert js(browser, "return getComputedStyle(document.querySelector(\"section[data-ref='en@1'] .tok\"), '::after')"
                        ".content") == f'"{expected[0]["id"]}"'
     browser.find_element(By.ID, "toggle-ids").click()
+    settled(browser)
+
+
+def test_running_text_is_drawn_by_lines(server, browser, db):
+    """A long text's tokens are grouped by line (each group ends after a token ending in a
+    newline), groups off screen left unpainted; the arrow keys cross from one line to the next."""
+    text = "".join(f"line {i} of the castle, with the count\n" for i in range(300))
+    open_page(browser, f"{server}/playground?ref=en@1&text=" + urllib.parse.quote(text))
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens .tok"))
+    settled(browser)
+    lines = js(browser, "return [...document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .line\")]"
+                        ".map((l) => [[...l.children].map((t) => t.dataset.token),"
+                        " getComputedStyle(l).contentVisibility]);")
+    tokens = [t for line, _ in lines for t in line]
+    assert "".join(tokens) == text and len(lines) == 300
+    assert all(line[-1].endswith("\n") and not any(t.endswith("\n") for t in line[:-1]) for line, _ in lines)
+    assert {visibility for _, visibility in lines} == {"auto"}
+    last_of_first = browser.find_elements(By.CSS_SELECTOR, "section[data-ref='en@1'] .tokens > .line")[0] \
+        .find_elements(By.CSS_SELECTOR, ".tok")[-1]
+    js(browser, "arguments[0].focus(); arguments[0].dispatchEvent(new KeyboardEvent('keydown', "
+                "{key: 'ArrowRight', bubbles: true}));", last_of_first)
+    assert js(browser, "return document.activeElement.parentNode === "
+                       "document.querySelectorAll(\"section[data-ref='en@1'] .tokens > .line\")[1] && "
+                       "!document.activeElement.previousElementSibling;")
+    js(browser, "document.activeElement.dispatchEvent(new KeyboardEvent('keydown', {key: 'End', bubbles: true}));")
+    assert js(browser, "return document.activeElement.dataset.token") == tokens[-1]
+
+
+def test_playground_compares_several_versions_of_any_names(server, browser, db):
+    """Three versions side by side (two names): each pane the CLI's tokens, each further
+    version's count against the first, all kept in the URL; one more added, one removed."""
+    text = "I am Dracula; I could see there were men which came from the house. The naïve Count."
+    refs = ["en@2", "en@1", "imp@1"]
+    open_page(browser, f"{server}/playground?ref=en@2&compare=en@1&compare=imp@1&text={urllib.request.quote(text)}")
+    wait(browser, lambda: all(pane_shows(browser, ref, text) for ref in refs))
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "#comparison .delta")) == 2)
+    tokens = {ref: cli_json(db, "encode", ref, text, "--tokens") for ref in refs}
+    for ref in refs:
+        assert [(s["id"], s["token"]) for s in spans_of(browser, ref)] == [(t["id"], t["token"]) for t in tokens[ref]]
+    deltas = [d.get_attribute("data-delta") for d in browser.find_elements(By.CSS_SELECTOR, "#comparison .delta")]
+    assert deltas == [str(len(tokens[ref]) - len(tokens["en@2"])) for ref in refs[1:]]
+    assert js(browser, "return new URLSearchParams(location.search).getAll('compare');") == refs[1:]
+    browser.find_element(By.ID, "add-ref").click()
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, "section.pane")) == 4)
+    added = js(browser, "return document.querySelectorAll('section.pane')[3].dataset.ref;")
+    assert added not in refs and cli_json(db, "show", added)["status"] == "complete"
+    wait(browser, lambda: pane_shows(browser, added, text))
+    browser.find_element(By.CSS_SELECTOR, "#more-refs .more-ref:first-child .remove").click()  # imp@1's
+    wait(browser, lambda: [s.get_attribute("data-ref") for s in browser.find_elements(By.CSS_SELECTOR, "section.pane")]
+         == ["en@2", "en@1", added])
+    assert js(browser, "return new URLSearchParams(location.search).getAll('compare');") == ["en@1", added]
     settled(browser)
 
 
@@ -530,14 +586,22 @@ def test_token_page_shows_the_merge_tree_and_explains(server, browser, db):
     assert Select(browser.find_element(By.ID, "by")).first_selected_option.get_attribute("value") == "id"
     settled(browser)
     # The looked-up text as a token shows it: its leading space marked. A missing token
-    # explains nothing it was not asked to.
+    # explains nothing it was not asked to, but how the version cuts the text looked up.
     open_page(browser, f"{server}/token?ref=en@1&token=%20the")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#token-shown .tok .ws.sp"))
     assert js(browser, "return document.querySelector('#token-shown .tok').dataset.token;") == " the"
     open_page(browser, f"{server}/token?ref=en@1&token=zzzzqq")
     wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "[role=alert].error"))
     assert "Dracula" not in browser.find_element(By.TAG_NAME, "main").text
-    assert not browser.find_elements(By.CSS_SELECTOR, ".explained .tok")
+    wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, ".explained .tok"))
+    chips = js(browser, "return [...document.querySelectorAll('.explained .tok')].map((s) => Number(s.dataset.id));")
+    assert chips == cli_json(db, "explain", "en@1", "zzzzqq")["ids"]
+    # An imported version's token has no pair count (the store's 0 is none).
+    made = cli_json(db, "merges", "imp@1")[-1]
+    assert cli_json(db, "token", "imp@1", "--id", str(made["token"]))["count"] == 0
+    open_page(browser, f"{server}/token?ref=imp@1&id={made['token']}")
+    wait(browser, lambda: len(browser.find_elements(By.CSS_SELECTOR, ".merge-tree li")) > 1)
+    assert "pair count" not in browser.find_element(By.TAG_NAME, "main").text
 
 
 def ranked_texts(db: str, ref: str) -> dict[str, tuple[bool, int, int]]:
@@ -616,6 +680,12 @@ def test_a_diff_of_unrelated_versions_is_one_request_with_every_section(server, 
     requests = api_requests(browser)
     assert len(requests) <= 10 and sum("/api/diff_view" in r for r in requests) == 1, requests
     assert not any("/api/token" in r or "/api/merges" in r for r in requests), requests
+    # Not one after another: the diff is asked beside the version list, the score card beside the diff.
+    times = js(browser, "return Object.fromEntries(performance.getEntriesByType('resource')"
+                        ".filter((r) => r.name.includes('/api/')).map((r) => [new URL(r.name).pathname, "
+                        "[r.startTime, r.responseEnd]]));")
+    assert times["/api/diff_view"][0] < times["/api/versions"][1], times
+    assert times["/api/stats"][0] < times["/api/diff_view"][1], times
     merges = {ref: cli_json(db, "merges", ref) for ref in ("en@1", "imp@1")}
     pairs = {ref: {tuple(m["pair"]) for m in ms} for ref, ms in merges.items()}
     only_imp = [m for m in merges["imp@1"] if tuple(m["pair"]) not in pairs["en@1"]]
@@ -761,16 +831,45 @@ def overlapping(browser) -> list[str]:
         }
         for (const row of document.querySelectorAll('tr')) {
           const cells = [...row.cells].map((c) => c.getBoundingClientRect());
-          for (let i = 1; i < cells.length; i++) {
-            if (cells[i].left < cells[i - 1].right - 1) out.push('cells of ' + row.textContent.slice(0, 20));
+          for (let i = 1; i < cells.length; i++) {  // (a phone's stacked row wraps: a cell below is no overlap)
+            const a = cells[i - 1], b = cells[i];
+            if (b.left < a.right - 1 && a.left < b.right - 1 && b.top < a.bottom - 1 && a.top < b.bottom - 1) {
+              out.push('cells of ' + row.textContent.slice(0, 20));
+            }
           }
         }
         return out;""")
 
 
-PAGES = ["/", "/corpora", "/corpus?name=books", "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
+PAGES = ["/", "/corpora", "/corpus?name=books", "/corpus?name=books&a=1&b=2", "/version?ref=en@1&order=longest",
+         "/playground?ref=en@1&compare=xss@1", "/version?ref=en@1",
          "/token?ref=en@1&token=%20the", "/diff?a=en@1&b=en@2", "/diff?a=en@1&b=long@1&order=longest",
-         "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300]
+         "/version?ref=long@1&order=longest", "/playground?ref=long@1&text=" + "%20" * 300,
+         # runs of whitespace tokens (one space, one tab each) wrap too
+         "/playground?ref=en@1&compare=long@1&text=a" + "%20" * 60 + "b",
+         "/playground?ref=en@1&text=a" + "%09" * 40 + "b"]
+
+
+def test_a_longest_match_version_asks_no_curve(browser, tmp_path):
+    """A version that segments by longest match (SentencePiece-style) has no curve along
+    merge ranks: its page says why in a muted note and makes no request that fails."""
+    from bpestore import TokenizerSpec
+
+    path = str(tmp_path / "lm.db")
+    vocab, merges = long_tokens()
+    with bpestore.open(path) as store:
+        store.import_vocab("lm", vocab, merges, spec=TokenizerSpec(segmentation="longest-match"))
+    process, base = serve(path)
+    try:
+        open_page(browser, f"{base}/version?ref=lm@1")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#curve .note"))
+        settled(browser)  # no console error: no request answered 400
+        note = browser.find_element(By.CSS_SELECTOR, "#curve .note")
+        assert "longest" in note.text and "muted" in note.get_attribute("class")
+        assert not [r for r in api_requests(browser) if "/api/curve" in r]
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
@@ -789,6 +888,11 @@ def test_every_page_fits_a_phone_and_labels_its_controls(server, browser):
             assert unlabelled == [], path
             assert js(browser, "return document.querySelectorAll('th:not([scope])').length") == 0, path
             assert overlapping(browser) == [], path
+            # nor does a table scroll sideways in its own box (a wide one stacks its cells)
+            wide = js(browser, "return [...document.querySelectorAll('.scroll')].filter((s) => s.offsetParent && "
+                               "!s.closest('.chart, details') && "
+                               "s.scrollWidth > s.clientWidth + 1).map((s) => s.querySelector('table').className);")
+            assert wide == [], (path, wide)
             sizes = js(browser, "return [...document.querySelectorAll('svg.curve text')]"
                                 ".map((t) => t.getBoundingClientRect().height);")
             assert all(h >= 10 for h in sizes), (path, sizes)  # chart labels stay readable

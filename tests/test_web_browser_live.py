@@ -75,9 +75,9 @@ def test_a_training_run_shows_progress_live_and_keeps_focus(server, browser, db)
 
 
 def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
-    """A trainer that dies after some checkpoints leaves a version "training": after the
-    stall time the registry calls it stalled, without a rate. When the server stops, the
-    last data stays, under a banner."""
+    """A trainer that dies after some checkpoints leaves a version "training": the registry
+    calls it stalled at once (no process holds its training lock), without a rate or a
+    live run's bar, everywhere. When the server stops, the last data stays, under a banner."""
     script = ("import os, sys, bpestore\n"
               "def progress(p):\n"
               "    if p.done >= 200: os._exit(3)\n"
@@ -86,12 +86,12 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
     assert subprocess.run([sys.executable, "-c", script, db], timeout=120).returncode == 3
     process, base = serve(db)
     try:
-        open_page(browser, f"{base}/?poll=300&idle=300&stalled=1")
+        open_page(browser, f"{base}/?poll=300&idle=300")  # the default stall time (60 s) not waited for
         stalled = "li.version[data-ref='dead@1'][data-status=stalled]"
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, stalled))
         li = browser.find_element(By.CSS_SELECTOR, "li.version[data-ref='dead@1']")
         assert "stalled" in li.find_element(By.CSS_SELECTOR, ".badge").text
-        assert "no checkpoint for" in li.text and "merges/s" not in li.text
+        assert "no trainer is running" in li.text and "merges/s" not in li.text and " left" not in li.text
         assert "1 stalled" in browser.find_element(By.ID, "summary").text
         # Named with the command that really resumes it (`train --resume`), everywhere.
         row = js(browser, "const li = document.querySelector(\"li.version[data-ref='dead@1']\");"
@@ -100,15 +100,23 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
         assert row[0] == "bpestore train --resume dead@1" and "bpestore resume" not in row[1]
         assert row[2] == "stalled"  # not a live run's orange bar
         wait(browser, lambda: "dead@1 trained on books@1 · stalled" in browser.find_element(By.ID, "timeline").text)
-        open_page(browser, f"{base}/version?ref=dead@1&stalled=1&poll=300")
+        open_page(browser, f"{base}/version?ref=dead@1&poll=300")
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#progress[data-status=stalled] code.resume"))
         assert browser.find_element(By.CSS_SELECTOR, "#info .badge.status").text == "stalled"
         shown = js(browser, "return document.querySelector('#progress code.resume').textContent;")
         assert shown == "bpestore train --resume dead@1"
-        open_page(browser, f"{base}/diff?a=en@1&b=dead@1&stalled=1")
+        open_page(browser, f"{base}/diff?a=en@1&b=dead@1")
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#b option"))
         labels = js(browser, "return [...document.querySelectorAll('#b option')].map((o) => o.textContent);")
         assert "dead@1 [stalled]" in labels and not any("training" in label for label in labels), labels
+        for page, select in (("playground?ref=en@1", "#ref-a"), ("playground?ref=en@1", "#ref-b"),
+                             ("token?ref=en@1&token=the", "#ref")):
+            open_page(browser, f"{base}/{page}")
+            wait(browser, lambda: js(browser, "return [...document.querySelectorAll(arguments[0] + ' option')]"
+                                              ".some((o) => o.value === 'dead@1')", select))  # noqa: B023
+            labels = js(browser, "return [...document.querySelectorAll(arguments[0] + ' option')]"
+                                 ".map((o) => o.textContent);", select)
+            assert "dead@1 [stalled]" in labels and not any("training" in x for x in labels), (page, labels)
         # A resumed run finishes it (the command the page gives works).
         from click.testing import CliRunner
 
@@ -139,6 +147,7 @@ def test_a_training_versions_own_page_shows_its_progress_live(server, browser, d
     trainer = subprocess.Popen([sys.executable, "-c", script, db])
     seen: list[int] = []
     lefts: list[str] = []
+    facts: list[str] = []  # the merges fact beside the progress
     try:
         wait(browser, lambda: any(v["ref"] == "page@1" for v in cli_json(db, "versions")), timeout=60)
         open_page(browser, f"{server}/version?ref=page@1&poll=250")
@@ -147,15 +156,19 @@ def test_a_training_versions_own_page_shows_its_progress_live(server, browser, d
             found = js(browser, "const m = document.querySelector('#progress .merges');"
                                 "const l = document.querySelector('#progress .left');"
                                 "return [m ? Number(m.dataset.merges) : null, l ? l.textContent : null,"
-                                "        document.querySelector('#info .badge.status')?.textContent];")
+                                "        document.querySelector('#info .badge.status')?.textContent,"
+                                "        [...document.querySelectorAll('#info table.info th')]"
+                                "          .find((h) => h.textContent === 'merges')?.nextElementSibling.textContent];")
             if found[0] is not None and (not seen or seen[-1] != found[0]):
                 seen.append(found[0])
                 lefts.append(found[1])
+                facts.append(found[3])
             return found[2] == "complete"
         wait(browser, watch, timeout=90)
     finally:
         assert trainer.wait(90) == 0
     assert len(seen) >= 2 and seen == sorted(seen), seen
     assert any(left and left.startswith("about ") and left.endswith(" left") for left in lefts), lefts
+    assert len(set(facts)) >= 2 and all(f == f"{n:,}" for f, n in zip(facts, seen)), (facts, seen)
     assert not browser.find_elements(By.ID, "progress")
     assert console_errors(browser) == []

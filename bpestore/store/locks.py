@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 _SETLK = getattr(fcntl, "F_OFD_SETLK", None)
+_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
 
 
 def lock_file(url: str) -> Path | None:
@@ -51,6 +52,35 @@ def version_lock(url: str, version_id: int) -> Iterator[bool]:
         yield _try_lock(fd, version_id)
     finally:
         os.close(fd)  # drops the lock
+
+
+def held(url: str, version_id: int) -> bool | None:
+    """Whether a process holds version ``version_id``'s training lock in the SQLite file
+    of ``url`` (a read-only URL too), asked without taking it (``F_OFD_GETLK``): a
+    viewer never keeps a run from starting. None where this cannot be asked here
+    (not a file, not Linux)."""
+    if not url.startswith("sqlite") or _GETLK is None:
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database or ""
+    database = database.removeprefix("file:") if "uri=true" in url else database
+    if not database or database == ":memory:":
+        return None
+    try:
+        fd = os.open(f"{database}-train.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # no run ever locked a version of this file
+    except OSError:
+        return None
+    try:
+        asked = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, version_id, 1, 0)
+        answer = fcntl.fcntl(fd, _GETLK, asked)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
 
 
 def _try_lock(fd: int, offset: int) -> bool:

@@ -122,6 +122,10 @@ DELETE_UNUSED = ("DELETE FROM tokenizers WHERE id {listed} "
                  "AND NOT EXISTS (SELECT 1 FROM versions WHERE versions.tokenizer_id = tokenizers.id)")
 # Advisory locks are database-wide: the schema's name keeps stores in other schemas apart.
 TRAINING_LOCK = "SELECT {call}(hashtext(concat('bpestore train ', current_schema())), :version_id)"
+# The same lock as pg_locks shows it (its first key as an unsigned oid), asked without taking it.
+TRAINING_HELD = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
+                 "AND classid = (hashtext(concat('bpestore train ', current_schema()))::bigint & 4294967295)::oid "
+                 "AND objid = CAST(:version_id AS bigint)::oid")
 
 
 def unstorable(name: str, what: str) -> None:
@@ -470,6 +474,14 @@ def try_lock_training(tx: Transaction, version_id: int, *, session: bool = True)
         return True
     call = "pg_try_advisory_lock" if session else "pg_try_advisory_xact_lock"
     return bool(tx.one(TRAINING_LOCK.format(call=call), {"version_id": version_id}))
+
+
+def training_held(tx: Transaction, version_id: int) -> bool | None:
+    """Whether a run holds a version's training lock, asked without taking it;
+    PostgreSQL only (None elsewhere: ``locks.held`` asks SQLite's lock file)."""
+    if not tx.postgresql:
+        return None
+    return bool(tx.one(TRAINING_HELD, {"version_id": version_id}))
 
 
 def unlock_training(tx: Transaction, version_id: int) -> None:

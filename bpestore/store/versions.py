@@ -58,6 +58,9 @@ class Versions:
             reads = VersionReads(tx)
             v = reads.info(reads.resolve(ref))
             recent = vocab_tables.merge_infos(tx, v.id, max(0, v.n_merges - last)) if last else []
+            running = None if v.status == "complete" else version_tables.training_held(tx, v.id)
+        if running is None and v.status != "complete":
+            running = locks.held(self.db.url, v.id)
         base = v.vocab_size - v.n_merges  # the tokens no merge made (bytes, specials, ...)
         target = v.target_merges if v.target_merges is not None else (
             None if v.target_vocab_size is None else max(0, v.target_vocab_size - base))
@@ -66,7 +69,7 @@ class Versions:
         seconds = (v.updated_at - v.created_at).total_seconds()
         rate = v.n_merges / seconds if seconds > 0 and v.n_merges else None
         since = (datetime.now(timezone.utc) - v.updated_at).total_seconds()
-        return VersionProgress(v, v.n_merges, target, rate, max(0.0, since), tuple(recent))
+        return VersionProgress(v, v.n_merges, target, rate, max(0.0, since), tuple(recent), running)
 
     def lineage(self, name: str) -> list[LineageNode]:
         with self.db.reading() as tx:

@@ -35,6 +35,7 @@ from ..errors import BpestoreError, ConflictError, DatabaseError, InvalidArgumen
 from ..limits import MAX_INT
 from ..queries import TOKEN_ORDERS, order_tokens, token_text
 from ..store import Store
+from . import kept
 
 STATIC = Path(__file__).resolve().parent / "static"
 # The evaluation text when none is given: a passage of Dickens's *Hard Times* (Gutenberg),
@@ -202,19 +203,32 @@ def vocab_page(store: Store, p: Params) -> Any:
     start, limit = p.num("start", 0) or 0, p.num("limit", VOCAB_PAGE)
     grep, prefix = p.opt("grep"), p.opt("prefix")
     version = store.version(ref)
+    first = ("vocab", version.ref, version.fingerprint, order, limit)  # a version page's first list, kept
+    if start == 0 and limit is not None and limit <= 1000 and not (grep or prefix) and version.fingerprint is not None:
+        page = kept.load(first, b"")
+        if page is None:
+            page = [t.to_dict() for t in order_tokens(whole_vocab(store, version), order)[:limit]]
+            kept.save(first, b"", page)
+        return page
     if grep or prefix or version.status != "complete":
         tokens = store.vocab(ref, grep=grep, prefix=prefix, timeout=GREP_TIMEOUT)
     else:
-        key = f"{version.ref} {version.fingerprint}"  # a complete version never changes
-        with _whole_vocab_lock:
-            tokens = _whole_vocab.get(key) or []
-        if not tokens:
-            tokens = store.vocab(version.ref)
-            with _whole_vocab_lock:
-                _whole_vocab.clear()
-                _whole_vocab[key] = tokens
+        tokens = whole_vocab(store, version)
     ranked = order_tokens(tokens, order)
     return [t.to_dict() for t in ranked[start:start + (limit if limit is not None else VOCAB_PAGE)]]
+
+
+def whole_vocab(store: Store, version: Any) -> list[Any]:
+    """A complete version's tokens, the last version's kept (a complete version never changes)."""
+    key = f"{version.ref} {version.fingerprint}"
+    with _whole_vocab_lock:
+        tokens = _whole_vocab.get(key) or []
+    if not tokens:
+        tokens = store.vocab(version.ref)
+        with _whole_vocab_lock:
+            _whole_vocab.clear()
+            _whole_vocab[key] = tokens
+    return tokens
 
 
 def api_merges(store: Store, p: Params) -> Any:
@@ -239,7 +253,10 @@ class Results:
         self.kept: dict[tuple[Any, ...], Any] = {}
         self.lock = threading.Lock()
 
-    def get(self, store: Store, refs: Iterable[str], key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    def get(self, store: Store, refs: Iterable[str], key: tuple[Any, ...], compute: Callable[[], Any],
+            *, held_out: bool = False) -> Any:
+        """``compute()``'s answer, kept; ``held_out``: one on the held-out text, in JSON,
+        also kept in a file for the next server (``kept``)."""
         versions = [store.version(ref) for ref in refs]
         if any(v.fingerprint is None for v in versions):
             return compute()
@@ -248,7 +265,11 @@ class Results:
             if full in self.kept:
                 self.kept[full] = self.kept.pop(full)  # the newest now
                 return self.kept[full]
-        value = compute()
+        value = kept.load(full, HELD_OUT.read_bytes()) if held_out else None
+        if value is None:
+            value = compute()
+            if held_out:
+                kept.save(full, HELD_OUT.read_bytes(), value)
         with self.lock:
             self.kept[full] = value
             while len(self.kept) > self.size:
@@ -331,7 +352,8 @@ def api_stats(store: Store, p: Params) -> Any:
     if corpus is not None:
         return RESULTS.get(store, refs, ("stats", corpus), lambda: corpus_scores(store, refs, corpus))
     if p.opt("text") is None:
-        return [s.to_dict() for s in RESULTS.get(store, refs, ("stats",), lambda: store.stats(refs, HELD_OUT))]
+        return RESULTS.get(store, refs, ("stats",), lambda: [s.to_dict() for s in store.stats(refs, HELD_OUT)],
+                           held_out=True)
     text = p.text()
     fd, path = tempfile.mkstemp(prefix="bpestore-web-", suffix=".txt")
     try:
@@ -410,7 +432,7 @@ def api_curve(store: Store, p: Params) -> Any:
     ref, points = p.need("ref"), p.num("points", 50, low=2, high=1000) or 50
     if p.opt("text") is None:
         chart = RESULTS.get(store, (ref,), ("curve", points),
-                            lambda: store.chart(ref, HELD_OUT, points=points).to_dict())
+                            lambda: store.chart(ref, HELD_OUT, points=points).to_dict(), held_out=True)
     else:
         text = p.text()
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

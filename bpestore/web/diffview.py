@@ -30,9 +30,8 @@ class Side:
         self.pairs = vocab.pairs
         made = vocab.columns[2]
         self.rank = dict(zip(reversed(made), range(len(made) - 1, -1, -1)))  # the merge that first made each token
-        self.first_id: dict[bytes, int] = {}
-        for token_id, data in vocab.tokens.items():
-            self.first_id.setdefault(data, token_id)
+        ids, datas = list(vocab.tokens), list(vocab.tokens.values())
+        self.first_id = dict(zip(reversed(datas), reversed(ids)))  # the lowest id of each byte string
 
     def merge(self, rank: int) -> dict[str, Any]:
         left, right, token, count = (column[rank] for column in self.vocab.columns)
@@ -40,6 +39,10 @@ class Side:
         return {"rank": rank, "left": left, "right": right, "token": token, "count": count or None,
                 "pair": [token_text(tokens[left]), token_text(tokens[right])],
                 "text": token_text(tokens[left] + tokens[right])}
+
+    def token(self, token_id: int) -> dict[str, Any]:
+        data = self.vocab.tokens[token_id]
+        return {"id": token_id, "token": token_text(data), "bytes": len(data), "rank": self.rank.get(token_id)}
 
 
 class DiffView:
@@ -60,7 +63,7 @@ class DiffView:
         ta, tb = self.a.vocab.tokens, self.b.vocab.tokens
         self.changed = sorted(i for i in ta.keys() & tb.keys() if ta[i] != tb[i])
         self.only = {"only_a": self._only(self.a, self.b), "only_b": self._only(self.b, self.a)}
-        self.ordered: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.ordered: dict[tuple[str, str], list[int]] = {}
         spec_a, spec_b = self.a.info.spec.to_dict(), self.b.info.spec.to_dict()
         self.summary = {
             "a": self.a.info.to_dict(), "b": self.b.info.to_dict(),
@@ -72,18 +75,25 @@ class DiffView:
         }
 
     @staticmethod
-    def _only(side: Side, other: Side) -> list[dict[str, Any]]:
-        return [{"id": i, "token": token_text(data), "bytes": len(data), "rank": side.rank.get(i)}
-                for data, i in side.first_id.items() if data not in other.first_id]
+    def _only(side: Side, other: Side) -> list[int]:
+        """The ids of the byte strings ``side`` has and ``other`` has not (their lowest ids)."""
+        first = side.first_id
+        return [first[data] for data in first.keys() - other.first_id.keys()]
 
-    def _only_ordered(self, section: str, order: str) -> list[dict[str, Any]]:
+    def _only_ordered(self, section: str, order: str) -> list[int]:
         key = (section, order)
         if key not in self.ordered:
-            keys: dict[str, Callable[[dict[str, Any]], Any]] = {
-                "rank": lambda t: (t["rank"] is None, t["rank"] or 0, t["id"]),
-                "bytes": lambda t: t["token"],
-                "longest": lambda t: (-t["bytes"], t["id"]),
-                "id": lambda t: t["id"],
+            side = self.a if section == "only_a" else self.b
+            tokens, only = side.vocab.tokens, self.only[section]
+            if order == "rank":  # the made tokens in merge order, then the others by id
+                wanted = set(only)
+                made = [i for i in side.rank if i in wanted]
+                self.ordered[key] = sorted(made, key=side.rank.__getitem__) + sorted(wanted.difference(made))
+                return self.ordered[key]
+            keys: dict[str, Callable[[int], Any]] = {
+                "bytes": lambda i: token_text(tokens[i]),
+                "longest": lambda i: (-len(tokens[i]), i),
+                "id": lambda i: i,
             }
             self.ordered[key] = sorted(self.only[section], key=keys[order])
         return self.ordered[key]
@@ -94,13 +104,13 @@ class DiffView:
             raise InvalidArgumentError(f"section is one of {', '.join(SECTIONS)}, not {section!r}", params=("section",))
         if order not in ONLY_ORDERS:
             raise InvalidArgumentError(f"order is one of {', '.join(ONLY_ORDERS)}, not {order!r}", params=("order",))
-        items: Sequence[Any]
         if section in self.only:
-            items = self._only_ordered(section, order)
+            side = self.a if section == "only_a" else self.b
+            ids: Sequence[int] = self._only_ordered(section, order)
             if query:
-                folded = query.casefold()
-                items = [t for t in items if folded in t["token"].casefold()]
-            return {"total": len(items), "start": start, "items": list(items[start:start + limit])}
+                folded, tokens = query.casefold(), side.vocab.tokens
+                ids = [i for i in ids if folded in token_text(tokens[i]).casefold()]
+            return {"total": len(ids), "start": start, "items": [side.token(i) for i in ids[start:start + limit]]}
         if section == "changed_ids":
             ta, tb = self.a.vocab.tokens, self.b.vocab.tokens
             ids = self.changed[start:start + limit]

@@ -113,8 +113,9 @@ function table(head, rows, props) {
     el("thead", {}, el("tr", {}, names.map((h, i) => el("th", {scope: "col", className: numeric[i] ? "num" : null}, h)))),
     el("tbody", {}, rows.map((cells) => el("tr", cells.dataset ? {dataset: cells.dataset} : {},
       cells.map((c, i) => i === 0
-        ? el("th", {scope: "row", className: numeric[i] ? "num" : null}, c)
-        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null)}, c)))))));
+        ? el("th", {scope: "row", className: numeric[i] ? "num" : null, dataset: {label: names[i]}}, c)
+        : el("td", {className: numeric[i] ? "num" : (c instanceof Node && c.classList && c.classList.contains("tok") ? "text" : null),
+          dataset: {label: names[i]}}, c)))))));
 }
 
 // A key/value table whose keys are row headers.
@@ -230,6 +231,8 @@ function appendChars(node, chars, running) {
   if (run) node.append(run);
 }
 
+const BLANK = /^[ \t\u00a0]+$/;
+
 // A token as a span: `text` in token_text form; opts.id (shown on demand and in its label);
 // opts.running: a token in running text (its newlines break the line; else they are marks).
 function tokenSpan(text, opts) {
@@ -256,7 +259,8 @@ function tokenSpan(text, opts) {
     appendChars(span, text, o.running);
   }
   if (split) span.classList.add("split");
-  if (o.running && text.length > 24) span.classList.add("long");  // may wrap inside itself
+  // may wrap inside itself: a long token, or one of whitespace alone (a run of them must wrap)
+  if (o.running && (text.length > 24 || BLANK.test(text))) span.classList.add("long");
   if (!o.running) labelToken(span);
   return span;
 }
@@ -329,22 +333,24 @@ function nameSplitCharacters(spans) {
 }
 
 // A row of token spans, one tab stop: arrow keys move between tokens, and each focused
-// token's id and bytes are announced in `info` (an aria-live element).
+// token's id and bytes are announced in `info` (an aria-live element). The tokens are
+// grouped into lines (a group ends after a token ending in a newline), each laid out and
+// painted only when on screen: 10 kB of text is thousands of spans.
 function tokenRow(container, spans, info) {
   colourTokens(spans);
   nameSplitCharacters(spans);
   if (spans.length) labelToken(spans[0]).setAttribute("tabindex", "0");  // roving: one token is the tab stop
-  container.replaceChildren(...spans);
+  container.replaceChildren(...tokenLines(spans));
   container.setAttribute("role", "list");
   if (!container.dataset.keyed) {
     container.dataset.keyed = "1";
     container.addEventListener("keydown", (event) => {
       const at = event.target.closest(".tok");
-      if (!at || at.parentNode !== container) return;
+      if (!at || at.closest(".tokens") !== container) return;
       const step = {ArrowRight: "next", ArrowDown: "next", ArrowLeft: "previous", ArrowUp: "previous", Home: "first", End: "last"}[event.key];
       if (!step) return;
-      const to = step === "next" ? at.nextElementSibling : step === "previous" ? at.previousElementSibling
-        : step === "first" ? container.firstElementChild : container.lastElementChild;
+      const all = container.querySelectorAll(".tok");
+      const to = step === "first" ? all[0] : step === "last" ? all[all.length - 1] : neighbourToken(at, step === "next");
       if (!to || to === at) return;
       event.preventDefault();
       at.removeAttribute("tabindex");
@@ -362,6 +368,25 @@ function tokenRow(container, spans, info) {
     });
   }
   return container;
+}
+
+// Token spans grouped in `div.line`s, each ending after a token that ends in a newline.
+function tokenLines(spans) {
+  const lines = [];
+  let line = null;
+  for (const span of spans) {
+    if (!line) { line = document.createElement("div"); line.className = "line"; lines.push(line); }
+    line.append(span);
+    if (span.dataset.token.endsWith("\n")) line = null;
+  }
+  return lines;
+}
+
+function neighbourToken(at, forward) {
+  const sibling = forward ? at.nextElementSibling : at.previousElementSibling;
+  if (sibling) return sibling;
+  const line = forward ? at.parentNode.nextElementSibling : at.parentNode.previousElementSibling;
+  return line && (forward ? line.firstElementChild : line.lastElementChild);
 }
 
 function tokenDetail(span) {
@@ -414,7 +439,7 @@ async function scoreCard(where, refs, text, base, corpus) {
     put(where, table(["version", "tokens#", "change#", "bytes/token#", "tokens/word#", "vocabulary used#", "unknown#"],
       stats.map((s) => Object.assign([versionLink(s.ref), fmt(s.tokens), change(s), s.bytes_per_token.toFixed(3),
         s.tokens_per_word === null ? "-" : s.tokens_per_word.toFixed(3), share(s.vocab_use), share(s.unknown_share)],
-      {dataset: {ref: s.ref}})), {className: "score-card"}),
+      {dataset: {ref: s.ref}})), {className: "score-card stack"}),
     el("p", {className: "muted"}, "On " + (corpus ? "the corpus " + first.file + " (exact, from its word counts)" : text ? "your text" : HELD_OUT) + ": " + fmt(first.bytes) + " bytes, " + fmt(first.words) +
       " words; change: tokens against " + first.ref + "."));
   } catch (error) {
@@ -427,8 +452,18 @@ async function scoreCard(where, refs, text, base, corpus) {
 const STALLED_S = Number(param("stalled")) || 60;  // the trainer checkpoints at least every 10 s
 
 function statusOf(v, p) {
-  if (v.status !== "complete" && p && p.seconds_since_checkpoint > STALLED_S) return "stalled";
+  if (v.status !== "complete" && p && stalledRun(p)) return "stalled";
   return v.status;
+}
+
+// Whether an unfinished version's trainer has stopped: no process holds its training lock
+// (`running` false, known at once), or, where the server cannot tell (null), no checkpoint
+// for STALLED_S seconds.
+function stalledRun(p) {
+  if (p.status === "complete") return false;
+  if (p.running === true) return false;
+  // (a run takes its lock a moment after its version is written: not stalled yet then)
+  return p.seconds_since_checkpoint > (p.running === false ? 3 : STALLED_S);
 }
 
 function resumeCommand(ref) {
@@ -439,6 +474,10 @@ function resumeCommand(ref) {
 // unfinished one says so ("training", or "stalled" where `stalled` holds its ref).
 async function versionSelect(select, chosen, versions, stalled) {
   const list = versions || await api("versions");
+  if (!stalled) {  // asked once a list (one request, only while some version is unfinished)
+    if (!stalledAsked.has(list)) stalledAsked.set(list, stalledRefs(list));
+    stalled = await stalledAsked.get(list);
+  }
   select.replaceChildren();
   for (const v of list) {
     const status = stalled && stalled.has(v.ref) ? "stalled" : v.status;
@@ -459,6 +498,8 @@ function debounce(fn, ms) {
     timer = setTimeout(() => fn(...args), ms);
   };
 }
+
+const stalledAsked = new WeakMap();  // a versions list -> the promise of its stalled refs
 
 // The refs of the unfinished versions whose trainer stopped (one request, only when some
 // version is unfinished).
@@ -483,7 +524,7 @@ function liveRate(p) {
 }
 
 function progressBlock(p) {
-  const stalled = p.seconds_since_checkpoint > STALLED_S;
+  const stalled = stalledRun(p);
   const rate = stalled ? null : liveRate(p);
   const left = rate && p.target_merges !== null ? (p.target_merges - p.merges) / rate : null;
   const bar = el("div", {className: stalled ? "stalled" : null});
@@ -496,8 +537,10 @@ function progressBlock(p) {
     el("span", {className: "merges", dataset: {merges: p.merges}},
       fmt(p.merges) + (p.target_merges !== null ? " of " + fmt(p.target_merges) : "") + " merges"),
     stalled
-      ? [" · ", el("strong", {className: "stalled-note"}, "no checkpoint for " + duration(p.seconds_since_checkpoint) +
-          ": the trainer has probably stopped; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
+      ? [" · ", el("strong", {className: "stalled-note"}, (p.running === false
+          ? "stalled: no trainer is running (last checkpoint " + duration(p.seconds_since_checkpoint) + " ago)"
+          : "stalled: no checkpoint for " + duration(p.seconds_since_checkpoint) + ", the trainer has probably stopped") +
+          "; resume it with "), el("code", {className: "resume"}, resumeCommand(p.ref))]
       : [" · ", el("span", {className: "rate"}, rate ? rate.toFixed(1) + " merges/s" : "rate -"),
          " · ", el("span", {className: "left"}, left === null ? "time left -" : "about " + duration(left) + " left"),
          " · last checkpoint ", el("span", {className: "age"}, duration(p.seconds_since_checkpoint) + " ago")],

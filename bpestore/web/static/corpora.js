@@ -15,7 +15,7 @@ async function start() {
       corpora.map((c) => Object.assign([corpusLink(c.name), fmt(c.generation), fmt(c.n_sources), fmt(c.size_bytes), fmt(c.n_words),
         fmt(c.n_distinct), el("code", {}, c.spec.pattern ? "regex" : c.spec.pretokenizer),
         c.pinned_by.length ? c.pinned_by.flatMap((r, i) => (i ? [" ", versionLink(r)] : [versionLink(r)])) : "-",
-        when(c.generated_at || c.created_at)], {dataset: {name: c.name}})), {className: "corpora"}));
+        when(c.generated_at || c.created_at)], {dataset: {name: c.name}})), {className: "corpora stack"}));
   } catch (error) {
     showError(where, error);
   }

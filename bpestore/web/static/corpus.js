@@ -60,11 +60,11 @@ async function start() {
         [...log].reverse().map((g) => Object.assign([corpusLink(g.name, g.generation), when(g.generated_at), fmt(g.sources_added), fmt(g.n_sources),
           fmt(g.n_words), fmt(g.n_distinct), el("code", {title: g.digest}, g.digest.slice(0, 12)), g.kept ? "yes" : "no",
           g.pinned_by.length ? g.pinned_by.flatMap((r, i) => (i ? [" ", versionLink(r)] : [versionLink(r)])) : "-"],
-        {dataset: {generation: g.generation}})), {className: "generations"}),
+        {dataset: {generation: g.generation}})), {className: "generations stack"}),
       el("h2", {}, "Sources of " + info.ref),
       table(["source", "generation#", "bytes#", "words#", "distinct#", "sha256", "added"],
         info.sources.map((s) => [el("code", {}, s.source), fmt(s.generation), fmt(s.size_bytes), fmt(s.n_words), fmt(s.n_distinct),
-          el("code", {title: s.sha256}, s.sha256.slice(0, 12)) , when(s.created_at)]), {className: "sources"}),
+          el("code", {title: s.sha256}, s.sha256.slice(0, 12)) , when(s.created_at)]), {className: "sources stack"}),
       el("h2", {}, "Top words of " + info.ref),
       info.top_words.length
         ? el("div", {className: "chips top-words"}, info.top_words.map((w) => el("span", {className: "word"}, tokenSpan(w.word), " " + fmt(w.count))))

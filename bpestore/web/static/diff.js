@@ -29,7 +29,7 @@ function mergeTable(ref, merges) {
     const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
     return [fmt(m.rank), el("span", {className: "pair"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
       link("/token", {ref, id: m.token}, String(m.token)), ...(counted ? [m.count === null ? "-" : fmt(m.count)] : [])];
-  }), {className: "merge-list"});
+  }), {className: "merge-list stack"});
 }
 
 function sectionItems(d, name, page) {
@@ -39,7 +39,7 @@ function sectionItems(d, name, page) {
   if (name === "changed_ids") {
     return table(["id#", d.a.ref, d.b.ref], page.items.map((c) => Object.assign(
       [link("/token", {ref: d.b.ref, id: c.id}, String(c.id)), tokenSpan(c.a, {id: c.id}), tokenSpan(c.b, {id: c.id})],
-      {dataset: {id: c.id}})), {className: "changed"});
+      {dataset: {id: c.id}})), {className: "changed stack"});
   }
   return el("div", {className: "chips", role: "list"}, colourTokens(page.items.map(chip)));
 }
@@ -116,9 +116,9 @@ function summary(d) {
         " and adds " + fmt(newMerges) + "."]
       : ["The first ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges are shared; then they part: ",
         fmt(d.counts.new_merges) + " merges only in " + vb.ref + ", " + fmt(d.counts.removed_merges) + " only in " + va.ref + "."]),
-    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed"}, fmt(d.counts.changed_ids)),
+    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed stack"}, fmt(d.counts.changed_ids)),
       d.counts.changed_ids ? " (a text encoded with one is not decoded right by the other)" : " (ids shared by both mean the same bytes)"),
-    specRows.length ? [el("h2", {}, "Spec changes"), table(["field", va.ref, vb.ref], specRows, {className: "spec-changes"})]
+    specRows.length ? [el("h2", {}, "Spec changes"), table(["field", va.ref, vb.ref], specRows, {className: "spec-changes stack"})]
       : el("p", {className: "same-spec"}, "Same spec (pre-tokenizer, normalizer, alphabet, special tokens…)."),
   ];
 }
@@ -176,6 +176,18 @@ async function start() {
   nav("/diff");
   document.getElementById("toggles").replaceWith(displayToggles());
   const selectA = document.getElementById("a"), selectB = document.getElementById("b");
+  const at = {};
+  for (const name of SECTIONS) at[name] = Math.max(0, Number(param("at_" + name)) || 0);
+  const settings = (a, b) => ({a, b, order: ORDERS.some(([v]) => v === param("order")) ? param("order") : "rank", q: param("q") || "", at});
+  const scoreOf = (a, b) => scoreCard(document.getElementById("eval"), [a, b],
+    document.getElementById("eval-text").value, a, document.getElementById("eval-set").value);
+  // Both versions named in the URL: the diff and the score card are asked at once, beside the version list.
+  let shown = null;
+  if (param("a") && param("b")) {
+    view = settings(param("a"), param("b"));
+    shown = show(view.a, view.b);
+    scoreOf(view.a, view.b);
+  }
   let a, b;
   try {
     const versions = await api("versions");
@@ -188,20 +200,20 @@ async function start() {
     showError(document.getElementById("diff"), error);
     return;
   }
-  const at = {};
-  for (const name of SECTIONS) at[name] = Math.max(0, Number(param("at_" + name)) || 0);
-  view = {a, b, order: ORDERS.some(([v]) => v === param("order")) ? param("order") : "rank", q: param("q") || "", at};
+  if (!shown) view = settings(a, b);
   document.getElementById("form").addEventListener("submit", (event) => {
     event.preventDefault();
     view = {...view, a: selectA.value, b: selectB.value, at: {}};
     show(selectA.value, selectB.value);
     score();
   });
-  const score = () => scoreCard(document.getElementById("eval"), [selectA.value, selectB.value],
-    document.getElementById("eval-text").value, selectA.value, document.getElementById("eval-set").value);
+  const score = () => scoreOf(selectA.value, selectB.value);
   document.getElementById("eval-form").addEventListener("submit", (event) => { event.preventDefault(); score(); });
   document.getElementById("eval-set").addEventListener("change", score);
-  if (a && b) show(a, b).then(() => { score(); evalSets(document.getElementById("eval-set")); });  // the diff first
+  if (a && b) {
+    evalSets(document.getElementById("eval-set"));
+    if (!shown) { show(a, b); score(); }
+  }
   else put(document.getElementById("diff"), el("p", {className: "muted"}, "Choose two versions to compare."));
 }
 

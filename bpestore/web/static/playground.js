@@ -1,11 +1,15 @@
 // The playground: each token of the text as a coloured span, the token count and bytes
-// per token, updated as you type; one version, or two side by side with the tokens that
-// split the text differently underlined. The text and versions are kept in the URL.
+// per token, updated as you type; one version, or several side by side (any names, baselines
+// such as GPT-2 and cl100k included) with the tokens that split the text otherwise than the
+// first version's underlined. The text and versions are kept in the URL.
 "use strict";
 
 const selectA = document.getElementById("ref-a");
 const selectB = document.getElementById("ref-b");
 const compare = document.getElementById("compare");
+const moreRefs = document.getElementById("more-refs");
+const addRef = document.getElementById("add-ref");
+let versionList = [];
 const input = document.getElementById("text");
 const panes = document.getElementById("panes");
 const MAX_URL_TEXT = 2000;  // characters of text kept in the URL
@@ -54,35 +58,60 @@ function places(result) {
   return at === result.bytes ? out : null;
 }
 
+// Each further version against the first: its token count, and the tokens of either that
+// cover other bytes than any token of the other (underlined).
 function compareResults(sections, results) {
   const line = document.getElementById("comparison");
-  if (results.length < 2 || !results[0] || !results[1]) { line.textContent = ""; return; }
-  const [a, b] = results;
-  const diff = b.count - a.count;
-  const ratio = a.count ? b.count / a.count : null;
-  line.replaceChildren(sections[1].dataset.ref + " uses ",
-    el("strong", {className: "delta", dataset: {delta: diff}}, diff === 0 ? "as many" : (diff > 0 ? fmt(diff) + " more" : fmt(-diff) + " fewer")),
-    " tokens than " + sections[0].dataset.ref + " (" + fmt(b.count) + " against " + fmt(a.count) +
-    (ratio === null ? "" : ", ×" + ratio.toFixed(3)) + ").");
-  const cuts = results.map(places);
-  if (!cuts[0] || !cuts[1]) return;
-  let differing = 0;
-  results.forEach((result, i) => {
-    const other = new Set(cuts[1 - i]);
-    const spans = sections[i].querySelectorAll(".tokens > .tok");
-    cuts[i].forEach((place, k) => {
-      const same = other.has(place);
-      spans[k].classList.toggle("differs", !same);
-      if (!same && i === 0) differing++;
-    });
+  line.replaceChildren();
+  if (results.length < 2 || !results[0]) return;
+  const cuts = results.map((result) => result && places(result));
+  const differs = sections.map(() => new Set());
+  results.forEach((b, i) => {
+    if (i === 0 || !b) return;
+    const a = results[0];
+    const diff = b.count - a.count;
+    const ratio = a.count ? b.count / a.count : null;
+    line.append(el("span", {className: "versus"}, sections[i].dataset.ref + " uses ",
+      el("strong", {className: "delta", dataset: {delta: diff}}, diff === 0 ? "as many" : (diff > 0 ? fmt(diff) + " more" : fmt(-diff) + " fewer")),
+      " tokens than " + sections[0].dataset.ref + " (" + fmt(b.count) + " against " + fmt(a.count) +
+      (ratio === null ? "" : ", ×" + ratio.toFixed(3)) + ")."));
+    if (!cuts[0] || !cuts[i]) return;
+    const [here, there] = [new Set(cuts[0]), new Set(cuts[i])];
+    let split = 0;
+    if (i === 1) cuts[0].forEach((place, k) => { if (!there.has(place)) { differs[0].add(k); split++; } });
+    cuts[i].forEach((place, k) => { if (!here.has(place)) differs[i].add(k); });
+    if (i === 1) line.append(" " + fmt(split) + " tokens of " + sections[0].dataset.ref + " are split otherwise than by " +
+      sections[1].dataset.ref + " (underlined).");
+    line.append(" ");
   });
-  line.append(" " + fmt(differing) + " tokens of " + sections[0].dataset.ref + " are split otherwise (underlined).");
+  sections.forEach((section, i) => {
+    section.querySelectorAll(".tokens .tok").forEach((span, k) => span.classList.toggle("differs", differs[i].has(k)));
+  });
+}
+
+// The versions beside the first: the second select, then any added.
+function comparedRefs() {
+  if (!compare.checked) return [];
+  return [selectB.value, ...[...moreRefs.querySelectorAll("select")].map((s) => s.value)].filter(Boolean);
+}
+
+// One more version to compare with: a select of every version, and a button that removes it.
+async function addVersion(chosen) {
+  const n = moreRefs.querySelectorAll("select").length;
+  const select = el("select", {id: "ref-more-" + n, "aria-label": "version " + (n + 3)});
+  const shown = new Set([selectA.value, ...comparedRefs()]);
+  const fresh = versionList.find((v) => v.status === "complete" && !shown.has(v.ref));
+  const remove = el("button", {type: "button", className: "remove", "aria-label": "remove this version"}, "×");
+  const box = el("span", {className: "more-ref"}, select, remove);
+  select.addEventListener("change", update);
+  remove.addEventListener("click", () => { box.remove(); update(); });
+  moreRefs.append(box);
+  await versionSelect(select, chosen || (fresh || {}).ref, versionList);
 }
 
 async function update() {
   const mine = ++generation;
-  const refs = [selectA.value];
-  if (compare.checked && selectB.value) refs.push(selectB.value);
+  const refs = [...new Set([selectA.value, ...comparedRefs()])];
   const sections = refs.map((ref) => panes.querySelector('section[data-ref="' + CSS.escape(ref) + '"]') || pane(ref));
   panes.replaceChildren(...sections);
   const text = input.value;
@@ -102,7 +131,7 @@ async function update() {
   if (mine !== generation) return;
   compareResults(sections, results);
   const query = new URLSearchParams({ref: refs[0]});
-  if (refs[1]) query.set("compare", refs[1]);
+  for (const ref of refs.slice(1)) query.append("compare", ref);
   if (text.length <= MAX_URL_TEXT) query.set("text", text);
   history.replaceState(null, "", "?" + query);
   panes.dataset.updated = String(mine);
@@ -123,10 +152,12 @@ async function start() {
   try {
     const versions = await versionSelect(selectA, param("ref"));
     if (!param("ref") && versions.length) selectA.value = defaultRef(versions);
-    const other = param("compare");
+    versionList = versions;
+    const [other, ...more] = new URLSearchParams(window.location.search).getAll("compare");
     const rest = versions.filter((v) => v.status === "complete" && v.ref !== selectA.value);
-    await versionSelect(selectB, other || (rest.length ? defaultRef(rest) : null));
-    if (other) { compare.checked = true; selectB.disabled = false; }
+    await versionSelect(selectB, other || (rest.length ? defaultRef(rest) : null), versions);
+    if (other) { compare.checked = true; selectB.disabled = false; addRef.disabled = false; }
+    for (const ref of more) await addVersion(ref);
     if (!versions.length) {
       panes.replaceChildren(el("p", {className: "muted"}, "No versions yet: bpestore train NAME --corpus C --vocab-size N"));
       return;
@@ -139,7 +170,12 @@ async function start() {
   input.addEventListener("input", debounce(update, 120));
   selectA.addEventListener("change", update);
   selectB.addEventListener("change", update);
-  compare.addEventListener("change", () => { selectB.disabled = !compare.checked; update(); });
+  compare.addEventListener("change", () => {
+    selectB.disabled = addRef.disabled = !compare.checked;
+    moreRefs.hidden = !compare.checked;
+    update();
+  });
+  addRef.addEventListener("click", async () => { await addVersion(); update(); });
   update();
 }
 

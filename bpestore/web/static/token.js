@@ -9,8 +9,16 @@ function treeNode(node) {
   const span = tokenSpan(node.token, {id: node.id});
   const head = el("span", {}, span, " ", el("a", {href: "/token?" + new URLSearchParams({ref: refSelect.value, id: node.id})}, "id " + node.id),
     node.rank !== undefined ? el("span", {className: "muted"}, " · merge rank " + fmt(node.rank) +
-      (node.count ? " · pair count " + fmt(node.count) : "")) : el("span", {className: "muted"}, " · base"));
+      (node.count && !imported() ? " · pair count " + fmt(node.count) : "")) : el("span", {className: "muted"}, " · base"));
   return el("li", {}, head, node.parts ? el("ul", {className: "tree"}, node.parts.map(treeNode)) : null);
+}
+
+let versions = [];
+
+// An imported version was not trained here: it has no pair counts (the store's 0s are none).
+function imported() {
+  const v = versions.find((o) => o.ref === refSelect.value);
+  return Boolean(v && v.source !== "trained");
 }
 
 async function lookup(event) {
@@ -29,10 +37,15 @@ async function lookup(event) {
       ["token", tokenSpan(t.token, {id: t.id})], ["id", String(t.id)], ["kind", t.kind],
       ["bytes", el("code", {}, (t.bytes.match(/../g) || []).join(" "))],
       ["merge rank", t.rank === undefined || t.rank === null ? "-" : fmt(t.rank)],
-      ["pair count", t.count === undefined || t.count === null ? "-" : fmt(t.count)]]),
+      imported() ? null : ["pair count", t.count === undefined || t.count === null ? "-" : fmt(t.count)]].filter(Boolean)),
     el("h2", {}, "Merge tree"), el("ul", {className: "tree root merge-tree"}, treeNode(t)));
   } catch (error) {
     showError(where, error);
+    const text = document.getElementById("explain-text");
+    if (error.status === 404 && !byId && !text.value) {  // not a token: how the version cuts it instead
+      text.value = value;
+      explain();
+    }
   }
 }
 
@@ -60,7 +73,7 @@ async function start() {
   nav(null);
   document.getElementById("toggles").replaceWith(displayToggles());
   try {
-    await versionSelect(refSelect, param("ref"));
+    versions = await versionSelect(refSelect, param("ref"));
   } catch (error) {
     showError(document.getElementById("result"), error);
     return;

@@ -46,6 +46,10 @@ async function watchProgress() {
     const status = statusOf(version, p);
     put(where, progressBlock(p));
     where.dataset.status = status;
+    for (const [label, value] of [["tokens", fmt(p.vocab_size)], ["merges", fmt(p.merges)]]) {  // the facts grow too
+      const th = [...document.querySelectorAll("#info table.info th")].find((h) => h.textContent === label);
+      if (th) th.nextElementSibling.textContent = value;
+    }
     const badge = document.querySelector("#info .badge.status");
     if (badge) { badge.textContent = status; badge.className = "badge status " + status; }
   } catch (error) {
@@ -75,7 +79,7 @@ async function loadTokens() {
     const counted = !imported(version);
     where.replaceChildren(table(["id#", "token", "bytes#", "kind", "rank#", ...(counted ? ["pair count#"] : [])],
       tokens.map((t, i) => Object.assign([tokenLink(t), spans[i], t.bytes, t.kind, t.rank === null ? "" : fmt(t.rank),
-        ...(counted ? [t.count ? fmt(t.count) : "-"] : [])], {dataset: {id: t.id}})), {className: "tokens-table"}));
+        ...(counted ? [t.count ? fmt(t.count) : "-"] : [])], {dataset: {id: t.id}})), {className: "tokens-table stack"}));
   } catch (error) {
     tokenPager.where.textContent = "";
     showError(where, error);
@@ -93,7 +97,7 @@ async function loadMerges() {
       const pair = colourTokens([tokenSpan(m.pair[0], {id: m.left}), tokenSpan(m.pair[1], {id: m.right})]);
       return [fmt(m.rank), el("span", {className: "pair"}, pair[0], " + ", pair[1]), tokenSpan(m.text, {id: m.token}),
         tokenLink({id: m.token}), ...(counted ? [m.count ? fmt(m.count) : "-"] : [])];
-    }), {className: "merges-table"}));
+    }), {className: "merges-table stack"}));
   } catch (error) {
     showError(where, error);
   }
@@ -124,10 +128,14 @@ async function loadCurve(event) {
     document.getElementById("eval-set").value);
   const where = document.getElementById("curve");
   loading(where);
-  const refs = [ref, ...others];
+  // A version that does not segment by merges (longest match) has no curve along merge ranks: not asked.
+  const segmentation = (version.spec || {}).segmentation || "merge";
+  const refs = segmentation === "merge" ? [ref, ...others] : others;
   const results = await Promise.all(refs.map((r) => (text
     ? api("curve", undefined, {ref: r, text, points: 60, per_rank: "0"})
     : api("curve", {ref: r, points: 60, per_rank: "0"})).catch((error) => ({error, ref: r}))));
+  if (segmentation !== "merge") results.unshift({error: new Error("it segments by " + segmentation +
+    " (the longest piece first), not along merge ranks"), ref});
   const good = results.filter((c) => !c.error);
   const failed = results.filter((c) => c.error).map((c) => el("p", {className: "muted note"},
     "No compression curve for " + c.ref + ": " + c.error.message));
@@ -206,10 +214,12 @@ async function start() {
   // have to load the tokenizers.
   loading(document.getElementById("score"));
   loading(document.getElementById("curve"));
-  await Promise.all([loadMerges(), loadTokens()]);
-  drawn();
-  await overlayChoices(v).catch(() => {});
+  const lists = Promise.all([loadMerges(), loadTokens()]);
+  const choices = overlayChoices(v).catch(() => {});  // asked beside the lists: the curve waits on them
   evalSets(document.getElementById("eval-set")).then(() => document.getElementById("eval-set").addEventListener("change", loadCurve));
+  await lists;
+  drawn();
+  await choices;
   loadCurve();
 }
 

@@ -18,20 +18,24 @@ function corpusRef(v) {
 function sizeText(v) {
   if (v.status === "complete") return fmt(v.vocab_size) + " tokens";
   if (v.target_vocab_size !== null) return fmt(v.vocab_size) + " / " + fmt(v.target_vocab_size) + " tokens";
-  return fmt(v.vocab_size) + " tokens, " + fmt(v.n_merges) + " / " + fmt(v.target_merges) + " merges";
+  return fmt(v.n_merges) + " / " + fmt(v.target_merges) + " merges";
 }
 
 function rowLine(v, p) {
   const status = statusOf(v, p);
+  // Fixed columns (ref, status, size, corpus or source, date), then the details: every row's
+  // cells line up with the rows above and below it.
   return el("div", {className: "row"},
     el("a", {className: "ref", href: "/version?" + new URLSearchParams({ref: v.ref})}, v.ref),
     el("span", {className: "badge " + status}, status),
     el("span", {className: "size"}, sizeText(v)),
-    v.corpus !== null ? el("span", {}, "corpus ", corpusRef(v)) : null,
-    v.fingerprint ? el("span", {}, "fingerprint ", el("code", {title: v.fingerprint}, v.fingerprint.slice(0, 12))) : null,
-    v.aliases.map((a) => el("a", {className: "badge alias", href: "/version?" + new URLSearchParams({ref: v.name + "@" + a})}, v.name + "@" + a)),
-    v.source !== "trained" ? el("span", {className: "muted"}, "imported (" + v.source + ")") : null,
-    el("span", {className: "muted"}, when(v.created_at)));
+    el("span", {className: "origin"}, v.corpus !== null ? ["corpus ", corpusRef(v)]
+      : el("span", {className: "muted"}, v.source !== "trained" ? "imported (" + v.source + ")" : "-")),
+    el("span", {className: "muted date"}, when(v.created_at)),
+    el("span", {className: "details"},
+      v.fingerprint ? el("span", {}, "fingerprint ", el("code", {title: v.fingerprint}, v.fingerprint.slice(0, 12))) : null,
+      v.aliases.map((a) => el("a", {className: "badge alias", href: "/version?" + new URLSearchParams({ref: v.name + "@" + a})}, v.name + "@" + a)),
+      v.corpus !== null && v.source !== "trained" ? el("span", {className: "muted"}, "imported (" + v.source + ")") : null));
 }
 
 // Each version's children, newest activity (creation of the version or of anything below
@@ -63,11 +67,14 @@ const SORTS = {
 // The versions grouped by name (a root's extensions, of any name, stay in its branch),
 // the groups in the chosen order.
 function buildTree({children, activity, size}) {
-  const branch = (parent, root) => el("ul", {className: root ? "tree root" : "tree"},
+  // (an extension is indented by its ref alone, "↳": the columns after it stay in line)
+  const branch = (parent, root, depth) => el("ul", {className: root ? "tree root" : "tree"},
     (parent === null ? root : children.get(parent) || []).map((v) => {
       const item = rows.get(v.ref).li;
       item.querySelector(":scope > ul")?.remove();
-      if (children.has(v.ref)) item.append(branch(v.ref, false));
+      item.dataset.depth = depth;
+      item.style.setProperty("--depth", depth);
+      if (children.has(v.ref)) item.append(branch(v.ref, false, depth + 1));
       return item;
     }));
   const groups = new Map();
@@ -80,7 +87,7 @@ function buildTree({children, activity, size}) {
   }
   const sorted = [...groups.values()].sort(SORTS[sortSelect.value] || SORTS.newest);
   return sorted.map((g) => el("div", {className: "group", dataset: {name: g.name}},
-    el("h3", {}, g.name), branch(null, g.roots)));
+    el("h3", {}, g.name), branch(null, g.roots, 0)));
 }
 
 // Hides the rows whose text does not hold the filter (a row stays while one below it matches).
@@ -211,9 +218,8 @@ async function refresh() {
     const [versions, progressList] = await Promise.all([api("versions"), api("progress", {last: 6})]);
     const progress = new Map(progressList.map((p) => [p.ref, p]));
     const names = new Set(versions.map((v) => v.name));
-    const running = progressList.filter((p) => p.seconds_since_checkpoint <= STALLED_S).length;
-    const stalled = progressList.length - running;
-    stalledNow = new Set(progressList.filter((p) => p.seconds_since_checkpoint > STALLED_S).map((p) => p.ref));
+    stalledNow = new Set(progressList.filter(stalledRun).map((p) => p.ref));
+    const stalled = stalledNow.size, running = progressList.length - stalled;
     document.getElementById("summary").textContent = versions.length
       ? fmt(versions.length) + " versions of " + fmt(names.size) + " tokenizers" +
         (running ? ", " + running + " training" : "") + (stalled ? ", " + stalled + " stalled" : "")
