@@ -19,6 +19,7 @@ web-pages: first render of each page, a 10 kB playground update, the largest res
 phases, phases-synthetic: cold ingest + train phase by phase (serial / parallel) at each --workers count,
 and the Amdahl projection to --project workers (bench/phases.py); phases-ingest, phases-ingest-x4: the
 ingest alone (x4: the corpus four times over, the 400 MB row).
+ingest-sources: the corpus as 2,000 files and as 10 files beside one file, at each --workers (bench/ingestion.py).
 fixed-costs: the everyday commands in a fresh process, SQLite (and PostgreSQL: BPESTORE_BENCH_PG_URL).
 dask-count: counting on a Dask LocalCluster + ingest --counts vs ingest --workers 2 (bench/dask_count.py).
 encode-peers: bpestore's encoder beside tiktoken, quicktok-v1, bpe-openai, rs-bpe and HF in one process,
