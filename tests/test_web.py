@@ -508,21 +508,26 @@ def test_a_corpus_as_evaluation_set(db, client):
         [(e["ref"], e["tokens"], e["bytes_per_token"]) for e in expected]
 
 
+def kill_a_trainer(db: str, corpus: str, after: int) -> None:
+    """Train dead@1 on ``corpus`` in another process that dies (no clean-up) after ``after`` merges."""
+    import subprocess
+    import sys
+
+    script = ("import os, sys, bpestore\n"
+              "def progress(p):\n"
+              f"    if p.done >= {after}: os._exit(3)\n"
+              "with bpestore.open(sys.argv[1]) as store:\n"
+              f"    store.train('dead', corpus={corpus!r}, merges=400, checkpoint_every=10, progress=progress)\n")
+    assert subprocess.run([sys.executable, "-c", script, db], timeout=120).returncode == 3
+
+
 def test_a_stopped_trainer_is_known_at_once(db_url, tmp_path):
     """A trainer killed after some checkpoints leaves its version "training"; its progress
     says at once that no run holds it (``running`` false: its training lock is free),
     asked without taking the lock (a run started then is not refused)."""
-    import subprocess
-    import sys
-
     with bpestore.open(db_url) as store:
         store.ingest("books", [str(bpestore.sample_path())], workers=1)
-    script = ("import os, sys, bpestore\n"
-              "def progress(p):\n"
-              "    if p.done >= 40: os._exit(3)\n"
-              "with bpestore.open(sys.argv[1]) as store:\n"
-              "    store.train('dead', corpus='books', merges=400, checkpoint_every=10, progress=progress)\n")
-    assert subprocess.run([sys.executable, "-c", script, db_url], timeout=120).returncode == 3
+    kill_a_trainer(db_url, "books", 40)
     with TestClient(create_app(db_url), base_url="http://127.0.0.1") as c:
         info = ok(c, "/api/progress", ref="dead@1", last="0")
         assert info["status"] == "training" and info["running"] is False

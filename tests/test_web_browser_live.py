@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("selenium", reason="selenium is not installed: pip install -e '.[test]'")
 
-from .test_web import cli_json  # noqa: E402
+from .test_web import cli_json, kill_a_trainer  # noqa: E402
 from .test_web_browser import (  # noqa: E402
     By,
     browser,
@@ -78,12 +78,7 @@ def test_a_dead_training_is_stalled_and_a_lost_server_is_a_banner(db, browser):
     """A trainer that dies after some checkpoints leaves a version "training": the registry
     calls it stalled at once (no process holds its training lock), without a rate or a
     live run's bar, everywhere. When the server stops, the last data stays, under a banner."""
-    script = ("import os, sys, bpestore\n"
-              "def progress(p):\n"
-              "    if p.done >= 200: os._exit(3)\n"
-              "with bpestore.open(sys.argv[1]) as store:\n"
-              "    store.train('dead', corpus='books@1', merges=400, checkpoint_every=10, progress=progress)\n")
-    assert subprocess.run([sys.executable, "-c", script, db], timeout=120).returncode == 3
+    kill_a_trainer(db, "books@1", 200)
     process, base = serve(db)
     try:
         open_page(browser, f"{base}/?poll=300&idle=300")  # the default stall time (60 s) not waited for
