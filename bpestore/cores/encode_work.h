@@ -20,6 +20,8 @@ typedef struct Work {
     size_t n_out, out_cap;
     uint8_t *utf8;          /* a word's UTF-8 */
     size_t utf8_cap;
+    uint8_t *narrow;        /* a wide text's characters, each below 0x80 as itself, others as 0x80 */
+    size_t narrow_cap;
     uint32_t *symbols;      /* merging */
     uint32_t *positions;
     uint32_t *next, *prev;
@@ -43,6 +45,7 @@ work_free(Work *w)
 {
     free(w->out);
     free(w->utf8);
+    free(w->narrow);
     free(w->symbols);
     free(w->positions);
     free(w->next);
