@@ -180,6 +180,28 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 }
 #undef NARROW_LOOP
 
+#define NOT_SHORT (~0ULL)  /* no word of <= 8 ASCII bytes: its top byte would be below 0x80 */
+
+/* hash_bytes of a word of n <= 8 bytes, given them as one little-endian word x. */
+static inline uint64_t
+hash_short(uint64_t x, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
+    h = (h ^ x) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+/* hash_and_prefetch's fetches for a word of n bytes hashed h. */
+static inline void
+prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
+{
+    if (w->cache != NULL)
+        PREFETCH(cache_slot(w, h));
+    if (e->whole_lookup && n <= e->max_token_len)
+        PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
+}
+
 /* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
    hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
    inlined with both constant. */
@@ -191,7 +213,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in `direct`, or in w->utf8 */
     uint8_t in_utf8[BLOCK];
     const uint8_t *ptrs[BLOCK];
-    uint64_t hashes[BLOCK];
+    uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (else NOT_SHORT) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
     /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
@@ -254,8 +276,18 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             i = end;
         }
         for (int j = 0; j < k; j++) {
+            size_t len = ends[j] - starts[j];
             ptrs[j] = (in_utf8[j] ? w->utf8 : direct) + starts[j];
-            hashes[j] = hash_and_prefetch(e, w, ptrs[j], ends[j] - starts[j]);
+            if (!in_utf8[j] && len <= 8 && starts[j] + 8 <= (size_t)n) {
+                /* one load for the hash and the cache's check */
+                uint64_t x = load64(ptrs[j]) & (~0ULL >> (64 - 8 * len));
+                words[j] = x;
+                hashes[j] = hash_short(x, len);
+                prefetch_hashed(e, w, hashes[j], len);
+            } else {
+                words[j] = NOT_SHORT;
+                hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
+            }
         }
         /* room for every word's ids from the cache, so that a hit is one check and a copy */
         if (w->n_out + (size_t)k * CACHE_IDS_MAX > w->out_cap
@@ -270,7 +302,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             }
             if (len <= CACHE_KEY_MAX && w->cache != NULL) {
                 const CacheSlot *c = cache_slot(w, hashes[j]);
-                if (cache_holds(c, p, len)) {
+                if (words[j] != NOT_SHORT ? c->len == len && (load64(c->key) & (~0ULL >> (64 - 8 * len))) == words[j]
+                                          : cache_holds(c, p, len)) {
                     memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
                     w->n_out += c->n_ids;
                     continue;
