@@ -246,15 +246,16 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 while (end < n && !IS_SPACE_AT(end))
                     end++;
             } else {
+                int found = 0;
                 if (fast) {
                     if (i >= stop && direct[i] < 0x80)
                         stop = ascii_stop(direct, n, i);
                     if (i < stop) {
                         end = ascii_end(classes, t, direct, stop, i, pattern, stop == n);
-                        here = stop == n || end + 3 <= stop;
+                        here = found = stop == n || end + 3 <= stop;
                     }
                 }
-                if (!here) {
+                if (!found) {
                     end = pretok_end(classes, data, kind, n, i, pattern);
                     if (end <= i)
                         end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
@@ -359,17 +360,19 @@ has_surrogate(const void *data, int kind, ptrdiff_t n)
 enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
 
 /* Over each block of 4,096 characters: the surrogate test without a branch (the
-   compiler may vectorize it), the class of each character above Latin-1 (those below
-   are asked all at once, classify_text) looked up where the test finds one. */
+   compiler may vectorize it), then, in a block with a character above Latin-1, the class
+   of each such character (those below are asked all at once, classify_text) looked up. */
 #define TEXT_STATE_LOOP(type)                                                 \
     for (ptrdiff_t start = 0; start < n; start += 4096) {                     \
         ptrdiff_t stop = n - start < 4096 ? n : start + 4096;                 \
-        uint32_t surrogates = 0;                                              \
-        for (ptrdiff_t i = start; i < stop; i++)                              \
+        uint32_t surrogates = 0, wide = 0;                                    \
+        for (ptrdiff_t i = start; i < stop; i++) {                            \
             surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
+            wide |= ((const type *)data)[i] > 0xFFu;                          \
+        }                                                                     \
         if (surrogates)                                                       \
             return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY)                           \
+        if (classes != NULL && state == TEXT_READY && wide)                   \
             for (ptrdiff_t i = start; i < stop; i++) {                        \
                 uint32_t c = ((const type *)data)[i];                         \
                 if (c > 0xFF && !classes[c])                                  \
