@@ -43,7 +43,8 @@ def version(name: str):
 CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"]
 BOUNDARIES = (
     [f"{w}{c}" for w in ["it", "IT", "It", "x", ""] for c in CONTRACTIONS + [c.upper() for c in CONTRACTIONS]]
-    + [f"we{c}{tail}" for c in ["'l", "'r", "'v", "'R", "'V", "'L", "'", "''", "'x", "'e"] for tail in ["", " ", "x", "1"]]
+    + [f"we{c}{tail}" for c in ["'l", "'r", "'v", "'R", "'V", "'L", "'", "''", "'x", "'e"]
+       for tail in ["", " ", "x", "1"]]
     + ["don't stop", "DON'T", "I'M", "she'Ll", "they'rE", "'", "' s", "'s'", "''s", "a's's", "Hello'sWorld"]
     + ["1" * k for k in range(1, 8)] + [f"x{'7' * k}y" for k in range(1, 7)] + [f" {'4' * k} " for k in range(1, 6)]
     + ["a1", "1a", "a 1", "1.5", "12,345,678", "v2.0", "x=12345;", "$100", "3rd", "A1B2C3"]
@@ -56,8 +57,10 @@ BOUNDARIES = (
     + ["The quick brown fox jumps over the lazy dog.", "def f(x):\n    return x  # done\n\n",
        "if (a != b) {\n\tprintf(\"%d\\n\", a);\n}\n", "  indented   lines   \n   here  ", "end. \n"]
 )
-# other characters: Latin-1 letter / space / symbol, wide letters and spaces, a mark, numbers, a 4-byte one
-OTHERS = ["\u017f", "\u212a", "\xe9", "\xa0", "\x85", "\xb2", "\xd7", "\u0436", "\u65e5", "\u3000", "\u2028", "\u0301", "\u0663",
+# other characters: letters that fold to s and k, Latin-1 letter / space / symbol, wide letters and
+# spaces, a mark, numbers, a 4-byte one
+OTHERS = ["\u017f", "\u212a",
+          "\xe9", "\xa0", "\x85", "\xb2", "\xd7", "\u0436", "\u65e5", "\u3000", "\u2028", "\u0301", "\u0663",
           "\u2019", "\U0001F600", "\U00010400"]
 
 

@@ -159,6 +159,17 @@ ascii_stop(const uint8_t *p, ptrdiff_t n, ptrdiff_t i)
     return i;
 }
 
+/* Whether 3 in 4 of a 2- or 4-byte text's first 1,024 characters are ASCII: where fewer
+   are, its stretches of ASCII are too short to pay for their own scan. */
+static int
+mostly_ascii(const void *data, int kind, ptrdiff_t n)
+{
+    ptrdiff_t m = n < 1024 ? n : 1024, count = 0;
+    for (ptrdiff_t i = 0; i < m; i++)
+        count += CHAR_AT(kind, data, i) < 0x80;
+    return 4 * count >= 3 * m;
+}
+
 /* A 2- or 4-byte text's characters as bytes, each below 0x80 as itself, the others
    as 0x80 (a loop the compiler may vectorize). */
 #define NARROW_LOOP(type)                                     \
@@ -217,12 +228,13 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
     /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
-       their words read where they lie (kind 1) or in w->narrow */
+       their words read where they lie (kind 1) or in w->narrow (a text mostly ASCII) */
     const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
     const uint8_t *direct = (const uint8_t *)data;
     uint8_t t[256];
     ptrdiff_t stop = 0;  /* where the stretch of ASCII that holds i ends (i < stop) */
-    if (fast) {
+    int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n));
+    if (stretches) {
         ascii_classes(classes, t);
         if (kind != 1 && (direct = narrow_text(w, data, kind, n)) == NULL)
             return -1;
@@ -247,7 +259,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                     end++;
             } else {
                 int found = 0;
-                if (fast) {
+                if (stretches) {
                     if (i >= stop && direct[i] < 0x80)
                         stop = ascii_stop(direct, n, i);
                     if (i < stop) {
