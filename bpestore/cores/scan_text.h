@@ -193,7 +193,8 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 
 #define NOT_SHORT (~0ULL)  /* no word of <= 8 ASCII bytes: its top byte would be below 0x80 */
 
-/* hash_bytes of a word of n <= 8 bytes, given them as one little-endian word x. */
+/* hash_bytes (hash.h) of a word of n <= 8 bytes, given them as one little-endian word x: the
+   same steps, which must stay the same (a hash that differed would only lose look-ups). */
 static inline uint64_t
 hash_short(uint64_t x, size_t n)
 {
