@@ -94,6 +94,11 @@ work_give(Encoder *e, Work *w)
         w->utf8 = NULL;
         w->utf8_cap = 0;
     }
+    if (w->narrow_cap > KEEP_UTF8) {
+        free(w->narrow);
+        w->narrow = NULL;
+        w->narrow_cap = 0;
+    }
     if (w->symbols_cap > KEEP_SYMBOLS || w->heap_cap > KEEP_SYMBOLS) {
         free(w->symbols);
         free(w->positions);

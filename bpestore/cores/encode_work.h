@@ -4,6 +4,11 @@
 
 #include "encode_tables.h"
 
+#ifdef __linux__
+#include <sys/mman.h>
+#define HUGE_PAGE ((size_t)2 << 20)
+#endif
+
 /* -- one call's scratch space and cache -------------------------------------------------- */
 
 /* One word the cache remembers: one cache line, the slot its hash picks (the last
@@ -20,6 +25,8 @@ typedef struct Work {
     size_t n_out, out_cap;
     uint8_t *utf8;          /* a word's UTF-8 */
     size_t utf8_cap;
+    uint8_t *narrow;        /* a wide text's characters, each below 0x80 as itself, others as 0x80 */
+    size_t narrow_cap;
     uint32_t *symbols;      /* merging */
     uint32_t *positions;
     uint32_t *next, *prev;
@@ -43,6 +50,7 @@ work_free(Work *w)
 {
     free(w->out);
     free(w->utf8);
+    free(w->narrow);
     free(w->symbols);
     free(w->positions);
     free(w->next);
@@ -136,6 +144,26 @@ cache_index(uint64_t h, size_t mask)
     return (size_t)(h >> 17) & mask;
 }
 
+/* Zeroed room for `slots` cache slots. On Linux a cache of 2 MB or more sits on huge
+   pages where the kernel gives them (transparent huge pages on request): its slots are
+   read at random, and with 4 kB pages most look-ups would miss the TLB. */
+static CacheSlot *
+cache_alloc(size_t slots)
+{
+    size_t size = slots * sizeof(CacheSlot);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_PAGE && size % HUGE_PAGE == 0) {
+        void *p = aligned_alloc(HUGE_PAGE, size);
+        if (p != NULL) {
+            madvise(p, size, MADV_HUGEPAGE);
+            memset(p, 0, size);
+            return p;
+        }
+    }
+#endif
+    return calloc(slots, sizeof(CacheSlot));
+}
+
 /* The cache sized for a call of `chars` more characters: about one slot for every 8
    characters the scratch space has encoded (64..CACHE_SLOTS_MAX), so that a short text
    does not pay for a large cache and a run of short ones grows it; a larger cache takes
@@ -150,7 +178,7 @@ cache_init(Work *w, ptrdiff_t chars)
         slots <<= 1;
     if (w->cache != NULL && w->cache_mask + 1 >= slots)
         return;
-    CacheSlot *bigger = calloc(slots, sizeof(CacheSlot));
+    CacheSlot *bigger = cache_alloc(slots);
     if (bigger == NULL)
         return;
     for (size_t k = 0; w->cache != NULL && k <= w->cache_mask; k++) {

@@ -66,6 +66,154 @@ encode_span(const Tables *e, Work *w, const void *data, int kind, int ascii, ptr
     return n < 0 ? -1 : encode_word(e, w, w->utf8, (size_t)n);
 }
 
+/* -- ASCII texts under cl100k and o200k ---------------------------------------------- */
+
+/* The classes of the 128 ASCII bytes as bits (from the encoder's classes, so the same as
+   pretok.h's scans); bytes from 0x80 on have none. */
+enum { A_UP = 1, A_LO = 2, A_LETTER = 3, A_DIGIT = 4, A_SPACE = 8, A_NEWLINE = 16, A_SYMBOL = 32 };
+
+static inline void
+ascii_classes(const uint8_t *classes, uint8_t *t)
+{
+    memset(t + 128, 0, 128);
+    for (int c = 0; c < 128; c++) {
+        int k = classes[c] & 15;
+        t[c] = (uint8_t)(k == CAT_UPPER ? A_UP : k == CAT_LOWER ? A_LO : IS_LETTER(k) ? A_LETTER
+                         : k == CAT_NUMBER ? A_DIGIT : k == CAT_SPACE ? A_SPACE : A_SYMBOL);
+        if (c == '\r' || c == '\n')
+            t[c] |= A_NEWLINE;
+    }
+}
+
+/* The end of the run of bytes of class `bits` from i on (8 bytes a step for letters). */
+INLINE ptrdiff_t
+ascii_run(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int bits)
+{
+#ifdef SWAR_RUNS
+    if (bits == A_LETTER || bits == A_UP || bits == A_LO)
+        i = skip_ascii_run(p, 1, n, i, bits == A_LETTER ? RUN_LETTER : bits == A_UP ? RUN_UPPERISH : RUN_LOWERISH);
+#endif
+    while (i < n && (t[p[i]] & bits))
+        i++;
+    return i;
+}
+
+/* The end of the word at i (< n) of ASCII bytes p[0:n) under cl100k or o200k: what
+   cl100k_end and o200k_end find there, with each byte's class one look-up in t.
+   whole: n is the text's end. Else n is where its ASCII stops, and an end e is the
+   text's only if e + 3 <= n: every position these steps look at is below e + 3, but
+   for a whitespace run, which is checked here to stop before n. */
+INLINE ptrdiff_t
+ascii_end(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int pattern,
+          int whole)
+{
+    int c = t[p[i]];
+    ptrdiff_t s = i;  /* where the letters start */
+    if (c & A_LETTER) {
+        /* a letter */
+    } else if (pattern == PATTERN_CL100K && p[i] == '\'' && contraction_end(classes, p, 1, n, i, 1) >= 0) {
+        return contraction_end(classes, p, 1, n, i, 1);
+    } else if (c & A_DIGIT) {
+        ptrdiff_t end = i + 1;
+        while (end < n && end < i + 3 && (t[p[end]] & A_DIGIT))
+            end++;
+        return end;
+    } else if (!(c & A_NEWLINE) && i + 1 < n && (t[p[i + 1]] & A_LETTER)) {
+        s = i + 1;  /* [^\r\n\p{L}\p{N}]? before the letters */
+    } else {
+        ptrdiff_t run = (c & A_SYMBOL) ? i : p[i] == ' ' && i + 1 < n && (t[p[i + 1]] & A_SYMBOL) ? i + 1 : -1;
+        if (run < 0) {
+            /* whitespace: a run cut short at n is left to the caller (n is no text end) */
+            if (!whole && ascii_run(t, p, n, i + 1, A_SPACE) == n)
+                return n;
+            return newline_space_end(classes, p, 1, n, i, pattern == PATTERN_CL100K);
+        }
+        ptrdiff_t end = ascii_run(t, p, n, run + 1, A_SYMBOL);
+        while (end < n && ((t[p[end]] & A_NEWLINE) || (pattern == PATTERN_O200K && p[end] == '/')))
+            end++;
+        return end;
+    }
+    if (pattern == PATTERN_CL100K)
+        return ascii_run(t, p, n, s + 1, A_LETTER);
+    /* o200k: [A-Z]*[a-z]+ or [A-Z]+[a-z]*, then a contraction (either case) if one follows */
+    ptrdiff_t end = ascii_run(t, p, n, s, A_UP);
+    if (end < n && (t[p[end]] & A_LO))
+        end = ascii_run(t, p, n, end + 1, A_LO);
+    ptrdiff_t k = end < n && p[end] == '\'' ? contraction_end(classes, p, 1, n, end, 1) : -1;
+    return k >= 0 ? k : end;
+}
+
+/* The first position from i on of a byte from 0x80 on, or n (8 bytes a step). */
+static inline ptrdiff_t
+ascii_stop(const uint8_t *p, ptrdiff_t n, ptrdiff_t i)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && (defined(__GNUC__) || defined(__clang__))
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x = load64(p + i) & 0x8080808080808080ULL;
+        if (x)
+            return i + (ptrdiff_t)(__builtin_ctzll(x) / 8);
+    }
+#endif
+    while (i < n && p[i] < 0x80)
+        i++;
+    return i;
+}
+
+/* Whether 3 in 4 of a 2- or 4-byte text's first 1,024 characters are ASCII: where fewer
+   are, its stretches of ASCII are too short to pay for their own scan. */
+static int
+mostly_ascii(const void *data, int kind, ptrdiff_t n)
+{
+    ptrdiff_t m = n < 1024 ? n : 1024, count = 0;
+    for (ptrdiff_t i = 0; i < m; i++)
+        count += CHAR_AT(kind, data, i) < 0x80;
+    return 4 * count >= 3 * m;
+}
+
+/* A 2- or 4-byte text's characters as bytes, each below 0x80 as itself, the others
+   as 0x80 (a loop the compiler may vectorize). */
+#define NARROW_LOOP(type)                                     \
+    for (ptrdiff_t i = 0; i < n; i++) {                       \
+        uint32_t c = ((const type *)data)[i];                 \
+        out[i] = (uint8_t)(c < 0x80 ? c : 0x80);              \
+    }
+static const uint8_t *
+narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
+{
+    if (grow(w, (void **)&w->narrow, &w->narrow_cap, 0, (size_t)n + 1, 1) < 0)
+        return NULL;
+    uint8_t *out = w->narrow;
+    if (kind == 2)
+        NARROW_LOOP(uint16_t)
+    else
+        NARROW_LOOP(uint32_t)
+    return out;
+}
+#undef NARROW_LOOP
+
+#define NOT_SHORT (~0ULL)  /* no word of <= 8 ASCII bytes: its top byte would be below 0x80 */
+
+/* hash_bytes (hash.h) of a word of n <= 8 bytes, given them as one little-endian word x: the
+   same steps, which must stay the same (a hash that differed would only lose look-ups). */
+static inline uint64_t
+hash_short(uint64_t x, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
+    h = (h ^ x) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+/* hash_and_prefetch's fetches for a word of n bytes hashed h. */
+static inline void
+prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
+{
+    if (w->cache != NULL)
+        PREFETCH(cache_slot(w, h));
+    if (e->whole_lookup && n <= e->max_token_len)
+        PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
+}
+
 /* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
    hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
    inlined with both constant. */
@@ -74,17 +222,34 @@ INLINE int
 scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t n, int pattern)
 {
     const uint8_t *classes = e->classes;
-    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in data (ASCII) or in w->utf8 */
-    uint64_t hashes[BLOCK];
+    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in `direct`, or in w->utf8 */
+    uint8_t in_utf8[BLOCK];
+    const uint8_t *ptrs[BLOCK];
+    uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (else NOT_SHORT) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
+    /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
+       their words read where they lie (kind 1) or in w->narrow (a text mostly ASCII) */
+    const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
+    const uint8_t *direct = (const uint8_t *)data;
+    uint8_t t[256];
+    ptrdiff_t stop = 0;  /* where the stretch of ASCII that holds i ends (i < stop) */
+    int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n));
+    if (stretches) {
+        ascii_classes(classes, t);
+        if (kind != 1 && (direct = narrow_text(w, data, kind, n)) == NULL)
+            return -1;
+        if (ascii)
+            stop = n;
+    }
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
     while (i < n) {
         int k = 0;
         size_t at = 0;
         for (; k < BLOCK && i < n; k++) {
-            ptrdiff_t end;
+            ptrdiff_t end = 0;
+            int here = ascii;  /* the word's bytes are direct[i:end] */
             if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
                 while (i < n && IS_SPACE_AT(i))
                     i++;
@@ -94,13 +259,25 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 while (end < n && !IS_SPACE_AT(end))
                     end++;
             } else {
-                end = pretok_end(classes, data, kind, n, i, pattern);
-                if (end <= i)
-                    end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
+                int found = 0;
+                if (stretches) {
+                    if (i >= stop && direct[i] < 0x80)
+                        stop = ascii_stop(direct, n, i);
+                    if (i < stop) {
+                        end = ascii_end(classes, t, direct, stop, i, pattern, stop == n);
+                        here = found = stop == n || end + 3 <= stop;
+                    }
+                }
+                if (!found) {
+                    end = pretok_end(classes, data, kind, n, i, pattern);
+                    if (end <= i)
+                        end = i + 1;  /* never: every alternative takes a character; a bug must not loop */
+                }
             }
-            if (ascii) {
+            if (here) {
                 starts[k] = (size_t)i;
                 ends[k] = (size_t)end;
+                in_utf8[k] = 0;
             } else {
                 ptrdiff_t len = utf8_of(w, at, data, kind, i, end);
                 if (len < 0)
@@ -108,18 +285,30 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 starts[k] = at;
                 at += (size_t)len;
                 ends[k] = at;
+                in_utf8[k] = 1;
             }
             i = end;
         }
-        const uint8_t *base = ascii ? (const uint8_t *)data : w->utf8;
-        for (int j = 0; j < k; j++)
-            hashes[j] = hash_and_prefetch(e, w, base + starts[j], ends[j] - starts[j]);
+        for (int j = 0; j < k; j++) {
+            size_t len = ends[j] - starts[j];
+            ptrs[j] = (in_utf8[j] ? w->utf8 : direct) + starts[j];
+            if (!in_utf8[j] && len <= 8 && starts[j] + 8 <= (size_t)n) {
+                /* one load for the hash and the cache's check */
+                uint64_t x = load64(ptrs[j]) & (~0ULL >> (64 - 8 * len));
+                words[j] = x;
+                hashes[j] = hash_short(x, len);
+                prefetch_hashed(e, w, hashes[j], len);
+            } else {
+                words[j] = NOT_SHORT;
+                hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
+            }
+        }
         /* room for every word's ids from the cache, so that a hit is one check and a copy */
         if (w->n_out + (size_t)k * CACHE_IDS_MAX > w->out_cap
                 && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)k * CACHE_IDS_MAX, sizeof(uint32_t)) < 0)
             return -1;
         for (int j = 0; j < k; j++) {
-            const uint8_t *p = base + starts[j];
+            const uint8_t *p = ptrs[j];
             size_t len = ends[j] - starts[j];
             if (len == 1 && byte_direct) {
                 w->out[w->n_out++] = e->byte_ids[p[0]];
@@ -127,7 +316,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             }
             if (len <= CACHE_KEY_MAX && w->cache != NULL) {
                 const CacheSlot *c = cache_slot(w, hashes[j]);
-                if (cache_holds(c, p, len)) {
+                if (words[j] != NOT_SHORT ? c->len == len && (load64(c->key) & (~0ULL >> (64 - 8 * len))) == words[j]
+                                          : cache_holds(c, p, len)) {
                     memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
                     w->n_out += c->n_ids;
                     continue;
@@ -183,17 +373,19 @@ has_surrogate(const void *data, int kind, ptrdiff_t n)
 enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
 
 /* Over each block of 4,096 characters: the surrogate test without a branch (the
-   compiler may vectorize it), the class of each character above Latin-1 (those below
-   are asked all at once, classify_text) looked up where the test finds one. */
+   compiler may vectorize it), then, in a block with a character above Latin-1, the class
+   of each such character (those below are asked all at once, classify_text) looked up. */
 #define TEXT_STATE_LOOP(type)                                                 \
     for (ptrdiff_t start = 0; start < n; start += 4096) {                     \
         ptrdiff_t stop = n - start < 4096 ? n : start + 4096;                 \
-        uint32_t surrogates = 0;                                              \
-        for (ptrdiff_t i = start; i < stop; i++)                              \
+        uint32_t surrogates = 0, wide = 0;                                    \
+        for (ptrdiff_t i = start; i < stop; i++) {                            \
             surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
+            wide |= ((const type *)data)[i] > 0xFFu;                          \
+        }                                                                     \
         if (surrogates)                                                       \
             return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY)                           \
+        if (classes != NULL && state == TEXT_READY && wide)                   \
             for (ptrdiff_t i = start; i < stop; i++) {                        \
                 uint32_t c = ((const type *)data)[i];                         \
                 if (c > 0xFF && !classes[c])                                  \
