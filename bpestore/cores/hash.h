@@ -79,10 +79,32 @@ same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
     return load64(a + n - 8) == load64(b + n - 8);
 }
 
+/* hash_bytes' first step (the length) and last (the last 1..8 bytes as one little-endian word). */
+static inline uint64_t
+hash_start(size_t n)
+{
+    return 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
+}
+
+static inline uint64_t
+hash_finish(uint64_t h, uint64_t last)
+{
+    h = (h ^ last) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+/* hash_bytes of n <= 8 bytes given already as one little-endian word x (load_upto8). */
+static inline uint64_t
+hash_upto8(uint64_t x, size_t n)
+{
+    return hash_finish(hash_start(n), x);
+}
+
 static inline uint64_t
 hash_bytes(const uint8_t *p, size_t n)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
+    uint64_t h = hash_start(n);
     /* the last 1..8 bytes (of 8 or more: one load ending at the end) */
     uint64_t w = n >= 8 ? load64(p + n - 8) >> (8 * ((8 - n % 8) % 8)) : load_upto8(p, n);
     while (n > 8) {
@@ -91,9 +113,7 @@ hash_bytes(const uint8_t *p, size_t n)
         p += 8;
         n -= 8;
     }
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 29;
-    return h;
+    return hash_finish(h, w);
 }
 
 /* The merge core's pair keys mixed (another finalizer: its tables were tuned with it). */

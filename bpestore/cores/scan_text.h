@@ -193,17 +193,6 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 
 #define NOT_SHORT (~0ULL)  /* no word of <= 8 ASCII bytes: its top byte would be below 0x80 */
 
-/* hash_bytes (hash.h) of a word of n <= 8 bytes, given them as one little-endian word x: the
-   same steps, which must stay the same (a hash that differed would only lose look-ups). */
-static inline uint64_t
-hash_short(uint64_t x, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xc4ceb9fe1a85ec53ULL);
-    h = (h ^ x) * 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 29;
-    return h;
-}
-
 /* hash_and_prefetch's fetches for a word of n bytes hashed h. */
 static inline void
 prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
@@ -296,7 +285,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 /* one load for the hash and the cache's check */
                 uint64_t x = load64(ptrs[j]) & (~0ULL >> (64 - 8 * len));
                 words[j] = x;
-                hashes[j] = hash_short(x, len);
+                hashes[j] = hash_upto8(x, len);
                 prefetch_hashed(e, w, hashes[j], len);
             } else {
                 words[j] = NOT_SHORT;
