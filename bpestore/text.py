@@ -371,6 +371,15 @@ class TextPipeline:
         return sum(self.count_core.count(segment, counts, char_class, self.count_pattern)
                    for segment in self.ordinary_segments(text))
 
+    def count_together(self, texts: list[str], counts: dict[bytes, int]) -> int:
+        """``count_utf8`` of texts as one: the counting core counts them in one table, adding
+        to counts once; how many words there were."""
+        if self.count_core is None:
+            return sum(self.count_utf8(text, counts) for text in texts)
+        segments = [segment for text in texts for segment in self.ordinary_segments(text)]
+        [(n_words, _)] = self.count_core.count_many([segments], counts, char_class, self.count_pattern)
+        return n_words
+
     def count_each(self, texts: list[str], counts: dict[bytes, int]) -> list[tuple[int, int]]:
         """``count_utf8`` of each text into counts; the words and distinct words of each.
         The counting core counts them together, adding to counts once; else each

@@ -57,7 +57,7 @@ from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
 from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
-from ..text import COUNT_CORE, TextPipeline, char_class
+from ..text import COUNT_CORE, TextPipeline
 from . import shards
 from .shards import Packed, merge_counts, merge_pairs, n_packed, pack_shard, unpack_shard
 
@@ -286,7 +286,8 @@ class TaskCounter:
             for at in range(0, len(task.pieces), step):
                 try:
                     if together:
-                        n_words += self.count_together(task.pieces[at:at + step], counts)
+                        n_words += self.pipeline.count_together(
+                            [piece.decoded(self.errors) for piece in task.pieces[at:at + step]], counts)
                         continue
                     piece = task.pieces[at]
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
@@ -298,14 +299,6 @@ class TaskCounter:
         # On an error, only the pieces before the failing one are in counts.
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
                        shas=shas or None, segments=[(0, task.seq)])
-
-    def count_together(self, pieces: tuple[Piece, ...], counts: Counter) -> int:
-        """Consecutive pieces of one source counted in one table of the counting core, added to
-        counts once (not once per piece): the same counts, in the same order."""
-        texts = [segment for piece in pieces for segment in self.pipeline.ordinary_segments(piece.decoded(self.errors))]
-        assert self.pipeline.count_core is not None, "counted together only by the counting core"
-        [(n_words, _)] = self.pipeline.count_core.count_many([texts], counts, char_class, self.pipeline.count_pattern)
-        return n_words
 
     def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
@@ -403,7 +396,7 @@ def as_bytes(counts: Counter) -> dict[bytes, int]:
     return converted
 
 
-TOGETHER = 4  # pieces of a source counted at once (``TaskCounter.count_together``): a few MB of text
+TOGETHER = 4  # pieces of a source counted at once (``TextPipeline.count_together``): a few MB of text
 
 
 # -- the worker processes ------------------------------------------------------------
