@@ -265,11 +265,12 @@ class Results:
             if full in self.kept:
                 self.kept[full] = self.kept.pop(full)  # the newest now
                 return self.kept[full]
-        value = kept.load(full, HELD_OUT.read_bytes()) if held_out else None
+        salt = HELD_OUT.read_bytes() if held_out else b""
+        value = kept.load(full, salt) if held_out else None
         if value is None:
             value = compute()
             if held_out:
-                kept.save(full, HELD_OUT.read_bytes(), value)
+                kept.save(full, salt, value)
         with self.lock:
             self.kept[full] = value
             while len(self.kept) > self.size:

@@ -54,8 +54,11 @@ def save(key: tuple[Any, ...], salt: bytes, value: Any) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, partial = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    except OSError:
+        return
+    try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(value, f, ensure_ascii=False)
         os.replace(partial, path)
     except OSError:
-        return
+        Path(partial).unlink(missing_ok=True)

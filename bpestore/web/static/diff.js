@@ -116,7 +116,7 @@ function summary(d) {
         " and adds " + fmt(newMerges) + "."]
       : ["The first ", el("strong", {className: "shared"}, fmt(d.shared_merges)), " merges are shared; then they part: ",
         fmt(d.counts.new_merges) + " merges only in " + vb.ref + ", " + fmt(d.counts.removed_merges) + " only in " + va.ref + "."]),
-    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed stack"}, fmt(d.counts.changed_ids)),
+    el("p", {}, "ids with other bytes: ", el("strong", {className: "changed"}, fmt(d.counts.changed_ids)),
       d.counts.changed_ids ? " (a text encoded with one is not decoded right by the other)" : " (ids shared by both mean the same bytes)"),
     specRows.length ? [el("h2", {}, "Spec changes"), table(["field", va.ref, vb.ref], specRows, {className: "spec-changes stack"})]
       : el("p", {className: "same-spec"}, "Same spec (pre-tokenizer, normalizer, alphabet, special tokens…)."),

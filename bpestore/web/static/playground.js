@@ -66,6 +66,7 @@ function compareResults(sections, results) {
   if (results.length < 2 || !results[0]) return;
   const cuts = results.map((result) => result && places(result));
   const differs = sections.map(() => new Set());
+  const here = cuts[0] && new Set(cuts[0]);
   results.forEach((b, i) => {
     if (i === 0 || !b) return;
     const a = results[0];
@@ -76,7 +77,7 @@ function compareResults(sections, results) {
       " tokens than " + sections[0].dataset.ref + " (" + fmt(b.count) + " against " + fmt(a.count) +
       (ratio === null ? "" : ", ×" + ratio.toFixed(3)) + ")."));
     if (!cuts[0] || !cuts[i]) return;
-    const [here, there] = [new Set(cuts[0]), new Set(cuts[i])];
+    const there = new Set(cuts[i]);
     let split = 0;
     if (i === 1) cuts[0].forEach((place, k) => { if (!there.has(place)) { differs[0].add(k); split++; } });
     cuts[i].forEach((place, k) => { if (!here.has(place)) differs[i].add(k); });
