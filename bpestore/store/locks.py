@@ -13,29 +13,39 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 _SETLK = getattr(fcntl, "F_OFD_SETLK", None)
 _GETLK = getattr(fcntl, "F_OFD_GETLK", None)
+_FLOCK = "hhqqi4x"  # struct flock, padded
+
+
+def _database(url: str) -> tuple[str, Mapping[str, Any]] | None:
+    """The file a SQLite URL names and the URL's query; None for other databases and memory."""
+    if not url.startswith("sqlite"):
+        return None
+    query: Mapping[str, Any] = {}
+    if url.startswith("sqlite:///") and "?" not in url:  # a file as db.resolve_url names it
+        database = url[len("sqlite:///"):]
+    else:
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        if parsed.get_backend_name() != "sqlite":
+            return None
+        database, query = parsed.database or "", parsed.query
+    return (database, query) if database and database != ":memory:" else None
 
 
 def lock_file(url: str) -> Path | None:
     """``<database>-train.lock`` of a writable SQLite file; None for other databases."""
-    if not url.startswith("sqlite"):
+    named = _database(url)
+    if named is None or named[1].get("mode") == "ro" or named[0].startswith("file:"):
         return None
-    if url.startswith("sqlite:///") and "?" not in url:  # a file as db.resolve_url names it
-        database = url[len("sqlite:///"):]
-        return Path(f"{database}-train.lock") if database and database != ":memory:" else None
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.query.get("mode") == "ro":
-        return None
-    if parsed.database.startswith("file:"):
-        return None
-    return Path(f"{parsed.database}-train.lock")
+    return Path(f"{named[0]}-train.lock")
 
 
 @contextmanager
@@ -59,14 +69,10 @@ def held(url: str, version_id: int) -> bool | None:
     of ``url`` (a read-only URL too), asked without taking it (``F_OFD_GETLK``): a
     viewer never keeps a run from starting. None where this cannot be asked here
     (not a file, not Linux)."""
-    if not url.startswith("sqlite") or _GETLK is None:
+    named = _database(url)
+    if named is None or _GETLK is None:
         return None
-    from sqlalchemy.engine import make_url
-
-    database = make_url(url).database or ""
-    database = database.removeprefix("file:") if "uri=true" in url else database
-    if not database or database == ":memory:":
-        return None
+    database = named[0].removeprefix("file:") if "uri=true" in url else named[0]
     try:
         fd = os.open(f"{database}-train.lock", os.O_RDONLY)
     except FileNotFoundError:
@@ -74,20 +80,23 @@ def held(url: str, version_id: int) -> bool | None:
     except OSError:
         return None
     try:
-        asked = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, version_id, 1, 0)
-        answer = fcntl.fcntl(fd, _GETLK, asked)
+        answer = fcntl.fcntl(fd, _GETLK, _flock(version_id))
     except OSError:
         return None
     finally:
         os.close(fd)
-    return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    return struct.unpack(_FLOCK, answer)[0] != fcntl.F_UNLCK
+
+
+def _flock(offset: int) -> bytes:
+    """A write lock of byte ``offset``: ``struct flock`` (l_type, l_whence, l_start, l_len, l_pid 0 for OFD)."""
+    return struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
 
 
 def _try_lock(fd: int, offset: int) -> bool:
     try:
         if _SETLK is not None:
-            # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for OFD locks), padded.
-            fcntl.fcntl(fd, _SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+            fcntl.fcntl(fd, _SETLK, _flock(offset))
         else:  # pragma: no cover - not Linux
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
     except OSError:
