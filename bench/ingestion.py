@@ -306,7 +306,7 @@ def ingest_patterns(corpus: Path, name: str, runs: int, vocab_size: int) -> str:
                  "core / regex", "core / HF"], rows))
 
 
-# -- many sources: the same bytes as many files or one (issue 38's targets) ----------------
+# -- many sources: the same bytes as many files or one ----------------------------------------
 def ingest_sources(corpus: Path, name: str, runs: int, vocab_size: int, workers: tuple[int, ...] = (2,),
                    splits: tuple[int, ...] = (2_000, 10)) -> str:
     """Store.ingest of the corpus cut into each of ``splits`` files (a directory) against the
