@@ -8,7 +8,9 @@ store (--baseline) and HF (bench/generations.py says how).
 ingest-workers, encode-workers: ingest and encode --out at each --workers count
 vs HF / tiktoken on as many threads, with the process tree's PSS.
 ingest-patterns: ingest with the gpt2, cl100k and o200k patterns, counting core vs regex vs HF.
-startup, first-encode: fresh processes as a user runs them (bench/startup.py).
+startup, first-encode-gpt2: fresh processes as a user runs them (bench/startup.py).
+first-encode: a fresh process's imports + load + first encode, cl100k/o200k from a store vs tiktoken and
+gigatoken from the rank files, Japanese and english (bench/first_encode.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --scale) vs HF,
 compiled vs pure-Python merge core (bench/training_scale.py); retrain, retrain-synthetic: training from
@@ -41,6 +43,7 @@ from bench.charts import SUITES as CHART_SUITES
 from bench.common import MIXES, REPO, prepare_corpus
 from bench.dask_count import SUITES as DASK_SUITES
 from bench.encode_peers import SUITES as PEER_SUITES
+from bench.first_encode import SUITES as FIRST_ENCODE_SUITES
 from bench.fixed_costs import SUITES as FIXED_COST_SUITES
 from bench.generations import BASELINE
 from bench.generations import SUITES as GENERATION_SUITES
@@ -56,7 +59,7 @@ from bench.web_pages import SUITES as WEB_PAGE_SUITES
 
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
           **CHART_SUITES, **WEB_SUITES, **WEB_PAGE_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
-          **FIXED_COST_SUITES, **PEER_SUITES}
+          **FIXED_COST_SUITES, **PEER_SUITES, **FIRST_ENCODE_SUITES}
 
 
 def _versions() -> str:

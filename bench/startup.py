@@ -9,7 +9,7 @@ the same commands run by ``BASELINE`` (main before this work). The targets
 are judged on the times scaled to the quiet floor (0.30 s), since on a
 loaded machine every process is slower alike.
 
-``first-encode --corpus C``: a fresh process that loads GPT-2 and encodes C
+``first-encode-gpt2 --corpus C``: a fresh process that loads GPT-2 and encodes C
 once, the imports included: ``bpestore.open(db).tokenizer("gpt2")`` +
 ``encode_ordinary``, beside tiktoken loading the same ranks from a tiktoken
 file (``load_tiktoken_bpe``), building its ``Encoding`` and encoding. Each
@@ -265,4 +265,4 @@ def first_encode(corpus: Path, name: str, runs: int, vocab_size: int, baseline: 
                  "throughput / tiktoken's", "same ids as tiktoken"], rows))
 
 
-SUITES = {"startup": startup, "first-encode": first_encode}
+SUITES = {"startup": startup, "first-encode-gpt2": first_encode}
