@@ -589,13 +589,14 @@ static PyObject *
 Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"tokens", "merges", "byte_ids", "mode", "pattern", "classify", "chars", "unk",
-                            "fallback", "prefix", "suffix", "whole", "unique", NULL};
+                            "fallback", "prefix", "suffix", "whole", "unique", "backtrack_after", NULL};
     PyObject *tokens, *merges, *byte_ids, *classify = Py_None, *chars = Py_None;
     int mode = MODE_MERGE, pattern = PATTERN_NONE, fallback = 0, whole = 0, unique = 0;
     long unk = -1, prefix = -1, suffix = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$iiOOlpllip:Encoder", names, &tokens, &merges, &byte_ids,
+    Py_ssize_t backtrack_after = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|$iiOOlpllipn:Encoder", names, &tokens, &merges, &byte_ids,
                                      &mode, &pattern, &classify, &chars, &unk, &fallback, &prefix, &suffix,
-                                     &whole, &unique))
+                                     &whole, &unique, &backtrack_after))
         return NULL;
     int repeat = unique ? tokens_repeat(tokens) : 0;
     if (repeat != 0)
@@ -611,6 +612,7 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     Tables *e = &self->t;
     e->mode = mode;
     e->bt_state = mode == MODE_RANKS ? BT_UNBUILT : BT_NEVER;
+    e->bt_after = backtrack_after >= 0 ? (size_t)backtrack_after : (size_t)n_tokens / BT_AFTER_PER_IDS;
     e->pattern = pattern;
     e->n_ids = (size_t)n_tokens;
     e->chars = chars != Py_None;
@@ -1471,14 +1473,16 @@ static PyTypeObject EncoderType = {
     .tp_dealloc = (destructor)Encoder_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Encoder(tokens, merges, byte_ids, *, mode=0, pattern=-1, classify=None, chars=None, unk=-1,\n"
-              "        fallback=False, prefix=-1, suffix=-1, whole=False)\n\n"
+              "        fallback=False, prefix=-1, suffix=-1, whole=False, unique=False, backtrack_after=-1)\n\n"
               "tokens: each id's bytes (None for none); merges: (left ids, right ids, made ids) in rank\n"
               "order (None for mode 1, token ranks: the rank of a token is its id); byte_ids: the id of\n"
               "each byte; pattern: 0 gpt2, 1 cl100k, 2 o200k, -1 none (the caller cuts words);\n"
               "classify: bpestore.text.char_class; chars: character -> id for a character alphabet,\n"
               "with unk (the unknown token's id) or fallback (unseen characters become bytes);\n"
               "prefix/suffix: the word markers' ids; whole: every token merges make encodes to itself\n"
-              "(else each is checked once here).",
+              "(else each is checked once here); unique: ValueError where two tokens have the same bytes;\n"
+              "backtrack_after: under token ranks, the long words merged before the backtracking tables\n"
+              "are built (-1: len(tokens) // 16).",
     .tp_methods = Encoder_methods,
     .tp_new = Encoder_new,
 };

@@ -20,6 +20,7 @@ class Encoder:
         suffix: int = -1,
         whole: bool = False,
         unique: bool = False,
+        backtrack_after: int = -1,
     ) -> None: ...
     def encode(self, text: str, as_bytes: bool = False) -> list[int] | bytearray | None: ...
     def encode_batch(self, texts: Sequence[str], as_bytes: bool = False,

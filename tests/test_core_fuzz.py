@@ -78,7 +78,7 @@ def test_the_encode_core_gives_the_references_ids_in_both_modes(references, patt
     merge_ranks = {bpe.pair_key(left, right): rank for rank, (left, right, _) in enumerate(made)}
     made_ids = [m for _, _, m in made]
     rank_core = encodecore.CORE.Encoder(tokens, None, None, mode=encodecore.MODE_RANKS,
-                                        pattern=COUNT_CORE_PATTERNS[pattern], classify=char_class)
+                                        pattern=COUNT_CORE_PATTERNS[pattern], classify=char_class, backtrack_after=0)
     merge_core = encodecore.CORE.Encoder(tokens, tuple(zip(*made)) if made else ([], [], []), None,
                                          mode=encodecore.MODE_MERGE, pattern=COUNT_CORE_PATTERNS[pattern],
                                          classify=char_class, unique=True)

@@ -69,7 +69,7 @@ def test_threads_on_a_new_core_ask_each_class_once_and_agree(cl100k):
     expected = [enc.encode_ordinary(d) for d in docs]
     core = core_backend.CORE.Encoder(tokens, None, [ranks[bytes([b])] for b in range(256)],
                                    mode=core_backend.MODE_RANKS, pattern=COUNT_CORE_PATTERNS["cl100k"],
-                                   classify=char_class)
+                                   classify=char_class, backtrack_after=0)
     with ThreadPoolExecutor(8) as pool:
         singles = list(pool.map(core.encode, docs * 3))
         batches = list(pool.map(core.encode_batch, [docs[i::5] for i in range(5)] * 2))

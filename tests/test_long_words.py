@@ -10,6 +10,7 @@ import random
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +37,8 @@ def by_rank(ranks: dict[bytes, int]) -> list[bytes | None]:
 
 
 def core_of(ranks: dict[bytes, int]):
-    return core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS)
+    """The core of ranks, its backtracking tables built by the first long word."""
+    return core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS, backtrack_after=0)
 
 
 def tiktoken_of(name: str, ranks: dict[bytes, int], pattern: str | None = None):
@@ -128,16 +130,44 @@ def test_the_corpora_give_tiktokens_ids(encoding):
         assert tok.encode_ordinary(text) == enc.encode_ordinary(text), corpus
 
 
+def test_the_tables_wait_for_enough_long_words(encoding):
+    """backtrack_after long words are merged, the next builds the backtracking tables (the
+    core's tables grow then, not before), and by default a fresh core merges its first
+    len(tokens) // 16 long words: tiktoken's ids all along."""
+    name, ranks, enc, _ = encoding
+    japanese = read_corpus("japanese_1M.txt")
+    found = regex.findall(tiktoken_pattern(name), japanese)
+    words = list(dict.fromkeys(w for w in found if len(w.encode()) > 16 and w.encode() not in ranks))
+    core = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS, backtrack_after=3)
+    core.encode_words(["a"])  # (the table of ids' ints, made by the first list)
+    sizes = [core.table_bytes()]
+    for word in words[:5]:
+        assert core.encode_words([word]) == enc._encode_single_piece(word.encode())
+        sizes.append(core.table_bytes())
+    grew = [after - before > 1_000_000 for before, after in zip(sizes, sizes[1:])]  # (ints of new ids: 32 bytes)
+    assert grew == [False, False, False, True, False]
+    default = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS)
+    default.encode_words(["a"])
+    start = default.table_bytes()
+    after = len(by_rank(ranks)) // 16
+    assert len(words) > after
+    for k, word in enumerate(words[:after + 1]):
+        assert default.encode_words([word]) == enc._encode_single_piece(word.encode()), k
+        assert (default.table_bytes() > start + 1_000_000) == (k == after), k
+
+
 def test_threads_that_meet_long_words_first_at_once(encoding):
     """A fresh encoder's first long words met by several threads at once (the tables are
-    built by one of them while the others merge)."""
+    built by one of them while the others merge): built by the first, the 100th, and after
+    the default count of long words merged."""
     _, ranks, enc, _ = encoding
     japanese = read_corpus("japanese_1M.txt")[:400_000]
     docs = [japanese[i:i + 20_000] for i in range(0, len(japanese), 20_000)]
     expected = [enc.encode_ordinary(d) for d in docs]
-    for _ in range(3):
+    for after in (0, 100, -1):
         core = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS,
-                                       pattern=core_backend.SCANNED_PATTERNS[encoding[0]], classify=char_class)
+                                       pattern=core_backend.SCANNED_PATTERNS[encoding[0]], classify=char_class,
+                                       backtrack_after=after)
         assert core.encode_batch(docs, workers=4) == expected
         with ThreadPoolExecutor(4) as pool:
             assert list(pool.map(core.encode, docs)) == expected

@@ -397,16 +397,19 @@ done:
     return rc;
 }
 
-/* BT_READY where the backtracking tables are built: the first long word under token ranks
-   builds them (the call that meets it, whatever thread; a word met while they are being built
-   is merged). */
+/* BT_READY where the backtracking tables are built: the long word under token ranks that comes
+   after bt_after merged ones builds them (the call that meets it, whatever thread; a word met
+   while they are being built is merged). */
 static int
 backtrack_ready(const Tables *e)
 {
     int state = __atomic_load_n(&e->bt_state, __ATOMIC_ACQUIRE);
     if (state != BT_UNBUILT)
         return state == BT_READY;
-    Tables *building = (Tables *)e;  /* its only part that is ever written, once, by one thread */
+    Tables *building = (Tables *)e;  /* its only parts ever written: the count, and the state once */
+    if (__atomic_load_n(&e->bt_merged, __ATOMIC_RELAXED) < e->bt_after
+        && __atomic_add_fetch(&building->bt_merged, 1, __ATOMIC_RELAXED) <= e->bt_after)
+        return 0;
     if (!__atomic_compare_exchange_n(&building->bt_state, &state, BT_BUILDING, 0, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED))
         return state == BT_READY;

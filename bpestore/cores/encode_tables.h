@@ -86,6 +86,8 @@ typedef struct {
     uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
     int bt_pair_shift;
     int bt_state;             /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
+    size_t bt_after;          /* the long words merged before the backtracking tables are built */
+    size_t bt_merged;         /* the long words merged so far while they were unbuilt (atomic) */
     size_t n_ids;
     size_t table_bytes;
 } Tables;
