@@ -11,6 +11,8 @@ ingest-patterns: ingest with the gpt2, cl100k and o200k patterns, counting core 
 startup, first-encode-gpt2: fresh processes as a user runs them (bench/startup.py).
 first-encode: a fresh process's imports + load + first encode, cl100k/o200k from a store vs tiktoken and
 gigatoken from the rank files, Japanese and english (bench/first_encode.py).
+trained-encode: a 64k version trained on 20 MB of english_100M (cl100k pattern) beside imported cl100k,
+documents seen once (bench/trained_encode.py).
 queries: vocab --grep on 200,000 tokens, stats vs encode (bench/queries.py).
 training-scale: ingest + train of the synthetic corpus (bench/synthetic.py, --scale) vs HF,
 compiled vs pure-Python merge core (bench/training_scale.py); retrain, retrain-synthetic: training from
@@ -53,13 +55,15 @@ from bench.queries import SUITES as QUERY_SUITES
 from bench.startup import BASELINE as STARTUP_BASELINE
 from bench.startup import SUITES as STARTUP_SUITES
 from bench.suites import SUITES
+from bench.trained_encode import SUITES as TRAINED_ENCODE_SUITES
 from bench.training_scale import SUITES as TRAINING_SCALE_SUITES
 from bench.web import SUITES as WEB_SUITES
 from bench.web_pages import SUITES as WEB_PAGE_SUITES
 
 SUITES = {**SUITES, **INGESTION_SUITES, **GENERATION_SUITES, **STARTUP_SUITES, **QUERY_SUITES,
           **CHART_SUITES, **WEB_SUITES, **WEB_PAGE_SUITES, **DASK_SUITES, **TRAINING_SCALE_SUITES, **PHASE_SUITES,
-          **FIXED_COST_SUITES, **PEER_SUITES, **FIRST_ENCODE_SUITES}
+          **FIXED_COST_SUITES, **PEER_SUITES, **FIRST_ENCODE_SUITES,
+          **TRAINED_ENCODE_SUITES}
 
 
 def _versions() -> str:
