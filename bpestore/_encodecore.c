@@ -259,9 +259,9 @@ done:
 }
 
 /* The table of the tokens' bytes: those with an id in `ids` (a sequence), or every
-   token where ids is None; the first id wins where bytes repeat. */
+   token where ids is None; the first id wins where bytes repeat (unique: ValueError). */
 static int
-build_tokens(Tables *e, PyObject *tokens, PyObject *ids)
+build_tokens(Tables *e, PyObject *tokens, PyObject *ids, int unique)
 {
     PyObject *fast = PySequence_Fast(tokens, "tokens must be a sequence of bytes (or None) by id");
     if (fast == NULL)
@@ -320,8 +320,12 @@ build_tokens(Tables *e, PyObject *tokens, PyObject *ids)
         const uint8_t *p = (const uint8_t *)PyBytes_AS_STRING(t);
         size_t len = (size_t)PyBytes_GET_SIZE(t);
         uint64_t h = hash_bytes(p, len);
-        if (token_find(e, p, len, h) != NULL)
-            continue;
+        if (token_find(e, p, len, h) != NULL) {
+            if (!unique)
+                continue;
+            PyErr_SetString(PyExc_ValueError, "two tokens have the same bytes");
+            goto done;
+        }
         size_t j = (size_t)h & e->token_mask;
         while (e->tokens[j].len)
             j = (j + 1) & e->token_mask;
@@ -557,7 +561,8 @@ build_merge_tables(Tables *e, PyObject *merges)
 
 /* Every table of e past its options: 0, or -1 with an exception. */
 static int
-build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, PyObject *chars, int whole)
+build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, PyObject *chars, int whole,
+             int unique)
 {
     if (set_byte_ids(e, byte_ids, tokens) < 0)
         return -1;
@@ -571,7 +576,8 @@ build_tables(Tables *e, PyObject *tokens, PyObject *merges, PyObject *byte_ids, 
        characters is not a token's bytes); under the merge rule only the tokens merges
        make (and the bytes) can come out. */
     if (e->mode == MODE_RANKS || plain_bytes(e)) {
-        if (build_tokens(e, tokens, e->mode == MODE_MERGE ? PyTuple_GET_ITEM(merges, 2) : Py_None) < 0)
+        if (build_tokens(e, tokens, e->mode == MODE_MERGE ? PyTuple_GET_ITEM(merges, 2) : Py_None,
+                         unique && e->mode == MODE_RANKS) < 0)
             return -1;
         e->whole_lookup = 1;
         if ((e->mode == MODE_MERGE && !whole && check_whole(e) < 0) ||
@@ -598,7 +604,7 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                                      &mode, &pattern, &classify, &chars, &unk, &fallback, &prefix, &suffix,
                                      &whole, &unique, &backtrack_after))
         return NULL;
-    int repeat = unique ? tokens_repeat(tokens) : 0;
+    int repeat = unique && mode != MODE_RANKS ? tokens_repeat(tokens) : 0;  /* token ranks: build_tokens sees */
     if (repeat != 0)
         return repeat < 0 ? NULL : PyErr_Format(PyExc_ValueError, "two tokens have the same bytes");
     if (check_options(mode, pattern, classify, chars, prefix, suffix) < 0)
@@ -622,7 +628,7 @@ Encoder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     e->suffix = optional_id(suffix);
     Py_INCREF(classify);
     self->classify = classify;
-    if (build_tables(e, tokens, merges, byte_ids, chars, whole) < 0
+    if (build_tables(e, tokens, merges, byte_ids, chars, whole, unique) < 0
         || (pattern != PATTERN_NONE && (e->classes = classes_for(classify, &e->own_classes)) == NULL)) {
         Py_DECREF(self);
         return NULL;

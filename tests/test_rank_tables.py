@@ -16,6 +16,7 @@ from bpestore.encoder import core_backend
 from bpestore.errors import DamagedDataError, InvalidArgumentError, NotFoundError
 from bpestore.formats.gpt2 import str_to_token
 from bpestore.formats.tiktoken_ranks import load_tokenizer, rank_tokens, read_ranks
+from bpestore.text import char_class
 
 from .conftest import corpus_path, read_corpus, tiktoken_pattern
 
@@ -204,3 +205,32 @@ def test_a_stored_version_gets_the_rank_files_tables(tmp_path, sample_text):
     words = ["".join(rng.choice(letters) for _ in range(rng.randrange(20, 400))) for _ in range(200)]
     for text in (*words, " ".join(words), sample_text[:50_000]):
         assert stored.encode_ordinary(text) == from_file.encode_ordinary(text) == enc.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("repeated", [b"a", b"ab", b"abcdefghij", b"x" * 40])
+def test_token_ranks_with_repeated_bytes(repeated):
+    """Under token ranks the table of tokens finds two ids of the same bytes as it is built
+    (``unique``: ValueError, the tokenizer then takes the merge tables); without ``unique`` the
+    lower id wins: the ids of the same tokens without the repeat, which tiktoken gives."""
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
+    tokens = [bytes([i]) for i in range(256)] + [b"ab", b"abc", b"abcdefghij", b"x" * 20, b"x" * 40]
+    with_repeat = [*tokens, None, repeated]
+    with pytest.raises(ValueError, match="same bytes"):
+        core_backend.CORE.Encoder(with_repeat, None, None, mode=core_backend.MODE_RANKS, unique=True)
+    enc = tiktoken.Encoding(name="small", pat_str=tiktoken_pattern("cl100k"), special_tokens={},
+                            mergeable_ranks={t: i for i, t in enumerate(tokens)})
+    scan = {"pattern": core_backend.SCANNED_PATTERNS["cl100k"], "classify": char_class, "backtrack_after": 0}
+    text = "abcdefghij abc ab " + "x" * 97 + " ba cab"
+    core = core_backend.CORE.Encoder(with_repeat, None, None, mode=core_backend.MODE_RANKS, **scan)
+    assert core.encode(text) == enc.encode_ordinary(text)
+    core = core_backend.CORE.Encoder(tokens, None, None, mode=core_backend.MODE_RANKS, unique=True, **scan)
+    assert core.encode(text) == enc.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("ids", [[], [0], [0, 1, 2], [1, 0, 2], [0, 2, 1], [0, 1, 3], [2, 0], [0, 1, 1000, 3]])
+def test_tokens_by_id_whatever_the_order_of_the_ids(ids):
+    """``by_id``: each id's token, None where an id below the largest has none, however a
+    vocabulary's ids are ordered (a stored version's come in id order: the fast path)."""
+    vocab = {i: b"t%d" % i for i in ids}
+    assert core_backend.by_id(vocab) == [vocab.get(i) for i in range(max(ids, default=-1) + 1)]
