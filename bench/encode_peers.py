@@ -297,16 +297,17 @@ def fresh_process(runs: int, quick: bool) -> str:
 
 
 def table_memory() -> str:
-    """The RSS a process gains building each one's tables (after the ranks are read), those
-    the first long word builds included."""
+    """The RSS a process gains building each one's tables (after the ranks are read), the
+    backtracking tables included (built once len(tokens) // 16 long words are merged: a
+    Japanese text of 300,000 characters has enough; its word cache counts too)."""
     code = """
 import gc, sys, psutil
 from bench.encode_peers import build_bpestore, build_tiktoken, shared_ranks
 ranks = shared_ranks(sys.argv[1]); gc.collect()
 before = psutil.Process().memory_info().rss
 made = build_bpestore(sys.argv[1]) if sys.argv[2] == "bpestore" else build_tiktoken(sys.argv[1], ranks)
-made.encode_ordinary("warm up the tables: the quick brown fox, internationalization")  # a long word builds all
-core = made.engine.accelerated[0]
+made.encode_ordinary(open(sys.argv[3], encoding="utf-8").read()[:300_000])  # enough long words to build all
+core = made.engine.accelerated[0] if hasattr(made, "engine") else None  # (tiktoken: none)
 core_mb = core.table_bytes() / 1e6 if hasattr(core, "table_bytes") else 0
 print((psutil.Process().memory_info().rss - before) / 1e6, core_mb)
 """
@@ -314,7 +315,8 @@ print((psutil.Process().memory_info().rss - before) / 1e6, core_mb)
     for encoding in ENCODINGS:
         cells = {}
         for who in ("bpestore", "tiktoken"):
-            out = subprocess.run([sys.executable, "-c", code, encoding, who], cwd=REPO, check=True,
+            out = subprocess.run([sys.executable, "-c", code, encoding, who, str(CORPORA / "japanese_1M.txt")],
+                                 cwd=REPO, check=True,
                                  capture_output=True, text=True).stdout.split()
             cells[who] = (float(out[0]), float(out[1]))
         rows.append([encoding, f"{cells['bpestore'][0]:.0f}", f"{cells['bpestore'][1]:.1f}",

@@ -3,7 +3,7 @@
 Each case is a fresh ``python -c`` process that times itself from before its first import
 to the ids (reading the text is not timed): bpestore opening a store that holds the
 encoding (imported from the shared rank file into a temporary SQLite store, not timed),
-``store.tokenizer(name)`` and ``encode_ordinary`` (the tables the first long word builds
+``store.tokenizer(name)`` and ``encode_ordinary`` (the tables it builds for the text
 included); tiktoken's ``load_tiktoken_bpe`` + ``Encoding`` + ``encode_ordinary``; gigatoken's
 ``Tokenizer.from_tiktoken(rank_file)`` + ``as_tiktoken().encode_ordinary``. cl100k and o200k,
 on the first 40,000 characters of japanese_1M and of english_medium, and 400,000 of japanese_1M
