@@ -26,7 +26,7 @@
        O(n log n). The look-ups a merge makes are hashed first and their memory
        fetched at once, so that their cache misses overlap. Under token ranks a word
        of more than BACKTRACK_BYTES bytes is not merged but found token by token,
-       backtracking (the same ids; tables built by the first such word).
+       backtracking (the same ids; tables built once len(tokens) / 16 such words were merged).
    The pure-Python encoder (bpestore.encoder) stays the reference; tests compare the
    two, and tiktoken, id for id.
    This file is the binding (arguments, tables built from Python objects, ints and lists,

@@ -37,7 +37,7 @@ def by_rank(ranks: dict[bytes, int]) -> list[bytes | None]:
 
 
 def core_of(ranks: dict[bytes, int]):
-    """The core of ranks, its backtracking tables built by the first long word."""
+    """The core of ranks, its backtracking tables built by the first long word (backtrack_after=0)."""
     return core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS, backtrack_after=0)
 
 

@@ -1,5 +1,5 @@
 /* Long words under token ranks, found token by token with backtracking over a trie of the
-   tokens' bytes (the tables are built by the binding, backtrack_ready, on the first such word). */
+   tokens' bytes (the tables are built by backtrack_ready once bt_after such words were merged). */
 #ifndef BPESTORE_BACKTRACK_H
 #define BPESTORE_BACKTRACK_H
 

@@ -1,6 +1,6 @@
 /* The encode core's backtracking tables, built from a version's token tables under token
-   ranks (by backtrack_ready, on the first long word; without Python, on any thread): the
-   trie of the tokens' bytes, each token's last merge and longest prefix token. */
+   ranks (by backtrack_ready, once bt_after long words were merged; without Python, on any
+   thread): the trie of the tokens' bytes, each token's last merge and longest prefix token. */
 #ifndef BPESTORE_BACKTRACK_BUILD_H
 #define BPESTORE_BACKTRACK_BUILD_H
 
