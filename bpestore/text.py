@@ -17,7 +17,7 @@ import functools
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import regex
 
@@ -25,6 +25,9 @@ from . import native
 from .charsmap import charsmap_of
 from .errors import InvalidArgumentError
 from .spec import TokenizerSpec, template_pieces
+
+if TYPE_CHECKING:
+    from ._countcore import CountTable
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
 # openai_public.py). GPT-2's is spelled as tiktoken's r50k equivalent, without
@@ -371,22 +374,33 @@ class TextPipeline:
         return sum(self.count_core.count(segment, counts, char_class, self.count_pattern)
                    for segment in self.ordinary_segments(text))
 
-    def count_together(self, texts: list[str], counts: dict[bytes, int]) -> int:
+    def new_counts(self) -> dict[bytes, int] | CountTable:
+        """Empty counts for ``count_together`` and ``count_each``: the counting core's own
+        table where it counts this pipeline's words (no dict step per text), else a Counter."""
+        return Counter() if self.count_core is None else self.count_core.CountTable()
+
+    def count_together(self, texts: list[str], counts: dict[bytes, int] | CountTable) -> int:
         """``count_utf8`` of texts as one: the counting core counts them in one table, adding
-        to counts once; how many words there were."""
+        to counts once (a ``CountTable``: into it); how many words there were."""
         if self.count_core is None:
+            assert isinstance(counts, dict), "a CountTable comes only from the counting core"
             return sum(self.count_utf8(text, counts) for text in texts)
         segments = [segment for text in texts for segment in self.ordinary_segments(text)]
+        if not isinstance(counts, dict):
+            return counts.count(segments, char_class, self.count_pattern)
         [(n_words, _)] = self.count_core.count_many([segments], counts, char_class, self.count_pattern)
         return n_words
 
-    def count_each(self, texts: list[str], counts: dict[bytes, int]) -> list[tuple[int, int]]:
+    def count_each(self, texts: list[str], counts: dict[bytes, int] | CountTable) -> list[tuple[int, int]]:
         """``count_utf8`` of each text into counts; the words and distinct words of each.
         The counting core counts them together, adding to counts once; else each
         text is counted alone, then added."""
         if self.count_core is not None:
-            return self.count_core.count_many([list(self.ordinary_segments(text)) for text in texts], counts,
-                                              char_class, self.count_pattern)
+            pieces = [list(self.ordinary_segments(text)) for text in texts]
+            if not isinstance(counts, dict):
+                return counts.count_each(pieces, char_class, self.count_pattern)
+            return self.count_core.count_many(pieces, counts, char_class, self.count_pattern)
+        assert isinstance(counts, dict), "a CountTable comes only from the counting core"
         each = []
         for text in texts:
             own: dict[bytes, int] = {}
