@@ -23,6 +23,7 @@
 
 #include "_pretok.h"
 #include "cores/shards.h"
+#include "cores/utf8_text.h"
 #include "cores/word_table.h"
 
 /* The class of each code point (never 0), 0 until classify has answered (zeroed by
@@ -240,11 +241,12 @@ count(PyObject *self, PyObject *args)
     return words < 0 ? NULL : PyLong_FromSsize_t(words);
 }
 
-/* A copy of pieces, a list of lists of str (the texts stay alive, and the lists as they
-   are, while they are counted), or NULL with an exception set. */
+/* A copy of pieces, a list of lists of str (utf8: of bytes; the texts stay alive, and the
+   lists as they are, while they are counted), or NULL with an exception set. */
 static PyObject *
-copy_pieces(PyObject *pieces)
+copy_pieces(PyObject *pieces, int utf8)
 {
+    const char *what = utf8 ? "bytes" : "str";
     pieces = PyList_GetSlice(pieces, 0, PyList_GET_SIZE(pieces));
     if (pieces == NULL)
         return NULL;
@@ -253,10 +255,11 @@ copy_pieces(PyObject *pieces)
         if (PyList_Check(piece))
             copy = PyList_GetSlice(piece, 0, PyList_GET_SIZE(piece));
         else
-            PyErr_Format(PyExc_TypeError, "each piece must be a list of str, not %.100s", Py_TYPE(piece)->tp_name);
+            PyErr_Format(PyExc_TypeError, "each piece must be a list of %s, not %.100s", what,
+                         Py_TYPE(piece)->tp_name);
         for (Py_ssize_t j = 0; copy != NULL && j < PyList_GET_SIZE(copy); j++)
-            if (!PyUnicode_Check(PyList_GET_ITEM(copy, j))) {
-                PyErr_Format(PyExc_TypeError, "each piece must be a list of str, not of %.100s",
+            if (utf8 ? !PyBytes_Check(PyList_GET_ITEM(copy, j)) : !PyUnicode_Check(PyList_GET_ITEM(copy, j))) {
+                PyErr_Format(PyExc_TypeError, "each piece must be a list of %s, not of %.100s", what,
                              Py_TYPE(PyList_GET_ITEM(copy, j))->tp_name);
                 Py_CLEAR(copy);
             }
@@ -270,6 +273,107 @@ copy_pieces(PyObject *pieces)
     return pieces;
 }
 
+/* -- counting UTF-8 where it lies (cores/utf8_text.h) ----------------------------------------- */
+
+/* Whether the n bytes at p are UTF-8 that Python's strict decoder takes, without a NUL byte
+   (1; 0: not), each code point's class asked of classify (-1: it failed). */
+static int
+check_utf8(const unsigned char *p, Py_ssize_t n, PyObject *classify)
+{
+    for (Py_ssize_t i = 0; i < n;) {
+        i += utf8_ascii_run(p + i, n - i);
+        if (i >= n)
+            break;
+        uint32_t c;
+        int len = p[i] == 0 ? 0 : utf8_decode(p + i, n - i, &c);
+        if (len == 0)
+            return 0;
+        if (!classes[c] && ask_class(classes, classify, c) < 0)
+            return -1;
+        i += len;
+    }
+    return 1;
+}
+
+/* Count the words of n bytes of checked UTF-8 at p into t: its ASCII stretches as they are,
+   the stretches between safe cuts around other characters widened into *wide (grown as
+   needed, *room code points); the number of words, or -1 with an exception set. */
+static Py_ssize_t
+scan_utf8(const unsigned char *p, Py_ssize_t n, int pattern, WordTable *t, uint32_t **wide, Py_ssize_t *room)
+{
+    Py_ssize_t words = 0, pos = 0, more;
+    while (pos < n) {
+        Py_ssize_t q = pos + utf8_ascii_run(p + pos, n - pos);  /* no NUL: the first byte >= 0x80 */
+        Py_ssize_t start = q == n ? n : utf8_cut_before(classes, p, pos, q - 1);
+        if (start > pos) {
+            if ((more = scanners[pattern][0](p + pos, start - pos, t)) < 0)
+                return -1;
+            words += more;
+        }
+        if (q == n)
+            break;
+        Py_ssize_t end = utf8_cut_after(classes, p, q, n);
+        if (end - start > *room) {
+            uint32_t *bigger = PyMem_Realloc(*wide, (size_t)(end - start) * sizeof(uint32_t));
+            if (bigger == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            *wide = bigger;
+            *room = end - start;
+        }
+        Py_ssize_t m = utf8_widen(p + start, end - start, *wide);
+        if ((more = scanners[pattern][2](*wide, m, t)) < 0)
+            return -1;
+        words += more;
+        pos = end;
+    }
+    return words;
+}
+
+/* Each piece (a list of bytes, copied: copy_pieces) counted into t as one piece, as
+   count_pieces does; Py_None where a text is not strict UTF-8 or holds a NUL byte: then
+   nothing is counted (the caller decodes it, as its errors policy says). */
+static PyObject *
+count_utf8_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int pattern)
+{
+    Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
+    if (classify_text(classes, "", PyUnicode_1BYTE_KIND, 0, classify) < 0)  /* the first 256 */
+        return NULL;
+    for (Py_ssize_t i = 0; i < n_pieces; i++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, i);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(piece); j++) {
+            PyObject *data = PyList_GET_ITEM(piece, j);
+            int ok = check_utf8((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), classify);
+            if (ok < 0)
+                return NULL;
+            if (ok == 0)
+                Py_RETURN_NONE;
+        }
+    }
+    PyObject *result = PyList_New(n_pieces);
+    uint32_t *wide = NULL;
+    Py_ssize_t room = 0;
+    for (Py_ssize_t i = 0; i < n_pieces && result != NULL; i++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, i);
+        Py_ssize_t words = 0;
+        next_piece(t);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(piece) && words >= 0; j++) {
+            PyObject *data = PyList_GET_ITEM(piece, j);
+            Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                                        pattern, t, &wide, &room);
+            words = more < 0 ? -1 : words + more;
+        }
+        PyObject *pair = words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t->piece_distinct);
+        if (pair == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, pair);
+    }
+    PyMem_Free(wide);
+    return result;
+}
+
 static PyObject *
 count_many(PyObject *self, PyObject *args)
 {
@@ -278,7 +382,7 @@ count_many(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!Oi:count_many", &PyList_Type, &pieces, &PyDict_Type, &counts, &classify,
                           &pattern))
         return NULL;
-    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces)) == NULL)
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 0)) == NULL)
         return NULL;
     WordTable all;
     if (wt_init(&all, 1024) < 0) {
@@ -749,7 +853,7 @@ table_count(CountTable *self, PyObject *args)
         return NULL;
     Py_INCREF(segments);
     PyList_SET_ITEM(pieces, 0, segments);
-    PyObject *copy = ready(classify, pattern) < 0 ? NULL : copy_pieces(pieces);
+    PyObject *copy = ready(classify, pattern) < 0 ? NULL : copy_pieces(pieces, 0);
     Py_DECREF(pieces);
     if (copy == NULL)
         return NULL;
@@ -770,9 +874,23 @@ table_count_each(CountTable *self, PyObject *args)
     int pattern;
     if (!PyArg_ParseTuple(args, "O!Oi:count_each", &PyList_Type, &pieces, &classify, &pattern))
         return NULL;
-    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces)) == NULL)
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 0)) == NULL)
         return NULL;
     PyObject *result = count_pieces(&self->t, pieces, classify, pattern);
+    Py_DECREF(pieces);
+    return result;
+}
+
+static PyObject *
+table_count_utf8(CountTable *self, PyObject *args)
+{
+    PyObject *pieces, *classify;
+    int pattern;
+    if (!PyArg_ParseTuple(args, "O!Oi:count_utf8", &PyList_Type, &pieces, &classify, &pattern))
+        return NULL;
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 1)) == NULL)
+        return NULL;
+    PyObject *result = count_utf8_pieces(&self->t, pieces, classify, pattern);
     Py_DECREF(pieces);
     return result;
 }
@@ -839,6 +957,10 @@ static PyMethodDef table_methods[] = {
     {"count_each", (PyCFunction)table_count_each, METH_VARARGS,
      "count_each(pieces, classify, pattern) -> list[(int, int)]\n\n"
      "count() of each piece (a list of str); each piece's words and distinct words."},
+    {"count_utf8", (PyCFunction)table_count_utf8, METH_VARARGS,
+     "count_utf8(pieces, classify, pattern) -> list[(int, int)] | None\n\n"
+     "count_each() of pieces of UTF-8 (lists of bytes), read where they lie; None, and nothing\n"
+     "counted, where one is not UTF-8 as Python's strict decoder takes it or holds a NUL byte."},
     {"take", (PyCFunction)table_take, METH_NOARGS,
      "take() -> dict[bytes, int]\n\n"
      "The counts, UTF-8 words in the order they first occurred; the table is emptied."},

@@ -14,6 +14,7 @@ words as it would on the whole text, which is what lets ingestion and
 from __future__ import annotations
 
 import functools
+import itertools
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -263,6 +264,10 @@ class TextPipeline:
         self.count_core = COUNT_CORE if self.cuts_words and spec.pretokenizer in COUNT_CORE_PATTERNS else None
         self.count_pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
         self.specials = special_tokens_regex(spec.special_tokens)
+        # Where nothing is normalized, the core counts UTF-8 where it lies (count_bytes): the special
+        # tokens are found in it as in the text (valid UTF-8 matches only at character boundaries).
+        self.counts_bytes = self.count_core is not None and not self.steps
+        self.specials_utf8 = None if self.specials is None else regex.compile(self.specials.pattern.encode())
         self.user_symbols = special_tokens_regex(spec.user_symbols)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -390,6 +395,29 @@ class TextPipeline:
             return counts.count(segments, char_class, self.count_pattern)
         [(n_words, _)] = self.count_core.count_many([segments], counts, char_class, self.count_pattern)
         return n_words
+
+    def utf8_segments(self, data: bytes) -> list[bytes]:
+        """``ordinary_segments`` of the UTF-8 of a text (``counts_bytes``: none is normalized)."""
+        if self.specials_utf8 is None:
+            return [data]
+        cuts = [0, *itertools.chain.from_iterable(m.span() for m in self.specials_utf8.finditer(data)), len(data)]
+        return [data[a:b] for a, b in zip(cuts[::2], cuts[1::2]) if b > a]
+
+    def count_bytes(self, datas: list[bytes | None], counts: dict[bytes, int] | CountTable) -> int | None:
+        """``count_together`` of texts given as UTF-8 (``counts``: a ``CountTable``), read where they
+        lie; None (nothing counted) where the core cannot: a text is not given (None), counts are
+        a dict, a normalizer, or one is not strict UTF-8 or holds a NUL byte (decode it)."""
+        if not self.counts_bytes or isinstance(counts, dict) or any(data is None for data in datas):
+            return None
+        segments = [s for data in datas if data is not None for s in self.utf8_segments(data)]
+        each = counts.count_utf8([segments], char_class, self.count_pattern)
+        return None if each is None else each[0][0]
+
+    def count_bytes_each(self, datas: list[bytes], counts: CountTable) -> list[tuple[int, int]] | None:
+        """``count_each`` of texts given as UTF-8, as ``count_bytes`` counts them, or None."""
+        if not self.counts_bytes:
+            return None
+        return counts.count_utf8([self.utf8_segments(data) for data in datas], char_class, self.count_pattern)
 
     def count_each(self, texts: list[str], counts: dict[bytes, int] | CountTable) -> list[tuple[int, int]]:
         """``count_utf8`` of each text into counts; the words and distinct words of each.

@@ -292,8 +292,11 @@ class TaskCounter:
             for at in range(0, len(task.pieces), step):
                 try:
                     if together:
-                        n_words += self.pipeline.count_together(
-                            [piece.decoded(self.errors) for piece in task.pieces[at:at + step]], counts)
+                        some = task.pieces[at:at + step]
+                        raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) else None for p in some]
+                        n = self.pipeline.count_bytes(raw, counts)  # None: decoded, as the errors policy says
+                        n_words += self.pipeline.count_together([p.decoded(self.errors) for p in some], counts) \
+                            if n is None else n
                         continue
                     piece = task.pieces[at]
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
@@ -306,23 +309,33 @@ class TaskCounter:
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
                        shas=shas or None, segments=[(0, task.seq)])
 
-    def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
+    def count_pieces(self, pieces: tuple[Piece, ...], counts: Any
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
         """Add several pieces' words to counts: each piece's words and distinct words,
         up to the first that fails, the sha256 of each ``SmallFile``, and the error."""
-        texts: list[str | None] = []  # None: a SmallFile counted before
+        texts: list[Any] = []  # None: a SmallFile counted before; bytes: one not yet decoded (raw)
         shas: list[str] = []
         error = None
+        raw = not isinstance(counts, dict) and all(isinstance(piece, SmallFile) for piece in pieces)
         for piece in pieces:
             try:
                 if isinstance(piece, SmallFile):
                     data = piece.read()
                     sha = hashlib.sha256(data).hexdigest()
-                    texts.append(None if sha in self.skip else decode(data, piece.name, self.errors))
+                    texts.append(None if sha in self.skip else data if raw else decode(data, piece.name, self.errors))
                     shas.append(sha)
                 else:
                     texts.append(piece.decoded(self.errors))
             except BpestoreError as exc:
+                error = exc
+                break
+        if raw and (done := self.pipeline.count_bytes_each([t for t in texts if t is not None], counts)) is not None:
+            return [(0, 0) if text is None else done.pop() for text in texts[::-1]][::-1], shas, error
+        for i, (piece, text) in enumerate(zip(pieces, texts) if raw else ()):  # decoded after all
+            try:
+                texts[i] = text if text is None else decode(text, piece.name, self.errors)
+            except BpestoreError as exc:
+                del texts[i:], shas[i:]
                 error = exc
                 break
         counted = [text for text in texts if text is not None]
