@@ -266,8 +266,9 @@ class TextPipeline:
         self.specials = special_tokens_regex(spec.special_tokens)
         # Where nothing is normalized, the core counts UTF-8 where it lies (count_bytes): the special
         # tokens are found in it as in the text (valid UTF-8 matches only at character boundaries).
-        self.counts_bytes = self.count_core is not None and not self.steps
-        self.specials_utf8 = None if self.specials is None else regex.compile(self.specials.pattern.encode())
+        pattern = "" if self.specials is None else self.specials.pattern
+        self.counts_bytes = self.count_core is not None and not self.steps and _is_utf8(pattern)
+        self.specials_utf8 = regex.compile(pattern.encode()) if self.counts_bytes and self.specials else None
         self.user_symbols = special_tokens_regex(spec.user_symbols)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -555,6 +556,15 @@ def recut(chunks: Iterable[str], last_cut: Callable[[str], int]) -> Iterator[str
             carry = buffer
     if carry:
         yield carry
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether text can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def fix_surrogates(text: str) -> str:

@@ -167,3 +167,10 @@ def test_count_table_refuses_bad_arguments():
     with pytest.raises(ValueError):
         table.shard(0)
     assert table.count_utf8([], char_class, 0) == [] and table.take() == {}
+
+
+def test_a_special_token_with_a_lone_surrogate_is_not_looked_for_in_utf8():
+    """A special token that is no UTF-8 cannot be found in bytes: such a spec's texts are decoded."""
+    pipeline = TextPipeline(TokenizerSpec(special_tokens=("<\ud800>",)))
+    assert pipeline.count_bytes([b"a b"], text.COUNT_CORE.CountTable()) is None
+    assert pipeline.count_together(["a<\ud800>b"], counts := {}) == 2 and counts == {b"a": 1, b"b": 1}
