@@ -5,7 +5,7 @@
    one after another, with no object per word: bytes objects are made only when the
    counts leave it. Plain C (no Python API).
 
-   Open addressing, at most half full, a slot of 32 bytes: a word of 8 bytes or fewer (most
+   Open addressing, at most three quarters full, a slot of 32 bytes: a word of 8 bytes or fewer (most
    are) lies in its slot, so a look-up touches one place in memory; the order the words
    came in (their first occurrences: ordinals) is kept beside. Each word remembers the
    last piece (a number the caller gives) it was counted in, so the caller learns how
@@ -34,9 +34,12 @@ typedef struct {
 #define WT_WIDE 0x80000000u
 #define WT_LEN(w) ((w)->len & ~WT_WIDE)
 #define WT_MAX_WORDS ((size_t)1 << 31)
+/* The most words n slots hold: three in four (linear probes are short still, and a slot of a
+   word that comes often is found at the first). */
+#define WT_ROOM(n) ((n) / 4 * 3)
 
 typedef struct {
-    Word *slots;      /* open addressing, at most half full */
+    Word *slots;      /* open addressing, at most three quarters full (WT_ROOM) */
     size_t mask;      /* the number of slots - 1, a power of two */
     size_t used;
     uint32_t *order;  /* the slot of each word, in the order they came (first occurrences: ordinals) */
@@ -52,7 +55,7 @@ wt_init(WordTable *t, size_t capacity)
 {
     memset(t, 0, sizeof *t);
     t->slots = calloc(capacity, sizeof(Word));
-    t->order = malloc((capacity / 2 + 1) * sizeof(uint32_t));
+    t->order = malloc((WT_ROOM(capacity) + 1) * sizeof(uint32_t));
     t->bytes_room = 4 * capacity + 64;
     t->bytes = malloc(t->bytes_room);
     if (t->slots == NULL || t->order == NULL || t->bytes == NULL) {
@@ -183,10 +186,10 @@ static int
 wt_grow(WordTable *t)
 {
     size_t size = (t->mask + 1) * 2;
-    if (size / 2 + 1 > WT_MAX_WORDS)
+    if (WT_ROOM(size) + 1 > WT_MAX_WORDS)
         return -2;
     Word *slots = calloc(size, sizeof(Word));
-    uint32_t *order = malloc((size / 2 + 1) * sizeof(uint32_t));
+    uint32_t *order = malloc((WT_ROOM(size) + 1) * sizeof(uint32_t));
     if (slots == NULL || order == NULL) {
         free(slots);
         free(order);
@@ -250,7 +253,7 @@ wt_insert(WordTable *t, size_t j, uint64_t h, const void *data, int kind, ptrdif
     w->piece = t->piece;
     t->order[t->used++] = (uint32_t)j;
     t->piece_distinct++;
-    if (t->used * 2 > t->mask + 1)
+    if (t->used > WT_ROOM(t->mask + 1))
         return wt_grow(t);
     return 0;
 }
