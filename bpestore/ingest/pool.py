@@ -289,11 +289,13 @@ class TaskCounter:
             n_words = 0
             together = self.jsonl_field is None and self.pipeline.count_core is not None and utf8_keys(counts)
             step = TOGETHER if together else 1
+            bytes_ok = together and self.pipeline.counts_bytes and not isinstance(counts, dict)  # else: not read twice
             for at in range(0, len(task.pieces), step):
                 try:
                     if together:
                         some = task.pieces[at:at + step]
-                        raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) else None for p in some]
+                        raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) and bytes_ok else None
+                               for p in some]
                         n = self.pipeline.count_bytes(raw, counts)  # None: decoded, as the errors policy says
                         n_words += self.pipeline.count_together([p.decoded(self.errors) for p in some], counts) \
                             if n is None else n
