@@ -194,6 +194,8 @@ table_flush(const WordTable *t, PyObject *counts)
 {
     int empty = PyDict_GET_SIZE(counts) == 0;
     for (size_t k = 0; k < t->used; k++) {
+        if (k + 16 < t->used)
+            wt_prefetch_slot(t, t->order[k + 16]);
         const Word *w = &t->slots[t->order[k]];
         PyObject *word = PyBytes_FromStringAndSize((const char *)wt_bytes(t, w), (Py_ssize_t)WT_LEN(w));
         if (word == NULL)
@@ -933,6 +935,8 @@ table_shard(CountTable *self, PyObject *args)
     } else {
         for (Py_ssize_t i = 0; i < n; i++) {
             Counted *c = &items[i];
+            if (i + 16 < n)  /* the slots are read in the words' order, not the slots': asked for ahead */
+                wt_prefetch_slot(t, t->order[i + 16]);
             const Word *w = &t->slots[t->order[i]];
             c->word = (const char *)wt_bytes(t, w);
             c->len = (Py_ssize_t)WT_LEN(w);

@@ -278,16 +278,23 @@ wt_add(WordTable *t, const void *data, int kind, ptrdiff_t start, ptrdiff_t len,
     }
 }
 
+/* Slot j, asked for before it is read. */
+INLINE void
+wt_prefetch_slot(const WordTable *t, size_t j)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&t->slots[j]);
+#else
+    (void)t;
+    (void)j;
+#endif
+}
+
 /* Where the word of hash h will be looked for: asked for early, while the scan goes on. */
 INLINE void
 wt_prefetch(const WordTable *t, uint64_t h)
 {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(&t->slots[(size_t)h & t->mask]);
-#else
-    (void)t;
-    (void)h;
-#endif
+    wt_prefetch_slot(t, (size_t)h & t->mask);
 }
 
 /* The table emptied, its memory kept. */
