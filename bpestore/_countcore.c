@@ -4,11 +4,15 @@
    built-in patterns (bpestore/text.py PATTERNS: 0 gpt2, 1 cl100k, 2 o200k) in text to
    the dict counts (the word's UTF-8 bytes -> int) and returns how many matches there
    were: what counting the UTF-8 of each word of `regex.findall(PATTERNS[name], text)`
-   does, without an object for each match. Repeated words are found in a table of
-   spans of text; a word's bytes are made once per distinct word, when the counts are
-   added. count_many(pieces, ...) counts many short pieces (small files) with one table
-   for all of them, telling each piece's distinct words: their counts go into the dict
-   once, not once per piece.
+   does, without an object for each match. Repeated words are found in a table that
+   owns each distinct word's UTF-8 (cores/word_table.h); a word's bytes object is made
+   once per distinct word, when the counts are added. count_many(pieces, ...) counts
+   many short pieces (small files) with one table for all of them, telling each piece's
+   distinct words: their counts go into the dict once, not once per piece.
+
+   CountTable is that table as an object: it counts text after text (count, count_each)
+   and hands its counts on only at the end, as a dict (take) or packed in shards (shard),
+   so that the words of a large source go into no dict while it is counted.
 
    The scans and the character classes they read are in _pretok.h (shared with the
    encode core). */
@@ -19,6 +23,8 @@
 
 #include "_pretok.h"
 #include "cores/shards.h"
+#include "cores/utf8_text.h"
+#include "cores/word_table.h"
 
 /* The class of each code point (never 0), 0 until classify has answered (zeroed by
    calloc: only the pages of code points met are ever touched, so a forked worker
@@ -26,244 +32,52 @@
 static uint8_t *classes = NULL;
 static PyObject *classes_of = NULL;  /* the classify function the table holds answers of */
 
-/* -- the table of distinct words: spans of the text, open addressing ---------------- */
+/* -- counting into a table ---------------------------------------------------------- */
 
-typedef struct {
-    const unsigned char *p;  /* the word's first character in its text; NULL: empty slot */
-    Py_ssize_t len;  /* in characters */
-    Py_ssize_t count;
-    uint64_t hash;  /* word_hash: the same in texts of any kind, the text's kind in its top two bits */
-} Entry;
-
-static inline int
-entry_kind(uint64_t hash)
-{
-    return 1 << (int)(hash >> 62);
-}
-
-typedef struct {
-    Entry *slots;
-    size_t mask;   /* capacity - 1, capacity a power of two */
-    size_t used;
-    size_t *order; /* ordinal: the slot of each entry, in the order the entries came (first occurrences) */
-} Table;
-
+/* A word table's failure (wt_insert's -1 or -2) as an exception; -1. */
 static int
-table_init(Table *t, size_t capacity)
+table_error(int rc)
 {
-    t->slots = PyMem_Malloc(capacity * sizeof(Entry));
-    t->order = PyMem_Malloc((capacity / 2 + 1) * sizeof(size_t));  /* a table grows past half full */
-    if (t->slots == NULL || t->order == NULL) {
-        PyMem_Free(t->slots);
-        PyMem_Free(t->order);
+    if (rc == -1)
         PyErr_NoMemory();
-        return -1;
-    }
-    for (size_t i = 0; i < capacity; i++)
-        t->slots[i].p = NULL;
-    t->mask = capacity - 1;
-    t->used = 0;
-    return 0;
+    else
+        PyErr_SetString(PyExc_OverflowError, "counting core: a word of 4 GiB or more, or 2**32 distinct words");
+    return -1;
 }
 
-static void
-table_free(Table *t)
-{
-    PyMem_Free(t->slots);
-    PyMem_Free(t->order);
-}
-
-/* The entries again in a table twice the size, in the order they came. */
-static int
-table_grow(Table *t)
-{
-    Table bigger;
-    if (table_init(&bigger, (t->mask + 1) * 2) < 0)
-        return -1;
-    for (size_t k = 0; k < t->used; k++) {
-        Entry *e = &t->slots[t->order[k]];
-        size_t j = (size_t)e->hash & bigger.mask;
-        while (bigger.slots[j].p != NULL)
-            j = (j + 1) & bigger.mask;
-        bigger.slots[j] = *e;
-        bigger.order[k] = j;
-    }
-    bigger.used = t->used;
-    table_free(t);
-    *t = bigger;
-    return 0;
-}
-
-#define KIND_BITS (3ULL << 62)
-
-/* A word's hash, the same whatever the kind of the text it is in (its characters
-   are hashed, FNV-1a), with the kind in its top two bits (entry_kind). */
-INLINE uint64_t
-word_hash(const unsigned char *p, int kind, Py_ssize_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (Py_ssize_t i = 0; i < len; i++)
-        h = (h ^ PyUnicode_READ(kind, p, i)) * 1099511628211ULL;
-    h ^= h >> 29;
-    return (h & ~KIND_BITS) | (uint64_t)(kind >> 1) << 62;  /* kind 1, 2, 4 -> 0, 1, 2 */
-}
-
-/* Whether entry e is the word of len characters at p (of kind; hash h): texts of
-   another kind hold the same word in other units. */
-INLINE int
-same_word(const Entry *e, const unsigned char *p, int kind, Py_ssize_t len, uint64_t h)
-{
-    if (((e->hash ^ h) & ~KIND_BITS) != 0 || e->len != len)
-        return 0;
-    int other = entry_kind(e->hash);
-    if (other == kind)
-        return memcmp(e->p, p, (size_t)len * (size_t)kind) == 0;
-    for (Py_ssize_t i = 0; i < len; i++)
-        if (PyUnicode_READ(other, e->p, i) != PyUnicode_READ(kind, p, i))
-            return 0;
-    return 1;
-}
-
-/* Count the word text[start:start+len] (kind-byte units at data) once more. */
-INLINE int
-table_add(Table *t, const char *data, int kind, Py_ssize_t start, Py_ssize_t len)
-{
-    const unsigned char *p = (const unsigned char *)data + start * kind;
-    uint64_t h = word_hash(p, kind, len);
-    size_t j = (size_t)h & t->mask;
-    for (;;) {
-        Entry *e = &t->slots[j];
-        if (e->p == NULL)
-            break;
-        if (same_word(e, p, kind, len, h)) {
-            e->count++;
-            return 0;
-        }
-        j = (j + 1) & t->mask;
-    }
-    Entry *e = &t->slots[j];
-    e->p = p;
-    e->len = len;
-    e->count = 1;
-    e->hash = h;
-    t->order[t->used] = j;
-    if (++t->used * 2 > t->mask + 1)
-        return table_grow(t);
-    return 0;
-}
-
-/* text[start:start+len] encoded as UTF-8, a surrogate as its three bytes (Python's
-   "surrogatepass"). */
-static PyObject *
-utf8_word(const void *data, int kind, Py_ssize_t start, Py_ssize_t len)
-{
-    Py_ssize_t size = 0;
-    for (Py_ssize_t i = start; i < start + len; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        size += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-    }
-    PyObject *word = PyBytes_FromStringAndSize(NULL, size);
-    if (word == NULL)
-        return NULL;
-    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(word);
-    for (Py_ssize_t i = start; i < start + len; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80) {
-            *out++ = (unsigned char)c;
-        } else if (c < 0x800) {
-            *out++ = (unsigned char)(0xC0 | (c >> 6));
-            *out++ = (unsigned char)(0x80 | (c & 0x3F));
-        } else if (c < 0x10000) {
-            *out++ = (unsigned char)(0xE0 | (c >> 12));
-            *out++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-            *out++ = (unsigned char)(0x80 | (c & 0x3F));
-        } else {
-            *out++ = (unsigned char)(0xF0 | (c >> 18));
-            *out++ = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
-            *out++ = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
-            *out++ = (unsigned char)(0x80 | (c & 0x3F));
-        }
-    }
-    return word;
-}
-
-/* Add entry e of another table (its text still alive) to table t, with its count. */
-static int
-table_merge(Table *t, const Entry *e)
-{
-    size_t j = (size_t)e->hash & t->mask;
-    for (;;) {
-        Entry *s = &t->slots[j];
-        if (s->p == NULL)
-            break;
-        if (same_word(s, e->p, entry_kind(e->hash), e->len, e->hash)) {
-            s->count += e->count;
-            return 0;
-        }
-        j = (j + 1) & t->mask;
-    }
-    t->slots[j] = *e;
-    t->order[t->used] = j;
-    if (++t->used * 2 > t->mask + 1)
-        return table_grow(t);
-    return 0;
-}
-
-/* Add one entry's count to the dict counts, its word as UTF-8 bytes. */
-static int
-flush_entry(Entry *e, PyObject *counts)
-{
-    PyObject *word = utf8_word(e->p, entry_kind(e->hash), 0, e->len);
-    if (word == NULL)
-        return -1;
-    PyObject *old = PyDict_GetItemWithError(counts, word);  /* borrowed */
-    Py_ssize_t total = e->count;
-    if (old != NULL) {
-        Py_ssize_t before = PyLong_AsSsize_t(old);
-        if (before == -1 && PyErr_Occurred()) {
-            Py_DECREF(word);
-            return -1;
-        }
-        total += before;
-    }
-    else if (PyErr_Occurred()) {
-        Py_DECREF(word);
-        return -1;
-    }
-    PyObject *value = PyLong_FromSsize_t(total);
-    int rc = value == NULL ? -1 : PyDict_SetItem(counts, word, value);
-    Py_XDECREF(value);
-    Py_DECREF(word);
-    return rc < 0 ? -1 : 0;
-}
-
-/* Add the table's counts to the dict counts, the words as UTF-8 bytes, in the order they
-   first occurred (a word new to counts goes in after those before it: ordinals). */
-static int
-table_flush(Table *t, PyObject *counts)
-{
-    int rc = 0;
-    for (size_t k = 0; k < t->used && rc == 0; k++)
-        rc = flush_entry(&t->slots[t->order[k]], counts);
-    return rc;
-}
+/* Words found, hashed and their slots asked for, then looked up together: the look-ups'
+   cache misses overlap (and the scan goes on meanwhile). */
+#define BATCH 16
 
 /* Count every word of one pattern in text (one kind); the number of words, or -1
    with an exception set. */
 INLINE Py_ssize_t
-scan(const void *data, int kind, Py_ssize_t n, int pattern, Table *t)
+scan(const void *data, int kind, Py_ssize_t n, int pattern, WordTable *t)
 {
-    Py_ssize_t i = 0, words = 0;
-    while (i < n) {
-        Py_ssize_t end = pretok_end(classes, data, kind, n, i, pattern);
-        if (end <= i) {  /* never: every alternative takes a character; a bug must not loop */
-            PyErr_Format(PyExc_SystemError, "counting core: no progress at %zd", i);
-            return -1;
+    Py_ssize_t i = 0, words = 0, starts[BATCH + 1];
+    uint64_t hashes[BATCH];
+    int pending = 0;
+    while (i < n || pending) {
+        if (i < n) {
+            Py_ssize_t end = pretok_end(classes, data, kind, n, i, pattern);
+            if (end <= i) {  /* never: every alternative takes a character; a bug must not loop */
+                PyErr_Format(PyExc_SystemError, "counting core: no progress at %zd", i);
+                return -1;
+            }
+            starts[pending] = i;
+            hashes[pending] = wt_hash(data, kind, i, end - i);
+            wt_prefetch(t, hashes[pending]);
+            starts[++pending] = i = end;
+            if (pending < BATCH && i < n)
+                continue;
         }
-        if (table_add(t, data, kind, i, end - i) < 0)
-            return -1;
-        words++;
-        i = end;
+        for (int k = 0; k < pending; k++) {  /* in order: the first occurrences stay in order */
+            int rc = wt_add(t, data, kind, starts[k], starts[k + 1] - starts[k], hashes[k], 1);
+            if (rc < 0)
+                return table_error(rc);
+        }
+        words += pending;
+        pending = 0;
     }
     return words;
 }
@@ -271,7 +85,7 @@ scan(const void *data, int kind, Py_ssize_t n, int pattern, Table *t)
 
 /* One function per pattern and kind, each scan inlined with both constant. */
 #define SCANNER(name, kind, pattern) \
-    static Py_ssize_t name(const void *d, Py_ssize_t n, Table *t) { return scan(d, kind, n, pattern, t); }
+    static Py_ssize_t name(const void *d, Py_ssize_t n, WordTable *t) { return scan(d, kind, n, pattern, t); }
 SCANNER(gpt2_1, 1, PATTERN_GPT2)
 SCANNER(gpt2_2, 2, PATTERN_GPT2)
 SCANNER(gpt2_4, 4, PATTERN_GPT2)
@@ -282,7 +96,7 @@ SCANNER(o200k_1, 1, PATTERN_O200K)
 SCANNER(o200k_2, 2, PATTERN_O200K)
 SCANNER(o200k_4, 4, PATTERN_O200K)
 
-typedef Py_ssize_t (*Scanner)(const void *, Py_ssize_t, Table *);
+typedef Py_ssize_t (*Scanner)(const void *, Py_ssize_t, WordTable *);
 static const Scanner scanners[3][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4}};
 
@@ -312,10 +126,9 @@ ready(PyObject *classify, int pattern)
     return 0;
 }
 
-/* Scan one text into table t (its entries then point into text); the number of
-   words, or -1 with an exception set. */
+/* Scan one text into table t; the number of words, or -1 with an exception set. */
 static Py_ssize_t
-scan_text(PyObject *text, PyObject *classify, int pattern, Table *t)
+scan_text(PyObject *text, PyObject *classify, int pattern, WordTable *t)
 {
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     const void *data = PyUnicode_DATA(text);
@@ -327,7 +140,7 @@ scan_text(PyObject *text, PyObject *classify, int pattern, Table *t)
     return scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](data, n, t);
 }
 
-/* Room for every word of a short text (many calls are one short document each),
+/* An index for every word of a short text (many calls are one short document each),
    at most 1,024 slots to start with. */
 static size_t
 first_capacity(Py_ssize_t n)
@@ -336,6 +149,79 @@ first_capacity(Py_ssize_t n)
     while (capacity < 1024 && (Py_ssize_t)capacity < 2 * n)
         capacity <<= 1;
     return capacity;
+}
+
+/* The next piece of t: its words are told apart from the pieces' before. */
+static void
+next_piece(WordTable *t)
+{
+    if (++t->piece == 0) {  /* wrapped: no word may keep a number a later piece takes */
+        for (size_t k = 0; k < t->used; k++)
+            t->slots[t->order[k]].piece = 0;
+        t->piece = 1;
+    }
+    t->piece_distinct = 0;
+}
+
+/* Each piece (a list of str: its segments) counted into t as one piece: a list of
+   (words, distinct words), or NULL with an exception set. */
+static PyObject *
+count_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int pattern)
+{
+    Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
+    PyObject *result = PyList_New(n_pieces);
+    for (Py_ssize_t i = 0; i < n_pieces && result != NULL; i++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, i);
+        Py_ssize_t words = 0;
+        next_piece(t);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(piece) && words >= 0; j++) {
+            Py_ssize_t more = scan_text(PyList_GET_ITEM(piece, j), classify, pattern, t);
+            words = more < 0 ? -1 : words + more;
+        }
+        PyObject *pair = words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t->piece_distinct);
+        if (pair == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, pair);
+    }
+    return result;
+}
+
+/* Add the table's counts to the dict counts, the words as UTF-8 bytes, in the order they
+   first occurred (a word new to counts goes in after those before it: ordinals). */
+static int
+table_flush(const WordTable *t, PyObject *counts)
+{
+    int empty = PyDict_GET_SIZE(counts) == 0;
+    for (size_t k = 0; k < t->used; k++) {
+        if (k + 16 < t->used)
+            wt_prefetch_slot(t, t->order[k + 16]);
+        const Word *w = &t->slots[t->order[k]];
+        PyObject *word = PyBytes_FromStringAndSize((const char *)wt_bytes(t, w), (Py_ssize_t)WT_LEN(w));
+        if (word == NULL)
+            return -1;
+        long long total = w->count;
+        PyObject *old = empty ? NULL : PyDict_GetItemWithError(counts, word);  /* borrowed */
+        if (old != NULL) {
+            long long before = PyLong_AsLongLong(old);
+            if (before == -1 && PyErr_Occurred()) {
+                Py_DECREF(word);
+                return -1;
+            }
+            total += before;
+        }
+        else if (PyErr_Occurred()) {
+            Py_DECREF(word);
+            return -1;
+        }
+        PyObject *value = PyLong_FromLongLong(total);
+        int rc = value == NULL ? -1 : PyDict_SetItem(counts, word, value);
+        Py_XDECREF(value);
+        Py_DECREF(word);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static PyObject *
@@ -347,62 +233,35 @@ count(PyObject *self, PyObject *args)
         return NULL;
     if (ready(classify, pattern) < 0)
         return NULL;
-    Table t;
-    if (table_init(&t, first_capacity(PyUnicode_GET_LENGTH(text))) < 0)
-        return NULL;
+    WordTable t;
+    if (wt_init(&t, first_capacity(PyUnicode_GET_LENGTH(text))) < 0)
+        return PyErr_NoMemory();
     Py_ssize_t words = scan_text(text, classify, pattern, &t);
     if (words >= 0 && table_flush(&t, counts) < 0)
         words = -1;
-    table_free(&t);
+    wt_free(&t);
     return words < 0 ? NULL : PyLong_FromSsize_t(words);
 }
 
-/* One piece (a list of str) scanned into a table of its own, then added to all;
-   (words, distinct words) of the piece, or NULL with an exception set. */
+/* A copy of pieces, a list of lists of str (utf8: of bytes; the texts stay alive, and the
+   lists as they are, while they are counted), or NULL with an exception set. */
 static PyObject *
-count_piece(PyObject *piece, PyObject *classify, int pattern, Table *all)
+copy_pieces(PyObject *pieces, int utf8)
 {
-    Py_ssize_t n = 0, words = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(piece); i++)
-        n += PyUnicode_GET_LENGTH(PyList_GET_ITEM(piece, i));
-    Table t;
-    if (table_init(&t, first_capacity(n)) < 0)
-        return NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(piece) && words >= 0; i++) {
-        Py_ssize_t more = scan_text(PyList_GET_ITEM(piece, i), classify, pattern, &t);
-        words = more < 0 ? -1 : words + more;
-    }
-    for (size_t k = 0; k < t.used && words >= 0; k++)  /* ordinal: in the order they came */
-        if (table_merge(all, &t.slots[t.order[k]]) < 0)
-            words = -1;
-    table_free(&t);
-    return words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t.used);
-}
-
-static PyObject *
-count_many(PyObject *self, PyObject *args)
-{
-    PyObject *pieces, *counts, *classify;
-    int pattern;
-    if (!PyArg_ParseTuple(args, "O!O!Oi:count_many", &PyList_Type, &pieces, &PyDict_Type, &counts, &classify,
-                          &pattern))
-        return NULL;
-    if (ready(classify, pattern) < 0)
-        return NULL;
-    /* A copy: the texts stay alive (and in place) while the table points into them. */
+    const char *what = utf8 ? "bytes" : "str";
     pieces = PyList_GetSlice(pieces, 0, PyList_GET_SIZE(pieces));
     if (pieces == NULL)
         return NULL;
-    Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
-    for (Py_ssize_t i = 0; i < n_pieces; i++) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pieces); i++) {
         PyObject *piece = PyList_GET_ITEM(pieces, i), *copy = NULL;
         if (PyList_Check(piece))
             copy = PyList_GetSlice(piece, 0, PyList_GET_SIZE(piece));
         else
-            PyErr_Format(PyExc_TypeError, "each piece must be a list of str, not %.100s", Py_TYPE(piece)->tp_name);
+            PyErr_Format(PyExc_TypeError, "each piece must be a list of %s, not %.100s", what,
+                         Py_TYPE(piece)->tp_name);
         for (Py_ssize_t j = 0; copy != NULL && j < PyList_GET_SIZE(copy); j++)
-            if (!PyUnicode_Check(PyList_GET_ITEM(copy, j))) {
-                PyErr_Format(PyExc_TypeError, "each piece must be a list of str, not of %.100s",
+            if (utf8 ? !PyBytes_Check(PyList_GET_ITEM(copy, j)) : !PyUnicode_Check(PyList_GET_ITEM(copy, j))) {
+                PyErr_Format(PyExc_TypeError, "each piece must be a list of %s, not of %.100s", what,
                              Py_TYPE(PyList_GET_ITEM(copy, j))->tp_name);
                 Py_CLEAR(copy);
             }
@@ -413,23 +272,129 @@ count_many(PyObject *self, PyObject *args)
         PyList_SET_ITEM(pieces, i, copy);  /* steals copy; the slice's own reference to piece goes */
         Py_DECREF(piece);
     }
-    PyObject *result = PyList_New(n_pieces);
-    Table all;
-    if (result == NULL || table_init(&all, 1024) < 0) {
-        Py_XDECREF(result);
-        Py_DECREF(pieces);
-        return NULL;
+    return pieces;
+}
+
+/* -- counting UTF-8 where it lies (cores/utf8_text.h) ----------------------------------------- */
+
+/* Whether the n bytes at p are UTF-8 that Python's strict decoder takes, without a NUL byte
+   (1; 0: not), each code point's class asked of classify (-1: it failed). */
+static int
+check_utf8(const unsigned char *p, Py_ssize_t n, PyObject *classify)
+{
+    for (Py_ssize_t i = 0; i < n;) {
+        i += utf8_ascii_run(p + i, n - i);
+        if (i >= n)
+            break;
+        uint32_t c;
+        int len = p[i] == 0 ? 0 : utf8_decode(p + i, n - i, &c);
+        if (len == 0)
+            return 0;
+        if (!classes[c] && ask_class(classes, classify, c) < 0)
+            return -1;
+        i += len;
     }
+    return 1;
+}
+
+/* Count the words of n bytes of checked UTF-8 at p into t: its ASCII stretches as they are,
+   the stretches between safe cuts around other characters widened into *wide (grown as
+   needed, *room code points); the number of words, or -1 with an exception set. */
+static Py_ssize_t
+scan_utf8(const unsigned char *p, Py_ssize_t n, int pattern, WordTable *t, uint32_t **wide, Py_ssize_t *room)
+{
+    Py_ssize_t words = 0, pos = 0, more;
+    while (pos < n) {
+        Py_ssize_t q = pos + utf8_ascii_run(p + pos, n - pos);  /* no NUL: the first byte >= 0x80 */
+        Py_ssize_t start = q == n ? n : utf8_cut_before(classes, p, pos, q - 1);
+        if (start > pos) {
+            if ((more = scanners[pattern][0](p + pos, start - pos, t)) < 0)
+                return -1;
+            words += more;
+        }
+        if (q == n)
+            break;
+        Py_ssize_t end = utf8_cut_after(classes, p, q, n);
+        if (end - start > *room) {
+            uint32_t *bigger = PyMem_Realloc(*wide, (size_t)(end - start) * sizeof(uint32_t));
+            if (bigger == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            *wide = bigger;
+            *room = end - start;
+        }
+        Py_ssize_t m = utf8_widen(p + start, end - start, *wide);
+        if ((more = scanners[pattern][2](*wide, m, t)) < 0)
+            return -1;
+        words += more;
+        pos = end;
+    }
+    return words;
+}
+
+/* Each piece (a list of bytes, copied: copy_pieces) counted into t as one piece, as
+   count_pieces does; Py_None where a text is not strict UTF-8 or holds a NUL byte: then
+   nothing is counted (the caller decodes it, as its errors policy says). */
+static PyObject *
+count_utf8_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int pattern)
+{
+    Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
+    if (classify_text(classes, "", PyUnicode_1BYTE_KIND, 0, classify) < 0)  /* the first 256 */
+        return NULL;
+    for (Py_ssize_t i = 0; i < n_pieces; i++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, i);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(piece); j++) {
+            PyObject *data = PyList_GET_ITEM(piece, j);
+            int ok = check_utf8((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), classify);
+            if (ok < 0)
+                return NULL;
+            if (ok == 0)
+                Py_RETURN_NONE;
+        }
+    }
+    PyObject *result = PyList_New(n_pieces);
+    uint32_t *wide = NULL;
+    Py_ssize_t room = 0;
     for (Py_ssize_t i = 0; i < n_pieces && result != NULL; i++) {
-        PyObject *pair = count_piece(PyList_GET_ITEM(pieces, i), classify, pattern, &all);
+        PyObject *piece = PyList_GET_ITEM(pieces, i);
+        Py_ssize_t words = 0;
+        next_piece(t);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(piece) && words >= 0; j++) {
+            PyObject *data = PyList_GET_ITEM(piece, j);
+            Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                                        pattern, t, &wide, &room);
+            words = more < 0 ? -1 : words + more;
+        }
+        PyObject *pair = words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t->piece_distinct);
         if (pair == NULL)
             Py_CLEAR(result);
         else
             PyList_SET_ITEM(result, i, pair);
     }
+    PyMem_Free(wide);
+    return result;
+}
+
+static PyObject *
+count_many(PyObject *self, PyObject *args)
+{
+    PyObject *pieces, *counts, *classify;
+    int pattern;
+    if (!PyArg_ParseTuple(args, "O!O!Oi:count_many", &PyList_Type, &pieces, &PyDict_Type, &counts, &classify,
+                          &pattern))
+        return NULL;
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 0)) == NULL)
+        return NULL;
+    WordTable all;
+    if (wt_init(&all, 1024) < 0) {
+        Py_DECREF(pieces);
+        return PyErr_NoMemory();
+    }
+    PyObject *result = count_pieces(&all, pieces, classify, pattern);
     if (result != NULL && table_flush(&all, counts) < 0)
         Py_CLEAR(result);
-    table_free(&all);
+    wt_free(&all);
     Py_DECREF(pieces);
     return result;
 }
@@ -508,6 +473,60 @@ ordinal_at(Ordinals *o, Py_ssize_t i)
 
 /* -- shards: a worker's counts cut by word, and one shard's pieces merged ------------------- */
 
+/* One word of counts to shard: its shard, prefix and ordinal (the i-th word of its counts). */
+static void
+shard_item(Counted *c, Ordinals *ords, Py_ssize_t i, Py_ssize_t n_shards, Py_ssize_t *sizes)
+{
+    c->prefix = prefix_of(c->word, c->len);
+    c->shard = (Py_ssize_t)(crc32_of((const unsigned char *)c->word, c->len) % (uint32_t)n_shards);
+    c->first = ordinal_at(ords, i);
+    sizes[5 * c->shard] += 1;
+    sizes[5 * c->shard + 1] += c->len;
+    sizes[5 * c->shard + 2] += varint_size((uint64_t)c->len);
+    sizes[5 * c->shard + 3] += varint_size((uint64_t)c->count);
+    sizes[5 * c->shard + 4] += ords->n ? varint_size(c->first) : 0;
+}
+
+/* The n words of items (shard_item'ed, sizes summed) sorted and packed: shard()'s list, or NULL. */
+static PyObject *
+pack_shards(Counted *items, Py_ssize_t n, Py_ssize_t n_shards, const Py_ssize_t *sizes, const Ordinals *ords)
+{
+    PyObject *result = PyList_New(n_shards);
+    if (result == NULL)
+        return NULL;
+    qsort(items, (size_t)n, sizeof(Counted), shard_then_word);
+    Counted *next = items;
+    for (Py_ssize_t s = 0; s < n_shards; s++) {
+        Py_ssize_t words = sizes[5 * s];
+        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 1]);
+        PyObject *lengths = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 2]);
+        PyObject *tallies = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 3]);
+        PyObject *firsts = ords->n ? PyBytes_FromStringAndSize(NULL, sizes[5 * s + 4]) : NULL;
+        PyObject *packed = !(data && lengths && tallies && (firsts || !ords->n)) ? NULL
+            : ords->n ? PyTuple_Pack(4, data, lengths, tallies, firsts) : PyTuple_Pack(3, data, lengths, tallies);
+        Py_XDECREF(data);
+        Py_XDECREF(lengths);
+        Py_XDECREF(tallies);
+        Py_XDECREF(firsts);
+        if (packed == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyList_SET_ITEM(result, s, packed);
+        char *out = PyBytes_AS_STRING(data), *lout = PyBytes_AS_STRING(lengths), *cout = PyBytes_AS_STRING(tallies);
+        char *fout = ords->n ? PyBytes_AS_STRING(firsts) : NULL;
+        for (Py_ssize_t w = 0; w < words; w++, next++) {
+            memcpy(out, next->word, (size_t)next->len);
+            out += next->len;
+            lout = varint_put(lout, (uint64_t)next->len);
+            cout = varint_put(cout, (uint64_t)next->count);
+            if (fout != NULL)
+                fout = varint_put(fout, next->first);
+        }
+    }
+    return result;
+}
+
 static PyObject *
 shard(PyObject *self, PyObject *args)
 {
@@ -527,72 +546,36 @@ shard(PyObject *self, PyObject *args)
     Counted *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Counted));
     /* words, their bytes, the bytes of their lengths, of their counts */
     Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 5 * sizeof(Py_ssize_t));
-    PyObject *result = PyList_New(n_shards), *key, *value;
-    if (items == NULL || sizes == NULL || result == NULL)
-        goto fail;
+    PyObject *result = NULL, *key, *value;
+    if (items == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     while (PyDict_Next(counts, &pos, &key, &value)) {
         if (!PyBytes_CheckExact(key)) {
             PyErr_SetString(PyExc_TypeError, "shard: every word must be bytes");
-            goto fail;
+            goto done;
         }
-        Counted *c = &items[i++];
+        Counted *c = &items[i];
         c->word = PyBytes_AS_STRING(key);
         c->len = PyBytes_GET_SIZE(key);
         c->count = PyLong_AsLongLong(value);
         if (c->count == -1 && PyErr_Occurred())
-            goto fail;
+            goto done;
         if (c->count < 0) {
             PyErr_SetString(PyExc_ValueError, "shard: every count must be at least 0");
-            goto fail;
+            goto done;
         }
-        c->prefix = prefix_of(c->word, c->len);
-        c->shard = (Py_ssize_t)(crc32_of((const unsigned char *)c->word, c->len) % (uint32_t)n_shards);
-        c->first = ordinal_at(&ords, i - 1);
-        sizes[5 * c->shard] += 1;
-        sizes[5 * c->shard + 1] += c->len;
-        sizes[5 * c->shard + 2] += varint_size((uint64_t)c->len);
-        sizes[5 * c->shard + 3] += varint_size((uint64_t)c->count);
-        sizes[5 * c->shard + 4] += ords.n ? varint_size(c->first) : 0;
+        shard_item(c, &ords, i++, n_shards, sizes);
     }
-    qsort(items, (size_t)n, sizeof(Counted), shard_then_word);
-    Counted *next = items;
-    for (Py_ssize_t s = 0; s < n_shards; s++) {
-        Py_ssize_t words = sizes[5 * s];
-        PyObject *data = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 1]);
-        PyObject *lengths = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 2]);
-        PyObject *tallies = PyBytes_FromStringAndSize(NULL, sizes[5 * s + 3]);
-        PyObject *firsts = ords.n ? PyBytes_FromStringAndSize(NULL, sizes[5 * s + 4]) : NULL;
-        PyObject *packed = !(data && lengths && tallies && (firsts || !ords.n)) ? NULL
-            : ords.n ? PyTuple_Pack(4, data, lengths, tallies, firsts) : PyTuple_Pack(3, data, lengths, tallies);
-        Py_XDECREF(data);
-        Py_XDECREF(lengths);
-        Py_XDECREF(tallies);
-        Py_XDECREF(firsts);
-        if (packed == NULL)
-            goto fail;
-        PyList_SET_ITEM(result, s, packed);
-        char *out = PyBytes_AS_STRING(data), *lout = PyBytes_AS_STRING(lengths), *cout = PyBytes_AS_STRING(tallies);
-        char *fout = ords.n ? PyBytes_AS_STRING(firsts) : NULL;
-        for (Py_ssize_t w = 0; w < words; w++, next++) {
-            memcpy(out, next->word, (size_t)next->len);
-            out += next->len;
-            lout = varint_put(lout, (uint64_t)next->len);
-            cout = varint_put(cout, (uint64_t)next->count);
-            if (fout != NULL)
-                fout = varint_put(fout, next->first);
-        }
-    }
+    result = pack_shards(items, n, n_shards, sizes, &ords);
+    if (result != NULL)
+        PyDict_Clear(counts);
+done:
     PyMem_Free(items);
     PyMem_Free(sizes);
     ordinals_free(&ords);
-    PyDict_Clear(counts);
     return result;
-fail:
-    PyMem_Free(items);
-    PyMem_Free(sizes);
-    ordinals_free(&ords);
-    Py_XDECREF(result);
-    return NULL;
 }
 
 typedef struct {
@@ -812,6 +795,200 @@ interleave(PyObject *self, PyObject *args)
     return result;
 }
 
+/* -- CountTable: a word table as an object, counting text after text ------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    WordTable t;
+} CountTable;
+
+static PyObject *
+table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "CountTable() takes no arguments");
+        return NULL;
+    }
+    CountTable *self = (CountTable *)type->tp_alloc(type, 0);
+    if (self != NULL && wt_init(&self->t, 1024) < 0) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static void
+table_dealloc(CountTable *self)
+{
+    wt_free(&self->t);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t
+table_len(CountTable *self)
+{
+    return (Py_ssize_t)self->t.used;
+}
+
+/* Emptied: its memory given back (a fresh small table), or only cleared where none is to be had. */
+static void
+table_reset(CountTable *self)
+{
+    WordTable fresh;
+    if (wt_init(&fresh, 1024) == 0) {
+        wt_free(&self->t);
+        self->t = fresh;
+    } else {
+        wt_clear(&self->t);
+    }
+}
+
+static PyObject *
+table_count(CountTable *self, PyObject *args)
+{
+    PyObject *segments, *classify;
+    int pattern;
+    if (!PyArg_ParseTuple(args, "O!Oi:count", &PyList_Type, &segments, &classify, &pattern))
+        return NULL;
+    PyObject *pieces = PyList_New(1);
+    if (pieces == NULL)
+        return NULL;
+    Py_INCREF(segments);
+    PyList_SET_ITEM(pieces, 0, segments);
+    PyObject *copy = ready(classify, pattern) < 0 ? NULL : copy_pieces(pieces, 0);
+    Py_DECREF(pieces);
+    if (copy == NULL)
+        return NULL;
+    PyObject *each = count_pieces(&self->t, copy, classify, pattern);
+    Py_DECREF(copy);
+    if (each == NULL)
+        return NULL;
+    PyObject *words = PyTuple_GET_ITEM(PyList_GET_ITEM(each, 0), 0);
+    Py_INCREF(words);
+    Py_DECREF(each);
+    return words;
+}
+
+static PyObject *
+table_count_each(CountTable *self, PyObject *args)
+{
+    PyObject *pieces, *classify;
+    int pattern;
+    if (!PyArg_ParseTuple(args, "O!Oi:count_each", &PyList_Type, &pieces, &classify, &pattern))
+        return NULL;
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 0)) == NULL)
+        return NULL;
+    PyObject *result = count_pieces(&self->t, pieces, classify, pattern);
+    Py_DECREF(pieces);
+    return result;
+}
+
+static PyObject *
+table_count_utf8(CountTable *self, PyObject *args)
+{
+    PyObject *pieces, *classify;
+    int pattern;
+    if (!PyArg_ParseTuple(args, "O!Oi:count_utf8", &PyList_Type, &pieces, &classify, &pattern))
+        return NULL;
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 1)) == NULL)
+        return NULL;
+    PyObject *result = count_utf8_pieces(&self->t, pieces, classify, pattern);
+    Py_DECREF(pieces);
+    return result;
+}
+
+static PyObject *
+table_take(CountTable *self, PyObject *unused)
+{
+    PyObject *counts = PyDict_New();
+    if (counts == NULL)
+        return NULL;
+    if (table_flush(&self->t, counts) < 0) {
+        Py_DECREF(counts);
+        return NULL;
+    }
+    table_reset(self);
+    return counts;
+}
+
+static PyObject *
+table_shard(CountTable *self, PyObject *args)
+{
+    PyObject *segments = Py_None;
+    Py_ssize_t n_shards;
+    if (!PyArg_ParseTuple(args, "n|O:shard", &n_shards, &segments))
+        return NULL;
+    if (n_shards < 1) {
+        PyErr_SetString(PyExc_ValueError, "shard: n_shards must be at least 1");
+        return NULL;
+    }
+    Ordinals ords;
+    if (ordinals_init(&ords, segments) < 0)
+        return NULL;
+    const WordTable *t = &self->t;
+    Py_ssize_t n = (Py_ssize_t)t->used;
+    Counted *items = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Counted));
+    Py_ssize_t *sizes = PyMem_Calloc((size_t)n_shards, 5 * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (items == NULL || sizes == NULL) {
+        PyErr_NoMemory();
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Counted *c = &items[i];
+            if (i + 16 < n)  /* the slots are read in the words' order, not the slots': asked for ahead */
+                wt_prefetch_slot(t, t->order[i + 16]);
+            const Word *w = &t->slots[t->order[i]];
+            c->word = (const char *)wt_bytes(t, w);
+            c->len = (Py_ssize_t)WT_LEN(w);
+            c->count = (long long)w->count;
+            shard_item(c, &ords, i, n_shards, sizes);
+        }
+        result = pack_shards(items, n, n_shards, sizes, &ords);
+    }
+    PyMem_Free(items);
+    PyMem_Free(sizes);
+    ordinals_free(&ords);
+    if (result != NULL)
+        table_reset(self);
+    return result;
+}
+
+static PyMethodDef table_methods[] = {
+    {"count", (PyCFunction)table_count, METH_VARARGS,
+     "count(segments, classify, pattern) -> int\n\n"
+     "Count the words of a built-in pre-tokenizer (0 gpt2, 1 cl100k, 2 o200k) in each str of the\n"
+     "list segments; how many there were (classify: as for the module's count)."},
+    {"count_each", (PyCFunction)table_count_each, METH_VARARGS,
+     "count_each(pieces, classify, pattern) -> list[(int, int)]\n\n"
+     "count() of each piece (a list of str); each piece's words and distinct words."},
+    {"count_utf8", (PyCFunction)table_count_utf8, METH_VARARGS,
+     "count_utf8(pieces, classify, pattern) -> list[(int, int)] | None\n\n"
+     "count_each() of pieces of UTF-8 (lists of bytes), read where they lie; None, and nothing\n"
+     "counted, where one is not UTF-8 as Python's strict decoder takes it or holds a NUL byte."},
+    {"take", (PyCFunction)table_take, METH_NOARGS,
+     "take() -> dict[bytes, int]\n\n"
+     "The counts, UTF-8 words in the order they first occurred; the table is emptied."},
+    {"shard", (PyCFunction)table_shard, METH_VARARGS,
+     "shard(n_shards, segments=None) -> list[(bytes, bytes, bytes[, bytes])]\n\n"
+     "The module's shard() of take(), without the dict; the table is emptied."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods table_as_sequence = {.sq_length = (lenfunc)table_len};
+
+static PyTypeObject CountTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "bpestore._countcore.CountTable",
+    .tp_doc = "CountTable()\n\nDistinct words (their UTF-8 owned by the table) and their counts, "
+              "in the order they first occurred.",
+    .tp_basicsize = sizeof(CountTable),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = table_new,
+    .tp_dealloc = (destructor)table_dealloc,
+    .tp_methods = table_methods,
+    .tp_as_sequence = &table_as_sequence,
+};
+
 static PyMethodDef methods[] = {
     {"count", count, METH_VARARGS,
      "count(text, counts, classify, pattern) -> int\n\n"
@@ -850,5 +1027,16 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__countcore(void)
 {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&CountTableType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&CountTableType);
+    if (PyModule_AddObject(m, "CountTable", (PyObject *)&CountTableType) < 0) {
+        Py_DECREF(&CountTableType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -14,10 +14,11 @@ words as it would on the whole text, which is what lets ingestion and
 from __future__ import annotations
 
 import functools
+import itertools
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import regex
 
@@ -25,6 +26,9 @@ from . import native
 from .charsmap import charsmap_of
 from .errors import InvalidArgumentError
 from .spec import TokenizerSpec, template_pieces
+
+if TYPE_CHECKING:
+    from ._countcore import CountTable
 
 # The regexes of the reference tokenizers (GPT-2's encoder.py and tiktoken's
 # openai_public.py). GPT-2's is spelled as tiktoken's r50k equivalent, without
@@ -260,6 +264,11 @@ class TextPipeline:
         self.count_core = COUNT_CORE if self.cuts_words and spec.pretokenizer in COUNT_CORE_PATTERNS else None
         self.count_pattern = COUNT_CORE_PATTERNS.get(spec.pretokenizer, -1)
         self.specials = special_tokens_regex(spec.special_tokens)
+        # Where nothing is normalized, the core counts UTF-8 where it lies (count_bytes): the special
+        # tokens are found in it as in the text (valid UTF-8 matches only at character boundaries).
+        pattern = "" if self.specials is None else self.specials.pattern
+        self.counts_bytes = self.count_core is not None and not self.steps and _is_utf8(pattern)
+        self.specials_utf8 = regex.compile(pattern.encode()) if self.counts_bytes and self.specials else None
         self.user_symbols = special_tokens_regex(spec.user_symbols)
         self.max_special_len = max((len(t) for t in spec.special_tokens), default=0)
 
@@ -371,22 +380,56 @@ class TextPipeline:
         return sum(self.count_core.count(segment, counts, char_class, self.count_pattern)
                    for segment in self.ordinary_segments(text))
 
-    def count_together(self, texts: list[str], counts: dict[bytes, int]) -> int:
+    def new_counts(self) -> dict[bytes, int] | CountTable:
+        """Empty counts for ``count_together`` and ``count_each``: the counting core's own
+        table where it counts this pipeline's words (no dict step per text), else a Counter."""
+        return Counter() if self.count_core is None else self.count_core.CountTable()
+
+    def count_together(self, texts: list[str], counts: dict[bytes, int] | CountTable) -> int:
         """``count_utf8`` of texts as one: the counting core counts them in one table, adding
-        to counts once; how many words there were."""
+        to counts once (a ``CountTable``: into it); how many words there were."""
         if self.count_core is None:
+            assert isinstance(counts, dict), "a CountTable comes only from the counting core"
             return sum(self.count_utf8(text, counts) for text in texts)
         segments = [segment for text in texts for segment in self.ordinary_segments(text)]
+        if not isinstance(counts, dict):
+            return counts.count(segments, char_class, self.count_pattern)
         [(n_words, _)] = self.count_core.count_many([segments], counts, char_class, self.count_pattern)
         return n_words
 
-    def count_each(self, texts: list[str], counts: dict[bytes, int]) -> list[tuple[int, int]]:
+    def utf8_segments(self, data: bytes) -> list[bytes]:
+        """``ordinary_segments`` of the UTF-8 of a text (``counts_bytes``: none is normalized)."""
+        if self.specials_utf8 is None:
+            return [data]
+        cuts = [0, *itertools.chain.from_iterable(m.span() for m in self.specials_utf8.finditer(data)), len(data)]
+        return [data[a:b] for a, b in zip(cuts[::2], cuts[1::2]) if b > a]
+
+    def count_bytes(self, datas: list[bytes | None], counts: dict[bytes, int] | CountTable) -> int | None:
+        """``count_together`` of texts given as UTF-8 (``counts``: a ``CountTable``), read where they
+        lie; None (nothing counted) where the core cannot: a text is not given (None), counts are
+        a dict, a normalizer, or one is not strict UTF-8 or holds a NUL byte (decode it)."""
+        if not self.counts_bytes or isinstance(counts, dict) or any(data is None for data in datas):
+            return None
+        segments = [s for data in datas if data is not None for s in self.utf8_segments(data)]
+        each = counts.count_utf8([segments], char_class, self.count_pattern)
+        return None if each is None else each[0][0]
+
+    def count_bytes_each(self, datas: list[bytes], counts: CountTable) -> list[tuple[int, int]] | None:
+        """``count_each`` of texts given as UTF-8, as ``count_bytes`` counts them, or None."""
+        if not self.counts_bytes:
+            return None
+        return counts.count_utf8([self.utf8_segments(data) for data in datas], char_class, self.count_pattern)
+
+    def count_each(self, texts: list[str], counts: dict[bytes, int] | CountTable) -> list[tuple[int, int]]:
         """``count_utf8`` of each text into counts; the words and distinct words of each.
         The counting core counts them together, adding to counts once; else each
         text is counted alone, then added."""
         if self.count_core is not None:
-            return self.count_core.count_many([list(self.ordinary_segments(text)) for text in texts], counts,
-                                              char_class, self.count_pattern)
+            pieces = [list(self.ordinary_segments(text)) for text in texts]
+            if not isinstance(counts, dict):
+                return counts.count_each(pieces, char_class, self.count_pattern)
+            return self.count_core.count_many(pieces, counts, char_class, self.count_pattern)
+        assert isinstance(counts, dict), "a CountTable comes only from the counting core"
         each = []
         for text in texts:
             own: dict[bytes, int] = {}
@@ -513,6 +556,15 @@ def recut(chunks: Iterable[str], last_cut: Callable[[str], int]) -> Iterator[str
             carry = buffer
     if carry:
         yield carry
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether text can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def fix_surrogates(text: str) -> str:

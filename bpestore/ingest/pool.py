@@ -59,7 +59,7 @@ from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 from . import shards
-from .shards import Packed, merge_counts, merge_pairs, n_packed, pack_shard, unpack_shard
+from .shards import Packed, as_bytes, merge_counts, merge_pairs, n_packed, pack_shard, unpack_shard, utf8_keys
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -195,16 +195,18 @@ def shard_of(word: bytes, n_shards: int) -> int:
     return zlib.crc32(word) % n_shards
 
 
-def shard_counts(counts: Counter, n_shards: int, segments: shards.Segments | None = None) -> list[Packed]:
+def shard_counts(counts: shards.Counts, n_shards: int, segments: shards.Segments | None = None) -> list[Packed]:
     """A worker's counts (str or UTF-8 keys, in the order their words first occurred,
     emptied) as ``n_shards`` packed shards of UTF-8 words in word order, with their
     ordinals where ``segments`` are given, word ``w`` in shard ``shard_of(w)``: the caller
     only stores them, and each shard is merged in a worker (``reduce_shard``)."""
-    if COUNT_CORE is not None and _utf8_keys(counts):
+    if not isinstance(counts, dict):
+        return counts.shard(n_shards, segments)
+    if COUNT_CORE is not None and utf8_keys(counts):
         return COUNT_CORE.shard(counts, n_shards, segments)
     parts: list[dict[bytes, tuple[int, int]]] = [{} for _ in range(n_shards)]
     crc32 = zlib.crc32
-    utf8 = _utf8_keys(counts)
+    utf8 = utf8_keys(counts)
     for (word, n), first in zip(counts.items(), shards.ordinals(len(counts), segments or [(0, 0)])):
         key = word if utf8 else word.encode("utf-8", "surrogatepass")
         parts[crc32(key) % n_shards][key] = n, first
@@ -275,19 +277,28 @@ class TaskCounter:
         self.part_chars = part_chars
         self.skip = skip  # sha256 of contents counted before: a SmallFile with one is not counted
 
-    def count(self, task: Task, into: Counter | None = None) -> Counted:
+    def new_counts(self) -> shards.Counts:
+        """Counts to keep tasks in: the counting core's table where it counts them."""
+        return Counter() if self.jsonl_field is not None else self.pipeline.new_counts()  # type: ignore[return-value]
+
+    def count(self, task: Task, into: shards.Counts | None = None) -> Counted:
         """Count a task; with ``into``, into those counts, and hand back none (several
         pieces then are ranges of one source, each read and counted in turn)."""
-        counts: Counter = Counter() if into is None else into
+        counts: Any = Counter() if into is None else into
         if _one_source(task.pieces) and not isinstance(task.pieces[0], SmallFile):
             n_words = 0
-            together = self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts)
+            together = self.jsonl_field is None and self.pipeline.count_core is not None and utf8_keys(counts)
             step = TOGETHER if together else 1
+            bytes_ok = together and self.pipeline.counts_bytes and not isinstance(counts, dict)  # else: not read twice
             for at in range(0, len(task.pieces), step):
                 try:
                     if together:
-                        n_words += self.pipeline.count_together(
-                            [piece.decoded(self.errors) for piece in task.pieces[at:at + step]], counts)
+                        some = task.pieces[at:at + step]
+                        raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) and bytes_ok else None
+                               for p in some]
+                        n = self.pipeline.count_bytes(raw, counts)  # None: decoded, as the errors policy says
+                        n_words += self.pipeline.count_together([p.decoded(self.errors) for p in some], counts) \
+                            if n is None else n
                         continue
                     piece = task.pieces[at]
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
@@ -300,27 +311,37 @@ class TaskCounter:
         return Counted({} if into is not None else as_bytes(counts), words, error, key=task.keep,
                        shas=shas or None, segments=[(0, task.seq)])
 
-    def count_pieces(self, pieces: tuple[Piece, ...], counts: Counter
+    def count_pieces(self, pieces: tuple[Piece, ...], counts: Any
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
         """Add several pieces' words to counts: each piece's words and distinct words,
         up to the first that fails, the sha256 of each ``SmallFile``, and the error."""
-        texts: list[str | None] = []  # None: a SmallFile counted before
+        texts: list[Any] = []  # None: a SmallFile counted before; bytes: one not yet decoded (raw)
         shas: list[str] = []
         error = None
+        raw = not isinstance(counts, dict) and all(isinstance(piece, SmallFile) for piece in pieces)
         for piece in pieces:
             try:
                 if isinstance(piece, SmallFile):
                     data = piece.read()
                     sha = hashlib.sha256(data).hexdigest()
-                    texts.append(None if sha in self.skip else decode(data, piece.name, self.errors))
+                    texts.append(None if sha in self.skip else data if raw else decode(data, piece.name, self.errors))
                     shas.append(sha)
                 else:
                     texts.append(piece.decoded(self.errors))
             except BpestoreError as exc:
                 error = exc
                 break
+        if raw and (done := self.pipeline.count_bytes_each([t for t in texts if t is not None], counts)) is not None:
+            return [(0, 0) if text is None else done.pop() for text in texts[::-1]][::-1], shas, error
+        for i, (piece, text) in enumerate(zip(pieces, texts) if raw else ()):  # decoded after all
+            try:
+                texts[i] = text if text is None else decode(text, piece.name, self.errors)
+            except BpestoreError as exc:
+                del texts[i:], shas[i:]
+                error = exc
+                break
         counted = [text for text in texts if text is not None]
-        if self.jsonl_field is None and self.pipeline.count_core is not None and _utf8_keys(counts):
+        if self.jsonl_field is None and self.pipeline.count_core is not None and utf8_keys(counts):
             each = iter(self.pipeline.count_each(counted, counts))
             return [(0, 0) if text is None else next(each) for text in texts], shas, error
         words: list[tuple[int, int]] = []
@@ -381,21 +402,6 @@ def _one_source(pieces: tuple[Piece, ...]) -> bool:
     return len(pieces) == 1 or all(isinstance(p, FileRange) and p.name == pieces[0].name for p in pieces)
 
 
-def _utf8_keys(counts: Counter) -> bool:
-    """Whether counts are keyed by UTF-8 already (counted by the counting core)."""
-    return not counts or isinstance(next(iter(counts)), bytes)
-
-
-def as_bytes(counts: Counter) -> dict[bytes, int]:
-    """The counts with UTF-8 keys (they pickle without re-encoding, and the store
-    wants them), in the same order; ``counts`` is emptied."""
-    if _utf8_keys(counts):
-        return counts
-    converted = {word.encode("utf-8", "surrogatepass"): n for word, n in counts.items()}  # in order (ordinals)
-    counts.clear()
-    return converted
-
-
 TOGETHER = 4  # pieces of a source counted at once (``TextPipeline.count_together``): a few MB of text
 
 
@@ -405,7 +411,7 @@ TOGETHER = 4  # pieces of a source counted at once (``TextPipeline.count_togethe
 WORD_BYTES = 128
 
 _counter: TaskCounter | None = None  # a worker's, set when it starts
-_held: dict[int, Counter] = {}  # a worker's counts kept per key (Task.keep)
+_held: dict[int, shards.Counts] = {}  # a worker's counts kept per key (Task.keep)
 _segments: dict[int, shards.Segments] = {}  # the ordinals of each key's counts kept
 _hold_bytes = 0  # a worker's share of the memory budget for them
 _barrier: Any = None  # all workers meet there to flush: each takes exactly one flush task
@@ -437,7 +443,7 @@ def _count(task: Task) -> Counted:
     _trim_heap()  # what the last task freed
     if not task.keep or _barrier is None:
         return _counter.count(task)
-    counted = _counter.count(task, into=shards.keep_into(_held, _segments, task.keep, task.seq))
+    counted = _counter.count(task, into=shards.keep_into(_held, _segments, task.keep, task.seq, _counter.new_counts))
     # A failed source's counts stay: the caller leaves its key out of what it keeps.
     if sum(map(len, _held.values())) * WORD_BYTES >= _hold_bytes:
         counted.shards = _hand_on()  # over this worker's share
@@ -501,7 +507,7 @@ class Pool:
         self.executor: ProcessPoolExecutor | None = None
         self.barrier: Any = None  # where workers keep counts (Task.keep) until flushed
         self.forked = False  # whether the workers were started
-        self.held: dict[int, Counter] = {}  # counts per key (Task.keep) counted in this process
+        self.held: dict[int, shards.Counts] = {}  # counts per key (Task.keep) counted in this process
         self.segments: dict[int, shards.Segments] = {}  # their ordinals
         self.seqs = itertools.count(1)  # Task.seq
 
@@ -548,7 +554,8 @@ class Pool:
         per task."""
         if not task.keep:
             return self.local.count(task)
-        return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq))
+        return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq,
+                                                            self.local.new_counts))
 
     def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
         """Every count kept: those counted here (one result per key; whole: in word order), and one task per

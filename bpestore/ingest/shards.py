@@ -6,10 +6,13 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..text import COUNT_CORE
+
+if TYPE_CHECKING:
+    from .._countcore import CountTable
 
 # A shard's words and counts as three byte strings: the words end to end, their
 # lengths, their counts (each a LEB128 number: a byte or two for most), and a fourth,
@@ -23,6 +26,9 @@ _LAST = bytes(range(128, 256))  # the bytes a LEB128 number goes on after
 # [(start, task), ...] say that the words from place ``start`` on came with ``task``.
 Segments = list[tuple[int, int]]
 TASK_SHIFT = 32
+
+# Counts kept while a source is counted: a Counter, or the counting core's own table.
+Counts: TypeAlias = "Counter | CountTable"
 
 
 def pack_shard(words: list[bytes], counts: list[int], firsts: list[int] | None = None) -> Packed:
@@ -57,9 +63,13 @@ def firsts_of(counts: Mapping[bytes, Any], segments: Segments) -> dict[bytes, in
     return dict(zip(counts, ordinals(len(counts), segments)))
 
 
-def keep_into(held: dict[int, Counter], segments: dict[int, Segments], key: int, task: int) -> Counter:
-    """The counts kept under ``key``, their words from here on marked as ``task``'s."""
-    counts = held.setdefault(key, Counter())
+def keep_into(held: dict[int, Counts], segments: dict[int, Segments], key: int, task: int,
+              new: Callable[[], Counts] = Counter) -> Counts:
+    """The counts kept under ``key`` (``new()`` where none are), their words from here on
+    marked as ``task``'s."""
+    counts = held.get(key)
+    if counts is None:
+        counts = held[key] = new()
     segments.setdefault(key, []).append((len(counts), task))
     return counts
 
@@ -124,11 +134,33 @@ def merge_pairs(total: Counter, words: Iterable[bytes], counts: Iterable[int]) -
     dict.update(total, zip(words, map(operator.add, map(total.get, words, itertools.repeat(0)), counts)))
 
 
-def in_word_order(counts: dict[bytes, int], segments: Segments) -> tuple[dict[bytes, int], dict[bytes, int]] | None:
-    """Counts in first-occurrence order (UTF-8 keys; emptied) and their ordinals, made anew in
-    word order by the counting core, the words' objects too: the rows are then sorted, looked
-    up and written in memory order. None (counts left alone) where the core is not built."""
-    if COUNT_CORE is None or not counts or not isinstance(next(iter(counts)), bytes):
+def in_word_order(counts: Counts, segments: Segments) -> tuple[dict[bytes, int], dict[bytes, int]] | None:
+    """Counts in first-occurrence order (UTF-8 keys or a ``CountTable``; emptied) and their
+    ordinals, made anew in word order by the counting core, the words' objects too: the rows
+    are then sorted, looked up and written in memory order. None (counts left alone) where
+    the core is not built."""
+    if COUNT_CORE is None or not counts:
+        return None
+    if not isinstance(counts, dict):
+        return COUNT_CORE.merge_shard(counts.shard(1, segments))
+    if not isinstance(next(iter(counts)), bytes):
         return None
     counts_in_order, firsts = COUNT_CORE.merge_shard(COUNT_CORE.shard(counts, 1, segments))
     return counts_in_order, firsts
+
+
+def utf8_keys(counts: Counts) -> bool:
+    """Whether counts are keyed by UTF-8 already (counted by the counting core)."""
+    return not isinstance(counts, dict) or not counts or isinstance(next(iter(counts)), bytes)
+
+
+def as_bytes(counts: Counts) -> dict[bytes, int]:
+    """The counts with UTF-8 keys (they pickle without re-encoding, and the store
+    wants them), in the same order; ``counts`` is emptied."""
+    if not isinstance(counts, dict):
+        return counts.take()
+    if utf8_keys(counts):
+        return counts
+    converted = {word.encode("utf-8", "surrogatepass"): n for word, n in counts.items()}  # in order (ordinals)
+    counts.clear()
+    return converted
