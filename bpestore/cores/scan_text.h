@@ -191,13 +191,13 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 }
 #undef NARROW_LOOP
 
-#define NOT_SHORT (~0ULL)  /* no word of <= 8 ASCII bytes: its top byte would be below 0x80 */
-
-/* hash_and_prefetch's fetches for a word of n bytes hashed h. */
+/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h. */
 static inline void
 prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
 {
-    if (w->cache != NULL)
+    if (w->smalls != NULL)
+        PREFETCH(small_slot(w->smalls, w->small_mask, h));
+    else if (w->cache != NULL)
         PREFETCH(cache_slot(w, h));
     if (e->whole_lookup && n <= e->max_token_len)
         PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
@@ -214,7 +214,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in `direct`, or in w->utf8 */
     uint8_t in_utf8[BLOCK];
     const uint8_t *ptrs[BLOCK];
-    uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (else NOT_SHORT) */
+    uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (load_upto8) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
     /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
@@ -281,14 +281,14 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         for (int j = 0; j < k; j++) {
             size_t len = ends[j] - starts[j];
             ptrs[j] = (in_utf8[j] ? w->utf8 : direct) + starts[j];
-            if (!in_utf8[j] && len <= 8 && starts[j] + 8 <= (size_t)n) {
-                /* one load for the hash and the cache's check */
-                uint64_t x = load64(ptrs[j]) & (~0ULL >> (64 - 8 * len));
+            if (len <= 8 && len) {
+                /* one load for the hash and the cache's check (of 8 bytes, where the text has them) */
+                uint64_t x = !in_utf8[j] && starts[j] + 8 <= (size_t)n ? load64(ptrs[j]) & (~0ULL >> (64 - 8 * len))
+                                                                     : load_upto8(ptrs[j], len);
                 words[j] = x;
                 hashes[j] = hash_upto8(x, len);
                 prefetch_hashed(e, w, hashes[j], len);
             } else {
-                words[j] = NOT_SHORT;
                 hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
             }
         }
@@ -303,10 +303,15 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 w->out[w->n_out++] = e->byte_ids[p[0]];
                 continue;
             }
-            if (len <= CACHE_KEY_MAX && w->cache != NULL) {
+            if (len <= 8 && w->smalls != NULL) {
+                const SmallSlot *c = small_slot(w->smalls, w->small_mask, hashes[j]);
+                if (small_holds(c, words[j], len)) {
+                    w->n_out += small_ids(c, w->out + w->n_out);
+                    continue;
+                }
+            } else if (len <= CACHE_KEY_MAX && w->cache != NULL) {
                 const CacheSlot *c = cache_slot(w, hashes[j]);
-                if (words[j] != NOT_SHORT ? c->len == len && (load64(c->key) & (~0ULL >> (64 - 8 * len))) == words[j]
-                                          : cache_holds(c, p, len)) {
+                if (cache_holds(c, p, len)) {
                     memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
                     w->n_out += c->n_ids;
                     continue;
