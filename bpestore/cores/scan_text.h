@@ -98,6 +98,29 @@ ascii_run(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int bits
     return i;
 }
 
+/* The end of o200k's [A-Z]*[a-z]+|[A-Z]+[a-z]* at s (a letter) in ASCII bytes p[0:n). */
+INLINE ptrdiff_t
+o200k_letters_end(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t s)
+{
+#ifdef SWAR_RUNS
+    if (s + 8 <= n) {
+        /* a word within 8 bytes from one load: its upper-case lanes, then the lower-case ones */
+        uint64_t x = load64(p + s), not_up = not_ascii_run(x, 1, RUN_UPPERISH);
+        int up = not_up ? __builtin_ctzll(not_up) / 8 : 8;
+        if (up < 8) {
+            uint64_t not_lo = not_ascii_run(x, 1, RUN_LOWERISH) >> (8 * up);
+            ptrdiff_t end = s + up + (not_lo ? __builtin_ctzll(not_lo) / 8 : 8 - up);
+            return end < s + 8 ? end : ascii_run(t, p, n, end, A_LO);
+        }
+        s += 8;  /* 8 upper-case letters: the run goes on */
+    }
+#endif
+    ptrdiff_t end = ascii_run(t, p, n, s, A_UP);
+    if (end < n && (t[p[end]] & A_LO))
+        end = ascii_run(t, p, n, end + 1, A_LO);
+    return end;
+}
+
 /* The end of the word at i (< n) of ASCII bytes p[0:n) under cl100k or o200k: what
    cl100k_end and o200k_end find there, with each byte's class one look-up in t.
    whole: n is the text's end. Else n is where its ASCII stops, and an end e is the
@@ -136,9 +159,7 @@ ascii_end(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t 
     if (pattern == PATTERN_CL100K)
         return ascii_run(t, p, n, s + 1, A_LETTER);
     /* o200k: [A-Z]*[a-z]+ or [A-Z]+[a-z]*, then a contraction (either case) if one follows */
-    ptrdiff_t end = ascii_run(t, p, n, s, A_UP);
-    if (end < n && (t[p[end]] & A_LO))
-        end = ascii_run(t, p, n, end + 1, A_LO);
+    ptrdiff_t end = o200k_letters_end(t, p, n, s);
     ptrdiff_t k = end < n && p[end] == '\'' ? contraction_end(classes, p, 1, n, end, 1) : -1;
     return k >= 0 ? k : end;
 }
