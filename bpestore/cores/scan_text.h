@@ -121,6 +121,42 @@ o200k_letters_end(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t s)
     return end;
 }
 
+/* The first position from i on that is no ' ' (8 bytes a step), or where fewer than 8 are left. */
+static inline ptrdiff_t
+skip_spaces(const uint8_t *p, ptrdiff_t n, ptrdiff_t i)
+{
+#ifdef SWAR_RUNS
+    const uint64_t low = 0x7F7F7F7F7F7F7F7FULL;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t y = load64(p + i) ^ 0x2020202020202020ULL;
+        uint64_t other = (((y & low) + low) | y) & ~low;  /* the top bit of each lane that is no ' ' */
+        if (other)
+            return i + (ptrdiff_t)(__builtin_ctzll(other) / 8);
+    }
+#endif
+    return i;
+}
+
+/* The end of the whitespace word at i (< n) of ASCII bytes p[0:n): newline_space_end's,
+   from one pass over the run that notes its last newline. A run cut short at n is left
+   to the caller where n is no text end (!whole). */
+INLINE ptrdiff_t
+ascii_space_end(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int pattern, int whole)
+{
+    ptrdiff_t k = i + 1, newline = (t[p[i]] & A_NEWLINE) ? i : -1;
+    for (;;) {
+        k = skip_spaces(p, n, k);
+        if (k == n || !(t[p[k]] & A_SPACE))
+            break;
+        if (t[p[k]] & A_NEWLINE)
+            newline = k;
+        k++;
+    }
+    if (k == n && (!whole || pattern == PATTERN_CL100K))  /* \s++$ (cl100k) */
+        return n;
+    return newline >= 0 ? newline + 1 : space_end(i, k, n);
+}
+
 /* The end of the word at i (< n) of ASCII bytes p[0:n) under cl100k or o200k: what
    cl100k_end and o200k_end find there, with each byte's class one look-up in t.
    whole: n is the text's end. Else n is where its ASCII stops, and an end e is the
@@ -145,12 +181,8 @@ ascii_end(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t 
         s = i + 1;  /* [^\r\n\p{L}\p{N}]? before the letters */
     } else {
         ptrdiff_t run = (c & A_SYMBOL) ? i : p[i] == ' ' && i + 1 < n && (t[p[i + 1]] & A_SYMBOL) ? i + 1 : -1;
-        if (run < 0) {
-            /* whitespace: a run cut short at n is left to the caller (n is no text end) */
-            if (!whole && ascii_run(t, p, n, i + 1, A_SPACE) == n)
-                return n;
-            return newline_space_end(classes, p, 1, n, i, pattern == PATTERN_CL100K);
-        }
+        if (run < 0)
+            return ascii_space_end(t, p, n, i, pattern, whole);
         ptrdiff_t end = ascii_run(t, p, n, run + 1, A_SYMBOL);
         while (end < n && ((t[p[end]] & A_NEWLINE) || (pattern == PATTERN_O200K && p[end] == '/')))
             end++;
