@@ -53,6 +53,8 @@ typedef struct Work {
     SmallSlot *smalls;     /* words of <= 8 bytes and <= 2 ids (NULL: none; they go to `cache`) */
     size_t small_mask;
     size_t cache_chars;    /* characters encoded since the scratch space was made */
+    uint8_t ascii[256];    /* the scan's classes of ASCII bytes (scan_text.h), */
+    const uint8_t *ascii_of;  /* from these classes (NULL: not yet made) */
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
     uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */

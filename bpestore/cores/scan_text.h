@@ -274,11 +274,14 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
        their words read where they lie (kind 1) or in w->narrow (a text mostly ASCII) */
     const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
     const uint8_t *direct = (const uint8_t *)data;
-    uint8_t t[256];
+    const uint8_t *t = w->ascii;
     ptrdiff_t stop = 0;  /* where the stretch of ASCII that holds i ends (i < stop) */
     int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n));
     if (stretches) {
-        ascii_classes(classes, t);
+        if (w->ascii_of != classes) {  /* the ASCII classes never change: built once a scratch space */
+            ascii_classes(classes, w->ascii);
+            w->ascii_of = classes;
+        }
         if (kind != 1 && (direct = narrow_text(w, data, kind, n)) == NULL)
             return -1;
         if (ascii)
