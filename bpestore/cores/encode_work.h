@@ -254,7 +254,10 @@ cache_init(Work *w, ptrdiff_t chars)
     size_t slots = 64;
     while (slots < CACHE_SLOTS_MAX && slots * 8 < w->cache_chars)
         slots <<= 1;
-    smalls_init(w, slots < SMALL_SLOTS_MAX ? slots : SMALL_SLOTS_MAX);
+    size_t small = 64;  /* a quarter of the size a slot: four times as many for the characters */
+    while (small < SMALL_SLOTS_MAX && small * 2 < w->cache_chars)
+        small <<= 1;
+    smalls_init(w, small);
     if (w->cache != NULL && w->cache_mask + 1 >= slots)
         return;
     CacheSlot *bigger = cache_alloc(slots);
