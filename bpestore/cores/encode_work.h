@@ -242,22 +242,19 @@ smalls_init(Work *w, size_t slots)
     w->small_mask = slots - 1;
 }
 
-/* The cache sized for a call of `chars` more characters: about one slot for every 8
-   characters the scratch space has encoded (64..CACHE_SLOTS_MAX), so that a short text
-   does not pay for a large cache and a run of short ones grows it; a larger cache takes
-   over what the smaller one held (its words stay true for the encoder). Without memory
-   the cache stays as it was (a failure only loses speed). */
+/* The caches sized for a call of `chars` more characters: about one slot for every 2
+   characters the scratch space has encoded (64..CACHE_SLOTS_MAX, SMALL_SLOTS_MAX), so
+   that a short text does not pay for large caches and a run of short ones grows them; a
+   larger cache takes over what the smaller one held (its words stay true for the
+   encoder). Without memory a cache stays as it was (a failure only loses speed). */
 static void
 cache_init(Work *w, ptrdiff_t chars)
 {
     w->cache_chars += (size_t)chars;
     size_t slots = 64;
-    while (slots < CACHE_SLOTS_MAX && slots * 8 < w->cache_chars)
+    while (slots < CACHE_SLOTS_MAX && slots * 2 < w->cache_chars)
         slots <<= 1;
-    size_t small = 64;  /* a quarter of the size a slot: four times as many for the characters */
-    while (small < SMALL_SLOTS_MAX && small * 2 < w->cache_chars)
-        small <<= 1;
-    smalls_init(w, small);
+    smalls_init(w, slots < SMALL_SLOTS_MAX ? slots : SMALL_SLOTS_MAX);
     if (w->cache != NULL && w->cache_mask + 1 >= slots)
         return;
     CacheSlot *bigger = cache_alloc(slots);
