@@ -337,7 +337,9 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         for (int j = 0; j < k; j++) {
             size_t len = ends[j] - starts[j];
             ptrs[j] = (in_utf8[j] ? w->utf8 : direct) + starts[j];
-            if (len <= 8 && len) {
+            if (len == 1 && byte_direct)
+                continue;  /* its byte's id: no look-up to fetch for */
+            if (len <= 8) {
                 /* one load for the hash and the cache's check (of 8 bytes, where the text has them) */
                 uint64_t x = !in_utf8[j] && starts[j] + 8 <= (size_t)n ? load64(ptrs[j]) & (~0ULL >> (64 - 8 * len))
                                                                      : load_upto8(ptrs[j], len);
