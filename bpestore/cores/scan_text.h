@@ -90,8 +90,15 @@ INLINE ptrdiff_t
 ascii_run(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int bits)
 {
 #ifdef SWAR_RUNS
-    if (bits == A_LETTER || bits == A_UP || bits == A_LO)
-        i = skip_ascii_run(p, 1, n, i, bits == A_LETTER ? RUN_LETTER : bits == A_UP ? RUN_UPPERISH : RUN_LOWERISH);
+    if (bits == A_LETTER || bits == A_UP || bits == A_LO) {
+        /* the lanes' test is the letters' classes exactly: where a lane stops the run, it ends */
+        int run = bits == A_LETTER ? RUN_LETTER : bits == A_UP ? RUN_UPPERISH : RUN_LOWERISH;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t stop = not_ascii_run(load64(p + i), 1, run);
+            if (stop)
+                return i + (ptrdiff_t)(__builtin_ctzll(stop) / 8);
+        }
+    }
 #endif
     while (i < n && (t[p[i]] & bits))
         i++;
