@@ -33,7 +33,7 @@ typedef struct {
 
 #define SMALL_TWO (1u << 27)
 #define SMALL_LEN_SHIFT 28
-#define SMALL_SLOTS_MAX (1u << 16)  /* 1 MB: the words of a large text in a core's L2 */
+#define SMALL_SLOTS_MAX (1u << 17)  /* 2 MB: the short words of a large text in L2 */
 
 typedef struct Work {
     uint32_t *out;
