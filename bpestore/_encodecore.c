@@ -11,7 +11,8 @@
    ids:
      - a word that is a token (on byte-level versions where that token encodes to
        itself) is that token: one look-up in a hash table of the tokens' bytes;
-     - else a word met before in this call is found in a bounded cache;
+     - else a word met before is found in the scratch space's bounded caches (words of
+       up to 8 bytes and 2 ids in 16-byte slots, longer ones in 64-byte slots);
      - else its initial symbols (its UTF-8 bytes as ids, or its characters with the
        unknown token or byte fallback, with the word markers) are merged:
        MODE_MERGE joins the adjacent pair of lowest merge rank (leftmost first), as

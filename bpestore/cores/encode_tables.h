@@ -20,7 +20,7 @@ enum { FAIL_NONE = 0, FAIL_MEMORY = 1, FAIL_UNKNOWN_CHAR = 2 };
 #define MID_SYMBOLS 256
 #define CACHE_KEY_MAX 30        /* bytes of the longest word the cache keeps */
 #define CACHE_IDS_MAX 8         /* ids of a word the cache keeps */
-#define CACHE_SLOTS_MAX (1u << 16)
+#define CACHE_SLOTS_MAX (1u << 17)
 
 /* -- the tables of a version ---------------------------------------------------------- */
 

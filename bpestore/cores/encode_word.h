@@ -81,11 +81,25 @@ static inline uint64_t
 hash_and_prefetch(const Tables *e, const Work *w, const uint8_t *bytes, size_t n)
 {
     uint64_t h = hash_bytes(bytes, n);
-    if (n <= CACHE_KEY_MAX && w->cache != NULL)
+    if (n <= 8 && w->smalls != NULL)
+        PREFETCH(small_slot(w->smalls, w->small_mask, h));
+    else if (n <= CACHE_KEY_MAX && w->cache != NULL)
         PREFETCH(cache_slot(w, h));
     if (e->whole_lookup && n <= e->max_token_len)
         PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
     return h;
+}
+
+/* A word's ids kept: in its short-word slot sc where they fit there, else in its cache
+   slot c (either NULL: none). key: the word as load_upto8 reads it (for sc). */
+static inline void
+remember(SmallSlot *sc, uint64_t key, CacheSlot *c, const uint8_t *bytes, size_t n, const uint32_t *ids,
+         size_t n_ids)
+{
+    if (sc != NULL && small_put(sc, key, n, ids, n_ids))
+        return;
+    if (c != NULL)
+        cache_put(c, bytes, n, ids, n_ids);
 }
 
 /* A word's ids, added to w->out; 0, or -1 (w->fail set). h: hash_bytes(bytes, n). */
@@ -96,6 +110,16 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
         return 0;
     if (n == 1 && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID)
         return emit_one(w, e->byte_ids[bytes[0]]);
+    SmallSlot *sc = NULL;
+    uint64_t key = 0;
+    if (n <= 8 && w->smalls != NULL) {
+        key = load_upto8(bytes, n);
+        sc = small_slot(w->smalls, w->small_mask, h);
+        if (small_holds(sc, key, n)) {
+            uint32_t ids[2];
+            return emit(w, ids, small_ids(sc, ids));
+        }
+    }
     CacheSlot *c = NULL;
     if (n <= CACHE_KEY_MAX && w->cache != NULL) {
         c = cache_slot(w, h);
@@ -105,8 +129,7 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
     if (e->whole_lookup && n <= e->max_token_len) {
         const TokenSlot *t = token_find(e, bytes, n, h);
         if (t != NULL && t->whole) {
-            if (c != NULL)
-                cache_put(c, bytes, n, &t->id, 1);
+            remember(sc, key, c, bytes, n, &t->id, 1);
             return emit_one(w, t->id);
         }
     }
@@ -115,8 +138,7 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
         if (k < 0)
             return -1;
         if (k > 0) {
-            if (c != NULL)
-                cache_put(c, bytes, n, w->symbols, (size_t)k);
+            remember(sc, key, c, bytes, n, w->symbols, (size_t)k);
             return emit(w, w->symbols, (size_t)k);
         }
     }
@@ -128,8 +150,7 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
                   : merge_long(e, w, bytes, n, w->symbols, w->positions, (size_t)m);
     if (w->fail)
         return -1;
-    if (c != NULL)
-        cache_put(c, bytes, n, w->symbols, left);
+    remember(sc, key, c, bytes, n, w->symbols, left);
     return emit(w, w->symbols, left);
 }
 

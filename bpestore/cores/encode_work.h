@@ -20,6 +20,21 @@ typedef struct {
     uint32_t ids[CACHE_IDS_MAX];
 } CacheSlot;
 
+/* A word of 1..8 bytes with one or two ids (most words of a text): 16 bytes, four to a
+   cache line, so that the short words of a large text stay in the core's own cache
+   where the slots of all words would not. key: its bytes as one little-endian word
+   (load_upto8); head: its first id, its length above SMALL_LEN_SHIFT and whether it
+   has a second id at SMALL_TWO (len 0: empty). */
+typedef struct {
+    uint64_t key;
+    uint32_t head;
+    uint32_t second;
+} SmallSlot;
+
+#define SMALL_TWO (1u << 27)
+#define SMALL_LEN_SHIFT 28
+#define SMALL_SLOTS_MAX (1u << 17)  /* 2 MB: the short words of a large text in L2 */
+
 typedef struct Work {
     uint32_t *out;
     size_t n_out, out_cap;
@@ -35,7 +50,11 @@ typedef struct Work {
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
     size_t cache_mask;
+    SmallSlot *smalls;     /* words of <= 8 bytes and <= 2 ids (NULL: none; they go to `cache`) */
+    size_t small_mask;
     size_t cache_chars;    /* characters encoded since the scratch space was made */
+    uint8_t ascii[256];    /* the scan's classes of ASCII bytes (scan_text.h), */
+    const uint8_t *ascii_of;  /* from these classes (NULL: not yet made) */
     int fail;
     uint32_t *counts;      /* lists of ids: the references to each id's int not yet counted */
     uint32_t *touched;     /* the ids whose counts are not 0 (those without an int first, n_fresh) */
@@ -57,6 +76,7 @@ work_free(Work *w)
     free(w->prev);
     free(w->heap);
     free(w->cache);
+    free(w->smalls);
     free(w->counts);
     free(w->touched);
     free(w->added);
@@ -164,18 +184,77 @@ cache_alloc(size_t slots)
     return calloc(slots, sizeof(CacheSlot));
 }
 
-/* The cache sized for a call of `chars` more characters: about one slot for every 8
-   characters the scratch space has encoded (64..CACHE_SLOTS_MAX), so that a short text
-   does not pay for a large cache and a run of short ones grows it; a larger cache takes
-   over what the smaller one held (its words stay true for the encoder). Without memory
-   the cache stays as it was (a failure only loses speed). */
+/* The slot where a short word hashed h is kept (bits the token table's index does not use). */
+static inline SmallSlot *
+small_slot(SmallSlot *smalls, size_t mask, uint64_t h)
+{
+    return &smalls[cache_index(h, mask)];
+}
+
+/* Whether slot c holds the word of n <= 8 bytes read as key (load_upto8). */
+static inline int
+small_holds(const SmallSlot *c, uint64_t key, size_t n)
+{
+    return c->key == key && (c->head >> SMALL_LEN_SHIFT) == n;
+}
+
+/* A held short word's ids written at out (room for two), their number. */
+static inline size_t
+small_ids(const SmallSlot *c, uint32_t *out)
+{
+    out[0] = c->head & (SMALL_TWO - 1);
+    out[1] = c->second;
+    return 1 + ((c->head & SMALL_TWO) != 0);
+}
+
+/* A word of n <= 8 bytes (key: load_upto8) and its ids kept in slot c; whether they fit
+   (one or two ids, each below SMALL_TWO). */
+static inline int
+small_put(SmallSlot *c, uint64_t key, size_t n, const uint32_t *ids, size_t n_ids)
+{
+    if (n_ids == 0 || n_ids > 2 || ids[0] >= SMALL_TWO)
+        return 0;
+    c->key = key;
+    c->head = ids[0] | (uint32_t)n << SMALL_LEN_SHIFT | (n_ids == 2 ? SMALL_TWO : 0);
+    c->second = n_ids == 2 ? ids[1] : 0;
+    return 1;
+}
+
+/* The short-word cache grown to `slots`, four to a cache line (it keeps its words;
+   without memory it stays as it was). */
+static void
+smalls_init(Work *w, size_t slots)
+{
+    if (w->smalls != NULL && w->small_mask + 1 >= slots)
+        return;
+    SmallSlot *bigger = aligned_alloc(64, slots * sizeof(SmallSlot));
+    if (bigger == NULL)
+        return;
+    memset(bigger, 0, slots * sizeof(SmallSlot));
+    for (size_t k = 0; w->smalls != NULL && k <= w->small_mask; k++) {
+        const SmallSlot *c = &w->smalls[k];
+        size_t len = c->head >> SMALL_LEN_SHIFT;
+        if (len)
+            *small_slot(bigger, slots - 1, hash_upto8(c->key, len)) = *c;
+    }
+    free(w->smalls);
+    w->smalls = bigger;
+    w->small_mask = slots - 1;
+}
+
+/* The caches sized for a call of `chars` more characters: about one slot for every 2
+   characters the scratch space has encoded (64..CACHE_SLOTS_MAX, SMALL_SLOTS_MAX), so
+   that a short text does not pay for large caches and a run of short ones grows them; a
+   larger cache takes over what the smaller one held (its words stay true for the
+   encoder). Without memory a cache stays as it was (a failure only loses speed). */
 static void
 cache_init(Work *w, ptrdiff_t chars)
 {
     w->cache_chars += (size_t)chars;
     size_t slots = 64;
-    while (slots < CACHE_SLOTS_MAX && slots * 8 < w->cache_chars)
+    while (slots < CACHE_SLOTS_MAX && slots * 2 < w->cache_chars)
         slots <<= 1;
+    smalls_init(w, slots < SMALL_SLOTS_MAX ? slots : SMALL_SLOTS_MAX);
     if (w->cache != NULL && w->cache_mask + 1 >= slots)
         return;
     CacheSlot *bigger = cache_alloc(slots);

@@ -90,12 +90,78 @@ INLINE ptrdiff_t
 ascii_run(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int bits)
 {
 #ifdef SWAR_RUNS
-    if (bits == A_LETTER || bits == A_UP || bits == A_LO)
-        i = skip_ascii_run(p, 1, n, i, bits == A_LETTER ? RUN_LETTER : bits == A_UP ? RUN_UPPERISH : RUN_LOWERISH);
+    if (bits == A_LETTER || bits == A_UP || bits == A_LO) {
+        /* the lanes' test is the letters' classes exactly: where a lane stops the run, it ends */
+        int run = bits == A_LETTER ? RUN_LETTER : bits == A_UP ? RUN_UPPERISH : RUN_LOWERISH;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t stop = not_ascii_run(load64(p + i), 1, run);
+            if (stop)
+                return i + (ptrdiff_t)(__builtin_ctzll(stop) / 8);
+        }
+    }
 #endif
     while (i < n && (t[p[i]] & bits))
         i++;
     return i;
+}
+
+/* The end of o200k's [A-Z]*[a-z]+|[A-Z]+[a-z]* at s (a letter) in ASCII bytes p[0:n). */
+INLINE ptrdiff_t
+o200k_letters_end(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t s)
+{
+#ifdef SWAR_RUNS
+    if (s + 8 <= n) {
+        /* a word within 8 bytes from one load: its upper-case lanes, then the lower-case ones */
+        uint64_t x = load64(p + s), not_up = not_ascii_run(x, 1, RUN_UPPERISH);
+        int up = not_up ? __builtin_ctzll(not_up) / 8 : 8;
+        if (up < 8) {
+            uint64_t not_lo = not_ascii_run(x, 1, RUN_LOWERISH) >> (8 * up);
+            ptrdiff_t end = s + up + (not_lo ? __builtin_ctzll(not_lo) / 8 : 8 - up);
+            return end < s + 8 ? end : ascii_run(t, p, n, end, A_LO);
+        }
+        s += 8;  /* 8 upper-case letters: the run goes on */
+    }
+#endif
+    ptrdiff_t end = ascii_run(t, p, n, s, A_UP);
+    if (end < n && (t[p[end]] & A_LO))
+        end = ascii_run(t, p, n, end + 1, A_LO);
+    return end;
+}
+
+/* The first position from i on that is no ' ' (8 bytes a step), or where fewer than 8 are left. */
+static inline ptrdiff_t
+skip_spaces(const uint8_t *p, ptrdiff_t n, ptrdiff_t i)
+{
+#ifdef SWAR_RUNS
+    const uint64_t low = 0x7F7F7F7F7F7F7F7FULL;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t y = load64(p + i) ^ 0x2020202020202020ULL;
+        uint64_t other = (((y & low) + low) | y) & ~low;  /* the top bit of each lane that is no ' ' */
+        if (other)
+            return i + (ptrdiff_t)(__builtin_ctzll(other) / 8);
+    }
+#endif
+    return i;
+}
+
+/* The end of the whitespace word at i (< n) of ASCII bytes p[0:n): newline_space_end's,
+   from one pass over the run that notes its last newline. A run cut short at n is left
+   to the caller where n is no text end (!whole). */
+INLINE ptrdiff_t
+ascii_space_end(const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int pattern, int whole)
+{
+    ptrdiff_t k = i + 1, newline = (t[p[i]] & A_NEWLINE) ? i : -1;
+    for (;;) {
+        k = skip_spaces(p, n, k);
+        if (k == n || !(t[p[k]] & A_SPACE))
+            break;
+        if (t[p[k]] & A_NEWLINE)
+            newline = k;
+        k++;
+    }
+    if (k == n && (!whole || pattern == PATTERN_CL100K))  /* \s++$ (cl100k) */
+        return n;
+    return newline >= 0 ? newline + 1 : space_end(i, k, n);
 }
 
 /* The end of the word at i (< n) of ASCII bytes p[0:n) under cl100k or o200k: what
@@ -122,12 +188,8 @@ ascii_end(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t 
         s = i + 1;  /* [^\r\n\p{L}\p{N}]? before the letters */
     } else {
         ptrdiff_t run = (c & A_SYMBOL) ? i : p[i] == ' ' && i + 1 < n && (t[p[i + 1]] & A_SYMBOL) ? i + 1 : -1;
-        if (run < 0) {
-            /* whitespace: a run cut short at n is left to the caller (n is no text end) */
-            if (!whole && ascii_run(t, p, n, i + 1, A_SPACE) == n)
-                return n;
-            return newline_space_end(classes, p, 1, n, i, pattern == PATTERN_CL100K);
-        }
+        if (run < 0)
+            return ascii_space_end(t, p, n, i, pattern, whole);
         ptrdiff_t end = ascii_run(t, p, n, run + 1, A_SYMBOL);
         while (end < n && ((t[p[end]] & A_NEWLINE) || (pattern == PATTERN_O200K && p[end] == '/')))
             end++;
@@ -136,9 +198,7 @@ ascii_end(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t 
     if (pattern == PATTERN_CL100K)
         return ascii_run(t, p, n, s + 1, A_LETTER);
     /* o200k: [A-Z]*[a-z]+ or [A-Z]+[a-z]*, then a contraction (either case) if one follows */
-    ptrdiff_t end = ascii_run(t, p, n, s, A_UP);
-    if (end < n && (t[p[end]] & A_LO))
-        end = ascii_run(t, p, n, end + 1, A_LO);
+    ptrdiff_t end = o200k_letters_end(t, p, n, s);
     ptrdiff_t k = end < n && p[end] == '\'' ? contraction_end(classes, p, 1, n, end, 1) : -1;
     return k >= 0 ? k : end;
 }
@@ -191,13 +251,13 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 }
 #undef NARROW_LOOP
 
-#define NOT_SHORT (~0ULL)  /* no word of <= 8 ASCII bytes: its top byte would be below 0x80 */
-
-/* hash_and_prefetch's fetches for a word of n bytes hashed h. */
+/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h. */
 static inline void
 prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
 {
-    if (w->cache != NULL)
+    if (w->smalls != NULL)
+        PREFETCH(small_slot(w->smalls, w->small_mask, h));
+    else if (w->cache != NULL)
         PREFETCH(cache_slot(w, h));
     if (e->whole_lookup && n <= e->max_token_len)
         PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
@@ -214,18 +274,21 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in `direct`, or in w->utf8 */
     uint8_t in_utf8[BLOCK];
     const uint8_t *ptrs[BLOCK];
-    uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (else NOT_SHORT) */
+    uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (load_upto8) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
     /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
        their words read where they lie (kind 1) or in w->narrow (a text mostly ASCII) */
     const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
     const uint8_t *direct = (const uint8_t *)data;
-    uint8_t t[256];
+    const uint8_t *t = w->ascii;
     ptrdiff_t stop = 0;  /* where the stretch of ASCII that holds i ends (i < stop) */
     int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n));
     if (stretches) {
-        ascii_classes(classes, t);
+        if (w->ascii_of != classes) {  /* the ASCII classes never change: built once a scratch space */
+            ascii_classes(classes, w->ascii);
+            w->ascii_of = classes;
+        }
         if (kind != 1 && (direct = narrow_text(w, data, kind, n)) == NULL)
             return -1;
         if (ascii)
@@ -281,14 +344,16 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         for (int j = 0; j < k; j++) {
             size_t len = ends[j] - starts[j];
             ptrs[j] = (in_utf8[j] ? w->utf8 : direct) + starts[j];
-            if (!in_utf8[j] && len <= 8 && starts[j] + 8 <= (size_t)n) {
-                /* one load for the hash and the cache's check */
-                uint64_t x = load64(ptrs[j]) & (~0ULL >> (64 - 8 * len));
+            if (len == 1 && byte_direct)
+                continue;  /* its byte's id: no look-up to fetch for */
+            if (len <= 8) {
+                /* one load for the hash and the cache's check (of 8 bytes, where the text has them) */
+                uint64_t x = !in_utf8[j] && starts[j] + 8 <= (size_t)n ? load64(ptrs[j]) & (~0ULL >> (64 - 8 * len))
+                                                                     : load_upto8(ptrs[j], len);
                 words[j] = x;
                 hashes[j] = hash_upto8(x, len);
                 prefetch_hashed(e, w, hashes[j], len);
             } else {
-                words[j] = NOT_SHORT;
                 hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
             }
         }
@@ -303,10 +368,15 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 w->out[w->n_out++] = e->byte_ids[p[0]];
                 continue;
             }
-            if (len <= CACHE_KEY_MAX && w->cache != NULL) {
+            if (len <= 8 && w->smalls != NULL) {
+                const SmallSlot *c = small_slot(w->smalls, w->small_mask, hashes[j]);
+                if (small_holds(c, words[j], len)) {
+                    w->n_out += small_ids(c, w->out + w->n_out);
+                    continue;
+                }
+            } else if (len <= CACHE_KEY_MAX && w->cache != NULL) {
                 const CacheSlot *c = cache_slot(w, hashes[j]);
-                if (words[j] != NOT_SHORT ? c->len == len && (load64(c->key) & (~0ULL >> (64 - 8 * len))) == words[j]
-                                          : cache_holds(c, p, len)) {
+                if (cache_holds(c, p, len)) {
                     memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
                     w->n_out += c->n_ids;
                     continue;
