@@ -17,15 +17,9 @@ branch_labels = None
 depends_on = None
 
 COLUMNS = "corpus_id, word, count, changed_in, ordinal"
-TABLE = """CREATE TABLE {name} (
-	corpus_id INTEGER NOT NULL, 
-	word BLOB NOT NULL, 
-	count BIGINT NOT NULL, 
-	changed_in INTEGER DEFAULT '1' NOT NULL, 
-	ordinal BIGINT, 
-	PRIMARY KEY (corpus_id, word), 
-	FOREIGN KEY(corpus_id) REFERENCES corpora (id) ON DELETE CASCADE
-){rowid}"""
+TABLE = ("CREATE TABLE {name} (corpus_id INTEGER NOT NULL, word BLOB NOT NULL, count BIGINT NOT NULL, "
+         "changed_in INTEGER DEFAULT '1' NOT NULL, ordinal BIGINT, PRIMARY KEY (corpus_id, word), "
+         "FOREIGN KEY(corpus_id) REFERENCES corpora (id) ON DELETE CASCADE){rowid}")
 
 
 def _remake(rowid: bool) -> None:
