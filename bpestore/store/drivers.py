@@ -337,6 +337,8 @@ class SqliteDriver(Driver):
         except BaseException:
             conn.close()
             raise
+        if not conn.in_transaction:
+            conn.execute("PRAGMA shrink_memory")  # a kept connection keeps no page cache (MBs after a big write)
         with self._lock:
             if not conn.in_transaction and self._pid == os.getpid() and len(self._idle[write]) < self.KEEP:
                 self._idle[write].append(conn)
