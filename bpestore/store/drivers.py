@@ -337,12 +337,18 @@ class SqliteDriver(Driver):
         except BaseException:
             conn.close()
             raise
-        if not conn.in_transaction:
-            conn.execute("PRAGMA shrink_memory")  # a kept connection keeps no page cache (MBs after a big write)
         with self._lock:
-            if not conn.in_transaction and self._pid == os.getpid() and len(self._idle[write]) < self.KEEP:
-                self._idle[write].append(conn)
-                return
+            keep = not conn.in_transaction and self._pid == os.getpid() and len(self._idle[write]) < self.KEEP
+        if keep:
+            try:  # a kept connection keeps no page cache (MBs after a big write)
+                conn.execute("PRAGMA shrink_memory")
+            except sqlite3.Error:  # (the transaction ended as it did: only this connection is not kept)
+                keep = False
+        if keep:
+            with self._lock:
+                if len(self._idle[write]) < self.KEEP:
+                    self._idle[write].append(conn)
+                    return
         conn.close()
 
     def close(self) -> None:
