@@ -119,7 +119,7 @@ class Clock:
     def generator(self, phase: str, func: Callable[..., Iterator]) -> Callable[..., Iterator]:
         """Time a generator function's own steps, not its consumer's."""
         def wrapper(*args: Any, **kwargs: Any) -> Iterator:
-            it = func(*args, **kwargs)
+            it = iter(func(*args, **kwargs))
             while True:
                 start = time.perf_counter()
                 try:

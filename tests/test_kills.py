@@ -194,9 +194,9 @@ def test_a_full_disk_is_one_error_and_nothing_half_written(tmp_path):
         db = str(disk / "b.db")
         small = tmp_path / "small.txt"
         small.write_text(corpus_path("tinyshakespeare.txt").read_text(encoding="utf-8")[:20_000], encoding="utf-8")
-        big = tmp_path / "big.txt"  # its 100,000 distinct words do not fit in 3 MB
+        big = tmp_path / "big.txt"  # its 200,000 distinct words do not fit in 3 MB
         rng = random.Random(7)
-        big.write_text(" ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=8)) for _ in range(100_000)),
+        big.write_text(" ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=12)) for _ in range(200_000)),
                        encoding="utf-8")
         with bpestore.open(db) as store:
             store.ingest("c", [small], workers=1)

@@ -283,3 +283,50 @@ def test_a_new_sqlite_store_is_made_without_sqlalchemy(tmp_path):
     with store.engine.connect() as conn:
         assert differences(conn, metadata) == []
     store.close()
+
+
+def _without_rowid(path: Path) -> bool:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT wr FROM pragma_table_list WHERE name = 'word_counts'").fetchone()[0] == 1
+    finally:
+        conn.close()
+
+
+def test_migration_0008_keeps_the_counts_in_a_table_without_rowid(tmp_path):
+    """SQLite: 0008 remakes word_counts as its key's b-tree, every row kept (and back on downgrade);
+    a new store's is the same."""
+    path = tmp_path / "old.db"
+    url = resolve_url(str(path))
+    alembic(url, "upgrade", "0007_ordinals")
+    rows = [(1, b"the", 7, 1, 0), (1, b"a\x00b", 3, 2, 5), (1, b"x" * 5000, 1, 1, None), (2, b"the", 4, 1, 1)]
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        for corpus_id in (1, 2):
+            conn.execute(text("INSERT INTO corpora (id, name, spec, created_at) VALUES (:i, :n, '{}', '2026-11-29')"),
+                         {"i": corpus_id, "n": f"c{corpus_id}"})
+        conn.execute(text('INSERT INTO word_counts (corpus_id, word, "count", changed_in, ordinal) '
+                          "VALUES (:c, :w, :n, :g, :o)"), [dict(zip("cwngo", row)) for row in rows])
+    engine.dispose()
+    assert not _without_rowid(path)
+
+    def stored() -> list:
+        engine = make_engine(url)
+        with engine.connect() as conn:
+            found = [tuple(r) for r in conn.execute(text(
+                'SELECT corpus_id, word, "count", changed_in, ordinal FROM word_counts ORDER BY corpus_id, word'))]
+        engine.dispose()
+        return found
+
+    alembic(url, "upgrade", "head")
+    assert _without_rowid(path) and stored() == sorted(rows)
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        assert differences(conn, metadata) == []
+    engine.dispose()
+    alembic(url, "downgrade", "0007_ordinals")
+    assert not _without_rowid(path) and stored() == sorted(rows)
+    bpestore.open(str(tmp_path / "new.db")).close()
+    assert _without_rowid(tmp_path / "new.db")

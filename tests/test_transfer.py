@@ -209,7 +209,8 @@ def test_damage_is_found_on_arrival_and_nothing_is_written(source, tmp_path, dam
         "merge": f"UPDATE merges SET right_id = 32 WHERE version_id = {en2} AND rank = 200",
         "fingerprint": f"UPDATE versions SET fingerprint = '{'0' * 64}' WHERE id = {en2}",
         "snapshot": f"UPDATE version_facts SET packed = :packed WHERE version_id = {en2}",
-        "counts": "UPDATE word_counts SET count = count + 1 WHERE rowid = (SELECT min(rowid) FROM word_counts)",
+        "counts": "UPDATE word_counts SET count = count + 1 WHERE (corpus_id, word) = "
+                  "(SELECT corpus_id, word FROM word_counts ORDER BY corpus_id, word LIMIT 1)",
     }[damage]
     with sqlite3.connect(path) as conn:
         packed = conn.execute(f"SELECT packed FROM version_facts WHERE version_id = {en2}").fetchone()[0]

@@ -10,7 +10,7 @@ to a statement, on PostgreSQL with psycopg a binary COPY.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .. import native
@@ -96,13 +96,30 @@ def has_words(tx: Transaction, corpus_id: int, generation: int | None = None) ->
 
 
 def count_rows(tx: Transaction, corpus_id: int, generation: int | None = None, *,
-               batch: int = 1 << 16, first_seen: bool = False) -> Iterator[tuple[bytes, int]]:
+               batch: int = 1 << 16, first_seen: bool = False) -> Iterable[tuple[bytes, int]]:
     """Every (word, count) of a corpus' generation (None: the newest), streamed
     from the driver's cursor ``batch`` rows at a time: for millions of words,
     never a dict of them all; ``first_seen`` (a generation named): in the order the
-    words first occurred. Consume it inside the transaction."""
+    words first occurred. The statement runs when iterated; iterate it inside the transaction."""
     sql, params = first_seen_counts(corpus_id, generation) if first_seen and generation is not None \
         else counts_of(corpus_id, generation)
+    if tx.sqlite is not None:
+        return _SqliteRows(tx.sqlite, sql, params)
+    return _streamed(tx, sql, params, batch)
+
+
+class _SqliteRows:
+    """``count_rows`` on SQLite: iterated, sqlite3's own cursor, which steps the statement
+    as rows are taken (no Python step a row: a fifth of reading 100,000 words)."""
+
+    def __init__(self, conn: Any, sql: str, params: Mapping[str, Any]) -> None:
+        self.conn, self.sql, self.params = conn, sql, params
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        return self.conn.execute(self.sql, self.params)
+
+
+def _streamed(tx: Transaction, sql: str, params: Mapping[str, Any], batch: int) -> Iterator[tuple[bytes, int]]:
     if tx.raw is None:  # another driver: all at once
         for word, count in tx.run(sql, params):
             yield bytes(word), count

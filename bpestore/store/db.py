@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 DEFAULT_DB = "bpestore.db"
-HEAD = "0007_ordinals"  # the newest revision in migrations/versions
+HEAD = "0008_word_counts_key"  # the newest revision in migrations/versions
 # How long a statement waits for a lock another process holds before it gives up
 # (SQLite's busy timeout, PostgreSQL's lock_timeout); $BPESTORE_LOCK_WAIT_SECONDS sets it.
 LOCK_WAIT_SECONDS = 30.0

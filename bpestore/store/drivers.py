@@ -12,6 +12,7 @@ the store's engine runs the same statements (``Transaction.over``).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -271,13 +272,20 @@ class Driver:
 
 class SqliteDriver(Driver):
     """A SQLite file through ``sqlite3`` (``uri``: opened without creating it; ``mode=ro``:
-    read-only); a read is one snapshot, a write takes the write lock at BEGIN."""
+    read-only); a read is one snapshot, a write takes the write lock at BEGIN. Reads and
+    writes each on connections kept for the next of their kind (at most ``KEEP``; opening
+    one and setting its pragmas costs more than most transactions), in this process only."""
 
     error = sqlite3.Error
+    KEEP = 2
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self.read_only = not uri.endswith("mode=rw")
+        self._idle: dict[bool, list[sqlite3.Connection]] = {False: [], True: []}  # by write
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._inherited: list[sqlite3.Connection] = []
 
     def open(self) -> sqlite3.Connection:
         return sqlite3.connect(self.uri, uri=True, timeout=lock_wait_seconds(), isolation_level=None,
@@ -286,13 +294,19 @@ class SqliteDriver(Driver):
     def connect(self, write: bool) -> sqlite3.Connection | None:
         if write and self.read_only:  # the engine refuses the write, saying why
             return None
+        conn = self._kept(write)
         try:
-            conn = self.open()
+            if conn is None:
+                conn = self.open()
+                if write:
+                    sqlite_pragmas(conn)
         except sqlite3.Error:
+            if conn is not None:
+                conn.close()
+            if write:
+                raise
             return None
         try:
-            if write:
-                sqlite_pragmas(conn)
             # Every statement in one snapshot; a write takes the lock at once, waited for as the engine waits.
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         except sqlite3.Error:
@@ -301,6 +315,15 @@ class SqliteDriver(Driver):
                 raise
             return None
         return conn
+
+    def _kept(self, write: bool) -> sqlite3.Connection | None:
+        with self._lock:
+            if self._pid != os.getpid():
+                # A forked child: the parent's connections are not its own, and closing
+                # one here could end the parent's WAL (kept, never used or closed).
+                self._inherited.extend(self._idle[False] + self._idle[True])
+                self._idle, self._pid = {False: [], True: []}, os.getpid()
+            return self._idle[write].pop() if self._idle[write] else None
 
     def transaction_of(self, conn: sqlite3.Connection) -> Transaction:
         return Transaction.of_sqlite(conn)
@@ -311,7 +334,27 @@ class SqliteDriver(Driver):
                 conn.execute("COMMIT")
             elif conn.in_transaction:  # SQLite rolls back by itself after some errors (a full disk)
                 conn.execute("ROLLBACK")
-        finally:
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            keep = not conn.in_transaction and self._pid == os.getpid() and len(self._idle[write]) < self.KEEP
+        if keep:
+            try:  # a kept connection keeps no page cache (MBs after a big write)
+                conn.execute("PRAGMA shrink_memory")
+            except sqlite3.Error:  # (the transaction ended as it did: only this connection is not kept)
+                keep = False
+        if keep:
+            with self._lock:
+                if len(self._idle[write]) < self.KEEP:
+                    self._idle[write].append(conn)
+                    return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle[False] + self._idle[True], {False: [], True: []}
+        for conn in idle:
             conn.close()
 
     def at_head(self) -> bool:

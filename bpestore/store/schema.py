@@ -78,6 +78,9 @@ word_counts = Table(
     # the earlier (revision 0007; NULL: ingested before). A word keeps it in every generation.
     Column("ordinal", BigInteger, nullable=True),
     PrimaryKeyConstraint("corpus_id", "word").ddl_if(dialect="sqlite"),
+    # SQLite: the rows are the key's b-tree (revision 0008), not a rowid table beside an index
+    # holding every word again: an ingest writes each word once, a training reads it in key order.
+    sqlite_with_rowid=False,
 )
 # A PostgreSQL btree entry holds at most 2704 bytes, too few for a long word
 # (pre-tokenizer 'none' makes whole documents words): there the key is the word's hash

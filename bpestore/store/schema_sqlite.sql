@@ -53,7 +53,10 @@ CREATE TABLE word_counts (
 	ordinal BIGINT, 
 	PRIMARY KEY (corpus_id, word), 
 	FOREIGN KEY(corpus_id) REFERENCES corpora (id) ON DELETE CASCADE
-);
+)
+ WITHOUT ROWID
+
+;
 
 CREATE TABLE word_count_history (
 	corpus_id INTEGER NOT NULL, 

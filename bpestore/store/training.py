@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -358,7 +358,7 @@ def pinned_counts(tx: Transaction, v: VersionInfo) -> tuple[dict[bytes, int], st
     return count_tables.counts(tx, corpus_id, generation, first_seen=v.spec.tie_break == "first-seen"), digest
 
 
-def pinned_rows(tx: Transaction, v: VersionInfo) -> Iterator[tuple[bytes, int]]:
+def pinned_rows(tx: Transaction, v: VersionInfo) -> Iterable[tuple[bytes, int]]:
     """``pinned_counts`` as (word, count) rows streamed from the database, for
     the trainer to take one at a time (consume it inside the transaction)."""
     corpus_id, generation, _ = _pinned_generation(tx, v)

@@ -1,0 +1,80 @@
+"""The SQLite driver keeps its connections for the next transaction of their kind."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+import bpestore
+from bpestore.store.drivers import SqliteDriver
+
+
+def _store(tmp_path):
+    store = bpestore.open(str(tmp_path / "s.db"))
+    assert isinstance(store.driver, SqliteDriver)
+    return store
+
+
+def _raw(tx):
+    return tx.sqlite
+
+
+def test_a_transaction_takes_the_connection_the_last_of_its_kind_left(tmp_path):
+    store = _store(tmp_path)
+    with store.writing() as tx:
+        first = _raw(tx)
+        tx.run("CREATE TABLE t (x INTEGER)", {})
+    with store.writing() as tx:
+        assert _raw(tx) is first
+        tx.run("INSERT INTO t VALUES (1)", {})
+    with store.reading() as tx:
+        assert _raw(tx) is not first  # reads keep connections of their own
+        assert tx.run("SELECT x FROM t", {}) == [(1,)]
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closed with the store
+        first.execute("SELECT 1")
+
+
+def test_a_failed_transaction_leaves_nothing_on_the_kept_connection(tmp_path):
+    store = _store(tmp_path)
+    with store.writing() as tx:
+        tx.run("CREATE TABLE t (x INTEGER)", {})
+    with pytest.raises(ZeroDivisionError), store.writing() as tx:
+        tx.run("INSERT INTO t VALUES (1)", {})
+        kept = _raw(tx)
+        1 / 0  # noqa: B018
+    assert not kept.in_transaction
+    with store.writing() as tx:
+        assert _raw(tx) is kept
+        assert tx.run("SELECT count(*) FROM t", {}) == [(0,)]
+    other = sqlite3.connect(tmp_path / "s.db")  # another process' view: no write lock left held
+    other.execute("INSERT INTO t VALUES (2)")
+    other.commit()
+    other.close()
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_opens_its_own_and_leaves_the_parents_alone(tmp_path):
+    store = _store(tmp_path)
+    with store.writing() as tx:
+        tx.run("CREATE TABLE t (x INTEGER)", {})
+        tx.run("INSERT INTO t VALUES (1)", {})
+        parents = _raw(tx)
+    pid = os.fork()
+    if pid == 0:  # the child: a transaction of its own, on a connection of its own
+        code = 1
+        try:
+            with store.writing() as tx:
+                code = 0 if _raw(tx) is not parents and tx.run("SELECT x FROM t", {}) == [(1,)] else 2
+                tx.run("INSERT INTO t VALUES (2)", {})
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    with store.writing() as tx:
+        assert _raw(tx) is parents
+        assert tx.run("SELECT x FROM t ORDER BY x", {}) == [(1,), (2,)]
+    store.close()
