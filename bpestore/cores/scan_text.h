@@ -264,9 +264,10 @@ prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
 }
 
 /* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
-   hashed BLOCK at a time, then encoded. One function per pattern and kind, each scan
-   inlined with both constant. */
-#define BLOCK 32
+   hashed BLOCK at a time, then encoded: the cut, the hashing and the look-ups each run
+   as a long loop of their own (256 words: 4-8% faster than 32 on cached words). One
+   function per pattern and kind, each scan inlined with both constant. */
+#define BLOCK 256
 INLINE int
 scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t n, int pattern)
 {
