@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import InvalidArgumentError, NotFoundError
-from .records import Merge
+
+if TYPE_CHECKING:  # opening a store and loading a tokenizer do without the records (~8 ms of dataclasses)
+    from .records import Merge
 
 Row = TypeVar("Row", bound=tuple)
 T = TypeVar("T")
@@ -50,6 +52,7 @@ def shown_text(text: str) -> str:
 def merge_tree(token: int, vocab: dict[int, bytes], made_by: Mapping[int, Merge]) -> dict[str, Any]:
     """How a token was built: the merge that made it, and recursively its parts.
 
+    >>> from bpestore.records import Merge
     >>> vocab = {97: b"a", 98: b"b", 99: b"c", 300: b"ab", 301: b"abc"}
     >>> made_by = {300: Merge(0, 97, 98, 300, 9), 301: Merge(1, 300, 99, 301, 4)}
     >>> merge_tree(301, vocab, made_by)["parts"][0]["token"]

@@ -164,6 +164,11 @@ class CoreEncoder:
             return self._core.encode_words(self._pretokenize(text, first), as_bytes)
         return self._core.encode(normalize(text, self._steps, self._charsmap) if self._steps else text, as_bytes)
 
+    def plain_call(self) -> Callable[[str, bool], list[int] | bytearray | None]:
+        """``encode``'s (``as_bytes``: ``encode_packed``'s) one call, the core's own where
+        it scans the text itself, unnormalized."""
+        return self._core.encode if self._pretokenize is None and not self._steps else self._ids
+
     def encode(self, text: str) -> list[int] | None:
         """The ids of text as a new list; None where the text holds a lone
         surrogate or a character the version has no symbol for (the pure path

@@ -11,9 +11,10 @@ the reference encoder (``reference``) runs where neither may, and for dropout.
 
 from __future__ import annotations
 
+import os
 import random
 from array import array
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cached_property
 from typing import Literal, NamedTuple, Protocol, TypeAlias, TypeVar
@@ -28,6 +29,7 @@ from .reference import MergeIds, PythonEncoder, pairs_of
 
 FAST_CHECK_AFTER = 10_000  # characters of one text that make tiktoken's backend worth choosing
 
+PlainCall: TypeAlias = "Callable[[str, bool], list[int] | bytearray | None]"
 # Token ids: a list, or a uint32 array (id files, worker results).
 Ids: TypeAlias = "list[int] | array[int]"
 IdsT = TypeVar("IdsT", list[int], "array[int]")
@@ -129,6 +131,7 @@ class Engine:
             self.reference.table  # noqa: B018  # checks the merges against the vocabulary now
         self._cutters: dict[frozenset[str], TextPipeline] = {}
         self._special_regexes: dict[frozenset[str], object] = {}
+        self._starts: dict[frozenset[str], str] = {}
 
     def __reduce__(self):
         # Pickled (for worker processes started by spawn) without caches.
@@ -213,12 +216,27 @@ class Engine:
                 self.spec.replace(special_tokens=tuple(t for t in self.spec.special_tokens if t in specials)))
         return cutter
 
+    def special_start(self, tokens: frozenset[str]) -> str:
+        """What all these special tokens start with (``<|`` for tiktoken's): a text
+        without it holds none of them, found by a str ``in`` before any regex."""
+        start = self._starts.get(tokens)
+        if start is None:
+            start = self._starts[tokens] = os.path.commonprefix(list(tokens))
+        return start
+
     def refuse_disallowed(self, text: str, rules: Rules) -> None:
         """DisallowedSpecialError where text holds a special token the call disallows."""
-        if rules.disallowed:
+        if rules.disallowed and self.special_start(rules.disallowed) in text:
             match = self.specials_regex(rules.disallowed).search(text)
             if match is not None:
                 raise DisallowedSpecialError(match.group())
+
+    def plain_call(self) -> PlainCall | None:
+        """The backend's own call for ordinary text where it encodes it whole
+        (``Tokenizer``'s fast path): ``call(text, as_bytes)`` gives a list (``as_bytes``:
+        native uint32 bytes), or None where ``encode`` must; None where no compiled core runs."""
+        fast = self.accelerated_for("")  # a short text's choice: it does not start tiktoken's
+        return fast.plain_call() if isinstance(fast, core_backend.CoreEncoder) else None
 
     # -- encoding and decoding ---------------------------------------------------------
     def encode(self, text: str, rules: Rules, index: int | None, out: IdsT) -> IdsT:

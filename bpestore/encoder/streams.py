@@ -156,9 +156,15 @@ def encode_batch(engine: Engine, texts: Iterable[str], rules: Rules, workers: in
         return [one(text) for text in texts]
     texts = list(texts)
     if rules.disallowed:
+        start = engine.special_start(rules.disallowed)
         for text in texts:
-            engine.refuse_disallowed(text, rules)
-    found = [ids for batch in _batches(texts, workers) for ids in core.encode_batch(batch, workers, packed)]
+            if start in text:
+                engine.refuse_disallowed(text, rules)
+    batches = _batches(texts, workers)
+    found = core.encode_batch(texts, workers, packed) if len(batches) == 1 else [
+        ids for batch in batches for ids in core.encode_batch(batch, workers, packed)]
+    if None not in found:
+        return found
     # None: a lone surrogate or a character the version has no symbol for (the pure path says what to do).
     return [ids if ids is not None else one(text) for ids, text in zip(found, texts)]
 

@@ -19,13 +19,23 @@ from ..errors import InvalidArgumentError
 from ..spec import EncoderFacts, TokenizerSpec
 from ..text import apply_template, fix_surrogates, unmark_spaces
 from . import explain, streams
-from .engine import ORDINARY, DisallowedSpecialError, Engine
+from .engine import ORDINARY, DisallowedSpecialError, Engine, PlainCall
 from .reference import MergeIds
 
 if TYPE_CHECKING:
     from ..records import Explanation, Progress
 
 __all__ = ["DisallowedSpecialError", "Tokenizer"]
+
+# encode's defaults: a call passing these very objects takes the fast path (``_plain``).
+_NO_SPECIALS: AbstractSet[str] = frozenset()
+_ALL: Literal["all"] = "all"
+_NO_DROPOUT = 0.0
+
+
+def _declined(text: str, as_bytes: bool) -> None:
+    """The fast path where no compiled core encodes: every text to ``Engine.encode``."""
+    return None
 
 
 class Tokenizer:
@@ -81,6 +91,24 @@ class Tokenizer:
         self.spec = spec
         self.name = name
         self.special_tokens: dict[str, int] = special_ids
+        # encode's check for disallowed special tokens runs only where a text holds this
+        self._special_start = self.engine.special_start(frozenset(special_ids)) if special_ids else None
+        self._plain: PlainCall = self._bind_plain
+
+    def _bind_plain(self, text: str, as_bytes: bool) -> list[int] | bytearray | None:
+        """The fast path's first call: binds the backend's own call (``Engine.plain_call``)
+        in its place, for calls without options, then makes it."""
+        self._plain = self.engine.plain_call() or _declined
+        return self._plain(text, as_bytes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_plain"]  # the core's bound call: bound again after unpickling
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._plain = self._bind_plain
 
     @property
     def facts(self) -> EncoderFacts:
@@ -131,15 +159,16 @@ class Tokenizer:
         >>> tok.encode_ordinary("hi")
         [104, 105]
         """
-        return self.engine.encode(text, ORDINARY, None, [])
+        ids = self._plain(text, False)
+        return ids if ids is not None else self.engine.encode(text, ORDINARY, None, [])  # type: ignore[return-value]
 
     def encode(
         self,
         text: str,
         *,
-        allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-        disallowed_special: Literal["all"] | Collection[str] = "all",
-        dropout: float = 0.0,
+        allowed_special: Literal["all"] | AbstractSet[str] = _NO_SPECIALS,
+        disallowed_special: Literal["all"] | Collection[str] = _ALL,
+        dropout: float = _NO_DROPOUT,
         seed: int | str | None = None,
         add_special_tokens: bool = False,
     ) -> list[int]:
@@ -159,6 +188,13 @@ class Tokenizer:
         >>> tok.encode("a<|e|>", allowed_special="all")
         [97, 256]
         """
+        if (allowed_special is _NO_SPECIALS and disallowed_special is _ALL and dropout is _NO_DROPOUT
+                and seed is None and add_special_tokens is False):
+            start = self._special_start
+            if start is not None and start in text:
+                self.engine.refuse_disallowed(text, self.engine.default_rules)
+            ids = self._plain(text, False)
+            return ids if ids is not None else self.engine.encode(text, ORDINARY, None, [])  # type: ignore[return-value]
         rules = self.engine.rules(allowed_special=allowed_special, disallowed_special=disallowed_special,
                                   dropout=dropout, seed=seed)
         ids = self.engine.encode(text, rules, None, [])
@@ -176,6 +212,14 @@ class Tokenizer:
     def encode_array(self, text: str, **options) -> Any:
         """``encode``'s ids as a uint32 numpy array where numpy imports, else an ``array('I')``
         (taken straight from the compiled core's output: no int objects). ``encode``'s options."""
+        if not options:
+            start = self._special_start
+            if start is not None and start in text:
+                self.engine.refuse_disallowed(text, self.engine.default_rules)
+            data = self._plain(text, True)
+            if data is None:
+                data = self.engine.encode_packed(text, ORDINARY, None)
+            return streams.id_array(data)  # type: ignore[arg-type]
         return streams.id_array(self.engine.encode_packed(text, self.engine.rules(**options), None))
 
     def encode_batch_array(self, texts: Iterable[str], *, workers: int = 1, **options) -> list[Any]:

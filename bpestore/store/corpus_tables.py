@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from ..errors import InvalidArgumentError, NotFoundError
-from ..records import CorpusInfo, Source
 from ..spec import TokenizerSpec
 from . import count_tables
 from .drivers import Transaction, in_list
 from .version_tables import NUMBER, VersionReads, moment, unstorable
+
+if TYPE_CHECKING:  # opening a store and loading a tokenizer do without the records (~8 ms of dataclasses)
+    from ..records import CorpusInfo, Source
 
 MAX_INTEGER: Final = 2**63 - 1  # the largest integer SQLite and PostgreSQL's bigint hold
 
@@ -213,6 +215,8 @@ class CorpusReads:
 
     def sources(self, corpus_id: int, generation: int | None = None) -> list[Source]:
         """The sources counted into a corpus (up to a generation), oldest first."""
+        from ..records import Source
+
         also, params = "", dict[str, Any](corpus_id=corpus_id)
         if generation is not None:
             also, params["generation"] = "AND generation <= :generation", generation
@@ -230,6 +234,8 @@ def sources_digest(spec_json: str, shas: Iterable[str]) -> str:
 
 def corpus_info(corpus: CorpusRow, generation: int, pins: Mapping[tuple[int, int], list[str]],
                 added: Mapping[tuple[int, int], int], *, kept: bool, totals: Totals | None) -> CorpusInfo:
+    from ..records import CorpusInfo
+
     spec = TokenizerSpec.from_json(corpus.spec)
     if not generation or totals is None:  # no source yet
         return CorpusInfo(name=corpus.name, spec=spec, n_sources=0, size_bytes=0, n_words=0, n_distinct=0,
