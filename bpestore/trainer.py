@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import multiprocessing
 import os
 import sys
 import time
@@ -525,6 +524,8 @@ def replay_words(words: list[list[int]], ranks: dict[int, int], merged_ids: list
     n = len(words)
     if n < parallel_min_words or (os.cpu_count() or 1) < 2 or sys.platform != "linux":
         return [merge_word(w, ranks, merged_ids) if len(w) > 1 else w for w in words]
+    import multiprocessing  # here, not at import: training from counts never forks (3 ms at start-up)
+
     _REPLAY_STATE = (words, ranks, merged_ids)
     try:
         # The child inherits the words by fork; only its results are pickled.

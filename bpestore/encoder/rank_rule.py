@@ -98,6 +98,54 @@ def rank_rule_problem(spec: TokenizerSpec, vocab: Mapping[int, bytes], special_i
     return rank_equivalence_problem(merges, id_of, encode_bytes, checked=checked)
 
 
+def rank_rule_problem_ids(spec: TokenizerSpec, vocab: Mapping[int, bytes], special_ids: Iterable[int],
+                          lefts: Sequence[int], rights: Sequence[int], made: Sequence[int], *,
+                          checked: int = 0) -> str | None:
+    """``rank_rule_problem`` of the merges given as ids (left, right, made token), as a
+    trainer holds them: the same answer, without a byte pair or a bytes-to-id map per
+    token where the ids alone show (W) (``_id_codes``); otherwise, or for the message
+    of a failing token, the bytes path decides."""
+    problem = spec_problem(spec)
+    if problem is not None:
+        return problem
+    special_ids = list(special_ids)
+    codes = _id_codes(vocab, special_ids, lefts, rights, made)
+    if codes is not None and _seam_walk(*codes, checked) is None:
+        return None
+    pairs = list(zip(map(vocab.__getitem__, lefts), map(vocab.__getitem__, rights)))
+    return rank_rule_problem(spec, vocab, special_ids, pairs, checked=checked)
+
+
+def _id_codes(vocab: Mapping[int, bytes], special_ids: Sequence[int], lefts: Sequence[int],
+              rights: Sequence[int], made: Sequence[int]) -> tuple[list[int], list[int]] | None:
+    """The seam walk's codes (``_passing_codes``'s) from the merges' ids, where the ids
+    alone show that (W) holds and that the codes are those the bytes give: the made
+    ids grow, are not special, and their tokens are distinct and two bytes or longer,
+    every other ordinary token is one byte, and each side is a byte or the token of an
+    earlier merge. None otherwise (the bytes path then decides)."""
+    n = len(made)
+    if not n:
+        return [], []
+    rank_of = dict(zip(made, range(n)))
+    if len(rank_of) < n or not all(map(lt, made, made[1:])) or not rank_of.keys().isdisjoint(special_ids):
+        return None
+    tokens = list(map(vocab.__getitem__, made))
+    if len(set(tokens)) < n or min(map(len, tokens)) < 2:
+        return None
+    others = vocab.keys() - rank_of.keys() - set(special_ids)
+    singles = [vocab[i] for i in others]
+    if any(len(data) != 1 for data in singles):
+        return None
+    byte_code = dict(zip(others, [-1 - data[0] for data in singles]))
+    sides = [list(map(rank_of.get, side, map(byte_code.get, side))) for side in (lefts, rights)]
+    if any(None in side for side in sides):
+        return None
+    codes = cast("list[list[int]]", sides)
+    if not all(all(map(lt, side, range(n))) for side in codes):
+        return None
+    return codes[0], codes[1]
+
+
 def spec_problem(spec: TokenizerSpec) -> str | None:
     """Why tiktoken cannot run this spec's pipeline as is (None: it can)."""
     if not spec.byte_level:

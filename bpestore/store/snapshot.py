@@ -118,9 +118,11 @@ def make(spec: TokenizerSpec, vocab: Vocabulary, fingerprint: str, *, checked: i
     """The snapshot of a version with this spec, vocabulary and fingerprint.
     ``checked``: its first merges are those of a version that passed the check."""
     # Making a snapshot needs the encoder's check; loading one (a fresh process) does not import it.
-    from ..encoder.rank_rule import rank_rule_problem
+    from ..encoder.rank_rule import rank_rule_problem_ids
 
-    problem = rank_rule_problem(spec, vocab.tokens, vocab.special_ids().values(), vocab.pairs, checked=checked)
+    lefts, rights, made = vocab.columns[:3]
+    problem = rank_rule_problem_ids(spec, vocab.tokens, vocab.special_ids().values(), lefts, rights, made,
+                                    checked=checked)
     packed = pack(vocab)
     return Snapshot(FORMAT, packed, problem, digest(fingerprint, problem, packed))
 
