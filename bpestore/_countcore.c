@@ -55,7 +55,7 @@ INLINE Py_ssize_t
 scan(const void *data, int kind, Py_ssize_t n, int pattern, WordTable *t)
 {
     Py_ssize_t i = 0, words = 0, starts[BATCH + 1];
-    uint64_t hashes[BATCH];
+    uint64_t hashes[BATCH], packs[BATCH];
     int pending = 0;
     while (i < n || pending) {
         if (i < n) {
@@ -65,14 +65,20 @@ scan(const void *data, int kind, Py_ssize_t n, int pattern, WordTable *t)
                 return -1;
             }
             starts[pending] = i;
-            hashes[pending] = wt_hash(data, kind, i, end - i);
+            if (kind == 1 && end - i <= 8) {  /* its bytes read at once: hashed, and compared so */
+                packs[pending] = wt_pack_bytes((const unsigned char *)data + i, end - i, n - i);
+                hashes[pending] = wt_hash_short(packs[pending], end - i);
+            } else {
+                packs[pending] = 0;
+                hashes[pending] = wt_hash(data, kind, i, end - i);
+            }
             wt_prefetch(t, hashes[pending]);
             starts[++pending] = i = end;
             if (pending < BATCH && i < n)
                 continue;
         }
         for (int k = 0; k < pending; k++) {  /* in order: the first occurrences stay in order */
-            int rc = wt_add(t, data, kind, starts[k], starts[k + 1] - starts[k], hashes[k], 1);
+            int rc = wt_add(t, data, kind, starts[k], starts[k + 1] - starts[k], hashes[k], packs[k], 1);
             if (rc < 0)
                 return table_error(rc);
         }

@@ -174,3 +174,39 @@ def test_a_special_token_with_a_lone_surrogate_is_not_looked_for_in_utf8():
     pipeline = TextPipeline(TokenizerSpec(special_tokens=("<\ud800>",)))
     assert pipeline.count_bytes([b"a b"], text.COUNT_CORE.CountTable()) is None
     assert pipeline.count_together(["a<\ud800>b"], counts := {}) == 2 and counts == {b"a": 1, b"b": 1}
+
+
+SHORT = list("abZ9 .'\n") + ["é", "ÿ", "ß"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(SHORT), max_size=40), st.sampled_from(PATTERNS))
+def test_short_words_of_every_kind_meet_in_one_slot(s, pattern):
+    """Words of 8 code points or fewer below 256 are hashed from their packed bytes in a text of
+    one byte a character and one at a time in wider texts: the same word met in texts of each
+    kind, as str and as UTF-8, ending at every place of the last 8 bytes of a text, is one word."""
+    texts = [s[k:] + tail for k in range(min(len(s), 9)) for tail in ("", "中", "😀", " ")] or [s]
+    spec = TokenizerSpec(pretokenizer=pattern)
+    want_each, want = reference(texts, spec)
+    core, code = text.COUNT_CORE, COUNT_CORE_PATTERNS[pattern]
+    as_str, as_utf8 = core.CountTable(), core.CountTable()
+    assert as_str.count_each([[t] for t in texts], char_class, code) == want_each
+    assert as_utf8.count_utf8([[t.encode()] for t in texts], char_class, code) == want_each
+    assert list(as_str.take().items()) == list(as_utf8.take().items()) == list(want.items())
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_every_byte_class_at_every_place_of_a_block(pattern):
+    """Each of the bytes where the scans decide (letters, digits, space, newline, apostrophe,
+    punctuation, a Latin-1 letter, a wide character) at each of the 16 places of a block after
+    runs of each length: the counts and their order are the reference's."""
+    spec = TokenizerSpec(pretokenizer=pattern)
+    pieces = ["a", "Z", "9", " ", "\n", "'", ".", "é", "中", "s", "\t"]
+    texts = [run * k + p + run * (15 - k) for run in ("ab", "a b", "9", ". ", "\n ", "'ll") for p in pieces
+             for k in range(16)]
+    texts = [t[:16] for t in texts] + texts
+    want_each, want = reference(texts, spec)
+    core, code = text.COUNT_CORE, COUNT_CORE_PATTERNS[pattern]
+    as_utf8 = core.CountTable()
+    assert as_utf8.count_utf8([[t.encode()] for t in texts], char_class, code) == want_each
+    assert list(as_utf8.take().items()) == list(want.items())

@@ -20,6 +20,10 @@
 
 #include "pretok.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 typedef struct {
     uint64_t hash;     /* wt_hash of its code points */
     int64_t count;     /* 0: an empty slot */
@@ -49,12 +53,32 @@ typedef struct {
     size_t piece_distinct;  /* its distinct words so far */
 } WordTable;
 
+/* n zeroed slots, or NULL. Where they fill 2 MiB pages or more (Linux), they lie on such
+   pages: a look-up goes to a random slot, and with 4 kB pages nearly every one of a large
+   table misses the TLB too. */
+static Word *
+wt_alloc_slots(size_t n)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    size_t bytes = n * sizeof(Word), huge = (size_t)2 << 20;
+    if (bytes >= huge) {
+        void *p = NULL;
+        if (posix_memalign(&p, huge, bytes) != 0)
+            return NULL;
+        (void)madvise(p, bytes, MADV_HUGEPAGE);  /* a hint: without it the table works the same */
+        memset(p, 0, bytes);
+        return p;
+    }
+#endif
+    return calloc(n, sizeof(Word));
+}
+
 /* 0, or -1 where memory ran out. */
 static int
 wt_init(WordTable *t, size_t capacity)
 {
     memset(t, 0, sizeof *t);
-    t->slots = calloc(capacity, sizeof(Word));
+    t->slots = wt_alloc_slots(capacity);
     t->order = malloc((WT_ROOM(capacity) + 1) * sizeof(uint32_t));
     t->bytes_room = 4 * capacity + 64;
     t->bytes = malloc(t->bytes_room);
@@ -85,14 +109,76 @@ wt_bytes(const WordTable *t, const Word *w)
     return WT_LEN(w) <= 8 ? w->w.head : (const unsigned char *)t->bytes + w->w.at;
 }
 
-/* FNV-1a over a word's code points (the same in a text of any kind). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define WT_LITTLE_ENDIAN 1
+#endif
+
+/* The hash of a word of 8 code points or fewer, all below 256, given packed: its i-th code
+   point in byte i of x (the rest 0). */
+INLINE uint64_t
+wt_hash_short(uint64_t x, ptrdiff_t len)
+{
+    uint64_t h = x * 0x9E3779B97F4A7C15ULL;
+    h = (h ^ (h >> 32) ^ (uint64_t)len) * 0xD6E8FEB86659FD93ULL;
+    return h ^ (h >> 29);
+}
+
+/* The hash of a word's code points (the same in a text of any kind): wt_hash_short where
+   it is 8 or fewer, all below 256, else FNV-1a. */
 INLINE uint64_t
 wt_hash(const void *data, int kind, ptrdiff_t start, ptrdiff_t len)
 {
+    if (len <= 8) {
+        uint64_t x = 0;
+        uint32_t any = 0;
+        for (ptrdiff_t i = 0; i < len; i++) {
+            uint32_t c = CHAR_AT(kind, data, start + i);
+            any |= c;
+            x |= (uint64_t)(c & 0xFF) << (8 * i);
+        }
+        if (any < 256)
+            return wt_hash_short(x, len);
+    }
     uint64_t h = 1469598103934665603ULL;
     for (ptrdiff_t i = start; i < start + len; i++)
         h = (h ^ CHAR_AT(kind, data, i)) * 1099511628211ULL;
     return h ^ (h >> 29);
+}
+
+/* The len (1..8) bytes at p packed as wt_hash_short takes them, where n bytes may be read
+   from p (reading 8 at once where there are 8). */
+INLINE uint64_t
+wt_pack_bytes(const unsigned char *p, ptrdiff_t len, ptrdiff_t n)
+{
+    uint64_t x = 0;
+#ifdef WT_LITTLE_ENDIAN
+    if (n >= 8) {
+        memcpy(&x, p, 8);
+        return len < 8 ? x & ((UINT64_C(1) << (8 * len)) - 1) : x;
+    }
+    memcpy(&x, p, (size_t)len);
+#else
+    for (ptrdiff_t i = 0; i < len; i++)
+        x |= (uint64_t)p[i] << (8 * i);
+#endif
+    return x;
+}
+
+/* The head of a word of 8 bytes or fewer packed as wt_pack_bytes packs (the bytes past its
+   length are 0: slots start zeroed and a head is written once). */
+INLINE uint64_t
+wt_head(const Word *w)
+{
+#ifdef WT_LITTLE_ENDIAN
+    uint64_t x;
+    memcpy(&x, w->w.head, 8);
+    return x;
+#else
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x |= (uint64_t)w->w.head[i] << (8 * i);
+    return x;
+#endif
 }
 
 /* The code point at *p of UTF-8 written by wt_put (well formed), *p moved past it. */
@@ -188,7 +274,7 @@ wt_grow(WordTable *t)
     size_t size = (t->mask + 1) * 2;
     if (WT_ROOM(size) + 1 > WT_MAX_WORDS)
         return -2;
-    Word *slots = calloc(size, sizeof(Word));
+    Word *slots = wt_alloc_slots(size);
     uint32_t *order = malloc((WT_ROOM(size) + 1) * sizeof(uint32_t));
     if (slots == NULL || order == NULL) {
         free(slots);
@@ -259,15 +345,22 @@ wt_insert(WordTable *t, size_t j, uint64_t h, const void *data, int kind, ptrdif
 }
 
 /* Count the len code points at start of a text of kind (their wt_hash h) `count` times
-   more; as wt_insert. */
+   more; as wt_insert. packed: where kind is 1 and len is 8 or fewer, the word's bytes as
+   wt_pack_bytes packs them (compared with an ASCII head at once); else not read. */
 INLINE int
-wt_add(WordTable *t, const void *data, int kind, ptrdiff_t start, ptrdiff_t len, uint64_t h, int64_t count)
+wt_add(WordTable *t, const void *data, int kind, ptrdiff_t start, ptrdiff_t len, uint64_t h, uint64_t packed,
+       int64_t count)
 {
     for (size_t j = (size_t)h & t->mask;; j = (j + 1) & t->mask) {
         Word *w = &t->slots[j];
         if (w->count == 0)
             return wt_insert(t, j, h, data, kind, start, len, count);
-        if (w->hash == h && wt_same(t, w, data, kind, start, len)) {
+        if (w->hash != h)
+            continue;
+        int same = kind == 1 && len <= 8 && !(w->len & WT_WIDE)
+                   ? w->len == (uint32_t)len && wt_head(w) == packed
+                   : wt_same(t, w, data, kind, start, len);
+        if (same) {
             w->count += count;
             if (w->piece != t->piece) {
                 w->piece = t->piece;
