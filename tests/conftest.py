@@ -267,6 +267,28 @@ def tiktoken_pattern(name: str) -> str:
         return make()["pat_str"]
 
 
+@pytest.fixture
+def compiled_encode_core() -> None:
+    """Skips a test where the compiled encode core is not built (``autouse`` in a module's own
+    fixture, or ``pytest.mark.usefixtures``)."""
+    from bpestore.encoder import core_backend
+
+    if core_backend.CORE is None:
+        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
+
+
+def rank_file_version(name: str):
+    """A shared rank file (``cl100k``, ``o200k``) as a version's (vocab, merges, spec), and
+    tiktoken's Encoding of the same ranks, neither with special tokens."""
+    import tiktoken
+
+    from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
+
+    ranks = read_ranks(corpus_path(f"{name}_base.tiktoken"))
+    encoding = tiktoken.Encoding(name=name, pat_str=tiktoken_pattern(name), mergeable_ranks=ranks, special_tokens={})
+    return tiktoken_version(ranks, name, {}), encoding
+
+
 def reference_merges() -> list[tuple[bytes, bytes]]:
     from bpestore.formats.gpt2 import str_to_token
 

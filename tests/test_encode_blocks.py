@@ -13,10 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpestore import Tokenizer
-from bpestore.encoder import core_backend
-from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 
-from .conftest import corpus_path, tiktoken_pattern
+from .conftest import rank_file_version
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -25,18 +23,12 @@ WORDS = [" the", " a", "Hello", " world", "x", ",", " 42", "\n", "  ", " naïve"
          " ++--==//", "\t\t", " " * 12, "12345678901"]
 
 
-@pytest.fixture(autouse=True)
-def compiled_core():
-    if core_backend.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
+pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 
 @pytest.fixture(scope="module", params=["cl100k", "o200k"])
 def version(request):
-    name = request.param
-    ranks = read_ranks(corpus_path(f"{name}_base.tiktoken"))
-    vocab, merges, spec = tiktoken_version(ranks, name, {})
-    enc = tiktoken.Encoding(name=name, pat_str=tiktoken_pattern(name), mergeable_ranks=ranks, special_tokens={})
+    (vocab, merges, spec), enc = rank_file_version(request.param)
     return Tokenizer(vocab, merges, spec=spec), enc
 
 

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpestore import Tokenizer
-from bpestore.encoder import core_backend
 from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 
 from .conftest import corpus_path, tiktoken_pattern
@@ -19,10 +18,7 @@ from .conftest import corpus_path, tiktoken_pattern
 tiktoken = pytest.importorskip("tiktoken")
 
 
-@pytest.fixture(autouse=True)
-def compiled_core():
-    if core_backend.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
+pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 
 @pytest.fixture(scope="module")

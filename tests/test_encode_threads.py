@@ -20,10 +20,7 @@ from .conftest import corpus_path, read_corpus, tiktoken_pattern
 tiktoken = pytest.importorskip("tiktoken")
 
 
-@pytest.fixture(autouse=True)
-def compiled_core():
-    if core_backend.CORE is None:
-        pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
+pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 
 @pytest.fixture(scope="module")
