@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import (
     BpestoreError,
@@ -25,6 +25,7 @@ from .errors import (
     ReadOnlyError,
     SourceError,
 )
+from .lazy import lazy_names
 
 if TYPE_CHECKING:
     from .encoder import DisallowedSpecialError, Tokenizer
@@ -43,15 +44,7 @@ _LAZY = {
     "BpeTrainer": "trainer", "train_word_counts": "trainer",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -5,7 +5,9 @@ pure-Python encoder), ``core_backend`` (the compiled core) and ``tiktoken_backen
 files, worker processes) and ``explain`` (``explain``, offsets, the curve's counts).
 It imports nothing from ``bpestore.ingest`` or the store."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_names
 
 if TYPE_CHECKING:
     from .engine import DisallowedSpecialError
@@ -14,15 +16,7 @@ if TYPE_CHECKING:
 # Imported when first used: a store making a snapshot needs only rank_rule, not the encoder (3-4 ms).
 _LAZY = {"DisallowedSpecialError": "engine", "Tokenizer": "tokenizer"}
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = ["DisallowedSpecialError", "Tokenizer"]
