@@ -875,32 +875,33 @@ table_count(CountTable *self, PyObject *args)
     return words;
 }
 
+/* count_each (pieces of str) and count_utf8 (pieces of UTF-8 bytes): the same arguments. */
 static PyObject *
-table_count_each(CountTable *self, PyObject *args)
+table_count_pieces(CountTable *self, PyObject *args, int utf8)
 {
     PyObject *pieces, *classify;
     int pattern;
-    if (!PyArg_ParseTuple(args, "O!Oi:count_each", &PyList_Type, &pieces, &classify, &pattern))
+    if (!PyArg_ParseTuple(args, utf8 ? "O!Oi:count_utf8" : "O!Oi:count_each", &PyList_Type, &pieces, &classify,
+                          &pattern))
         return NULL;
-    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 0)) == NULL)
+    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, utf8)) == NULL)
         return NULL;
-    PyObject *result = count_pieces(&self->t, pieces, classify, pattern);
+    PyObject *result = utf8 ? count_utf8_pieces(&self->t, pieces, classify, pattern)
+                            : count_pieces(&self->t, pieces, classify, pattern);
     Py_DECREF(pieces);
     return result;
 }
 
 static PyObject *
+table_count_each(CountTable *self, PyObject *args)
+{
+    return table_count_pieces(self, args, 0);
+}
+
+static PyObject *
 table_count_utf8(CountTable *self, PyObject *args)
 {
-    PyObject *pieces, *classify;
-    int pattern;
-    if (!PyArg_ParseTuple(args, "O!Oi:count_utf8", &PyList_Type, &pieces, &classify, &pattern))
-        return NULL;
-    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, 1)) == NULL)
-        return NULL;
-    PyObject *result = count_utf8_pieces(&self->t, pieces, classify, pattern);
-    Py_DECREF(pieces);
-    return result;
+    return table_count_pieces(self, args, 1);
 }
 
 static PyObject *
