@@ -221,6 +221,11 @@ class Driver:
     None where the store is not (any more) at ``HEAD`` or cannot be reached."""
 
     error: type[Exception] = Exception
+    KEEP = 0  # connections kept between transactions, of each kind (read, write)
+
+    def __init__(self) -> None:
+        self._idle: dict[bool, list[Any]] = {False: [], True: []}  # by write
+        self._lock = threading.Lock()
 
     def connect(self, write: bool) -> Any:
         """A connection in a new transaction; None where the driver cannot reach the store."""
@@ -232,8 +237,20 @@ class Driver:
     def end(self, conn: Any, commit: bool, write: bool) -> None:
         raise NotImplementedError
 
+    def put_back(self, conn: Any, write: bool) -> bool:
+        """Keep conn for the next transaction of its kind where there is room; whether it was kept."""
+        with self._lock:
+            if len(self._idle[write]) < self.KEEP:
+                self._idle[write].append(conn)
+                return True
+        return False
+
     def close(self) -> None:
-        """Close what is kept open between transactions (nothing, unless the driver says)."""
+        """Close the connections kept open between transactions."""
+        with self._lock:
+            idle, self._idle = self._idle[False] + self._idle[True], {False: [], True: []}
+        for conn in idle:
+            conn.close()
 
     def open(self) -> Any:
         """A new connection outside any transaction (each statement commits), waiting for
@@ -280,10 +297,9 @@ class SqliteDriver(Driver):
     KEEP = 2
 
     def __init__(self, uri: str) -> None:
+        super().__init__()
         self.uri = uri
         self.read_only = not uri.endswith("mode=rw")
-        self._idle: dict[bool, list[sqlite3.Connection]] = {False: [], True: []}  # by write
-        self._lock = threading.Lock()
         self._pid = os.getpid()
         self._inherited: list[sqlite3.Connection] = []
 
@@ -344,17 +360,7 @@ class SqliteDriver(Driver):
                 conn.execute("PRAGMA shrink_memory")
             except sqlite3.Error:  # (the transaction ended as it did: only this connection is not kept)
                 keep = False
-        if keep:
-            with self._lock:
-                if len(self._idle[write]) < self.KEEP:
-                    self._idle[write].append(conn)
-                    return
-        conn.close()
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle[False] + self._idle[True], {False: [], True: []}
-        for conn in idle:
+        if not (keep and self.put_back(conn, write)):
             conn.close()
 
     def at_head(self) -> bool:
@@ -372,11 +378,10 @@ class PsycopgDriver(Driver):
     KEEP = 4
 
     def __init__(self, info: str, psycopg: Any) -> None:
+        super().__init__()
         self.info = info
         self.psycopg = psycopg
         self.error = psycopg.Error
-        self._idle: dict[bool, list[Any]] = {False: [], True: []}  # by write
-        self._lock = threading.Lock()
 
     def connect(self, write: bool) -> Any:
         with self._lock:
@@ -410,16 +415,7 @@ class PsycopgDriver(Driver):
             conn.close()
             if commit:
                 raise
-        with self._lock:
-            if not conn.closed and len(self._idle[write]) < self.KEEP:
-                self._idle[write].append(conn)
-                return
-        conn.close()
-
-    def close(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle[False] + self._idle[True], {False: [], True: []}
-        for conn in idle:
+        if conn.closed or not self.put_back(conn, write):
             conn.close()
 
 
