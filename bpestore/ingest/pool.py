@@ -8,26 +8,22 @@ compressed file, JSON Lines). A source that cannot be read, decoded or parsed
 comes back as ``Counted.error``, an exception the caller raises; the pieces
 before it in the task are counted.
 
-A task is counted into the worker's own counts of its key (``Task.keep``: one
-per large source, one for a run of small ones), which the worker hands back,
-every key it holds, only once they outgrow its share of one memory budget
-(``hold_bytes``: the budget divided by the number of workers), and when the
-caller ``Pool.flush`` es them: the workers together hold about the same memory
-at any worker count. The caller flushes once for many sources (a batch), and
-the shards say which key each word came from, so that each large source's
-distinct words are still counted exactly (``reduce_shard``). What a worker
-hands on while it counts is cut by word into one shard per worker, each packed
-as three byte strings (``shard_counts``); the caller stores them unopened and, once
-the batch is counted, has each shard merged and sorted by a worker
-(``Pool.reduce``): the parent does no work per word handed on, which would
-bound many workers (at 16 they hand on several times the distinct words), and
-gets the batch's counts as one sorted, disjoint part per shard (the upsert's
-sort then only merges sorted runs). At the flush a worker hands on its counts
-in shards too where the batch has shards anyway, several large sources, or more
-than two workers count (merging four workers' whole counts in the parent kept 4
-workers barely faster than 2), else whole. Tasks counted in this process (one
-worker, or before the workers start) keep their counts per key the same way,
-until the flush.
+A task is counted into the worker's own counts of its key (``Task.keep``: one per large source, one
+for a run of small ones), which the worker hands back, every key it holds, only once they outgrow
+its share of one memory budget (``hold_bytes``: the budget divided by the number of workers), and
+when the caller ``Pool.flush`` es them: the workers together hold about the same memory at any
+worker count. The caller flushes once for many sources (a batch), and the shards say which key each
+word came from, so that each large source's distinct words are still counted exactly
+(``reduce_shard``). What a worker hands on while it counts is cut by word into one shard per worker,
+each packed as three byte strings (``shard_counts``); the caller stores them unopened and, once the
+batch is counted, has each shard merged and sorted by a worker (``Pool.reduce``): the parent does no
+work per word handed on, which would bound many workers (at 16 they hand on several times the
+distinct words), and gets the batch's counts as one sorted, disjoint part per shard (the upsert's
+sort then only merges sorted runs). At the flush a worker hands on its counts in shards too where
+the batch has shards anyway, several large sources, or more than two workers count (merging four
+workers' whole counts in the parent kept 4 workers barely faster than 2), else whole. Tasks counted
+in this process (one worker, or before the workers start) keep their counts per key the same way,
+until the flush, which merges several keys' tables in one pass (``shards.merge_tables``).
 
 ``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
 enough text was submitted (less is counted in this process), whose workers
@@ -557,11 +553,15 @@ class Pool:
         return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq,
                                                             self.local.new_counts))
 
-    def flush(self, *, shard: bool = False) -> list[Future[Counted]]:
-        """Every count kept: those counted here (one result per key; whole: in word order), and one task per
-        worker that hands back the counts it kept (none where none keep); ``shard``: cut into shards."""
+    def flush(self, *, shard: bool = False, dropped: Collection[int] | None = None) -> list[Future[Counted]]:
+        """Every count kept: here (per key, or keys merged but ``dropped`` ones, None: not; in word order),
+        and a task per worker handing back what it kept; ``shard``: cut into shards."""
         futures: list[Future[Counted]] = []
         keeping = self.barrier is not None and self.executor is not None
+        if shard and not keeping and dropped is not None and len(self.held) > 1 and (both := shards.merge_tables(
+                self.held, self.segments, dropped)) is not None:  # one merge, not a dict per key
+            futures.append(Future())
+            futures[-1].set_result(Counted(both[0], [], reduced=True, firsts=both[1], distinct=both[2]))
         while self.held:
             key, held = self.held.popitem()
             segments = self.segments.pop(key)

@@ -2,28 +2,25 @@
 
 Sources are taken in order:
 
-* a large plain file is cut into ranges of about ``chunk_bytes``, each at a
-  place no word or special token spans (``TextPipeline.cut_anywhere``), sent
-  several consecutive ranges to a task (``task_spans``); the workers read and
-  count them one at a time while this process hashes the file;
-* a compressed file, standard input, a large JSON Lines file (or any large
-  file, under a spec without a built-in pre-tokenizer pattern) is read here, hashed and
-  decoded as it is read, re-cut at safe places (``text.rechunk``) and sent in
-  pieces;
-* small files are sent by name, several to a task: the workers read, hash and
-  count them (one whose content was counted before is read and hashed, not counted).
+* a large plain file is cut into ranges of about ``chunk_bytes``, each at a place no word or special
+  token spans (``TextPipeline.cut_anywhere``), sent several consecutive ranges to a task
+  (``task_spans``); the workers read and count them one at a time while this process hashes the
+  file;
+* a compressed file, standard input, a large JSON Lines file (or any large file, under a spec
+  without a built-in pre-tokenizer pattern) is read here, hashed and decoded as it is read, re-cut
+  at safe places (``text.rechunk``) and sent in pieces;
+* small files are sent by name, several to a task: the workers read, hash and count them (one whose
+  content was counted before is read and hashed, not counted).
 
-The workers keep the counts of each large source, and of each run of small ones,
-under a key of its own, and hand them back, cut into shards, when their share of
-``merge_bytes`` is full and when the group ends; once a group is counted, the
-workers merge each shard (``pool``), counting each large source's distinct words
-as they go: this process merges no counts per task, nor per source.
+The workers keep the counts of each large source, and of each run of small ones, under a key of its
+own, and hand them back, cut into shards, when their share of ``merge_bytes`` is full and when the
+group ends; once a group is counted, the workers merge each shard (``pool``), counting each large
+source's distinct words as they go: this process merges no counts per task, nor per source.
 
-Consecutive large sources share a group of about ``batch_bytes``, and so do
-consecutive small ones. Results are taken in the order the tasks were sent, so the
-groups come out in source order, and consecutive groups are handed on as one
-batch (one transaction, one generation, one upsert) while its distinct words
-stay within ``batch_words``: a call ingesting many files writes once.
+Consecutive large sources share a group of about ``batch_bytes``, and so do consecutive small ones.
+Results are taken in the order the tasks were sent, so the groups come out in source order, and
+consecutive groups are handed on as one batch (one transaction, one generation, one upsert) while
+its distinct words stay within ``batch_words``: a call ingesting many files writes once.
 """
 
 from __future__ import annotations
@@ -164,6 +161,15 @@ class _Group:
         for counts in self.counts.values():
             merge_counts(total, counts)
         return total, firsts
+
+    def changed(self, stamps: dict[str, tuple[int, int, int] | None]) -> Source | None:
+        """Once: the first large source changed since it was listed (a small one is checked where read)."""
+        if not self.checked:
+            self.checked = True
+            for key, src in self.large.items():
+                if key not in self.dropped and not src.skipped and file_stamp(src.source) != stamps.get(src.source):
+                    return src
+        return None
 
     @property
     def done(self) -> bool:
@@ -447,31 +453,27 @@ class _Counting:
 
     def flush(self, group: _Group) -> None:
         """Ask every worker for the counts it kept (all the group's tasks are sent)."""
+        if not group.flushed and group.counts is not None and not group.pending and \
+                (changed := group.changed(self.stamps)):  # all read: keys counted here may be merged
+            self.fail(group, changed, changed_while_read(changed.source))
         if group.flushed or group.counts is None:
             return
         group.flushed = True
-        # In shards wherever workers count: the workers merge them (``reduce``) and the
-        # parent gets disjoint parts in word order. Two workers' whole counts merged in
-        # the parent cost it more than the round trip (100 MB: 0.4 s of its CPU, 0.1 s at 20 MB).
+        # In shards wherever workers count: the workers merge them (``reduce``) and the parent gets
+        # disjoint parts in word order. Two workers' whole counts merged in the parent cost it more
+        # than the round trip (100 MB: 0.4 s of its CPU, 0.1 s at 20 MB).
         shard = group.shards is not None or self.pool.workers > 1 or len(group.large) > 1
-        for future in self.pool.flush(shard=shard):
+        for future in self.pool.flush(shard=shard, dropped=group.dropped if group.checked else None):
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
 
     def reduce(self, group: _Group) -> None:
-        """Once a group's tasks and flushes are all answered: a large source changed
-        since it was listed fails (``fail``: those before it are kept; a small one
-        is checked where it is read); then have the workers merge each shard of the
-        counts they handed on (``Pool.reduce``)."""
+        """Once a group's tasks and flushes are all answered: a source ``changed`` fails (``fail``: those
+        before it are kept), then have the workers merge each shard of the counts they handed on (``Pool.reduce``)."""
         if not group.closed or group.pending or group.counts is None:
             return
-        if not group.checked:
-            group.checked = True
-            for key, source in group.large.items():
-                if key not in group.dropped and not source.skipped and \
-                        file_stamp(source.source) != self.stamps.get(source.source):
-                    self.fail(group, source, changed_while_read(source.source))
-                    break
+        if changed := group.changed(self.stamps):
+            self.fail(group, changed, changed_while_read(changed.source))
         if group.shards and group.counts is not None:
             shards = [[(key, piece) for key, piece in pieces if key not in group.dropped]
                       for pieces in group.shards]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..text import COUNT_CORE
@@ -147,6 +147,27 @@ def in_word_order(counts: Counts, segments: Segments) -> tuple[dict[bytes, int],
         return None
     counts_in_order, firsts = COUNT_CORE.merge_shard(COUNT_CORE.shard(counts, 1, segments))
     return counts_in_order, firsts
+
+
+def merge_tables(held: dict[int, Counts], segments: dict[int, Segments], dropped: Collection[int]
+                 ) -> tuple[dict[bytes, int], dict[bytes, int], dict[int, int]] | None:
+    """The counting core's tables of several keys merged at once (emptied; ``dropped`` keys' let
+    go), as a worker's shard is reduced: the counts in word order, their ordinals, each key's
+    distinct words. None (counts left alone) where they are not all the core's tables."""
+    if COUNT_CORE is None or any(isinstance(counts, dict) for counts in held.values()):
+        return None
+    pieces: list[Packed] = []
+    distinct: dict[int, int] = {}
+    while held:
+        key, counts = held.popitem()
+        order = segments.pop(key)
+        if key not in dropped and counts:
+            distinct[key] = len(counts)
+            pieces += counts.shard(1, order)  # type: ignore[union-attr]
+    if not pieces:
+        return {}, {}, distinct
+    merged, firsts = COUNT_CORE.merge_shard(pieces)
+    return merged, firsts, distinct
 
 
 def utf8_keys(counts: Counts) -> bool:
