@@ -156,10 +156,8 @@ def encode_batch(engine: Engine, texts: Iterable[str], rules: Rules, workers: in
         return [one(text) for text in texts]
     texts = list(texts)
     if rules.disallowed:
-        start = engine.special_start(rules.disallowed)
         for text in texts:
-            if start in text:
-                engine.refuse_disallowed(text, rules)
+            engine.refuse_disallowed(text, rules)
     batches = _batches(texts, workers)
     found = core.encode_batch(texts, workers, packed) if len(batches) == 1 else [
         ids for batch in batches for ids in core.encode_batch(batch, workers, packed)]

@@ -91,8 +91,6 @@ class Tokenizer:
         self.spec = spec
         self.name = name
         self.special_tokens: dict[str, int] = special_ids
-        # encode's check for disallowed special tokens runs only where a text holds this
-        self._special_start = self.engine.special_start(frozenset(special_ids)) if special_ids else None
         self._plain: PlainCall = self._bind_plain
 
     def _bind_plain(self, text: str, as_bytes: bool) -> list[int] | bytearray | None:
@@ -190,9 +188,7 @@ class Tokenizer:
         """
         if (allowed_special is _NO_SPECIALS and disallowed_special is _ALL and dropout is _NO_DROPOUT
                 and seed is None and add_special_tokens is False):
-            start = self._special_start
-            if start is not None and start in text:
-                self.engine.refuse_disallowed(text, self.engine.default_rules)
+            self.engine.refuse_disallowed(text, self.engine.default_rules)
             ids = self._plain(text, False)
             return ids if ids is not None else self.engine.encode(text, ORDINARY, None, [])  # type: ignore[return-value]
         rules = self.engine.rules(allowed_special=allowed_special, disallowed_special=disallowed_special,
@@ -213,9 +209,7 @@ class Tokenizer:
         """``encode``'s ids as a uint32 numpy array where numpy imports, else an ``array('I')``
         (taken straight from the compiled core's output: no int objects). ``encode``'s options."""
         if not options:
-            start = self._special_start
-            if start is not None and start in text:
-                self.engine.refuse_disallowed(text, self.engine.default_rules)
+            self.engine.refuse_disallowed(text, self.engine.default_rules)
             data = self._plain(text, True)
             if data is None:
                 data = self.engine.encode_packed(text, ORDINARY, None)
