@@ -58,7 +58,8 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
     new), their rows and counts, in one transaction. A source another
     process counted meanwhile is marked skipped."""
     counted = [s for s in batch.sources if not s.skipped]
-    generation = None
+    generation = digest = None
+    db.fresh_counts.drop()
     if counted:
         with db.writing() as tx:
             # Check the stored spec inside this transaction: a concurrent first
@@ -70,6 +71,10 @@ def add_batch(db: Transactions, corpus: str, spec: TokenizerSpec, batch: Counted
             present = set() if force else present_shas(tx, corpus_id, [s.sha256 for s in counted])
             if not present:
                 generation = add_generation(tx, corpus_id, counted, batch.counts, batch.firsts)
+                if generation == 1:
+                    digest = CorpusReads(tx).generation_digest(corpus_id, generation)
+        if generation is not None and digest is not None:  # committed
+            db.fresh_counts.keep(corpus, generation, digest, batch.counts)
         if present:
             if len(present) < len({s.sha256 for s in counted}):
                 # Their counts are merged with the others': the others are counted again.
@@ -193,6 +198,7 @@ class Corpora:
                                        params=("files",))
         from ..counts import read_counts
 
+        self.db.fresh_counts.drop()
         results = add_counts(self.db, corpus, [read_counts(name) for name in names], force=force)
         for source in results:
             if on_source:

@@ -28,6 +28,8 @@ from .db import HEAD, REVISION, gave_up_waiting, lock_wait_seconds, postgresql_l
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
+    from .fresh import FreshCounts
+
 PSYCOPG_URL = "postgresql+psycopg://"
 # A string literal, a quoted name, a cast, a named parameter or a per cent sign, in SQL text.
 _SQL_PARTS = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|::|(?<!\w):([A-Za-z_]\w*)|%""")
@@ -191,6 +193,7 @@ class Transactions(Protocol):
     """What the services open transactions with (the Store)."""
 
     url: str
+    fresh_counts: FreshCounts  # the counts of a generation just written, for the training after
 
     def reading(self) -> AbstractContextManager[Transaction]: ...
 

@@ -30,6 +30,7 @@ from . import count_tables
 from .corpus_tables import CorpusReads
 from .db import create_sqlite_file, display_url, make_engine, resolve_url, schema_revision, upgrade_schema
 from .drivers import Driver, Transaction, open_driver, translated
+from .fresh import FreshCounts
 from .loading import TokenizerCache, load, vocabulary
 from .packs import check_pack, is_pack, pack_url
 from .version_tables import VersionReads
@@ -91,6 +92,7 @@ class Database:
             self.read_only, self.url = read_only, resolve_url(db, read_only=read_only)
         self._engine: Engine | None = None
         self._engine_lock = threading.Lock()
+        self.fresh_counts = FreshCounts()
         # A store already at this bpestore's schema is read and written through its driver alone
         # (store/drivers.py); its engine (and SQLAlchemy) comes only where that does not apply.
         self.driver: Driver | None = open_driver(self.url)  # chosen once, here
@@ -114,6 +116,7 @@ class Database:
         return self._engine if self._engine is not None else self._connect(upgrade=False)
 
     def close(self) -> None:
+        self.fresh_counts.drop()
         if self.driver is not None:
             self.driver.close()
         if self._engine is not None:

@@ -457,7 +457,10 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
             initial = [data for token_id, data in stored.tokens.items() if stored.kinds[token_id] != "merge"]
             # The words go from the cursor into the trainer one by one: never all
             # of them as rows, or as a dict, beside the trainer's own lists.
-            trainer = _trainer(v, pinned_rows(tx, v), stored, initial, stored)
+            # The counts this Store just ingested, where they are the version's: not read back.
+            fresh = db.fresh_counts.take(v)
+            trainer = _trainer(v, pinned_rows(tx, v) if fresh is None else fresh, stored, initial, stored)
+            del fresh
             trainer.prepare()  # the words are taken while the cursor is open
         spec = v.spec
         writer = CheckpointWriter(db, version_id, trainer.merge_columns, trainer.token_bytes, len(stored.tokens),
