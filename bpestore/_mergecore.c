@@ -504,10 +504,78 @@ static PyTypeObject TrainerType = {
     .tp_methods = Trainer_methods,
 };
 
+/* Decimal digits of v at p; returns the end. */
+static char *put_u32(char *p, uint32_t v) {
+    char digits[10];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) *p++ = digits[--n];
+    return p;
+}
+
+/* A buffer of uint32 (an array('I')): 0, or -1 with TypeError (the view released). */
+static int u32_view(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->itemsize != 4 || view->format == NULL || strcmp(view->format, "I") != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "merges_text takes array('I') columns");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(merges_text_doc,
+"merges_text(lefts, rights, tokens) -> bytes\n\n"
+"The merges as spec.fingerprint hashes them: b'left,right,token;' for each, in order\n"
+"(the columns: array('I') of one length).");
+
+static PyObject *merges_text(PyObject *module, PyObject *args) {
+    PyObject *objs[3];
+    if (!PyArg_ParseTuple(args, "OOO:merges_text", &objs[0], &objs[1], &objs[2])) return NULL;
+    Py_buffer views[3];
+    int got = 0;
+    PyObject *out = NULL;
+    for (; got < 3; got++)
+        if (u32_view(objs[got], &views[got]) < 0) goto done;
+    Py_ssize_t n = views[0].len / 4;
+    if (views[1].len / 4 != n || views[2].len / 4 != n) {
+        PyErr_SetString(PyExc_ValueError, "merges_text takes columns of one length");
+        goto done;
+    }
+    if (n > (PY_SSIZE_T_MAX - 1) / 33) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n * 33);  /* 3 x 10 digits, 2 commas, 1 semicolon */
+    if (out == NULL) goto done;
+    char *start = PyBytes_AS_STRING(out), *p = start;
+    const uint32_t *l = views[0].buf, *r = views[1].buf, *k = views[2].buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        p = put_u32(p, l[i]);
+        *p++ = ',';
+        p = put_u32(p, r[i]);
+        *p++ = ',';
+        p = put_u32(p, k[i]);
+        *p++ = ';';
+    }
+    if (_PyBytes_Resize(&out, p - start) < 0) out = NULL;
+done:
+    while (got > 0) PyBuffer_Release(&views[--got]);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"merges_text", merges_text, METH_VARARGS, merges_text_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "bpestore._mergecore",
     "The optional compiled merge loop of bpestore.trainer (the pure-Python trainer is the reference).",
-    -1, NULL,
+    -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__mergecore(void) {

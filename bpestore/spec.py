@@ -361,16 +361,24 @@ def fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merge_list: Iter
 
 def fingerprint_of_columns(spec: TokenizerSpec, corpus_digest: str | None, lefts: Iterable[int],
                            rights: Iterable[int], tokens: Iterable[int]) -> str:
-    """``fingerprint`` of the merges given as columns of ids (no record per merge)."""
+    """``fingerprint`` of the merges given as columns of ids (no record per merge; array('I')
+    columns: their text made by the compiled merge core, where built)."""
+    from array import array
+
+    from .native import load
+
+    core = load("_mergecore")[0]
+    if core is not None and all(isinstance(c, array) and c.typecode == "I" for c in (lefts, rights, tokens)):
+        return _fingerprint(spec, corpus_digest, core.merges_text(lefts, rights, tokens))
     return _fingerprint(spec, corpus_digest, "".join(map("{},{},{};".format, lefts, rights, tokens)))
 
 
-def _fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merges_text: str) -> str:
+def _fingerprint(spec: TokenizerSpec, corpus_digest: str | None, merges_text: str | bytes) -> str:
     import hashlib  # (OpenSSL's load: only what writes a version pays it)
 
     h = hashlib.sha256(spec.to_json().encode())
     h.update((corpus_digest or "").encode())
-    h.update(merges_text.encode())
+    h.update(merges_text.encode() if isinstance(merges_text, str) else merges_text)
     return h.hexdigest()
 
 

@@ -129,3 +129,23 @@ def test_close_drops_the_kept_counts(db_url, sample_file):
     assert store.fresh_counts._kept is not None
     store.close()
     assert store.fresh_counts._kept is None
+
+
+def test_completed_from_the_trainer_tokens_equals_the_concatenations(store, sample_file):
+    """``_completed`` with the trainer's tokens: the vocabulary (order included) it makes
+    from the merges' concatenations."""
+    from bpestore.store import training
+    from bpestore.store.vocabulary import Vocabulary
+    from bpestore.trainer import BpeTrainer
+
+    initial = [bytes([b]) for b in range(256)] + [b"<|endoftext|>"]
+    trainer = BpeTrainer({b"hello": 5, b"world": 3, b"held": 2, b"low": 7}.items(), initial)
+    while trainer.step(100, vocab_size=280):
+        pass
+    columns = trainer.merge_columns()
+    kinds = {i: ("special" if i == 256 else "byte") for i in range(257)}
+    start = Vocabulary(dict(enumerate(initial)), kinds, [], [], [], [])
+    slow, fast = training._completed(start, columns), training._completed(start, columns, trainer.token_bytes)
+    assert list(fast.tokens.items()) == list(slow.tokens.items()) and fast.kinds == slow.kinds
+    assert len(fast.tokens) > 257
+

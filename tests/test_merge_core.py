@@ -674,3 +674,25 @@ def test_a_batch_of_merges_is_one_call_of_the_core(shakespeare_counts):
     assert asked[:4] == [(full.token_bytes[m.left], full.token_bytes[m.right]) for m in ones[:4]]
     with pytest.raises(RuntimeError, match="unusable"):
         t.step(1)
+
+
+def test_merges_text_of_the_core_equals_the_reference():
+    from array import array
+
+    from bpestore import spec as spec_module
+    from bpestore.native import load
+
+    core = load("_mergecore")[0]
+    if core is None:
+        pytest.skip("the merge core is not built")
+    columns = [array("I", [0, 9, 10, 4294967295, 123456]), array("I", [1, 99, 100, 0, 7]),
+               array("I", [256, 257, 65536, 1000000000, 3])]
+    assert core.merges_text(*columns) == "".join(map("{},{},{};".format, *columns)).encode()
+    assert core.merges_text(array("I"), array("I"), array("I")) == b""
+    with pytest.raises(ValueError):
+        core.merges_text(array("I", [1]), array("I"), array("I"))
+    with pytest.raises(TypeError):
+        core.merges_text(array("H", [1]), array("H", [1]), array("H", [1]))
+    spec = spec_module.TokenizerSpec()
+    assert spec_module.fingerprint_of_columns(spec, "d", *columns) == \
+        spec_module.fingerprint_of_columns(spec, "d", *map(list, columns))

@@ -485,7 +485,7 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
             # Made while the writer thread writes the last batches.
             columns = trainer.merge_columns()
             done = fingerprint_of_columns(spec, v.corpus_digest, *columns[:3])
-            snap = snapshot.make(spec, _completed(stored, columns), done, checked=checked)
+            snap = snapshot.make(spec, _completed(stored, columns, trainer.token_bytes), done, checked=checked)
             writer.wait()
         except BaseException as exc:
             # Keep what was merged: the rows are valid checkpoints to resume from.
@@ -511,15 +511,20 @@ def _in_memory(url: str) -> bool:
         not parsed.database or ":memory:" in parsed.database or "mode=memory" in url)
 
 
-def _completed(start: Vocabulary, columns: Sequence[Sequence[int]]) -> Vocabulary:
+def _completed(start: Vocabulary, columns: Sequence[Sequence[int]],
+               token_bytes: Sequence[bytes] | None = None) -> Vocabulary:
     """The vocabulary of a version that completes with these merges (all of them, as
     columns: left ids, right ids, token ids, counts): ``start``'s tokens (its initial
-    ones, and those its stored merges made), and those the merges make, in id order."""
+    ones, and those its stored merges made), and those the merges make, in id order
+    (``token_bytes``: the trainer's tokens by id, which hold them made already)."""
     lefts, rights, made, counts = columns
-    tokens = dict(start.tokens)
-    for token, left, right in zip(made, lefts, rights):
-        if token not in tokens:  # (a merge's new token comes after every token before it)
-            tokens[token] = tokens[left] + tokens[right]
+    if token_bytes is not None:  # (start's first, then the new ones in order; start's bytes stay)
+        tokens = {**start.tokens, **dict(zip(made, map(token_bytes.__getitem__, made))), **start.tokens}
+    else:
+        tokens = dict(start.tokens)
+        for token, left, right in zip(made, lefts, rights):
+            if token not in tokens:  # (a merge's new token comes after every token before it)
+                tokens[token] = tokens[left] + tokens[right]
     kinds = {**dict.fromkeys(tokens, "merge"), **start.kinds}
     return Vocabulary(tokens, kinds, lefts, rights, made, counts)
 
