@@ -455,6 +455,29 @@ static PyObject *Trainer_count(Trainer *self, PyObject *arg) {
     return PyLong_FromLongLong(s != NULL ? s->count : 0);
 }
 
+PyDoc_STRVAR(tokens_from_doc,
+"tokens_from(start) -> list[bytes]\n\nThe bytes of the tokens from id start on (those the merges made after it), in id order.");
+
+static PyObject *Trainer_tokens_from(Trainer *self, PyObject *arg) {
+    MergeLoop *t = &self->loop;
+    Py_ssize_t start = PyLong_AsSsize_t(arg);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0) start = 0;
+    Py_ssize_t n = start < (Py_ssize_t)t->n_tokens ? (Py_ssize_t)t->n_tokens - start : 0;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t id = (uint32_t)(start + i);
+        PyObject *b = PyBytes_FromStringAndSize((const char *)t->bytes + t->tok_off[id], (Py_ssize_t)t->tok_len[id]);
+        if (b == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, b);
+    }
+    return out;
+}
+
 PyDoc_STRVAR(stats_doc,
 "stats() -> dict\n\nSizes: words, symbols, pairs, heap entries, tokens and bytes allocated (approximate);\n"
 "threads; whether the initial count was split over threads, how many merges were, and how\n"
@@ -480,6 +503,7 @@ static PyMethodDef Trainer_methods[] = {
     {"run", (PyCFunction)(void (*)(void))Trainer_run, METH_VARARGS | METH_KEYWORDS, run_doc},
     {"count", (PyCFunction)Trainer_count, METH_O, count_doc},
     {"stats", (PyCFunction)Trainer_stats, METH_NOARGS, stats_doc},
+    {"tokens_from", (PyCFunction)Trainer_tokens_from, METH_O, tokens_from_doc},
     {NULL, NULL, 0, NULL},
 };
 

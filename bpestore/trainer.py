@@ -367,14 +367,11 @@ class BpeTrainer:
         their ids; here each new token's bytes are added."""
         ids, counts = self._state.run(n, _NO_LIMIT if vocab_size is None else max(vocab_size, 0),
                                       self.min_frequency, self.max_token_length, self.allow_merge, seconds)
-        start, token_bytes = len(self._ids), self.token_bytes
+        start = len(self._ids)
         self._ids.frombytes(ids)
         self._counts.frombytes(counts)
-        new = self._ids[start:]
-        for left, right, token in zip(new[0::3], new[1::3], new[2::3]):
-            if token == len(token_bytes):
-                token_bytes.append(token_bytes[left] + token_bytes[right])
-        return len(new) // 3
+        self.token_bytes += self._state.tokens_from(len(self.token_bytes))  # (each its left's + its right's)
+        return (len(self._ids) - start) // 3
 
     def close(self) -> None:
         """Free the words and pair counts (the merges and tokens stay): no merge comes after."""

@@ -696,3 +696,27 @@ def test_merges_text_of_the_core_equals_the_reference():
     spec = spec_module.TokenizerSpec()
     assert spec_module.fingerprint_of_columns(spec, "d", *columns) == \
         spec_module.fingerprint_of_columns(spec, "d", *map(list, columns))
+
+
+def test_tokens_from_are_the_merged_tokens_bytes():
+    """The core's ``tokens_from``: each new token's bytes, its left's and its right's (the
+    compiled trainer's token_bytes come from it), equal to the pure trainer's."""
+    from bpestore.native import load
+
+    if load("_mergecore")[0] is None:
+        pytest.skip("the merge core is not built")
+    words = {b"hello": 5, b"world": 3, b"held": 2, b"low": 7, b"lower": 4}
+    initial = [bytes([b]) for b in range(256)]
+    compiled = BpeTrainer(words.items(), initial)
+    compiled.prepare()
+    assert compiled._state is not None and compiled._state.tokens_from(256) == []
+    while compiled.step(3, vocab_size=275):
+        pass
+    lefts, rights, made, _ = compiled.merge_columns()
+    tokens = compiled.token_bytes
+    assert len(tokens) > 260 and all(tokens[t] == tokens[a] + tokens[b] for a, b, t in zip(lefts, rights, made))
+    assert compiled._state.tokens_from(260) == tokens[260:] and compiled._state.tokens_from(10 ** 6) == []
+    pure = BpeTrainer(words.items(), initial, compiled=False)
+    while pure.step(3, vocab_size=275):
+        pass
+    assert pure.token_bytes == tokens

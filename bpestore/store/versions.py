@@ -6,15 +6,18 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConflictError, InvalidArgumentError
-from ..records import LineageNode, Progress, Removed, VerifyResult, VersionInfo, VersionProgress
+from ..records import Progress, VerifyResult, VersionInfo
 from ..spec import TokenizerSpec
 from . import imports, locks, training, version_tables, vocab_tables
 from .drivers import Transaction, Transactions
 from .loading import TokenizerCache
 from .version_tables import NUMBER, VersionReads, delete_alias, set_alias, try_lock_training
+
+if TYPE_CHECKING:  # answers' records (made when first asked for: training needs none)
+    from ..answers import LineageNode, Removed, VersionProgress
 
 
 class Versions:
@@ -52,6 +55,8 @@ class Versions:
         return training.verify(self.db, ref)
 
     def progress(self, ref: str, last: int) -> VersionProgress:
+        from ..answers import VersionProgress
+
         if last < 0:
             raise InvalidArgumentError(f"last cannot be negative, not {last}", params=("last",))
         with self.db.reading() as tx:
@@ -72,6 +77,8 @@ class Versions:
         return VersionProgress(v, v.n_merges, target, rate, max(0.0, since), tuple(recent), running)
 
     def lineage(self, name: str) -> list[LineageNode]:
+        from ..answers import LineageNode
+
         with self.db.reading() as tx:
             reads = VersionReads(tx)
             reads.newest(name)  # an unknown name raises, naming those there are
@@ -86,6 +93,8 @@ class Versions:
                 if v.name == name and (v.parent is None or v.parent.partition("@")[0] != name)]
 
     def remove(self, ref: str, force: bool) -> Removed:
+        from ..answers import Removed
+
         name, at, tag = ref.partition("@")
         if not at or not tag:
             raise InvalidArgumentError(f"name the version to remove as {name}@N, or an alias as {name}@ALIAS "
