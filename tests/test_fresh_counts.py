@@ -149,3 +149,4 @@ def test_completed_from_the_trainer_tokens_equals_the_concatenations(store, samp
     assert list(fast.tokens.items()) == list(slow.tokens.items()) and fast.kinds == slow.kinds
     assert len(fast.tokens) > 257
 
+

@@ -78,3 +78,22 @@ def test_a_forked_child_opens_its_own_and_leaves_the_parents_alone(tmp_path):
         assert _raw(tx) is parents
         assert tx.run("SELECT x FROM t ORDER BY x", {}) == [(1,), (2,)]
     store.close()
+
+
+def test_bytes_bind_as_the_same_blobs(tmp_path):
+    """The identity adapter the driver registers for bytes (store/drivers.py): words with
+    any byte, empty ones included, come back as written; a bytes subclass is not adapted."""
+    import sqlite3
+
+    from bpestore.store import drivers
+
+    assert sqlite3.adapters[(bytes, sqlite3.PrepareProtocol)](b"\\x00\\xff") == b"\\x00\\xff"
+    assert drivers.sqlite3 is sqlite3
+    conn = sqlite3.connect(tmp_path / "blobs.db")
+    words = [bytes([i, 255 - i]) * (i % 5) for i in range(256)]
+    conn.execute("CREATE TABLE t (word BLOB)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(w,) for w in words])
+    back = [row[0] for row in conn.execute("SELECT word FROM t ORDER BY rowid")]
+    assert back == words and all(type(w) is bytes for w in back)
+    assert conn.execute("SELECT typeof(word) FROM t LIMIT 1").fetchone() == ("blob",)
+    conn.close()
