@@ -150,3 +150,14 @@ def test_completed_from_the_trainer_tokens_equals_the_concatenations(store, samp
     assert len(fast.tokens) > 257
 
 
+
+
+def test_large_generation_is_not_kept(store, sample_file, monkeypatch, reads):
+    """A generation of more than MAX_WORDS distinct words is read back (streamed), not kept."""
+    from bpestore.store import fresh
+
+    monkeypatch.setattr(fresh, "MAX_WORDS", 10)
+    store.ingest("c", [sample_file])
+    assert store.fresh_counts._kept is None
+    trained = store.train("en", corpus="c", vocab_size=500)
+    assert reads == [1] and store.verify(trained.ref).ok

@@ -17,6 +17,11 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from ..records import VersionInfo
 
+# Kept only up to this many distinct words (about 100 MB of Python objects, some 1 GB of
+# English text): a larger generation is read back, as the rows stream into the trainer one by
+# one, never beside it as a whole dict (the memory a large training peaks at).
+MAX_WORDS = 1 << 20
+
 
 class _Kept(NamedTuple):
     corpus: str
@@ -34,9 +39,11 @@ class FreshCounts:
 
     def keep(self, corpus: str, generation: int, digest: str, counts: Mapping[bytes, int]) -> None:
         """Keep ``counts`` as generation ``generation`` of ``corpus`` (whose digest is ``digest``),
-        committed just now; a generation after the first is not kept (and drops what was)."""
+        committed just now; a generation after the first, or of more than ``MAX_WORDS`` words,
+        is not kept (and drops what was)."""
+        keep = generation == 1 and len(counts) <= MAX_WORDS
         with self._lock:
-            self._kept = _Kept(corpus, generation, digest, counts) if generation == 1 else None
+            self._kept = _Kept(corpus, generation, digest, counts) if keep else None
 
     def drop(self) -> None:
         with self._lock:
