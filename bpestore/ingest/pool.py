@@ -55,7 +55,7 @@ from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 from . import shards
-from .shards import Packed, as_bytes, merge_counts, merge_pairs, n_packed, pack_shard, unpack_shard, utf8_keys
+from .shards import Packed, as_bytes, merge_counts, merge_pairs, pack_shard, unpack_shard, utf8_keys
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -223,13 +223,12 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     by_key: dict[int, list[Packed]] = {}
     for key, piece in pieces:
         by_key.setdefault(key, []).append(piece)
-    if COUNT_CORE is not None:
-        both = COUNT_CORE.merge_shard([piece for _, piece in pieces])
-        merged, firsts = both if isinstance(both, tuple) else (both, None)
-        return Counted(merged, [], reduced=True, firsts=firsts, distinct={
-            key: len(merged) if len(by_key) == 1 else n_packed(packed[0]) if len(packed) == 1
-            else len(COUNT_CORE.merge_shard([p[:3] for p in packed])) for key, packed in by_key.items()
-            if key in keys})
+    if COUNT_CORE is not None:  # one pass: the merge tells each key's distinct words too
+        index = {key: i for i, key in enumerate(by_key)}
+        merged, firsts, each = COUNT_CORE.merge_shard([piece for _, piece in pieces],
+                                                      [index[key] for key, _ in pieces])
+        return Counted(merged, [], reduced=True, firsts=firsts,
+                       distinct={key: each[i] for key, i in index.items() if key in keys})
     total: Counter = Counter()
     every: dict[bytes, int] = {}
     distinct: dict[int, int] = {}
