@@ -154,6 +154,37 @@ def test_task_spans_cover_every_range_once(n_ranges, workers):
     assert len(spans) < n_ranges or n_ranges <= 4 * workers
 
 
+@pytest.mark.parametrize(("n_ranges", "workers", "later"), [(20, 2, 180), (20, 2, 3), (1, 2, 50), (0, 2, 9),
+                                                          (20, 16, 2000), (200, 2, 0)])
+def test_task_spans_with_files_after_leave_the_tail_to_the_last(n_ranges, workers, later):
+    """With ``later`` ranges of files after it, a file's ranges are cut as part of them all: every range
+    once, fewer tasks than alone where more follow, single ranges only where the tail reaches it."""
+    spans = task_spans(n_ranges, workers, 8, later)
+    assert [r for first, last in spans for r in range(first, last)] == list(range(n_ranges))
+    assert all(1 <= last - first <= 8 for first, last in spans)
+    tail = min(n_ranges, max(0, 2 * workers - later))
+    assert all(last - first == 1 for first, last in spans[len(spans) - tail:])
+    assert len(spans) <= len(task_spans(n_ranges, workers, 8))
+    if later >= 8 * workers * 4 and n_ranges >= 8:
+        assert len(spans) == -(-n_ranges // 8)  # as many ranges a task as may be
+
+
+def test_ten_large_files_at_two_workers_count_as_each_alone(parallel, tmp_path):
+    """Several large files, their ranges cut with the files after in view (few tasks, no tail but the
+    last's): each file's words and distinct words, and the whole counts, as counted one by one."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
+    text = read_corpus("german_1M.txt")[:300_000]
+    paths = []
+    for i in range(6):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(text[i * 50_000:(i + 1) * 50_000], encoding="utf-8")
+    batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=2, tuning=tuning))
+    sources = [s for b in batches for s in b.sources]
+    each = [reference_counts(p.read_text(encoding="utf-8"), GPT2) for p in paths]
+    assert [(s.n_words, s.n_distinct) for s in sources] == [(sum(c.values()), len(c)) for c in each]
+    assert sum((Counter(b.counts) for b in batches), Counter()) == sum(each, Counter())
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_bad_range_inside_a_task_of_several_fails_the_source(parallel, workers, tmp_path):
     """Ranges sent several to a task: one that cannot be decoded fails the source, and the
