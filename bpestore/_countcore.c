@@ -589,6 +589,7 @@ typedef struct {
     const unsigned char *lengths, *lengths_end, *counts, *counts_end;  /* the next word's, and where they end */
     const unsigned char *firsts, *firsts_end;  /* ordinal: NULL without */
     Counted head;
+    Py_ssize_t key;  /* merge_shard's keys: the key its piece counts for */
 } Cursor;
 
 /* The next word into head (data moved past the one before); 0 at the end, -1 where the piece
@@ -633,13 +634,38 @@ heap_down(Cursor **heap, Py_ssize_t size, Py_ssize_t i)
 static PyObject *
 merge_shard(PyObject *self, PyObject *args)
 {
-    PyObject *pieces;
-    if (!PyArg_ParseTuple(args, "O!:merge_shard", &PyList_Type, &pieces))
+    PyObject *pieces, *keys = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O:merge_shard", &PyList_Type, &pieces, &keys))
         return NULL;
-    Py_ssize_t k = PyList_GET_SIZE(pieces), live = 0;
+    Py_ssize_t k = PyList_GET_SIZE(pieces), live = 0, n_keys = 0;
+    if (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != k)) {
+        PyErr_SetString(PyExc_TypeError, "merge_shard: keys must be a list of ints, one per piece");
+        return NULL;
+    }
     Cursor *cursors = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Cursor));
     Cursor **heap = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Cursor *));
+    /* keys: each key's distinct words, and the last word (numbered) it was found to hold */
+    long long *distinct = NULL, *last = NULL, word_no = 0;
     PyObject *result = PyDict_New(), *firsts = NULL;
+    if (keys != Py_None) {
+        for (Py_ssize_t p = 0; p < k; p++) {
+            Py_ssize_t key = PyLong_AsSsize_t(PyList_GET_ITEM(keys, p));
+            if (key == -1 && PyErr_Occurred())
+                goto fail;
+            if (key < 0 || key >= k) {
+                PyErr_SetString(PyExc_ValueError, "merge_shard: each key must be 0 to len(pieces) - 1");
+                goto fail;
+            }
+            if (key >= n_keys)
+                n_keys = key + 1;
+        }
+        distinct = PyMem_Calloc((size_t)(n_keys ? n_keys : 1), sizeof(long long));
+        last = PyMem_Calloc((size_t)(n_keys ? n_keys : 1), sizeof(long long));
+        if (distinct == NULL || last == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
     /* ordinal: pieces with a fourth stream give each word's smallest ordinal too */
     Py_ssize_t width = k && PyTuple_Check(PyList_GET_ITEM(pieces, 0)) ? PyTuple_GET_SIZE(PyList_GET_ITEM(pieces, 0)) : 3;
     if (cursors == NULL || heap == NULL || result == NULL || (width == 4 && (firsts = PyDict_New()) == NULL))
@@ -668,6 +694,7 @@ merge_shard(PyObject *self, PyObject *args)
             c->firsts = (const unsigned char *)PyBytes_AS_STRING(ordinals);
             c->firsts_end = c->firsts + PyBytes_GET_SIZE(ordinals);
         }
+        c->key = keys == Py_None ? 0 : PyLong_AsSsize_t(PyList_GET_ITEM(keys, p));  /* checked above */
         start = *c;
         /* The words must fill the data exactly, in strictly increasing order. */
         Counted previous = {0};
@@ -692,9 +719,14 @@ merge_shard(PyObject *self, PyObject *args)
         Counted word = heap[0]->head;
         long long sum = 0;
         uint64_t first = UINT64_MAX;
+        word_no++;
         while (live && word_order(&heap[0]->head, &word) == 0) {
             Cursor *c = heap[0];
             sum += c->head.count;
+            if (distinct != NULL && last[c->key] != word_no) {
+                last[c->key] = word_no;
+                distinct[c->key]++;
+            }
             if (c->head.first < first)
                 first = c->head.first;
             if (cursor_load(c) <= 0)  /* checked above: 0, the end */
@@ -716,6 +748,24 @@ merge_shard(PyObject *self, PyObject *args)
     }
     PyMem_Free(cursors);
     PyMem_Free(heap);
+    PyMem_Free(last);
+    if (distinct != NULL) {
+        PyObject *each = PyList_New(n_keys), *three = NULL;
+        for (Py_ssize_t i = 0; each != NULL && i < n_keys; i++) {
+            PyObject *n = PyLong_FromLongLong(distinct[i]);
+            if (n == NULL)
+                Py_CLEAR(each);
+            else
+                PyList_SET_ITEM(each, i, n);
+        }
+        PyMem_Free(distinct);
+        if (each != NULL)
+            three = PyTuple_Pack(3, result, firsts != NULL ? firsts : Py_None, each);
+        Py_XDECREF(each);
+        Py_DECREF(result);
+        Py_XDECREF(firsts);
+        return three;
+    }
     if (firsts != NULL) {
         PyObject *both = PyTuple_Pack(2, result, firsts);
         Py_DECREF(result);
@@ -726,6 +776,8 @@ merge_shard(PyObject *self, PyObject *args)
 fail:
     PyMem_Free(cursors);
     PyMem_Free(heap);
+    PyMem_Free(distinct);
+    PyMem_Free(last);
     Py_XDECREF(result);
     Py_XDECREF(firsts);
     return NULL;
@@ -1013,10 +1065,11 @@ static PyMethodDef methods[] = {
      "emptied. segments [(start, task), ...]: the words of counts from place start on first came in\n"
      "that task; each word's ordinal (task << 32 | its place in counts) is packed fourth."},
     {"merge_shard", merge_shard, METH_VARARGS,
-     "merge_shard(pieces) -> dict[bytes, int] | (dict[bytes, int], dict[bytes, int])\n\n"
+     "merge_shard(pieces, keys=None) -> dict[bytes, int] | (dict[bytes, int], dict[bytes, int])\n\n"
      "Packed pieces of one shard (each as shard() makes them: distinct words in order) merged:\n"
      "each word once with its counts summed, in word order; pieces with ordinals: and each word's\n"
-     "smallest ordinal."},
+     "smallest ordinal. keys (a list of ints 0 to len(pieces) - 1, one per piece, the key each\n"
+     "piece counts for): (counts, ordinals or None, [the distinct words of each key 0, 1, ...])."},
     {"interleave", interleave, METH_VARARGS,
      "interleave(words, counts, per, firsts=None, shift=0) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"

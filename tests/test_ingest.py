@@ -154,6 +154,37 @@ def test_task_spans_cover_every_range_once(n_ranges, workers):
     assert len(spans) < n_ranges or n_ranges <= 4 * workers
 
 
+@pytest.mark.parametrize(("n_ranges", "workers", "later"), [(20, 2, 180), (20, 2, 3), (1, 2, 50), (0, 2, 9),
+                                                          (20, 16, 2000), (200, 2, 0)])
+def test_task_spans_with_files_after_leave_the_tail_to_the_last(n_ranges, workers, later):
+    """With ``later`` ranges of files after it, a file's ranges are cut as part of them all: every range
+    once, fewer tasks than alone where more follow, single ranges only where the tail reaches it."""
+    spans = task_spans(n_ranges, workers, 8, later)
+    assert [r for first, last in spans for r in range(first, last)] == list(range(n_ranges))
+    assert all(1 <= last - first <= 8 for first, last in spans)
+    tail = min(n_ranges, max(0, 2 * workers - later))
+    assert all(last - first == 1 for first, last in spans[len(spans) - tail:])
+    assert len(spans) <= len(task_spans(n_ranges, workers, 8))
+    if later >= 8 * workers * 4 and n_ranges >= 8:
+        assert len(spans) == -(-n_ranges // 8)  # as many ranges a task as may be
+
+
+def test_ten_large_files_at_two_workers_count_as_each_alone(parallel, tmp_path):
+    """Several large files, their ranges cut with the files after in view (few tasks, no tail but the
+    last's): each file's words and distinct words, and the whole counts, as counted one by one."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
+    text = read_corpus("german_1M.txt")[:300_000]
+    paths = []
+    for i in range(6):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(text[i * 50_000:(i + 1) * 50_000], encoding="utf-8")
+    batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=2, tuning=tuning))
+    sources = [s for b in batches for s in b.sources]
+    each = [reference_counts(p.read_text(encoding="utf-8"), GPT2) for p in paths]
+    assert [(s.n_words, s.n_distinct) for s in sources] == [(sum(c.values()), len(c)) for c in each]
+    assert sum((Counter(b.counts) for b in batches), Counter()) == sum(each, Counter())
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_bad_range_inside_a_task_of_several_fails_the_source(parallel, workers, tmp_path):
     """Ranges sent several to a task: one that cannot be decoded fails the source, and the
@@ -1012,6 +1043,34 @@ def test_a_small_file_changed_before_it_is_read_fails_after_those_before_it(tmp_
     assert [s.source for b in batches for s in b.sources] == [str(p) for p in paths[:2]]
     assert sum((b.counts for b in batches), Counter()) == \
         reference_counts(texts[0], GPT2) + reference_counts(texts[1], GPT2)
+
+
+@pytest.mark.parametrize("change", ["none", "grown", "shrunk", "same size", "unlisted", "gone"])
+def test_a_small_file_is_read_in_one_read_and_refused_where_it_changed_since_listed(tmp_path, change):
+    """``SmallFile.read``: one read of the size listed gives every byte; a file grown (read to its
+    end), shrunk or rewritten since it was listed is refused; without a stamp, read to its end."""
+    import os
+
+    from bpestore.ingest.pool import SmallFile
+    from bpestore.sources import file_stamp
+
+    path = tmp_path / "a.txt"
+    data = b"x" * 70_000 + "é".encode()
+    path.write_bytes(data)
+    small = SmallFile(str(path), None if change == "unlisted" else file_stamp(str(path)))
+    if change == "grown":
+        path.write_bytes(data + b"y" * (3 << 20))
+    elif change == "shrunk":
+        path.write_bytes(data[:-5])
+    elif change == "same size":
+        os.utime(path, ns=(1, 1))
+    elif change == "gone":
+        path.unlink()
+    if change in ("none", "unlisted"):
+        assert small.read() == data
+    else:
+        with pytest.raises(SourceError, match="cannot read" if change == "gone" else "changed while it was read"):
+            small.read()
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])

@@ -1,12 +1,10 @@
 """Counting words in worker processes: ``Task`` s in, ``Counted`` results out. No SQL.
 
-A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain
-file, read by the worker itself), a ``SmallFile`` (a small file, read, hashed and
-checked unchanged by the worker), a ``FileBytes`` (a small file the caller read)
-or a ``TextPiece`` (text the caller read and decoded: standard input, a
-compressed file, JSON Lines). A source that cannot be read, decoded or parsed
-comes back as ``Counted.error``, an exception the caller raises; the pieces
-before it in the task are counted.
+A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain file, read by the worker
+itself), a ``SmallFile`` (a small file, read, hashed and checked unchanged by the worker), a
+``FileBytes`` (a small file the caller read) or a ``TextPiece`` (text the caller read and decoded:
+standard input, a compressed file, JSON Lines). A source that cannot be read, decoded or parsed comes
+back as ``Counted.error``, an exception the caller raises; the pieces before it in the task are counted.
 
 A task is counted into the worker's own counts of its key (``Task.keep``: one per large source, one
 for a run of small ones), which the worker hands back, every key it holds, only once they outgrow
@@ -25,9 +23,9 @@ workers' whole counts in the parent kept 4 workers barely faster than 2), else w
 in this process (one worker, or before the workers start) keep their counts per key the same way,
 until the flush, which merges several keys' tables in one pass (``shards.merge_tables``).
 
-``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once
-enough text was submitted (less is counted in this process), whose workers
-ignore Ctrl-C (the parent stops them) and end when the parent is killed.
+``Pool`` is a ``concurrent.futures.ProcessPoolExecutor`` that starts only once enough text was submitted
+(less is counted in this process), whose workers ignore Ctrl-C (the parent stops them) and end when the
+parent is killed.
 """
 
 from __future__ import annotations
@@ -55,7 +53,7 @@ from ..sources import changed_while_read, decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 from . import shards
-from .shards import Packed, as_bytes, merge_counts, merge_pairs, n_packed, pack_shard, unpack_shard, utf8_keys
+from .shards import Packed, as_bytes, merge_counts, merge_pairs, pack_shard, unpack_shard, utf8_keys
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
@@ -96,9 +94,8 @@ class FileBytes:
 
 @dataclass(frozen=True)
 class SmallFile:
-    """A small file the worker reads whole; ``stamp``: its size, modification time
-    and inode when the caller listed it (read again after reading: a file
-    written meanwhile fails)."""
+    """A small file the worker reads whole; ``stamp``: its size, modification time and inode when the
+    caller listed it (read again after reading: a file written meanwhile fails)."""
 
     name: str
     stamp: tuple[int, int, int] | None
@@ -109,10 +106,15 @@ class SmallFile:
         return self.stamp[0] if self.stamp else 0
 
     def read(self) -> bytes:
+        """Its bytes: one read of the size listed and a byte more (a file grown is read to its end)."""
         try:
-            with open(self.name, "rb") as f:
-                data = f.read()
-                found = os.fstat(f.fileno())
+            fd = os.open(self.name, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # (not inherited: PEP 446)
+            try:
+                data = os.read(fd, want := self.size + 1)
+                data += b"".join(iter(lambda: os.read(fd, 1 << 20), b"")) if len(data) == want else b""
+                found = os.fstat(fd)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise SourceError(f"cannot read {self.name}: {exc.strerror or exc}", source=self.name) from None
         if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
@@ -186,8 +188,7 @@ class Counted:
 
 
 def shard_of(word: bytes, n_shards: int) -> int:
-    """The shard a word belongs to: the same in every process (crc32, not the
-    per-process ``hash``)."""
+    """The shard a word belongs to: the same in every process (crc32, not the per-process ``hash``)."""
     return zlib.crc32(word) % n_shards
 
 
@@ -223,13 +224,12 @@ def reduce_shard(pieces: list[tuple[int, Packed]], keys: Collection[int]) -> Cou
     by_key: dict[int, list[Packed]] = {}
     for key, piece in pieces:
         by_key.setdefault(key, []).append(piece)
-    if COUNT_CORE is not None:
-        both = COUNT_CORE.merge_shard([piece for _, piece in pieces])
-        merged, firsts = both if isinstance(both, tuple) else (both, None)
-        return Counted(merged, [], reduced=True, firsts=firsts, distinct={
-            key: len(merged) if len(by_key) == 1 else n_packed(packed[0]) if len(packed) == 1
-            else len(COUNT_CORE.merge_shard([p[:3] for p in packed])) for key, packed in by_key.items()
-            if key in keys})
+    if COUNT_CORE is not None:  # one pass: the merge tells each key's distinct words too
+        index = {key: i for i, key in enumerate(by_key)}
+        merged, firsts, each = COUNT_CORE.merge_shard([piece for _, piece in pieces],
+                                                      [index[key] for key, _ in pieces])
+        return Counted(merged, [], reduced=True, firsts=firsts,
+                       distinct={key: each[i] for key, i in index.items() if key in keys})
     total: Counter = Counter()
     every: dict[bytes, int] = {}
     distinct: dict[int, int] = {}

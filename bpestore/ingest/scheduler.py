@@ -208,26 +208,25 @@ class _Counting:
         self.stdin = stdin
         self.errors = errors
         self.tuning = tuning
-        # Each file's size and stamp, from one stat before any is read (10,000 small
-        # files paid a stat each more when each was read).
+        # Each file's size and stamp, from one stat before any is read (10,000 small files paid a stat each more).
         self.stamps: dict[str, tuple[int, int, int] | None] = {p: file_stamp(p) for p in paths}
         self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
+        large = [s if s is not None and s > tuning.small_source_bytes and not is_compressed(p) else 0
+                 for p, s in zip(paths, self.sizes)]
+        self.after = [*itertools.accumulate(large[::-1])][::-1] + [0]  # bytes of the large plain files from each on
         known = [s for s in self.sizes if s is not None]
         self.total = None if len(known) < len(self.sizes) else sum(known)
         # Compressed text is several times its size on disk.
-        expected = sum(s * (4 if is_compressed(p) else 1)
-                       for p, s in zip(paths, self.sizes) if s is not None)
+        expected = sum(s * (4 if is_compressed(p) else 1) for p, s in zip(paths, self.sizes) if s is not None)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
                          skip=self.known,
-                         start_at=0 if expected >= tuning.parallel_min_bytes
-                         else tuning.parallel_min_bytes)
+                         start_at=0 if expected >= tuning.parallel_min_bytes else tuning.parallel_min_bytes)
         self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
         self.open: _Group | None = None  # the group sources are added to
         self.unsent: list[tuple[Source, SmallFile]] = []  # its small sources not yet in a task
-        self.unsent_bytes = 0
-        self.done_bytes = 0
+        self.unsent_bytes = self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
         self.keys = itertools.count(1)  # Task.keep of each large source and run of small ones
         self.batch: CountedBatch | None = None  # groups counted, not yet handed on (``coalesce``)
@@ -238,8 +237,7 @@ class _Counting:
             for index, path in enumerate(self.paths):
                 try:
                     size = self.sizes[index]
-                    if size is not None and size <= self.tuning.small_source_bytes and \
-                            not is_compressed(path):
+                    if size is not None and size <= self.tuning.small_source_bytes and not is_compressed(path):
                         self.add_small(index, path)
                     else:
                         yield from self.add_large(index, path)
@@ -389,7 +387,9 @@ class _Counting:
         with open(path, "rb") as f:
             points = cut_points(path, size, self.pipeline, step=self.tuning.chunk_bytes,
                                 window=self.tuning.cut_window)
-            for first, last in task_spans(len(points) - 1, self.pool.workers, self.tuning.ranges_per_task):
+            # Ten 10 MB files: 12 tasks each (a tail of single ranges each), 3 with the files after in view.
+            later = 0 if self.pool.workers == 1 else self.after[index + 1] // self.tuning.chunk_bytes
+            for first, last in task_spans(len(points) - 1, self.pool.workers, self.tuning.ranges_per_task, later):
                 ranges = tuple(FileRange(path, a, b) for a, b in itertools.pairwise(points[first:last + 1]))
                 start, end = points[first], points[last]
                 self.send(Task(ranges, key), group, [stats])
@@ -585,13 +585,13 @@ class _Counting:
                                sources_done=index + final, sources_total=len(self.paths)))
 
 
-def task_spans(n_ranges: int, workers: int, most: int) -> list[tuple[int, int]]:
+def task_spans(n_ranges: int, workers: int, most: int, later: int = 0) -> list[tuple[int, int]]:
     """Consecutive ranges ``first:last`` of a file, one span per task: up to ``most`` ranges
     a task while each worker still gets four or more tasks (sending a task costs the
-    parent about a millisecond), and the last two per worker one range each, so the
-    workers end about together."""
-    tail = min(n_ranges, 2 * workers)
-    per_task = max(1, min(most, (n_ranges - tail) // (4 * workers)))
+    parent about a millisecond) of this file and the ``later`` ranges of the files after it,
+    and the last two per worker of them all one range each, so the workers end about together."""
+    tail = min(n_ranges, max(0, 2 * workers - later))
+    per_task = max(1, min(most, (n_ranges + later - tail) // (4 * workers)))
     firsts = [*range(0, n_ranges - tail, per_task), *range(n_ranges - tail, n_ranges)]
     return list(zip(firsts, [*firsts[1:], n_ranges]))
 
