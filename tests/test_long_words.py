@@ -145,32 +145,35 @@ def grown(core, words: list[str], enc) -> list[bool]:
 
 
 def test_the_tables_wait_for_enough_long_words(encoding):
-    """backtrack_after long words with a byte below 0x80 are merged, the next builds the
-    backtracking tables of every token; words of bytes >= 0x80 alone (CJK) wait for
-    backtrack_after // 8 of theirs, then the tables of such tokens are built (once, and not
-    again when the others are); by default a fresh core merges its first len(tokens) // 16
-    long words (// 128 of high bytes): tiktoken's ids all along."""
+    """backtrack_after long words with a byte below 0x80 after their first (Latin) are merged,
+    the next builds the backtracking tables of every token; words of bytes >= 0x80 alone (CJK)
+    wait for backtrack_after // 8 of theirs, then the tables of such tokens are built (once, and
+    not again when the others are); words of high bytes after a low first (" " and Cyrillic)
+    count for neither. By default a fresh core merges its first len(tokens) // 16 long words
+    (// 128 of high bytes): tiktoken's ids all along."""
     name, ranks, enc, _ = encoding
-    long_words = []
-    for corpus in ("japanese_1M.txt", "russian_1M.txt", "hindi_1M.txt", "german_1M.txt"):
-        found = regex.findall(tiktoken_pattern(name), read_corpus(corpus))
-        long_words += [w for w in found if len(w.encode()) > 16 and w.encode() not in ranks]
-    long_words = list(dict.fromkeys(long_words))
-    high = [w for w in long_words if min(w.encode()) >= 0x80]
-    low = [w for w in long_words if min(w.encode()) < 0x80]
+    pattern = tiktoken_pattern(name)
+    high = [w for w in regex.findall(pattern, read_corpus("japanese_1M.txt")) if min(w.encode()) >= 0x80]
+    high = list(dict.fromkeys(w for w in high if len(w.encode()) > 16 and w.encode() not in ranks))
+    cyrillic = [w for w in regex.findall(pattern, read_corpus("russian_1M.txt")) if w[0] == " "]
+    cyrillic = list(dict.fromkeys(w for w in cyrillic if len(w.encode()) > 16 and min(w[1:].encode()) >= 0x80))
+    rng = random.Random(5)
+    latin = list(dict.fromkeys(" " + "".join(rng.choices("abcdefghijklmnopqrstuvwxyzäöü", k=rng.randint(17, 30)))
+                               for _ in range(len(ranks) // 16 + 100)))
     core = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS, backtrack_after=24)
     core.encode_words(["a"])  # (the table of ids' ints, made by the first list)
     # the backtracking tables are ~1 MB even for the stand-in rank files; a merged word adds
     # only its new ids' ints (32 bytes each)
     assert grown(core, high[:5], enc) == [False, False, False, True, False]
-    assert grown(core, low[:26], enc) == [False] * 24 + [True, False]
-    assert grown(core, high[5:8], enc) == [False] * 3
+    assert grown(core, cyrillic[:30], enc) == [False] * 30
+    assert grown(core, latin[:26], enc) == [False] * 24 + [True, False]
+    assert grown(core, high[5:8] + cyrillic[30:33], enc) == [False] * 6
     default = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS)
     default.encode_words(["a"])
     after = len(by_rank(ranks)) // 16
-    assert len(high) > after // 8 and len(low) > after
+    assert len(high) > after // 8 and len(latin) > after
     assert grown(default, high[:after // 8 + 2], enc) == [False] * (after // 8) + [True, False]
-    assert grown(default, low[:after + 1], enc) == [False] * after + [True]
+    assert grown(default, latin[:after + 1], enc) == [False] * after + [True]
 
 
 def test_threads_that_meet_long_words_first_at_once(encoding):

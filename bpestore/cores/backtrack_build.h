@@ -378,12 +378,16 @@ build_backtrack(Tables *e, int high)
         goto done;
     for (size_t j = 0; j <= e->token_mask; j++) {
         const TokenSlot *slot = &e->tokens[j];
-        if (slot->len == 0 || (high && slot->len >= 2 && !all_high(e->token_bytes + slot->offset, slot->len)))
+        if (slot->len == 0)
             continue;
         t.off[slot->id] = slot->offset;
         t.len[slot->id] = (uint8_t)slot->len;
-        n_tokens++;
-        n_long += slot->len >= 2;
+    }
+    for (size_t id = 0; id < n; id++) {  /* in the order of their bytes */
+        if (high && t.len[id] >= 2 && !all_high(t.bytes + t.off[id], t.len[id]))
+            t.len[id] = 0;
+        n_tokens += t.len[id] != 0;
+        n_long += t.len[id] >= 2;
     }
     sorted = malloc((n_long + 1) * sizeof(uint32_t));
     tmp = malloc((n_long + 1) * sizeof(uint32_t));
@@ -442,7 +446,9 @@ bt_ready(const Tables *e, int high, size_t after)
 }
 
 /* The backtracking tables for the long word bytes[0..n) under token ranks (those of every
-   token once built; a word of high bytes alone: those of such tokens), or NULL: merge it. */
+   token once built; a word of high bytes alone: those of such tokens), or NULL: merge it.
+   A word of high bytes after its first (" " and Cyrillic, Devanagari...) merges as fast as it
+   backtracks (o200k): it counts towards no build, where bt_after > 0. */
 static const BtTables *
 backtrack_tables(const Tables *e, const uint8_t *bytes, size_t n)
 {
@@ -451,8 +457,9 @@ backtrack_tables(const Tables *e, const uint8_t *bytes, size_t n)
         return e->bt_all;
     if (state == BT_NEVER)
         return NULL;
-    if (all_high(bytes, n))
-        return bt_ready(e, 1, e->bt_after / BT_HIGH_SHARE);
+    if (all_high(bytes + 1, n - 1))
+        return bytes[0] >= 0x80 ? bt_ready(e, 1, e->bt_after / BT_HIGH_SHARE)
+               : e->bt_after == 0 ? bt_ready(e, 0, 0) : NULL;
     return bt_ready(e, 0, e->bt_after);
 }
 
