@@ -150,10 +150,10 @@ def test_the_tables_wait_for_enough_long_words(encoding):
     wait for backtrack_after // 8 of theirs, then the tables of such tokens are built (once, and
     not again when the others are); words of high bytes after a low first (" " and Cyrillic)
     count for neither. By default a fresh core merges its first len(tokens) // 16 long words
-    (// 128 of high bytes): tiktoken's ids all along."""
+    (// 128 of 3-byte characters): tiktoken's ids all along."""
     name, ranks, enc, _ = encoding
     pattern = tiktoken_pattern(name)
-    high = [w for w in regex.findall(pattern, read_corpus("japanese_1M.txt")) if min(w.encode()) >= 0x80]
+    high = [w for w in regex.findall(pattern, read_corpus("japanese_1M.txt")) if all(len(c.encode()) == 3 for c in w)]
     high = list(dict.fromkeys(w for w in high if len(w.encode()) > 16 and w.encode() not in ranks))
     cyrillic = [w for w in regex.findall(pattern, read_corpus("russian_1M.txt")) if w[0] == " "]
     cyrillic = list(dict.fromkeys(w for w in cyrillic if len(w.encode()) > 16 and min(w[1:].encode()) >= 0x80))
@@ -255,15 +255,15 @@ def test_random_rank_tables(seed):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_rank_tables_of_high_bytes(seed):
-    """Tables of tokens over the bytes of "аб" (>= 0x80) and "ab": the words of high bytes alone
-    backtracked first over the tables of high-byte tokens (built alone), then, once a word of
-    both built the tables of every token, over those: tiktoken's ids each time."""
+    """Tables of tokens over the bytes of "あい" (3-byte UTF-8) and "ab": the words of "あい" alone
+    backtracked first over the tables of such tokens (built alone), then, once a word of both
+    built the tables of every token, over those: tiktoken's ids each time."""
     rng = random.Random(seed)
-    ranks = merged_ranks(rng, [b"\xd0", b"\xb0", b"\xb1", b"a", b"b"])
+    ranks = merged_ranks(rng, [b"\xe3", b"\x81", b"\x82", b"\x84", b"a", b"b"])
     enc = tiktoken_of("merged", ranks, r"\S+|\s+")
     core = core_of(ranks)
-    high = ["".join(rng.choices("аб", k=rng.randint(9, 40))) for _ in range(30)]
-    mixed = ["".join(rng.choices("абab", k=rng.randint(12, 40))) for _ in range(30)]
+    high = ["".join(rng.choices("あい", k=rng.randint(6, 30))) for _ in range(30)]
+    mixed = ["".join(rng.choices("あいab", k=rng.randint(9, 30))) for _ in range(30)]
     for words in (high, mixed, high):
         for word in words:
             assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word

@@ -352,8 +352,20 @@ all_high(const uint8_t *p, size_t n)
     return !(low & 0x8080808080808080ULL);
 }
 
+/* Whether the bytes p[0..n) are all those of 3-byte UTF-8 characters (0x80..0xBF, 0xE0..0xEF:
+   CJK, kana, hangul, Devanagari, Thai...); the tokens of such bytes alone are a set closed under
+   substrings, so a word of such bytes alone meets no other token. */
+static inline int
+bt_cjk_bytes(const uint8_t *p, size_t n)
+{
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= ((p[i] & 0xC0) == 0x80) | ((p[i] & 0xF0) == 0xE0);
+    return ok;
+}
+
 /* The backtracking tables of token ranks (long words) of every token, or (high) of the tokens
-   of bytes >= 0x80 alone, where the tokens allow: every byte a token of its own (the id byte_ids
+   of 3-byte UTF-8 characters' bytes alone, where the tokens allow: every byte a token of its own (the id byte_ids
    gives), each other token merged from two tokens of lower rank. NULL: none (long words are
    merged). Calls no Python. */
 static BtTables *
@@ -384,7 +396,7 @@ build_backtrack(Tables *e, int high)
         t.len[slot->id] = (uint8_t)slot->len;
     }
     for (size_t id = 0; id < n; id++) {  /* in the order of their bytes */
-        if (high && t.len[id] >= 2 && !all_high(t.bytes + t.off[id], t.len[id]))
+        if (high && t.len[id] >= 2 && !bt_cjk_bytes(t.bytes + t.off[id], t.len[id]))
             t.len[id] = 0;
         n_tokens += t.len[id] != 0;
         n_long += t.len[id] >= 2;
@@ -423,7 +435,7 @@ done:
     return bt;
 }
 
-/* The tables of one set (high: the tokens of high bytes), where built: the long word that comes
+/* The tables of one set (high: the tokens of 3-byte characters), where built: the long word that comes
    after `after` merged ones builds them (the call that meets it, whatever thread; a word met
    while they are being built is merged). */
 static const BtTables *
@@ -446,9 +458,9 @@ bt_ready(const Tables *e, int high, size_t after)
 }
 
 /* The backtracking tables for the long word bytes[0..n) under token ranks (those of every
-   token once built; a word of high bytes alone: those of such tokens), or NULL: merge it.
-   A word of high bytes after its first (" " and Cyrillic, Devanagari...) merges as fast as it
-   backtracks (o200k): it counts towards no build, where bt_after > 0. */
+   token once built; a word of 3-byte UTF-8 characters alone: those of such tokens), or NULL:
+   merge it. Another word of bytes >= 0x80 after its first (" " and Cyrillic, Devanagari...)
+   merges as fast as it backtracks (o200k): it counts towards no build, where bt_after > 0. */
 static const BtTables *
 backtrack_tables(const Tables *e, const uint8_t *bytes, size_t n)
 {
@@ -457,9 +469,10 @@ backtrack_tables(const Tables *e, const uint8_t *bytes, size_t n)
         return e->bt_all;
     if (state == BT_NEVER)
         return NULL;
+    if (bt_cjk_bytes(bytes, n))
+        return bt_ready(e, 1, e->bt_after / BT_HIGH_SHARE);
     if (all_high(bytes + 1, n - 1))
-        return bytes[0] >= 0x80 ? bt_ready(e, 1, e->bt_after / BT_HIGH_SHARE)
-               : e->bt_after == 0 ? bt_ready(e, 0, 0) : NULL;
+        return e->bt_after == 0 ? bt_ready(e, 0, 0) : NULL;
     return bt_ready(e, 0, e->bt_after);
 }
 

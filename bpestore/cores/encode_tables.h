@@ -74,7 +74,7 @@ typedef struct {
                                (short_key): one look-up, no filter, no second read; 0: empty */
     int short_shift;
     /* long words under token ranks, encoded by backtracking (backtrack.h; NULL: not built, the
-       merges encode them): tables of every token, and of the tokens of bytes >= 0x80 alone */
+       merges encode them): tables of every token, and of the tokens of 3-byte UTF-8 characters */
     struct BtTables *bt_all, *bt_high;
     int bt_state, bt_high_state;  /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
     size_t bt_after;          /* the long words merged before the backtracking tables are built */
