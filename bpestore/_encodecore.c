@@ -27,7 +27,7 @@
        O(n log n). The look-ups a merge makes are hashed first and their memory
        fetched at once, so that their cache misses overlap. Under token ranks a word
        of more than BACKTRACK_BYTES bytes is not merged but found token by token,
-       backtracking (the same ids; tables built once len(tokens) / 16 such words were merged).
+       backtracking (the same ids; backtrack_tables in cores/backtrack_build.h says when).
    The pure-Python encoder (bpestore.encoder) stays the reference; tests compare the
    two, and tiktoken, id for id.
    This file is the binding (arguments, tables built from Python objects, ints and lists,
@@ -1488,8 +1488,10 @@ static PyTypeObject EncoderType = {
               "with unk (the unknown token's id) or fallback (unseen characters become bytes);\n"
               "prefix/suffix: the word markers' ids; whole: every token merges make encodes to itself\n"
               "(else each is checked once here); unique: ValueError where two tokens have the same bytes;\n"
-              "backtrack_after: under token ranks, the long words merged before the backtracking tables\n"
-              "are built (-1: len(tokens) // 16).",
+              "backtrack_after: under token ranks, the long words with ASCII after their first byte merged\n"
+              "before the backtracking tables of every token are built (-1: len(tokens) // 16); words of\n"
+              "3-byte UTF-8 characters alone (CJK) wait for backtrack_after // 8 of theirs, then tables of\n"
+              "such tokens are built; other words of high bytes are merged (0: every long word backtracks).",
     .tp_methods = Encoder_methods,
     .tp_new = Encoder_new,
 };

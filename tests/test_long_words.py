@@ -133,33 +133,47 @@ def test_the_corpora_give_tiktokens_ids(encoding):
 BUILT_BYTES = 100_000
 
 
+def grown(core, words: list[str], enc) -> list[bool]:
+    """Whether the core's tables grew by more than BUILT_BYTES with each word (tiktoken's ids
+    checked): a backtracking table built then."""
+    grew = []
+    for word in words:
+        before = core.table_bytes()
+        assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word
+        grew.append(core.table_bytes() - before > BUILT_BYTES)
+    return grew
+
+
 def test_the_tables_wait_for_enough_long_words(encoding):
-    """backtrack_after long words are merged, the next builds the backtracking tables (the
-    core's tables grow then, not before), and by default a fresh core merges its first
-    len(tokens) // 16 long words: tiktoken's ids all along."""
+    """backtrack_after long words with a byte below 0x80 after their first (Latin) are merged,
+    the next builds the backtracking tables of every token; words of bytes >= 0x80 alone (CJK)
+    wait for backtrack_after // 8 of theirs, then the tables of such tokens are built (once, and
+    not again when the others are); words of high bytes after a low first (" " and Cyrillic)
+    count for neither. By default a fresh core merges its first len(tokens) // 16 long words
+    (// 128 of 3-byte characters): tiktoken's ids all along."""
     name, ranks, enc, _ = encoding
-    japanese = read_corpus("japanese_1M.txt")
-    found = regex.findall(tiktoken_pattern(name), japanese)
-    words = list(dict.fromkeys(w for w in found if len(w.encode()) > 16 and w.encode() not in ranks))
-    core = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS, backtrack_after=3)
+    pattern = tiktoken_pattern(name)
+    high = [w for w in regex.findall(pattern, read_corpus("japanese_1M.txt")) if all(len(c.encode()) == 3 for c in w)]
+    high = list(dict.fromkeys(w for w in high if len(w.encode()) > 16 and w.encode() not in ranks))
+    cyrillic = [w for w in regex.findall(pattern, read_corpus("russian_1M.txt")) if w[0] == " "]
+    cyrillic = list(dict.fromkeys(w for w in cyrillic if len(w.encode()) > 16 and min(w[1:].encode()) >= 0x80))
+    rng = random.Random(5)
+    latin = list(dict.fromkeys(" " + "".join(rng.choices("abcdefghijklmnopqrstuvwxyzäöü", k=rng.randint(17, 30)))
+                               for _ in range(len(ranks) // 16 + 100)))
+    core = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS, backtrack_after=24)
     core.encode_words(["a"])  # (the table of ids' ints, made by the first list)
-    sizes = [core.table_bytes()]
-    for word in words[:5]:
-        assert core.encode_words([word]) == enc._encode_single_piece(word.encode())
-        sizes.append(core.table_bytes())
     # the backtracking tables are ~1 MB even for the stand-in rank files; a merged word adds
     # only its new ids' ints (32 bytes each)
-    grew = [after - before > BUILT_BYTES for before, after in zip(sizes, sizes[1:])]
-    assert grew == [False, False, False, True, False]
+    assert grown(core, high[:5], enc) == [False, False, False, True, False]
+    assert grown(core, cyrillic[:30], enc) == [False] * 30
+    assert grown(core, latin[:26], enc) == [False] * 24 + [True, False]
+    assert grown(core, high[5:8] + cyrillic[30:33], enc) == [False] * 6
     default = core_backend.CORE.Encoder(by_rank(ranks), None, None, mode=core_backend.MODE_RANKS)
     default.encode_words(["a"])
-    before = default.table_bytes()
     after = len(by_rank(ranks)) // 16
-    assert len(words) > after
-    for k, word in enumerate(words[:after + 1]):
-        assert default.encode_words([word]) == enc._encode_single_piece(word.encode()), k
-        assert (default.table_bytes() - before > BUILT_BYTES) == (k == after), k
-        before = default.table_bytes()
+    assert len(high) > after // 8 and len(latin) > after
+    assert grown(default, high[:after // 8 + 2], enc) == [False] * (after // 8) + [True, False]
+    assert grown(default, latin[:after + 1], enc) == [False] * after + [True]
 
 
 def test_threads_that_meet_long_words_first_at_once(encoding):
@@ -206,18 +220,19 @@ def test_small_rank_tables(tokens, words):
         assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word
 
 
-def merged_ranks(rng: random.Random) -> dict[bytes, int]:
-    """Every byte, then tokens each the join of two before it (over "abcd"), some that no
-    merge makes, and in one table of three two ranks swapped (a token made from a higher one)."""
+def merged_ranks(rng: random.Random, alphabet: list[bytes] | None = None) -> dict[bytes, int]:
+    """Every byte, then tokens each the join of two before it (over alphabet: "abcd"), some that
+    no merge makes, and in one table of three two ranks swapped (a token made from a higher one)."""
     ranks = small_ranks()
-    made = [b"a", b"b", b"c", b"d"]
+    made = list(alphabet or [b"a", b"b", b"c", b"d"])
     for _ in range(rng.randint(20, 300)):
         token = rng.choice(made) + rng.choice(made)
         if len(token) <= 12 and token not in ranks:
             ranks[token] = len(ranks)
             made.append(token)
     for _ in range(rng.randint(0, 10)):
-        ranks.setdefault(bytes(rng.choice(b"abcd") for _ in range(rng.randint(2, 6))), len(ranks))
+        ranks.setdefault(b"".join(rng.choice(made[:len(alphabet or "abcd")]) for _ in range(rng.randint(2, 6))),
+                         len(ranks))
     if rng.random() < 1 / 3:
         first, second = rng.sample(list(ranks)[256:], 2)
         ranks[first], ranks[second] = ranks[second], ranks[first]
@@ -236,3 +251,19 @@ def test_random_rank_tables(seed):
     for word in words:
         assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word
     assert core_of(ranks).encode_words(words) == [i for w in words for i in enc._encode_single_piece(w.encode())]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_rank_tables_of_high_bytes(seed):
+    """Tables of tokens over the bytes of "あい" (3-byte UTF-8) and "ab": the words of "あい" alone
+    backtracked first over the tables of such tokens (built alone), then, once a word of both
+    built the tables of every token, over those: tiktoken's ids each time."""
+    rng = random.Random(seed)
+    ranks = merged_ranks(rng, [b"\xe3", b"\x81", b"\x82", b"\x84", b"a", b"b"])
+    enc = tiktoken_of("merged", ranks, r"\S+|\s+")
+    core = core_of(ranks)
+    high = ["".join(rng.choices("あい", k=rng.randint(6, 30))) for _ in range(30)]
+    mixed = ["".join(rng.choices("あいab", k=rng.randint(9, 30))) for _ in range(30)]
+    for words in (high, mixed, high):
+        for word in words:
+            assert core.encode_words([word]) == enc._encode_single_piece(word.encode()), word

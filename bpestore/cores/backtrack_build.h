@@ -1,5 +1,5 @@
 /* The encode core's backtracking tables, built from a version's token tables under token
-   ranks (by backtrack_ready, once bt_after long words were merged; without Python, on any
+   ranks (by backtrack_tables, once enough long words were merged; without Python, on any
    thread): the trie of the tokens' bytes, each token's last merge and longest prefix token. */
 #ifndef BPESTORE_BACKTRACK_BUILD_H
 #define BPESTORE_BACKTRACK_BUILD_H
@@ -132,13 +132,14 @@ bt_token_of(const Tables *e, const uint8_t *p, size_t n)
    it: the one pair of a prefix and the rest, both tokens of lower rank made by merges, that
    BPE leaves side by side (bt_valid_pair); NO_PAIR where there is none. */
 static uint64_t
-bt_find_split(const Tables *e, const uint8_t *p, size_t n, uint32_t id, const BtTokens *t, const uint32_t *prefix)
+bt_find_split(const Tables *e, const BtTables *bt, const uint8_t *p, size_t n, uint32_t id, const BtTokens *t,
+              const uint32_t *prefix)
 {
     for (uint32_t left = prefix[id]; left != NO_ID; left = prefix[left]) {
-        if (left >= id || e->bt_len[left] == 0)
+        if (left >= id || bt->len[left] == 0)
             continue;
         uint32_t right = bt_token_of(e, p + t->len[left], n - t->len[left]);
-        if (right < id && e->bt_len[right] != 0 && bt_valid_pair(e, left, right))
+        if (right < id && bt->len[right] != 0 && bt_valid_pair(bt, left, right))
             return ((uint64_t)left << 32) | right;
     }
     return NO_PAIR;
@@ -147,14 +148,14 @@ bt_find_split(const Tables *e, const uint8_t *p, size_t n, uint32_t id, const Bt
 /* Each token's last merge, in the order of ids (bt_split, bt_len of those made by merges, and
    the table of their pairs): 0, or 1 where a token is made from one of higher rank. */
 static int
-bt_splits(Tables *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uint64_t *pr)
+bt_splits(const Tables *e, BtTables *bt, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uint64_t *pr)
 {
     for (size_t id = 0; id < e->n_ids; id++) {
         size_t n = t->len[id];
         if (n < 2)
             continue;
         const uint8_t *p = t->bytes + t->off[id];
-        uint64_t split = bt_find_split(e, p, n, (uint32_t)id, t, prefix);
+        uint64_t split = bt_find_split(e, bt, p, n, (uint32_t)id, t, prefix);
         if (split == NO_PAIR) {  /* rare: BPE does not make it (or makes it from a higher rank) */
             uint32_t left = NO_ID, right = NO_ID;
             if (own_merge(e, p, n, s, s + e->max_token_len + 1, pr, &left, &right) != id)
@@ -163,14 +164,14 @@ bt_splits(Tables *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uin
                 return 1;
             split = ((uint64_t)left << 32) | right;
         }
-        e->bt_split[id] = split;
-        e->bt_len[id] = (uint8_t)n;
-        uint64_t h = mix64(split), bit = h >> e->bt_pair_shift;
-        size_t k = (size_t)h & e->pair_mask;
-        while (e->pairs[k].key != NO_PAIR)
-            k = (k + 1) & e->pair_mask;
-        e->pairs[k] = (PairSlot){split, (uint32_t)id, (uint32_t)id};
-        e->bt_pair_bits[bit >> 6] |= 1ULL << (bit & 63);
+        bt->split[id] = split;
+        bt->len[id] = (uint8_t)n;
+        uint64_t h = mix64(split), bit = h >> bt->pair_shift;
+        size_t k = (size_t)h & bt->pair_mask;
+        while (bt->pairs[k].key != NO_PAIR)
+            k = (k + 1) & bt->pair_mask;
+        bt->pairs[k] = (PairSlot){split, (uint32_t)id, (uint32_t)id};
+        bt->pair_bits[bit >> 6] |= 1ULL << (bit & 63);
     }
     return 0;
 }
@@ -178,12 +179,12 @@ bt_splits(Tables *e, const BtTokens *t, const uint32_t *prefix, uint32_t *s, uin
 /* The trie's nodes below the bytes' (257 on) for the tokens made by merges (bt_len set) of
    sorted[0..n), shared as bt_prefixes gives it. */
 static size_t
-bt_count_nodes(const Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
+bt_count_nodes(const BtTables *bt, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
 {
     size_t nodes = 257, same = 0;  /* the bytes shared with the last token made by merges */
     for (size_t i = 0; i < n; i++) {
         same = shared[i] < same ? shared[i] : same;
-        if (e->bt_len[sorted[i]] == 0)
+        if (bt->len[sorted[i]] == 0)
             continue;
         nodes += t->len[sorted[i]] - (same > 1 ? same : 1);
         same = 255;
@@ -202,8 +203,8 @@ bt_edge(uint32_t parent, uint8_t byte, uint32_t child)
    parent's), and bt_prefix; the edges below nodes of more than one child (below two bytes)
    kept in edges[0..*n_edges), those of the others in the node. */
 static void
-bt_fill_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n,
-             uint64_t *edges, size_t *n_edges)
+bt_fill_trie(const Tables *e, BtTables *bt, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared,
+             size_t n, uint64_t *edges, size_t *n_edges)
 {
     uint32_t path[256], best[256];  /* the node at each depth, the longest token down to it */
     uint32_t next = 257;
@@ -211,7 +212,7 @@ bt_fill_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t
     for (size_t i = 0; i < n; i++) {
         uint32_t id = sorted[i];
         same = shared[i] < same ? shared[i] : same;
-        if (e->bt_len[id] == 0)
+        if (bt->len[id] == 0)
             continue;
         const uint8_t *p = t->bytes + t->off[id];
         size_t len = t->len[id];
@@ -222,19 +223,19 @@ bt_fill_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t
             path[d] = node;
             best[d] = best[d - 1];
             if (d == 2) {
-                e->bt_two[((size_t)p[0] << 8) | p[1]] = node;
+                bt->two[((size_t)p[0] << 8) | p[1]] = node;
                 continue;
             }
-            uint64_t v = e->bt_nodes[up];
+            uint64_t v = bt->nodes[up];
             uint32_t only = (uint32_t)(v >> 32);
-            e->bt_nodes[up] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)node << 8 | p[d - 1]) << 32);
+            bt->nodes[up] = (uint32_t)v | BT_DEEPER | (v & BT_DEEPER ? 0 : ((uint64_t)node << 8 | p[d - 1]) << 32);
             if (only != 0)  /* its second child: the first one's edge goes to the table too */
                 edges[(*n_edges)++] = bt_edge(up, (uint8_t)only, only >> 8);
             if (v & BT_DEEPER)
                 edges[(*n_edges)++] = bt_edge(up, p[d - 1], node);
         }
-        e->bt_nodes[path[len]] = (e->bt_nodes[path[len]] & ~(uint64_t)BT_NONE) | id;
-        e->bt_prefix[id] = best[len - 1];
+        bt->nodes[path[len]] = (bt->nodes[path[len]] & ~(uint64_t)BT_NONE) | id;
+        bt->prefix[id] = best[len - 1];
         best[len] = id;
         same = 255;
     }
@@ -242,119 +243,150 @@ bt_fill_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t
 
 /* The table of edges[0..n); its capacity, or 0 (no memory). */
 static size_t
-bt_edge_table(Tables *e, const uint64_t *edges, size_t n)
+bt_edge_table(BtTables *bt, const uint64_t *edges, size_t n)
 {
     size_t capacity = capacity_for(n), mask = capacity - 1;
-    if ((e->bt_edges = calloc(capacity, sizeof(uint64_t))) == NULL)
+    if ((bt->edges = calloc(capacity, sizeof(uint64_t))) == NULL)
         return 0;
-    e->bt_edge_shift = 64 - __builtin_ctzll(capacity);
+    bt->edge_shift = 64 - __builtin_ctzll(capacity);
     for (size_t i = 0; i < n; i++) {
-        size_t j = (size_t)(((uint64_t)(uint32_t)edges[i] * 0x9E3779B97F4A7C15ULL) >> e->bt_edge_shift);
-        while (e->bt_edges[j] != 0)
+        size_t j = (size_t)(((uint64_t)(uint32_t)edges[i] * 0x9E3779B97F4A7C15ULL) >> bt->edge_shift);
+        while (bt->edges[j] != 0)
             j = (j + 1) & mask;
-        e->bt_edges[j] = edges[i];
+        bt->edges[j] = edges[i];
     }
     return capacity;
 }
 
-/* The backtracking tables and the table of pairs (which under token ranks they fill) freed
-   and forgotten. */
+static void
+bt_tables_free(BtTables *bt)
+{
+    if (bt == NULL)
+        return;
+    free(bt->split);
+    free(bt->prefix);
+    free(bt->len);
+    free(bt->two);
+    free(bt->edges);
+    free(bt->nodes);
+    free(bt->pairs);
+    free(bt->pair_bits);
+    free(bt);
+}
+
+/* The backtracking tables and the table of pairs (merge rule) freed and forgotten. */
 static void
 bt_free(Tables *e)
 {
-    free(e->bt_split);
-    free(e->bt_prefix);
-    free(e->bt_len);
-    free(e->bt_two);
-    free(e->bt_edges);
-    free(e->bt_nodes);
+    bt_tables_free(e->bt_all);
+    bt_tables_free(e->bt_high);
     free(e->pairs);
-    free(e->bt_pair_bits);
-    e->bt_pair_bits = NULL;
-    e->bt_split = NULL;
-    e->bt_prefix = NULL;
-    e->bt_len = NULL;
-    e->bt_two = NULL;
-    e->bt_edges = NULL;
-    e->bt_nodes = NULL;
+    e->bt_all = e->bt_high = NULL;
     e->pairs = NULL;
 }
 
 /* The tables by id and the table of pairs, as a token of each byte leaves them: 0, or -1. */
 static int
-bt_tables(Tables *e, size_t n_tokens)
+bt_tables(const Tables *e, BtTables *bt, size_t n_tokens)
 {
     size_t n = e->n_ids, pairs = capacity_for(n_tokens), pair_bits = 64 * capacity_for(pairs / 8);
-    e->bt_split = malloc(n * sizeof(uint64_t));
-    e->bt_prefix = malloc(n * sizeof(uint32_t));
-    e->bt_len = calloc(n, 1);
-    e->bt_two = calloc(65536, sizeof(uint32_t));
-    e->pairs = malloc(pairs * sizeof(PairSlot));
-    e->bt_pair_bits = calloc(pair_bits / 64, sizeof(uint64_t));
-    if (!e->bt_split || !e->bt_prefix || !e->bt_len || !e->bt_two || !e->pairs || !e->bt_pair_bits)
+    bt->split = malloc(n * sizeof(uint64_t));
+    bt->prefix = malloc(n * sizeof(uint32_t));
+    bt->len = calloc(n, 1);
+    bt->two = calloc(65536, sizeof(uint32_t));
+    bt->pairs = malloc(pairs * sizeof(PairSlot));
+    bt->pair_bits = calloc(pair_bits / 64, sizeof(uint64_t));
+    if (!bt->split || !bt->prefix || !bt->len || !bt->two || !bt->pairs || !bt->pair_bits)
         return -1;
-    e->pair_mask = pairs - 1;
-    e->bt_pair_shift = 64 - __builtin_ctzll(pair_bits);
+    bt->pair_mask = pairs - 1;
+    bt->pair_shift = 64 - __builtin_ctzll(pair_bits);
     for (size_t i = 0; i < pairs; i++)
-        e->pairs[i].key = NO_PAIR;
+        bt->pairs[i].key = NO_PAIR;
     for (size_t i = 0; i < n; i++)
-        e->bt_prefix[i] = NO_ID;
+        bt->prefix[i] = NO_ID;
     for (int b = 0; b < 256; b++) {
         uint32_t id = e->byte_ids[b];
-        e->bt_split[id] = ((uint64_t)id << 32) | id;
-        e->bt_len[id] = 1;
+        bt->split[id] = ((uint64_t)id << 32) | id;
+        bt->len[id] = 1;
     }
     return 0;
 }
 
-/* The trie of the tokens made by merges, from sorted[0..n): 0, 1 (too many nodes), or -1. */
-static int
-bt_trie(Tables *e, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
+/* The trie of the tokens made by merges, from sorted[0..n): its memory in bytes, 0 (too many
+   nodes), or -1. */
+static ptrdiff_t
+bt_trie(const Tables *e, BtTables *bt, const BtTokens *t, const uint32_t *sorted, const uint8_t *shared, size_t n)
 {
-    size_t n_nodes = bt_count_nodes(e, t, sorted, shared, n), n_edges = 0, capacity = 0;
+    size_t n_nodes = bt_count_nodes(bt, t, sorted, shared, n), n_edges = 0, capacity = 0;
     if (n_nodes >= ((size_t)1 << 24))
-        return 1;
+        return 0;
     uint64_t *edges = malloc(n_nodes * sizeof(uint64_t));
-    e->bt_nodes = malloc(n_nodes * sizeof(uint64_t));
-    if (edges != NULL && e->bt_nodes != NULL) {
+    bt->nodes = malloc(n_nodes * sizeof(uint64_t));
+    if (edges != NULL && bt->nodes != NULL) {
         for (size_t i = 0; i < n_nodes; i++)
-            e->bt_nodes[i] = BT_NONE;
+            bt->nodes[i] = BT_NONE;
         for (int b = 0; b < 256; b++)
-            e->bt_nodes[1 + b] = e->byte_ids[b];
-        bt_fill_trie(e, t, sorted, shared, n, edges, &n_edges);
-        capacity = bt_edge_table(e, edges, n_edges);
+            bt->nodes[1 + b] = e->byte_ids[b];
+        bt_fill_trie(e, bt, t, sorted, shared, n, edges, &n_edges);
+        capacity = bt_edge_table(bt, edges, n_edges);
     }
     free(edges);
     if (capacity == 0)
         return -1;
-    size_t pairs = e->pair_mask + 1;
-    __atomic_add_fetch(&e->table_bytes, e->n_ids * (sizeof(uint64_t) + sizeof(uint32_t) + 1) +
-                       65536 * sizeof(uint32_t) + pairs * sizeof(PairSlot) + 64 * capacity_for(pairs / 8) / 8 +
-                       (n_nodes + capacity) * sizeof(uint64_t), __ATOMIC_RELAXED);
-    return 0;
+    size_t pairs = bt->pair_mask + 1;
+    return (ptrdiff_t)(e->n_ids * (sizeof(uint64_t) + sizeof(uint32_t) + 1) + 65536 * sizeof(uint32_t) +
+                       pairs * sizeof(PairSlot) + 64 * capacity_for(pairs / 8) / 8 +
+                       (n_nodes + capacity) * sizeof(uint64_t));
 }
 
-/* The backtracking tables of token ranks (long words), where the tokens allow: every byte a
-   token of its own (the id byte_ids gives), each other token merged from two tokens of lower
-   rank. 0: built; else none are (long words are merged). Calls no Python. */
-static int
-build_backtrack(Tables *e)
+/* Whether the bytes p[0..n) are all >= 0x80. */
+static inline int
+all_high(const uint8_t *p, size_t n)
+{
+    uint64_t low = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        low |= ~load64(p + i);
+    for (; i < n; i++)
+        low |= (uint64_t)(uint8_t)~p[i];
+    return !(low & 0x8080808080808080ULL);
+}
+
+/* Whether the bytes p[0..n) are all those of 3-byte UTF-8 characters (0x80..0xBF, 0xE0..0xEF:
+   CJK, kana, hangul, Devanagari, Thai...); the tokens of such bytes alone are a set closed under
+   substrings, so a word of such bytes alone meets no other token. */
+static inline int
+bt_cjk_bytes(const uint8_t *p, size_t n)
+{
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= ((p[i] & 0xC0) == 0x80) | ((p[i] & 0xF0) == 0xE0);
+    return ok;
+}
+
+/* The backtracking tables of token ranks (long words) of every token, or (high) of the tokens
+   of 3-byte UTF-8 characters' bytes alone, where the tokens allow: every byte a token of its own (the id byte_ids
+   gives), each other token merged from two tokens of lower rank. NULL: none (long words are
+   merged). Calls no Python. */
+static BtTables *
+build_backtrack(Tables *e, int high)
 {
     if (e->max_token_len > 255 || e->n_ids >= BT_NONE || e->short_tokens == NULL)
-        return 1;
+        return NULL;
     for (int b = 0; b < 256; b++) {
         uint8_t byte[8] = {(uint8_t)b};
         const TokenSlot *s = token_find(e, byte, 1, hash_bytes(byte, 1));
         if (s == NULL || s->id != e->byte_ids[b])
-            return 1;
+            return NULL;
     }
     size_t n = e->n_ids, n_tokens = 0, n_long = 0;
+    BtTables *bt = calloc(1, sizeof(BtTables));
     BtTokens t = {e->token_bytes, malloc(n * sizeof(uint32_t)), calloc(n, 1)};
     uint32_t *sorted = NULL, *tmp = NULL, *counts = NULL, *prefix = malloc(n * sizeof(uint32_t)), *s = NULL;
     uint8_t *shared = NULL;
     uint64_t *pr = NULL;
-    int rc = -1;
-    if (t.off == NULL || t.len == NULL || prefix == NULL)
+    ptrdiff_t made = -1;
+    if (bt == NULL || t.off == NULL || t.len == NULL || prefix == NULL)
         goto done;
     for (size_t j = 0; j <= e->token_mask; j++) {
         const TokenSlot *slot = &e->tokens[j];
@@ -362,8 +394,12 @@ build_backtrack(Tables *e)
             continue;
         t.off[slot->id] = slot->offset;
         t.len[slot->id] = (uint8_t)slot->len;
-        n_tokens++;
-        n_long += slot->len >= 2;
+    }
+    for (size_t id = 0; id < n; id++) {  /* in the order of their bytes */
+        if (high && t.len[id] >= 2 && !bt_cjk_bytes(t.bytes + t.off[id], t.len[id]))
+            t.len[id] = 0;
+        n_tokens += t.len[id] != 0;
+        n_long += t.len[id] >= 2;
     }
     sorted = malloc((n_long + 1) * sizeof(uint32_t));
     tmp = malloc((n_long + 1) * sizeof(uint32_t));
@@ -371,7 +407,7 @@ build_backtrack(Tables *e)
     shared = malloc(n_long + 1);
     s = malloc(2 * (e->max_token_len + 1) * sizeof(uint32_t));
     pr = malloc((e->max_token_len + 1) * sizeof(uint64_t));
-    if (!sorted || !tmp || !counts || !shared || !s || !pr || bt_tables(e, n_tokens) < 0)
+    if (!sorted || !tmp || !counts || !shared || !s || !pr || bt_tables(e, bt, n_tokens) < 0)
         goto done;
     for (size_t id = 0, k = 0; id < n; id++) {
         prefix[id] = NO_ID;
@@ -380,8 +416,7 @@ build_backtrack(Tables *e)
     }
     bt_sort(&t, sorted, tmp, counts, n_long, 0);
     bt_prefixes(e, &t, sorted, n_long, prefix, shared);
-    if ((rc = bt_splits(e, &t, prefix, s, pr)) == 0)
-        rc = bt_trie(e, &t, sorted, shared, n_long);
+    made = bt_splits(e, bt, &t, prefix, s, pr) == 0 ? bt_trie(e, bt, &t, sorted, shared, n_long) : 0;
 done:
     free(t.off);
     free(t.len);
@@ -392,30 +427,53 @@ done:
     free(shared);
     free(s);
     free(pr);
-    if (rc != 0)
-        bt_free(e);
-    return rc;
+    if (made <= 0) {
+        bt_tables_free(bt);
+        return NULL;
+    }
+    __atomic_add_fetch(&e->table_bytes, (size_t)made, __ATOMIC_RELAXED);
+    return bt;
 }
 
-/* BT_READY where the backtracking tables are built: the long word under token ranks that comes
-   after bt_after merged ones builds them (the call that meets it, whatever thread; a word met
+/* The tables of one set (high: the tokens of 3-byte characters), where built: the long word that comes
+   after `after` merged ones builds them (the call that meets it, whatever thread; a word met
    while they are being built is merged). */
-static int
-backtrack_ready(const Tables *e)
+static const BtTables *
+bt_ready(const Tables *e, int high, size_t after)
+{
+    Tables *building = (Tables *)e;  /* its only parts ever written: the count, the state, the tables */
+    int *state = high ? &building->bt_high_state : &building->bt_state;
+    size_t *merged = high ? &building->bt_high_merged : &building->bt_merged;
+    int now = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    if (now != BT_UNBUILT)
+        return now == BT_READY ? (high ? e->bt_high : e->bt_all) : NULL;
+    if (__atomic_load_n(merged, __ATOMIC_RELAXED) < after && __atomic_add_fetch(merged, 1, __ATOMIC_RELAXED) <= after)
+        return NULL;
+    if (!__atomic_compare_exchange_n(state, &now, BT_BUILDING, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return now == BT_READY ? (high ? e->bt_high : e->bt_all) : NULL;
+    BtTables *bt = build_backtrack(building, high);
+    *(high ? &building->bt_high : &building->bt_all) = bt;
+    __atomic_store_n(state, bt != NULL ? BT_READY : BT_NEVER, __ATOMIC_RELEASE);
+    return bt;
+}
+
+/* The backtracking tables for the long word bytes[0..n) under token ranks (those of every
+   token once built; a word of 3-byte UTF-8 characters alone: those of such tokens), or NULL:
+   merge it. Another word of bytes >= 0x80 after its first (" " and Cyrillic, Devanagari...)
+   merges as fast as it backtracks (o200k): it counts towards no build, where bt_after > 0. */
+static const BtTables *
+backtrack_tables(const Tables *e, const uint8_t *bytes, size_t n)
 {
     int state = __atomic_load_n(&e->bt_state, __ATOMIC_ACQUIRE);
-    if (state != BT_UNBUILT)
-        return state == BT_READY;
-    Tables *building = (Tables *)e;  /* its only parts ever written: the count, and the state once */
-    if (__atomic_load_n(&e->bt_merged, __ATOMIC_RELAXED) < e->bt_after
-        && __atomic_add_fetch(&building->bt_merged, 1, __ATOMIC_RELAXED) <= e->bt_after)
-        return 0;
-    if (!__atomic_compare_exchange_n(&building->bt_state, &state, BT_BUILDING, 0, __ATOMIC_ACQUIRE,
-                                     __ATOMIC_RELAXED))
-        return state == BT_READY;
-    state = build_backtrack(building) == 0 ? BT_READY : BT_NEVER;
-    __atomic_store_n(&building->bt_state, state, __ATOMIC_RELEASE);
-    return state == BT_READY;
+    if (state == BT_READY)
+        return e->bt_all;
+    if (state == BT_NEVER)
+        return NULL;
+    if (bt_cjk_bytes(bytes, n))
+        return bt_ready(e, 1, e->bt_after / BT_HIGH_SHARE);
+    if (all_high(bytes + 1, n - 1))
+        return e->bt_after == 0 ? bt_ready(e, 0, 0) : NULL;
+    return bt_ready(e, 0, e->bt_after);
 }
 
 #endif

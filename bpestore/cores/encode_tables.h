@@ -73,21 +73,12 @@ typedef struct {
     uint64_t *short_tokens; /* the tokens of 2..SHORT_TOKEN_LEN bytes, their bytes kept in the slot
                                (short_key): one look-up, no filter, no second read; 0: empty */
     int short_shift;
-    /* long words under token ranks, encoded by backtracking (NULL: not built, the merges encode them) */
-    uint64_t *bt_nodes;       /* a node of the trie of the tokens' bytes: the token ending there (BT_NONE:
-                                 none), BT_DEEPER set where a longer token goes on from it; above bit 32,
-                                 where it has one child only: (child << 8) | byte */
-    uint32_t *bt_two;         /* the node of two bytes (a << 8) | b, 0: none (node 1 + b: the byte b) */
-    uint64_t *bt_edges;       /* a deeper node: slot (child << 32) | ((parent << 8 | byte) + 1), 0: empty */
-    int bt_edge_shift;
-    uint64_t *bt_split;       /* by id: (left << 32) | right, the last merge of its own bytes; (id, id): a byte */
-    uint32_t *bt_prefix;      /* by id: the longest token that is a strict prefix of it, or NO_ID */
-    uint8_t *bt_len;          /* by id: its length in bytes */
-    uint64_t *bt_pair_bits;   /* bit (h >> bt_pair_shift) of each pair's hash h set (as token_bits) */
-    int bt_pair_shift;
-    int bt_state;             /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
+    /* long words under token ranks, encoded by backtracking (backtrack.h; NULL: not built, the
+       merges encode them): tables of every token, and of the tokens of 3-byte UTF-8 characters */
+    struct BtTables *bt_all, *bt_high;
+    int bt_state, bt_high_state;  /* BT_UNBUILT, BT_BUILDING, BT_READY or BT_NEVER (atomic) */
     size_t bt_after;          /* the long words merged before the backtracking tables are built */
-    size_t bt_merged;         /* the long words merged so far while they were unbuilt (atomic) */
+    size_t bt_merged, bt_high_merged;  /* the long words merged so far while they were unbuilt (atomic) */
     size_t n_ids;
     size_t table_bytes;
 } Tables;

@@ -133,8 +133,9 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
             return emit_one(w, t->id);
         }
     }
-    if (n > BACKTRACK_BYTES && backtrack_ready(e)) {
-        ptrdiff_t k = backtrack(e, w, bytes, n);
+    const BtTables *bt = n > BACKTRACK_BYTES ? backtrack_tables(e, bytes, n) : NULL;
+    if (bt != NULL) {
+        ptrdiff_t k = backtrack(e, bt, w, bytes, n);
         if (k < 0)
             return -1;
         if (k > 0) {
