@@ -101,12 +101,52 @@ grow(Work *w, void **array, size_t *cap, size_t len, size_t more, size_t size)
     return 0;
 }
 
+/* n ids copied; up to 8 by two overlapping moves of a constant size (no call: most
+   words give one or two ids). */
+static inline void
+copy_ids(uint32_t *to, const uint32_t *from, size_t n)
+{
+    if (n <= 2) {
+        if (n)
+            to[0] = from[0];
+        if (n == 2)
+            to[1] = from[1];
+    } else if (n <= 4) {
+        memcpy(to, from, 2 * sizeof(uint32_t));
+        memcpy(to + n - 2, from + n - 2, 2 * sizeof(uint32_t));
+    } else if (n <= 8) {
+        memcpy(to, from, 4 * sizeof(uint32_t));
+        memcpy(to + n - 4, from + n - 4, 4 * sizeof(uint32_t));
+    } else
+        memcpy(to, from, n * sizeof(uint32_t));
+}
+
+/* n <= 32 bytes copied by two overlapping moves of a constant size. */
+static inline void
+copy_key(uint8_t *to, const uint8_t *from, size_t n)
+{
+    if (n >= 16) {
+        memcpy(to, from, 16);
+        memcpy(to + n - 16, from + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(to, from, 8);
+        memcpy(to + n - 8, from + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(to, from, 4);
+        memcpy(to + n - 4, from + n - 4, 4);
+    } else if (n) {
+        to[0] = from[0];
+        to[n / 2] = from[n / 2];
+        to[n - 1] = from[n - 1];
+    }
+}
+
 static inline int
 emit(Work *w, const uint32_t *ids, size_t n)
 {
     if (w->n_out + n > w->out_cap && grow(w, (void **)&w->out, &w->out_cap, w->n_out, n, sizeof(uint32_t)) < 0)
         return -1;
-    memcpy(w->out + w->n_out, ids, n * sizeof(uint32_t));
+    copy_ids(w->out + w->n_out, ids, n);
     w->n_out += n;
     return 0;
 }
@@ -290,8 +330,8 @@ cache_put(CacheSlot *c, const uint8_t *key, size_t n, const uint32_t *ids, size_
         return;
     c->len = (uint8_t)n;
     c->n_ids = (uint8_t)n_ids;
-    memcpy(c->key, key, n);
-    memcpy(c->ids, ids, n_ids * sizeof(uint32_t));
+    copy_key(c->key, key, n);
+    copy_ids(c->ids, ids, n_ids);
 }
 
 #endif
