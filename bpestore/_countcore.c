@@ -107,20 +107,21 @@ SCANNER(o200k_2, 2, PATTERN_O200K)
 SCANNER(o200k_4, 4, PATTERN_O200K)
 
 #ifdef ASCII_BLOCKS
-/* The words of a block (cores/ascii_blocks.h) at most, and those waiting to be added. */
-#define BLOCK_PENDING (BATCH + ASCII_DECIDED)
+/* How many words gpt2_1_blocks finds (and asks for their slots) before it adds the first of
+   them: each slot is asked for as long before it is read. */
+#define RING 16
 
 /* gpt2's scan of a kind-1 text whose ASCII classes are the standard ones: the words of 64
-   bytes at a time found from their classes' masks, gpt2_end taking what a block leaves
-   (a word longer than a block, Latin-1 bytes, the end of the text); as scan. */
+   bytes at a time found from their classes' masks (cores/ascii_blocks.h), gpt2_end taking
+   what a block leaves (a word longer than a block, Latin-1 bytes, the end of the text);
+   each word added RING words after it was found, in order; as scan. */
 static Py_ssize_t
 gpt2_1_blocks(const void *d, Py_ssize_t n, WordTable *t)
 {
     const uint8_t *data = d;
-    Py_ssize_t i = 0, words = 0, scalar_until = 0, starts[BLOCK_PENDING + 1];
-    uint64_t hashes[BLOCK_PENDING], packs[BLOCK_PENDING];
-    int pending = 0;
-    starts[0] = 0;
+    Py_ssize_t i = 0, scalar_until = 0, starts[RING], lens[RING];
+    uint64_t hashes[RING], packs[RING];
+    size_t words = 0;
     while (i < n) {
         uint64_t found = 0;
         if (i >= 1 && i + ASCII_BLOCK - 1 <= n && i >= scalar_until) {
@@ -133,28 +134,32 @@ gpt2_1_blocks(const void *d, Py_ssize_t n, WordTable *t)
         do {
             Py_ssize_t end = found ? base + __builtin_ctzll(found) : pretok_end(classes, data, 1, n, i, PATTERN_GPT2);
             found &= found - 1;
-            if (end - i <= 8) {
-                packs[pending] = wt_pack_bytes(data + i, end - i, n - i);
-                hashes[pending] = wt_hash_short(packs[pending], end - i);
-            } else {
-                packs[pending] = 0;
-                hashes[pending] = wt_hash(data, 1, i, end - i);
-            }
-            wt_prefetch(t, hashes[pending]);
-            starts[++pending] = i = end;
-        } while (found);
-        if (pending >= BATCH || i >= n) {
-            for (int k = 0; k < pending; k++) {  /* in order: the first occurrences stay in order */
-                int rc = wt_add(t, data, 1, starts[k], starts[k + 1] - starts[k], hashes[k], packs[k], 1);
+            size_t k = words++ % RING;
+            if (words > RING) {
+                int rc = wt_add(t, data, 1, starts[k], lens[k], hashes[k], packs[k], 1);
                 if (rc < 0)
                     return table_error(rc);
             }
-            words += pending;
-            pending = 0;
-            starts[0] = i;
-        }
+            starts[k] = i;
+            lens[k] = end - i;
+            if (end - i <= 8) {
+                packs[k] = wt_pack_bytes(data + i, end - i, n - i);
+                hashes[k] = wt_hash_short(packs[k], end - i);
+            } else {
+                packs[k] = 0;
+                hashes[k] = wt_hash(data, 1, i, end - i);
+            }
+            wt_prefetch(t, hashes[k]);
+            i = end;
+        } while (found);
     }
-    return words;
+    for (size_t w = words > RING ? words - RING : 0; w < words; w++) {
+        size_t k = w % RING;
+        int rc = wt_add(t, data, 1, starts[k], lens[k], hashes[k], packs[k], 1);
+        if (rc < 0)
+            return table_error(rc);
+    }
+    return (Py_ssize_t)words;
 }
 #endif
 
