@@ -1,14 +1,15 @@
-/* The classes of 16 bytes of text at once as bitmasks (bit k: the byte at p + k): ASCII
+/* The classes of 16 bytes of text at once as a bitmask (bit k: the byte at p + k): ASCII
    upper- and lower-case letters, digits, whitespace (\t \n \v \f \r and ' ', the regex
-   module's \s below 0x80), \r and \n, '\'' and '/', and the bytes from 0x80 on. SSE2 on
-   x86-64 (its baseline), a byte loop elsewhere; the caller reads 16 bytes at p. Shared by
-   the compiled cores' scans (no Python). */
+   module's \s below 0x80), \r and \n, '/', and the bytes from 0x80 on. SSE2 on x86-64
+   (its baseline), a byte loop elsewhere; the caller has 16 bytes readable at p. For the
+   compiled cores' scans (no Python). */
 #ifndef BPESTORE_BYTE_CLASS_H
 #define BPESTORE_BYTE_CLASS_H
 
 #include <stdint.h>
 
-#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+/* (BPESTORE_NO_SSE2: the byte loop, to test it on x86-64) */
+#if !defined(BPESTORE_NO_SSE2) && (defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2))
 #include <emmintrin.h>
 #define BYTE_CLASS_SSE2 1
 #endif
@@ -64,6 +65,20 @@ byte_mask(const uint8_t *p, int which)
         m |= (uint32_t)in << k;
     }
     return m;
+#endif
+}
+
+/* The position of the highest bit of mask (not 0). */
+static inline int
+mask_last(uint32_t mask)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 31 - __builtin_clz(mask);
+#else
+    int k = 0;
+    while (mask >>= 1)
+        k++;
+    return k;
 #endif
 }
 
