@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "_pretok.h"
+#include "cores/ascii_blocks.h"
 #include "cores/shards.h"
 #include "cores/utf8_text.h"
 #include "cores/word_table.h"
@@ -31,6 +32,9 @@
    shares the rest); a call with another classify function starts it afresh. */
 static uint8_t *classes = NULL;
 static PyObject *classes_of = NULL;  /* the classify function the table holds answers of */
+/* Whether the table's ASCII classes are those cores/ascii_blocks.h's masks give (-1: not
+   asked yet; asked once the first 256 are known). */
+static int ascii_standard = -1;
 
 /* -- counting into a table ---------------------------------------------------------- */
 
@@ -102,9 +106,81 @@ SCANNER(o200k_1, 1, PATTERN_O200K)
 SCANNER(o200k_2, 2, PATTERN_O200K)
 SCANNER(o200k_4, 4, PATTERN_O200K)
 
+#ifdef ASCII_BLOCKS
+/* How many words gpt2_1_blocks finds (and asks for their slots) before it adds the first of
+   them: each slot is asked for as long before it is read. */
+#define RING 16
+
+/* gpt2's scan of a kind-1 text whose ASCII classes are the standard ones: the words of 64
+   bytes at a time found from their classes' masks (cores/ascii_blocks.h), gpt2_end taking
+   what a block leaves (a word longer than a block, Latin-1 bytes, the end of the text);
+   each word added RING words after it was found, in order; as scan. */
+static Py_ssize_t
+gpt2_1_blocks(const void *d, Py_ssize_t n, WordTable *t)
+{
+    const uint8_t *data = d;
+    Py_ssize_t i = 0, scalar_until = 0, starts[RING], lens[RING];
+    uint64_t hashes[RING], packs[RING];
+    size_t words = 0;
+    while (i < n) {
+        uint64_t found = 0;
+        if (i >= 1 && i + ASCII_BLOCK - 1 <= n && i >= scalar_until) {
+            /* bit k: a word starts at i - 1 + k; bit 1 (i) is known, bit 0 is no part */
+            found = gpt2_block_starts(data + i - 1) & ((((uint64_t)1 << ASCII_DECIDED) - 1) << 1) & ~(uint64_t)3;
+            if (found == 0 && block_mask(data + i - 1, BC_HIGH))
+                scalar_until = i + ASCII_BLOCK - 1;  /* Latin-1 there: gpt2_end takes those bytes */
+        }
+        Py_ssize_t base = i - 1;
+        do {
+            Py_ssize_t end = found ? base + __builtin_ctzll(found) : pretok_end(classes, data, 1, n, i, PATTERN_GPT2);
+            found &= found - 1;
+            size_t k = words++ % RING;
+            if (words > RING) {
+                int rc = wt_add(t, data, 1, starts[k], lens[k], hashes[k], packs[k], 1);
+                if (rc < 0)
+                    return table_error(rc);
+            }
+            starts[k] = i;
+            lens[k] = end - i;
+            if (end - i <= 8) {
+                packs[k] = wt_pack_bytes(data + i, end - i, n - i);
+                hashes[k] = wt_hash_short(packs[k], end - i);
+            } else {
+                packs[k] = 0;
+                hashes[k] = wt_hash(data, 1, i, end - i);
+            }
+            wt_prefetch(t, hashes[k]);
+            i = end;
+        } while (found);
+    }
+    for (size_t w = words > RING ? words - RING : 0; w < words; w++) {
+        size_t k = w % RING;
+        int rc = wt_add(t, data, 1, starts[k], lens[k], hashes[k], packs[k], 1);
+        if (rc < 0)
+            return table_error(rc);
+    }
+    return (Py_ssize_t)words;
+}
+#endif
+
 typedef Py_ssize_t (*Scanner)(const void *, Py_ssize_t, WordTable *);
 static const Scanner scanners[3][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4}};
+
+/* The scanner of a pattern for a text of kind (1, 2 or 4) whose characters were classified. */
+static Scanner
+scanner_of(int pattern, int kind)
+{
+#ifdef ASCII_BLOCKS
+    if (pattern == PATTERN_GPT2 && kind == 1) {
+        if (ascii_standard < 0)  /* the first 256 are known before any text of kind 1 is scanned */
+            ascii_standard = ascii_classes_standard(classes);
+        if (ascii_standard)
+            return gpt2_1_blocks;
+    }
+#endif
+    return scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2];
+}
 
 /* Check the arguments shared by count and count_many; make the class table ready. */
 static int
@@ -128,6 +204,7 @@ ready(PyObject *classify, int pattern)
         }
         Py_INCREF(classify);
         classes_of = classify;
+        ascii_standard = -1;
     }
     return 0;
 }
@@ -143,7 +220,7 @@ scan_text(PyObject *text, PyObject *classify, int pattern, WordTable *t)
         return 0;
     if (classify_text(classes, data, kind, n, classify) < 0)
         return -1;
-    return scanners[pattern][kind == 1 ? 0 : kind == 2 ? 1 : 2](data, n, t);
+    return scanner_of(pattern, kind)(data, n, t);
 }
 
 /* An index for every word of a short text (many calls are one short document each),
@@ -314,7 +391,7 @@ scan_utf8(const unsigned char *p, Py_ssize_t n, int pattern, WordTable *t, uint3
         Py_ssize_t q = pos + utf8_ascii_run(p + pos, n - pos);  /* no NUL: the first byte >= 0x80 */
         Py_ssize_t start = q == n ? n : utf8_cut_before(classes, p, pos, q - 1);
         if (start > pos) {
-            if ((more = scanners[pattern][0](p + pos, start - pos, t)) < 0)
+            if ((more = scanner_of(pattern, 1)(p + pos, start - pos, t)) < 0)
                 return -1;
             words += more;
         }
