@@ -5,8 +5,9 @@ Peers in one process, single thread: gigatoken (list: ``as_tiktoken().encode_ord
 array: ``encode``, beside bpestore's ``encode_array``, a load of its own so that its word cache
 has not seen the document either), quicktok-v1 and tiktoken. Ids are
 checked equal to tiktoken's on every document. Figures are CPU-time ratios: documents are
-taken in groups of about 200 kB, each group encoded by every peer in rotated order, and
-the ratio is the median over groups of the peer's CPU time over bpestore's.
+taken in groups of about 200 kB, each group encoded by every peer in rotated order (each peer
+given fresh copies of the documents, as read from a file), and the ratio is the median over
+groups of the peer's CPU time over bpestore's.
 Then encode_batch (GPT-2) on 10,000 2 kB documents beside HF tokenizers' and gigatoken's batch, at
 each thread count (a child process per count: rayon's pools are sized once per process).
 """
@@ -107,8 +108,11 @@ def cell(found: dict[str, Callable[[str], object]], docs: list[str]) -> dict[str
         spent, made = {}, {}
         for name in names[k % len(names):] + names[:k % len(names)]:
             encode = found[name]
+            # A copy of its own, as text read from a file: str keeps the UTF-8 form a peer asked
+            # for (PyUnicode_AsUTF8), which would spare each peer after the first that work.
+            fresh = [doc.encode("utf-8").decode("utf-8") for doc in group]
             start = time.process_time()
-            made[name] = [encode(doc) for doc in group]
+            made[name] = [encode(doc) for doc in fresh]
             spent[name] = time.process_time() - start
         for name in names:  # checked after the timed runs: no peer sees a document twice
             ids = [x.tolist() if hasattr(x, "tolist") else list(x) for x in made[name]]  # type: ignore[attr-defined]

@@ -7,9 +7,12 @@ training, which build none, do not pay for making their classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .records import _fields, _text
+from .record_json import fields_of, readable_text
+
+if TYPE_CHECKING:
+    from .records import VersionInfo
 
 
 class _Ratios:
@@ -67,7 +70,7 @@ class CorpusStats(_Ratios):
         return self.one_token_words / self.words if self.words else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), **self._ratios(), "one_token_share": self.one_token_share}
+        return {**fields_of(self), **self._ratios(), "one_token_share": self.one_token_share}
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class TokenUsage:
     stats: CorpusStats
 
     def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
+        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,8 @@ class MergeInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "left": self.left, "right": self.right, "token": self.token,
-                "count": self.count, "pair": [_text(self.left_bytes), _text(self.right_bytes)],
-                "text": _text(self.left_bytes + self.right_bytes)}
+                "count": self.count, "pair": [readable_text(self.left_bytes), readable_text(self.right_bytes)],
+                "text": readable_text(self.left_bytes + self.right_bytes)}
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ class MergeStep:
     ids: tuple[int, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
+        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ class UnknownChar:
     ids: tuple[int, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
+        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,7 @@ class Explanation:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ref": self.ref, "text": self.text, "ids": self.ids, "words": [w.to_dict() for w in self.words],
-                "tokens": {str(i): _text(data) for i, data in sorted(self.tokens.items())}}
+                "tokens": {str(i): readable_text(data) for i, data in sorted(self.tokens.items())}}
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,7 @@ class EncodingStats(_Ratios):
     vocab_size: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), **self._ratios()}
+        return {**fields_of(self), **self._ratios()}
 
 
 @dataclass(frozen=True)
@@ -259,7 +262,7 @@ class Removed:
     aliases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
+        return fields_of(self)
 
 
 @dataclass(frozen=True)

@@ -10,24 +10,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .record_json import fields_of, readable_text
 from .spec import EncoderFacts as EncoderFacts  # defined with the spec: loading a tokenizer needs no records
 from .spec import TokenizerSpec
 
-
-def _plain(value: Any) -> Any:
-    """A field as JSON takes it: tuples as lists, times in ISO form, records and specs as dicts."""
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value.to_dict() if hasattr(value, "to_dict") else value
-
-
-def _fields(record: Any, *, skip: str = "") -> dict[str, Any]:
-    """A record's fields but ``skip``, in order, each ``_plain``."""
-    return {k: _plain(v) for k, v in record.__dict__.items() if k != skip}
+if TYPE_CHECKING:  # made when first asked for (__getattr__ below); named here for type checkers
+    from .answers import CorpusStats as CorpusStats
+    from .answers import CurvePoint as CurvePoint
+    from .answers import EncodingStats as EncodingStats
+    from .answers import Explanation as Explanation
+    from .answers import LineageNode as LineageNode
+    from .answers import MergeInfo as MergeInfo
+    from .answers import MergeStep as MergeStep
+    from .answers import Removed as Removed
+    from .answers import TokenUsage as TokenUsage
+    from .answers import UnknownChar as UnknownChar
+    from .answers import VersionChart as VersionChart
+    from .answers import VersionProgress as VersionProgress
+    from .answers import WordExplanation as WordExplanation
 
 
 @dataclass
@@ -68,7 +70,7 @@ class Source:
     generation: int | None = None  # the corpus generation it entered in
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in _fields(self).items() if v is not None}
+        return {k: v for k, v in fields_of(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class CountsInfo:
     ordered: bool = False  # its rows say where each word first occurred (read: the counts in that order)
 
     def to_dict(self) -> dict[str, Any]:
-        return _fields(self)
+        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class CorpusInfo:
         return f"{self.name}@{self.generation}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), "ref": self.ref}
+        return {**fields_of(self), "ref": self.ref}
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ class VersionInfo:
         return self.corpus_ref or "-"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self, skip="id"), "ref": self.ref}
+        return {**fields_of(self, skip="id"), "ref": self.ref}
 
 
 @dataclass(frozen=True)
@@ -198,7 +200,7 @@ class Copied:
         return not (self.copied or self.aliases or self.corpora)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**_fields(self), "unchanged": self.unchanged}
+        return {**fields_of(self), "unchanged": self.unchanged}
 
 
 @dataclass(frozen=True)
@@ -252,11 +254,6 @@ class Progress:
         return min(1.0, self.done / self.total) if self.total else None
 
 
-def _text(data: bytes) -> str:
-    """Bytes as readable text (``queries.token_text``): valid UTF-8 as is, other bytes as \\xNN."""
-    return data.decode("utf-8", "backslashreplace")
-
-
 @dataclass(frozen=True)
 class TokenInfo:
     """A token of a version as ``vocab`` lists it: its id, bytes and kind, and the
@@ -271,7 +268,7 @@ class TokenInfo:
 
     @property
     def text(self) -> str:
-        return _text(self.data)
+        return readable_text(self.data)
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "token": self.text, "bytes": len(self.data), "hex": self.data.hex(),
