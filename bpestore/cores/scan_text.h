@@ -370,8 +370,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 continue;
             }
             if (len <= 8 && w->smalls != NULL) {
-                const SmallSlot *c = small_slot(w->smalls, w->small_mask, hashes[j]);
-                if (small_holds(c, words[j], len)) {
+                const SmallSlot *c = small_find(small_slot(w->smalls, w->small_mask, hashes[j]), words[j], len);
+                if (c != NULL) {
                     w->n_out += small_ids(c, w->out + w->n_out);
                     continue;
                 }
@@ -432,6 +432,31 @@ has_surrogate(const void *data, int kind, ptrdiff_t n)
 /* What text_state finds of a text; TEXT_NONE: the encoder has no symbol for a character. */
 enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
 
+/* Whether a character of text[start:stop] (kind 2 or 4) above Latin-1 has no class yet:
+   4 (kind 2) or 2 (kind 4) characters a step past those all within Latin-1. */
+static int
+wide_unclassified(const uint8_t *classes, const void *data, int kind, ptrdiff_t start, ptrdiff_t stop)
+{
+    const uint64_t above = kind == 2 ? 0xFF00FF00FF00FF00ULL : 0xFFFFFF00FFFFFF00ULL;
+    const ptrdiff_t lanes = 8 / kind;
+    for (ptrdiff_t i = start; i < stop;) {
+        if (i + lanes <= stop) {
+            uint64_t x;
+            memcpy(&x, (const uint8_t *)data + i * kind, 8);
+            if (!(x & above)) {
+                i += lanes;
+                continue;
+            }
+        }
+        for (ptrdiff_t end = i + lanes < stop ? i + lanes : stop; i < end; i++) {
+            uint32_t c = CHAR_AT(kind, data, i);
+            if (c > 0xFF && !classes[c])
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Over each block of 4,096 characters: the surrogate test without a branch (the
    compiler may vectorize it), then, in a block with a character above Latin-1, the class
    of each such character (those below are asked all at once, classify_text) looked up. */
@@ -445,12 +470,9 @@ enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 
         }                                                                     \
         if (surrogates)                                                       \
             return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY && wide)                   \
-            for (ptrdiff_t i = start; i < stop; i++) {                        \
-                uint32_t c = ((const type *)data)[i];                         \
-                if (c > 0xFF && !classes[c])                                  \
-                    state = TEXT_UNCLASSIFIED;                                \
-            }                                                                 \
+        if (classes != NULL && state == TEXT_READY && wide                    \
+                && wide_unclassified(classes, data, sizeof(type), start, stop))  \
+            state = TEXT_UNCLASSIFIED;                                        \
     }
 
 /* Whether a text can be encoded as it is (read on any thread): TEXT_READY (no surrogate,
