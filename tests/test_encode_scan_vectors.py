@@ -86,3 +86,51 @@ def test_words_that_share_a_pair_of_short_word_slots(version):
         assert tok.encode_ordinary(text) == enc.encode_ordinary(text), words
         assert tok.encode_batch([text, text[::-1], text]) == [enc.encode_ordinary(t) for t in
                                                                (text, text[::-1], text)]
+
+
+# one byte of each class the 16-byte masks tell apart, the edges of each range, and
+# characters from 0x80 on of each width (Latin-1, 2 and 4 bytes a character)
+CLASS_BYTES = ["A", "Z", "a", "z", "M", "q", "0", "9", "5", " ", "\t", "\n", "\r", "\x0b", "\x0c", "'", "/", "!",
+               "_", "@", "[", "`", "{", ":", "\x08", "\x0e", "\x1f", "\x7f", "\x00", "\xe9", "\xa0", "\u2019",
+               "\u3000", "\U0001F600"]
+RUNS = ["a" * 40, "A" * 40, "aB" * 20, "Ab" * 20, " " * 40, "1" * 40, "!" * 40, "\n" * 40, " \n" * 20, "'s" * 20,
+        "// " * 14, "x y " * 10, "He's " * 8, "  a" * 14, "\n  b" * 10, " \t\n  b" * 7, "a  \n  b" * 6,
+        "x" + " " * 17 + "y" * 22, "!!\n/x" * 8, "12345 " * 7,
+        "\n    if" * 6, "\n\t\t}" * 8]
+
+
+def same_as_tiktoken(tok, enc, texts: list[str]) -> None:
+    """Each text's ids (one batch: the same scan per text) equal tiktoken's."""
+    got = tok.encode_batch(texts)
+    for text, ids in zip(texts, got):
+        assert ids == enc.encode_ordinary(text), text
+
+
+@pytest.mark.parametrize("base", RUNS)
+def test_every_class_at_every_place_of_a_block(version, base):
+    """A byte of each class put at each place from 0 to 33 of a run (the 16 bytes a word's
+    classes are read from start at each word, so every offset of a block is met), in a
+    text of one byte a character, and of two and four where the other end holds a wider
+    character (the ASCII read from the narrowed copy)."""
+    made, enc = version
+    texts = [base[:at] + x + base[at + 1:] for x in CLASS_BYTES for at in range(34)]
+    same_as_tiktoken(fresh(made), enc, texts + [t + "\u2019" for t in texts] + ["\U0001F600" + t for t in texts])
+
+
+def test_texts_that_end_near_a_block(version):
+    """Texts of 1 to 40 characters (a word's 16 bytes are read only where the text has
+    them), each run and class at their end."""
+    made, enc = version
+    same_as_tiktoken(fresh(made), enc, [(base[:n - 1] + x)[-n:] for base in RUNS for x in CLASS_BYTES
+                                        for n in range(1, 41)])
+
+
+def test_random_texts_of_every_class(version):
+    made, enc = version
+    tok = fresh(made)
+    rng = random.Random(11)
+    pieces = CLASS_BYTES + ["hello", "World", "HTTPServer", "it's", "DON'T", "123456", "    ", "\r\n", "=>", "//"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(3_000)]
+    assert tok.encode_batch(texts) == [enc.encode_ordinary(t) for t in texts]
+    for t in texts[:500]:
+        assert tok.encode_ordinary(t) == enc.encode_ordinary(t), t
