@@ -90,14 +90,38 @@ hash_and_prefetch(const Tables *e, const Work *w, const uint8_t *bytes, size_t n
     return h;
 }
 
-/* A word's ids kept: in its short-word slot sc where they fit there, else in its cache
-   slot c (either NULL: none). key: the word as load_upto8 reads it (for sc). */
+/* The other slot of sc's pair (16 bytes apart in a 32-byte aligned pair of one cache
+   line: the short-word cache is 64-byte aligned). A short word is kept in the slot its
+   hash picks or in the other of the pair, so that two words of one slot both stay. */
+static inline SmallSlot *
+small_pair(const SmallSlot *sc)
+{
+    return (SmallSlot *)((uintptr_t)sc ^ sizeof(SmallSlot));
+}
+
+/* The slot of slot sc's pair that holds the short word key of n bytes, or NULL. */
+static inline const SmallSlot *
+small_find(const SmallSlot *sc, uint64_t key, size_t n)
+{
+    if (small_holds(sc, key, n))
+        return sc;
+    sc = small_pair(sc);
+    return small_holds(sc, key, n) ? sc : NULL;
+}
+
+/* A word's ids kept: in its short-word slot sc where they fit there (the word there
+   before moves to the other slot of the pair), else in its cache slot c (either NULL:
+   none). key: the word as load_upto8 reads it (for sc). */
 static inline void
 remember(SmallSlot *sc, uint64_t key, CacheSlot *c, const uint8_t *bytes, size_t n, const uint32_t *ids,
          size_t n_ids)
 {
-    if (sc != NULL && small_put(sc, key, n, ids, n_ids))
+    SmallSlot before;
+    if (sc != NULL && (before = *sc, small_put(sc, key, n, ids, n_ids))) {
+        if (before.head >> SMALL_LEN_SHIFT)
+            *small_pair(sc) = before;
         return;
+    }
     if (c != NULL)
         cache_put(c, bytes, n, ids, n_ids);
 }
@@ -115,9 +139,10 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
     if (n <= 8 && w->smalls != NULL) {
         key = load_upto8(bytes, n);
         sc = small_slot(w->smalls, w->small_mask, h);
-        if (small_holds(sc, key, n)) {
+        const SmallSlot *held = small_find(sc, key, n);
+        if (held != NULL) {
             uint32_t ids[2];
-            return emit(w, ids, small_ids(sc, ids));
+            return emit(w, ids, small_ids(held, ids));
         }
     }
     CacheSlot *c = NULL;

@@ -11,6 +11,7 @@
 
 #include "pretok.h"
 #include "encode_word.h"
+#include "byte_class.h"
 
 /* The UTF-8 bytes of text[start:end] into w->utf8 from `at`: their number, or -1. */
 INLINE ptrdiff_t
@@ -203,6 +204,101 @@ ascii_end(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t 
     return k >= 0 ? k : end;
 }
 
+/* The classes of the 128 ASCII bytes under the regex module's \s, \p{L} and \p{N}: where
+   the encoder's are these (ascii_standard), byte_mask finds them 16 bytes at once. */
+#define U A_UP
+#define L A_LO
+#define D A_DIGIT
+#define W A_SPACE
+#define N (A_SPACE | A_NEWLINE)
+#define S A_SYMBOL
+static const uint8_t ASCII_STANDARD[128] = {
+    S, S, S, S, S, S, S, S, S, W, N, W, W, N, S, S,
+    S, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S,
+    W, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S,
+    D, D, D, D, D, D, D, D, D, D, S, S, S, S, S, S,
+    S, U, U, U, U, U, U, U, U, U, U, U, U, U, U, U,
+    U, U, U, U, U, U, U, U, U, U, U, S, S, S, S, S,
+    S, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+    L, L, L, L, L, L, L, L, L, L, L, S, S, S, S, S,
+};
+#undef U
+#undef L
+#undef D
+#undef W
+#undef N
+#undef S
+
+static inline int
+ascii_standard(const uint8_t *t)
+{
+    return memcmp(t, ASCII_STANDARD, 128) == 0;
+}
+
+/* ascii_end with its runs found from the classes of the 16 bytes at i as bitmasks (the
+   caller has them readable; those from n on are no part of the stretch): the same end, a
+   run that reaches past the 16 taken on by ascii_end's steps. Where the encoder's classes
+   of ASCII are the regex module's (ascii_standard). */
+INLINE ptrdiff_t
+ascii_end16(const uint8_t *classes, const uint8_t *t, const uint8_t *p, ptrdiff_t n, ptrdiff_t i, int pattern,
+            int whole)
+{
+    const uint8_t *q = p + i;
+    const uint32_t valid = n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1;
+    int c = t[q[0]], s;  /* s: where the letters start, from q */
+    if (c & A_LETTER) {
+        s = 0;
+    } else if (pattern == PATTERN_CL100K && q[0] == '\'' && contraction_end(classes, p, 1, n, i, 1) >= 0) {
+        return contraction_end(classes, p, 1, n, i, 1);
+    } else if (c & A_DIGIT) {
+        int end = mask_run_end(byte_mask(q, BC_DIGIT) & valid, 1);
+        return i + (end < 3 ? end : 3);
+    } else if (!(c & A_NEWLINE) && (valid & 2) && (t[q[1]] & A_LETTER)) {
+        s = 1;  /* [^\r\n\p{L}\p{N}]? before the letters */
+    } else {
+        uint32_t symbol = ~byte_mask(q, BC_LETTER | BC_DIGIT | BC_SPACE) & valid;
+        int run = (c & A_SYMBOL) ? 0 : q[0] == ' ' && ((symbol >> 1) & 1) ? 1 : -1;
+        if (run < 0) {
+            int k = mask_run_end(byte_mask(q, BC_SPACE) & valid, 1);
+            if (k == 16)
+                return ascii_space_end(t, p, n, i, pattern, whole);
+            if (i + k == n && (!whole || pattern == PATTERN_CL100K))  /* \s++$ (cl100k) */
+                return n;
+            uint32_t newline = byte_mask(q, BC_NEWLINE) & ((1u << k) - 1);
+            return newline ? i + mask_last(newline) + 1 : space_end(i, i + k, n);
+        }
+        int end = mask_run_end(symbol, run + 1);
+        ptrdiff_t e;
+        if (end < 16) {
+            end = mask_run_end(byte_mask(q, BC_NEWLINE | (pattern == PATTERN_O200K ? BC_SLASH : 0)) & valid, end);
+            if (end < 16)
+                return i + end;
+            e = i + 16;  /* the [\r\n]* (o200k: [\r\n/]*) goes on */
+        } else {
+            e = ascii_run(t, p, n, i + 16, A_SYMBOL);
+        }
+        while (e < n && ((t[p[e]] & A_NEWLINE) || (pattern == PATTERN_O200K && p[e] == '/')))
+            e++;
+        return e;
+    }
+    if (pattern == PATTERN_CL100K) {
+        int e = mask_run_end(byte_mask(q, BC_LETTER) & valid, s + 1);
+        return e < 16 ? i + e : ascii_run(t, p, n, i + 16, A_LETTER);
+    }
+    /* o200k: [A-Z]*[a-z]+ or [A-Z]+[a-z]*, then a contraction (either case) if one follows */
+    ptrdiff_t end;
+    int u = mask_run_end(byte_mask(q, BC_UPPER) & valid, s);
+    if (u == 16) {
+        end = o200k_letters_end(t, p, n, i + s);
+    } else {
+        uint32_t lo = byte_mask(q, BC_LOWER) & valid;
+        int e = (lo >> u) & 1 ? mask_run_end(lo, u + 1) : u;
+        end = e < 16 ? i + e : ascii_run(t, p, n, i + 16, A_LO);
+    }
+    ptrdiff_t k = end < n && p[end] == '\'' ? contraction_end(classes, p, 1, n, end, 1) : -1;
+    return k >= 0 ? k : end;
+}
+
 /* The first position from i on of a byte from 0x80 on, or n (8 bytes a step). */
 static inline ptrdiff_t
 ascii_stop(const uint8_t *p, ptrdiff_t n, ptrdiff_t i)
@@ -284,12 +380,13 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     const uint8_t *direct = (const uint8_t *)data;
     const uint8_t *t = w->ascii;
     ptrdiff_t stop = 0;  /* where the stretch of ASCII that holds i ends (i < stop) */
-    int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n));
+    int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n)), standard = 0;
     if (stretches) {
         if (w->ascii_of != classes) {  /* the ASCII classes never change: built once a scratch space */
             ascii_classes(classes, w->ascii);
             w->ascii_of = classes;
         }
+        standard = ascii_standard(t);
         if (kind != 1 && (direct = narrow_text(w, data, kind, n)) == NULL)
             return -1;
         if (ascii)
@@ -317,7 +414,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                     if (i >= stop && direct[i] < 0x80)
                         stop = ascii_stop(direct, n, i);
                     if (i < stop) {
-                        end = ascii_end(classes, t, direct, stop, i, pattern, stop == n);
+                        end = standard && i + 16 <= n ? ascii_end16(classes, t, direct, stop, i, pattern, stop == n)
+                              : ascii_end(classes, t, direct, stop, i, pattern, stop == n);
                         here = found = stop == n || end + 3 <= stop;
                     }
                 }
@@ -370,8 +468,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 continue;
             }
             if (len <= 8 && w->smalls != NULL) {
-                const SmallSlot *c = small_slot(w->smalls, w->small_mask, hashes[j]);
-                if (small_holds(c, words[j], len)) {
+                const SmallSlot *c = small_find(small_slot(w->smalls, w->small_mask, hashes[j]), words[j], len);
+                if (c != NULL) {
                     w->n_out += small_ids(c, w->out + w->n_out);
                     continue;
                 }
@@ -432,6 +530,31 @@ has_surrogate(const void *data, int kind, ptrdiff_t n)
 /* What text_state finds of a text; TEXT_NONE: the encoder has no symbol for a character. */
 enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
 
+/* Whether a character of text[start:stop] (kind 2 or 4) above Latin-1 has no class yet:
+   4 (kind 2) or 2 (kind 4) characters a step past those all within Latin-1. */
+static int
+wide_unclassified(const uint8_t *classes, const void *data, int kind, ptrdiff_t start, ptrdiff_t stop)
+{
+    const uint64_t above = kind == 2 ? 0xFF00FF00FF00FF00ULL : 0xFFFFFF00FFFFFF00ULL;
+    const ptrdiff_t lanes = 8 / kind;
+    for (ptrdiff_t i = start; i < stop;) {
+        if (i + lanes <= stop) {
+            uint64_t x;
+            memcpy(&x, (const uint8_t *)data + i * kind, 8);
+            if (!(x & above)) {
+                i += lanes;
+                continue;
+            }
+        }
+        for (ptrdiff_t end = i + lanes < stop ? i + lanes : stop; i < end; i++) {
+            uint32_t c = CHAR_AT(kind, data, i);
+            if (c > 0xFF && !classes[c])
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Over each block of 4,096 characters: the surrogate test without a branch (the
    compiler may vectorize it), then, in a block with a character above Latin-1, the class
    of each such character (those below are asked all at once, classify_text) looked up. */
@@ -445,12 +568,9 @@ enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 
         }                                                                     \
         if (surrogates)                                                       \
             return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY && wide)                   \
-            for (ptrdiff_t i = start; i < stop; i++) {                        \
-                uint32_t c = ((const type *)data)[i];                         \
-                if (c > 0xFF && !classes[c])                                  \
-                    state = TEXT_UNCLASSIFIED;                                \
-            }                                                                 \
+        if (classes != NULL && state == TEXT_READY && wide                    \
+                && wide_unclassified(classes, data, sizeof(type), start, stop))  \
+            state = TEXT_UNCLASSIFIED;                                        \
     }
 
 /* Whether a text can be encoded as it is (read on any thread): TEXT_READY (no surrogate,
