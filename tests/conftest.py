@@ -277,9 +277,11 @@ def compiled_encode_core() -> None:
         pytest.skip(f"the compiled encode core is not built here: {core_backend.CORE_STATUS}")
 
 
+@functools.cache
 def rank_file_version(name: str):
     """A shared rank file (``cl100k``, ``o200k``) as a version's (vocab, merges, spec), and
-    tiktoken's Encoding of the same ranks, neither with special tokens."""
+    tiktoken's Encoding of the same ranks, neither with special tokens (read once a session:
+    callers do not change them)."""
     import tiktoken
 
     from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
@@ -287,6 +289,15 @@ def rank_file_version(name: str):
     ranks = read_ranks(corpus_path(f"{name}_base.tiktoken"))
     encoding = tiktoken.Encoding(name=name, pat_str=tiktoken_pattern(name), mergeable_ranks=ranks, special_tokens={})
     return tiktoken_version(ranks, name, {}), encoding
+
+
+def fresh_tokenizer(made):
+    """A tokenizer of its own for a version's (vocab, merges, spec): its scratch space and
+    caches start empty and small."""
+    from bpestore import Tokenizer
+
+    vocab, merges, spec = made
+    return Tokenizer(vocab, merges, spec=spec)
 
 
 def reference_merges() -> list[tuple[bytes, bytes]]:

@@ -11,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpestore import Tokenizer
-from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version
 
-from .conftest import corpus_path, tiktoken_pattern
+from .conftest import rank_file_version
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -23,9 +22,7 @@ pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 @pytest.fixture(scope="module")
 def o200k():
-    ranks = read_ranks(corpus_path("o200k_base.tiktoken"))
-    vocab, merges, spec = tiktoken_version(ranks, "o200k", {})
-    enc = tiktoken.Encoding(name="o200k", pat_str=tiktoken_pattern("o200k"), mergeable_ranks=ranks, special_tokens={})
+    (vocab, merges, spec), enc = rank_file_version("o200k")
     return Tokenizer(vocab, merges, spec=spec), enc, Tokenizer(vocab, merges, spec=spec, fast=False)
 
 

@@ -10,9 +10,7 @@ import random
 
 import pytest
 
-from bpestore import Tokenizer
-
-from .conftest import rank_file_version
+from .conftest import fresh_tokenizer, rank_file_version
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -24,10 +22,6 @@ pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 def version(request):
     return rank_file_version(request.param)
 
-
-def fresh(made) -> Tokenizer:
-    vocab, merges, spec = made
-    return Tokenizer(vocab, merges, spec=spec)
 
 
 def fresh_upper(ranks, low: int, high: int) -> list[int]:
@@ -46,7 +40,7 @@ def test_a_character_without_a_class_at_every_place_of_a_step(kind):
     of the 4 (2-byte text) or 2 (4-byte text) characters of a step, after and before other
     characters above Latin-1 that are classed, near a block's edge of 4,096 characters too."""
     made, enc = rank_file_version("o200k")
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     fresh_chars = iter(fresh_upper(enc._mergeable_ranks, 0x100, 0x10000) if kind == 2
                        else fresh_upper(enc._mergeable_ranks, 0x10000, 0x20000))
     wide = "\u2019" if kind == 2 else "\U0001F600"
@@ -82,7 +76,7 @@ def test_words_that_share_a_pair_of_short_word_slots(version):
             continue
         order = [rng.choice(words[:4]) for _ in range(24)]
         text = "".join(order)[:120]  # under 128 characters: the cache keeps its 64 slots
-        tok = fresh(made)
+        tok = fresh_tokenizer(made)
         assert tok.encode_ordinary(text) == enc.encode_ordinary(text), words
         assert tok.encode_batch([text, text[::-1], text]) == [enc.encode_ordinary(t) for t in
                                                                (text, text[::-1], text)]
@@ -114,20 +108,21 @@ def test_every_class_at_every_place_of_a_block(version, base):
     character (the ASCII read from the narrowed copy)."""
     made, enc = version
     texts = [base[:at] + x + base[at + 1:] for x in CLASS_BYTES for at in range(34)]
-    same_as_tiktoken(fresh(made), enc, texts + [t + "\u2019" for t in texts] + ["\U0001F600" + t for t in texts])
+    texts += [t + "\u2019" for t in texts] + ["\U0001F600" + t for t in texts]
+    same_as_tiktoken(fresh_tokenizer(made), enc, texts)
 
 
 def test_texts_that_end_near_a_block(version):
     """Texts of 1 to 40 characters (a word's 16 bytes are read only where the text has
     them), each run and class at their end."""
     made, enc = version
-    same_as_tiktoken(fresh(made), enc, [(base[:n - 1] + x)[-n:] for base in RUNS for x in CLASS_BYTES
+    same_as_tiktoken(fresh_tokenizer(made), enc, [(base[:n - 1] + x)[-n:] for base in RUNS for x in CLASS_BYTES
                                         for n in range(1, 41)])
 
 
 def test_random_texts_of_every_class(version):
     made, enc = version
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     rng = random.Random(11)
     pieces = CLASS_BYTES + ["hello", "World", "HTTPServer", "it's", "DON'T", "123456", "    ", "\r\n", "=>", "//"]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(3_000)]

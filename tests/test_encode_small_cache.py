@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from bpestore import Tokenizer
 
-from .conftest import rank_file_version
+from .conftest import fresh_tokenizer, rank_file_version
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -28,18 +28,13 @@ def version(request):
     return rank_file_version(request.param)
 
 
-def fresh(made) -> Tokenizer:
-    """A tokenizer of its own: its scratch space and caches start empty and small."""
-    vocab, merges, spec = made
-    return Tokenizer(vocab, merges, spec=spec)
-
 
 _TOKENIZERS: dict[int, Tokenizer] = {}
 
 
 def version_tokenizer(made) -> Tokenizer:
     if id(made) not in _TOKENIZERS:
-        _TOKENIZERS[id(made)] = fresh(made)
+        _TOKENIZERS[id(made)] = fresh_tokenizer(made)
     return _TOKENIZERS[id(made)]
 
 
@@ -60,7 +55,7 @@ def distinct_words(seed: int, n: int) -> list[str]:
 
 def test_words_evicted_and_met_again_while_the_cache_grows(version):
     made, enc = version
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     words = distinct_words(1, 12_000)
     rng = random.Random(2)
     for size in (200, 2_000, 20_000, 60_000):  # each call grows the caches (a text's characters count)
@@ -72,7 +67,7 @@ def test_words_evicted_and_met_again_while_the_cache_grows(version):
 
 def test_words_that_differ_only_in_a_nul_byte_or_their_place_at_the_end(version):
     made, enc = version
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     pieces = ["a", "a\x00", "ab", "ab\x00\x00", "abcdefgh", "ABCDEFGH", " Zebra's", "\x00", "\x00\x00\x00",
               "я", "яя", "ёжик", "éé", "x" * 8, " " + "x" * 7]
     for doc in [*pieces, "".join(pieces), "".join(reversed(pieces)), " ".join(pieces) * 3]:
@@ -84,7 +79,7 @@ def test_words_that_differ_only_in_a_nul_byte_or_their_place_at_the_end(version)
 
 def test_short_words_of_three_ids_and_words_of_two(version):
     made, enc = version
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     # short words that are no token: each 1..8 bytes and often 2 or 3 ids
     rng = random.Random(3)
     words = ["".join(rng.choice("qxzjvkwQXZJ$%^~") for _ in range(rng.randint(2, 8))) for _ in range(3_000)]
@@ -97,7 +92,7 @@ def test_short_words_of_three_ids_and_words_of_two(version):
 
 def test_the_caches_of_each_thread_agree_with_tiktoken(version):
     made, enc = version
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     words = distinct_words(4, 6_000)
     rng = random.Random(5)
     docs = ["".join(rng.choice(words) for _ in range(4_000)) for _ in range(8)]
@@ -110,7 +105,7 @@ def test_short_words_agree_with_the_pure_reference(version):
     made, _ = version
     vocab, merges, spec = made
     pure = Tokenizer(vocab, merges, spec=spec, fast=False)
-    tok = fresh(made)
+    tok = fresh_tokenizer(made)
     doc = "".join(distinct_words(6, 1_500)) + "\x00a\x00ab\x00"
     assert tok.encode_ordinary(doc) == pure.encode_ordinary(doc)
     assert tok.encode_ordinary(doc) == pure.encode_ordinary(doc)
