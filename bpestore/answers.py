@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .record_json import fields_of, readable_text
+from .record_json import PlainRecord, fields_of, readable_text
 
 if TYPE_CHECKING:
     from .records import VersionInfo
@@ -74,7 +74,7 @@ class CorpusStats(_Ratios):
 
 
 @dataclass(frozen=True)
-class TokenUsage:
+class TokenUsage(PlainRecord):
     """Each ordinary token's count on a corpus generation (``token_usage``): ``counts``
     (id, count) by id, summing to ``tokens``; the ids ``never`` emitted, ``unreachable``
     (``encode(decode([t])) != [t]``) and ``rare`` (emitted fewer than ``rare_below``
@@ -91,9 +91,6 @@ class TokenUsage:
     rare_below: int
     scripts: dict[str, dict[str, int]]
     stats: CorpusStats
-
-    def to_dict(self) -> dict[str, Any]:
-        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -151,7 +148,7 @@ class VersionProgress:
 
 
 @dataclass(frozen=True)
-class MergeStep:
+class MergeStep(PlainRecord):
     """One merge applied inside one pre-token: the pair at ``position`` (ids
     ``left``, ``right``) became ``token`` by the merge of ``rank``; ``ids`` are
     the pre-token's ids after it."""
@@ -163,12 +160,9 @@ class MergeStep:
     token: int
     ids: tuple[int, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return fields_of(self)
-
 
 @dataclass(frozen=True)
-class UnknownChar:
+class UnknownChar(PlainRecord):
     """A character a ``chars`` version never saw in training, and where it went:
     ``to="unk"`` (the unknown token) or ``"bytes"`` (byte fallback), as ``ids``.
     ``position`` is its index in the pre-token."""
@@ -177,9 +171,6 @@ class UnknownChar:
     position: int
     to: str
     ids: tuple[int, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return fields_of(self)
 
 
 @dataclass(frozen=True)
@@ -255,14 +246,11 @@ class LineageNode:
 
 
 @dataclass(frozen=True)
-class Removed:
+class Removed(PlainRecord):
     """What ``remove`` deleted: versions (with their merges and tokens) and aliases, as refs."""
 
     versions: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return fields_of(self)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,13 @@ def fields_of(record: Any, *, skip: str = "") -> dict[str, Any]:
     return {k: plain_value(v) for k, v in record.__dict__.items() if k != skip}
 
 
+class PlainRecord:
+    """A record whose JSON form is its fields, each ``plain_value``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return fields_of(self)
+
+
 def readable_text(data: bytes) -> str:
     """Bytes as readable text (``queries.token_text``): valid UTF-8 as is, other bytes as \\xNN."""
     return data.decode("utf-8", "backslashreplace")

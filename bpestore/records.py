@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .record_json import fields_of, readable_text
+from .record_json import PlainRecord, fields_of, readable_text
 from .spec import EncoderFacts as EncoderFacts  # defined with the spec: loading a tokenizer needs no records
 from .spec import TokenizerSpec
 
@@ -74,7 +74,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class CountsInfo:
+class CountsInfo(PlainRecord):
     """A counts file (``bpestore count``): the spec its words were made with, the
     sources counted into it (sha256, size, name, words) and its totals."""
 
@@ -85,9 +85,6 @@ class CountsInfo:
     n_distinct: int
     digest: str  # sha256 of its (word, count) rows, in word order
     ordered: bool = False  # its rows say where each word first occurred (read: the counts in that order)
-
-    def to_dict(self) -> dict[str, Any]:
-        return fields_of(self)
 
 
 @dataclass(frozen=True)
