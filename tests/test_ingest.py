@@ -699,7 +699,8 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     expected_bytes = 4 * paths[0].stat().st_size + paths[1].stat().st_size + bad.stat().st_size
     assert expected_bytes < 400_000 < len(texts[0])  # the workers start inside the first source
     # a batch per source
-    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=400_000, batch_bytes=0, batch_words=0)
+    # (two workers start once 2 x 200,000 bytes were read: (N - 1) / N of the text)
+    tuning = dataclasses.replace(PARALLEL, parallel_min_bytes=200_000, batch_bytes=0, batch_words=0)
     batches = []
     with pytest.raises(SourceError, match="not valid UTF-8"):
         for batch in count_sources([str(p) for p in [*paths, bad]], TokenizerSpec(), workers=workers,

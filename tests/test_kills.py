@@ -57,9 +57,20 @@ def kill_after_cpu(process: subprocess.Popen, cpu: float) -> None:
     process.wait(timeout=60)
 
 
+# ``bpestore`` whose ingest starts its workers however little text there is (the CLI's own
+# default waits for ~100 MB at 2 workers): the kills below land in a parent with workers.
+PARALLEL = ("import functools, sys; from bpestore.ingest import IngestTuning; from bpestore.store import corpora; "
+            "corpora.IngestTuning = functools.partial(IngestTuning, parallel_min_bytes=0); "
+            "from bpestore.cli import main; main()")
+
+
+def _program(args: list[str]) -> list[str]:
+    return [sys.executable, *(["-c", PARALLEL] if args[0] == "ingest" else ["-m", "bpestore"])]
+
+
 def _killed(db: str, args: list[str], cpu: float) -> int:
     """Start ``bpestore ARGS``, SIGKILL it once it has used ``cpu`` seconds of CPU; its return code."""
-    process = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db, *args], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([*_program(args), "--db", db, *args], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, env=_env())
     kill_after_cpu(process, cpu)
     return process.returncode
@@ -69,7 +80,7 @@ def _killed_when(db: str, args: list[str], ready: Callable[[bpestore.Store], boo
     """Start ``bpestore ARGS`` and SIGKILL it as soon as ``ready(store)`` holds (polled
     every 2 ms: the compiled core and the bulk upsert finish too fast for a delay to
     land inside the work reliably); its return code."""
-    process = subprocess.Popen([sys.executable, "-m", "bpestore", "--db", db, *args], stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([*_program(args), "--db", db, *args], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, env=_env())
     with bpestore.open(db) as store:
         while process.poll() is None:

@@ -97,3 +97,24 @@ def test_bytes_bind_as_the_same_blobs(tmp_path):
     assert back == words and all(type(w) is bytes for w in back)
     assert conn.execute("SELECT typeof(word) FROM t LIMIT 1").fetchone() == ("blob",)
     conn.close()
+
+
+def test_rows_inserted_from_columns_equal_rows_inserted_one_by_one(tmp_path):
+    """``insert_columns`` (the fixed values written into the statement, a string with a quote
+    too; more rows than one statement takes) writes the rows a plain INSERT per row writes."""
+    from bpestore.store.drivers import Transaction
+
+    conn = sqlite3.connect(tmp_path / "c.db")
+    for table in ("a", "b"):
+        conn.execute(f'CREATE TABLE {table} (v INTEGER, "rank" INTEGER, data BLOB, kind TEXT, "count" INTEGER)')
+    n = 4_321
+    ranks, data, counts = range(7, 7 + n), [bytes([i % 256]) * (i % 4) for i in range(n)], [i * i for i in range(n)]
+    Transaction.of_sqlite(conn).insert_columns("a", {"v": 3, "kind": "it's"},
+                                               {"rank": ranks, "data": data, "count": counts})
+    conn.executemany('INSERT INTO b (v, kind, "rank", data, "count") VALUES (3, ?, ?, ?, ?)',
+                     [("it's", r, d, c) for r, d, c in zip(ranks, data, counts)])
+    rows = [conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in ("a", "b")]
+    assert rows[0] == rows[1] and len(rows[0]) == n
+    Transaction.of_sqlite(conn).insert_columns("a", {"v": 1}, {"rank": [], "data": [], "count": []})
+    assert conn.execute("SELECT COUNT(*) FROM a").fetchone() == (n,)
+    conn.close()

@@ -63,7 +63,7 @@ class IngestTuning:
     small_source_bytes: int = 1 << 20  # plain files up to this size are counted whole, with others
     task_bytes: int = 1 << 20  # small sources are grouped into tasks of about this many bytes...
     batch_bytes: int = 256 << 20  # ...and sources into groups (one flush of the workers) of about this many
-    parallel_min_bytes: int = 4 << 20  # less text than this is counted in this process
+    parallel_min_bytes: int = 48 << 20  # N workers start where (N - 1) / N of the text is at least this much
     cut_window: int = 64 << 10  # bytes searched for a safe place to cut a file into ranges
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
     merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
@@ -220,8 +220,8 @@ class _Counting:
         expected = sum(s * (4 if is_compressed(p) else 1) for p, s in zip(paths, self.sizes) if s is not None)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
-                         skip=self.known,
-                         start_at=0 if expected >= tuning.parallel_min_bytes else tuning.parallel_min_bytes)
+                         skip=self.known, start_at=0 if expected * (workers - 1) >= tuning.parallel_min_bytes * workers
+                         else tuning.parallel_min_bytes * workers // max(workers - 1, 1))
         self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
         self.open: _Group | None = None  # the group sources are added to

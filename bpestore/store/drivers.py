@@ -195,6 +195,31 @@ class Transaction:
             part = rows[start:start + per]
             self.sqlite.execute(sql + ", ".join([row] * len(part)), [value for r in part for value in r])
 
+    def insert_columns(self, table: str, fixed: Mapping[str, int | str], columns: Mapping[str, Sequence[Any]]) -> None:
+        """INSERT rows given as ``columns`` (name: values, all as long), each row with the ``fixed``
+        values too: on SQLite written into the statements (a row binds only its own values, laid
+        out by slices: no tuple per row), elsewhere ``insert_rows``."""
+        names, values = [*fixed, *columns], list(columns.values())
+        n = len(values[0]) if values else 0
+        if not n:
+            return
+        if self.sqlite is None:
+            self.insert_rows(table, names, list(zip(*[[v] * n for v in fixed.values()], *values)))
+            return
+        literals = [str(int(v)) if isinstance(v, int) else "'" + v.replace("'", "''") + "'" for v in fixed.values()]
+        k = len(values)
+        quoted = ", ".join(f'"{c}"' for c in names)  # quoted: "rank" and "count" are keywords
+        sql = f"INSERT INTO {table} ({quoted}) VALUES "
+        row = f"({', '.join([*literals, *'?' * k])})"
+        limit = self.sqlite.getlimit(9) if hasattr(self.sqlite, "getlimit") else 999  # variables a statement takes
+        per = max(1, min(limit // k, 2000))
+        for start in range(0, n, per):
+            stop = min(n, start + per)
+            flat: list[Any] = [None] * (k * (stop - start))
+            for i, column in enumerate(values):
+                flat[i::k] = column[start:stop]
+            self.sqlite.execute(sql + ", ".join([row] * (stop - start)), flat)
+
 
 class Transactions(Protocol):
     """What the services open transactions with (the Store)."""

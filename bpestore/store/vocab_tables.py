@@ -5,7 +5,6 @@ copied from another version), over one ``drivers.Transaction``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .drivers import Transaction, in_list
@@ -96,11 +95,17 @@ def add_tokens(tx: Transaction, version_id: int, rows: Iterable[tuple[int, bytes
     tx.insert_rows("tokens", TOKEN_COLUMNS, [(version_id, token_id, data, kind) for token_id, data, kind in rows])
 
 
+def add_new_tokens(tx: Transaction, version_id: int, ids: range, data: Sequence[bytes], kind: str) -> None:
+    """Insert tokens ``ids`` (their bytes ``data``, in order), all of one ``kind``."""
+    tx.insert_columns("tokens", {"version_id": version_id, "kind": kind}, {"id": ids, "bytes": data})
+
+
 def add_merges(tx: Transaction, version_id: int, first_rank: int, columns: Sequence[Sequence[int]]) -> None:
     """Insert merges given as columns (left ids, right ids, token ids, counts), ranks from ``first_rank`` on."""
     lefts, rights, tokens, counts = columns
-    tx.insert_rows("merges", MERGE_COLUMNS, list(zip(repeat(version_id), range(first_rank, first_rank + len(lefts)),
-                                                     lefts, rights, tokens, counts)))
+    tx.insert_columns("merges", {"version_id": version_id},
+                      dict(zip(MERGE_COLUMNS[1:], (range(first_rank, first_rank + len(lefts)), lefts, rights, tokens,
+                                                   counts))))
 
 
 def copy_merges(tx: Transaction, source_id: int, target_id: int, *, n_merges: int | None = None,
