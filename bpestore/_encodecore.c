@@ -1009,7 +1009,7 @@ clear_unfilled(PyObject **lists, Py_ssize_t n)
 static PyObject *
 id_list(Encoder *e, const uint32_t *ids, size_t n)
 {
-    PyObject *list = PyList_New((Py_ssize_t)n);
+    PyObject *list = unfilled_list((Py_ssize_t)n);  /* every item is written below: none zeroed first */
     if (list == NULL)
         return NULL;
     PyObject **items = ((PyListObject *)list)->ob_item, **objects = e->id_objects;
@@ -1019,6 +1019,8 @@ id_list(Encoder *e, const uint32_t *ids, size_t n)
         PyObject *o = id < n_ids ? objects[id] : NULL;
         if (o == NULL) {
             if ((o = PyLong_FromUnsignedLong(id)) == NULL) {
+                Py_SET_SIZE(list, (Py_ssize_t)i);  /* the items written so far */
+                PyObject_GC_Track(list);
                 Py_DECREF(list);
                 return NULL;
             }
@@ -1031,6 +1033,7 @@ id_list(Encoder *e, const uint32_t *ids, size_t n)
             Py_INCREF(o);
         items[i] = o;
     }
+    PyObject_GC_Track(list);
     return list;
 }
 
