@@ -22,7 +22,8 @@
        the short tokens that holds their bytes (one read); a longer span's bytes are
        hashed, a bit filter of the tokens' hashes (L2-sized) turns most spans that are
        no token away, the table of tokens tells the rest.
-       A word of up to SHORT_SYMBOLS symbols is merged with arrays, up to MID_SYMBOLS
+       A word of up to SHORT_SYMBOLS symbols is merged with arrays in place (a bit per
+       symbol standing), up to MID_SYMBOLS
        with blocks of 8 pairs' minima; a longer one with a heap and a linked list,
        O(n log n). The look-ups a merge makes are hashed first and their memory
        fetched at once, so that their cache misses overlap. Under token ranks a word
