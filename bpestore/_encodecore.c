@@ -22,7 +22,8 @@
        the short tokens that holds their bytes (one read); a longer span's bytes are
        hashed, a bit filter of the tokens' hashes (L2-sized) turns most spans that are
        no token away, the table of tokens tells the rest.
-       A word of up to SHORT_SYMBOLS symbols is merged with arrays, up to MID_SYMBOLS
+       A word of up to SHORT_SYMBOLS symbols is merged with arrays in place (a bit per
+       symbol standing), up to MID_SYMBOLS
        with blocks of 8 pairs' minima; a longer one with a heap and a linked list,
        O(n log n). The look-ups a merge makes are hashed first and their memory
        fetched at once, so that their cache misses overlap. Under token ranks a word
@@ -1009,7 +1010,7 @@ clear_unfilled(PyObject **lists, Py_ssize_t n)
 static PyObject *
 id_list(Encoder *e, const uint32_t *ids, size_t n)
 {
-    PyObject *list = PyList_New((Py_ssize_t)n);
+    PyObject *list = unfilled_list((Py_ssize_t)n);  /* every item is written below: none zeroed first */
     if (list == NULL)
         return NULL;
     PyObject **items = ((PyListObject *)list)->ob_item, **objects = e->id_objects;
@@ -1019,6 +1020,8 @@ id_list(Encoder *e, const uint32_t *ids, size_t n)
         PyObject *o = id < n_ids ? objects[id] : NULL;
         if (o == NULL) {
             if ((o = PyLong_FromUnsignedLong(id)) == NULL) {
+                Py_SET_SIZE(list, (Py_ssize_t)i);  /* the items written so far */
+                PyObject_GC_Track(list);
                 Py_DECREF(list);
                 return NULL;
             }
@@ -1031,6 +1034,7 @@ id_list(Encoder *e, const uint32_t *ids, size_t n)
             Py_INCREF(o);
         items[i] = o;
     }
+    PyObject_GC_Track(list);
     return list;
 }
 

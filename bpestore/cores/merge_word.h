@@ -60,17 +60,20 @@ pair_of(const Tables *e, Work *w, const uint8_t *bytes, uint32_t a, uint32_t b, 
 }
 
 /* Merge symbols[0..n), n <= SHORT_SYMBOLS (positions[0..n]: where each starts in bytes,
-   MODE_RANKS) with arrays: fine for short words. Returns the number of symbols left. */
+   MODE_RANKS) with arrays in place: a bit for each symbol still standing (no moves when one
+   is merged into the one before it), the pair of each standing symbol and the next at its
+   position. Fine for short words. Returns the number of symbols left, in s. */
 static size_t
 merge_short(const Tables *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_t *pos, size_t n)
 {
-    uint64_t pr[2 * SHORT_SYMBOLS + 2];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
+    uint64_t pr[SHORT_SYMBOLS];  /* the pair at each position: (rank << 32) | made, or NO_PAIR */
+    if (n < 2)
+        return n;
+    pr[n - 1] = NO_PAIR;
     if (e->byte_pairs != NULL) {  /* the symbols are the bytes: their pairs are in a table of 65,536 */
         for (size_t i = 0; i + 1 < n; i++)
             pr[i] = e->byte_pairs[((size_t)bytes[i] << 8) | bytes[i + 1]];
-        goto merge;
-    }
-    if (e->mode == MODE_MERGE) {  /* start every first look-up at once: their cache misses overlap */
+    } else if (e->mode == MODE_MERGE) {  /* start every first look-up at once: their cache misses overlap */
         for (size_t i = 0; i + 1 < n; i++)
             prefetch_pair(e, s[i], s[i + 1]);
         for (size_t i = 0; i + 1 < n; i++)
@@ -81,8 +84,10 @@ merge_short(const Tables *e, Work *w, const uint8_t *bytes, uint32_t *s, uint32_
         for (size_t i = 0; i + 1 < n; i++)
             pr[i] = span_pair(e, bytes, pos[i], pos[i + 2], pr[i]);
     }
-merge:
-    while (n > 1) {
+    uint32_t live = (uint32_t)((1ULL << n) - 1);  /* bit i: symbol i stands */
+    /* the first standing symbol after i, or n (pos[n]: the word's end) */
+#define AFTER(i) (live >> (i) >> 1 ? (size_t)__builtin_ctz(live >> (i) >> 1) + (i) + 1 : n)
+    while (live & (live - 1)) {
         uint64_t best = NO_PAIR;
         size_t at = 0;
         for (size_t i = 0; i + 1 < n; i++) {  /* without branches: which pair wins is no pattern */
@@ -92,33 +97,36 @@ merge:
         }
         if (best == NO_PAIR)
             break;
+        size_t j = AFTER(at);  /* merged into at */
         s[at] = (uint32_t)best;
-        /* moves of a constant size (past n: the arrays have room) compile to a few
-           vector moves, not calls */
-        memmove(s + at + 1, s + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
-        memmove(pos + at + 1, pos + at + 2, SHORT_SYMBOLS * sizeof(uint32_t));
-        memmove(pr + at + 1, pr + at + 2, SHORT_SYMBOLS * sizeof(uint64_t));
-        n--;
+        live &= ~(1u << j);
+        pr[j] = NO_PAIR;
+        size_t k = AFTER(at);  /* the symbol after the merged one, or n */
+        uint32_t before = live & ((1u << at) - 1);
+        size_t h = before ? 31 - (size_t)__builtin_clz(before) : n;  /* the one before, or n */
         if (e->mode == MODE_MERGE) {  /* both look-ups fetched at once: their cache misses overlap */
-            uint64_t left = at > 0 ? ((uint64_t)s[at - 1] << 32) | s[at] : 0;
-            uint64_t right = ((uint64_t)s[at] << 32) | (at + 1 < n ? s[at + 1] : 0);
+            uint64_t left = h < n ? ((uint64_t)s[h] << 32) | s[at] : 0;
+            uint64_t right = ((uint64_t)s[at] << 32) | (k < n ? s[k] : 0);
             uint64_t hl = mix64(left), hr = mix64(right);
             PREFETCH(&e->pairs[(size_t)hl & e->pair_mask]);
             PREFETCH(&e->pairs[(size_t)hr & e->pair_mask]);
-            if (at > 0)
-                pr[at - 1] = pair_find_hashed(e, left, hl);
-            if (at + 1 < n)
-                pr[at] = pair_find_hashed(e, right, hr);
+            if (h < n)
+                pr[h] = pair_find_hashed(e, left, hl);
+            pr[at] = k < n ? pair_find_hashed(e, right, hr) : NO_PAIR;
             continue;
         }
-        uint64_t hl = at > 0 ? span_hash(e, bytes, pos[at - 1], pos[at + 1]) : 0;
-        uint64_t hr = at + 1 < n ? span_hash(e, bytes, pos[at], pos[at + 2]) : 0;
-        if (at > 0)
-            pr[at - 1] = span_pair(e, bytes, pos[at - 1], pos[at + 1], hl);
-        if (at + 1 < n)
-            pr[at] = span_pair(e, bytes, pos[at], pos[at + 2], hr);
+        size_t end_k = k < n ? pos[AFTER(k)] : 0;
+        uint64_t hl = h < n ? span_hash(e, bytes, pos[h], pos[k]) : 0;
+        uint64_t hr = k < n ? span_hash(e, bytes, pos[at], end_k) : 0;
+        if (h < n)
+            pr[h] = span_pair(e, bytes, pos[h], pos[k], hl);
+        pr[at] = k < n ? span_pair(e, bytes, pos[at], end_k, hr) : NO_PAIR;
     }
-    return n;
+#undef AFTER
+    size_t m = 0;
+    for (; live; live &= live - 1)
+        s[m++] = s[__builtin_ctz(live)];
+    return m;
 }
 
 /* The lowest pair value of block b (positions 8b..8b+7) of cur[0..n). */
