@@ -12,6 +12,8 @@
 #include "pretok.h"
 #include "encode_word.h"
 #include "byte_class.h"
+#include "ascii_words.h"
+#include "text_state.h"
 
 /* The UTF-8 bytes of text[start:end] into w->utf8 from `at`: their number, or -1. */
 INLINE ptrdiff_t
@@ -374,8 +376,10 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (load_upto8) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
-    /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
-       their words read where they lie (kind 1) or in w->narrow (a text mostly ASCII) */
+    /* cl100k and o200k: the stretches of ASCII characters scanned as bytes, 64 at a time
+       (ascii_word_starts) where 64 are left and the classes are the standard ones, else a
+       word at a time (ascii_end16, ascii_end), their words read where they lie (kind 1) or
+       in w->narrow (a text mostly ASCII) */
     const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
     const uint8_t *direct = (const uint8_t *)data;
     const uint8_t *t = w->ascii;
@@ -394,6 +398,10 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     }
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
+#ifdef ASCII_WORDS
+    uint64_t pending = 0;  /* the starts after i a block found (ascii_word_starts), bit k for base + k */
+    ptrdiff_t base = 0;
+#endif
     while (i < n) {
         int k = 0;
         size_t at = 0;
@@ -410,14 +418,25 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                     end++;
             } else {
                 int found = 0;
-                if (stretches) {
-                    if (i >= stop && direct[i] < 0x80)
-                        stop = ascii_stop(direct, n, i);
-                    if (i < stop) {
-                        end = standard && i + 16 <= n ? ascii_end16(classes, t, direct, stop, i, pattern, stop == n)
-                              : ascii_end(classes, t, direct, stop, i, pattern, stop == n);
-                        here = found = stop == n || end + 3 <= stop;
-                    }
+                if (stretches && i >= stop && direct[i] < 0x80)
+                    stop = ascii_stop(direct, n, i);
+#ifdef ASCII_WORDS
+                if (!pending && standard && i + 64 <= stop) {
+                    int limit;
+                    uint64_t starts = ascii_word_starts(direct + i, pattern, &limit);
+                    pending = limit > 1 ? starts & (((uint64_t)1 << limit) - 2) : 0;
+                    base = i;
+                }
+                if (pending) {  /* the word ends where the block's next one starts */
+                    end = base + __builtin_ctzll(pending);
+                    pending &= pending - 1;
+                    found = here = 1;
+                }
+#endif
+                if (stretches && !found && i < stop) {
+                    end = standard && i + 16 <= n ? ascii_end16(classes, t, direct, stop, i, pattern, stop == n)
+                          : ascii_end(classes, t, direct, stop, i, pattern, stop == n);
+                    here = found = stop == n || end + 3 <= stop;
                 }
                 if (!found) {
                     end = pretok_end(classes, data, kind, n, i, pattern);
@@ -512,83 +531,5 @@ typedef int (*Scanner)(const Tables *, Work *, const void *, int, ptrdiff_t);
 static const Scanner scanners[4][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
     {whitespace_1, whitespace_2, whitespace_4}};
-
-/* Whether text[0:n] holds a surrogate code point. */
-static int
-has_surrogate(const void *data, int kind, ptrdiff_t n)
-{
-    if (kind == 1)
-        return 0;
-    for (ptrdiff_t i = 0; i < n; i++) {
-        uint32_t c = CHAR_AT(kind, data, i);
-        if (c >= 0xD800 && c <= 0xDFFF)
-            return 1;
-    }
-    return 0;
-}
-
-/* What text_state finds of a text; TEXT_NONE: the encoder has no symbol for a character. */
-enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
-
-/* Whether a character of text[start:stop] (kind 2 or 4) above Latin-1 has no class yet:
-   4 (kind 2) or 2 (kind 4) characters a step past those all within Latin-1. */
-static int
-wide_unclassified(const uint8_t *classes, const void *data, int kind, ptrdiff_t start, ptrdiff_t stop)
-{
-    const uint64_t above = kind == 2 ? 0xFF00FF00FF00FF00ULL : 0xFFFFFF00FFFFFF00ULL;
-    const ptrdiff_t lanes = 8 / kind;
-    for (ptrdiff_t i = start; i < stop;) {
-        if (i + lanes <= stop) {
-            uint64_t x;
-            memcpy(&x, (const uint8_t *)data + i * kind, 8);
-            if (!(x & above)) {
-                i += lanes;
-                continue;
-            }
-        }
-        for (ptrdiff_t end = i + lanes < stop ? i + lanes : stop; i < end; i++) {
-            uint32_t c = CHAR_AT(kind, data, i);
-            if (c > 0xFF && !classes[c])
-                return 1;
-        }
-    }
-    return 0;
-}
-
-/* Over each block of 4,096 characters: the surrogate test without a branch (the
-   compiler may vectorize it), then, in a block with a character above Latin-1, the class
-   of each such character (those below are asked all at once, classify_text) looked up. */
-#define TEXT_STATE_LOOP(type)                                                 \
-    for (ptrdiff_t start = 0; start < n; start += 4096) {                     \
-        ptrdiff_t stop = n - start < 4096 ? n : start + 4096;                 \
-        uint32_t surrogates = 0, wide = 0;                                    \
-        for (ptrdiff_t i = start; i < stop; i++) {                            \
-            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
-            wide |= ((const type *)data)[i] > 0xFFu;                          \
-        }                                                                     \
-        if (surrogates)                                                       \
-            return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY && wide                    \
-                && wide_unclassified(classes, data, sizeof(type), start, stop))  \
-            state = TEXT_UNCLASSIFIED;                                        \
-    }
-
-/* Whether a text can be encoded as it is (read on any thread): TEXT_READY (no surrogate,
-   and every character's class known where a pattern is scanned), TEXT_SURROGATE, or
-   TEXT_UNCLASSIFIED (the binding's settle_text asks the classes, with the GIL).
-   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
-static int
-text_state(const Tables *e, const void *data, int kind, ptrdiff_t n)
-{
-    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
-    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
-    if (kind == 1)
-        return state;
-    if (kind == 2)
-        TEXT_STATE_LOOP(uint16_t)
-    else
-        TEXT_STATE_LOOP(uint32_t)
-    return state;
-}
 
 #endif
