@@ -349,15 +349,17 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 }
 #undef NARROW_LOOP
 
-/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h. */
+/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h; the token table's
+   only where `tokens` (words the caches miss are not rare: else its lines would only
+   push the caches' out). */
 static inline void
-prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
+prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n, int tokens)
 {
     if (w->smalls != NULL)
         PREFETCH(small_slot(w->smalls, w->small_mask, h));
     else if (w->cache != NULL)
         PREFETCH(cache_slot(w, h));
-    if (e->whole_lookup && n <= e->max_token_len)
+    if (tokens && e->whole_lookup && n <= e->max_token_len)
         PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
 }
 
@@ -398,6 +400,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     }
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
+    int fetch_tokens = 1;  /* whether the last block's words missed the caches often (prefetch_hashed) */
 #ifdef ASCII_WORDS
     uint64_t pending = 0;  /* the starts after i a block found (ascii_word_starts), bit k for base + k */
     ptrdiff_t base = 0;
@@ -406,6 +409,19 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         int k = 0;
         size_t at = 0;
         for (; k < BLOCK && i < n; k++) {
+#ifdef ASCII_WORDS
+            /* the words a block found: each ends where the next starts */
+            for (; pending && k < BLOCK; k++) {
+                ptrdiff_t end = base + __builtin_ctzll(pending);
+                pending &= pending - 1;
+                starts[k] = (size_t)i;
+                ends[k] = (size_t)end;
+                in_utf8[k] = 0;
+                i = end;
+            }
+            if (k == BLOCK)
+                break;
+#endif
             ptrdiff_t end = 0;
             int here = ascii;  /* the word's bytes are direct[i:end] */
             if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
@@ -421,7 +437,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 if (stretches && i >= stop && direct[i] < 0x80)
                     stop = ascii_stop(direct, n, i);
 #ifdef ASCII_WORDS
-                if (!pending && standard && i + 64 <= stop) {
+                if (standard && i + 64 <= stop) {
                     int limit;
                     uint64_t starts = ascii_word_starts(direct + i, pattern, &limit);
                     pending = limit > 1 ? starts & (((uint64_t)1 << limit) - 2) : 0;
@@ -470,7 +486,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                                                                      : load_upto8(ptrs[j], len);
                 words[j] = x;
                 hashes[j] = hash_upto8(x, len);
-                prefetch_hashed(e, w, hashes[j], len);
+                prefetch_hashed(e, w, hashes[j], len, fetch_tokens);
             } else {
                 hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
             }
@@ -479,33 +495,45 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         if (w->n_out + (size_t)k * CACHE_IDS_MAX > w->out_cap
                 && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)k * CACHE_IDS_MAX, sizeof(uint32_t)) < 0)
             return -1;
+        /* the caches' hits written through locals (w->out and w->n_out again after a miss) */
+        uint32_t *out = w->out;
+        size_t n_out = w->n_out;
+        SmallSlot *smalls = w->smalls;
+        const size_t small_mask = w->small_mask;
+        int misses = 0;
         for (int j = 0; j < k; j++) {
             const uint8_t *p = ptrs[j];
             size_t len = ends[j] - starts[j];
             if (len == 1 && byte_direct) {
-                w->out[w->n_out++] = e->byte_ids[p[0]];
+                out[n_out++] = e->byte_ids[p[0]];
                 continue;
             }
-            if (len <= 8 && w->smalls != NULL) {
-                const SmallSlot *c = small_find(small_slot(w->smalls, w->small_mask, hashes[j]), words[j], len);
+            if (len <= 8 && smalls != NULL) {
+                const SmallSlot *c = small_find(small_slot(smalls, small_mask, hashes[j]), words[j], len);
                 if (c != NULL) {
-                    w->n_out += small_ids(c, w->out + w->n_out);
+                    n_out += small_ids(c, out + n_out);
                     continue;
                 }
             } else if (len <= CACHE_KEY_MAX && w->cache != NULL) {
                 const CacheSlot *c = cache_slot(w, hashes[j]);
                 if (cache_holds(c, p, len)) {
-                    memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
-                    w->n_out += c->n_ids;
+                    memcpy(out + n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
+                    n_out += c->n_ids;
                     continue;
                 }
             }
+            misses++;
+            w->n_out = n_out;
             if (encode_hashed_word(e, w, p, len, hashes[j]) < 0
                     || (w->n_out + (size_t)(k - j) * CACHE_IDS_MAX > w->out_cap
                         && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)(k - j) * CACHE_IDS_MAX,
                                 sizeof(uint32_t)) < 0))
                 return -1;
+            out = w->out;
+            n_out = w->n_out;
         }
+        w->n_out = n_out;
+        fetch_tokens = misses * 32 >= k;
     }
 #undef IS_SPACE_AT
     return 0;
