@@ -20,24 +20,20 @@
 /* The starts of bits 1..ASCII_WORDS_DECIDED can be certain (a contraction's end looks 3 bytes on). */
 #define ASCII_WORDS_DECIDED 60
 
-/* The 64 bytes at p equal to the letter c (lower case) in either case. */
-static inline uint64_t
-block_eq_nocase(const uint8_t *p, char c)
-{
-    return block_eq(p, c) | block_eq(p, (char)(c - 32));
-}
-
-/* The bytes q that are '\'' followed by a contraction's letters (either case): `one` those of
-   's 'd 'm 't (2 bytes), `two` those of 'll 've 're (3 bytes), among `quotes`. */
+/* Those of the bytes q of `quotes` (each '\'') followed by a contraction's letters (either
+   case): `one` those of 's 'd 'm 't (2 bytes), `two` those of 'll 've 're (3 bytes). A byte
+   at a time (quotes are few); those from bit 62 on are none (their letters are past p[63]). */
 static inline void
 contractions(const uint8_t *p, uint64_t quotes, uint64_t *one, uint64_t *two)
 {
-    uint64_t e = block_eq_nocase(p, 'e'), l = block_eq_nocase(p, 'l');
-    uint64_t first = block_eq_nocase(p, 's') | block_eq_nocase(p, 'd') | block_eq_nocase(p, 'm')
-                     | block_eq_nocase(p, 't');
-    uint64_t pair = (l & l >> 1) | ((block_eq_nocase(p, 'v') | block_eq_nocase(p, 'r')) & e >> 1);
-    *one = quotes & first >> 1;
-    *two = quotes & ~*one & pair >> 1;
+    *one = *two = 0;
+    for (quotes &= ((uint64_t)1 << 62) - 1; quotes; quotes &= quotes - 1) {
+        int q = __builtin_ctzll(quotes), a = p[q + 1] | 0x20, b = p[q + 2] | 0x20;
+        if (a == 's' || a == 'd' || a == 'm' || a == 't')
+            *one |= (uint64_t)1 << q;
+        else if ((a == 'l' && b == 'l') || ((a == 'v' || a == 'r') && b == 'e'))
+            *two |= (uint64_t)1 << q;
+    }
 }
 
 /* The positions of `space` (whitespace) with a newline at or after them in their run
@@ -53,21 +49,26 @@ newline_ahead(uint64_t space, uint64_t newline)
     return ahead;
 }
 
-/* The starts of cl100k's or o200k's words among the 64 bytes at p, where one starts at p[0]:
-   bit k for p + k, those of bits 1 up to the returned *limit (exclusive) certain; 0 where a
-   byte is 0x80 or more. */
+/* The starts of cl100k's or o200k's words among the 64 ASCII bytes at p, where one starts
+   at p[0]: bit k for p + k, those of bits 1 up to the returned *limit (exclusive) certain. */
 static inline uint64_t
 ascii_word_starts(const uint8_t *p, int pattern, int *limit)
 {
-    *limit = 0;
-    if (block_mask(p, BC_HIGH))
-        return 0;
     int lim = ASCII_WORDS_DECIDED + 1;
-    uint64_t up = block_mask(p, BC_UPPER), lo = block_mask(p, BC_LOWER), letter = up | lo;
+    uint64_t up = 0, lo = 0, letter;
+    if (pattern == PATTERN_O200K) {
+        up = block_mask(p, BC_UPPER);
+        lo = block_mask(p, BC_LOWER);
+        letter = up | lo;
+    } else {
+        letter = block_mask(p, BC_LETTER);
+    }
     uint64_t digit = block_mask(p, BC_DIGIT), space = block_mask(p, BC_SPACE), newline = block_mask(p, BC_NEWLINE);
     uint64_t other = ~(letter | digit | space), blank = block_eq(p, ' '), quote = block_eq(p, '\'');
-    if (space >> 63)  /* a run of whitespace at the end: its words need the bytes after it */
-        lim = ~space ? 64 - __builtin_clzll(~space) : 0;
+    if (space >> 63) {  /* a run of whitespace at the end: its words need the bytes after it */
+        int run = ~space ? 64 - __builtin_clzll(~space) : 0;
+        lim = run < lim ? run : lim;
+    }
     /* an O starts a word but after another O (" ?O+" goes on) or after ' ' (which " ?O+" takes) */
     uint64_t other_start = other & ~(other << 1) & ~(blank << 1), extra = 0, not_start = 0;
     if (quote) {
@@ -100,7 +101,7 @@ ascii_word_starts(const uint8_t *p, int pattern, int *limit)
     starts |= (letter & ~(letter << 1) & ~(before_letters << 1)) | other_start | extra;
     if (pattern == PATTERN_O200K) {
         starts |= up & lo << 1;  /* [A-Z]*[a-z]+: an upper-case letter after a lower-case one */
-        uint64_t slash = newline << 1 & block_eq(p, '/');  /* "[\r\n/]*" after an O: left to the byte steps */
+        uint64_t slash = newline ? newline << 1 & block_eq(p, '/') : 0;  /* "[\r\n/]*" after an O: left to the byte steps */
         if (slash && __builtin_ctzll(slash) < lim)
             lim = __builtin_ctzll(slash);
     }
