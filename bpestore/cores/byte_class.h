@@ -100,4 +100,34 @@ mask_run_end(uint32_t mask, int from)
 #endif
 }
 
+/* The bytes of p[0:16) equal to c, as a bitmask. */
+static inline uint32_t
+byte_eq(const uint8_t *p, char c)
+{
+#ifdef BYTE_CLASS_SSE2
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p), _mm_set1_epi8(c)));
+#else
+    uint32_t m = 0;
+    for (int k = 0; k < 16; k++)
+        m |= (uint32_t)(p[k] == (uint8_t)c) << k;
+    return m;
+#endif
+}
+
+/* The 64 bytes at p equal to c (the caller has 64 bytes readable at p). */
+static inline uint64_t
+block_eq(const uint8_t *p, char c)
+{
+    return (uint64_t)byte_eq(p, c) | (uint64_t)byte_eq(p + 16, c) << 16 | (uint64_t)byte_eq(p + 32, c) << 32
+           | (uint64_t)byte_eq(p + 48, c) << 48;
+}
+
+/* The 64 bytes at p of the classes `which` (byte_mask's). */
+static inline uint64_t
+block_mask(const uint8_t *p, int which)
+{
+    return (uint64_t)byte_mask(p, which) | (uint64_t)byte_mask(p + 16, which) << 16
+           | (uint64_t)byte_mask(p + 32, which) << 32 | (uint64_t)byte_mask(p + 48, which) << 48;
+}
+
 #endif

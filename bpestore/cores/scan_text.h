@@ -12,6 +12,8 @@
 #include "pretok.h"
 #include "encode_word.h"
 #include "byte_class.h"
+#include "ascii_words.h"
+#include "text_state.h"
 
 /* The UTF-8 bytes of text[start:end] into w->utf8 from `at`: their number, or -1. */
 INLINE ptrdiff_t
@@ -347,15 +349,19 @@ narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 }
 #undef NARROW_LOOP
 
-/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h. */
+/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h; the token table's
+   only where `tokens` (a word of the last block missed the caches: where none did, as in
+   a text whose words are all cached, its lines would only push the caches' out; a miss
+   without it costs more than the fetches, 1 in 32 words missing was 5-10% slower on
+   German documents seen once). */
 static inline void
-prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n)
+prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n, int tokens)
 {
     if (w->smalls != NULL)
         PREFETCH(small_slot(w->smalls, w->small_mask, h));
     else if (w->cache != NULL)
         PREFETCH(cache_slot(w, h));
-    if (e->whole_lookup && n <= e->max_token_len)
+    if (tokens && e->whole_lookup && n <= e->max_token_len)
         PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
 }
 
@@ -374,8 +380,10 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (load_upto8) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
-    /* cl100k and o200k: the stretches of ASCII characters scanned as bytes (ascii_end),
-       their words read where they lie (kind 1) or in w->narrow (a text mostly ASCII) */
+    /* cl100k and o200k: the stretches of ASCII characters scanned as bytes, 64 at a time
+       (ascii_word_starts) where 64 are left and the classes are the standard ones, else a
+       word at a time (ascii_end16, ascii_end), their words read where they lie (kind 1) or
+       in w->narrow (a text mostly ASCII) */
     const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
     const uint8_t *direct = (const uint8_t *)data;
     const uint8_t *t = w->ascii;
@@ -394,10 +402,28 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     }
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
+    int fetch_tokens = 1;  /* whether a word of the last block missed the caches (prefetch_hashed) */
+#ifdef ASCII_WORDS
+    uint64_t pending = 0;  /* the starts after i a block found (ascii_word_starts), bit k for base + k */
+    ptrdiff_t base = 0;
+#endif
     while (i < n) {
         int k = 0;
         size_t at = 0;
         for (; k < BLOCK && i < n; k++) {
+#ifdef ASCII_WORDS
+            /* the words a block found: each ends where the next starts */
+            for (; pending && k < BLOCK; k++) {
+                ptrdiff_t end = base + __builtin_ctzll(pending);
+                pending &= pending - 1;
+                starts[k] = (size_t)i;
+                ends[k] = (size_t)end;
+                in_utf8[k] = 0;
+                i = end;
+            }
+            if (k == BLOCK)
+                break;
+#endif
             ptrdiff_t end = 0;
             int here = ascii;  /* the word's bytes are direct[i:end] */
             if (pattern == PATTERN_WHITESPACE) {  /* \S+: the whitespace between words is no word */
@@ -410,14 +436,25 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                     end++;
             } else {
                 int found = 0;
-                if (stretches) {
-                    if (i >= stop && direct[i] < 0x80)
-                        stop = ascii_stop(direct, n, i);
-                    if (i < stop) {
-                        end = standard && i + 16 <= n ? ascii_end16(classes, t, direct, stop, i, pattern, stop == n)
-                              : ascii_end(classes, t, direct, stop, i, pattern, stop == n);
-                        here = found = stop == n || end + 3 <= stop;
-                    }
+                if (stretches && i >= stop && direct[i] < 0x80)
+                    stop = ascii_stop(direct, n, i);
+#ifdef ASCII_WORDS
+                if (standard && i + 64 <= stop) {
+                    int limit;
+                    uint64_t starts = ascii_word_starts(direct + i, pattern, &limit);
+                    pending = limit > 1 ? starts & (((uint64_t)1 << limit) - 2) : 0;
+                    base = i;
+                }
+                if (pending) {  /* the word ends where the block's next one starts */
+                    end = base + __builtin_ctzll(pending);
+                    pending &= pending - 1;
+                    found = here = 1;
+                }
+#endif
+                if (stretches && !found && i < stop) {
+                    end = standard && i + 16 <= n ? ascii_end16(classes, t, direct, stop, i, pattern, stop == n)
+                          : ascii_end(classes, t, direct, stop, i, pattern, stop == n);
+                    here = found = stop == n || end + 3 <= stop;
                 }
                 if (!found) {
                     end = pretok_end(classes, data, kind, n, i, pattern);
@@ -451,7 +488,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                                                                      : load_upto8(ptrs[j], len);
                 words[j] = x;
                 hashes[j] = hash_upto8(x, len);
-                prefetch_hashed(e, w, hashes[j], len);
+                prefetch_hashed(e, w, hashes[j], len, fetch_tokens);
             } else {
                 hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
             }
@@ -460,33 +497,45 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         if (w->n_out + (size_t)k * CACHE_IDS_MAX > w->out_cap
                 && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)k * CACHE_IDS_MAX, sizeof(uint32_t)) < 0)
             return -1;
+        /* the caches' hits written through locals (w->out and w->n_out again after a miss) */
+        uint32_t *out = w->out;
+        size_t n_out = w->n_out;
+        SmallSlot *smalls = w->smalls;
+        const size_t small_mask = w->small_mask;
+        int misses = 0;
         for (int j = 0; j < k; j++) {
             const uint8_t *p = ptrs[j];
             size_t len = ends[j] - starts[j];
             if (len == 1 && byte_direct) {
-                w->out[w->n_out++] = e->byte_ids[p[0]];
+                out[n_out++] = e->byte_ids[p[0]];
                 continue;
             }
-            if (len <= 8 && w->smalls != NULL) {
-                const SmallSlot *c = small_find(small_slot(w->smalls, w->small_mask, hashes[j]), words[j], len);
+            if (len <= 8 && smalls != NULL) {
+                const SmallSlot *c = small_find(small_slot(smalls, small_mask, hashes[j]), words[j], len);
                 if (c != NULL) {
-                    w->n_out += small_ids(c, w->out + w->n_out);
+                    n_out += small_ids(c, out + n_out);
                     continue;
                 }
             } else if (len <= CACHE_KEY_MAX && w->cache != NULL) {
                 const CacheSlot *c = cache_slot(w, hashes[j]);
                 if (cache_holds(c, p, len)) {
-                    memcpy(w->out + w->n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
-                    w->n_out += c->n_ids;
+                    memcpy(out + n_out, c->ids, CACHE_IDS_MAX * sizeof(uint32_t));
+                    n_out += c->n_ids;
                     continue;
                 }
             }
+            misses++;
+            w->n_out = n_out;
             if (encode_hashed_word(e, w, p, len, hashes[j]) < 0
                     || (w->n_out + (size_t)(k - j) * CACHE_IDS_MAX > w->out_cap
                         && grow(w, (void **)&w->out, &w->out_cap, w->n_out, (size_t)(k - j) * CACHE_IDS_MAX,
                                 sizeof(uint32_t)) < 0))
                 return -1;
+            out = w->out;
+            n_out = w->n_out;
         }
+        w->n_out = n_out;
+        fetch_tokens = misses > 0;
     }
 #undef IS_SPACE_AT
     return 0;
@@ -512,83 +561,5 @@ typedef int (*Scanner)(const Tables *, Work *, const void *, int, ptrdiff_t);
 static const Scanner scanners[4][3] = {
     {gpt2_1, gpt2_2, gpt2_4}, {cl100k_1, cl100k_2, cl100k_4}, {o200k_1, o200k_2, o200k_4},
     {whitespace_1, whitespace_2, whitespace_4}};
-
-/* Whether text[0:n] holds a surrogate code point. */
-static int
-has_surrogate(const void *data, int kind, ptrdiff_t n)
-{
-    if (kind == 1)
-        return 0;
-    for (ptrdiff_t i = 0; i < n; i++) {
-        uint32_t c = CHAR_AT(kind, data, i);
-        if (c >= 0xD800 && c <= 0xDFFF)
-            return 1;
-    }
-    return 0;
-}
-
-/* What text_state finds of a text; TEXT_NONE: the encoder has no symbol for a character. */
-enum { TEXT_READY = 0, TEXT_SURROGATE = 1, TEXT_UNCLASSIFIED = 2, TEXT_NONE = 3 };
-
-/* Whether a character of text[start:stop] (kind 2 or 4) above Latin-1 has no class yet:
-   4 (kind 2) or 2 (kind 4) characters a step past those all within Latin-1. */
-static int
-wide_unclassified(const uint8_t *classes, const void *data, int kind, ptrdiff_t start, ptrdiff_t stop)
-{
-    const uint64_t above = kind == 2 ? 0xFF00FF00FF00FF00ULL : 0xFFFFFF00FFFFFF00ULL;
-    const ptrdiff_t lanes = 8 / kind;
-    for (ptrdiff_t i = start; i < stop;) {
-        if (i + lanes <= stop) {
-            uint64_t x;
-            memcpy(&x, (const uint8_t *)data + i * kind, 8);
-            if (!(x & above)) {
-                i += lanes;
-                continue;
-            }
-        }
-        for (ptrdiff_t end = i + lanes < stop ? i + lanes : stop; i < end; i++) {
-            uint32_t c = CHAR_AT(kind, data, i);
-            if (c > 0xFF && !classes[c])
-                return 1;
-        }
-    }
-    return 0;
-}
-
-/* Over each block of 4,096 characters: the surrogate test without a branch (the
-   compiler may vectorize it), then, in a block with a character above Latin-1, the class
-   of each such character (those below are asked all at once, classify_text) looked up. */
-#define TEXT_STATE_LOOP(type)                                                 \
-    for (ptrdiff_t start = 0; start < n; start += 4096) {                     \
-        ptrdiff_t stop = n - start < 4096 ? n : start + 4096;                 \
-        uint32_t surrogates = 0, wide = 0;                                    \
-        for (ptrdiff_t i = start; i < stop; i++) {                            \
-            surrogates |= ((const type *)data)[i] - 0xD800u < 0x800u;         \
-            wide |= ((const type *)data)[i] > 0xFFu;                          \
-        }                                                                     \
-        if (surrogates)                                                       \
-            return TEXT_SURROGATE;                                            \
-        if (classes != NULL && state == TEXT_READY && wide                    \
-                && wide_unclassified(classes, data, sizeof(type), start, stop))  \
-            state = TEXT_UNCLASSIFIED;                                        \
-    }
-
-/* Whether a text can be encoded as it is (read on any thread): TEXT_READY (no surrogate,
-   and every character's class known where a pattern is scanned), TEXT_SURROGATE, or
-   TEXT_UNCLASSIFIED (the binding's settle_text asks the classes, with the GIL).
-   Another thread may be filling in classes meanwhile: a class read as unknown is asked. */
-static int
-text_state(const Tables *e, const void *data, int kind, ptrdiff_t n)
-{
-    const uint8_t *classes = e->pattern != PATTERN_NONE && n ? e->classes : NULL;
-    int state = classes == NULL || CLASSES_ACQUIRE(&classes[0xFF]) ? TEXT_READY : TEXT_UNCLASSIFIED;
-    if (kind == 1)
-        return state;
-    if (kind == 2)
-        TEXT_STATE_LOOP(uint16_t)
-    else
-        TEXT_STATE_LOOP(uint32_t)
-    return state;
-}
 
 #endif
