@@ -185,6 +185,24 @@ def test_ten_large_files_at_two_workers_count_as_each_alone(parallel, tmp_path):
     assert sum((Counter(b.counts) for b in batches), Counter()) == sum(each, Counter())
 
 
+def test_ten_large_files_at_one_worker_share_one_table_and_count_as_each_alone(parallel, tmp_path):
+    """Large files counted here, each a piece of one table (in several tasks): each file's words and
+    distinct words, the whole counts, and the words' ordinals in the order the files first show them."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
+    text = read_corpus("russian_1M.txt")[:120_000]
+    paths = []
+    for i in range(10):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(text[i * 12_000:(i + 1) * 12_000], encoding="utf-8")
+    [batch] = count_sources([str(p) for p in paths], TokenizerSpec(), workers=1, tuning=tuning)
+    texts = [p.read_text(encoding="utf-8") for p in paths]
+    each = [reference_counts(t, GPT2) for t in texts]
+    assert [(s.n_words, s.n_distinct) for s in batch.sources] == [(sum(c.values()), len(c)) for c in each]
+    assert batch.counts == sum(each, Counter())
+    first_seen = dict.fromkeys(w.encode() for t in texts for w in regex.findall(GPT2, t))
+    assert sorted(batch.firsts, key=batch.firsts.__getitem__) == list(first_seen)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_bad_range_inside_a_task_of_several_fails_the_source(parallel, workers, tmp_path):
     """Ranges sent several to a task: one that cannot be decoded fails the source, and the
