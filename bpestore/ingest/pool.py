@@ -210,9 +210,10 @@ class TaskCounter:
             together = self.jsonl_field is None and self.pipeline.count_core is not None and utf8_keys(counts)
             step = TOGETHER if together else 1
             bytes_ok = together and self.pipeline.counts_bytes and not isinstance(counts, dict)  # else: not read twice
+            pieced = task.shared and not isinstance(counts, dict)  # a table others share: the source, a piece of it
             for at in range(0, len(task.pieces), step):
                 try:
-                    if task.shared and (at or task.go_on):
+                    if pieced and (at or task.go_on):
                         counts.go_on()
                     if together:
                         some = task.pieces[at:at + step]
@@ -226,7 +227,7 @@ class TaskCounter:
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
-            distinct = counts.piece_distinct() if task.shared else len(counts)
+            distinct = counts.piece_distinct() if pieced else len(counts)
             return Counted({} if into is not None else as_bytes(counts), [(n_words, distinct)], key=task.keep,
                            segments=[(0, task.seq)])
         words, shas, error = self.count_pieces(task.pieces, counts)

@@ -82,6 +82,14 @@ class CountedBatch:
     counts: Counter = field(default_factory=Counter)
     firsts: dict[bytes, int] = field(default_factory=dict)
 
+    def add(self, batch: CountedBatch) -> None:
+        """The sources of a batch after these, its counts added (emptied)."""
+        self.sources += batch.sources
+        small, large = sorted((self.counts, batch.counts), key=len)
+        merge_counts(large, small)  # the smaller into the larger: the fewer steps
+        self.counts = large
+        self.firsts = join_firsts(self.firsts, batch.firsts)
+
 
 def count_sources(
     paths: Sequence[str],
@@ -214,18 +222,13 @@ class _Counting:
         """Add a counted group to the batch being gathered; hand that on first where the
         two together would hold more than ``batch_words`` distinct words."""
         gathered = self.batch
+        if gathered is not None and len(gathered.counts) + len(batch.counts) > self.tuning.batch_words:
+            yield gathered
+            gathered = None
         if gathered is None:
             self.batch = batch
-            return
-        if len(gathered.counts) + len(batch.counts) > self.tuning.batch_words:
-            yield gathered
-            self.batch = batch
-            return
-        gathered.sources += batch.sources
-        small, large = sorted((gathered.counts, batch.counts), key=len)
-        merge_counts(large, small)  # the smaller into the larger: the fewer steps
-        gathered.counts = large
-        gathered.firsts = join_firsts(gathered.firsts, batch.firsts)
+        else:
+            gathered.add(batch)
 
     def hand_on(self) -> Iterator[CountedBatch]:
         """The batch being gathered, if any."""
@@ -321,21 +324,26 @@ class _Counting:
         stats = group.large[key]
         stats.size_bytes = size
         hasher = None if stats.sha256 else hashlib.sha256()
-        # Counted here: into the group's one table (ten files merged no more at the end than one).
-        shared = self.pool.workers == 1 and self.pool.local.shares_tables and group.shared >= 0
+        # Into the group's one table (ten files merged no more at the end than one), each file a piece of it:
+        # counted here, or, where the files after it keep the others busy meanwhile, whole by one worker.
+        workers = self.pool.workers
+        whole = workers > 1 and self.after[index + 1] >= workers * size
+        shared = (workers == 1 or whole) and self.pool.local.shares_tables and group.shared >= 0
         counted_as = group.piece_of(key, self.keys) if shared else key
         with open(path, "rb") as f:
             points = cut_points(path, size, self.pipeline, step=self.tuning.chunk_bytes,
                                 window=self.tuning.cut_window)
             # Ten 10 MB files: 12 tasks each (a tail of single ranges each), 3 with the files after in view.
-            later = 0 if self.pool.workers == 1 else self.after[index + 1] // self.tuning.chunk_bytes
-            spans = task_spans(len(points) - 1, self.pool.workers, self.tuning.ranges_per_task, later)
+            later = 0 if workers == 1 else self.after[index + 1] // self.tuning.chunk_bytes
+            spans = [(0, len(points) - 1)] if shared and whole else \
+                task_spans(len(points) - 1, workers, self.tuning.ranges_per_task, later)
             for n, (first, last) in enumerate(spans):
                 ranges = tuple(FileRange(path, a, b) for a, b in itertools.pairwise(points[first:last + 1]))
                 start, end = points[first], points[last]
                 self.send(Task(ranges, counted_as, shared=shared, go_on=n > 0), group, [stats])
-                if hasher is not None:  # hash while the workers count
-                    hasher.update(f.read(end - start))
+                while hasher is not None and start < end:  # hash while the workers count
+                    hasher.update(f.read(min(end - start, self.tuning.chunk_bytes)))
+                    start += self.tuning.chunk_bytes
                 self.report(path, end, size, index, final=end == size)
                 yield from self.finished()
                 if self.failure is not None:
