@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from ..errors import SourceError
 from ..sources import changed_while_read, decode, read_range
 
+_READ_ONLY = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
 
 @dataclass(frozen=True)
 class FileRange:
@@ -63,7 +65,7 @@ class SmallFile:
     def read(self) -> bytes:
         """Its bytes: one read of the size listed and a byte more (a file grown is read to its end)."""
         try:
-            fd = os.open(self.name, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # (not inherited: PEP 446)
+            fd = os.open(self.name, _READ_ONLY)  # (not inherited: PEP 446)
             try:
                 data = os.read(fd, want := self.size + 1)
                 data += b"".join(iter(lambda: os.read(fd, 1 << 20), b"")) if len(data) == want else b""

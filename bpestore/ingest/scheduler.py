@@ -190,14 +190,16 @@ class _Counting:
                     self.failure = exc
                 if self.failure is not None:
                     break
-                yield from self.finished()
+                if self.groups and self.groups[0].done:  # (no generator made per small file)
+                    yield from self.finished()
             self.close_group()
             while self.sent:
                 self.take_result()
             # All counted: the workers' memory goes before the last batches are written.
             self.pool.close()
             yield from self.finished()
-            yield from self.hand_on()
+            if self.batch is not None:  # the batch being gathered
+                yield self.batch
         finally:
             self.pool.close()
         if self.failure is not None:
@@ -229,12 +231,6 @@ class _Counting:
             self.batch = batch
         else:
             gathered.add(batch)
-
-    def hand_on(self) -> Iterator[CountedBatch]:
-        """The batch being gathered, if any."""
-        if self.batch is not None:
-            batch, self.batch = self.batch, None
-            yield batch
 
     # -- groups of sources: one flush of the workers each ----------------------
     def group_for(self, small: bool) -> Group:
