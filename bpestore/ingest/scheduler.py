@@ -15,7 +15,11 @@ Sources are taken in order:
 The workers keep the counts of each large source, and of each run of small ones, under a key of its
 own, and hand them back, cut into shards, when their share of ``merge_bytes`` is full and when the
 group ends; once a group is counted, the workers merge each shard (``pool``), counting each large
-source's distinct words as they go: this process merges no counts per task, nor per source.
+source's distinct words as they go: this process merges no counts per task, nor per source. Large
+plain files counted in this process (one worker), or each sent whole to a worker (where the files
+after it keep the others busy), share one key per group instead: the counting core's table counts
+each as a piece of it, which tells its distinct words, and ten files are merged at the end as one
+is. Should a source whose counts went into it not be kept, the others of it are counted again.
 
 Consecutive large sources share a group of about ``batch_bytes``, and so do consecutive small ones.
 Results are taken in the order the tasks were sent, so the groups come out in source order, and
