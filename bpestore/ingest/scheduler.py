@@ -74,7 +74,8 @@ class IngestTuning:
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
     merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
     batch_words: int = 1 << 20  # sources are written together while their distinct words stay within this
-    ranges_per_task: int = 8  # at most this many ranges of a large file are sent in one task
+    ranges_per_task: int = 8  # at most this many ranges of a large file are sent in one task...
+    whole_bytes: int = 16 << 20  # ...but one up to this size goes whole to a worker where files after it wait
 
 
 @dataclass
@@ -327,7 +328,7 @@ class _Counting:
         # Into the group's one table (ten files merged no more at the end than one), each file a piece of it:
         # counted here, or, where the files after it keep the others busy meanwhile, whole by one worker.
         workers = self.pool.workers
-        whole = workers > 1 and self.after[index + 1] >= workers * size
+        whole = workers > 1 and size <= self.tuning.whole_bytes and self.after[index + 1] >= workers * size
         shared = (workers == 1 or whole) and self.pool.local.shares_tables and group.shared >= 0
         counted_as = group.piece_of(key, self.keys) if shared else key
         with open(path, "rb") as f:
