@@ -234,10 +234,15 @@ first_capacity(Py_ssize_t n)
     return capacity;
 }
 
-/* The next piece of t: its words are told apart from the pieces' before. */
+/* The next piece of t: its words are told apart from the pieces' before (go_on: the piece
+   being counted goes on instead, once). */
 static void
 next_piece(WordTable *t)
 {
+    if (t->go_on) {
+        t->go_on = 0;
+        return;
+    }
     if (++t->piece == 0) {  /* wrapped: no word may keep a number a later piece takes */
         for (size_t k = 0; k < t->used; k++)
             t->slots[t->order[k]].piece = 0;
@@ -1034,6 +1039,19 @@ table_count_utf8(CountTable *self, PyObject *args)
 }
 
 static PyObject *
+table_go_on(CountTable *self, PyObject *unused)
+{
+    self->t.go_on = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+table_piece_distinct(CountTable *self, PyObject *unused)
+{
+    return PyLong_FromSize_t(self->t.piece_distinct);
+}
+
+static PyObject *
 table_take(CountTable *self, PyObject *unused)
 {
     PyObject *counts = PyDict_New();
@@ -1101,6 +1119,13 @@ static PyMethodDef table_methods[] = {
      "count_utf8(pieces, classify, pattern) -> list[(int, int)] | None\n\n"
      "count_each() of pieces of UTF-8 (lists of bytes), read where they lie; None, and nothing\n"
      "counted, where one is not UTF-8 as Python's strict decoder takes it or holds a NUL byte."},
+    {"go_on", (PyCFunction)table_go_on, METH_NOARGS,
+     "go_on() -> None\n\n"
+     "The next count's first piece is the last piece still: its distinct words add up (a source\n"
+     "counted in several calls)."},
+    {"piece_distinct", (PyCFunction)table_piece_distinct, METH_NOARGS,
+     "piece_distinct() -> int\n\n"
+     "The distinct words of the last piece counted (all its calls, go_on)."},
     {"take", (PyCFunction)table_take, METH_NOARGS,
      "take() -> dict[bytes, int]\n\n"
      "The counts, UTF-8 words in the order they first occurred; the table is emptied."},

@@ -210,3 +210,29 @@ def test_every_byte_class_at_every_place_of_a_block(pattern):
     as_utf8 = core.CountTable()
     assert as_utf8.count_utf8([[t.encode()] for t in texts], char_class, code) == want_each
     assert list(as_utf8.take().items()) == list(want.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.text(st.sampled_from(ALPHABET), max_size=60), min_size=1, max_size=4), max_size=5),
+       st.sampled_from(PATTERNS), st.booleans())
+def test_a_source_counted_in_several_calls_is_one_piece(sources, pattern, utf8):
+    """Sources counted into one table one after another, each in several calls (``go_on`` before all
+    but its first, as str or as UTF-8): each source's distinct words are those of all its parts,
+    and the table holds every count in first-seen order."""
+    spec = TokenizerSpec(pretokenizer=pattern)
+    code = COUNT_CORE_PATTERNS[pattern]
+    table = text.COUNT_CORE.CountTable()
+    for parts in sources:
+        n_words = 0
+        for i, part in enumerate(parts):
+            if i:
+                table.go_on()
+            if utf8:
+                [(words, distinct)] = table.count_utf8([[part.encode()]], char_class, code)
+                assert distinct == table.piece_distinct()
+            else:
+                words = table.count([part], char_class, code)
+            n_words += words
+        each, total = reference(parts, spec)
+        assert (n_words, table.piece_distinct()) == (sum(w for w, _ in each), len(total))
+    assert list(table.take().items()) == list(reference([p for parts in sources for p in parts], spec)[1].items())

@@ -185,6 +185,76 @@ def test_ten_large_files_at_two_workers_count_as_each_alone(parallel, tmp_path):
     assert sum((Counter(b.counts) for b in batches), Counter()) == sum(each, Counter())
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_ten_large_files_sharing_one_table_count_as_each_alone(parallel, workers, tmp_path):
+    """Large files each a piece of one table, counted here (in several tasks) or whole by a worker (the
+    last ones in ranges): each file's words and distinct words, the whole counts, and the words'
+    ordinals in the order the files first show them."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
+    text = read_corpus("russian_1M.txt")[:120_000]
+    paths = []
+    for i in range(10):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(text[i * 12_000:(i + 1) * 12_000], encoding="utf-8")
+    [batch] = count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning)
+    texts = [p.read_text(encoding="utf-8") for p in paths]
+    each = [reference_counts(t, GPT2) for t in texts]
+    assert [(s.n_words, s.n_distinct) for s in batch.sources] == [(sum(c.values()), len(c)) for c in each]
+    assert batch.counts == sum(each, Counter())
+    first_seen = dict.fromkeys(w.encode() for t in texts for w in regex.findall(GPT2, t))
+    assert sorted(batch.firsts, key=batch.firsts.__getitem__) == list(first_seen)
+
+
+@pytest.mark.parametrize("whole_bytes", [1 << 20, 20_000])
+def test_a_large_file_goes_whole_to_a_worker_only_while_files_after_it_wait(parallel, whole_bytes, tmp_path,
+                                                                          monkeypatch):
+    """At 2 workers: each file up to ``whole_bytes`` with twice its size in files after it is one
+    task into the shared table; the others, and the last ones, go in ranges under keys of their own."""
+    from bpestore.ingest import pool
+
+    tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000,
+                                 whole_bytes=whole_bytes)
+    text = read_corpus("german_1M.txt")[:150_000]
+    paths = []
+    cuts = [0, 30_000, 45_000, 75_000, 90_000, 120_000, 150_000]  # characters: about 30, 15, 30, 15, 30, 30 kB
+    for i, (a, b) in enumerate(itertools.pairwise(cuts)):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_text(text[a:b], encoding="utf-8")
+    sent = []
+    submit = pool.Pool.submit
+    monkeypatch.setattr(pool.Pool, "submit", lambda self, task: sent.append(task) or submit(self, task))
+    [batch] = count_sources([str(p) for p in paths], TokenizerSpec(), workers=2, tuning=tuning)
+    tasks = {str(p): [t for t in sent if t.pieces[0].name == str(p)] for p in paths}
+    sizes = [p.stat().st_size for p in paths]
+    for i, p in enumerate(paths):
+        whole = sizes[i] <= whole_bytes and sum(sizes[i + 1:]) >= 2 * sizes[i]
+        assert [t.shared for t in tasks[str(p)]] == ([True] if whole else [False] * len(tasks[str(p)])), i
+        assert whole or len(tasks[str(p)]) > 1
+    each = [reference_counts(p.read_bytes().decode(), GPT2) for p in paths]
+    assert [(s.n_words, s.n_distinct) for s in batch.sources] == [(sum(c.values()), len(c)) for c in each]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_file_failing_in_a_shared_table_keeps_those_before_it_exactly(parallel, workers, tmp_path):
+    """A file counted into the table others share (whole by a worker: many files after it) fails:
+    the one before it, in the same table, is counted again and kept exactly; none after it."""
+    tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
+    text = read_corpus("german_1M.txt")[:240_000]
+    paths = []
+    for i in range(8):
+        paths.append(tmp_path / f"{i}.txt")
+        data = text[i * 30_000:(i + 1) * 30_000].encode()
+        paths[-1].write_bytes(data[:20_000] + b"\xff" + data[20_000:] if i == 1 else data)
+    batches = []
+    with pytest.raises(SourceError, match="1.txt"):
+        for batch in count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning):
+            batches.append(batch)
+    expected = reference_counts(paths[0].read_text(encoding="utf-8"), GPT2)
+    assert [(s.source, s.n_words, s.n_distinct) for b in batches for s in b.sources] == \
+        [(str(paths[0]), sum(expected.values()), len(expected))]
+    assert sum((Counter(b.counts) for b in batches), Counter()) == expected
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_bad_range_inside_a_task_of_several_fails_the_source(parallel, workers, tmp_path):
     """Ranges sent several to a task: one that cannot be decoded fails the source, and the

@@ -51,6 +51,7 @@ typedef struct {
     size_t n_bytes, bytes_room;
     uint32_t piece;   /* the piece being counted */
     size_t piece_distinct;  /* its distinct words so far */
+    int go_on;        /* the next piece is this one still (a source counted in several calls) */
 } WordTable;
 
 /* n zeroed slots, or NULL. Where they fill 2 MiB pages or more (Linux), they lie on such
@@ -398,6 +399,7 @@ wt_clear(WordTable *t)
     t->used = 0;
     t->n_bytes = 0;
     t->piece_distinct = 0;
+    t->go_on = 0;
 }
 
 #endif

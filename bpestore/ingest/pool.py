@@ -1,6 +1,6 @@
 """Counting words in worker processes: ``Task`` s in, ``Counted`` results out. No SQL.
 
-A task is a few pieces of sources: a ``FileRange`` (bytes of a large plain file, read by the worker
+A task is a few pieces of sources (``pieces``): a ``FileRange`` (bytes of a large plain file, read by the worker
 itself), a ``SmallFile`` (a small file, read, hashed and checked unchanged by the worker), a
 ``FileBytes`` (a small file the caller read) or a ``TextPiece`` (text the caller read and decoded:
 standard input, a compressed file, JSON Lines). A source that cannot be read, decoded or parsed comes
@@ -49,100 +49,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
-from ..sources import changed_while_read, decode, read_range
+from ..sources import decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 from . import shards
+from .pieces import FileRange, Piece, SmallFile
 from .shards import Packed, as_bytes, merge_counts, merge_pairs, pack_shard, unpack_shard, utf8_keys
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
     from concurrent.futures import ProcessPoolExecutor
-
-
-@dataclass(frozen=True)
-class FileRange:
-    """Bytes ``start:end`` of a plain file."""
-
-    name: str
-    start: int
-    end: int
-    first_line = 1
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-    def decoded(self, errors: str) -> str:
-        return decode(read_range(self.name, self.start, self.end), self.name, errors, self.start)
-
-
-@dataclass(frozen=True)
-class FileBytes:
-    """The content of a small file."""
-
-    name: str
-    data: bytes
-    first_line = 1
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-    def decoded(self, errors: str) -> str:
-        return decode(self.data, self.name, errors)
-
-
-@dataclass(frozen=True)
-class SmallFile:
-    """A small file the worker reads whole; ``stamp``: its size, modification time and inode when the
-    caller listed it (read again after reading: a file written meanwhile fails)."""
-
-    name: str
-    stamp: tuple[int, int, int] | None
-    first_line = 1
-
-    @property
-    def size(self) -> int:
-        return self.stamp[0] if self.stamp else 0
-
-    def read(self) -> bytes:
-        """Its bytes: one read of the size listed and a byte more (a file grown is read to its end)."""
-        try:
-            fd = os.open(self.name, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # (not inherited: PEP 446)
-            try:
-                data = os.read(fd, want := self.size + 1)
-                data += b"".join(iter(lambda: os.read(fd, 1 << 20), b"")) if len(data) == want else b""
-                found = os.fstat(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise SourceError(f"cannot read {self.name}: {exc.strerror or exc}", source=self.name) from None
-        if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
-            raise changed_while_read(self.name)
-        return data
-
-    def decoded(self, errors: str) -> str:
-        return decode(self.read(), self.name, errors)
-
-
-@dataclass(frozen=True)
-class TextPiece:
-    """Text of source ``name`` whose first line is line ``first_line`` of the
-    source (for JSON Lines messages)."""
-
-    name: str
-    text: str
-    first_line: int = 1
-
-    @property
-    def size(self) -> int:
-        return len(self.text)
-
-    def decoded(self, errors: str) -> str:
-        return self.text
-
-
-Piece = FileRange | SmallFile | FileBytes | TextPiece
 
 
 @dataclass(frozen=True)
@@ -153,6 +68,10 @@ class Task:
     pieces: tuple[Piece, ...]
     keep: int = 0  # not 0: a worker keeps the counts under key ``keep`` until they are flushed
     seq: int = 0  # its place among the tasks of a call: the high part of its words' ordinals
+    # Ranges of one source counted into a ``CountTable`` other sources share (``keep``): its
+    # distinct words are the table's piece's (``go_on``: the piece of the source's task before).
+    shared: bool = False
+    go_on: bool = False
 
     @property
     def size(self) -> int:
@@ -273,6 +192,11 @@ class TaskCounter:
         self.part_chars = part_chars
         self.skip = skip  # sha256 of contents counted before: a SmallFile with one is not counted
 
+    @property
+    def shares_tables(self) -> bool:
+        """Whether sources may share the counts they are kept in (``Task.shared``): the counting core's table."""
+        return self.jsonl_field is None and self.pipeline.count_core is not None
+
     def new_counts(self) -> shards.Counts:
         """Counts to keep tasks in: the counting core's table where it counts them."""
         return Counter() if self.jsonl_field is not None else self.pipeline.new_counts()  # type: ignore[return-value]
@@ -286,8 +210,11 @@ class TaskCounter:
             together = self.jsonl_field is None and self.pipeline.count_core is not None and utf8_keys(counts)
             step = TOGETHER if together else 1
             bytes_ok = together and self.pipeline.counts_bytes and not isinstance(counts, dict)  # else: not read twice
+            pieced = task.shared and not isinstance(counts, dict)  # a table others share: the source, a piece of it
             for at in range(0, len(task.pieces), step):
                 try:
+                    if pieced and (at or task.go_on):
+                        counts.go_on()
                     if together:
                         some = task.pieces[at:at + step]
                         raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) and bytes_ok else None
@@ -300,7 +227,8 @@ class TaskCounter:
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
-            return Counted({} if into is not None else as_bytes(counts), [(n_words, len(counts))], key=task.keep,
+            distinct = counts.piece_distinct() if pieced else len(counts)
+            return Counted({} if into is not None else as_bytes(counts), [(n_words, distinct)], key=task.keep,
                            segments=[(0, task.seq)])
         words, shas, error = self.count_pieces(task.pieces, counts)
         # On an error, only the pieces before the failing one are in counts.

@@ -15,7 +15,11 @@ Sources are taken in order:
 The workers keep the counts of each large source, and of each run of small ones, under a key of its
 own, and hand them back, cut into shards, when their share of ``merge_bytes`` is full and when the
 group ends; once a group is counted, the workers merge each shard (``pool``), counting each large
-source's distinct words as they go: this process merges no counts per task, nor per source.
+source's distinct words as they go: this process merges no counts per task, nor per source. Large
+plain files counted in this process (one worker), or each sent whole to a worker (where the files
+after it keep the others busy), share one key per group instead: the counting core's table counts
+each as a piece of it, which tells its distinct words, and ten files are merged at the end as one
+is. Should a source whose counts went into it not be kept, the others of it are counted again.
 
 Consecutive large sources share a group of about ``batch_bytes``, and so do consecutive small ones.
 Results are taken in the order the tasks were sent, so the groups come out in source order, and
@@ -51,7 +55,9 @@ from ..sources import (
 )
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
-from .pool import Counted, FileBytes, FileRange, Packed, Pool, SmallFile, Task, TextPiece, as_bytes, merge_counts
+from .groups import Group
+from .pieces import FileBytes, FileRange, SmallFile, TextPiece
+from .pool import Counted, Pool, Task, TaskCounter, as_bytes, merge_counts
 from .shards import firsts_of, join_firsts, merge_firsts
 
 
@@ -68,7 +74,8 @@ class IngestTuning:
     part_chars: int = 64 << 10  # a text is pre-tokenized in parts of about this many characters
     merge_bytes: int = 64 << 20  # the workers together keep counts of about this size before handing them on
     batch_words: int = 1 << 20  # sources are written together while their distinct words stay within this
-    ranges_per_task: int = 8  # at most this many ranges of a large file are sent in one task
+    ranges_per_task: int = 8  # at most this many ranges of a large file are sent in one task...
+    whole_bytes: int = 16 << 20  # ...but one up to this size goes whole to a worker where files after it wait
 
 
 @dataclass
@@ -79,6 +86,14 @@ class CountedBatch:
     sources: list[Source]
     counts: Counter = field(default_factory=Counter)
     firsts: dict[bytes, int] = field(default_factory=dict)
+
+    def add(self, batch: CountedBatch) -> None:
+        """The sources of a batch after these, its counts added (emptied)."""
+        self.sources += batch.sources
+        small, large = sorted((self.counts, batch.counts), key=len)
+        merge_counts(large, small)  # the smaller into the larger: the fewer steps
+        self.counts = large
+        self.firsts = join_firsts(self.firsts, batch.firsts)
 
 
 def count_sources(
@@ -115,77 +130,11 @@ def count_sources(
 
 
 @dataclass(eq=False)
-class _Group:
-    """Sources on their way to becoming one CountedBatch: large ones, each counted
-    under a key of its own, or small ones, counted under one key."""
-
-    sources: list[Source] = field(default_factory=list)
-    large: dict[int, Source] = field(default_factory=dict)  # a large source's key -> it
-    key: int = 0  # the small sources' key (0: a group of large ones)
-    counts: dict[int, Counter] | None = field(default_factory=dict)  # whole counts per key; None: not kept
-    firsts: dict[int, dict[bytes, int]] = field(default_factory=dict)  # their ordinals
-    dropped: set[int] = field(default_factory=set)  # keys whose counts are not kept (a repeat, a failure)
-    size: int = 0  # bytes of its sources
-    pending: int = 0  # its tasks not yet answered
-    closed: bool = False  # no more sources or tasks come
-    flushed: bool = False  # the workers were asked for its counts
-    checked: bool = False  # its large sources were checked unchanged, once all was read
-    shards: list[list[tuple[int, Packed]]] | None = None  # counts workers handed on, per shard, not yet reduced
-    held: int = 0  # bytes of those shards
-    reduced: list[tuple[dict[bytes, int], dict[bytes, int]]] = field(default_factory=list)  # counts, ordinals
-    distinct: Counter = field(default_factory=Counter)  # each large source's distinct words, from the shards
-    repeats: list[Source] = field(default_factory=list)  # small sources counted, then found to repeat one
-
-    def joined(self) -> tuple[Counter, dict[bytes, int]]:
-        """Its counts and their ordinals: the reduced shards (no word in two of them: joined
-        without adding, each let go once in: the parent never holds the counts twice) and
-        the whole counts of each key kept; each large source's distinct words."""
-        if self.counts is None:
-            return Counter(), {}
-        for key in self.dropped:
-            self.counts.pop(key, None)
-            self.firsts.pop(key, None)
-        firsts: dict[bytes, int] = {}
-        for part in [reduced[1] for reduced in self.reduced] + list(self.firsts.values()):
-            firsts = join_firsts(firsts, part)  # (the shards' are disjoint)
-        self.firsts = {}
-        for key, source in self.large.items():
-            if key not in self.dropped:
-                # A key's counts come all whole or all in shards (``Pool.flush``).
-                source.n_distinct = self.distinct[key] + len(self.counts.get(key, ()))
-        if not self.reduced and len(self.counts) == 1:
-            return next(iter(self.counts.values())), firsts
-        total: Counter = Counter()
-        while self.reduced:
-            dict.update(total, self.reduced.pop(0)[0])
-        for counts in self.counts.values():
-            merge_counts(total, counts)
-        return total, firsts
-
-    def changed(self, stamps: dict[str, tuple[int, int, int] | None]) -> Source | None:
-        """Once: the first large source changed since it was listed (a small one is checked where read)."""
-        if not self.checked:
-            self.checked = True
-            for key, src in self.large.items():
-                if key not in self.dropped and not src.skipped and file_stamp(src.source) != stamps.get(src.source):
-                    return src
-        return None
-
-    @property
-    def done(self) -> bool:
-        return self.closed and self.pending == 0 and not self.shards
-
-    def drop(self) -> None:
-        """Keep nothing of it."""
-        self.sources, self.counts, self.closed, self.shards, self.reduced, self.firsts = [], None, True, None, [], {}
-
-
-@dataclass(eq=False)
 class _Sent:
     """A task on its way: the group it counts for, and the sources it counts, in order."""
 
     future: Future[Counted]
-    group: _Group
+    group: Group
     sources: list[Source]
 
 
@@ -222,9 +171,9 @@ class _Counting:
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
                          skip=self.known, start_at=0 if expected * (workers - 1) >= tuning.parallel_min_bytes * workers
                          else tuning.parallel_min_bytes * workers // max(workers - 1, 1))
-        self.groups: deque[_Group] = deque()  # in order; the head is the oldest not handed on
+        self.groups: deque[Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
-        self.open: _Group | None = None  # the group sources are added to
+        self.open: Group | None = None  # the group sources are added to
         self.unsent: list[tuple[Source, SmallFile]] = []  # its small sources not yet in a task
         self.unsent_bytes = self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
@@ -246,14 +195,16 @@ class _Counting:
                     self.failure = exc
                 if self.failure is not None:
                     break
-                yield from self.finished()
+                if self.groups and self.groups[0].done:  # (no generator made per small file)
+                    yield from self.finished()
             self.close_group()
             while self.sent:
                 self.take_result()
             # All counted: the workers' memory goes before the last batches are written.
             self.pool.close()
             yield from self.finished()
-            yield from self.hand_on()
+            if self.batch is not None:  # the batch being gathered
+                yield self.batch
         finally:
             self.pool.close()
         if self.failure is not None:
@@ -267,7 +218,7 @@ class _Counting:
                 continue
             counts, firsts = group.joined()
             for source in group.repeats:  # counted by a worker before it was found to repeat
-                for word, n in self.recount([source]).items():
+                for word, n in recount([source], self.pool.local).items():
                     if counts[word] == n:
                         del counts[word]
                     else:
@@ -278,27 +229,16 @@ class _Counting:
         """Add a counted group to the batch being gathered; hand that on first where the
         two together would hold more than ``batch_words`` distinct words."""
         gathered = self.batch
+        if gathered is not None and len(gathered.counts) + len(batch.counts) > self.tuning.batch_words:
+            yield gathered
+            gathered = None
         if gathered is None:
             self.batch = batch
-            return
-        if len(gathered.counts) + len(batch.counts) > self.tuning.batch_words:
-            yield gathered
-            self.batch = batch
-            return
-        gathered.sources += batch.sources
-        small, large = sorted((gathered.counts, batch.counts), key=len)
-        merge_counts(large, small)  # the smaller into the larger: the fewer steps
-        gathered.counts = large
-        gathered.firsts = join_firsts(gathered.firsts, batch.firsts)
-
-    def hand_on(self) -> Iterator[CountedBatch]:
-        """The batch being gathered, if any."""
-        if self.batch is not None:
-            batch, self.batch = self.batch, None
-            yield batch
+        else:
+            gathered.add(batch)
 
     # -- groups of sources: one flush of the workers each ----------------------
-    def group_for(self, small: bool) -> _Group:
+    def group_for(self, small: bool) -> Group:
         """The open group, or a new one where it is of the other kind or full."""
         group = self.open
         # The shards the parent keeps of a group stay within about ``merge_bytes``
@@ -306,7 +246,7 @@ class _Counting:
         if group is None or bool(group.key) != small or group.size >= self.tuning.batch_bytes or \
                 group.held >= self.tuning.merge_bytes:
             self.close_group()
-            group = self.open = _Group(key=next(self.keys) if small else 0)
+            group = self.open = Group(key=next(self.keys) if small else 0)
             self.groups.append(group)
         return group
 
@@ -332,7 +272,7 @@ class _Counting:
         if self.unsent_bytes >= self.tuning.task_bytes:
             self.send_small(group)
 
-    def send_small(self, group: _Group) -> None:
+    def send_small(self, group: Group) -> None:
         if self.unsent:
             sources, pieces = zip(*self.unsent)
             self.unsent, self.unsent_bytes = [], 0
@@ -372,29 +312,39 @@ class _Counting:
                 self.take_earlier(group)  # a small source before it may hold the same content
             if self.is_repeat(stats):  # hashed only now: its counts are not kept
                 group.dropped.add(key)
+                self.unshare(group, [stats])
 
-    def take_earlier(self, group: _Group) -> None:
+    def take_earlier(self, group: Group) -> None:
         """Take the results of every task of an earlier group that counts sources (their
         sha256 are known once taken)."""
         while any(sent.sources and sent.group is not group for sent in self.sent):
             self.take_result()
 
-    def add_ranges(self, index: int, path: str, size: int, group: _Group, key: int) -> Iterator[CountedBatch]:
+    def add_ranges(self, index: int, path: str, size: int, group: Group, key: int) -> Iterator[CountedBatch]:
         """A plain file: the workers read it themselves, each a range between safe cuts."""
         stats = group.large[key]
         stats.size_bytes = size
         hasher = None if stats.sha256 else hashlib.sha256()
+        # Into the group's one table (ten files merged no more at the end than one), each file a piece of it:
+        # counted here, or, where the files after it keep the others busy meanwhile, whole by one worker.
+        workers = self.pool.workers
+        whole = workers > 1 and size <= self.tuning.whole_bytes and self.after[index + 1] >= workers * size
+        shared = (workers == 1 or whole) and self.pool.local.shares_tables and group.shared >= 0
+        counted_as = group.piece_of(key, self.keys) if shared else key
         with open(path, "rb") as f:
             points = cut_points(path, size, self.pipeline, step=self.tuning.chunk_bytes,
                                 window=self.tuning.cut_window)
             # Ten 10 MB files: 12 tasks each (a tail of single ranges each), 3 with the files after in view.
-            later = 0 if self.pool.workers == 1 else self.after[index + 1] // self.tuning.chunk_bytes
-            for first, last in task_spans(len(points) - 1, self.pool.workers, self.tuning.ranges_per_task, later):
+            later = 0 if workers == 1 else self.after[index + 1] // self.tuning.chunk_bytes
+            spans = [(0, len(points) - 1)] if shared and whole else \
+                task_spans(len(points) - 1, workers, self.tuning.ranges_per_task, later)
+            for n, (first, last) in enumerate(spans):
                 ranges = tuple(FileRange(path, a, b) for a, b in itertools.pairwise(points[first:last + 1]))
                 start, end = points[first], points[last]
-                self.send(Task(ranges, key), group, [stats])
-                if hasher is not None:  # hash while the workers count
-                    hasher.update(f.read(end - start))
+                self.send(Task(ranges, counted_as, shared=shared, go_on=n > 0), group, [stats])
+                while hasher is not None and start < end:  # hash while the workers count
+                    hasher.update(f.read(min(end - start, self.tuning.chunk_bytes)))
+                    start += self.tuning.chunk_bytes
                 self.report(path, end, size, index, final=end == size)
                 yield from self.finished()
                 if self.failure is not None:
@@ -402,7 +352,7 @@ class _Counting:
         if hasher is not None:
             stats.sha256 = hasher.hexdigest()
 
-    def add_stream(self, index: int, path: str, group: _Group, key: int) -> Iterator[CountedBatch]:
+    def add_stream(self, index: int, path: str, group: Group, key: int) -> Iterator[CountedBatch]:
         """Standard input, a compressed file, JSON Lines: read here, sent in pieces."""
         stats = group.large[key]
         with Opened(path, self.stdin) as opened:
@@ -440,7 +390,7 @@ class _Counting:
         self.seen.add(stats.sha256)
         return False
 
-    def send(self, task: Task, group: _Group, sources: list[Source]) -> None:
+    def send(self, task: Task, group: Group, sources: list[Source]) -> None:
         """Send a task counting sources of a group; take the results that are in."""
         while len(self.sent) >= self.pool.capacity:
             self.take_result()
@@ -451,7 +401,7 @@ class _Counting:
         while self.sent and self.sent[0].future.done():
             self.take_result()
 
-    def flush(self, group: _Group) -> None:
+    def flush(self, group: Group) -> None:
         """Ask every worker for the counts it kept (all the group's tasks are sent)."""
         if not group.flushed and group.counts is not None and not group.pending and \
                 (changed := group.changed(self.stamps)):  # all read: keys counted here may be merged
@@ -467,7 +417,7 @@ class _Counting:
             group.pending += 1
             self.sent.append(_Sent(future, group, []))
 
-    def reduce(self, group: _Group) -> None:
+    def reduce(self, group: Group) -> None:
         """Once a group's tasks and flushes are all answered: a source ``changed`` fails (``fail``: those
         before it are kept), then have the workers merge each shard of the counts they handed on (``Pool.reduce``)."""
         if not group.closed or group.pending or group.counts is None:
@@ -526,7 +476,7 @@ class _Counting:
         else:
             self.reduce(group)
 
-    def fail(self, group: _Group, failed: Source, error: BpestoreError) -> None:
+    def fail(self, group: Group, failed: Source, error: BpestoreError) -> None:
         """A source failed: it and every later source are not kept, and no task sent
         after it is taken (but the counts of the sources before it are, the shards of
         an earlier group's included)."""
@@ -541,13 +491,15 @@ class _Counting:
         if not group.sources:
             group.drop()
         elif group.key and group.counts is not None:
-            # Small sources before it in its group: the workers kept their counts mixed
-            # with the failed one's, so they are counted again here (they are small).
-            recounted = self.recount([s for s in group.sources if not s.skipped])  # after all sent: ordinals
+            # Small sources before it in its group: the workers kept their counts mixed with the
+            # failed one's, so they are counted again here (they are small; after all sent: ordinals).
+            recounted = recount([s for s in group.sources if not s.skipped], self.pool.local)
             group.counts, group.shards, group.reduced = {0: recounted}, None, []
             group.firsts = {0: firsts_of(recounted, [(0, next(self.pool.seqs))])}
             group.dropped.add(group.key)
             group.flushed, group.repeats = True, []
+        else:
+            self.unshare(group, gone)
         groups = list(self.groups)
         earlier = groups[:groups.index(group)]
         for later in groups[groups.index(group) + 1:]:
@@ -564,15 +516,14 @@ class _Counting:
         self.unsent, self.unsent_bytes = [], 0
         self.flush(group)  # the large sources before it
 
-    def recount(self, sources: list[Source]) -> Counter:
-        """Small sources counted again here, each checked to hold what was counted."""
-        counts: Counter = Counter()
-        for source in sources:
-            data = read_range(source.source)
-            if hashlib.sha256(data).hexdigest() != source.sha256:
-                raise changed_while_read(source.source)
-            self.pool.local.count(Task((FileBytes(source.source, data),)), into=counts)
-        return Counter(as_bytes(counts))
+    def unshare(self, group: Group, gone: list[Source]) -> None:
+        """Where the group's shared table holds counts of a source ``gone`` (not kept): the sources kept
+        of it are counted again here (read whole, checked unchanged), the table is not kept."""
+        if group.shared > 0 and group.counts is not None and group.holds_pieces_of(gone):
+            group.dropped.add(group.shared)
+            group.shared = -1
+            recounted = recount(group.pieces_kept(), self.pool.local)
+            group.counts[0], group.firsts[0] = recounted, firsts_of(recounted, [(0, next(self.pool.seqs))])
 
     def report(self, name: str, source_done: int, source_size: int | None, index: int, *,
                final: bool = True) -> None:
@@ -583,6 +534,17 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
+
+
+def recount(sources: list[Source], counter: TaskCounter) -> Counter:
+    """Sources read whole and counted again, each checked to hold what was counted."""
+    counts: Counter = Counter()
+    for source in sources:
+        data = read_range(source.source)
+        if hashlib.sha256(data).hexdigest() != source.sha256:
+            raise changed_while_read(source.source)
+        counter.count(Task((FileBytes(source.source, data),)), into=counts)
+    return Counter(as_bytes(counts))
 
 
 def task_spans(n_ranges: int, workers: int, most: int, later: int = 0) -> list[tuple[int, int]]:

@@ -43,6 +43,7 @@ GENERATION_COLUMNS = ("corpus_id", "number", "n_sources", "size_bytes", "n_words
 SOURCE_SHAS = ("SELECT ingests.sha256 FROM ingests JOIN corpora ON corpora.id = ingests.corpus_id "
                "WHERE corpora.name = :name")
 PRESENT = "SELECT sha256 FROM ingests WHERE corpus_id = :corpus_id AND sha256 {listed}"
+ANY_SOURCE = "SELECT 1 FROM ingests WHERE corpus_id = :corpus_id LIMIT 1"
 SOURCES_ADDED = "SELECT corpus_id, generation, count(*) FROM ingests {where} GROUP BY corpus_id, generation"
 SOURCES = ("SELECT source, sha256, size_bytes, n_words, n_distinct, created_at, generation FROM ingests "
            "WHERE corpus_id = :corpus_id {also} ORDER BY id")
@@ -267,6 +268,8 @@ def lock_corpus_row(tx: Transaction, corpus_id: int) -> None:
 def present_shas(tx: Transaction, corpus_id: int, shas: Sequence[str]) -> set[str]:
     """Which of these contents are already sources of the corpus."""
     present: set[str] = set()
+    if not shas or not tx.run(ANY_SOURCE, {"corpus_id": corpus_id}):  # a new corpus: none (no list of them)
+        return present
     for start in range(0, len(shas), 500):
         listed, params = in_list("sha", shas[start:start + 500])
         present.update(row[0] for row in tx.run(PRESENT.format(listed=listed), {**params, "corpus_id": corpus_id}))

@@ -1,0 +1,102 @@
+"""The pieces of sources a counting task holds, and how each is read and decoded. No SQL.
+
+A ``FileRange`` is bytes of a large plain file (read by the worker itself), a ``SmallFile`` a small
+file (read whole, and checked unchanged, by the worker), a ``FileBytes`` a small file the caller
+read, a ``TextPiece`` text the caller read and decoded (standard input, a compressed file, JSON Lines).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import SourceError
+from ..sources import changed_while_read, decode, read_range
+
+_READ_ONLY = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``start:end`` of a plain file."""
+
+    name: str
+    start: int
+    end: int
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    def decoded(self, errors: str) -> str:
+        return decode(read_range(self.name, self.start, self.end), self.name, errors, self.start)
+
+
+@dataclass(frozen=True)
+class FileBytes:
+    """The content of a small file."""
+
+    name: str
+    data: bytes
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def decoded(self, errors: str) -> str:
+        return decode(self.data, self.name, errors)
+
+
+@dataclass(frozen=True)
+class SmallFile:
+    """A small file the worker reads whole; ``stamp``: its size, modification time and inode when the
+    caller listed it (read again after reading: a file written meanwhile fails)."""
+
+    name: str
+    stamp: tuple[int, int, int] | None
+    first_line = 1
+
+    @property
+    def size(self) -> int:
+        return self.stamp[0] if self.stamp else 0
+
+    def read(self) -> bytes:
+        """Its bytes: one read of the size listed and a byte more (a file grown is read to its end)."""
+        try:
+            fd = os.open(self.name, _READ_ONLY)  # (not inherited: PEP 446)
+            try:
+                data = os.read(fd, want := self.size + 1)
+                data += b"".join(iter(lambda: os.read(fd, 1 << 20), b"")) if len(data) == want else b""
+                found = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise SourceError(f"cannot read {self.name}: {exc.strerror or exc}", source=self.name) from None
+        if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
+            raise changed_while_read(self.name)
+        return data
+
+    def decoded(self, errors: str) -> str:
+        return decode(self.read(), self.name, errors)
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """Text of source ``name`` whose first line is line ``first_line`` of the
+    source (for JSON Lines messages)."""
+
+    name: str
+    text: str
+    first_line: int = 1
+
+    @property
+    def size(self) -> int:
+        return len(self.text)
+
+    def decoded(self, errors: str) -> str:
+        return self.text
+
+
+Piece = FileRange | SmallFile | FileBytes | TextPiece
