@@ -80,6 +80,14 @@ CORPORA = ["tinyshakespeare.txt", "dracula.txt", "taylorswift.txt", "german_1M.t
            "japanese_1M.txt", "chinese_1M.txt", "hindi_1M.txt", "code_python_5M.txt.xz"]
 
 
+def text_files(folder: Path, texts: list[str]) -> list[Path]:
+    """Each text as a UTF-8 file in ``folder``: 0.txt, 1.txt, ..."""
+    paths = [folder / f"{i}.txt" for i in range(len(texts))]
+    for path, text in zip(paths, texts):
+        path.write_text(text, encoding="utf-8")
+    return paths
+
+
 @pytest.mark.parametrize("name", CORPORA)
 def test_parallel_counts_equal_a_counter_on_every_shared_corpus(name, parallel, counting_core, tmp_path):
     text = read_corpus(name)[:1_500_000]
@@ -174,10 +182,7 @@ def test_ten_large_files_at_two_workers_count_as_each_alone(parallel, tmp_path):
     last's): each file's words and distinct words, and the whole counts, as counted one by one."""
     tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
     text = read_corpus("german_1M.txt")[:300_000]
-    paths = []
-    for i in range(6):
-        paths.append(tmp_path / f"{i}.txt")
-        paths[-1].write_text(text[i * 50_000:(i + 1) * 50_000], encoding="utf-8")
+    paths = text_files(tmp_path, [text[i * 50_000:(i + 1) * 50_000] for i in range(6)])
     batches = list(count_sources([str(p) for p in paths], TokenizerSpec(), workers=2, tuning=tuning))
     sources = [s for b in batches for s in b.sources]
     each = [reference_counts(p.read_text(encoding="utf-8"), GPT2) for p in paths]
@@ -192,10 +197,7 @@ def test_ten_large_files_sharing_one_table_count_as_each_alone(parallel, workers
     ordinals in the order the files first show them."""
     tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000)
     text = read_corpus("russian_1M.txt")[:120_000]
-    paths = []
-    for i in range(10):
-        paths.append(tmp_path / f"{i}.txt")
-        paths[-1].write_text(text[i * 12_000:(i + 1) * 12_000], encoding="utf-8")
+    paths = text_files(tmp_path, [text[i * 12_000:(i + 1) * 12_000] for i in range(10)])
     [batch] = count_sources([str(p) for p in paths], TokenizerSpec(), workers=workers, tuning=tuning)
     texts = [p.read_text(encoding="utf-8") for p in paths]
     each = [reference_counts(t, GPT2) for t in texts]
@@ -215,11 +217,8 @@ def test_a_large_file_goes_whole_to_a_worker_only_while_files_after_it_wait(para
     tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000,
                                  whole_bytes=whole_bytes)
     text = read_corpus("german_1M.txt")[:150_000]
-    paths = []
     cuts = [0, 30_000, 45_000, 75_000, 90_000, 120_000, 150_000]  # characters: about 30, 15, 30, 15, 30, 30 kB
-    for i, (a, b) in enumerate(itertools.pairwise(cuts)):
-        paths.append(tmp_path / f"{i}.txt")
-        paths[-1].write_text(text[a:b], encoding="utf-8")
+    paths = text_files(tmp_path, [text[a:b] for a, b in itertools.pairwise(cuts)])
     sent = []
     submit = pool.Pool.submit
     monkeypatch.setattr(pool.Pool, "submit", lambda self, task: sent.append(task) or submit(self, task))
