@@ -216,7 +216,8 @@ def test_a_large_file_goes_whole_to_a_worker_only_while_files_after_it_wait(para
 
     tuning = dataclasses.replace(parallel, chunk_bytes=4_000, cut_window=1_000, small_source_bytes=10_000,
                                  whole_bytes=whole_bytes)
-    text = read_corpus("german_1M.txt")[:150_000]
+    text = read_corpus("german_1M.txt") * 4  # (the stand-in of a fresh clone is 50,000 characters)
+    text = text[:150_000]
     cuts = [0, 30_000, 45_000, 75_000, 90_000, 120_000, 150_000]  # characters: about 30, 15, 30, 15, 30, 30 kB
     paths = text_files(tmp_path, [text[a:b] for a, b in itertools.pairwise(cuts)])
     sent = []
