@@ -195,7 +195,9 @@ def rank_equivalence_problem(merges: Sequence[tuple[bytes, bytes]], id_of: Mappi
         for part in (left, right):
             if len(part) != 1 and part not in made_at:
                 return f"merge {k} uses {part!r} before a merge makes it"
-        token_id = id_of[token]
+        token_id = id_of.get(token)
+        if token_id is None:
+            return f"merge {k} makes {token!r}, which is no ordinary token of the version"
         if token_id <= last_id:
             return f"ids do not grow with merge rank (merge {k} makes id {token_id})"
         made_at[token] = k
