@@ -280,8 +280,8 @@ def compiled_encode_core() -> None:
 @functools.cache
 def rank_file_version(name: str):
     """A shared rank file (``cl100k``, ``o200k``) as a version's (vocab, merges, spec), and
-    tiktoken's Encoding of the same ranks, neither with special tokens (read once a session:
-    callers do not change them)."""
+    tiktoken's Encoding of the same ranks, neither with special tokens (read once per test
+    run: callers do not change them)."""
     import tiktoken
 
     from bpestore.formats.tiktoken_ranks import read_ranks, tiktoken_version

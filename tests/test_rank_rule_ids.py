@@ -74,7 +74,7 @@ def test_ids_and_byte_pairs_give_the_same_answer(vocabulary, checked):
 
 def test_a_merge_whose_token_the_vocabulary_lacks_is_a_problem_on_both_paths():
     """A side's bytes changed after the merges were made (ids swapped): merge 3 joins b'b' and
-    b'ba', whose b'bba' no token holds (hypothesis found it; it raised KeyError)."""
+    b'ba', whose b'bba' no token holds; both paths name it in one line."""
     vocab = {i: bytes([i]) for i in range(256)} | {300: b"ba", 301: b"ac", 302: b"ba", 303: b"baba", 310: b"aba"}
     lefts, rights, made = [98, 97, 97, 98], [97, 99, 300, 302], [300, 301, 310, 303]
     assert both(vocab, [], lefts, rights, made) == "merge 3 makes b'bba', which is no ordinary token of the version"
