@@ -100,21 +100,26 @@ def test_bytes_bind_as_the_same_blobs(tmp_path):
 
 
 def test_rows_inserted_from_columns_equal_rows_inserted_one_by_one(tmp_path):
-    """``insert_columns`` (the fixed values written into the statement, a string with a quote
-    too; more rows than one statement takes) writes the rows a plain INSERT per row writes."""
-    from bpestore.store.drivers import Transaction
+    """``insert`` (the fixed values written into the statement, a string with a quote too;
+    more rows than one statement takes; rows turned into columns by ``by_column``) writes the
+    rows a plain INSERT per row writes."""
+    from bpestore.store.drivers import Transaction, by_column
 
     conn = sqlite3.connect(tmp_path / "c.db")
     for table in ("a", "b"):
         conn.execute(f'CREATE TABLE {table} (v INTEGER, "rank" INTEGER, data BLOB, kind TEXT, "count" INTEGER)')
     n = 4_321
     ranks, data, counts = range(7, 7 + n), [bytes([i % 256]) * (i % 4) for i in range(n)], [i * i for i in range(n)]
-    Transaction.of_sqlite(conn).insert_columns("a", {"v": 3, "kind": "it's"},
-                                               {"rank": ranks, "data": data, "count": counts})
+    tx = Transaction.of_sqlite(conn)
+    tx.insert("a", {"rank": ranks, "data": data, "count": counts}, {"v": 3, "kind": "it's"})
     conn.executemany('INSERT INTO b (v, kind, "rank", data, "count") VALUES (3, ?, ?, ?, ?)',
                      [("it's", r, d, c) for r, d, c in zip(ranks, data, counts)])
     rows = [conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in ("a", "b")]
     assert rows[0] == rows[1] and len(rows[0]) == n
-    Transaction.of_sqlite(conn).insert_columns("a", {"v": 1}, {"rank": [], "data": [], "count": []})
+    tx.insert("a", {"rank": [], "data": [], "count": []}, {"v": 1})
+    tx.insert("a", by_column(("v", "kind"), []))
     assert conn.execute("SELECT COUNT(*) FROM a").fetchone() == (n,)
+    tx.insert("a", by_column(("v", "kind", "data"), [(i, f"k{i}", b"x" * i) for i in range(1_500)]))
+    assert conn.execute("SELECT v, kind, data FROM a WHERE rowid > ? ORDER BY rowid", (n,)).fetchall() == \
+        [(i, f"k{i}", b"x" * i) for i in range(1_500)]
     conn.close()

@@ -147,7 +147,7 @@ class CheckpointWriter:
         vocab_tables.add_merges(tx, self.version_id, ranks.start, (lefts, rights, tokens, counts))
         # The tokens they make: the ids from the first not stored to the highest (new ids come in order).
         new = range(self.n_tokens, max(max(tokens, default=0) + 1, self.n_tokens))
-        vocab_tables.add_new_tokens(tx, self.version_id, new, self.token_bytes[new.start:new.stop], "merge")
+        vocab_tables.add_tokens(tx, self.version_id, new, self.token_bytes[new.start:new.stop], "merge")
         record_checkpoint(tx, self.version_id, fingerprint)
         if made is not None:  # complete
             add_snapshot(tx, self.version_id, made)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from ..errors import InvalidArgumentError, NotFoundError
 from ..spec import TokenizerSpec
 from . import count_tables
-from .drivers import Transaction, in_list
+from .drivers import Transaction, by_column, in_list
 from .version_tables import NUMBER, VersionReads, moment, unstorable
 
 if TYPE_CHECKING:  # opening a store and loading a tokenizer do without the records (~8 ms of dataclasses)
@@ -278,17 +278,17 @@ def present_shas(tx: Transaction, corpus_id: int, shas: Sequence[str]) -> set[st
 
 def add_sources(tx: Transaction, corpus_id: int, sources: Sequence[Source], generation: int | None = None) -> None:
     """Insert sources' rows, each in ``generation`` (None: its own, with its own time)."""
-    tx.insert_rows("ingests", SOURCE_COLUMNS, [
-        (corpus_id, s.source, s.sha256, s.size_bytes, s.n_words, s.n_distinct,
+    tx.insert("ingests", by_column(SOURCE_COLUMNS[1:], [
+        (s.source, s.sha256, s.size_bytes, s.n_words, s.n_distinct,
          tx.now if generation is not None else tx.stamp(s.created_at),
-         generation if generation is not None else s.generation) for s in sources])
+         generation if generation is not None else s.generation) for s in sources]), {"corpus_id": corpus_id})
 
 
 def add_generations(tx: Transaction, corpus_id: int, infos: Sequence[CorpusInfo]) -> None:
     """Insert generations' rows as another store holds them."""
-    tx.insert_rows("generations", GENERATION_COLUMNS, [
-        (corpus_id, i.generation, i.n_sources, i.size_bytes, i.n_words, i.n_distinct, i.digest,
-         tx.stamp(i.generated_at)) for i in infos])
+    tx.insert("generations", by_column(GENERATION_COLUMNS[1:], [
+        (i.generation, i.n_sources, i.size_bytes, i.n_words, i.n_distinct, i.digest,
+         tx.stamp(i.generated_at)) for i in infos]), {"corpus_id": corpus_id})
 
 
 def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], counts: Mapping[bytes, int],
@@ -326,9 +326,9 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
     # holds the batch's words (counting its rows cost a scan of them all).
     n_distinct = len(counts) if not previous else count_tables.n_distinct(tx, corpus_id)
     shas = (row[0] for row in tx.run(SHAS, {"corpus_id": corpus_id}))
-    tx.insert_rows("generations", GENERATION_COLUMNS, [(
-        corpus_id, number, last.n_sources + len(sources), last.size_bytes + sum(s.size_bytes for s in sources),
-        n_words, n_distinct, sources_digest(reads.row(corpus_id).spec, shas), tx.now)])
+    tx.insert("generations", by_column(GENERATION_COLUMNS[1:], [(
+        number, last.n_sources + len(sources), last.size_bytes + sum(s.size_bytes for s in sources),
+        n_words, n_distinct, sources_digest(reads.row(corpus_id).spec, shas), tx.now)]), {"corpus_id": corpus_id})
     if end is not None:
         set_ordinal_end(tx, corpus_id, number, end)
     return number

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from .. import native
-from .drivers import Transaction
+from .drivers import Transaction, by_column
 
 PARAMETERS: Final = 1000  # parameters of one SQLite statement of many rows
 UPSERT_BATCH: Final = 20_000  # words whose rows are made at once
@@ -157,7 +157,7 @@ def history_at(tx: Transaction, corpus_id: int, generation: int) -> dict[bytes, 
 
 def add_history(tx: Transaction, rows: Sequence[tuple[int, bytes, int, int, int]]) -> None:
     """Insert history rows (corpus id, word, count, valid from, valid to)."""
-    tx.insert_rows("word_count_history", HISTORY_COLUMNS, rows)
+    tx.insert("word_count_history", by_column(HISTORY_COLUMNS, rows))
 
 
 def keep_history(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], newest_pin: int, number: int, *,

@@ -12,11 +12,12 @@ the store's engine runs the same statements (``Transaction.over``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
@@ -171,45 +172,32 @@ class Transaction:
         """A timestamp as the schema's DateTime columns store it (``now``'s form)."""
         return moment if self.postgresql or moment is None else moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
-    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """INSERT rows (sequences in ``columns``' order): on SQLite as statements of many
-        rows each, elsewhere the driver's executemany."""
-        if not rows:
-            return
-        names = ", ".join(f'"{c}"' for c in columns)  # quoted: "rank" and "count" are keywords
-        sql = f"INSERT INTO {table} ({names}) VALUES "
-        if self.sqlite is None:
-            if self.postgresql and self.raw is not None:
-                self.statement = sql
-                self.raw.cursor().executemany(sql + f"({', '.join(['%s'] * len(columns))})", rows)
-            else:
-                self.many(sql + f"({', '.join(':' + c for c in columns)})", [dict(zip(columns, r)) for r in rows])
-            return
-        # One statement is one step of SQLite's, which the driver runs without the GIL
-        # (executemany takes the GIL back after each row): about half the time, and a
-        # thread beside it (training's checkpoint writer) is hardly held up.
-        limit = self.sqlite.getlimit(9) if hasattr(self.sqlite, "getlimit") else 999  # variables a statement takes
-        per = max(1, min(limit // len(columns), 2000))
-        row = f"({', '.join('?' * len(columns))})"
-        for start in range(0, len(rows), per):
-            part = rows[start:start + per]
-            self.sqlite.execute(sql + ", ".join([row] * len(part)), [value for r in part for value in r])
-
-    def insert_columns(self, table: str, fixed: Mapping[str, int | str], columns: Mapping[str, Sequence[Any]]) -> None:
-        """INSERT rows given as ``columns`` (name: values, all as long), each row with the ``fixed``
-        values too: on SQLite written into the statements (a row binds only its own values, laid
-        out by slices: no tuple per row), elsewhere ``insert_rows``."""
+    def insert(self, table: str, columns: Mapping[str, Sequence[Any]],
+               fixed: Mapping[str, int | str] | None = None) -> None:
+        """INSERT rows given as ``columns`` (name: values, all as long), each row with the
+        ``fixed`` values too. On SQLite, statements of many rows each, the fixed values
+        written into them and a row binding only its own values, laid out by slices (no
+        tuple per row); elsewhere the driver's executemany."""
+        fixed = fixed or {}
         names, values = [*fixed, *columns], list(columns.values())
         n = len(values[0]) if values else 0
         if not n:
             return
-        if self.sqlite is None:
-            self.insert_rows(table, names, list(zip(*[[v] * n for v in fixed.values()], *values)))
-            return
-        literals = [str(int(v)) if isinstance(v, int) else "'" + v.replace("'", "''") + "'" for v in fixed.values()]
-        k = len(values)
         quoted = ", ".join(f'"{c}"' for c in names)  # quoted: "rank" and "count" are keywords
         sql = f"INSERT INTO {table} ({quoted}) VALUES "
+        if self.sqlite is None:
+            rows = list(zip(*[itertools.repeat(v, n) for v in fixed.values()], *values))
+            if self.postgresql and self.raw is not None:
+                self.statement = sql
+                self.raw.cursor().executemany(sql + f"({', '.join(['%s'] * len(names))})", rows)
+            else:
+                self.many(sql + f"({', '.join(':' + c for c in names)})", [dict(zip(names, r)) for r in rows])
+            return
+        # One statement is one step of SQLite's, which the driver runs without the GIL
+        # (executemany takes the GIL back after each row): about half the time, and a
+        # thread beside it (training's checkpoint writer) is hardly held up.
+        literals = [str(int(v)) if isinstance(v, int) else "'" + v.replace("'", "''") + "'" for v in fixed.values()]
+        k = len(values)
         row = f"({', '.join([*literals, *'?' * k])})"
         limit = self.sqlite.getlimit(9) if hasattr(self.sqlite, "getlimit") else 999  # variables a statement takes
         per = max(1, min(limit // k, 2000))
@@ -219,6 +207,11 @@ class Transaction:
             for i, column in enumerate(values):
                 flat[i::k] = column[start:stop]
             self.sqlite.execute(sql + ", ".join([row] * (stop - start)), flat)
+
+
+def by_column(names: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, Sequence[Any]]:
+    """Rows (sequences in ``names``' order) as the columns ``Transaction.insert`` takes."""
+    return dict(zip(names, zip(*rows)))
 
 
 class Transactions(Protocol):

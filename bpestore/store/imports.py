@@ -61,7 +61,7 @@ def import_version(db: Transactions, name: str, vocab: Mapping[int, bytes],
     with db.writing() as tx:
         version_id = new_version(tx, name, spec=spec, status="complete", source=source,
                                             target_vocab_size=len(vocab), fingerprint=done)
-        vocab_tables.add_tokens(tx, version_id, [(i, data, kind_of[i]) for i, data in tokens.items()])
+        vocab_tables.add_tokens(tx, version_id, list(tokens), list(tokens.values()), list(kind_of.values()))
         vocab_tables.add_merges(tx, version_id, 0, stored.columns)
         add_snapshot(tx, version_id, snap)
     return version_id

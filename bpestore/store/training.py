@@ -236,9 +236,8 @@ def _new_root(tx: Transaction, name: str, corpus_spec: TokenizerSpec, options: T
             "--special-token"), stacklevel=2)
     version_id = new_version(tx, name, spec=spec, **settings)
     kinds = initial_kinds(spec, initial)
-    rows = [(i, data, kinds[i]) for i, data in enumerate(initial)]
-    vocab_tables.add_tokens(tx, version_id, rows)
-    return version_id, Vocabulary.from_rows(rows, [])
+    vocab_tables.add_tokens(tx, version_id, range(len(initial)), initial, kinds)
+    return version_id, Vocabulary.from_rows(zip(range(len(initial)), initial, kinds), [])
 
 
 def _reuse_merges(tx: Transaction, version_id: int, initial: Vocabulary) -> bool:

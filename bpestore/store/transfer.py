@@ -318,7 +318,8 @@ def place_version(tx: Transaction, v: VersionRows, tokenizer_id: int, parent_id:
         corpus_generation=v.corpus_generation, fingerprint=v.fingerprint, created_at=tx.stamp(v.created_at),
         updated_at=tx.stamp(v.updated_at), corpus_name=v.corpus if corpus_id is None else None))
     vocab = v.vocab
-    vocab_tables.add_tokens(tx, version_id, [(i, data, vocab.kinds[i]) for i, data in vocab.tokens.items()])
+    vocab_tables.add_tokens(tx, version_id, list(vocab.tokens), list(vocab.tokens.values()),
+                            [vocab.kinds[i] for i in vocab.tokens])
     vocab_tables.add_merges(tx, version_id, 0, vocab.columns)
     if v.status == "complete":
         assert v.fingerprint is not None  # complete

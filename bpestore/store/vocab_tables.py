@@ -4,7 +4,7 @@ copied from another version), over one ``drivers.Transaction``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .drivers import Transaction, in_list
@@ -30,7 +30,6 @@ COPY_TOKENS = ("INSERT INTO tokens (version_id, id, bytes, kind) SELECT :target,
 COPY_MERGES = ('INSERT INTO merges (version_id, "rank", left_id, right_id, token_id, "count") '
                'SELECT :target, "rank", left_id, right_id, token_id, "count" FROM merges '
                "WHERE version_id = :source {also}")
-TOKEN_COLUMNS = ("version_id", "id", "bytes", "kind")
 MERGE_COLUMNS = ("version_id", "rank", "left_id", "right_id", "token_id", "count")
 IN_LIST = 500  # ids per IN (...) list
 
@@ -90,22 +89,20 @@ def merge_infos(tx: Transaction, version_id: int, start: int = 0, limit: int | N
             for rank, a, b, token, count, data_a, data_b in rows]
 
 
-def add_tokens(tx: Transaction, version_id: int, rows: Iterable[tuple[int, bytes, str]]) -> None:
-    """Insert tokens given as (id, bytes, kind)."""
-    tx.insert_rows("tokens", TOKEN_COLUMNS, [(version_id, token_id, data, kind) for token_id, data, kind in rows])
-
-
-def add_new_tokens(tx: Transaction, version_id: int, ids: range, data: Sequence[bytes], kind: str) -> None:
-    """Insert tokens ``ids`` (their bytes ``data``, in order), all of one ``kind``."""
-    tx.insert_columns("tokens", {"version_id": version_id, "kind": kind}, {"id": ids, "bytes": data})
+def add_tokens(tx: Transaction, version_id: int, ids: Sequence[int], data: Sequence[bytes],
+               kinds: Sequence[str] | str) -> None:
+    """Insert tokens ``ids`` with their bytes ``data`` and ``kinds`` (one each, or one for all), in order."""
+    if isinstance(kinds, str):
+        tx.insert("tokens", {"id": ids, "bytes": data}, {"version_id": version_id, "kind": kinds})
+    else:
+        tx.insert("tokens", {"id": ids, "bytes": data, "kind": kinds}, {"version_id": version_id})
 
 
 def add_merges(tx: Transaction, version_id: int, first_rank: int, columns: Sequence[Sequence[int]]) -> None:
     """Insert merges given as columns (left ids, right ids, token ids, counts), ranks from ``first_rank`` on."""
     lefts, rights, tokens, counts = columns
-    tx.insert_columns("merges", {"version_id": version_id},
-                      dict(zip(MERGE_COLUMNS[1:], (range(first_rank, first_rank + len(lefts)), lefts, rights, tokens,
-                                                   counts))))
+    tx.insert("merges", dict(zip(MERGE_COLUMNS[1:], (range(first_rank, first_rank + len(lefts)), lefts, rights,
+                                                     tokens, counts))), {"version_id": version_id})
 
 
 def copy_merges(tx: Transaction, source_id: int, target_id: int, *, n_merges: int | None = None,
