@@ -23,6 +23,7 @@
 
 #include "_pretok.h"
 #include "cores/ascii_blocks.h"
+#include "cores/read_files.h"
 #include "cores/shards.h"
 #include "cores/utf8_text.h"
 #include "cores/word_table.h"
@@ -1177,6 +1178,10 @@ static PyMethodDef methods[] = {
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"
      "per words each, the last one shorter where per does not divide len(words); with the dict\n"
      "firsts, each word's firsts[w] + shift after its count."},
+    {"read_files", read_files, METH_VARARGS,
+     "read_files(names, stamps) -> (list[bytes], int | None)\n\n"
+     "Small files read whole in turn (cores/read_files.h), each checked unchanged against its stamp\n"
+     "(size, mtime_ns, inode) or None; up to the first that fails: its errno, or 0 where it changed."},
     {NULL, NULL, 0, NULL},
 };
 

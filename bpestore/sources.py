@@ -77,7 +77,7 @@ def _files_under(folder: Path, glob: str | None) -> Iterator[str]:
         here = folders.pop()
         with os.scandir(here or ".") as entries:
             for entry in entries:
-                name = os.path.join(here, entry.name)
+                name = entry.path if here else entry.name  # (os.path.join(here, entry.name))
                 if entry.is_dir():
                     if not entry.is_symlink():
                         folders.append(name)

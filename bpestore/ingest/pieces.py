@@ -8,10 +8,12 @@ read, a ``TextPiece`` text the caller read and decoded (standard input, a compre
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import SourceError
 from ..sources import changed_while_read, decode, read_range
+from ..text import COUNT_CORE
 
 _READ_ONLY = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
@@ -73,13 +75,35 @@ class SmallFile:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise SourceError(f"cannot read {self.name}: {exc.strerror or exc}", source=self.name) from None
+            raise unreadable(self.name, exc.strerror or str(exc)) from None
         if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
             raise changed_while_read(self.name)
         return data
 
     def decoded(self, errors: str) -> str:
         return decode(self.read(), self.name, errors)
+
+
+def read_small(files: Sequence[SmallFile]) -> tuple[list[bytes], SourceError | None]:
+    """The bytes of each small file, as ``SmallFile.read`` reads it, up to the first that fails
+    (and its error): in one call of the counting core where it is built."""
+    if COUNT_CORE is None:
+        datas = []
+        for small in files:
+            try:
+                datas.append(small.read())
+            except SourceError as exc:
+                return datas, exc
+        return datas, None
+    datas, failure = COUNT_CORE.read_files([f.name for f in files], [f.stamp for f in files])
+    if failure is None:
+        return datas, None
+    name = files[len(datas)].name
+    return datas, changed_while_read(name) if failure == 0 else unreadable(name, os.strerror(failure))
+
+
+def unreadable(name: str, why: str) -> SourceError:
+    return SourceError(f"cannot read {name}: {why}", source=name)
 
 
 @dataclass(frozen=True)

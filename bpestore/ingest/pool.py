@@ -53,7 +53,7 @@ from ..sources import decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 from . import shards
-from .pieces import FileRange, Piece, SmallFile
+from .pieces import FileRange, Piece, SmallFile, read_small
 from .shards import Packed, as_bytes, merge_counts, merge_pairs, pack_shard, unpack_shard, utf8_keys
 
 if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
@@ -241,14 +241,16 @@ class TaskCounter:
         up to the first that fails, the sha256 of each ``SmallFile``, and the error."""
         texts: list[Any] = []  # None: a SmallFile counted before; bytes: one not yet decoded (raw)
         shas: list[str] = []
-        error = None
-        raw = not isinstance(counts, dict) and all(isinstance(piece, SmallFile) for piece in pieces)
-        for piece in pieces:
+        error: BpestoreError | None = None
+        small = all(isinstance(piece, SmallFile) for piece in pieces)
+        raw = small and not isinstance(counts, dict)
+        datas, error = read_small(pieces) if small else ([], None)  # type: ignore[arg-type]
+        for i, piece in enumerate(pieces[:len(datas)] if small else pieces):
             try:
-                if isinstance(piece, SmallFile):
-                    data = piece.read()
-                    sha = hashlib.sha256(data).hexdigest()
-                    texts.append(None if sha in self.skip else data if raw else decode(data, piece.name, self.errors))
+                if small:
+                    sha = hashlib.sha256(datas[i]).hexdigest()
+                    texts.append(None if sha in self.skip else datas[i] if raw else
+                                 decode(datas[i], piece.name, self.errors))
                     shas.append(sha)
                 else:
                     texts.append(piece.decoded(self.errors))
