@@ -115,6 +115,7 @@ typedef struct {
     uint32_t *tie;          /* hf: tie value by token */
     uint64_t *tok_off;      /* bytes of token t at bytes[tok_off[t]], tok_len[t] */
     uint32_t *tok_len;
+    uint64_t *tok_pre;      /* token t's first 8 bytes, big-endian, zeros after its end (cmp_bytes) */
     unsigned char *bytes;
     uint64_t n_bytes, cap_bytes;
     /* the id a merge making some bytes takes: the ordinary token with those bytes (special
@@ -380,6 +381,10 @@ static inline void moved(MergeLoop *t, Slot *s, uint64_t at, int gained) {
 /* Compare the bytes of tokens a and b: <0, 0, >0. */
 static inline int cmp_bytes(const MergeLoop *t, uint32_t a, uint32_t b) {
     if (a == b) return 0;
+    /* The first 8 bytes decide where they differ: at a place past the shorter token's
+     * end, its zero is below the longer's byte there, and a prefix comes first too. */
+    uint64_t pa = t->tok_pre[a], pb = t->tok_pre[b];
+    if (pa != pb) return pa < pb ? -1 : 1;
     uint32_t la = t->tok_len[a], lb = t->tok_len[b];
     int c = memcmp(t->bytes + t->tok_off[a], t->bytes + t->tok_off[b], la < lb ? la : lb);
     if (c) return c;
@@ -457,7 +462,7 @@ static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t siz
     uint32_t old_cap = t->cap_tokens;
     if (grow32(t, (void **)&t->tie, &t->cap_tokens, (uint64_t)t->n_tokens + 1, sizeof(uint32_t)) < 0) return -1;
     if (t->cap_tokens != old_cap || t->tok_off == NULL) {
-        /* the three token arrays share cap_tokens: grow the other two to match */
+        /* the token arrays share cap_tokens: grow the others to match */
         uint32_t cap = t->cap_tokens;
         uint64_t *off = realloc(t->tok_off, (size_t)cap * sizeof(uint64_t));
         if (off == NULL) { t->cap_tokens = old_cap; return -1; }
@@ -465,12 +470,18 @@ static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t siz
         uint32_t *len = realloc(t->tok_len, (size_t)cap * sizeof(uint32_t));
         if (len == NULL) { t->cap_tokens = old_cap; return -1; }
         t->tok_len = len;
+        uint64_t *pre = realloc(t->tok_pre, (size_t)cap * sizeof(uint64_t));
+        if (pre == NULL) { t->cap_tokens = old_cap; return -1; }
+        t->tok_pre = pre;
     }
     if (size > UINT32_MAX) { OVERFLOW(t, "token too long"); return -1; }
     if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
     if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
     t->tok_off[t->n_tokens] = t->n_bytes;
     t->tok_len[t->n_tokens] = (uint32_t)size;
+    uint64_t pre = 0;
+    for (uint64_t i = 0; i < 8; i++) pre = pre << 8 | (i < size ? t->bytes[t->n_bytes + i] : 0);
+    t->tok_pre[t->n_tokens] = pre;
     t->n_bytes += size;
     t->tie[t->n_tokens] = tie;
     t->n_tokens++;
@@ -978,6 +989,7 @@ static void ml_free(MergeLoop *t) {
     free(t->tie);
     free(t->tok_off);
     free(t->tok_len);
+    free(t->tok_pre);
     free(t->bytes);
     free(t->sym);
     free(t->off);
