@@ -269,12 +269,16 @@ static int rehash(MergeLoop *t, uint64_t capacity) {
 
 /* The slot of `key`, created (count 0, no words) when absent; NULL when out of memory. */
 static Slot *find_or_add(MergeLoop *t, uint64_t key) {
-    if ((t->used + 1) * 10 > (t->mask + 1) * 7 && rehash(t, (t->mask + 1) * 2) < 0) return NULL;
+    if (t->slots == NULL && rehash(t, 16) < 0) return NULL;
     uint64_t i = mix_pair_key(key) & t->mask;
     for (;;) {
         Slot *s = &t->slots[i];
         if (s->key == key) return s;
         if (s->key == EMPTY) {
+            if ((t->used + 1) * 10 > (t->mask + 1) * 7) {  /* (only an insertion grows the table) */
+                if (rehash(t, (t->mask + 1) * 2) < 0) return NULL;
+                return find_or_add(t, key);
+            }
             s->key = key;
             s->count = 0;
             s->n = 0;
