@@ -267,18 +267,23 @@ static int rehash(MergeLoop *t, uint64_t capacity) {
     return 0;
 }
 
+static Slot *find_or_add(MergeLoop *t, uint64_t key);
+
+/* find_or_add where the table is to be made or grown first (kept out of its inlined path). */
+static __attribute__((noinline)) Slot *grow_then_add(MergeLoop *t, uint64_t key) {
+    if (rehash(t, t->slots == NULL ? 2 : (t->mask + 1) * 2) < 0) return NULL;
+    return find_or_add(t, key);
+}
+
 /* The slot of `key`, created (count 0, no words) when absent; NULL when out of memory. */
-static Slot *find_or_add(MergeLoop *t, uint64_t key) {
-    if (t->slots == NULL && rehash(t, 16) < 0) return NULL;
+static inline __attribute__((always_inline)) Slot *find_or_add(MergeLoop *t, uint64_t key) {
+    if (t->slots == NULL) return grow_then_add(t, key);
     uint64_t i = mix_pair_key(key) & t->mask;
     for (;;) {
         Slot *s = &t->slots[i];
         if (s->key == key) return s;
         if (s->key == EMPTY) {
-            if ((t->used + 1) * 10 > (t->mask + 1) * 7) {  /* (only an insertion grows the table) */
-                if (rehash(t, (t->mask + 1) * 2) < 0) return NULL;
-                return find_or_add(t, key);
-            }
+            if ((t->used + 1) * 10 > (t->mask + 1) * 7) return grow_then_add(t, key);  /* (only an insertion grows it) */
             s->key = key;
             s->count = 0;
             s->n = 0;
