@@ -74,6 +74,19 @@ def test_random_words_with_overlaps_min_frequency_and_length(seed):
                                      compiled=compiled), max_merges=120)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_ties_between_tokens_alike_in_their_first_eight_bytes(seed):
+    # The lexicographic tie-break on tokens of 1 to 20 bytes that share long beginnings, are
+    # beginnings of one another, and hold bytes 0 and 255 (the core orders most tokens by
+    # their first 8 bytes, then by all of them): counts of 1 to 3, so most pairs tie.
+    rng = random.Random(seed)
+    stems = [bytes(rng.choice((0, 0, 97, 255)) for _ in range(rng.randint(6, 12))) for _ in range(6)]
+    words = [(list(rng.choice(stems)[:rng.randint(1, 12)] + bytes(rng.choice((0, 97, 98, 255))
+                                                                  for _ in range(rng.randint(0, 8)))),
+              rng.choice((1, 2, 3))) for _ in range(400)]
+    both(lambda compiled: BpeTrainer(words, [bytes([i]) for i in range(256)], compiled=compiled), max_merges=300)
+
+
 def test_one_long_word_and_existing_tokens():
     rng = random.Random(3)
     long = [rng.choice((97, 98)) for _ in range(20_000)]

@@ -115,6 +115,7 @@ typedef struct {
     uint32_t *tie;          /* hf: tie value by token */
     uint64_t *tok_off;      /* bytes of token t at bytes[tok_off[t]], tok_len[t] */
     uint32_t *tok_len;
+    uint64_t *tok_pre;      /* token t's first 8 bytes, big-endian, zeros after its end (cmp_bytes) */
     unsigned char *bytes;
     uint64_t n_bytes, cap_bytes;
     /* the id a merge making some bytes takes: the ordinary token with those bytes (special
@@ -266,14 +267,23 @@ static int rehash(MergeLoop *t, uint64_t capacity) {
     return 0;
 }
 
+static Slot *find_or_add(MergeLoop *t, uint64_t key);
+
+/* find_or_add where the table is to be made or grown first (kept out of its inlined path). */
+static __attribute__((noinline)) Slot *grow_then_add(MergeLoop *t, uint64_t key) {
+    if (rehash(t, t->slots == NULL ? 2 : (t->mask + 1) * 2) < 0) return NULL;
+    return find_or_add(t, key);
+}
+
 /* The slot of `key`, created (count 0, no words) when absent; NULL when out of memory. */
-static Slot *find_or_add(MergeLoop *t, uint64_t key) {
-    if ((t->used + 1) * 10 > (t->mask + 1) * 7 && rehash(t, (t->mask + 1) * 2) < 0) return NULL;
+static inline __attribute__((always_inline)) Slot *find_or_add(MergeLoop *t, uint64_t key) {
+    if (t->slots == NULL) return grow_then_add(t, key);
     uint64_t i = mix_pair_key(key) & t->mask;
     for (;;) {
         Slot *s = &t->slots[i];
         if (s->key == key) return s;
         if (s->key == EMPTY) {
+            if ((t->used + 1) * 10 > (t->mask + 1) * 7) return grow_then_add(t, key);  /* (only an insertion grows it) */
             s->key = key;
             s->count = 0;
             s->n = 0;
@@ -380,6 +390,10 @@ static inline void moved(MergeLoop *t, Slot *s, uint64_t at, int gained) {
 /* Compare the bytes of tokens a and b: <0, 0, >0. */
 static inline int cmp_bytes(const MergeLoop *t, uint32_t a, uint32_t b) {
     if (a == b) return 0;
+    /* The first 8 bytes decide where they differ: at a place past the shorter token's
+     * end, its zero is below the longer's byte there, and a prefix comes first too. */
+    uint64_t pa = t->tok_pre[a], pb = t->tok_pre[b];
+    if (pa != pb) return pa < pb ? -1 : 1;
     uint32_t la = t->tok_len[a], lb = t->tok_len[b];
     int c = memcmp(t->bytes + t->tok_off[a], t->bytes + t->tok_off[b], la < lb ? la : lb);
     if (c) return c;
@@ -457,7 +471,7 @@ static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t siz
     uint32_t old_cap = t->cap_tokens;
     if (grow32(t, (void **)&t->tie, &t->cap_tokens, (uint64_t)t->n_tokens + 1, sizeof(uint32_t)) < 0) return -1;
     if (t->cap_tokens != old_cap || t->tok_off == NULL) {
-        /* the three token arrays share cap_tokens: grow the other two to match */
+        /* the token arrays share cap_tokens: grow the others to match */
         uint32_t cap = t->cap_tokens;
         uint64_t *off = realloc(t->tok_off, (size_t)cap * sizeof(uint64_t));
         if (off == NULL) { t->cap_tokens = old_cap; return -1; }
@@ -465,12 +479,18 @@ static int add_token_bytes(MergeLoop *t, const unsigned char *data, uint64_t siz
         uint32_t *len = realloc(t->tok_len, (size_t)cap * sizeof(uint32_t));
         if (len == NULL) { t->cap_tokens = old_cap; return -1; }
         t->tok_len = len;
+        uint64_t *pre = realloc(t->tok_pre, (size_t)cap * sizeof(uint64_t));
+        if (pre == NULL) { t->cap_tokens = old_cap; return -1; }
+        t->tok_pre = pre;
     }
     if (size > UINT32_MAX) { OVERFLOW(t, "token too long"); return -1; }
     if (grow((void **)&t->bytes, &t->cap_bytes, t->n_bytes + size + 1, 1) < 0) return -1;
     if (data != NULL) memcpy(t->bytes + t->n_bytes, data, (size_t)size);
     t->tok_off[t->n_tokens] = t->n_bytes;
     t->tok_len[t->n_tokens] = (uint32_t)size;
+    uint64_t pre = 0;
+    for (uint64_t i = 0; i < 8; i++) pre = pre << 8 | (i < size ? t->bytes[t->n_bytes + i] : 0);
+    t->tok_pre[t->n_tokens] = pre;
     t->n_bytes += size;
     t->tie[t->n_tokens] = tie;
     t->n_tokens++;
@@ -978,6 +998,7 @@ static void ml_free(MergeLoop *t) {
     free(t->tie);
     free(t->tok_off);
     free(t->tok_len);
+    free(t->tok_pre);
     free(t->bytes);
     free(t->sym);
     free(t->off);

@@ -75,15 +75,27 @@ class CheckpointWriter:
             if not self.threaded:
                 self.save()
                 return
-            batch = range(self.handed, self.made)
-            self.handed = self.made
-            if self._thread is None:
-                self._batches = queue.SimpleQueue()
-                self._thread = threading.Thread(target=self._drain, args=(self._batches,),
-                                                name="bpestore-checkpoints", daemon=True)
-                self._thread.start()
-            self._batches.put(batch)
-            self.last_save = time.monotonic()
+            self._hand_over()
+
+    def last(self) -> None:
+        """The loop made its last merge: hand the merges not handed yet to the thread, which
+        writes them (a checkpoint like any other) while the caller makes the snapshot; the
+        completing transaction (``save``) then holds the snapshot alone. Unthreaded: ``save``
+        writes them."""
+        if self.threaded and self.made > self.handed:
+            self._raise_failure()
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        batch = range(self.handed, self.made)
+        self.handed = self.made
+        if self._thread is None:
+            self._batches = queue.SimpleQueue()
+            self._thread = threading.Thread(target=self._drain, args=(self._batches,),
+                                            name="bpestore-checkpoints", daemon=True)
+            self._thread.start()
+        self._batches.put(batch)
+        self.last_save = time.monotonic()
 
     def wait(self) -> None:
         """Wait until the writer thread wrote what it was handed; raise its failure, if any."""

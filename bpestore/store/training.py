@@ -480,6 +480,7 @@ def _run(db: Transactions, version_id: int, checkpoint_every: int, checkpoint_se
                     writer.add(1)
                     progress(Progress("train", v.ref, merge.rank + 1, total, "merges",
                                       merge=merge, token=trainer.token_bytes[merge.token]))
+            writer.last()
             trainer.close()  # (its words and pairs are not needed for the snapshot)
             # Made while the writer thread writes the last batches.
             columns = trainer.merge_columns()
