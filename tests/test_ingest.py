@@ -780,6 +780,14 @@ def test_counts_kept_in_this_process_until_the_flush(workers, tmp_path):
     assert [b.sources[0].n_distinct for b in batches] == [len(reference_counts(t, GPT2)) for t in texts]
 
 
+@pytest.mark.parametrize(("expected", "workers", "start_at"), [
+    (96, 2, 0), (95, 2, 96), (0, 2, 96), (52, 16, 0), (51, 16, 51), (72, 3, 0), (71, 3, 72)])
+def test_workers_start_where_all_but_one_share_of_the_text_reaches_the_minimum(expected, workers, start_at):
+    """N workers start at once where (N - 1) / N of the expected text is at least
+    ``parallel_min_bytes``; otherwise once enough text was read to make it so."""
+    assert IngestTuning(parallel_min_bytes=48).workers_start_at(expected, workers) == start_at
+
+
 @pytest.mark.parametrize("n_shards", [1, 2, 5])
 def test_shards_a_worker_hands_on_reduce_to_every_count_in_word_order(n_shards):
     """Counts cut into shards (lone surrogates too) and two workers' shards merged

@@ -77,6 +77,15 @@ class IngestTuning:
     ranges_per_task: int = 8  # at most this many ranges of a large file are sent in one task...
     whole_bytes: int = 16 << 20  # ...but one up to this size goes whole to a worker where files after it wait
 
+    def workers_start_at(self, expected: int, workers: int) -> int:
+        """Bytes counted before ``workers`` processes start: none where (N - 1) / N of the
+        ``expected`` text is at least ``parallel_min_bytes``, else as many as make it so (text of
+        unknown size, a stream, may still get there). On 2 cores, 2 workers below ~100 MB cost more
+        CPU and wall time than one process."""
+        if expected * (workers - 1) >= self.parallel_min_bytes * workers:
+            return 0
+        return self.parallel_min_bytes * workers // max(workers - 1, 1)
+
 
 @dataclass
 class CountedBatch:
@@ -169,8 +178,7 @@ class _Counting:
         expected = sum(s * (4 if is_compressed(p) else 1) for p, s in zip(paths, self.sizes) if s is not None)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
-                         skip=self.known, start_at=0 if expected * (workers - 1) >= tuning.parallel_min_bytes * workers
-                         else tuning.parallel_min_bytes * workers // max(workers - 1, 1))
+                         skip=self.known, start_at=tuning.workers_start_at(expected, workers))
         self.groups: deque[Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
         self.open: Group | None = None  # the group sources are added to
