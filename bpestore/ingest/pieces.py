@@ -111,7 +111,7 @@ class FileHash:
     a large block let go of the GIL: with one worker they run beside the counting core). Leaving
     the ``with`` block stops it."""
 
-    BLOCK = 8 << 20  # bytes read and hashed at a time (the thread waits for the GIL between)
+    BLOCK = 1 << 20  # bytes read and hashed at a time (8 MiB: ~2% more CPU, the block out of the caches)
 
     def __init__(self, path: str, size: int, hasher: Any) -> None:
         self.path, self.size, self.hasher = path, size, hasher
