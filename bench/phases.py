@@ -41,6 +41,7 @@ import json
 import resource
 import statistics
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -93,20 +94,20 @@ class Clock:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
         self.cpu: dict[str, float] = defaultdict(float)  # the same phases in this thread's CPU seconds
-        self.depth = 0
+        self.depth = threading.local()  # each thread's (the file's hash runs in a thread beside the counting)
 
     def timed(self, phase: str, func: Callable) -> Callable:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if self.depth:
+            if getattr(self.depth, "n", 0):
                 return func(*args, **kwargs)
-            self.depth += 1
+            self.depth.n = 1
             start, start_cpu = time.perf_counter(), time.thread_time()
             try:
                 return func(*args, **kwargs)
             finally:
                 self.seconds[phase] += time.perf_counter() - start
                 self.cpu[phase] += time.thread_time() - start_cpu
-                self.depth -= 1
+                self.depth.n = 0
         return wrapper
 
     def wrap(self, owner: Any, name: str, phase: str) -> None:

@@ -908,9 +908,17 @@ interleave(PyObject *self, PyObject *args)
                 Py_DECREF(result);
                 return NULL;
             }
-            Py_INCREF(word);
+            /* a bytearray: sqlite3 binds it as the same blob without looking for an adapter */
+            PyObject *blob = PyBytes_CheckExact(word)
+                ? PyByteArray_FromStringAndSize(PyBytes_AS_STRING(word), PyBytes_GET_SIZE(word)) : NULL;
+            if (blob == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "interleave: every word must be bytes");
+                Py_DECREF(result);
+                return NULL;
+            }
             Py_INCREF(count);
-            PyTuple_SET_ITEM(group, width * i, word);
+            PyTuple_SET_ITEM(group, width * i, blob);
             PyTuple_SET_ITEM(group, width * i + 1, count);
             if (width == 3) {
                 PyObject *ordinal = PyDict_GetItemWithError(firsts, word);
@@ -1177,7 +1185,8 @@ static PyMethodDef methods[] = {
      "interleave(words, counts, per, firsts=None, shift=0) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"
      "per words each, the last one shorter where per does not divide len(words); with the dict\n"
-     "firsts, each word's firsts[w] + shift after its count."},
+     "firsts, each word's firsts[w] + shift after its count. Each word (bytes) comes as a bytearray:\n"
+     "sqlite3 binds that as the same blob without looking for an adapter."},
     {"read_files", read_files, METH_VARARGS,
      "read_files(names, stamps) -> (list[bytes], int | None)\n\n"
      "Small files read whole in turn (cores/read_files.h), each checked unchanged against its stamp\n"

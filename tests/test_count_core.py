@@ -220,8 +220,9 @@ def test_count_many_refuses_what_is_not_a_list_of_lists_of_str():
 @given(st.dictionaries(st.binary(max_size=12), st.integers(0, 2**62), max_size=60), st.integers(1, 7))
 def test_interleave_gives_the_parameters_of_multi_row_statements(counts, per):
     words = sorted(counts)
-    expected = [tuple(x for w in words[i:i + per] for x in (w, counts[w])) for i in range(0, len(words), per)]
-    assert text.COUNT_CORE.interleave(words, counts, per) == expected
+    expected = [tuple(x for w in words[i:i + per] for x in (bytearray(w), counts[w]))
+                for i in range(0, len(words), per)]
+    assert_same_rows(text.COUNT_CORE.interleave(words, counts, per), expected)
     # The upsert's parameters of an ingest's Counter come from the core too, the same.
     from collections import Counter
     from unittest import mock
@@ -229,8 +230,16 @@ def test_interleave_gives_the_parameters_of_multi_row_statements(counts, per):
     from bpestore.store import count_tables
 
     with mock.patch.object(count_tables, "COUNT_CORE", mock.Mock(wraps=text.COUNT_CORE)) as core:
-        assert count_tables.interleave(words, Counter(counts), per) == expected
+        assert_same_rows(count_tables.interleave(words, Counter(counts), per), expected)
     assert core.interleave.called
+    with mock.patch.object(count_tables, "COUNT_CORE", None):  # the pure-Python reference: the same
+        assert_same_rows(count_tables.interleave(words, Counter(counts), per), expected)
+
+
+def assert_same_rows(got, expected):
+    """Equal parameters of the same types (a bytearray equals its bytes: the type is asserted too)."""
+    assert got == expected
+    assert [list(map(type, group)) for group in got] == [list(map(type, group)) for group in expected]
 
 
 @settings(max_examples=200, deadline=None)
@@ -240,19 +249,19 @@ def test_interleave_with_ordinals_puts_each_words_ordinal_plus_shift_after_its_c
     counts = {w: c for w, (c, _) in rows.items()}
     firsts = {w: f for w, (_, f) in rows.items()}
     words = sorted(counts)
-    expected = [tuple(x for w in words[i:i + per] for x in (w, counts[w], firsts[w] + shift))
+    expected = [tuple(x for w in words[i:i + per] for x in (bytearray(w), counts[w], firsts[w] + shift))
                 for i in range(0, len(words), per)]
-    assert text.COUNT_CORE.interleave(words, counts, per, firsts, shift) == expected
+    assert_same_rows(text.COUNT_CORE.interleave(words, counts, per, firsts, shift), expected)
     from collections import Counter
     from unittest import mock
 
     from bpestore.store import count_tables
 
     with mock.patch.object(count_tables, "COUNT_CORE", mock.Mock(wraps=text.COUNT_CORE)) as core:
-        assert count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift) == expected
+        assert_same_rows(count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift), expected)
     assert core.interleave.called
     with mock.patch.object(count_tables, "COUNT_CORE", None):  # the pure-Python reference: the same
-        assert count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift) == expected
+        assert_same_rows(count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift), expected)
 
 
 def test_interleave_with_ordinals_refuses_a_word_without_one():
@@ -263,6 +272,8 @@ def test_interleave_with_ordinals_refuses_a_word_without_one():
 
 
 def test_interleave_refuses_a_word_without_a_count_and_an_empty_group():
+    with pytest.raises(TypeError, match="bytes"):
+        text.COUNT_CORE.interleave(["a"], {"a": 1}, 1)
     with pytest.raises(KeyError):
         text.COUNT_CORE.interleave([b"a", b"b"], {b"a": 1}, 2)
     with pytest.raises(ValueError, match="at least 1"):

@@ -1172,3 +1172,22 @@ def test_a_large_file_changed_while_counted_with_others_fails_after_those_before
     [kept] = [s for b in batches for s in b.sources]
     assert (kept.source, kept.n_words, kept.n_distinct) == (order[0], sum(expected[0].values()), len(expected[0]))
     assert sum((b.counts for b in batches), Counter()) == expected[0]
+
+
+def test_a_large_files_hash_read_in_a_thread_is_its_first_size_bytes(tmp_path, monkeypatch):
+    """``FileHash``: hashlib's sha256 of the file's first ``size`` bytes, read a block at a time (smaller
+    blocks here: several), however the reads fall; an unreadable file is a ``SourceError`` once asked."""
+    from bpestore.ingest.pieces import FileHash
+
+    monkeypatch.setattr(FileHash, "BLOCK", 1000)
+    data = random.Random(4).randbytes(10_500)
+    path = tmp_path / "big.txt"
+    path.write_bytes(data)
+    for size in (0, 1, 999, 1000, 1001, 10_000, 10_500):
+        with FileHash(str(path), size, hashlib.sha256()) as hashing:
+            assert hashing.hexdigest() == hashlib.sha256(data[:size]).hexdigest()
+    with FileHash(str(path), 10_500, None):  # nothing to hash: no thread
+        pass
+    with FileHash(str(tmp_path / "missing.txt"), 10, hashlib.sha256()) as hashing:
+        with pytest.raises(SourceError, match="cannot read"):
+            hashing.hexdigest()

@@ -1,4 +1,5 @@
-"""The pieces of sources a counting task holds, and how each is read and decoded. No SQL.
+"""The pieces of sources a counting task holds, and how each is read and decoded; a large file's
+hash, read beside its counting (``FileHash``). No SQL.
 
 A ``FileRange`` is bytes of a large plain file (read by the worker itself), a ``SmallFile`` a small
 file (read whole, and checked unchanged, by the worker), a ``FileBytes`` a small file the caller
@@ -8,8 +9,10 @@ read, a ``TextPiece`` text the caller read and decoded (standard input, a compre
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import SourceError
 from ..sources import changed_while_read, decode, read_range
@@ -124,3 +127,47 @@ class TextPiece:
 
 
 Piece = FileRange | SmallFile | FileBytes | TextPiece
+
+
+class FileHash:
+    """The hash of a file's first ``size`` bytes (``hasher``: a hashlib object, or None: none),
+    read and hashed in a thread of its own while the file is counted (a read and a hash update of
+    a large block let go of the GIL: with one worker they run beside the counting core). Leaving
+    the ``with`` block stops it."""
+
+    BLOCK = 1 << 20  # bytes read and hashed at a time (8 MiB: ~2% more CPU, the block out of the caches)
+
+    def __init__(self, path: str, size: int, hasher: Any) -> None:
+        self.path, self.size, self.hasher = path, size, hasher
+        self.error: OSError | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="bpestore-hash", daemon=True)
+
+    def __enter__(self) -> FileHash:
+        if self.hasher is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped = True
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _run(self) -> None:
+        view = memoryview(bytearray(min(self.BLOCK, self.size)))
+        left = self.size
+        try:
+            with open(self.path, "rb", buffering=0) as f:
+                while left and not self.stopped and (n := f.readinto(view[:min(left, self.BLOCK)])):
+                    self.hasher.update(view[:n])
+                    left -= n
+        except OSError as exc:
+            self.error = exc
+
+    def hexdigest(self) -> str:
+        """The file's sha256, once all of it is read."""
+        self.thread.join()
+        if self.error is not None:
+            raise SourceError(f"cannot read {self.path}: {self.error.strerror or self.error}",
+                              source=self.path) from None
+        return self.hasher.hexdigest()

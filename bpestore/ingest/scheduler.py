@@ -56,7 +56,7 @@ from ..sources import (
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .groups import Group
-from .pieces import FileBytes, FileRange, SmallFile, TextPiece
+from .pieces import FileBytes, FileHash, FileRange, SmallFile, TextPiece
 from .pool import Counted, Pool, Task, TaskCounter, as_bytes, merge_counts
 from .shards import firsts_of, join_firsts, merge_firsts
 
@@ -332,14 +332,13 @@ class _Counting:
         """A plain file: the workers read it themselves, each a range between safe cuts."""
         stats = group.large[key]
         stats.size_bytes = size
-        hasher = None if stats.sha256 else hashlib.sha256()
         # Into the group's one table (ten files merged no more at the end than one), each file a piece of it:
         # counted here, or, where the files after it keep the others busy meanwhile, whole by one worker.
         workers = self.pool.workers
         whole = workers > 1 and size <= self.tuning.whole_bytes and self.after[index + 1] >= workers * size
         shared = (workers == 1 or whole) and self.pool.local.shares_tables and group.shared >= 0
         counted_as = group.piece_of(key, self.keys) if shared else key
-        with open(path, "rb") as f:
+        with FileHash(path, size, None if stats.sha256 else hashlib.sha256()) as hashing:
             points = cut_points(path, size, self.pipeline, step=self.tuning.chunk_bytes,
                                 window=self.tuning.cut_window)
             # Ten 10 MB files: 12 tasks each (a tail of single ranges each), 3 with the files after in view.
@@ -348,17 +347,14 @@ class _Counting:
                 task_spans(len(points) - 1, workers, self.tuning.ranges_per_task, later)
             for n, (first, last) in enumerate(spans):
                 ranges = tuple(FileRange(path, a, b) for a, b in itertools.pairwise(points[first:last + 1]))
-                start, end = points[first], points[last]
+                end = points[last]
                 self.send(Task(ranges, counted_as, shared=shared, go_on=n > 0), group, [stats])
-                while hasher is not None and start < end:  # hash while the workers count
-                    hasher.update(f.read(min(end - start, self.tuning.chunk_bytes)))
-                    start += self.tuning.chunk_bytes
                 self.report(path, end, size, index, final=end == size)
                 yield from self.finished()
                 if self.failure is not None:
                     return
-        if hasher is not None:
-            stats.sha256 = hasher.hexdigest()
+            if not stats.sha256:
+                stats.sha256 = hashing.hexdigest()
 
     def add_stream(self, index: int, path: str, group: Group, key: int) -> Iterator[CountedBatch]:
         """Standard input, a compressed file, JSON Lines: read here, sent in pieces."""
