@@ -135,6 +135,7 @@ tables_free(Tables *e)
     bt_free(e);  /* the table of pairs too, in either mode */
     free(e->tokens);
     free(e->token_bytes);
+    free(e->token_offsets);
     free(e->token_bits);
     free(e->char_table);
     if (e->own_classes)
@@ -300,11 +301,12 @@ build_tokens(Tables *e, PyObject *tokens, PyObject *ids, int unique)
     size_t capacity = capacity_for((size_t)n);
     e->tokens = calloc(capacity, sizeof(TokenSlot));
     e->token_bytes = malloc(total ? total : 1);
-    if (e->tokens == NULL || e->token_bytes == NULL) {
+    e->token_offsets = calloc(n_tokens ? (size_t)n_tokens : 1, sizeof(uint32_t));
+    if (e->tokens == NULL || e->token_bytes == NULL || e->token_offsets == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    e->table_bytes += capacity * sizeof(TokenSlot) + total;
+    e->table_bytes += capacity * sizeof(TokenSlot) + total + (size_t)n_tokens * sizeof(uint32_t);
     e->token_mask = capacity - 1;
     size_t n_bits = 64 * capacity_for(capacity / 16);  /* 16 or more bits a token */
     e->token_shift = 64 - __builtin_ctzll(n_bits);
@@ -332,7 +334,8 @@ build_tokens(Tables *e, PyObject *tokens, PyObject *ids, int unique)
         while (e->tokens[j].len)
             j = (j + 1) & e->token_mask;
         memcpy(e->token_bytes + offset, p, len);
-        e->tokens[j] = (TokenSlot){(uint32_t)(h >> 32), (uint32_t)offset, (uint32_t)len, 1, (uint32_t)id};
+        e->tokens[j] = (TokenSlot){token_key(p, len, h, offset), (uint32_t)len, 1, (uint32_t)id};
+        e->token_offsets[id] = (uint32_t)offset;
         e->token_bits[(h >> e->token_shift) >> 6] |= 1ULL << ((h >> e->token_shift) & 63);  /* token_may_be */
         offset += len;
         if (len > e->max_token_len)

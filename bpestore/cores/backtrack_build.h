@@ -392,7 +392,7 @@ build_backtrack(Tables *e, int high)
         const TokenSlot *slot = &e->tokens[j];
         if (slot->len == 0)
             continue;
-        t.off[slot->id] = slot->offset;
+        t.off[slot->id] = e->token_offsets[slot->id];
         t.len[slot->id] = (uint8_t)slot->len;
     }
     for (size_t id = 0; id < n; id++) {  /* in the order of their bytes */

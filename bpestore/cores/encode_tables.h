@@ -30,10 +30,10 @@ typedef struct {
     uint32_t made;
 } PairSlot;
 
-/* 16 bytes: four to a cache line. */
+/* 16 bytes: four to a cache line. A token of up to 8 bytes is matched in its slot alone. */
 typedef struct {
-    uint32_t tag;         /* the hash's high half */
-    uint32_t offset;      /* of its bytes in Encoder.token_bytes */
+    uint64_t key;         /* up to 8 bytes: the bytes (load_upto8); longer: the hash's high half
+                             << 32 | the offset of its bytes in token_bytes */
     uint32_t len : 31;    /* 0: empty slot */
     uint32_t whole : 1;   /* the token is what a word of exactly its bytes encodes to */
     uint32_t id;
@@ -59,6 +59,7 @@ typedef struct {
     TokenSlot *tokens;
     size_t token_mask;
     uint8_t *token_bytes;
+    uint32_t *token_offsets;  /* where each id's bytes start in token_bytes */
     uint64_t *token_bits;  /* bit (h >> token_shift) of each token's hash h set: most spans that
                               are no token are told so without reading the (larger) table */
     int token_shift;
@@ -114,18 +115,34 @@ prefetch_pair(const Tables *e, uint32_t a, uint32_t b)
     PREFETCH(&e->pairs[(size_t)mix64(((uint64_t)a << 32) | b) & e->pair_mask]);
 }
 
+/* The key of a token's slot: n bytes at p of hash h, stored from offset (long tokens). */
+static inline uint64_t
+token_key(const uint8_t *p, size_t n, uint64_t h, size_t offset)
+{
+    return n <= 8 ? load_upto8(p, n) : (h >> 32 << 32) | (uint32_t)offset;
+}
+
 static inline const TokenSlot *
 token_find(const Tables *e, const uint8_t *p, size_t n, uint64_t h)
 {
     size_t j = (size_t)h & e->token_mask;
+    uint64_t want = n <= 8 ? load_upto8(p, n) : h >> 32;
     for (;;) {
         const TokenSlot *s = &e->tokens[j];
         if (s->len == 0)
             return NULL;
-        if (s->tag == (uint32_t)(h >> 32) && s->len == n && same_bytes(e->token_bytes + s->offset, p, n))
+        if (s->len == n && (n <= 8 ? s->key == want
+                            : s->key >> 32 == want && same_bytes(e->token_bytes + (uint32_t)s->key, p, n)))
             return s;
         j = (j + 1) & e->token_mask;
     }
+}
+
+/* The bytes of a token's slot. */
+static inline const uint8_t *
+token_bytes_of(const Tables *e, const TokenSlot *s)
+{
+    return e->token_bytes + e->token_offsets[s->id];
 }
 
 static inline uint32_t

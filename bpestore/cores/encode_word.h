@@ -145,11 +145,13 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
             return emit(w, ids, small_ids(held, ids));
         }
     }
+    /* the word looked up whole before the cache is read (a token's id is what the cache would
+       give): a short word's cache slot is not fetched early, and its miss then overlaps the
+       token table's */
     CacheSlot *c = NULL;
     if (n <= CACHE_KEY_MAX && w->cache != NULL) {
         c = cache_slot(w, h);
-        if (cache_holds(c, bytes, n))
-            return emit_cached(w, c->ids, c->n_ids);
+        PREFETCH(c);
     }
     if (e->whole_lookup && n <= e->max_token_len) {
         const TokenSlot *t = token_find(e, bytes, n, h);
@@ -158,6 +160,8 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
             return emit_one(w, t->id);
         }
     }
+    if (c != NULL && cache_holds(c, bytes, n))
+        return emit_cached(w, c->ids, c->n_ids);
     const BtTables *bt = n > BACKTRACK_BYTES ? backtrack_tables(e, bytes, n) : NULL;
     if (bt != NULL) {
         ptrdiff_t k = backtrack(e, bt, w, bytes, n);

@@ -24,7 +24,7 @@ check_whole(Tables *e)
         if (t->len < 2)
             continue;
         w.n_out = 0;
-        if (encode_word(e, &w, e->token_bytes + t->offset, t->len) < 0)
+        if (encode_word(e, &w, token_bytes_of(e, t), t->len) < 0)
             rc = -1;
         else
             t->whole = w.n_out == 1 && w.out[0] == t->id;
@@ -61,7 +61,7 @@ build_short_tokens(Tables *e)
         const TokenSlot *t = &e->tokens[j];
         if (t->len < 2 || t->len > SHORT_TOKEN_LEN)
             continue;
-        uint64_t key = short_key(e->token_bytes + t->offset, t->len);
+        uint64_t key = short_key(token_bytes_of(e, t), t->len);
         size_t k = short_slot(e, key);
         while (e->short_tokens[k])
             k = (k + 1) & (capacity - 1);
