@@ -35,7 +35,7 @@ utf8_of(Work *w, size_t at, const void *data, int kind, ptrdiff_t start, ptrdiff
                 out += 4;
                 i += 4;
             } else if (!(x & 0xF800F800F800F800ULL)
-                       && (((x & 0x0780078007800780ULL) + 0x7880788078807880ULL) & 0x8000800080008000ULL)
+                       && (((x & 0x0780078007800780ULL) + 0x7F807F807F807F80ULL) & 0x8000800080008000ULL)
                               == 0x8000800080008000ULL) {
                 /* each of 0x80..0x7FF: its lead byte (0xC0 | c >> 6), then 0x80 | (c & 0x3F) */
                 uint64_t two = ((x >> 6) & 0x001F001F001F001FULL) | ((x & 0x003F003F003F003FULL) << 8)
