@@ -25,16 +25,26 @@ utf8_of(Work *w, size_t at, const void *data, int kind, ptrdiff_t start, ptrdiff
     uint8_t *out = w->utf8 + at;
     for (ptrdiff_t i = start; i < end; i++) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        /* four ASCII characters of a 2-byte text at once */
+        /* four characters of a 2-byte text at once: all ASCII, or all of two bytes each */
         while (kind == 2 && i + 4 <= end) {
             uint64_t x = load64((const uint8_t *)((const uint16_t *)data + i));
-            if (x & 0xFF80FF80FF80FF80ULL)
+            if (!(x & 0xFF80FF80FF80FF80ULL)) {
+                x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
+                uint32_t four = (uint32_t)(x | (x >> 16));
+                memcpy(out, &four, 4);
+                out += 4;
+                i += 4;
+            } else if (!(x & 0xF800F800F800F800ULL)
+                       && (((x & 0x0780078007800780ULL) + 0x7F807F807F807F80ULL) & 0x8000800080008000ULL)
+                              == 0x8000800080008000ULL) {
+                /* each of 0x80..0x7FF: its lead byte (0xC0 | c >> 6), then 0x80 | (c & 0x3F) */
+                uint64_t two = ((x >> 6) & 0x001F001F001F001FULL) | ((x & 0x003F003F003F003FULL) << 8)
+                               | 0x80C080C080C080C0ULL;
+                memcpy(out, &two, 8);
+                out += 8;
+                i += 4;
+            } else
                 break;
-            x = (x | (x >> 8)) & 0x0000FFFF0000FFFFULL;
-            uint32_t four = (uint32_t)(x | (x >> 16));
-            memcpy(out, &four, 4);
-            out += 4;
-            i += 4;
         }
         if (i == end)
             break;
@@ -329,7 +339,7 @@ mostly_ascii(const void *data, int kind, ptrdiff_t n)
 }
 
 /* A 2- or 4-byte text's characters as bytes, each below 0x80 as itself, the others
-   as 0x80 (a loop the compiler may vectorize). */
+   as 0x80, and 8 bytes more readable (a loop the compiler vectorizes). */
 #define NARROW_LOOP(type)                                     \
     for (ptrdiff_t i = 0; i < n; i++) {                       \
         uint32_t c = ((const type *)data)[i];                 \
@@ -338,32 +348,17 @@ mostly_ascii(const void *data, int kind, ptrdiff_t n)
 static const uint8_t *
 narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
 {
-    if (grow(w, (void **)&w->narrow, &w->narrow_cap, 0, (size_t)n + 1, 1) < 0)
+    if (grow(w, (void **)&w->narrow, &w->narrow_cap, 0, (size_t)n + 8, 1) < 0)
         return NULL;
     uint8_t *out = w->narrow;
     if (kind == 2)
         NARROW_LOOP(uint16_t)
     else
         NARROW_LOOP(uint32_t)
+    memset(out + n, 0, 8);
     return out;
 }
 #undef NARROW_LOOP
-
-/* hash_and_prefetch's fetches for a word of n <= 8 bytes hashed h; the token table's
-   only where `tokens` (a word of the last block missed the caches: where none did, as in
-   a text whose words are all cached, its lines would only push the caches' out; a miss
-   without it costs more than the fetches, 1 in 32 words missing was 5-10% slower on
-   German documents seen once). */
-static inline void
-prefetch_hashed(const Tables *e, const Work *w, uint64_t h, size_t n, int tokens)
-{
-    if (w->smalls != NULL)
-        PREFETCH(small_slot(w->smalls, w->small_mask, h));
-    else if (w->cache != NULL)
-        PREFETCH(cache_slot(w, h));
-    if (tokens && e->whole_lookup && n <= e->max_token_len)
-        PREFETCH(&e->tokens[(size_t)h & e->token_mask]);
-}
 
 /* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
    hashed BLOCK at a time, then encoded: the cut, the hashing and the look-ups each run
@@ -374,9 +369,10 @@ INLINE int
 scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t n, int pattern)
 {
     const uint8_t *classes = e->classes;
-    size_t starts[BLOCK], ends[BLOCK];  /* each word's bytes: in `direct`, or in w->utf8 */
-    uint8_t in_utf8[BLOCK];
-    const uint8_t *ptrs[BLOCK];
+    const uint8_t *ptrs[BLOCK];  /* each word's bytes: in `direct`, or (those of in_utf8) in w->utf8 */
+    uint32_t lens[BLOCK];
+    size_t utf8_at[BLOCK];  /* where a word of in_utf8 starts in w->utf8 (it may move while a block is cut) */
+    uint16_t in_utf8[BLOCK];
     uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (load_upto8) */
     /* a word of one byte is that byte's id */
     const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
@@ -402,13 +398,23 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     }
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
-    int fetch_tokens = 1;  /* whether a word of the last block missed the caches (prefetch_hashed) */
+    int fetch_tokens = 1;  /* whether a word of the last block missed the caches */
 #ifdef ASCII_WORDS
     uint64_t pending = 0;  /* the starts after i a block found (ascii_word_starts), bit k for base + k */
     ptrdiff_t base = 0;
 #endif
+    /* what each look-up needs, read once: the loops below store to arrays the compiler
+       cannot tell apart from *e and *w */
+    static _Alignas(64) SmallSlot no_smalls[2];  /* without a short-word cache: a pair that holds none */
+    SmallSlot *const smalls = w->smalls != NULL ? w->smalls : no_smalls;
+    const size_t small_mask = w->smalls != NULL ? w->small_mask : 0;
+    /* a word of `direct` up to 8 bytes before this: 8 bytes readable (narrow_text's 8 more) */
+    const uintptr_t direct_end = (uintptr_t)direct + (size_t)n + (direct == data ? 0 : 8);
+    const size_t byte_len = byte_direct ? 1 : 0;  /* a word of this length is its byte's id */
+    const TokenSlot *const tokens = e->tokens;
+    const size_t token_mask = e->token_mask, token_len = e->whole_lookup ? e->max_token_len : 0;
     while (i < n) {
-        int k = 0;
+        int k = 0, n_utf8 = 0;
         size_t at = 0;
         for (; k < BLOCK && i < n; k++) {
 #ifdef ASCII_WORDS
@@ -416,9 +422,8 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             for (; pending && k < BLOCK; k++) {
                 ptrdiff_t end = base + __builtin_ctzll(pending);
                 pending &= pending - 1;
-                starts[k] = (size_t)i;
-                ends[k] = (size_t)end;
-                in_utf8[k] = 0;
+                ptrs[k] = direct + i;
+                lens[k] = (uint32_t)(end - i);
                 i = end;
             }
             if (k == BLOCK)
@@ -463,34 +468,42 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                 }
             }
             if (here) {
-                starts[k] = (size_t)i;
-                ends[k] = (size_t)end;
-                in_utf8[k] = 0;
+                ptrs[k] = direct + i;
+                lens[k] = (uint32_t)(end - i);
             } else {
                 ptrdiff_t len = utf8_of(w, at, data, kind, i, end);
                 if (len < 0)
                     return -1;
-                starts[k] = at;
+                utf8_at[k] = at;
+                in_utf8[n_utf8++] = (uint16_t)k;
                 at += (size_t)len;
-                ends[k] = at;
-                in_utf8[k] = 1;
+                lens[k] = (uint32_t)len;
             }
             i = end;
         }
+        for (int u = 0; u < n_utf8; u++)
+            ptrs[in_utf8[u]] = w->utf8 + utf8_at[in_utf8[u]];
         for (int j = 0; j < k; j++) {
-            size_t len = ends[j] - starts[j];
-            ptrs[j] = (in_utf8[j] ? w->utf8 : direct) + starts[j];
-            if (len == 1 && byte_direct)
-                continue;  /* its byte's id: no look-up to fetch for */
+            const uint8_t *p = ptrs[j];
+            size_t len = lens[j];
             if (len <= 8) {
-                /* one load for the hash and the cache's check (of 8 bytes, where the text has them) */
-                uint64_t x = !in_utf8[j] && starts[j] + 8 <= (size_t)n ? load64(ptrs[j]) & (~0ULL >> (64 - 8 * len))
-                                                                     : load_upto8(ptrs[j], len);
+                if (len == byte_len)
+                    continue;  /* its byte's id: no look-up to fetch for */
+                /* one load for the hash and the cache's check (8 bytes where they are readable) */
+                uint64_t x = (uintptr_t)p + 8 <= direct_end ? load64(p) & (~0ULL >> (64 - 8 * len))
+                                                            : load_upto8(p, len);
+                uint64_t h = hash_upto8(x, len);
                 words[j] = x;
-                hashes[j] = hash_upto8(x, len);
-                prefetch_hashed(e, w, hashes[j], len, fetch_tokens);
+                hashes[j] = h;
+                PREFETCH(small_slot(smalls, small_mask, h));
+                /* the token table's line only where a word of the last block missed the caches
+                   (where none did, as in a text whose words are all cached, its lines would
+                   only push the caches' out; a miss without it costs more than the fetches,
+                   1 in 32 words missing was 5-10% slower on German documents seen once) */
+                if (fetch_tokens && len <= token_len)
+                    PREFETCH(&tokens[(size_t)h & token_mask]);
             } else {
-                hashes[j] = hash_and_prefetch(e, w, ptrs[j], len);
+                hashes[j] = hash_and_prefetch(e, w, p, len);
             }
         }
         /* room for every word's ids from the cache, so that a hit is one check and a copy */
@@ -500,17 +513,15 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
         /* the caches' hits written through locals (w->out and w->n_out again after a miss) */
         uint32_t *out = w->out;
         size_t n_out = w->n_out;
-        SmallSlot *smalls = w->smalls;
-        const size_t small_mask = w->small_mask;
         int misses = 0;
         for (int j = 0; j < k; j++) {
             const uint8_t *p = ptrs[j];
-            size_t len = ends[j] - starts[j];
-            if (len == 1 && byte_direct) {
-                out[n_out++] = e->byte_ids[p[0]];
-                continue;
-            }
-            if (len <= 8 && smalls != NULL) {
+            size_t len = lens[j];
+            if (len <= 8) {
+                if (len == byte_len) {
+                    out[n_out++] = e->byte_ids[p[0]];
+                    continue;
+                }
                 const SmallSlot *c = small_find(small_slot(smalls, small_mask, hashes[j]), words[j], len);
                 if (c != NULL) {
                     n_out += small_ids(c, out + n_out);
