@@ -41,7 +41,7 @@ def token_texts(enc, longest: int) -> list[str]:
 def test_each_tokens_text_and_near_misses(version):
     made, enc = version
     texts = token_texts(enc, 16)
-    assert len(texts) > 50_000
+    assert len(texts) > enc.n_vocab // 2  # most tokens (the whole file: over 50,000; a stand-in: its first ranks)
     near = [t + t[-1] for t in texts] + [t[:-1] for t in texts if len(t) > 1] + [t[1:] + t[0] for t in texts]
     for words in (texts, near):
         tok = fresh_tokenizer(made)
