@@ -12,14 +12,16 @@ with a new token always has a higher rank than the merge that made the token.
 from __future__ import annotations
 
 import heapq
-import random
 import sys
 from array import array
 from collections.abc import Iterable, Mapping
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import DamagedDataError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    import random
 
 PAIR_SHIFT = 32  # a pair of ids (a, b) is the int (a << 32) | b
 

@@ -9,19 +9,17 @@ byte: text holds none), ``replace`` substitutes U+FFFD, ``skip`` drops the inval
 
 from __future__ import annotations
 
-import bz2
 import codecs
 import fnmatch
-import gzip
 import hashlib
-import lzma
+import importlib
 import os
 import stat
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from .errors import BpestoreWarning, InvalidArgumentError, NotFoundError, SourceError
 from .spec import ERROR_POLICIES
@@ -30,7 +28,20 @@ if TYPE_CHECKING:
     from .text import TextPipeline
 
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
-_OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+_MODULES = {".gz": "gzip", ".xz": "lzma", ".bz2": "bz2"}  # imported only for a compressed file
+
+
+def _opener(suffix: str) -> Callable[..., Any] | None:
+    """The ``open`` of the module that decompresses files with this suffix, or None."""
+    module = _MODULES.get(suffix)
+    return None if module is None else importlib.import_module(module).open
+
+
+def _read_errors() -> tuple[type[Exception], ...]:
+    """What reading a source may raise (an except clause evaluates it only when one is raised)."""
+    import lzma
+
+    return OSError, EOFError, lzma.LZMAError
 
 # Bytes read at a time.
 READ_BYTES = 1 << 20
@@ -144,7 +155,7 @@ class Opened:
             raise InvalidArgumentError(f"{name} is a directory; give the files in it") from None
         except OSError as exc:
             raise SourceError(f"cannot read {name}: {exc.strerror or exc}", source=name) from None
-        opener = _OPENERS.get(Path(name).suffix)
+        opener = _opener(Path(name).suffix)
         self.stream = opener(self.raw, "rb") if opener else self.raw
 
     def position(self) -> int | None:
@@ -190,7 +201,7 @@ def open_source(path: str | Path) -> BinaryIO:
         return opened.raw
     opened.close()
     # A decompressing stream opened by name owns (and closes) its file.
-    return _OPENERS[Path(name).suffix](name, "rb")
+    return cast("Callable[..., BinaryIO]", _opener(Path(name).suffix))(name, "rb")
 
 
 def read_range(path: str, start: int = 0, end: int | None = None) -> bytes:
@@ -226,7 +237,7 @@ class TextReader:
         while True:
             try:
                 data = self.stream.read(self.chunk_bytes)
-            except (OSError, EOFError, lzma.LZMAError) as exc:
+            except _read_errors() as exc:
                 raise SourceError(f"cannot read {self.name}: {exc}", source=self.name,
                                   offset=self.size) from None
             final = not data
@@ -290,7 +301,7 @@ def file_sha256(path: str | Path) -> str:
         try:
             while data := opened.stream.read(READ_BYTES):
                 h.update(data)
-        except (OSError, EOFError, lzma.LZMAError) as exc:
+        except _read_errors() as exc:
             raise SourceError(f"cannot read {path}: {exc}", source=str(path)) from None
     return h.hexdigest()
 

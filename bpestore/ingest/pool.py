@@ -43,7 +43,6 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Collection
-from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +55,11 @@ from . import shards
 from .pieces import FileRange, Piece, SmallFile, read_small
 from .shards import Packed, as_bytes, merge_counts, merge_pairs, pack_shard, unpack_shard, utf8_keys
 
-if TYPE_CHECKING:  # multiprocessing is imported where the workers start: a small ingest needs none
-    from concurrent.futures import ProcessPoolExecutor
+if TYPE_CHECKING:  # multiprocessing and concurrent.futures are imported where the workers start
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from typing import TypeAlias
+
+    Outcome: TypeAlias = "Future[Counted] | Done"  # a task's result: from a worker, or counted here
 
 
 @dataclass(frozen=True)
@@ -417,6 +419,25 @@ def _trim_heap() -> None:
         trim(0)
 
 
+class Done:
+    """The result of a task counted in this process, as the ``Future`` of one sent to a
+    worker gives it (the methods the scheduler calls): one worker needs no concurrent.futures."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Counted) -> None:
+        self.value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> Counted:
+        return self.value
+
+    def cancel(self) -> bool:
+        return False  # done already, as a finished Future
+
+
 class Pool:
     """Counts tasks in ``workers`` processes, started once ``start_at`` bytes of
     text were submitted; until then (and with one worker) in this process."""
@@ -443,7 +464,7 @@ class Pool:
         workers, so none waits for the next."""
         return self.workers + 1
 
-    def submit(self, task: Task) -> Future[Counted]:
+    def submit(self, task: Task) -> Outcome:
         self.submitted += task.size
         task = dataclasses.replace(task, seq=next(self.seqs))  # ordinals: tasks numbered in the order sent
         if self.executor is None and self.workers > 1 and self.submitted >= self.start_at:
@@ -470,9 +491,7 @@ class Pool:
             finally:
                 self.forked = True
                 gc.unfreeze()
-        future: Future[Counted] = Future()
-        future.set_result(self.count_here(task))
-        return future
+        return Done(self.count_here(task))
 
     def count_here(self, task: Task) -> Counted:
         """Count a task in this process; its counts are kept per key (as a worker
@@ -483,37 +502,39 @@ class Pool:
         return self.local.count(task, into=shards.keep_into(self.held, self.segments, task.keep, task.seq,
                                                             self.local.new_counts))
 
-    def flush(self, *, shard: bool = False, dropped: Collection[int] | None = None) -> list[Future[Counted]]:
+    def flush(self, *, shard: bool = False, dropped: Collection[int] | None = None) -> list[Outcome]:
         """Every count kept: here (per key, or keys merged but ``dropped`` ones, None: not; in word order),
         and a task per worker handing back what it kept; ``shard``: cut into shards."""
-        futures: list[Future[Counted]] = []
+        futures: list[Outcome] = []
         keeping = self.barrier is not None and self.executor is not None
         if shard and not keeping and dropped is not None and len(self.held) > 1 and (both := shards.merge_tables(
                 self.held, self.segments, dropped)) is not None:  # one merge, not a dict per key
-            futures.append(Future())
-            futures[-1].set_result(Counted(both[0], [], reduced=True, firsts=both[1], distinct=both[2]))
+            futures.append(Done(Counted(both[0], [], reduced=True, firsts=both[1], distinct=both[2])))
         while self.held:
             key, held = self.held.popitem()
             segments = self.segments.pop(key)
             ordered = None if shard and keeping else shards.in_word_order(held, segments)
-            futures.append(Future())
-            futures[-1].set_result(Counted({}, [], shards={key: shard_counts(held, self.workers, segments)})
-                                   if shard and keeping else Counted(ordered[0], [], key=key, firsts=ordered[1])
-                                   if ordered else Counted(as_bytes(held), [], key=key, segments=segments))
+            futures.append(Done(Counted({}, [], shards={key: shard_counts(held, self.workers, segments)})
+                                if shard and keeping else Counted(ordered[0], [], key=key, firsts=ordered[1])
+                                if ordered else Counted(as_bytes(held), [], key=key, segments=segments)))
         if keeping:
             assert self.executor is not None
             futures += [self.executor.submit(_flush, shard) for _ in range(self.workers)]
         return futures
 
-    def reduce(self, shards: list[list[tuple[int, Packed]]], keys: Collection[int]) -> list[Future[Counted]]:
+    def reduce(self, shards: list[list[tuple[int, Packed]]], keys: Collection[int]) -> list[Outcome]:
         """One task per shard that merges its pieces (``reduce_shard``) in a worker, and
         counts the distinct words of each of ``keys``."""
         assert self.executor is not None, "shards come only from workers"
         return [self.executor.submit(reduce_shard, pieces, keys) for pieces in shards if pieces]
 
     @staticmethod
-    def take(future: Future[Counted]) -> Counted:
+    def take(future: Outcome) -> Counted:
         """A task's result, waiting for it; a worker's bug is raised here."""
+        if isinstance(future, Done):
+            return future.value
+        from concurrent.futures import BrokenExecutor  # imported already: the workers started
+
         try:
             return future.result()
         except BrokenExecutor:  # a worker died

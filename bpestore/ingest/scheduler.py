@@ -33,9 +33,8 @@ import hashlib
 import itertools
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import BpestoreError, InvalidArgumentError
 from ..limits import MAX_WORKERS
@@ -57,8 +56,11 @@ from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .groups import Group
 from .pieces import FileBytes, FileHash, FileRange, SmallFile, TextPiece
-from .pool import Counted, Pool, Task, TaskCounter, as_bytes, merge_counts
+from .pool import Pool, Task, TaskCounter, as_bytes, merge_counts
 from .shards import firsts_of, join_firsts, merge_firsts
+
+if TYPE_CHECKING:
+    from .pool import Outcome
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def count_sources(
 class _Sent:
     """A task on its way: the group it counts for, and the sources it counts, in order."""
 
-    future: Future[Counted]
+    future: Outcome
     group: Group
     sources: list[Source]
 
