@@ -28,7 +28,7 @@ def both(vocab: dict[int, bytes], specials: list[int], lefts: list[int], rights:
 @st.composite
 def vocabularies(draw) -> tuple[dict[int, bytes], list[int], list[int], list[int], list[int]]:
     """Merges over a, b, c (sometimes one that makes a token again, or one whose side is
-    made later or is a special), ids sometimes shuffled or reused, an extra multi-byte
+    made later or is a special), ids sometimes shuffled, reused or apart, an extra multi-byte
     ordinary token or a special whose bytes a merge makes."""
     vocab = {i: bytes([i]) for i in range(256)}
     specials: list[int] = []
@@ -50,7 +50,7 @@ def vocabularies(draw) -> tuple[dict[int, bytes], list[int], list[int], list[int
             continue
         token = same[0] if same and draw(st.booleans()) else next_id
         vocab[token] = data
-        next_id += 1
+        next_id += 1 if draw(st.integers(0, 5)) else 2  # sometimes an id no token has between two made
         lefts.append(left)
         rights.append(right)
         made.append(token)

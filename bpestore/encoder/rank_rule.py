@@ -122,28 +122,41 @@ def _id_codes(vocab: Mapping[int, bytes], special_ids: Sequence[int], lefts: Seq
     alone show that (W) holds and that the codes are those the bytes give: the made
     ids grow, are not special, and their tokens are distinct and two bytes or longer,
     every other ordinary token is one byte, and each side is a byte or the token of an
-    earlier merge. None otherwise (the bytes path then decides)."""
+    earlier merge. None otherwise (the bytes path then decides), and where an id is
+    negative (the codes are looked up in a list indexed by id)."""
     n = len(made)
     if not n:
         return [], []
-    rank_of = dict(zip(made, range(n)))
-    if len(rank_of) < n or not all(map(lt, made, made[1:])) or not rank_of.keys().isdisjoint(special_ids):
+    if not all(map(lt, made, made[1:])) or made[0] < 0 or min(vocab) < 0:
+        return None
+    size = max(max(vocab), made[-1]) + 1
+    code: list[int | None] = [None] * size  # an ordinary id's code: its merge's rank, or -1 - b for the byte b
+    if made[-1] - made[0] == n - 1:
+        code[made[0]:made[-1] + 1] = range(n)
+    else:
+        for rank, token_id in enumerate(made):
+            code[token_id] = rank
+    specials = set(special_ids)
+    if any(0 <= i < size and code[i] is not None for i in specials):
         return None
     tokens = list(map(vocab.__getitem__, made))
     if len(set(tokens)) < n or min(map(len, tokens)) < 2:
         return None
-    others = vocab.keys() - rank_of.keys() - set(special_ids)
+    others = vocab.keys() - made - specials
     singles = [vocab[i] for i in others]
     if any(len(data) != 1 for data in singles):
         return None
-    byte_code = dict(zip(others, [-1 - data[0] for data in singles]))
-    sides = [list(map(rank_of.get, side, map(byte_code.get, side))) for side in (lefts, rights)]
-    if any(None in side for side in sides):
+    for token_id, data in zip(others, singles):
+        code[token_id] = -1 - data[0]
+    if min(lefts) < 0 or min(rights) < 0:
         return None
-    codes = cast("list[list[int]]", sides)
-    if not all(all(map(lt, side, range(n))) for side in codes):
+    try:
+        sides = cast("list[list[int]]", [list(map(code.__getitem__, side)) for side in (lefts, rights)])
+        if not all(all(map(lt, side, range(n))) for side in sides):
+            return None
+    except (IndexError, TypeError):  # an id past every ordinary one, or a None: a special id or one not in vocab
         return None
-    return codes[0], codes[1]
+    return sides[0], sides[1]
 
 
 def spec_problem(spec: TokenizerSpec) -> str | None:
