@@ -12,7 +12,6 @@ U+FFFD (not looked up: ``nmt_nfkc`` drops a U+FFFD the text holds). Spaces are t
 
 from __future__ import annotations
 
-import base64
 import functools
 import re
 import sys
@@ -324,14 +323,20 @@ def _char_length(lead: int) -> int:
 @functools.lru_cache(maxsize=8)
 def charsmap_of(encoded: str) -> Charsmap:
     """The map a spec's ``charsmap`` (``NAME:BASE64``) holds."""
+    import base64  # only where a spec holds a map: a plain ingest needs none
+
     return Charsmap(base64.b64decode(encoded.partition(":")[2], validate=True))
 
 
 def encode_charsmap(name: str, blob: bytes) -> str:
     """A spec's ``charsmap`` for a model's normalizer name and map."""
+    import base64
+
     return f"{name}:{base64.b64encode(blob).decode('ascii')}"
 
 
 def decode_charsmap(encoded: str) -> tuple[str, bytes]:
+    import base64
+
     name, _, data = encoded.partition(":")
     return name, base64.b64decode(data, validate=True)

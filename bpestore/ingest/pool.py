@@ -36,7 +36,6 @@ import hashlib
 import itertools
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -349,6 +348,8 @@ _n_shards = 1  # the shards a worker cuts the counts it hands on into
 def _start_worker(spec_json: str, errors: str, jsonl_field: str | None, part_chars: int, skip: Collection[str],
                   parent: int, hold_bytes: int = 0, barrier: Any = None, n_shards: int = 1) -> None:
     global _counter, _hold_bytes, _barrier, _n_shards
+    import signal
+
     # Ctrl-C reaches the whole process group; the parent stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
