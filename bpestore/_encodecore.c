@@ -34,7 +34,7 @@
    This file is the binding (arguments, tables built from Python objects, ints and lists,
    threads); the algorithms over the tables are plain C in cores/ (encode_tables.h,
    encode_work.h, merge_word.h, backtrack.h, encode_word.h, backtrack_build.h, rank_file.h,
-   scan_text.h, tables_check.h, seam.h), included here
+   scan_text.h, tables_check.h, seam.h, id_codes.h), included here
    as one unit. Tables are allocated with the C library (malloc), never Python's allocators. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,6 +50,7 @@
 #include "cores/scan_text.h"
 #include "cores/tables_check.h"
 #include "cores/seam.h"
+#include "cores/id_codes.h"
 
 /* The Python type: a version's tables, and what only the binding uses. */
 typedef struct {
@@ -1647,6 +1648,67 @@ static PyObject *seam_problem(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* A sequence of ints as int64s (None: ID_CODE_NONE); NULL with an error set, or with *bad set
+ * (no error) where an item is no int that fits. */
+static int64_t *int64s_of(PyObject *obj, Py_ssize_t *n, int *bad) {
+    PyObject *seq = PySequence_Fast(obj, "ids must be a sequence");
+    if (seq == NULL) return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    int64_t *out = malloc(((size_t)*n + 1) * sizeof(int64_t));
+    if (out == NULL) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < *n && !*bad; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (item == Py_None) { out[i] = ID_CODE_NONE; continue; }
+        if (!PyLong_Check(item)) { *bad = 1; break; }
+        long long v = PyLong_AsLongLong(item);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); *bad = 1; break; }
+        if (v == ID_CODE_NONE) { *bad = 1; break; }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *list_of_int64s(const int64_t *values, Py_ssize_t n) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(values[i]);
+        if (v == NULL) { Py_CLEAR(out); break; }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static PyObject *side_codes(PyObject *self, PyObject *args) {
+    PyObject *lefts_arg, *rights_arg, *code_arg;
+    if (!PyArg_ParseTuple(args, "OOO", &lefts_arg, &rights_arg, &code_arg)) return NULL;
+    Py_ssize_t n = 0, n_right = 0, size = 0;
+    int bad = 0;
+    PyObject *result = NULL;
+    int64_t *lefts = NULL, *rights = NULL, *out = NULL;
+    int64_t *code = int64s_of(code_arg, &size, &bad);
+    if (code == NULL) return NULL;
+    if (!bad && (lefts = int64s_of(lefts_arg, &n, &bad)) == NULL) goto done;
+    if (!bad && (rights = int64s_of(rights_arg, &n_right, &bad)) == NULL) goto done;
+    if (!bad && (out = malloc(2 * ((size_t)n + 1) * sizeof(int64_t))) == NULL) { PyErr_NoMemory(); goto done; }
+    if (bad || n != n_right || id_side_codes(lefts, n, code, size, out) < 0 ||
+            id_side_codes(rights, n, code, size, out + n) < 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *left_codes = list_of_int64s(out, n);
+    PyObject *right_codes = left_codes ? list_of_int64s(out + n, n) : NULL;
+    if (right_codes != NULL) result = PyTuple_Pack(2, left_codes, right_codes);
+    Py_XDECREF(left_codes);
+    Py_XDECREF(right_codes);
+done:
+    free(code);
+    free(lefts);
+    free(rights);
+    free(out);
+    return result;
+}
+
 static PyMethodDef module_functions[] = {
     {"token_dict", token_dict, METH_VARARGS,
      "token_dict(data, at, ids, lengths) -> dict[int, bytes]\n\n"
@@ -1662,6 +1724,11 @@ static PyMethodDef module_functions[] = {
      "bpestore.encoder.rank_rule._seam_problem's walk over the merges' codes (left and right\n"
      "of each merge: a merge's rank, or -1 - b for the byte b): the first merge from `checked`\n"
      "on whose token does not encode to itself, or None."},
+    {"side_codes", side_codes, METH_VARARGS,
+     "side_codes(lefts, rights, code) -> tuple[list[int], list[int]] | None\n\n"
+     "bpestore.encoder.rank_rule._id_codes' last step: each merge's left and right id as its code\n"
+     "(code[id]: a merge's rank, or -1 - b for the byte b; None: no ordinary token), or None where\n"
+     "an id has none, or one not below its merge's rank, or lefts and rights differ in length."},
     {NULL, NULL, 0, NULL},
 };
 

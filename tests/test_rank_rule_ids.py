@@ -22,6 +22,9 @@ def both(vocab: dict[int, bytes], specials: list[int], lefts: list[int], rights:
     by_bytes = rank_rule_problem(spec, vocab, specials, pairs, checked=checked)
     by_ids = rank_rule_problem_ids(spec, vocab, specials, lefts, rights, made, checked=checked)
     assert by_ids == by_bytes
+    # the encode core's side codes (where built) are the pure-Python steps'
+    assert _id_codes(vocab, specials, lefts, rights, made) == _id_codes(vocab, specials, lefts, rights, made,
+                                                                          compiled=False)
     return by_ids
 
 
@@ -108,3 +111,21 @@ def test_a_spec_tiktoken_cannot_run_is_said_first():
     vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab"}
     spec = TokenizerSpec(pretokenizer="gpt2", normalizer="nfkc")
     assert both(vocab, [], [97], [98], [256], spec=spec) == "the spec has a normalizer"
+
+
+@pytest.mark.parametrize("lefts, rights", [
+    ([97, 256], [98, 99]),  # both sides known: codes
+    ([97, 300], [98, 99]),  # an id past every ordinary one
+    ([97, -1], [98, 99]),  # a negative id (a list would take it from the end)
+    ([97, 200], [98, 255]),  # bytes only
+    ([97, 257], [98, 99]),  # a side made by this merge itself
+    ([97, 258], [98, 99]),  # the special token
+    ([97, 2**70], [98, 99]),  # no int64
+    ([97], [98, 99]),  # columns of different lengths
+])
+def test_side_codes_of_the_core_are_the_reference_steps(lefts, rights):
+    vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"abc", 258: b"<s>"}
+    made = [256, 257]
+    by_core = _id_codes(vocab, [258], lefts, rights, made)
+    assert by_core == _id_codes(vocab, [258], lefts, rights, made, compiled=False)
+    assert (by_core is not None) == (lefts == [97, 256] or lefts == [97, 200])

@@ -117,16 +117,21 @@ def rank_rule_problem_ids(spec: TokenizerSpec, vocab: Mapping[int, bytes], speci
 
 
 def _id_codes(vocab: Mapping[int, bytes], special_ids: Sequence[int], lefts: Sequence[int],
-              rights: Sequence[int], made: Sequence[int]) -> tuple[list[int], list[int]] | None:
+              rights: Sequence[int], made: Sequence[int], *,
+              compiled: bool = True) -> tuple[list[int], list[int]] | None:
     """The seam walk's codes (``_passing_codes``'s) from the merges' ids, where the ids
     alone show that (W) holds and that the codes are those the bytes give: the made
     ids grow, are not special, and their tokens are distinct and two bytes or longer,
     every other ordinary token is one byte, and each side is a byte or the token of an
     earlier merge. None otherwise (the bytes path then decides), and where an id is
-    negative (the codes are looked up in a list indexed by id)."""
+    negative (the codes are looked up in a list indexed by id) or the columns differ in
+    length. ``compiled``: the last step (each side's code) runs in the encode core where
+    it is built (the same answer; the lines below it are its reference)."""
     n = len(made)
     if not n:
         return [], []
+    if len(lefts) != n or len(rights) != n:
+        return None
     if not all(map(lt, made, made[1:])) or made[0] < 0 or min(vocab) < 0:
         return None
     size = max(max(vocab), made[-1]) + 1
@@ -148,6 +153,9 @@ def _id_codes(vocab: Mapping[int, bytes], special_ids: Sequence[int], lefts: Seq
         return None
     for token_id, data in zip(others, singles):
         code[token_id] = -1 - data[0]
+    core = native.load("_encodecore")[0] if compiled else None
+    if core is not None:
+        return cast("tuple[list[int], list[int]] | None", core.side_codes(lefts, rights, code))
     if min(lefts) < 0 or min(rights) < 0:
         return None
     try:
