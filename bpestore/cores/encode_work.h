@@ -300,7 +300,8 @@ smalls_init(Work *w, size_t slots)
 }
 
 /* The caches sized for a call of `chars` more characters: about one slot for every 2
-   characters the scratch space has encoded (64..CACHE_SLOTS_MAX, SMALL_SLOTS_MAX), so
+   characters the scratch space has encoded (64..CACHE_SLOTS_MAX, SMALL_SLOTS_MAX; past
+   256 kB one huge page: huge_step), so
    that a short text does not pay for large caches and a run of short ones grows them; a
    larger cache takes over what the smaller one held (its words stay true for the
    encoder). Without memory a cache stays as it was (a failure only loses speed). */
