@@ -204,13 +204,13 @@ cache_index(uint64_t h, size_t mask)
     return (size_t)(h >> 17) & mask;
 }
 
-/* Zeroed room for `slots` cache slots. On Linux a cache of 2 MB or more sits on huge
-   pages where the kernel gives them (transparent huge pages on request): its slots are
-   read at random, and with 4 kB pages most look-ups would miss the TLB. */
-static CacheSlot *
-cache_alloc(size_t slots)
+/* Zeroed room for `size` bytes at `align` (calloc's where 16 will do). On Linux a table
+   of 2 MB or more sits on huge pages where the kernel gives them (transparent huge pages
+   on request): its slots are read at random, and with 4 kB pages most look-ups would
+   miss the TLB. */
+static void *
+zeroed_alloc(size_t size, size_t align)
 {
-    size_t size = slots * sizeof(CacheSlot);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (size >= HUGE_PAGE && size % HUGE_PAGE == 0) {
         void *p = aligned_alloc(HUGE_PAGE, size);
@@ -221,7 +221,25 @@ cache_alloc(size_t slots)
         }
     }
 #endif
-    return calloc(slots, sizeof(CacheSlot));
+    if (align <= 16)
+        return calloc(1, size);
+    void *p = aligned_alloc(align, size);
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
+}
+
+/* A cache's slots for `slots` of `size` bytes: past 256 kB straight to one huge page,
+   where the steps between would fault in 4 kB pages (about 1.7 us each) more memory
+   than the huge page takes to clear. */
+static size_t
+huge_step(size_t slots, size_t size)
+{
+#ifdef HUGE_PAGE
+    if (slots * size > ((size_t)256 << 10) && slots * size < HUGE_PAGE)
+        return HUGE_PAGE / size;
+#endif
+    return slots;
 }
 
 /* The slot where a short word hashed h is kept (bits the token table's index does not use). */
@@ -267,10 +285,9 @@ smalls_init(Work *w, size_t slots)
 {
     if (w->smalls != NULL && w->small_mask + 1 >= slots)
         return;
-    SmallSlot *bigger = aligned_alloc(64, slots * sizeof(SmallSlot));
+    SmallSlot *bigger = zeroed_alloc(slots * sizeof(SmallSlot), 64);
     if (bigger == NULL)
         return;
-    memset(bigger, 0, slots * sizeof(SmallSlot));
     for (size_t k = 0; w->smalls != NULL && k <= w->small_mask; k++) {
         const SmallSlot *c = &w->smalls[k];
         size_t len = c->head >> SMALL_LEN_SHIFT;
@@ -283,7 +300,8 @@ smalls_init(Work *w, size_t slots)
 }
 
 /* The caches sized for a call of `chars` more characters: about one slot for every 2
-   characters the scratch space has encoded (64..CACHE_SLOTS_MAX, SMALL_SLOTS_MAX), so
+   characters the scratch space has encoded (64..CACHE_SLOTS_MAX, SMALL_SLOTS_MAX; past
+   256 kB one huge page: huge_step), so
    that a short text does not pay for large caches and a run of short ones grows them; a
    larger cache takes over what the smaller one held (its words stay true for the
    encoder). Without memory a cache stays as it was (a failure only loses speed). */
@@ -294,10 +312,11 @@ cache_init(Work *w, ptrdiff_t chars)
     size_t slots = 64;
     while (slots < CACHE_SLOTS_MAX && slots * 2 < w->cache_chars)
         slots <<= 1;
-    smalls_init(w, slots < SMALL_SLOTS_MAX ? slots : SMALL_SLOTS_MAX);
+    smalls_init(w, huge_step(slots < SMALL_SLOTS_MAX ? slots : SMALL_SLOTS_MAX, sizeof(SmallSlot)));
+    slots = huge_step(slots, sizeof(CacheSlot));
     if (w->cache != NULL && w->cache_mask + 1 >= slots)
         return;
-    CacheSlot *bigger = cache_alloc(slots);
+    CacheSlot *bigger = zeroed_alloc(slots * sizeof(CacheSlot), 16);
     if (bigger == NULL)
         return;
     for (size_t k = 0; w->cache != NULL && k <= w->cache_mask; k++) {
