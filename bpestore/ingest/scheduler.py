@@ -55,7 +55,7 @@ from ..sources import (
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .groups import Group
-from .pieces import FileBytes, FileHash, FileRange, SmallFile, TextPiece
+from .pieces import FileBytes, FileHash, FileRange, SmallFiles, TextPiece
 from .pool import Pool, Task, TaskCounter, as_bytes, merge_counts
 from .shards import firsts_of, join_firsts, merge_firsts
 
@@ -171,20 +171,24 @@ class _Counting:
         # Each file's size and stamp, from one stat before any is read (10,000 small files paid a stat each more).
         self.stamps: dict[str, tuple[int, int, int] | None] = {p: file_stamp(p) for p in paths}
         self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
-        large = [s if s is not None and s > tuning.small_source_bytes and not is_compressed(p) else 0
-                 for p, s in zip(paths, self.sizes)]
+        self.compressed = [is_compressed(p) for p in paths]
+        # Which are small: counted whole, with others (a file's size unknown: a stream).
+        self.small = [s is not None and s <= tuning.small_source_bytes and not c
+                      for s, c in zip(self.sizes, self.compressed)]
+        large = [s if s is not None and not small and not c else 0
+                 for s, small, c in zip(self.sizes, self.small, self.compressed)]
         self.after = [*itertools.accumulate(large[::-1])][::-1] + [0]  # bytes of the large plain files from each on
         known = [s for s in self.sizes if s is not None]
         self.total = None if len(known) < len(self.sizes) else sum(known)
         # Compressed text is several times its size on disk.
-        expected = sum(s * (4 if is_compressed(p) else 1) for p, s in zip(paths, self.sizes) if s is not None)
+        expected = sum(s * (4 if c else 1) for c, s in zip(self.compressed, self.sizes) if s is not None)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
                          skip=self.known, start_at=tuning.workers_start_at(expected, workers))
         self.groups: deque[Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
         self.open: Group | None = None  # the group sources are added to
-        self.unsent: list[tuple[Source, SmallFile]] = []  # its small sources not yet in a task
+        self.unsent: list[Source] = []  # its small sources not yet in a task
         self.unsent_bytes = self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
         self.keys = itertools.count(1)  # Task.keep of each large source and run of small ones
@@ -192,11 +196,11 @@ class _Counting:
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
+        small = self.small
         try:
             for index, path in enumerate(self.paths):
                 try:
-                    size = self.sizes[index]
-                    if size is not None and size <= self.tuning.small_source_bytes and not is_compressed(path):
+                    if small[index]:
                         self.add_small(index, path)
                     else:
                         yield from self.add_large(index, path)
@@ -271,22 +275,29 @@ class _Counting:
 
     # -- small sources: read, hashed and counted whole by the workers -------------
     def add_small(self, index: int, path: str) -> None:
-        size = self.sizes[index] or 0
-        self.report(path, size, size, index)
-        group = self.group_for(small=True)
+        size: int = self.sizes[index]  # type: ignore[assignment]  # (known: ``small``)
+        if self.progress is not None:
+            self.report(path, size, size, index)
+        group = self.open
+        if group is None or not group.key or group.size >= self.tuning.batch_bytes or \
+                group.held >= self.tuning.merge_bytes:  # (``group_for``, without a call a file)
+            group = self.group_for(small=True)
         stats = Source(path, size_bytes=size)
         group.sources.append(stats)
         group.size += size
-        self.unsent.append((stats, SmallFile(path, self.stamps[path])))
+        self.unsent.append(stats)
         self.unsent_bytes += size
         if self.unsent_bytes >= self.tuning.task_bytes:
             self.send_small(group)
 
     def send_small(self, group: Group) -> None:
+        """The small sources not yet sent, as one task: one piece, their names and stamps."""
         if self.unsent:
-            sources, pieces = zip(*self.unsent)
+            sources, size = self.unsent, self.unsent_bytes
             self.unsent, self.unsent_bytes = [], 0
-            self.send(Task(pieces, group.key), group, list(sources))
+            names = [s.source for s in sources]
+            stamps = self.stamps
+            self.send(Task((SmallFiles(names, [stamps[name] for name in names], size),), group.key), group, sources)
 
     # -- large sources: counted in pieces, under a key of their own -------------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
@@ -295,7 +306,7 @@ class _Counting:
         group.sources.append(stats)
         key = next(self.keys)
         group.large[key] = stats
-        plain = self.sizes[index] is not None and not is_compressed(path)
+        plain = self.sizes[index] is not None and not self.compressed[index]
         size = self.sizes[index] or 0  # known for every plain file
         group.size += size
         # This content may be in already (counted before the call, or a file of the
@@ -446,17 +457,19 @@ class _Counting:
         group.pending -= 1
         if group.counts is None:
             return  # not kept
-        for i, (stats, (n_words, n_distinct)) in enumerate(zip(sent.sources, counted.words)):
-            if counted.shas is not None:  # a small source the worker read and hashed
-                stats.sha256 = counted.shas[i]
+        if counted.shas is not None:  # small sources the worker read and hashed
+            for stats, sha, (n_words, n_distinct) in zip(sent.sources, counted.shas, counted.words):
+                stats.sha256 = sha
                 if self.is_repeat(stats):
-                    if stats.sha256 not in self.known:  # it was counted: its counts come off
+                    if sha not in self.known:  # it was counted: its counts come off
                         group.repeats.append(stats)
-                    continue
-            elif stats.skipped:
-                continue  # a large source found to repeat: its counts are not kept
-            stats.n_words += n_words
-            stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
+                else:
+                    stats.n_words, stats.n_distinct = n_words, n_distinct
+        else:
+            for stats, (n_words, n_distinct) in zip(sent.sources, counted.words):
+                if not stats.skipped:  # (a large source found to repeat: its counts are not kept)
+                    stats.n_words += n_words
+                    stats.n_distinct = n_distinct  # a large one's is set when done
         if counted.distinct:
             group.distinct.update(counted.distinct)
         if counted.reduced:
