@@ -196,20 +196,21 @@ class _Counting:
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
-        small = self.small
+        index = 0
         try:
-            for index, path in enumerate(self.paths):
+            while index < len(self.paths):
                 try:
-                    if small[index]:
-                        self.add_small(index, path)
+                    if self.small[index]:
+                        index = self.add_small(index)
                     else:
-                        yield from self.add_large(index, path)
+                        index += 1
+                        yield from self.add_large(index - 1, self.paths[index - 1])
                 except BpestoreError as exc:
                     # This source failed while being read: the ones before it still count.
                     self.failure = exc
                 if self.failure is not None:
                     break
-                if self.groups and self.groups[0].done:  # (no generator made per small file)
+                if self.groups and self.groups[0].done:  # (no generator made per run of small files)
                     yield from self.finished()
             self.close_group()
             while self.sent:
@@ -274,21 +275,30 @@ class _Counting:
             self.reduce(group)
 
     # -- small sources: read, hashed and counted whole by the workers -------------
-    def add_small(self, index: int, path: str) -> None:
-        size: int = self.sizes[index]  # type: ignore[assignment]  # (known: ``small``)
-        if self.progress is not None:
-            self.report(path, size, size, index)
-        group = self.open
-        if group is None or not group.key or group.size >= self.tuning.batch_bytes or \
-                group.held >= self.tuning.merge_bytes:  # (``group_for``, without a call a file)
-            group = self.group_for(small=True)
-        stats = Source(path, size_bytes=size)
-        group.sources.append(stats)
-        group.size += size
-        self.unsent.append(stats)
-        self.unsent_bytes += size
-        if self.unsent_bytes >= self.tuning.task_bytes:
+    def add_small(self, index: int) -> int:
+        """The small sources from ``index`` on, up to one that fills a task or the group, or the next
+        that is not small (nothing of the group changes meanwhile): the index after them."""
+        paths, sizes, small, tuning = self.paths, self.sizes, self.small, self.tuning
+        group = self.group_for(small=True)
+        sources, unsent, full = group.sources, self.unsent, min(tuning.task_bytes - self.unsent_bytes,
+                                                                tuning.batch_bytes - group.size)
+        added = 0
+        while True:
+            path, size = paths[index], sizes[index] or 0
+            if self.progress is not None:
+                self.report(path, size, size, index)
+            stats = Source(path, size_bytes=size)
+            sources.append(stats)
+            unsent.append(stats)
+            added += size
+            index += 1
+            if added >= full or index == len(paths) or not small[index]:
+                break
+        group.size += added
+        self.unsent_bytes += added
+        if self.unsent_bytes >= tuning.task_bytes:
             self.send_small(group)
+        return index
 
     def send_small(self, group: Group) -> None:
         """The small sources not yet sent, as one task: one piece, their names and stamps."""
