@@ -168,20 +168,8 @@ class _Counting:
         self.stdin = stdin
         self.errors = errors
         self.tuning = tuning
-        # Each file's size and stamp, from one stat before any is read (10,000 small files paid a stat each more).
-        self.stamps: dict[str, tuple[int, int, int] | None] = {p: file_stamp(p) for p in paths}
-        self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
-        self.compressed = [is_compressed(p) for p in paths]
-        # Which are small: counted whole, with others (a file's size unknown: a stream).
-        self.small = [s is not None and s <= tuning.small_source_bytes and not c
-                      for s, c in zip(self.sizes, self.compressed)]
-        large = [s if s is not None and not small and not c else 0
-                 for s, small, c in zip(self.sizes, self.small, self.compressed)]
-        self.after = [*itertools.accumulate(large[::-1])][::-1] + [0]  # bytes of the large plain files from each on
-        known = [s for s in self.sizes if s is not None]
-        self.total = None if len(known) < len(self.sizes) else sum(known)
-        # Compressed text is several times its size on disk.
-        expected = sum(s * (4 if c else 1) for c, s in zip(self.compressed, self.sizes) if s is not None)
+        self.stamps, self.sizes, self.compressed, self.small, self.after, self.total, expected = \
+            _listed(paths, tuning.small_source_bytes)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
                          skip=self.known, start_at=tuning.workers_start_at(expected, workers))
@@ -276,8 +264,7 @@ class _Counting:
 
     # -- small sources: read, hashed and counted whole by the workers -------------
     def add_small(self, index: int) -> int:
-        """The small sources from ``index`` on, up to one that fills a task or the group, or the next
-        that is not small (nothing of the group changes meanwhile): the index after them."""
+        """Small sources from ``index`` on, up to one filling a task or the group, or not small: the index after."""
         paths, sizes, small, tuning = self.paths, self.sizes, self.small, self.tuning
         group = self.group_for(small=True)
         sources, unsent, full = group.sources, self.unsent, min(tuning.task_bytes - self.unsent_bytes,
@@ -287,8 +274,7 @@ class _Counting:
             path, size = paths[index], sizes[index] or 0
             if self.progress is not None:
                 self.report(path, size, size, index)
-            stats = Source(path, size_bytes=size)
-            sources.append(stats)
+            sources.append(stats := Source(path, size_bytes=size))
             unsent.append(stats)
             added += size
             index += 1
@@ -306,8 +292,8 @@ class _Counting:
             sources, size = self.unsent, self.unsent_bytes
             self.unsent, self.unsent_bytes = [], 0
             names = [s.source for s in sources]
-            stamps = self.stamps
-            self.send(Task((SmallFiles(names, [stamps[name] for name in names], size),), group.key), group, sources)
+            self.send(Task((SmallFiles(names, [*map(self.stamps.__getitem__, names)], size),), group.key),
+                      group, sources)
 
     # -- large sources: counted in pieces, under a key of their own -------------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
@@ -563,6 +549,23 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
+
+
+def _listed(paths: list[str], small_bytes: int) -> tuple[dict[str, tuple[int, int, int] | None], list[int | None],
+                                                      list[bool], list[bool], list[int], int | None, int]:
+    """Of each path: its stamp (size and more, from one stat before any is read: 10,000 small files paid a stat
+    each more), size, whether it is compressed and whether small (counted whole, with others); the bytes of the
+    large plain files from each on; the bytes of them all (None: one's is unknown, a stream), and the text expected."""
+    stamps = {p: file_stamp(p) for p in paths}
+    sizes = [file_size(p) if (stamp := stamps[p]) is None else stamp[0] for p in paths]
+    compressed = [is_compressed(p) for p in paths]
+    small = [s is not None and s <= small_bytes and not c for s, c in zip(sizes, compressed)]
+    large = [s if s is not None and not is_small and not c else 0 for s, is_small, c in zip(sizes, small, compressed)]
+    after = [*itertools.accumulate(large[::-1])][::-1] + [0]
+    known = [s for s in sizes if s is not None]
+    # Compressed text is several times its size on disk.
+    expected = sum(s * (4 if c else 1) for c, s in zip(compressed, sizes) if s is not None)
+    return stamps, sizes, compressed, small, after, None if len(known) < len(sizes) else sum(known), expected
 
 
 def recount(sources: list[Source], counter: TaskCounter) -> Counter:
