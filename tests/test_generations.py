@@ -223,3 +223,22 @@ def test_a_version_from_before_generations_cannot_resume_after_growth(store, par
         conn.execute(text("UPDATE versions SET corpus_generation = NULL, corpus_digest = 'old'"))
     with pytest.raises(ConflictError, match="--from en@1"):
         store.resume("en@1")
+
+
+def test_a_generation_digest_is_its_spec_and_every_source_sha256_so_far(store, parts):
+    """The first generation (its sources' sha256 in hand) and a later one (read back) alike: the
+    spec's JSON, then each source's sha256, hashed from the files here, in order."""
+    import hashlib
+    from pathlib import Path
+
+    a, b, c = parts
+    store.ingest("c", [a, b], special_tokens=[EOT])
+    store.ingest("c", [c])
+    with store.engine.connect() as conn:
+        spec_json = conn.execute(text("SELECT spec FROM corpora WHERE name = 'c'")).scalar_one()
+    shas = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in (a, b, c)]
+
+    def digest(some):
+        return hashlib.sha256((spec_json + "".join(sorted(some))).encode()).hexdigest()
+
+    assert [g.digest for g in store.corpus_log("c")] == [digest(shas[:2]), digest(shas)]

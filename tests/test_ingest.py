@@ -1126,17 +1126,17 @@ def test_a_small_file_changed_before_it_is_read_fails_after_those_before_it(tmp_
 
 @pytest.mark.parametrize("change", ["none", "grown", "shrunk", "same size", "unlisted", "gone"])
 def test_a_small_file_is_read_in_one_read_and_refused_where_it_changed_since_listed(tmp_path, change):
-    """``SmallFile.read``: one read of the size listed gives every byte; a file grown (read to its
+    """``read_file``: one read of the size listed gives every byte; a file grown (read to its
     end), shrunk or rewritten since it was listed is refused; without a stamp, read to its end."""
     import os
 
-    from bpestore.ingest.pool import SmallFile
+    from bpestore.ingest.pieces import read_file
     from bpestore.sources import file_stamp
 
     path = tmp_path / "a.txt"
     data = b"x" * 70_000 + "é".encode()
     path.write_bytes(data)
-    small = SmallFile(str(path), None if change == "unlisted" else file_stamp(str(path)))
+    stamp = None if change == "unlisted" else file_stamp(str(path))
     if change == "grown":
         path.write_bytes(data + b"y" * (3 << 20))
     elif change == "shrunk":
@@ -1146,10 +1146,10 @@ def test_a_small_file_is_read_in_one_read_and_refused_where_it_changed_since_lis
     elif change == "gone":
         path.unlink()
     if change in ("none", "unlisted"):
-        assert small.read() == data
+        assert read_file(str(path), stamp) == data
     else:
         with pytest.raises(SourceError, match="cannot read" if change == "gone" else "changed while it was read"):
-            small.read()
+            read_file(str(path), stamp)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])

@@ -1,5 +1,5 @@
-/* Small files read whole, one call for many (bpestore/ingest/pieces.py read_small): what
-   SmallFile.read does for each, without four Python calls and their objects per file.
+/* Small files read whole, one call for many (bpestore/ingest/pieces.py SmallFiles.read): what
+   read_file does for each, without four Python calls and their objects per file.
 
    read_files(names, stamps) -> (datas, failure): the bytes of each file in turn, up to the
    first that cannot be read (failure: its errno) or was written while read (failure 0: its

@@ -1,8 +1,8 @@
 """The pieces of sources a counting task holds, and how each is read and decoded; a large file's
 hash, read beside its counting (``FileHash``). No SQL.
 
-A ``FileRange`` is bytes of a large plain file (read by the worker itself), a ``SmallFile`` a small
-file (read whole, and checked unchanged, by the worker), a ``FileBytes`` a small file the caller
+A ``FileRange`` is bytes of a large plain file (read by the worker itself), ``SmallFiles`` a task's
+small files (each read whole, and checked unchanged, by the worker), a ``FileBytes`` a small file the caller
 read, a ``TextPiece`` text the caller read and decoded (standard input, a compressed file, JSON Lines).
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,55 +53,52 @@ class FileBytes:
         return decode(self.data, self.name, errors)
 
 
-@dataclass(frozen=True)
-class SmallFile:
-    """A small file the worker reads whole; ``stamp``: its size, modification time and inode when the
-    caller listed it (read again after reading: a file written meanwhile fails)."""
+def read_file(name: str, stamp: tuple[int, int, int] | None) -> bytes:
+    """A small file's bytes (the Python reference of ``SmallFiles.read``): one read of the size
+    listed in ``stamp`` and a byte more (a file grown is read to its end); a file whose size,
+    modification time or inode is no longer ``stamp`` after reading fails (None: not checked)."""
+    try:
+        fd = os.open(name, _READ_ONLY)  # (not inherited: PEP 446)
+        try:
+            data = os.read(fd, want := (stamp[0] if stamp else 0) + 1)
+            data += b"".join(iter(lambda: os.read(fd, 1 << 20), b"")) if len(data) == want else b""
+            found = os.fstat(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise unreadable(name, exc.strerror or str(exc)) from None
+    if stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != stamp:
+        raise changed_while_read(name)
+    return data
 
-    name: str
-    stamp: tuple[int, int, int] | None
+
+@dataclass(frozen=True)
+class SmallFiles:
+    """A task's small files, which the worker reads whole, in order: their names, and each one's
+    size, modification time and inode when the caller listed it (``stamps``: read again after
+    reading, a file written meanwhile fails); ``size``: their bytes as listed."""
+
+    names: list[str]
+    stamps: list[tuple[int, int, int] | None]
+    size: int
     first_line = 1
 
-    @property
-    def size(self) -> int:
-        return self.stamp[0] if self.stamp else 0
-
-    def read(self) -> bytes:
-        """Its bytes: one read of the size listed and a byte more (a file grown is read to its end)."""
-        try:
-            fd = os.open(self.name, _READ_ONLY)  # (not inherited: PEP 446)
-            try:
-                data = os.read(fd, want := self.size + 1)
-                data += b"".join(iter(lambda: os.read(fd, 1 << 20), b"")) if len(data) == want else b""
-                found = os.fstat(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise unreadable(self.name, exc.strerror or str(exc)) from None
-        if self.stamp is not None and (found.st_size, found.st_mtime_ns, found.st_ino) != self.stamp:
-            raise changed_while_read(self.name)
-        return data
-
-    def decoded(self, errors: str) -> str:
-        return decode(self.read(), self.name, errors)
-
-
-def read_small(files: Sequence[SmallFile]) -> tuple[list[bytes], SourceError | None]:
-    """The bytes of each small file, as ``SmallFile.read`` reads it, up to the first that fails
-    (and its error): in one call of the counting core where it is built."""
-    if COUNT_CORE is None:
-        datas = []
-        for small in files:
-            try:
-                datas.append(small.read())
-            except SourceError as exc:
-                return datas, exc
-        return datas, None
-    datas, failure = COUNT_CORE.read_files([f.name for f in files], [f.stamp for f in files])
-    if failure is None:
-        return datas, None
-    name = files[len(datas)].name
-    return datas, changed_while_read(name) if failure == 0 else unreadable(name, os.strerror(failure))
+    def read(self) -> tuple[list[bytes], SourceError | None]:
+        """The bytes of each file, as ``read_file`` reads it, up to the first that fails (and its
+        error): in one call of the counting core where it is built."""
+        if COUNT_CORE is None:
+            datas = []
+            for name, stamp in zip(self.names, self.stamps):
+                try:
+                    datas.append(read_file(name, stamp))
+                except SourceError as exc:
+                    return datas, exc
+            return datas, None
+        datas, failure = COUNT_CORE.read_files(self.names, self.stamps)
+        if failure is None:
+            return datas, None
+        name = self.names[len(datas)]
+        return datas, changed_while_read(name) if failure == 0 else unreadable(name, os.strerror(failure))
 
 
 def unreadable(name: str, why: str) -> SourceError:
@@ -126,7 +122,7 @@ class TextPiece:
         return self.text
 
 
-Piece = FileRange | SmallFile | FileBytes | TextPiece
+Piece = FileRange | SmallFiles | FileBytes | TextPiece
 
 
 class FileHash:

@@ -1,7 +1,7 @@
 """Counting words in worker processes: ``Task`` s in, ``Counted`` results out. No SQL.
 
 A task is a few pieces of sources (``pieces``): a ``FileRange`` (bytes of a large plain file, read by the worker
-itself), a ``SmallFile`` (a small file, read, hashed and checked unchanged by the worker), a
+itself), ``SmallFiles`` (small files, each read, hashed and checked unchanged by the worker), a
 ``FileBytes`` (a small file the caller read) or a ``TextPiece`` (text the caller read and decoded:
 standard input, a compressed file, JSON Lines). A source that cannot be read, decoded or parsed comes
 back as ``Counted.error``, an exception the caller raises; the pieces before it in the task are counted.
@@ -43,7 +43,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import BpestoreError, SourceError
 from ..processes import die_with_parent
@@ -51,7 +51,7 @@ from ..sources import decode, read_range
 from ..spec import TokenizerSpec
 from ..text import COUNT_CORE, TextPipeline
 from . import shards
-from .pieces import FileRange, Piece, SmallFile, read_small
+from .pieces import FileBytes, FileRange, Piece, SmallFiles, TextPiece
 from .shards import Packed, as_bytes, merge_counts, merge_pairs, pack_shard, unpack_shard, utf8_keys
 
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures are imported where the workers start
@@ -82,8 +82,8 @@ class Task:
 @dataclass
 class Counted:
     """A task's counts (UTF-8 keys) of key ``key``, and the words and distinct words
-    of each piece it counted, in order (``shas``: the sha256 of each ``SmallFile``
-    read; one whose sha256 the worker was told to skip is not counted). With
+    of each piece it counted, in order (``shas``: the sha256 of each of
+    ``SmallFiles`` read; one whose sha256 the worker was told to skip is not counted). With
     ``error``, the next piece failed: it and the rest of the task are not counted.
     ``shards``: counts a worker handed on instead, per key, cut by word into one
     packed shard each (``shard_counts``), which the caller keeps unopened until
@@ -191,7 +191,7 @@ class TaskCounter:
         self.errors = errors
         self.jsonl_field = jsonl_field
         self.part_chars = part_chars
-        self.skip = skip  # sha256 of contents counted before: a SmallFile with one is not counted
+        self.skip = skip  # sha256 of contents counted before: a small file with one is not counted
 
     @property
     def shares_tables(self) -> bool:
@@ -206,25 +206,26 @@ class TaskCounter:
         """Count a task; with ``into``, into those counts, and hand back none (several
         pieces then are ranges of one source, each read and counted in turn)."""
         counts: Any = Counter() if into is None else into
-        if _one_source(task.pieces) and not isinstance(task.pieces[0], SmallFile):
+        if not isinstance(task.pieces[0], SmallFiles) and _one_source(task.pieces):
+            pieces = cast("tuple[FileRange | FileBytes | TextPiece, ...]", task.pieces)
             n_words = 0
             together = self.jsonl_field is None and self.pipeline.count_core is not None and utf8_keys(counts)
             step = TOGETHER if together else 1
             bytes_ok = together and self.pipeline.counts_bytes and not isinstance(counts, dict)  # else: not read twice
             pieced = task.shared and not isinstance(counts, dict)  # a table others share: the source, a piece of it
-            for at in range(0, len(task.pieces), step):
+            for at in range(0, len(pieces), step):
                 try:
                     if pieced and (at or task.go_on):
                         counts.go_on()
                     if together:
-                        some = task.pieces[at:at + step]
+                        some = pieces[at:at + step]
                         raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) and bytes_ok else None
                                for p in some]
                         n = self.pipeline.count_bytes(raw, counts)  # None: decoded, as the errors policy says
                         n_words += self.pipeline.count_together([p.decoded(self.errors) for p in some], counts) \
                             if n is None else n
                         continue
-                    piece = task.pieces[at]
+                    piece = pieces[at]
                     n_words += self.count_text(piece.decoded(self.errors), piece.name, piece.first_line, counts)
                 except BpestoreError as exc:
                     return Counted({}, [], exc)
@@ -238,31 +239,34 @@ class TaskCounter:
 
     def count_pieces(self, pieces: tuple[Piece, ...], counts: Any
                      ) -> tuple[list[tuple[int, int]], list[str], BpestoreError | None]:
-        """Add several pieces' words to counts: each piece's words and distinct words,
-        up to the first that fails, the sha256 of each ``SmallFile``, and the error."""
-        texts: list[Any] = []  # None: a SmallFile counted before; bytes: one not yet decoded (raw)
+        """Add several pieces' words to counts: each piece's (each small file's) words and distinct
+        words, up to the first that fails, the sha256 of each of ``SmallFiles``, and the error."""
         shas: list[str] = []
         error: BpestoreError | None = None
-        small = all(isinstance(piece, SmallFile) for piece in pieces)
-        raw = small and not isinstance(counts, dict)
-        datas, error = read_small(pieces) if small else ([], None)  # type: ignore[arg-type]
-        for i, piece in enumerate(pieces[:len(datas)] if small else pieces):
-            try:
-                if small:
-                    sha = hashlib.sha256(datas[i]).hexdigest()
-                    texts.append(None if sha in self.skip else datas[i] if raw else
-                                 decode(datas[i], piece.name, self.errors))
-                    shas.append(sha)
-                else:
+        small = pieces[0] if len(pieces) == 1 and isinstance(pieces[0], SmallFiles) else None
+        raw = small is not None and not isinstance(counts, dict)
+        if small is not None:
+            names, lines = small.names, [1] * len(small.names)
+            datas, error = small.read()
+            shas = [hashlib.sha256(data).hexdigest() for data in datas]
+            skip = self.skip
+            # None: a small file counted before; bytes: one not yet decoded (raw)
+            texts: list[Any] = [None if sha in skip else data for sha, data in zip(shas, datas)] if skip else datas
+        else:
+            listed = cast("tuple[FileRange | FileBytes | TextPiece, ...]", pieces)
+            names, lines = [piece.name for piece in listed], [piece.first_line for piece in listed]
+            texts = []
+            for piece in listed:
+                try:
                     texts.append(piece.decoded(self.errors))
-            except BpestoreError as exc:
-                error = exc
-                break
+                except BpestoreError as exc:
+                    error = exc
+                    break
         if raw and (done := self.pipeline.count_bytes_each([t for t in texts if t is not None], counts)) is not None:
             return [(0, 0) if text is None else done.pop() for text in texts[::-1]][::-1], shas, error
-        for i, (piece, text) in enumerate(zip(pieces, texts) if raw else ()):  # decoded after all
+        for i, (name, text) in enumerate(zip(names, texts) if small is not None else ()):  # decoded after all
             try:
-                texts[i] = text if text is None else decode(text, piece.name, self.errors)
+                texts[i] = text if text is None else decode(text, name, self.errors)
             except BpestoreError as exc:
                 del texts[i:], shas[i:]
                 error = exc
@@ -272,11 +276,11 @@ class TaskCounter:
             each = iter(self.pipeline.count_each(counted, counts))
             return [(0, 0) if text is None else next(each) for text in texts], shas, error
         words: list[tuple[int, int]] = []
-        for piece, text in zip(pieces, texts):
+        for name, first_line, text in zip(names, lines, texts):
             own: Counter = Counter()
             if text is not None:
                 try:
-                    n_words = self.count_text(text, piece.name, piece.first_line, own)
+                    n_words = self.count_text(text, name, first_line, own)
                 except BpestoreError as exc:
                     return words, shas[:len(words)], exc
             words.append((n_words if text is not None else 0, len(own)))
@@ -326,7 +330,9 @@ class TaskCounter:
 def _one_source(pieces: tuple[Piece, ...]) -> bool:
     """Whether the pieces are one piece, or ranges of one file (a large source's,
     counted as one)."""
-    return len(pieces) == 1 or all(isinstance(p, FileRange) and p.name == pieces[0].name for p in pieces)
+    first = pieces[0]
+    return len(pieces) == 1 or isinstance(first, FileRange) and \
+        all(isinstance(p, FileRange) and p.name == first.name for p in pieces)
 
 
 TOGETHER = 4  # pieces of a source counted at once (``TextPipeline.count_together``): a few MB of text

@@ -55,7 +55,7 @@ from ..sources import (
 from ..spec import TokenizerSpec
 from ..text import TextPipeline, rechunk, recut
 from .groups import Group
-from .pieces import FileBytes, FileHash, FileRange, SmallFile, TextPiece
+from .pieces import FileBytes, FileHash, FileRange, SmallFiles, TextPiece
 from .pool import Pool, Task, TaskCounter, as_bytes, merge_counts
 from .shards import firsts_of, join_firsts, merge_firsts
 
@@ -168,23 +168,15 @@ class _Counting:
         self.stdin = stdin
         self.errors = errors
         self.tuning = tuning
-        # Each file's size and stamp, from one stat before any is read (10,000 small files paid a stat each more).
-        self.stamps: dict[str, tuple[int, int, int] | None] = {p: file_stamp(p) for p in paths}
-        self.sizes = [file_size(p) if (stamp := self.stamps[p]) is None else stamp[0] for p in paths]
-        large = [s if s is not None and s > tuning.small_source_bytes and not is_compressed(p) else 0
-                 for p, s in zip(paths, self.sizes)]
-        self.after = [*itertools.accumulate(large[::-1])][::-1] + [0]  # bytes of the large plain files from each on
-        known = [s for s in self.sizes if s is not None]
-        self.total = None if len(known) < len(self.sizes) else sum(known)
-        # Compressed text is several times its size on disk.
-        expected = sum(s * (4 if is_compressed(p) else 1) for p, s in zip(paths, self.sizes) if s is not None)
+        self.stamps, self.sizes, self.compressed, self.small, self.after, self.total, expected = \
+            _listed(paths, tuning.small_source_bytes)
         self.pool = Pool(spec, errors=errors, jsonl_field=jsonl_field,
                          part_chars=tuning.part_chars, workers=workers, merge_bytes=tuning.merge_bytes,
                          skip=self.known, start_at=tuning.workers_start_at(expected, workers))
         self.groups: deque[Group] = deque()  # in order; the head is the oldest not handed on
         self.sent: deque[_Sent] = deque()  # tasks in the order sent
         self.open: Group | None = None  # the group sources are added to
-        self.unsent: list[tuple[Source, SmallFile]] = []  # its small sources not yet in a task
+        self.unsent: list[Source] = []  # its small sources not yet in a task
         self.unsent_bytes = self.done_bytes = 0
         self.failure: BpestoreError | None = None  # the first source that failed
         self.keys = itertools.count(1)  # Task.keep of each large source and run of small ones
@@ -192,20 +184,21 @@ class _Counting:
 
     # -- the main loop ---------------------------------------------------
     def run(self) -> Iterator[CountedBatch]:
+        index = 0
         try:
-            for index, path in enumerate(self.paths):
+            while index < len(self.paths):
                 try:
-                    size = self.sizes[index]
-                    if size is not None and size <= self.tuning.small_source_bytes and not is_compressed(path):
-                        self.add_small(index, path)
+                    if self.small[index]:
+                        index = self.add_small(index)
                     else:
-                        yield from self.add_large(index, path)
+                        index += 1
+                        yield from self.add_large(index - 1, self.paths[index - 1])
                 except BpestoreError as exc:
                     # This source failed while being read: the ones before it still count.
                     self.failure = exc
                 if self.failure is not None:
                     break
-                if self.groups and self.groups[0].done:  # (no generator made per small file)
+                if self.groups and self.groups[0].done:  # (no generator made per run of small files)
                     yield from self.finished()
             self.close_group()
             while self.sent:
@@ -270,23 +263,37 @@ class _Counting:
             self.reduce(group)
 
     # -- small sources: read, hashed and counted whole by the workers -------------
-    def add_small(self, index: int, path: str) -> None:
-        size = self.sizes[index] or 0
-        self.report(path, size, size, index)
+    def add_small(self, index: int) -> int:
+        """Small sources from ``index`` on, up to one filling a task or the group, or not small: the index after."""
+        paths, sizes, small, tuning = self.paths, self.sizes, self.small, self.tuning
         group = self.group_for(small=True)
-        stats = Source(path, size_bytes=size)
-        group.sources.append(stats)
-        group.size += size
-        self.unsent.append((stats, SmallFile(path, self.stamps[path])))
-        self.unsent_bytes += size
-        if self.unsent_bytes >= self.tuning.task_bytes:
+        sources, unsent, full = group.sources, self.unsent, min(tuning.task_bytes - self.unsent_bytes,
+                                                                tuning.batch_bytes - group.size)
+        added = 0
+        while True:
+            path, size = paths[index], sizes[index] or 0
+            if self.progress is not None:
+                self.report(path, size, size, index)
+            sources.append(stats := Source(path, size_bytes=size))
+            unsent.append(stats)
+            added += size
+            index += 1
+            if added >= full or index == len(paths) or not small[index]:
+                break
+        group.size += added
+        self.unsent_bytes += added
+        if self.unsent_bytes >= tuning.task_bytes:
             self.send_small(group)
+        return index
 
     def send_small(self, group: Group) -> None:
+        """The small sources not yet sent, as one task: one piece, their names and stamps."""
         if self.unsent:
-            sources, pieces = zip(*self.unsent)
+            sources, size = self.unsent, self.unsent_bytes
             self.unsent, self.unsent_bytes = [], 0
-            self.send(Task(pieces, group.key), group, list(sources))
+            names = [s.source for s in sources]
+            self.send(Task((SmallFiles(names, [*map(self.stamps.__getitem__, names)], size),), group.key),
+                      group, sources)
 
     # -- large sources: counted in pieces, under a key of their own -------------
     def add_large(self, index: int, path: str) -> Iterator[CountedBatch]:
@@ -295,7 +302,7 @@ class _Counting:
         group.sources.append(stats)
         key = next(self.keys)
         group.large[key] = stats
-        plain = self.sizes[index] is not None and not is_compressed(path)
+        plain = self.sizes[index] is not None and not self.compressed[index]
         size = self.sizes[index] or 0  # known for every plain file
         group.size += size
         # This content may be in already (counted before the call, or a file of the
@@ -446,17 +453,19 @@ class _Counting:
         group.pending -= 1
         if group.counts is None:
             return  # not kept
-        for i, (stats, (n_words, n_distinct)) in enumerate(zip(sent.sources, counted.words)):
-            if counted.shas is not None:  # a small source the worker read and hashed
-                stats.sha256 = counted.shas[i]
+        if counted.shas is not None:  # small sources the worker read and hashed
+            for stats, sha, (n_words, n_distinct) in zip(sent.sources, counted.shas, counted.words):
+                stats.sha256 = sha
                 if self.is_repeat(stats):
-                    if stats.sha256 not in self.known:  # it was counted: its counts come off
+                    if sha not in self.known:  # it was counted: its counts come off
                         group.repeats.append(stats)
-                    continue
-            elif stats.skipped:
-                continue  # a large source found to repeat: its counts are not kept
-            stats.n_words += n_words
-            stats.n_distinct = n_distinct  # a small source's; a large one's is set when done
+                else:
+                    stats.n_words, stats.n_distinct = n_words, n_distinct
+        else:
+            for stats, (n_words, n_distinct) in zip(sent.sources, counted.words):
+                if not stats.skipped:  # (a large source found to repeat: its counts are not kept)
+                    stats.n_words += n_words
+                    stats.n_distinct = n_distinct  # a large one's is set when done
         if counted.distinct:
             group.distinct.update(counted.distinct)
         if counted.reduced:
@@ -540,6 +549,23 @@ class _Counting:
             self.done_bytes = done
         self.progress(Progress("ingest", name, done, self.total, "bytes",
                                sources_done=index + final, sources_total=len(self.paths)))
+
+
+def _listed(paths: list[str], small_bytes: int) -> tuple[dict[str, tuple[int, int, int] | None], list[int | None],
+                                                      list[bool], list[bool], list[int], int | None, int]:
+    """Of each path: its stamp (size and more, from one stat before any is read: 10,000 small files paid a stat
+    each more), size, whether it is compressed and whether small (counted whole, with others); the bytes of the
+    large plain files from each on; the bytes of them all (None: one's is unknown, a stream), and the text expected."""
+    stamps = {p: file_stamp(p) for p in paths}
+    sizes = [file_size(p) if (stamp := stamps[p]) is None else stamp[0] for p in paths]
+    compressed = [is_compressed(p) for p in paths]
+    small = [s is not None and s <= small_bytes and not c for s, c in zip(sizes, compressed)]
+    large = [s if s is not None and not is_small and not c else 0 for s, is_small, c in zip(sizes, small, compressed)]
+    after = [*itertools.accumulate(large[::-1])][::-1] + [0]
+    known = [s for s in sizes if s is not None]
+    # Compressed text is several times its size on disk.
+    expected = sum(s * (4 if c else 1) for c, s in zip(compressed, sizes) if s is not None)
+    return stamps, sizes, compressed, small, after, None if len(known) < len(sizes) else sum(known), expected
 
 
 def recount(sources: list[Source], counter: TaskCounter) -> Counter:

@@ -313,6 +313,8 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
     pinned = reads.versions.pinned_generations(corpus_id)
     if pinned:
         count_tables.keep_history(tx, corpus_id, counts, pinned[-1], number, corpus_words=last.n_distinct)
+    # Its sources' rows the corpus' first (no row before them): their sha256 are those in hand.
+    first = not previous and not tx.run(ANY_SOURCE, {"corpus_id": corpus_id})
     add_sources(tx, corpus_id, sources, number)
     base = reads.ordinal_end(corpus_id, last.number) if previous else 0
     shift, end = 0, None
@@ -325,7 +327,7 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
     # A corpus' rows come with its generations: before its first, it has none, and then
     # holds the batch's words (counting its rows cost a scan of them all).
     n_distinct = len(counts) if not previous else count_tables.n_distinct(tx, corpus_id)
-    shas = (row[0] for row in tx.run(SHAS, {"corpus_id": corpus_id}))
+    shas = [s.sha256 for s in sources] if first else [row[0] for row in tx.run(SHAS, {"corpus_id": corpus_id})]
     tx.insert("generations", by_column(GENERATION_COLUMNS[1:], [(
         number, last.n_sources + len(sources), last.size_bytes + sum(s.size_bytes for s in sources),
         n_words, n_distinct, sources_digest(reads.row(corpus_id).spec, shas), tx.now)]), {"corpus_id": corpus_id})
