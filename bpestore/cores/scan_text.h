@@ -489,9 +489,11 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             if (len <= 8) {
                 if (len == byte_len)
                     continue;  /* its byte's id: no look-up to fetch for */
-                /* one load for the hash and the cache's check (8 bytes where they are readable) */
-                uint64_t x = (uintptr_t)p + 8 <= direct_end ? load64(p) & (~0ULL >> (64 - 8 * len))
-                                                            : load_upto8(p, len);
+                /* one load for the hash and the cache's check (8 bytes where they are readable:
+                   a word of the text itself or its narrowed copy, not one of w->utf8) */
+                uint64_t x = (uintptr_t)p >= (uintptr_t)direct && (uintptr_t)p + 8 <= direct_end
+                                 ? load64(p) & (~0ULL >> (64 - 8 * len))
+                                 : load_upto8(p, len);
                 uint64_t h = hash_upto8(x, len);
                 words[j] = x;
                 hashes[j] = h;
