@@ -142,7 +142,8 @@ def js(browser, script: str, *args):
 
 
 def open_page(browser, url: str) -> None:
-    browser.get_log("browser")  # what earlier pages logged
+    browser.get("about:blank")  # the page before stops polling (its server may be gone)...
+    browser.get_log("browser")  # ...and what it logged is dropped
     browser.get(url)
 
 
