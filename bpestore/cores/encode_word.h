@@ -144,6 +144,9 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
             uint32_t ids[2];
             return emit(w, ids, small_ids(held, ids));
         }
+        uint32_t three[3];
+        if (n >= 3 && small_three(sc, key, n, three))
+            return emit(w, three, 3);
     }
     /* the word looked up whole before the cache is read (a token's id is what the cache would
        give): a short word's cache slot is not fetched early, and its miss then overlaps the

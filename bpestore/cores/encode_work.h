@@ -24,7 +24,10 @@ typedef struct {
    cache line, so that the short words of a large text stay in the core's own cache
    where the slots of all words would not. key: its bytes as one little-endian word
    (load_upto8); head: its first id, its length above SMALL_LEN_SHIFT and whether it
-   has a second id at SMALL_TWO (len 0: empty). */
+   has a second id at SMALL_TWO (len 0: empty). A word of three ids, the last two below
+   2^16 (a vocabulary trained on other text cuts many short words of code in three), is
+   kept with its length plus SMALL_THREE (no look-up of a word of one or two ids finds
+   it: theirs stay one check and a copy), its second and third ids in the halves of second. */
 typedef struct {
     uint64_t key;
     uint32_t head;
@@ -33,6 +36,7 @@ typedef struct {
 
 #define SMALL_TWO (1u << 27)
 #define SMALL_LEN_SHIFT 28
+#define SMALL_THREE 7  /* added to the length (3..8) of a word of three ids: 10..15 */
 #define SMALL_SLOTS_MAX (1u << 17)  /* 2 MB: the short words of a large text in L2 */
 
 typedef struct Work {
@@ -265,11 +269,33 @@ small_ids(const SmallSlot *c, uint32_t *out)
     return 1 + ((c->head & SMALL_TWO) != 0);
 }
 
+/* The ids of the word of 3 <= n <= 8 bytes read as key held with three ids in slot c or
+   the other of its pair (small_pair), written at out (room for three): 3, or 0 (not held). */
+static inline size_t
+small_three(const SmallSlot *c, uint64_t key, size_t n, uint32_t *out)
+{
+    if (!small_holds(c, key, n + SMALL_THREE)) {
+        c = (const SmallSlot *)((uintptr_t)c ^ sizeof(SmallSlot));
+        if (!small_holds(c, key, n + SMALL_THREE))
+            return 0;
+    }
+    out[0] = c->head & (SMALL_TWO - 1);
+    out[1] = c->second & 0xFFFF;
+    out[2] = c->second >> 16;
+    return 3;
+}
+
 /* A word of n <= 8 bytes (key: load_upto8) and its ids kept in slot c; whether they fit
-   (one or two ids, each below SMALL_TWO). */
+   (one or two ids, each below SMALL_TWO; three: SmallSlot). */
 static inline int
 small_put(SmallSlot *c, uint64_t key, size_t n, const uint32_t *ids, size_t n_ids)
 {
+    if (n_ids == 3 && ids[0] < SMALL_TWO && (ids[1] | ids[2]) <= 0xFFFF) {
+        c->key = key;
+        c->head = ids[0] | (uint32_t)(n + SMALL_THREE) << SMALL_LEN_SHIFT;
+        c->second = ids[1] | ids[2] << 16;
+        return 1;
+    }
     if (n_ids == 0 || n_ids > 2 || ids[0] >= SMALL_TWO)
         return 0;
     c->key = key;
@@ -291,6 +317,7 @@ smalls_init(Work *w, size_t slots)
     for (size_t k = 0; w->smalls != NULL && k <= w->small_mask; k++) {
         const SmallSlot *c = &w->smalls[k];
         size_t len = c->head >> SMALL_LEN_SHIFT;
+        len = len > 8 ? len - SMALL_THREE : len;
         if (len)
             *small_slot(bigger, slots - 1, hash_upto8(c->key, len)) = *c;
     }
