@@ -54,7 +54,7 @@ typedef struct Work {
     size_t heap_len, heap_cap;
     CacheSlot *cache;      /* NULL: none (a failed allocation only loses speed) */
     size_t cache_mask;
-    SmallSlot *smalls;     /* words of <= 8 bytes and <= 2 ids (NULL: none; they go to `cache`) */
+    SmallSlot *smalls;     /* words of <= 8 bytes and <= 2 ids, or 3 (SmallSlot) (NULL: none; they go to `cache`) */
     size_t small_mask;
     size_t cache_chars;    /* characters encoded since the scratch space was made */
     uint8_t ascii[256];    /* the scan's classes of ASCII bytes (scan_text.h), */
