@@ -227,10 +227,7 @@ class CorpusReads:
 
 def sources_digest(spec_json: str, shas: Iterable[str]) -> str:
     """What a corpus' counts were made from: its spec and every source's sha256."""
-    h = hashlib.sha256(spec_json.encode())
-    for sha in sorted(shas):
-        h.update(sha.encode())
-    return h.hexdigest()
+    return hashlib.sha256((spec_json + "".join(sorted(shas))).encode()).hexdigest()
 
 
 def corpus_info(corpus: CorpusRow, generation: int, pins: Mapping[tuple[int, int], list[str]],
@@ -278,10 +275,14 @@ def present_shas(tx: Transaction, corpus_id: int, shas: Sequence[str]) -> set[st
 
 def add_sources(tx: Transaction, corpus_id: int, sources: Sequence[Source], generation: int | None = None) -> None:
     """Insert sources' rows, each in ``generation`` (None: its own, with its own time)."""
+    if generation is not None:  # the time and generation written into the statement: a row binds 5 values
+        tx.insert("ingests", by_column(SOURCE_COLUMNS[1:6], [
+            (s.source, s.sha256, s.size_bytes, s.n_words, s.n_distinct) for s in sources]),
+            {"corpus_id": corpus_id, "created_at": tx.now, "generation": generation})
+        return
     tx.insert("ingests", by_column(SOURCE_COLUMNS[1:], [
-        (s.source, s.sha256, s.size_bytes, s.n_words, s.n_distinct,
-         tx.now if generation is not None else tx.stamp(s.created_at),
-         generation if generation is not None else s.generation) for s in sources]), {"corpus_id": corpus_id})
+        (s.source, s.sha256, s.size_bytes, s.n_words, s.n_distinct, tx.stamp(s.created_at), s.generation)
+        for s in sources]), {"corpus_id": corpus_id})
 
 
 def add_generations(tx: Transaction, corpus_id: int, infos: Sequence[CorpusInfo]) -> None:
@@ -315,7 +316,6 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
         count_tables.keep_history(tx, corpus_id, counts, pinned[-1], number, corpus_words=last.n_distinct)
     # Its sources' rows the corpus' first (no row before them): their sha256 are those in hand.
     first = not previous and not tx.run(ANY_SOURCE, {"corpus_id": corpus_id})
-    add_sources(tx, corpus_id, sources, number)
     base = reads.ordinal_end(corpus_id, last.number) if previous else 0
     shift, end = 0, None
     if base is not None and not counts:
@@ -324,6 +324,10 @@ def add_generation(tx: Transaction, corpus_id: int, sources: Sequence[Source], c
         low = min(firsts.values())
         shift, end = base - low, base + max(firsts.values()) - low + 1
     count_tables.upsert_counts(tx, corpus_id, counts, number, firsts if end is not None else None, shift)
+    # The sources' rows after the counts: on SQLite, the statements adding rows to the sha256
+    # index (in no order) journal pages past 64 kB, into a temporary file every later statement
+    # of the transaction then writes to (2,000 sources: the count rows' ~2,600 page writes).
+    add_sources(tx, corpus_id, sources, number)
     # A corpus' rows come with its generations: before its first, it has none, and then
     # holds the batch's words (counting its rows cost a scan of them all).
     n_distinct = len(counts) if not previous else count_tables.n_distinct(tx, corpus_id)
