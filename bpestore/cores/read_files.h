@@ -5,7 +5,8 @@
    first that cannot be read (failure: its errno) or was written while read (failure 0: its
    (size, mtime_ns, inode) after reading differ from its stamp, a tuple or None: unchecked);
    failure None: all were read. Each file: open, read to its end (a buffer of its stamp's size
-   and a byte more: one read where it is as listed), fstat, close. */
+   and a byte more: one read where it is as listed, its falling short the end, as read_file
+   has it), fstat, close. */
 #ifndef BPESTORE_READ_FILES_H
 #define BPESTORE_READ_FILES_H
 
@@ -59,8 +60,11 @@ read_whole_file(const char *path, Py_ssize_t size, PyObject **data, struct stat 
             }
         }
         ssize_t n = read(fd, PyBytes_AS_STRING(bytes) + got, (size_t)(room - got));
-        if (n > 0)
+        if (n > 0) {
             got += n;
+            if (got == n && got < room)  /* the first read fell short: the end (no read to find it) */
+                break;
+        }
         else if (n == 0)
             break;
         else if (errno != EINTR)
