@@ -5,8 +5,8 @@
    first that cannot be read (failure: its errno) or was written while read (failure 0: its
    (size, mtime_ns, inode) after reading differ from its stamp, a tuple or None: unchecked);
    failure None: all were read. Each file: open, read to its end (a buffer of its stamp's size
-   and a byte more: one read where it is as listed, its falling short the end, as read_file
-   has it), fstat, close. */
+   and a byte more: one read where it is as listed, its falling short the end where fstat
+   agrees), fstat, close. */
 #ifndef BPESTORE_READ_FILES_H
 #define BPESTORE_READ_FILES_H
 
@@ -50,7 +50,7 @@ read_whole_file(const char *path, Py_ssize_t size, PyObject **data, struct stat 
         return PyErr_Occurred() ? -1 : errno;
     Py_ssize_t room = size + 1, got = 0;
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, room);
-    int failed = bytes == NULL ? -1 : 0;
+    int failed = bytes == NULL ? -1 : 0, stated = 0;
     while (failed == 0) {
         if (got == room) {  /* grown since listed: read on to its end */
             room = room < ((Py_ssize_t)1 << 20) ? ((Py_ssize_t)1 << 20) : room * 2;
@@ -62,8 +62,14 @@ read_whole_file(const char *path, Py_ssize_t size, PyObject **data, struct stat 
         ssize_t n = read(fd, PyBytes_AS_STRING(bytes) + got, (size_t)(room - got));
         if (n > 0) {
             got += n;
-            if (got == n && got < room)  /* the first read fell short: the end (no read to find it) */
-                break;
+            if (got == n && got < room) {  /* a first read that fell short: the end, where fstat agrees */
+                if (fstat(fd, st) < 0)
+                    failed = errno;
+                else if ((Py_ssize_t)st->st_size <= got)
+                    stated = 1;
+                if (failed != 0 || stated)
+                    break;
+            }
         }
         else if (n == 0)
             break;
@@ -72,7 +78,7 @@ read_whole_file(const char *path, Py_ssize_t size, PyObject **data, struct stat 
         else if (PyErr_CheckSignals() < 0)
             failed = -1;
     }
-    if (failed == 0 && fstat(fd, st) < 0)
+    if (failed == 0 && !stated && fstat(fd, st) < 0)
         failed = errno;
     close(fd);
     if (failed == 0 && got != room && _PyBytes_Resize(&bytes, got) < 0)
