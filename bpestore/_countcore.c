@@ -431,9 +431,11 @@ scan_utf8(const unsigned char *p, Py_ssize_t n, int pattern, WordTable *t, uint3
     return words;
 }
 
-/* Segments of checked UTF-8 scanned into a table of their own, on a thread of their own. */
+/* Stretches of checked UTF-8 (each a segment, or part of one cut at a safe cut) scanned into a
+   table of their own, on a thread of their own. */
 typedef struct {
-    PyObject **segments;  /* borrowed: the caller's list holds them */
+    const unsigned char **starts;
+    const Py_ssize_t *sizes;
     Py_ssize_t n;
     int pattern;
     WordTable t;
@@ -447,8 +449,7 @@ scan_share(Share *s)
     Py_ssize_t room = 0;
     s->words = 0;
     for (Py_ssize_t j = 0; j < s->n && s->words >= 0; j++) {
-        Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(s->segments[j]),
-                                    PyBytes_GET_SIZE(s->segments[j]), s->pattern, &s->t, &wide, &room);
+        Py_ssize_t more = scan_utf8(s->starts[j], s->sizes[j], s->pattern, &s->t, &wide, &room);
         s->words = more < 0 ? more : s->words + more;
     }
     PyMem_RawFree(wide);
@@ -456,57 +457,91 @@ scan_share(Share *s)
 
 THREAD_MAIN(share_main, scan_share, Share)
 
+/* The piece's n segments as n + 1 stretches (starts, sizes) with stretch `*half` the first of the
+   later half: the segment holding the middle byte (about) cut at its first safe cut from there on
+   (utf8_text.h: both parts scan as the whole), else the later half starting at a segment. */
+static void
+halves(PyObject **items, Py_ssize_t n, Py_ssize_t total, const unsigned char **starts, Py_ssize_t *sizes,
+       Py_ssize_t *half)
+{
+    /* a little less than half here: this thread checks the whole piece first and merges after */
+    Py_ssize_t before = 0, j = 0, middle = total / 2 - total / 64;
+    while (j < n - 1 && before + PyBytes_GET_SIZE(items[j]) <= middle)
+        before += PyBytes_GET_SIZE(items[j++]);
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(items[j]);
+    Py_ssize_t size = PyBytes_GET_SIZE(items[j]), mid = middle - before;
+    Py_ssize_t cut = mid >= 1 && mid < size - 1 ? utf8_cut_after(classes, p, mid, size) : size;
+    for (Py_ssize_t k = 0, out = 0; k < n; k++, out++) {
+        starts[out] = (const unsigned char *)PyBytes_AS_STRING(items[k]);
+        sizes[out] = PyBytes_GET_SIZE(items[k]);
+        if (k == j) {  /* its two parts (the second empty where there is no cut) */
+            sizes[out] = cut;
+            starts[++out] = p + cut;
+            sizes[out] = size - cut;
+        }
+    }
+    *half = j + 1;
+    if (cut == 0 || cut == size)  /* no part of it on the other side */
+        *half = cut == 0 ? j : j + 2;
+}
+
 /* A piece's segments (checked UTF-8) counted into t, as one after another: where there are
-   `threads` (2) and the piece is large enough, the segments after the middle byte are scanned
-   by a second thread into a table of their own, the first ones here, both without the GIL,
+   `threads` (2) and the piece is large enough, the text after about its middle byte is scanned
+   by a second thread into a table of its own, the text before here, both without the GIL,
    then that table merged into t (wt_merge: the same counts and order). Words, or SCAN_*. */
 static Py_ssize_t
 scan_piece(WordTable *t, PyObject *piece, int pattern, int threads, uint32_t **wide, Py_ssize_t *room)
 {
-    Py_ssize_t n = PyList_GET_SIZE(piece), total = 0, split = n, words = 0;
+    Py_ssize_t n = PyList_GET_SIZE(piece), total = 0, words = 0;
     if (n == 0)
         return 0;
     PyObject **items = &PyList_GET_ITEM(piece, 0);  /* a copy (copy_pieces): it stays as it is without the GIL */
     for (Py_ssize_t j = 0; j < n; j++)
         total += PyBytes_GET_SIZE(items[j]);
-    if (threads > 1 && n > 1 && total >= SPLIT_MIN_BYTES) {
-        Py_ssize_t before = 0;
-        for (split = 0; split < n - 1 && 2 * (before + PyBytes_GET_SIZE(items[split])) <= total; split++)
-            before += PyBytes_GET_SIZE(items[split]);
-        if (split == 0)
-            split = 1;
+    if (threads < 2 || total < SPLIT_MIN_BYTES) {
+        for (Py_ssize_t j = 0; j < n && words >= 0; j++) {
+            Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(items[j]), PyBytes_GET_SIZE(items[j]),
+                                        pattern, t, wide, room);
+            words = more < 0 ? more : words + more;
+        }
+        return words;
     }
-    Share share = {items + split, n - split, pattern, {0}, 0};
+    const unsigned char **starts = PyMem_RawMalloc((size_t)(n + 1) * sizeof(*starts));
+    Py_ssize_t *sizes = PyMem_RawMalloc((size_t)(n + 1) * sizeof(*sizes)), half;
+    Share share = {0};
+    if (starts == NULL || sizes == NULL || wt_init(&share.t, 1024) < 0) {
+        PyMem_RawFree(starts);
+        PyMem_RawFree(sizes);
+        return SCAN_NO_MEMORY;
+    }
+    (void)scanner_of(pattern, 1);  /* its table of ASCII classes asked for once, here */
+    halves(items, n, total, starts, sizes, &half);
+    share.starts = starts + half;
+    share.sizes = sizes + half;
+    share.n = n + 1 - half;
+    share.pattern = pattern;
     Thread helper;
-    int helped = 0;
-    if (split < n) {
-        (void)scanner_of(pattern, 1);  /* its table of ASCII classes asked for once, here */
-        if (wt_init(&share.t, 1024) < 0)
-            return SCAN_NO_MEMORY;
-    }
-    PyThreadState *saved = split < n ? PyEval_SaveThread() : NULL;
-    if (split < n)
-        helped = thread_start(&helper, share_main, &share);
-    for (Py_ssize_t j = 0; j < split && words >= 0; j++) {
-        Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(items[j]), PyBytes_GET_SIZE(items[j]),
-                                    pattern, t, wide, room);
+    PyThreadState *saved = PyEval_SaveThread();
+    int helped = thread_start(&helper, share_main, &share);
+    for (Py_ssize_t j = 0; j < half && words >= 0; j++) {
+        Py_ssize_t more = scan_utf8(starts[j], sizes[j], pattern, t, wide, room);
         words = more < 0 ? more : words + more;
     }
-    if (split < n) {
-        if (helped)
-            thread_join(helper);
-        else
-            scan_share(&share);  /* no thread to be had: here, after the first ones */
-        if (words >= 0)
-            words = share.words < 0 ? share.words : words + share.words;
-        if (words >= 0) {
-            int rc = wt_merge(t, &share.t);
-            if (rc < 0)
-                words = rc;
-        }
-        PyEval_RestoreThread(saved);
-        wt_free(&share.t);
+    if (helped)
+        thread_join(helper);
+    else
+        scan_share(&share);  /* no thread to be had: here, after the first ones */
+    if (words >= 0)
+        words = share.words < 0 ? share.words : words + share.words;
+    if (words >= 0) {
+        int rc = wt_merge(t, &share.t);
+        if (rc < 0)
+            words = rc;
     }
+    PyEval_RestoreThread(saved);
+    wt_free(&share.t);
+    PyMem_RawFree(starts);
+    PyMem_RawFree(sizes);
     return words;
 }
 

@@ -287,3 +287,16 @@ def test_count_utf8_takes_one_or_two_threads():
     for threads in (0, 3):
         with pytest.raises(ValueError, match="threads must be 1 or 2"):
             table.count_utf8([[b"a b"]], char_class, 0, threads)
+
+
+@pytest.mark.parametrize("name", ["german_1M.txt", "chinese_1M.txt", "code_python_5M.txt.xz"])
+def test_one_segment_is_cut_for_two_threads_where_that_changes_no_word(name):
+    """One large segment: the second thread takes it from the first safe cut after its middle
+    (none in Chinese: then one thread counts it all); the counts are one thread's, in order."""
+    data = read_corpus(name)[:400_000].encode()
+    assert len(data) >= 256 << 10
+    for pattern in PATTERNS:
+        code = COUNT_CORE_PATTERNS[pattern]
+        one, two = text.COUNT_CORE.CountTable(), text.COUNT_CORE.CountTable()
+        assert one.count_utf8([[data]], char_class, code, 1) == two.count_utf8([[data]], char_class, code, 2)
+        assert list(one.take().items()) == list(two.take().items())

@@ -438,6 +438,8 @@ wt_merge(WordTable *t, const WordTable *from)
     for (size_t k = 0; k < from->used; k++) {
         if (k + 16 < from->used)
             wt_prefetch_slot(from, from->order[k + 16]);
+        if (k + 8 < from->used)  /* where that word goes in t: its slot there asked for as early */
+            wt_prefetch(t, from->slots[from->order[k + 8]].hash);
         const Word *w = &from->slots[from->order[k]];
         int rc = wt_add_word(t, from, w, w->count);
         if (rc < 0)

@@ -222,7 +222,8 @@ class TaskCounter:
                         some = pieces[at:at + step]
                         raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) and bytes_ok else None
                                for p in some]
-                        n = self.pipeline.count_bytes(raw, counts, self.threads)  # None: decoded, as the errors policy says
+                        # None: decoded, as the errors policy says
+                        n = self.pipeline.count_bytes(raw, counts, self.threads)
                         n_words += self.pipeline.count_together([p.decoded(self.errors) for p in some], counts) \
                             if n is None else n
                         continue
