@@ -465,7 +465,7 @@ halves(PyObject **items, Py_ssize_t n, Py_ssize_t total, const unsigned char **s
        Py_ssize_t *half)
 {
     /* a little less than half here: this thread checks the whole piece first and merges after */
-    Py_ssize_t before = 0, j = 0, middle = total / 2 - total / 64;
+    Py_ssize_t before = 0, j = 0, middle = total / 2 - total / 32;
     while (j < n - 1 && before + PyBytes_GET_SIZE(items[j]) <= middle)
         before += PyBytes_GET_SIZE(items[j++]);
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(items[j]);
@@ -490,7 +490,8 @@ halves(PyObject **items, Py_ssize_t n, Py_ssize_t total, const unsigned char **s
    by a second thread into a table of its own, the text before here, both without the GIL,
    then that table merged into t (wt_merge: the same counts and order). Words, or SCAN_*. */
 static Py_ssize_t
-scan_piece(WordTable *t, PyObject *piece, int pattern, int threads, uint32_t **wide, Py_ssize_t *room)
+scan_piece(WordTable *t, WordTable *aside, PyObject *piece, int pattern, int threads, uint32_t **wide,
+           Py_ssize_t *room)
 {
     Py_ssize_t n = PyList_GET_SIZE(piece), total = 0, words = 0;
     if (n == 0)
@@ -509,7 +510,8 @@ scan_piece(WordTable *t, PyObject *piece, int pattern, int threads, uint32_t **w
     const unsigned char **starts = PyMem_RawMalloc((size_t)(n + 1) * sizeof(*starts));
     Py_ssize_t *sizes = PyMem_RawMalloc((size_t)(n + 1) * sizeof(*sizes)), half;
     Share share = {0};
-    if (starts == NULL || sizes == NULL || wt_init(&share.t, 1024) < 0) {
+    /* the second thread's table: kept from call to call (emptied), so that it seldom grows in that thread */
+    if (starts == NULL || sizes == NULL || (aside->slots == NULL && wt_init(aside, 1024) < 0)) {
         PyMem_RawFree(starts);
         PyMem_RawFree(sizes);
         return SCAN_NO_MEMORY;
@@ -520,6 +522,7 @@ scan_piece(WordTable *t, PyObject *piece, int pattern, int threads, uint32_t **w
     share.sizes = sizes + half;
     share.n = n + 1 - half;
     share.pattern = pattern;
+    share.t = *aside;
     Thread helper;
     PyThreadState *saved = PyEval_SaveThread();
     int helped = thread_start(&helper, share_main, &share);
@@ -538,8 +541,9 @@ scan_piece(WordTable *t, PyObject *piece, int pattern, int threads, uint32_t **w
         if (rc < 0)
             words = rc;
     }
+    wt_clear(&share.t);
+    *aside = share.t;
     PyEval_RestoreThread(saved);
-    wt_free(&share.t);
     PyMem_RawFree(starts);
     PyMem_RawFree(sizes);
     return words;
@@ -550,7 +554,7 @@ scan_piece(WordTable *t, PyObject *piece, int pattern, int threads, uint32_t **w
    UTF-8 or holds a NUL byte: then nothing is counted (the caller decodes it, as its errors
    policy says). */
 static PyObject *
-count_utf8_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int pattern, int threads)
+count_utf8_pieces(WordTable *t, WordTable *aside, PyObject *pieces, PyObject *classify, int pattern, int threads)
 {
     Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
     if (classify_text(classes, "", PyUnicode_1BYTE_KIND, 0, classify) < 0)  /* the first 256 */
@@ -571,7 +575,7 @@ count_utf8_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int patter
     Py_ssize_t room = 0;
     for (Py_ssize_t i = 0; i < n_pieces && result != NULL; i++) {
         next_piece(t);
-        Py_ssize_t words = scan_piece(t, PyList_GET_ITEM(pieces, i), pattern, threads, &wide, &room);
+        Py_ssize_t words = scan_piece(t, aside, PyList_GET_ITEM(pieces, i), pattern, threads, &wide, &room);
         PyObject *pair = words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t->piece_distinct);
         if (words < 0)
             table_error(words);
@@ -1068,6 +1072,7 @@ interleave(PyObject *self, PyObject *args)
 typedef struct {
     PyObject_HEAD
     WordTable t;
+    WordTable aside;  /* count_utf8's second thread's (scan_piece), until the counts are taken */
     int busy;  /* counting without the GIL (count_utf8 on threads): no other call may touch t */
 } CountTable;
 
@@ -1100,6 +1105,7 @@ static void
 table_dealloc(CountTable *self)
 {
     wt_free(&self->t);
+    wt_free(&self->aside);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1114,6 +1120,7 @@ static void
 table_reset(CountTable *self)
 {
     WordTable fresh;
+    wt_free(&self->aside);
     if (wt_init(&fresh, 1024) == 0) {
         wt_free(&self->t);
         self->t = fresh;
@@ -1166,7 +1173,7 @@ table_count_pieces(CountTable *self, PyObject *args, int utf8)
     if (table_idle(self) < 0 || ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, utf8)) == NULL)
         return NULL;
     self->busy = 1;
-    PyObject *result = utf8 ? count_utf8_pieces(&self->t, pieces, classify, pattern, threads)
+    PyObject *result = utf8 ? count_utf8_pieces(&self->t, &self->aside, pieces, classify, pattern, threads)
                             : count_pieces(&self->t, pieces, classify, pattern);
     self->busy = 0;
     Py_DECREF(pieces);
