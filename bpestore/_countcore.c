@@ -25,6 +25,7 @@
 #include "cores/ascii_blocks.h"
 #include "cores/read_files.h"
 #include "cores/shards.h"
+#include "cores/threads.h"
 #include "cores/utf8_text.h"
 #include "cores/word_table.h"
 
@@ -39,14 +40,21 @@ static int ascii_standard = -1;
 
 /* -- counting into a table ---------------------------------------------------------- */
 
-/* A word table's failure (wt_insert's -1 or -2) as an exception; -1. */
+/* A scan's failure that touches no Python object (a scan may run without the GIL): */
+#define SCAN_NO_MEMORY (-1)  /* wt_insert's -1 */
+#define SCAN_TOO_LARGE (-2)  /* wt_insert's -2 */
+#define SCAN_STUCK (-3)      /* no progress: a bug must not loop */
+
+/* A scan's failure (SCAN_*) as an exception; -1. */
 static int
-table_error(int rc)
+table_error(Py_ssize_t rc)
 {
-    if (rc == -1)
+    if (rc == SCAN_NO_MEMORY)
         PyErr_NoMemory();
-    else
+    else if (rc == SCAN_TOO_LARGE)
         PyErr_SetString(PyExc_OverflowError, "counting core: a word of 4 GiB or more, or 2**32 distinct words");
+    else
+        PyErr_SetString(PyExc_SystemError, "counting core: a scan made no progress");
     return -1;
 }
 
@@ -54,8 +62,11 @@ table_error(int rc)
    cache misses overlap (and the scan goes on meanwhile). */
 #define BATCH 16
 
-/* Count every word of one pattern in text (one kind); the number of words, or -1
-   with an exception set. */
+/* A piece of UTF-8 smaller than this is counted on one thread, whatever count_utf8 is given. */
+#define SPLIT_MIN_BYTES ((Py_ssize_t)256 << 10)
+
+/* Count every word of one pattern in text (one kind); the number of words, or SCAN_*
+   (no exception set: no Python object is touched). */
 INLINE Py_ssize_t
 scan(const void *data, int kind, Py_ssize_t n, int pattern, WordTable *t)
 {
@@ -65,10 +76,8 @@ scan(const void *data, int kind, Py_ssize_t n, int pattern, WordTable *t)
     while (i < n || pending) {
         if (i < n) {
             Py_ssize_t end = pretok_end(classes, data, kind, n, i, pattern);
-            if (end <= i) {  /* never: every alternative takes a character; a bug must not loop */
-                PyErr_Format(PyExc_SystemError, "counting core: no progress at %zd", i);
-                return -1;
-            }
+            if (end <= i)  /* never: every alternative takes a character; a bug must not loop */
+                return SCAN_STUCK;
             starts[pending] = i;
             if (kind == 1 && end - i <= 8) {  /* its bytes read at once: hashed, and compared so */
                 packs[pending] = wt_pack_bytes((const unsigned char *)data + i, end - i, n - i);
@@ -85,7 +94,7 @@ scan(const void *data, int kind, Py_ssize_t n, int pattern, WordTable *t)
         for (int k = 0; k < pending; k++) {  /* in order: the first occurrences stay in order */
             int rc = wt_add(t, data, kind, starts[k], starts[k + 1] - starts[k], hashes[k], packs[k], 1);
             if (rc < 0)
-                return table_error(rc);
+                return rc;
         }
         words += pending;
         pending = 0;
@@ -139,7 +148,7 @@ gpt2_1_blocks(const void *d, Py_ssize_t n, WordTable *t)
             if (words > RING) {
                 int rc = wt_add(t, data, 1, starts[k], lens[k], hashes[k], packs[k], 1);
                 if (rc < 0)
-                    return table_error(rc);
+                    return rc;
             }
             starts[k] = i;
             lens[k] = end - i;
@@ -158,7 +167,7 @@ gpt2_1_blocks(const void *d, Py_ssize_t n, WordTable *t)
         size_t k = w % RING;
         int rc = wt_add(t, data, 1, starts[k], lens[k], hashes[k], packs[k], 1);
         if (rc < 0)
-            return table_error(rc);
+            return rc;
     }
     return (Py_ssize_t)words;
 }
@@ -221,7 +230,8 @@ scan_text(PyObject *text, PyObject *classify, int pattern, WordTable *t)
         return 0;
     if (classify_text(classes, data, kind, n, classify) < 0)
         return -1;
-    return scanner_of(pattern, kind)(data, n, t);
+    Py_ssize_t words = scanner_of(pattern, kind)(data, n, t);
+    return words < 0 ? table_error(words) : words;
 }
 
 /* An index for every word of a short text (many calls are one short document each),
@@ -388,7 +398,8 @@ check_utf8(const unsigned char *p, Py_ssize_t n, PyObject *classify)
 
 /* Count the words of n bytes of checked UTF-8 at p into t: its ASCII stretches as they are,
    the stretches between safe cuts around other characters widened into *wide (grown as
-   needed, *room code points); the number of words, or -1 with an exception set. */
+   needed, *room code points, PyMem_Raw*); the number of words, or SCAN_* (no Python
+   object is touched: it may run without the GIL). */
 static Py_ssize_t
 scan_utf8(const unsigned char *p, Py_ssize_t n, int pattern, WordTable *t, uint32_t **wide, Py_ssize_t *room)
 {
@@ -398,35 +409,152 @@ scan_utf8(const unsigned char *p, Py_ssize_t n, int pattern, WordTable *t, uint3
         Py_ssize_t start = q == n ? n : utf8_cut_before(classes, p, pos, q - 1);
         if (start > pos) {
             if ((more = scanner_of(pattern, 1)(p + pos, start - pos, t)) < 0)
-                return -1;
+                return more;
             words += more;
         }
         if (q == n)
             break;
         Py_ssize_t end = utf8_cut_after(classes, p, q, n);
         if (end - start > *room) {
-            uint32_t *bigger = PyMem_Realloc(*wide, (size_t)(end - start) * sizeof(uint32_t));
-            if (bigger == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
+            uint32_t *bigger = PyMem_RawRealloc(*wide, (size_t)(end - start) * sizeof(uint32_t));
+            if (bigger == NULL)
+                return SCAN_NO_MEMORY;
             *wide = bigger;
             *room = end - start;
         }
         Py_ssize_t m = utf8_widen(p + start, end - start, *wide);
         if ((more = scanners[pattern][2](*wide, m, t)) < 0)
-            return -1;
+            return more;
         words += more;
         pos = end;
     }
     return words;
 }
 
+/* Stretches of checked UTF-8 (each a segment, or part of one cut at a safe cut) scanned into a
+   table of their own, on a thread of their own. */
+typedef struct {
+    const unsigned char **starts;
+    const Py_ssize_t *sizes;
+    Py_ssize_t n;
+    int pattern;
+    WordTable t;
+    Py_ssize_t words;     /* or SCAN_* */
+} Share;
+
+static void
+scan_share(Share *s)
+{
+    uint32_t *wide = NULL;
+    Py_ssize_t room = 0;
+    s->words = 0;
+    for (Py_ssize_t j = 0; j < s->n && s->words >= 0; j++) {
+        Py_ssize_t more = scan_utf8(s->starts[j], s->sizes[j], s->pattern, &s->t, &wide, &room);
+        s->words = more < 0 ? more : s->words + more;
+    }
+    PyMem_RawFree(wide);
+}
+
+THREAD_MAIN(share_main, scan_share, Share)
+
+/* The piece's n segments as n + 1 stretches (starts, sizes) with stretch `*half` the first of the
+   later half: the segment holding the middle byte (about) cut at its first safe cut from there on
+   (utf8_text.h: both parts scan as the whole), else the later half starting at a segment. */
+static void
+halves(PyObject **items, Py_ssize_t n, Py_ssize_t total, const unsigned char **starts, Py_ssize_t *sizes,
+       Py_ssize_t *half)
+{
+    /* a little less than half here: this thread checks the whole piece first and merges after */
+    Py_ssize_t before = 0, j = 0, middle = total / 2 - total / 32;
+    while (j < n - 1 && before + PyBytes_GET_SIZE(items[j]) <= middle)
+        before += PyBytes_GET_SIZE(items[j++]);
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(items[j]);
+    Py_ssize_t size = PyBytes_GET_SIZE(items[j]), mid = middle - before;
+    Py_ssize_t cut = mid >= 1 && mid < size - 1 ? utf8_cut_after(classes, p, mid, size) : size;
+    for (Py_ssize_t k = 0, out = 0; k < n; k++, out++) {
+        starts[out] = (const unsigned char *)PyBytes_AS_STRING(items[k]);
+        sizes[out] = PyBytes_GET_SIZE(items[k]);
+        if (k == j) {  /* its two parts (the second empty where there is no cut) */
+            sizes[out] = cut;
+            starts[++out] = p + cut;
+            sizes[out] = size - cut;
+        }
+    }
+    *half = j + 1;
+    if (cut == 0 || cut == size)  /* no part of it on the other side */
+        *half = cut == 0 ? j : j + 2;
+}
+
+/* A piece's segments (checked UTF-8) counted into t, as one after another: where there are
+   `threads` (2) and the piece is large enough, the text after about its middle byte is scanned
+   by a second thread into a table of its own, the text before here, both without the GIL,
+   then that table merged into t (wt_merge: the same counts and order). Words, or SCAN_*. */
+static Py_ssize_t
+scan_piece(WordTable *t, WordTable *aside, PyObject *piece, int pattern, int threads, uint32_t **wide,
+           Py_ssize_t *room)
+{
+    Py_ssize_t n = PyList_GET_SIZE(piece), total = 0, words = 0;
+    if (n == 0)
+        return 0;
+    PyObject **items = &PyList_GET_ITEM(piece, 0);  /* a copy (copy_pieces): it stays as it is without the GIL */
+    for (Py_ssize_t j = 0; j < n; j++)
+        total += PyBytes_GET_SIZE(items[j]);
+    if (threads < 2 || total < SPLIT_MIN_BYTES) {
+        for (Py_ssize_t j = 0; j < n && words >= 0; j++) {
+            Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(items[j]), PyBytes_GET_SIZE(items[j]),
+                                        pattern, t, wide, room);
+            words = more < 0 ? more : words + more;
+        }
+        return words;
+    }
+    const unsigned char **starts = PyMem_RawMalloc((size_t)(n + 1) * sizeof(*starts));
+    Py_ssize_t *sizes = PyMem_RawMalloc((size_t)(n + 1) * sizeof(*sizes)), half;
+    Share share = {0};
+    /* the second thread's table: kept from call to call (emptied), so that it seldom grows in that thread */
+    if (starts == NULL || sizes == NULL || (aside->slots == NULL && wt_init(aside, 1024) < 0)) {
+        PyMem_RawFree(starts);
+        PyMem_RawFree(sizes);
+        return SCAN_NO_MEMORY;
+    }
+    (void)scanner_of(pattern, 1);  /* its table of ASCII classes asked for once, here */
+    halves(items, n, total, starts, sizes, &half);
+    share.starts = starts + half;
+    share.sizes = sizes + half;
+    share.n = n + 1 - half;
+    share.pattern = pattern;
+    share.t = *aside;
+    Thread helper;
+    PyThreadState *saved = PyEval_SaveThread();
+    int helped = thread_start(&helper, share_main, &share);
+    for (Py_ssize_t j = 0; j < half && words >= 0; j++) {
+        Py_ssize_t more = scan_utf8(starts[j], sizes[j], pattern, t, wide, room);
+        words = more < 0 ? more : words + more;
+    }
+    if (helped)
+        thread_join(helper);
+    else
+        scan_share(&share);  /* no thread to be had: here, after the first ones */
+    if (words >= 0)
+        words = share.words < 0 ? share.words : words + share.words;
+    if (words >= 0) {
+        int rc = wt_merge(t, &share.t);
+        if (rc < 0)
+            words = rc;
+    }
+    wt_clear(&share.t);
+    *aside = share.t;
+    PyEval_RestoreThread(saved);
+    PyMem_RawFree(starts);
+    PyMem_RawFree(sizes);
+    return words;
+}
+
 /* Each piece (a list of bytes, copied: copy_pieces) counted into t as one piece, as
-   count_pieces does; Py_None where a text is not strict UTF-8 or holds a NUL byte: then
-   nothing is counted (the caller decodes it, as its errors policy says). */
+   count_pieces does (scan_piece: on `threads` threads); Py_None where a text is not strict
+   UTF-8 or holds a NUL byte: then nothing is counted (the caller decodes it, as its errors
+   policy says). */
 static PyObject *
-count_utf8_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int pattern)
+count_utf8_pieces(WordTable *t, WordTable *aside, PyObject *pieces, PyObject *classify, int pattern, int threads)
 {
     Py_ssize_t n_pieces = PyList_GET_SIZE(pieces);
     if (classify_text(classes, "", PyUnicode_1BYTE_KIND, 0, classify) < 0)  /* the first 256 */
@@ -446,22 +574,17 @@ count_utf8_pieces(WordTable *t, PyObject *pieces, PyObject *classify, int patter
     uint32_t *wide = NULL;
     Py_ssize_t room = 0;
     for (Py_ssize_t i = 0; i < n_pieces && result != NULL; i++) {
-        PyObject *piece = PyList_GET_ITEM(pieces, i);
-        Py_ssize_t words = 0;
         next_piece(t);
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(piece) && words >= 0; j++) {
-            PyObject *data = PyList_GET_ITEM(piece, j);
-            Py_ssize_t more = scan_utf8((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
-                                        pattern, t, &wide, &room);
-            words = more < 0 ? -1 : words + more;
-        }
+        Py_ssize_t words = scan_piece(t, aside, PyList_GET_ITEM(pieces, i), pattern, threads, &wide, &room);
         PyObject *pair = words < 0 ? NULL : Py_BuildValue("(nn)", words, (Py_ssize_t)t->piece_distinct);
+        if (words < 0)
+            table_error(words);
         if (pair == NULL)
             Py_CLEAR(result);
         else
             PyList_SET_ITEM(result, i, pair);
     }
-    PyMem_Free(wide);
+    PyMem_RawFree(wide);
     return result;
 }
 
@@ -949,7 +1072,19 @@ interleave(PyObject *self, PyObject *args)
 typedef struct {
     PyObject_HEAD
     WordTable t;
+    WordTable aside;  /* count_utf8's second thread's (scan_piece), until the counts are taken */
+    int busy;  /* counting without the GIL (count_utf8 on threads): no other call may touch t */
 } CountTable;
+
+/* 0, or -1 with RuntimeError where the table is counting in another thread's call. */
+static int
+table_idle(CountTable *self)
+{
+    if (!self->busy)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "CountTable: in use by another thread");
+    return -1;
+}
 
 static PyObject *
 table_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -970,6 +1105,7 @@ static void
 table_dealloc(CountTable *self)
 {
     wt_free(&self->t);
+    wt_free(&self->aside);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -984,6 +1120,7 @@ static void
 table_reset(CountTable *self)
 {
     WordTable fresh;
+    wt_free(&self->aside);
     if (wt_init(&fresh, 1024) == 0) {
         wt_free(&self->t);
         self->t = fresh;
@@ -995,6 +1132,8 @@ table_reset(CountTable *self)
 static PyObject *
 table_count(CountTable *self, PyObject *args)
 {
+    if (table_idle(self) < 0)
+        return NULL;
     PyObject *segments, *classify;
     int pattern;
     if (!PyArg_ParseTuple(args, "O!Oi:count", &PyList_Type, &segments, &classify, &pattern))
@@ -1023,14 +1162,20 @@ static PyObject *
 table_count_pieces(CountTable *self, PyObject *args, int utf8)
 {
     PyObject *pieces, *classify;
-    int pattern;
-    if (!PyArg_ParseTuple(args, utf8 ? "O!Oi:count_utf8" : "O!Oi:count_each", &PyList_Type, &pieces, &classify,
-                          &pattern))
+    int pattern, threads = 1;
+    if (!PyArg_ParseTuple(args, utf8 ? "O!Oi|i:count_utf8" : "O!Oi:count_each", &PyList_Type, &pieces, &classify,
+                          &pattern, &threads))
         return NULL;
-    if (ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, utf8)) == NULL)
+    if (threads < 1 || threads > 2) {
+        PyErr_SetString(PyExc_ValueError, "count_utf8: threads must be 1 or 2");
         return NULL;
-    PyObject *result = utf8 ? count_utf8_pieces(&self->t, pieces, classify, pattern)
+    }
+    if (table_idle(self) < 0 || ready(classify, pattern) < 0 || (pieces = copy_pieces(pieces, utf8)) == NULL)
+        return NULL;
+    self->busy = 1;
+    PyObject *result = utf8 ? count_utf8_pieces(&self->t, &self->aside, pieces, classify, pattern, threads)
                             : count_pieces(&self->t, pieces, classify, pattern);
+    self->busy = 0;
     Py_DECREF(pieces);
     return result;
 }
@@ -1050,6 +1195,8 @@ table_count_utf8(CountTable *self, PyObject *args)
 static PyObject *
 table_go_on(CountTable *self, PyObject *unused)
 {
+    if (table_idle(self) < 0)
+        return NULL;
     self->t.go_on = 1;
     Py_RETURN_NONE;
 }
@@ -1063,6 +1210,8 @@ table_piece_distinct(CountTable *self, PyObject *unused)
 static PyObject *
 table_take(CountTable *self, PyObject *unused)
 {
+    if (table_idle(self) < 0)
+        return NULL;
     PyObject *counts = PyDict_New();
     if (counts == NULL)
         return NULL;
@@ -1077,6 +1226,8 @@ table_take(CountTable *self, PyObject *unused)
 static PyObject *
 table_shard(CountTable *self, PyObject *args)
 {
+    if (table_idle(self) < 0)
+        return NULL;
     PyObject *segments = Py_None;
     Py_ssize_t n_shards;
     if (!PyArg_ParseTuple(args, "n|O:shard", &n_shards, &segments))

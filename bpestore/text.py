@@ -404,14 +404,16 @@ class TextPipeline:
         cuts = [0, *itertools.chain.from_iterable(m.span() for m in self.specials_utf8.finditer(data)), len(data)]
         return [data[a:b] for a, b in zip(cuts[::2], cuts[1::2]) if b > a]
 
-    def count_bytes(self, datas: list[bytes | None], counts: dict[bytes, int] | CountTable) -> int | None:
+    def count_bytes(self, datas: list[bytes | None], counts: dict[bytes, int] | CountTable,
+                    threads: int = 1) -> int | None:
         """``count_together`` of texts given as UTF-8 (``counts``: a ``CountTable``), read where they
         lie; None (nothing counted) where the core cannot: a text is not given (None), counts are
-        a dict, a normalizer, or one is not strict UTF-8 or holds a NUL byte (decode it)."""
+        a dict, a normalizer, or one is not strict UTF-8 or holds a NUL byte (decode it).
+        ``threads`` 2: the later half of the texts is counted by a second thread (the same counts)."""
         if not self.counts_bytes or isinstance(counts, dict) or any(data is None for data in datas):
             return None
         segments = [s for data in datas if data is not None for s in self.utf8_segments(data)]
-        each = counts.count_utf8([segments], char_class, self.count_pattern)
+        each = counts.count_utf8([segments], char_class, self.count_pattern, threads)
         return None if each is None else each[0][0]
 
     def count_bytes_each(self, datas: list[bytes], counts: CountTable) -> list[tuple[int, int]] | None:

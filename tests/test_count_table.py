@@ -236,3 +236,67 @@ def test_a_source_counted_in_several_calls_is_one_piece(sources, pattern, utf8):
         each, total = reference(parts, spec)
         assert (n_words, table.piece_distinct()) == (sum(w for w, _ in each), len(total))
     assert list(table.take().items()) == list(reference([p for parts in sources for p in parts], spec)[1].items())
+
+
+# count_utf8(..., threads=2): a piece of 256 KiB or more (the core's SPLIT_MIN_BYTES) has its later
+# segments scanned by a second thread into a table of their own, merged after the first ones'.
+FILLER = {"german_1M.txt": 300_000, "japanese_1M.txt": 120_000}  # about 300 KB of UTF-8 each
+
+
+@pytest.mark.parametrize("name", sorted(FILLER))
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_a_piece_counted_on_two_threads_counts_as_on_one(name, pattern):
+    """A corpus cut into segments at line ends, in pieces (the second going on as the first,
+    then a new one): each piece's words and distinct words are one thread's, and every count,
+    in first-seen order, the reference's for those segments."""
+    s = read_corpus(name)[:2 * FILLER[name]]
+    lines = s.splitlines(keepends=True)
+    segments = [("".join(lines[i:i + 400])).encode() for i in range(0, len(lines), 400)]
+    half = len(segments) // 2
+    code = COUNT_CORE_PATTERNS[pattern]
+    counted = []
+    for threads in (1, 2):
+        table = text.COUNT_CORE.CountTable()
+        each = [table.count_utf8([segments[:half]], char_class, code, threads)]
+        table.go_on()
+        each += [table.count_utf8([segments[half:]], char_class, code, threads),
+                 table.count_utf8([segments, segments[::-1]], char_class, code, threads)]
+        counted.append((each, list(table.take().items())))
+    assert counted[0] == counted[1]
+    texts = [t.decode() for t in segments]
+    assert counted[1][1] == list(reference(texts * 2 + texts[::-1], TokenizerSpec(pretokenizer=pattern))[1].items())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.sampled_from(ALPHABET), max_size=80), max_size=8), st.integers(0, 8),
+       st.sampled_from(PATTERNS))
+def test_two_threads_count_any_segments_as_one(texts, at, pattern):
+    """Short random segments with one large one among them (the split falls anywhere):
+    what two threads count is what one counts, in the same order."""
+    filler = read_corpus("german_1M.txt")[:FILLER["german_1M.txt"]]
+    segments = [t.encode() for t in texts[:at]] + [filler.encode()] + [t.encode() for t in texts[at:]]
+    code = COUNT_CORE_PATTERNS[pattern]
+    one, two = text.COUNT_CORE.CountTable(), text.COUNT_CORE.CountTable()
+    assert one.count_utf8([segments, segments[::-1]], char_class, code, 1) == \
+        two.count_utf8([segments, segments[::-1]], char_class, code, 2)
+    assert list(one.take().items()) == list(two.take().items())
+
+
+def test_count_utf8_takes_one_or_two_threads():
+    table = text.COUNT_CORE.CountTable()
+    for threads in (0, 3):
+        with pytest.raises(ValueError, match="threads must be 1 or 2"):
+            table.count_utf8([[b"a b"]], char_class, 0, threads)
+
+
+@pytest.mark.parametrize("name", ["german_1M.txt", "chinese_1M.txt", "code_python_5M.txt.xz"])
+def test_one_segment_is_cut_for_two_threads_where_that_changes_no_word(name):
+    """One large segment: the second thread takes it from the first safe cut after its middle
+    (none in Chinese: then one thread counts it all); the counts are one thread's, in order."""
+    data = read_corpus(name)[:400_000].encode()
+    assert len(data) >= 256 << 10
+    for pattern in PATTERNS:
+        code = COUNT_CORE_PATTERNS[pattern]
+        one, two = text.COUNT_CORE.CountTable(), text.COUNT_CORE.CountTable()
+        assert one.count_utf8([[data]], char_class, code, 1) == two.count_utf8([[data]], char_class, code, 2)
+        assert list(one.take().items()) == list(two.take().items())

@@ -33,6 +33,7 @@ from bpestore.errors import SourceError
 from bpestore.ingest import IngestTuning, count_sources, expand_paths
 from bpestore.ingest.scheduler import task_spans
 from bpestore.store.schema import ingests, word_counts
+from bpestore.text import TextPipeline
 
 from .conftest import read_corpus
 
@@ -110,6 +111,29 @@ def test_parallel_counts_with_tiktoken_patterns(name, pretokenizer, parallel, tm
         f.write(text.encode("utf-8"))
     batch = only_batch([path], TokenizerSpec(pretokenizer=pretokenizer), workers=2, tuning=parallel)
     assert batch.counts == reference_counts(text, PUBLISHED[pretokenizer])
+
+
+def test_two_workers_below_the_process_threshold_count_on_two_threads(counting_core, tmp_path, monkeypatch):
+    """Two workers on a file too small for processes: this process counts its ranges on two threads
+    (``TextPipeline.count_bytes(..., threads=2)``), and the counts and their order are one worker's."""
+    text = read_corpus("german_1M.txt") + read_corpus("russian_1M.txt")[:600_000]
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(text.encode("utf-8"))
+    asked: list[int] = []
+    real = TextPipeline.count_bytes
+
+    def spy(self, datas, counts, threads=1):
+        asked.append(threads)
+        return real(self, datas, counts, threads)
+    monkeypatch.setattr(TextPipeline, "count_bytes", spy)
+    one = only_batch([path], TokenizerSpec(), workers=1)
+    by_one = len(asked)
+    two = only_batch([path], TokenizerSpec(), workers=2)
+    if counting_core == "compiled":  # (the pure pipeline counts decoded text, on one thread)
+        assert by_one and set(asked[:by_one]) == {1} and set(asked[by_one:]) == {2}
+    assert list(two.counts.items()) == list(one.counts.items()) and two.firsts == one.firsts
+    assert two.counts == reference_counts(text, GPT2)
+    assert two.sources[0].n_distinct == len(two.counts)
 
 
 def test_special_tokens_at_chunk_boundaries(parallel, tmp_path):

@@ -391,6 +391,63 @@ wt_prefetch(const WordTable *t, uint64_t h)
     wt_prefetch_slot(t, (size_t)h & t->mask);
 }
 
+/* Count word w of table from (its UTF-8, hash and length as from keeps them) `count` times more
+   into t; as wt_insert. */
+static int
+wt_add_word(WordTable *t, const WordTable *from, const Word *w, int64_t count)
+{
+    const unsigned char *p = wt_bytes(from, w);
+    size_t size = WT_LEN(w);
+    for (size_t j = (size_t)w->hash & t->mask;; j = (j + 1) & t->mask) {
+        Word *slot = &t->slots[j];
+        if (slot->count == 0) {
+            unsigned char *out = slot->w.head;
+            if (size > 8) {
+                if (wt_reserve_bytes(t, size) < 0)
+                    return -1;
+                slot->w.at = t->n_bytes;
+                out = (unsigned char *)t->bytes + t->n_bytes;
+                t->n_bytes += size;
+            }
+            memcpy(out, p, size);
+            slot->hash = w->hash;
+            slot->count = count;
+            slot->len = w->len;
+            slot->piece = t->piece;
+            t->order[t->used++] = (uint32_t)j;
+            t->piece_distinct++;
+            return t->used > WT_ROOM(t->mask + 1) ? wt_grow(t) : 0;
+        }
+        if (slot->hash == w->hash && slot->len == w->len && memcmp(wt_bytes(t, slot), p, size) == 0) {
+            slot->count += count;
+            if (slot->piece != t->piece) {
+                slot->piece = t->piece;
+                t->piece_distinct++;
+            }
+            return 0;
+        }
+    }
+}
+
+/* Every word of table from counted into t, in the order they came to from: t then counts as
+   though from's text had been counted into it after its own (first occurrences in order, the
+   piece's distinct words told). 0, or as wt_insert. */
+static int
+wt_merge(WordTable *t, const WordTable *from)
+{
+    for (size_t k = 0; k < from->used; k++) {
+        if (k + 16 < from->used)
+            wt_prefetch_slot(from, from->order[k + 16]);
+        if (k + 8 < from->used)  /* where that word goes in t: its slot there asked for as early */
+            wt_prefetch(t, from->slots[from->order[k + 8]].hash);
+        const Word *w = &from->slots[from->order[k]];
+        int rc = wt_add_word(t, from, w, w->count);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* The table emptied, its memory kept. */
 static void
 wt_clear(WordTable *t)

@@ -192,6 +192,7 @@ class TaskCounter:
         self.jsonl_field = jsonl_field
         self.part_chars = part_chars
         self.skip = skip  # sha256 of contents counted before: a small file with one is not counted
+        self.threads = 1  # threads counting a large source's ranges (``TextPipeline.count_bytes``)
 
     @property
     def shares_tables(self) -> bool:
@@ -221,7 +222,8 @@ class TaskCounter:
                         some = pieces[at:at + step]
                         raw = [read_range(p.name, p.start, p.end) if isinstance(p, FileRange) and bytes_ok else None
                                for p in some]
-                        n = self.pipeline.count_bytes(raw, counts)  # None: decoded, as the errors policy says
+                        # None: decoded, as the errors policy says
+                        n = self.pipeline.count_bytes(raw, counts, self.threads)
                         n_words += self.pipeline.count_together([p.decoded(self.errors) for p in some], counts) \
                             if n is None else n
                         continue
@@ -453,6 +455,8 @@ class Pool:
                  part_chars: int, workers: int, start_at: int, merge_bytes: int = 64 << 20,
                  skip: Collection[str] = frozenset()) -> None:
         self.local = TaskCounter(spec, errors, jsonl_field, part_chars, skip)
+        # Before the workers start (below ``start_at``), the text counted here takes two threads.
+        self.local.threads = min(workers, 2)
         self.config: tuple = (spec.to_json(), errors, jsonl_field, part_chars, skip, os.getpid())
         self.hold_bytes = merge_bytes // max(workers, 1)
         self.workers = workers
