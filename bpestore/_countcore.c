@@ -18,6 +18,7 @@
    encode core). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -868,6 +869,38 @@ fail:
 
 /* -- the rows of an upsert ------------------------------------------------------------------ */
 
+/* A word's value in dict d, borrowed (NULL: none, or an error set): the entry after *at where
+   it holds the very word (words taken in the dict's own order, as merge_shard makes it: no
+   lookup), else looked up. */
+static PyObject *
+next_value(PyObject *d, Py_ssize_t *at, PyObject *word)
+{
+    Py_ssize_t place = *at;
+    PyObject *key, *value;
+    if (PyDict_Next(d, &place, &key, &value) && key == word) {
+        *at = place;
+        return value;
+    }
+    return PyDict_GetItemWithError(d, word);
+}
+
+/* ordinal + shift, a new reference: in C where both fit a long long (by: shift's value,
+   LLONG_MIN where it does not fit) and the sum does, else Python's addition. */
+static PyObject *
+add_shift(PyObject *ordinal, PyObject *shift, long long by)
+{
+    int overflow = 0;
+    long long value = by == LLONG_MIN || !PyLong_CheckExact(ordinal) ? 0
+        : PyLong_AsLongLongAndOverflow(ordinal, &overflow);
+    long long sum;
+    if (by == LLONG_MIN || !PyLong_CheckExact(ordinal) || overflow || (value == -1 && PyErr_Occurred()) ||
+            __builtin_add_overflow(value, by, &sum)) {
+        PyErr_Clear();
+        return PyNumber_Add(ordinal, shift);
+    }
+    return PyLong_FromLongLong(sum);
+}
+
 static PyObject *
 interleave(PyObject *self, PyObject *args)
 {
@@ -888,6 +921,13 @@ interleave(PyObject *self, PyObject *args)
     if (shift != NULL && PyObject_Not(shift) == 1)
         shift = NULL;  /* adding 0: the ordinals as they are */
     Py_ssize_t n = PyList_GET_SIZE(words), groups = (n + per - 1) / per;
+    Py_ssize_t at_count = 0, at_first = 0;  /* next_value's places in counts and firsts */
+    int overflow = 0;
+    long long by = shift == NULL ? 0 : PyLong_AsLongLongAndOverflow(shift, &overflow);
+    if (by == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow)
+        by = LLONG_MIN;  /* add_shift's mark: the shift in Python's integers */
     PyObject *result = PyList_New(groups);
     if (result == NULL)
         return NULL;
@@ -901,7 +941,7 @@ interleave(PyObject *self, PyObject *args)
         PyList_SET_ITEM(result, g, group);
         for (Py_ssize_t i = 0; i < rows; i++) {
             PyObject *word = PyList_GET_ITEM(words, first + i);
-            PyObject *count = PyDict_GetItemWithError(counts, word);
+            PyObject *count = next_value(counts, &at_count, word);
             if (count == NULL) {
                 if (!PyErr_Occurred())
                     PyErr_SetObject(PyExc_KeyError, word);
@@ -921,7 +961,7 @@ interleave(PyObject *self, PyObject *args)
             PyTuple_SET_ITEM(group, width * i, blob);
             PyTuple_SET_ITEM(group, width * i + 1, count);
             if (width == 3) {
-                PyObject *ordinal = PyDict_GetItemWithError(firsts, word);
+                PyObject *ordinal = next_value(firsts, &at_first, word);
                 if (ordinal == NULL) {
                     if (!PyErr_Occurred())
                         PyErr_SetObject(PyExc_KeyError, word);
@@ -929,7 +969,7 @@ interleave(PyObject *self, PyObject *args)
                     return NULL;
                 }
                 if (shift != NULL) {
-                    ordinal = PyNumber_Add(ordinal, shift);
+                    ordinal = add_shift(ordinal, shift, by);
                     if (ordinal == NULL) {
                         Py_DECREF(result);
                         return NULL;
