@@ -265,7 +265,8 @@ def test_interleave_with_ordinals_puts_each_words_ordinal_plus_shift_after_its_c
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.binary(max_size=12), st.tuples(st.integers(0, 2**62), st.integers(-2**70, 2**70)), max_size=60),
+@given(st.dictionaries(st.binary(max_size=12), st.tuples(st.integers(0, 2**62), st.integers(-2**70, 2**70)),
+                       max_size=60),
        st.integers(1, 7), st.integers(-2**70, 2**70), st.randoms(use_true_random=False))
 def test_interleave_walks_dicts_in_word_order_and_looks_up_the_words_out_of_it(rows, per, shift, rng):
     # counts and firsts in word order with the same word objects (as merge_shard makes them): the
