@@ -905,10 +905,14 @@ static PyObject *
 interleave(PyObject *self, PyObject *args)
 {
     PyObject *words, *counts, *firsts = Py_None, *shift = NULL;
-    Py_ssize_t per;
-    if (!PyArg_ParseTuple(args, "O!O!n|OO!:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per,
-                          &firsts, &PyLong_Type, &shift))
+    Py_ssize_t per, at = 0;
+    if (!PyArg_ParseTuple(args, "O!O!n|OO!n:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per,
+                          &firsts, &PyLong_Type, &shift, &at))
         return NULL;
+    if (at < 0) {
+        PyErr_SetString(PyExc_ValueError, "interleave: at must be at least 0");
+        return NULL;
+    }
     if (per < 1) {
         PyErr_SetString(PyExc_ValueError, "interleave: rows per tuple must be at least 1");
         return NULL;
@@ -921,7 +925,7 @@ interleave(PyObject *self, PyObject *args)
     if (shift != NULL && PyObject_Not(shift) == 1)
         shift = NULL;  /* adding 0: the ordinals as they are */
     Py_ssize_t n = PyList_GET_SIZE(words), groups = (n + per - 1) / per;
-    Py_ssize_t at_count = 0, at_first = 0;  /* next_value's places in counts and firsts */
+    Py_ssize_t at_count = at, at_first = at;  /* next_value's places in counts and firsts */
     int overflow = 0;
     long long by = shift == NULL ? 0 : PyLong_AsLongLongAndOverflow(shift, &overflow);
     if (by == -1 && PyErr_Occurred())
@@ -1222,11 +1226,12 @@ static PyMethodDef methods[] = {
      "smallest ordinal. keys (a list of ints 0 to len(pieces) - 1, one per piece, the key each\n"
      "piece counts for): (counts, ordinals or None, [the distinct words of each key 0, 1, ...])."},
     {"interleave", interleave, METH_VARARGS,
-     "interleave(words, counts, per, firsts=None, shift=0) -> list[tuple]\n\n"
+     "interleave(words, counts, per, firsts=None, shift=0, at=0) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"
      "per words each, the last one shorter where per does not divide len(words); with the dict\n"
      "firsts, each word's firsts[w] + shift after its count. Each word (bytes) comes as a bytearray:\n"
-     "sqlite3 binds that as the same blob without looking for an adapter."},
+     "sqlite3 binds that as the same blob without looking for an adapter. Words in the dicts'\n"
+     "own order from their entry at on (a dict never deleted from) are taken without a lookup."},
     {"read_files", read_files, METH_VARARGS,
      "read_files(names, stamps) -> (list[bytes], int | None)\n\n"
      "Small files read whole in turn (cores/read_files.h), each checked unchanged against its stamp\n"

@@ -269,6 +269,8 @@ def test_interleave_with_ordinals_puts_each_words_ordinal_plus_shift_after_its_c
                        max_size=60),
        st.integers(1, 7), st.integers(-2**70, 2**70), st.randoms(use_true_random=False))
 def test_interleave_walks_dicts_in_word_order_and_looks_up_the_words_out_of_it(rows, per, shift, rng):
+    from bpestore.store import count_tables
+
     # counts and firsts in word order with the same word objects (as merge_shard makes them): the
     # core takes each dict's next entry; words in another order, or equal copies, are looked up.
     words = sorted(rows)
@@ -283,6 +285,17 @@ def test_interleave_walks_dicts_in_word_order_and_looks_up_the_words_out_of_it(r
         assert_same_rows(text.COUNT_CORE.interleave(order, counts, per, firsts), [
             tuple(x for w in order[i:i + per] for x in (bytearray(w), counts[w], firsts[w]))
             for i in range(0, len(order), per)])
+    for start in range(len(words)):  # a chunk of the words, the walk begun at its place (or a wrong one)
+        chunk = words[start:]
+        expected = [tuple(x for w in chunk[i:i + per] for x in (bytearray(w), counts[w], firsts[w] + shift))
+                    for i in range(0, len(chunk), per)]
+        for at in (start, 0, start + 1, len(words) + 5):
+            assert_same_rows(text.COUNT_CORE.interleave(chunk, counts, per, firsts, shift, at), expected)
+        assert_same_rows(count_tables.interleave_firsts(chunk, counts, firsts, per, shift, start), expected)
+        assert_same_rows(count_tables.interleave(chunk, counts, per, start), [
+            tuple(x for w in chunk[i:i + per] for x in (bytearray(w), counts[w])) for i in range(0, len(chunk), per)])
+    with pytest.raises(ValueError):
+        text.COUNT_CORE.interleave(words, counts, per, firsts, shift, -1)
     if words:  # a word the dicts lack, found where the walk would have gone on
         with pytest.raises(KeyError):
             text.COUNT_CORE.interleave([words[0], b"\xff" * 13], counts, per, firsts, shift)
