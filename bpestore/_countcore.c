@@ -18,6 +18,7 @@
    encode core). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -991,14 +992,50 @@ fail:
 
 /* -- the rows of an upsert ------------------------------------------------------------------ */
 
+/* A word's value in dict d, borrowed (NULL: none, or an error set): the entry after *at where
+   it holds the very word (words taken in the dict's own order, as merge_shard makes it: no
+   lookup), else looked up. */
+static PyObject *
+next_value(PyObject *d, Py_ssize_t *at, PyObject *word)
+{
+    Py_ssize_t place = *at;
+    PyObject *key, *value;
+    if (PyDict_Next(d, &place, &key, &value) && key == word) {
+        *at = place;
+        return value;
+    }
+    return PyDict_GetItemWithError(d, word);
+}
+
+/* ordinal + shift, a new reference: in C where both fit a long long (by: shift's value,
+   LLONG_MIN where it does not fit) and the sum does, else Python's addition. */
+static PyObject *
+add_shift(PyObject *ordinal, PyObject *shift, long long by)
+{
+    int overflow = 0;
+    long long value = by == LLONG_MIN || !PyLong_CheckExact(ordinal) ? 0
+        : PyLong_AsLongLongAndOverflow(ordinal, &overflow);
+    long long sum;
+    if (by == LLONG_MIN || !PyLong_CheckExact(ordinal) || overflow || (value == -1 && PyErr_Occurred()) ||
+            __builtin_add_overflow(value, by, &sum)) {
+        PyErr_Clear();
+        return PyNumber_Add(ordinal, shift);
+    }
+    return PyLong_FromLongLong(sum);
+}
+
 static PyObject *
 interleave(PyObject *self, PyObject *args)
 {
     PyObject *words, *counts, *firsts = Py_None, *shift = NULL;
-    Py_ssize_t per;
-    if (!PyArg_ParseTuple(args, "O!O!n|OO!:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per,
-                          &firsts, &PyLong_Type, &shift))
+    Py_ssize_t per, at = 0;
+    if (!PyArg_ParseTuple(args, "O!O!n|OO!n:interleave", &PyList_Type, &words, &PyDict_Type, &counts, &per,
+                          &firsts, &PyLong_Type, &shift, &at))
         return NULL;
+    if (at < 0) {
+        PyErr_SetString(PyExc_ValueError, "interleave: at must be at least 0");
+        return NULL;
+    }
     if (per < 1) {
         PyErr_SetString(PyExc_ValueError, "interleave: rows per tuple must be at least 1");
         return NULL;
@@ -1011,6 +1048,13 @@ interleave(PyObject *self, PyObject *args)
     if (shift != NULL && PyObject_Not(shift) == 1)
         shift = NULL;  /* adding 0: the ordinals as they are */
     Py_ssize_t n = PyList_GET_SIZE(words), groups = (n + per - 1) / per;
+    Py_ssize_t at_count = at, at_first = at;  /* next_value's places in counts and firsts */
+    int overflow = 0;
+    long long by = shift == NULL ? 0 : PyLong_AsLongLongAndOverflow(shift, &overflow);
+    if (by == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow)
+        by = LLONG_MIN;  /* add_shift's mark: the shift in Python's integers */
     PyObject *result = PyList_New(groups);
     if (result == NULL)
         return NULL;
@@ -1024,7 +1068,7 @@ interleave(PyObject *self, PyObject *args)
         PyList_SET_ITEM(result, g, group);
         for (Py_ssize_t i = 0; i < rows; i++) {
             PyObject *word = PyList_GET_ITEM(words, first + i);
-            PyObject *count = PyDict_GetItemWithError(counts, word);
+            PyObject *count = next_value(counts, &at_count, word);
             if (count == NULL) {
                 if (!PyErr_Occurred())
                     PyErr_SetObject(PyExc_KeyError, word);
@@ -1044,7 +1088,7 @@ interleave(PyObject *self, PyObject *args)
             PyTuple_SET_ITEM(group, width * i, blob);
             PyTuple_SET_ITEM(group, width * i + 1, count);
             if (width == 3) {
-                PyObject *ordinal = PyDict_GetItemWithError(firsts, word);
+                PyObject *ordinal = next_value(firsts, &at_first, word);
                 if (ordinal == NULL) {
                     if (!PyErr_Occurred())
                         PyErr_SetObject(PyExc_KeyError, word);
@@ -1052,7 +1096,7 @@ interleave(PyObject *self, PyObject *args)
                     return NULL;
                 }
                 if (shift != NULL) {
-                    ordinal = PyNumber_Add(ordinal, shift);
+                    ordinal = add_shift(ordinal, shift, by);
                     if (ordinal == NULL) {
                         Py_DECREF(result);
                         return NULL;
@@ -1333,11 +1377,12 @@ static PyMethodDef methods[] = {
      "smallest ordinal. keys (a list of ints 0 to len(pieces) - 1, one per piece, the key each\n"
      "piece counts for): (counts, ordinals or None, [the distinct words of each key 0, 1, ...])."},
     {"interleave", interleave, METH_VARARGS,
-     "interleave(words, counts, per, firsts=None, shift=0) -> list[tuple]\n\n"
+     "interleave(words, counts, per, firsts=None, shift=0, at=0) -> list[tuple]\n\n"
      "The parameters of multi-row statements: tuples (w0, counts[w0], w1, counts[w1], ...) of\n"
      "per words each, the last one shorter where per does not divide len(words); with the dict\n"
      "firsts, each word's firsts[w] + shift after its count. Each word (bytes) comes as a bytearray:\n"
-     "sqlite3 binds that as the same blob without looking for an adapter."},
+     "sqlite3 binds that as the same blob without looking for an adapter. Words in the dicts'\n"
+     "own order from their entry at on (a dict never deleted from) are taken without a lookup."},
     {"read_files", read_files, METH_VARARGS,
      "read_files(names, stamps) -> (list[bytes], int | None)\n\n"
      "Small files read whole in turn (cores/read_files.h), each checked unchanged against its stamp\n"

@@ -264,6 +264,43 @@ def test_interleave_with_ordinals_puts_each_words_ordinal_plus_shift_after_its_c
         assert_same_rows(count_tables.interleave_firsts(words, Counter(counts), firsts, per, shift), expected)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.binary(max_size=12), st.tuples(st.integers(0, 2**62), st.integers(-2**70, 2**70)),
+                       max_size=60),
+       st.integers(1, 7), st.integers(-2**70, 2**70), st.randoms(use_true_random=False))
+def test_interleave_walks_dicts_in_word_order_and_looks_up_the_words_out_of_it(rows, per, shift, rng):
+    from bpestore.store import count_tables
+
+    # counts and firsts in word order with the same word objects (as merge_shard makes them): the
+    # core takes each dict's next entry; words in another order, or equal copies, are looked up.
+    words = sorted(rows)
+    counts = {w: rows[w][0] for w in words}
+    firsts = {w: rows[w][1] for w in words}
+    shuffled = rng.sample(words, len(words))
+    copies = [bytes(bytearray(w)) for w in words]
+    for order in (words, shuffled, copies, words[::2] + words[1::2]):
+        expected = [tuple(x for w in order[i:i + per] for x in (bytearray(w), counts[w], firsts[w] + shift))
+                    for i in range(0, len(order), per)]
+        assert_same_rows(text.COUNT_CORE.interleave(order, counts, per, firsts, shift), expected)
+        assert_same_rows(text.COUNT_CORE.interleave(order, counts, per, firsts), [
+            tuple(x for w in order[i:i + per] for x in (bytearray(w), counts[w], firsts[w]))
+            for i in range(0, len(order), per)])
+    for start in range(len(words)):  # a chunk of the words, the walk begun at its place (or a wrong one)
+        chunk = words[start:]
+        expected = [tuple(x for w in chunk[i:i + per] for x in (bytearray(w), counts[w], firsts[w] + shift))
+                    for i in range(0, len(chunk), per)]
+        for at in (start, 0, start + 1, len(words) + 5):
+            assert_same_rows(text.COUNT_CORE.interleave(chunk, counts, per, firsts, shift, at), expected)
+        assert_same_rows(count_tables.interleave_firsts(chunk, counts, firsts, per, shift, start), expected)
+        assert_same_rows(count_tables.interleave(chunk, counts, per, start), [
+            tuple(x for w in chunk[i:i + per] for x in (bytearray(w), counts[w])) for i in range(0, len(chunk), per)])
+    with pytest.raises(ValueError):
+        text.COUNT_CORE.interleave(words, counts, per, firsts, shift, -1)
+    if words:  # a word the dicts lack, found where the walk would have gone on
+        with pytest.raises(KeyError):
+            text.COUNT_CORE.interleave([words[0], b"\xff" * 13], counts, per, firsts, shift)
+
+
 def test_interleave_with_ordinals_refuses_a_word_without_one():
     with pytest.raises(KeyError):
         text.COUNT_CORE.interleave([b"a", b"b"], {b"a": 1, b"b": 2}, 2, {b"a": 1})

@@ -207,26 +207,29 @@ def upsert_counts(tx: Transaction, corpus_id: int, counts: Mapping[bytes, int], 
         row = f"({int(corpus_id)}, ?, ?, NULL, {int(generation)})"
         for start in range(0, len(ordered), UPSERT_BATCH):
             chunk = ordered[start:start + UPSERT_BATCH]
-            _sqlite_groups(tx.sqlite, head, row, tail, interleave(chunk, counts, PARAMETERS // 2), 2)
+            _sqlite_groups(tx.sqlite, head, row, tail, interleave(chunk, counts, PARAMETERS // 2, start), 2)
         return
     row = f"({int(corpus_id)}, ?, ?, ?, {int(generation)})"
     for start in range(0, len(ordered), UPSERT_BATCH):
         chunk = ordered[start:start + UPSERT_BATCH]
-        _sqlite_groups(tx.sqlite, head, row, tail, interleave_firsts(chunk, counts, firsts, PARAMETERS // 3, shift), 3)
+        _sqlite_groups(tx.sqlite, head, row, tail,
+                       interleave_firsts(chunk, counts, firsts, PARAMETERS // 3, shift, start), 3)
 
 
-def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> list[Sequence[bytearray | int]]:
+def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int, at: int = 0
+               ) -> list[Sequence[bytearray | int]]:
     """The parameters of statements of ``per`` rows (word, count, word, count, ...), the
     last statement's fewer: no tuple per row (in the counting core where built). Each word
     comes as a bytearray: sqlite3 binds it as the same blob without looking up an adapter
-    for it (as it does for every bytes: a third of the rows' binding).
+    for it (as it does for every bytes: a third of the rows' binding). ``at``: where the
+    words begin in counts' own order, if they come in it (the core then looks none up).
 
     >>> interleave([b"a", b"b", b"c"], {b"a": 1, b"b": 2, b"c": 3}, 2)
     [(bytearray(b'a'), 1, bytearray(b'b'), 2), (bytearray(b'c'), 3)]
     """
     # A Counter too (the ingest's batches): its own lookup differs only for a word it lacks.
     if COUNT_CORE is not None and type(counts) in (dict, Counter):
-        return COUNT_CORE.interleave(words, counts, per)
+        return COUNT_CORE.interleave(words, counts, per, None, 0, at)
     flat: list[bytearray | int | None] = [None] * (2 * len(words))
     flat[::2] = map(bytearray, words)
     flat[1::2] = map(counts.__getitem__, words)
@@ -234,14 +237,14 @@ def interleave(words: list[bytes], counts: Mapping[bytes, int], per: int) -> lis
 
 
 def interleave_firsts(words: list[bytes], counts: Mapping[bytes, int], firsts: Mapping[bytes, int],
-                     per: int, shift: int = 0) -> list[Sequence[bytearray | int]]:
+                     per: int, shift: int = 0, at: int = 0) -> list[Sequence[bytearray | int]]:
     """``interleave`` with each word's ordinal (plus ``shift``) after its count.
 
     >>> interleave_firsts([b"a", b"b"], {b"a": 1, b"b": 2}, {b"a": 7, b"b": 5}, 2, 10)
     [(bytearray(b'a'), 1, 17, bytearray(b'b'), 2, 15)]
     """
     if COUNT_CORE is not None and type(counts) in (dict, Counter) and type(firsts) is dict:
-        return COUNT_CORE.interleave(words, counts, per, firsts, shift)
+        return COUNT_CORE.interleave(words, counts, per, firsts, shift, at)
     flat: list[bytearray | int | None] = [None] * (3 * len(words))
     flat[::3] = map(bytearray, words)
     flat[1::3] = map(counts.__getitem__, words)
