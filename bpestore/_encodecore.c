@@ -102,6 +102,11 @@ work_give(Encoder *e, Work *w)
         w->narrow = NULL;
         w->narrow_cap = 0;
     }
+    if (w->wide_cap > KEEP_UTF8 / 8) {
+        free(w->wide);
+        w->wide = NULL;
+        w->wide_cap = 0;
+    }
     if (w->symbols_cap > KEEP_SYMBOLS || w->heap_cap > KEEP_SYMBOLS) {
         free(w->symbols);
         free(w->positions);

@@ -44,8 +44,10 @@ typedef struct Work {
     size_t n_out, out_cap;
     uint8_t *utf8;          /* a word's UTF-8 */
     size_t utf8_cap;
-    uint8_t *narrow;        /* a wide text's characters, each below 0x80 as itself, others as 0x80 */
+    uint8_t *narrow;        /* a text's characters, each below 0x80 as itself, others as a byte of their class (class_text.h) */
     size_t narrow_cap;
+    uint8_t *wide;          /* a bit per character of `narrow`: those above 0x7F */
+    size_t wide_cap;
     uint32_t *symbols;      /* merging */
     uint32_t *positions;
     uint32_t *next, *prev;
@@ -74,6 +76,7 @@ work_free(Work *w)
     free(w->out);
     free(w->utf8);
     free(w->narrow);
+    free(w->wide);
     free(w->symbols);
     free(w->positions);
     free(w->next);

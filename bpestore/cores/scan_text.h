@@ -14,6 +14,7 @@
 #include "byte_class.h"
 #include "ascii_words.h"
 #include "text_state.h"
+#include "class_text.h"
 
 /* The UTF-8 bytes of text[start:end] into w->utf8 from `at`: their number, or -1. */
 INLINE ptrdiff_t
@@ -327,38 +328,17 @@ ascii_stop(const uint8_t *p, ptrdiff_t n, ptrdiff_t i)
     return i;
 }
 
-/* Whether 3 in 4 of a 2- or 4-byte text's first 1,024 characters are ASCII: where fewer
-   are, its stretches of ASCII are too short to pay for their own scan. */
+/* A text not all ASCII as bytes (class_text.h) into w->narrow, with its bits of characters
+   above 0x7F in w->wide: 0, or -1. */
 static int
-mostly_ascii(const void *data, int kind, ptrdiff_t n)
+narrow_text(Work *w, const uint8_t *classes, const void *data, int kind, ptrdiff_t n, int pattern, int bytes)
 {
-    ptrdiff_t m = n < 1024 ? n : 1024, count = 0;
-    for (ptrdiff_t i = 0; i < m; i++)
-        count += CHAR_AT(kind, data, i) < 0x80;
-    return 4 * count >= 3 * m;
+    if (grow(w, (void **)&w->narrow, &w->narrow_cap, 0, (size_t)n + 16, 1) < 0
+            || grow(w, (void **)&w->wide, &w->wide_cap, 0, ((size_t)n + 15) / 16 * 2 + 16, 1) < 0)
+        return -1;
+    class_text(w->narrow, w->wide, classes, data, kind, n, pattern, bytes);
+    return 0;
 }
-
-/* A 2- or 4-byte text's characters as bytes, each below 0x80 as itself, the others
-   as 0x80, and 8 bytes more readable (a loop the compiler vectorizes). */
-#define NARROW_LOOP(type)                                     \
-    for (ptrdiff_t i = 0; i < n; i++) {                       \
-        uint32_t c = ((const type *)data)[i];                 \
-        out[i] = (uint8_t)(c < 0x80 ? c : 0x80);              \
-    }
-static const uint8_t *
-narrow_text(Work *w, const void *data, int kind, ptrdiff_t n)
-{
-    if (grow(w, (void **)&w->narrow, &w->narrow_cap, 0, (size_t)n + 8, 1) < 0)
-        return NULL;
-    uint8_t *out = w->narrow;
-    if (kind == 2)
-        NARROW_LOOP(uint16_t)
-    else
-        NARROW_LOOP(uint32_t)
-    memset(out + n, 0, 8);
-    return out;
-}
-#undef NARROW_LOOP
 
 /* Every word of a text under the encoder's pattern; 0, or -1. Words are cut and
    hashed BLOCK at a time, then encoded: the cut, the hashing and the look-ups each run
@@ -383,24 +363,31 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     const int fast = pattern == PATTERN_CL100K || pattern == PATTERN_O200K;
     const uint8_t *direct = (const uint8_t *)data;
     const uint8_t *t = w->ascii;
-    ptrdiff_t stop = 0;  /* where the stretch of ASCII that holds i ends (i < stop) */
-    int stretches = fast && (kind == 1 || mostly_ascii(data, kind, n)), standard = 0;
-    if (stretches) {
+    const uint8_t *wide = NULL;  /* the characters above 0x7F of `direct` (NULL: none) */
+    ptrdiff_t stop = 0;  /* where the stretch of bytes below 0x80 that holds i ends (i < stop) */
+    int stretches = 0, standard = 0;
+    if (fast) {
         if (w->ascii_of != classes) {  /* the ASCII classes never change: built once a scratch space */
             ascii_classes(classes, w->ascii);
             w->ascii_of = classes;
         }
         standard = ascii_standard(t);
-        if (kind != 1 && (direct = narrow_text(w, data, kind, n)) == NULL)
-            return -1;
-        if (ascii)
+        stretches = ascii || kind == 1 || mostly_classed(classes, data, kind, n, pattern, standard);
+        if (ascii) {
             stop = n;
+        } else if (stretches) {
+            if (narrow_text(w, classes, data, kind, n, pattern, standard) < 0)
+                return -1;
+            direct = w->narrow;
+            wide = w->wide;
+        }
     }
 #define IS_SPACE_AT(i) ((classes[CHAR_AT(kind, data, (i))] & 15) == CAT_SPACE)
     ptrdiff_t i = 0;
     int fetch_tokens = 1;  /* whether a word of the last block missed the caches */
 #ifdef ASCII_WORDS
     uint64_t pending = 0;  /* the starts after i a block found (ascii_word_starts), bit k for base + k */
+    uint64_t base_wide = 0;  /* the characters above 0x7F of the block, bit k for base + k */
     ptrdiff_t base = 0;
 #endif
     /* what each look-up needs, read once: the loops below store to arrays the compiler
@@ -422,8 +409,18 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             for (; pending && k < BLOCK; k++) {
                 ptrdiff_t end = base + __builtin_ctzll(pending);
                 pending &= pending - 1;
-                ptrs[k] = direct + i;
-                lens[k] = (uint32_t)(end - i);
+                if (base_wide && (base_wide >> (i - base)) & (~0ULL >> (64 - (end - i)))) {
+                    ptrdiff_t len = utf8_of(w, at, data, kind, i, end);
+                    if (len < 0)
+                        return -1;
+                    utf8_at[k] = at;
+                    in_utf8[n_utf8++] = (uint16_t)k;
+                    at += (size_t)len;
+                    lens[k] = (uint32_t)len;
+                } else {
+                    ptrs[k] = direct + i;
+                    lens[k] = (uint32_t)(end - i);
+                }
                 i = end;
             }
             if (k == BLOCK)
@@ -449,17 +446,20 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                     uint64_t starts = ascii_word_starts(direct + i, pattern, &limit);
                     pending = limit > 1 ? starts & (((uint64_t)1 << limit) - 2) : 0;
                     base = i;
+                    base_wide = wide != NULL ? bits_at(wide, i) : 0;
                 }
                 if (pending) {  /* the word ends where the block's next one starts */
                     end = base + __builtin_ctzll(pending);
                     pending &= pending - 1;
-                    found = here = 1;
+                    found = 1;
+                    here = !((base_wide >> (i - base)) & (~0ULL >> (64 - (end - i))));
                 }
 #endif
                 if (stretches && !found && i < stop) {
                     end = standard && i + 16 <= n ? ascii_end16(classes, t, direct, stop, i, pattern, stop == n)
                           : ascii_end(classes, t, direct, stop, i, pattern, stop == n);
-                    here = found = stop == n || end + 3 <= stop;
+                    found = stop == n || end + 3 <= stop;
+                    here = found && !span_wide(wide, i, end);
                 }
                 if (!found) {
                     end = pretok_end(classes, data, kind, n, i, pattern);
