@@ -132,8 +132,6 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
 {
     if (n == 0)
         return 0;
-    if (n == 1 && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID)
-        return emit_one(w, e->byte_ids[bytes[0]]);
     SmallSlot *sc = NULL;
     uint64_t key = 0;
     if (n <= 8 && w->smalls != NULL) {
@@ -147,6 +145,13 @@ encode_hashed_word(const Tables *e, Work *w, const uint8_t *bytes, size_t n, uin
         uint32_t three[3];
         if (n >= 3 && small_three(sc, key, n, three))
             return emit(w, three, 3);
+    }
+    if (n == 1 && !e->chars && e->prefix == NO_ID && e->suffix == NO_ID) {
+        /* its byte's id, kept where the scan looks a short word up (it has no test of its own
+           for one byte: a branch taken at random in a text) */
+        uint32_t id = e->byte_ids[bytes[0]];
+        remember(sc, key, NULL, bytes, n, &id, 1);
+        return emit_one(w, id);
     }
     /* the word looked up whole before the cache is read (a token's id is what the cache would
        give): a short word's cache slot is not fetched early, and its miss then overlaps the

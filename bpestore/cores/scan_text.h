@@ -354,8 +354,6 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     size_t utf8_at[BLOCK];  /* where a word of in_utf8 starts in w->utf8 (it may move while a block is cut) */
     uint16_t in_utf8[BLOCK];
     uint64_t hashes[BLOCK], words[BLOCK];  /* a word of <= 8 bytes read as one (load_upto8) */
-    /* a word of one byte is that byte's id */
-    const int byte_direct = !e->chars && e->prefix == NO_ID && e->suffix == NO_ID;
     /* cl100k and o200k: the stretches of ASCII characters scanned as bytes, 64 at a time
        (ascii_word_starts) where 64 are left and the classes are the standard ones, else a
        word at a time (ascii_end16, ascii_end), their words read where they lie (kind 1) or
@@ -397,7 +395,6 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
     const size_t small_mask = w->smalls != NULL ? w->small_mask : 0;
     /* a word of `direct` up to 8 bytes before this: 8 bytes readable (narrow_text's 8 more) */
     const uintptr_t direct_end = (uintptr_t)direct + (size_t)n + (direct == data ? 0 : 8);
-    const size_t byte_len = byte_direct ? 1 : 0;  /* a word of this length is its byte's id */
     const TokenSlot *const tokens = e->tokens;
     const size_t token_mask = e->token_mask, token_len = e->whole_lookup ? e->max_token_len : 0;
     while (i < n) {
@@ -487,8 +484,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             const uint8_t *p = ptrs[j];
             size_t len = lens[j];
             if (len <= 8) {
-                if (len == byte_len)
-                    continue;  /* its byte's id: no look-up to fetch for */
+                /* (a word of one byte too: the short-word cache keeps its id, a test the fewer) */
                 /* one load for the hash and the cache's check (8 bytes where they are readable:
                    a word of the text itself or its narrowed copy, not one of w->utf8) */
                 uint64_t x = (uintptr_t)p >= (uintptr_t)direct && (uintptr_t)p + 8 <= direct_end
@@ -520,10 +516,6 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             const uint8_t *p = ptrs[j];
             size_t len = lens[j];
             if (len <= 8) {
-                if (len == byte_len) {
-                    out[n_out++] = e->byte_ids[p[0]];
-                    continue;
-                }
                 const SmallSlot *c = small_find(small_slot(smalls, small_mask, hashes[j]), words[j], len);
                 if (c != NULL) {
                     n_out += small_ids(c, out + n_out);
