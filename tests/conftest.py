@@ -291,6 +291,12 @@ def rank_file_version(name: str):
     return tiktoken_version(ranks, name, {}), encoding
 
 
+def rank_file_tokenizer(name: str):
+    """A fresh tokenizer of a shared rank file (``cl100k``, ``o200k``) and tiktoken's Encoding of it."""
+    made, encoding = rank_file_version(name)
+    return fresh_tokenizer(made), encoding
+
+
 def fresh_tokenizer(made):
     """A tokenizer of its own for a version's (vocab, merges, spec): its scratch space and
     caches start empty and small."""

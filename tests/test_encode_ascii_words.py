@@ -12,9 +12,7 @@ import random
 
 import pytest
 
-from bpestore import Tokenizer
-
-from .conftest import rank_file_version
+from .conftest import rank_file_tokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -23,9 +21,7 @@ pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 @pytest.fixture(scope="module", params=["cl100k", "o200k"])
 def version(request):
-    made, enc = rank_file_version(request.param)
-    vocab, merges, spec = made
-    return Tokenizer(vocab, merges, spec=spec), enc
+    return rank_file_tokenizer(request.param)
 
 
 # what each rule of the masks decides, and what they leave to the byte steps

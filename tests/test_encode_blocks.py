@@ -12,9 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpestore import Tokenizer
-
-from .conftest import rank_file_version
+from .conftest import rank_file_tokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -28,8 +26,7 @@ pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 @pytest.fixture(scope="module", params=["cl100k", "o200k"])
 def version(request):
-    (vocab, merges, spec), enc = rank_file_version(request.param)
-    return Tokenizer(vocab, merges, spec=spec), enc
+    return rank_file_tokenizer(request.param)
 
 
 @pytest.mark.parametrize("count", [255, 256, 257, 511, 512, 513, 1_000])

@@ -13,9 +13,7 @@ import random
 
 import pytest
 
-from bpestore import Tokenizer
-
-from .conftest import corpus_path, rank_file_version
+from .conftest import corpus_path, rank_file_tokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -24,9 +22,7 @@ pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 @pytest.fixture(scope="module", params=["cl100k", "o200k"])
 def version(request):
-    made, enc = rank_file_version(request.param)
-    vocab, merges, spec = made
-    return Tokenizer(vocab, merges, spec=spec), enc
+    return rank_file_tokenizer(request.param)
 
 
 # non-ASCII words and the rules they meet: case changes (Ä Ö Ü Ж Я upper), a prefix before

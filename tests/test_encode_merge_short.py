@@ -13,7 +13,7 @@ import pytest
 
 from bpestore import Tokenizer
 
-from .conftest import rank_file_version
+from .conftest import rank_file_tokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -29,8 +29,7 @@ def version(request, gpt2_files, tiktoken_gpt2):
 
         vocab, merges, specials = read_gpt2(*gpt2_files)
         return Tokenizer(vocab, merges, specials, name="gpt2"), tiktoken_gpt2
-    (vocab, merges, spec), enc = rank_file_version(request.param)
-    return Tokenizer(vocab, merges, spec=spec), enc
+    return rank_file_tokenizer(request.param)
 
 
 def words_of(rng: random.Random, n: int) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from bpestore import Tokenizer
 
-from .conftest import rank_file_version
+from .conftest import rank_file_tokenizer
 
 tiktoken = pytest.importorskip("tiktoken")
 
@@ -21,8 +21,7 @@ pytestmark = pytest.mark.usefixtures("compiled_encode_core")
 
 @pytest.fixture(scope="module", params=["cl100k", "o200k"])
 def version(request):
-    (vocab, merges, spec), enc = rank_file_version(request.param)
-    return Tokenizer(vocab, merges, spec=spec), enc
+    return rank_file_tokenizer(request.param)
 
 
 def expect(tok: Tokenizer, enc, text: str) -> None:
