@@ -293,7 +293,8 @@ def test_count_utf8_takes_one_or_two_threads():
 def test_one_segment_is_cut_for_two_threads_where_that_changes_no_word(name):
     """One large segment: the second thread takes it from the first safe cut after its middle
     (none in Chinese: then one thread counts it all); the counts are one thread's, in order."""
-    data = read_corpus(name)[:400_000].encode()
+    corpus = read_corpus(name)  # (a fresh clone's stand-ins are short: repeated to size)
+    data = (corpus * (400_000 // len(corpus) + 1))[:400_000].encode()
     assert len(data) >= 256 << 10
     for pattern in PATTERNS:
         code = COUNT_CORE_PATTERNS[pattern]

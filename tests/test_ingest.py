@@ -117,6 +117,7 @@ def test_two_workers_below_the_process_threshold_count_on_two_threads(counting_c
     """Two workers on a file too small for processes: this process counts its ranges on two threads
     (``TextPipeline.count_bytes(..., threads=2)``), and the counts and their order are one worker's."""
     text = read_corpus("german_1M.txt") + read_corpus("russian_1M.txt")[:600_000]
+    text = (text * (1_600_000 // len(text) + 1))[:1_600_000]  # (a fresh clone's stand-ins are short)
     path = tmp_path / "corpus.txt"
     path.write_bytes(text.encode("utf-8"))
     asked: list[int] = []
