@@ -186,13 +186,13 @@ class TaskCounter:
     """Counts the words of tasks with one spec's pipeline."""
 
     def __init__(self, spec: TokenizerSpec, errors: str, jsonl_field: str | None,
-                 part_chars: int, skip: Collection[str] = frozenset()) -> None:
+                 part_chars: int, skip: Collection[str] = frozenset(), threads: int = 1) -> None:
         self.pipeline = TextPipeline(spec)
         self.errors = errors
         self.jsonl_field = jsonl_field
         self.part_chars = part_chars
         self.skip = skip  # sha256 of contents counted before: a small file with one is not counted
-        self.threads = 1  # threads counting a large source's ranges (``TextPipeline.count_bytes``)
+        self.threads = threads  # threads counting a large source's ranges (``TextPipeline.count_bytes``)
 
     @property
     def shares_tables(self) -> bool:
@@ -454,9 +454,8 @@ class Pool:
     def __init__(self, spec: TokenizerSpec, *, errors: str, jsonl_field: str | None,
                  part_chars: int, workers: int, start_at: int, merge_bytes: int = 64 << 20,
                  skip: Collection[str] = frozenset()) -> None:
-        self.local = TaskCounter(spec, errors, jsonl_field, part_chars, skip)
         # Before the workers start (below ``start_at``), the text counted here takes two threads.
-        self.local.threads = min(workers, 2)
+        self.local = TaskCounter(spec, errors, jsonl_field, part_chars, skip, threads=min(workers, 2))
         self.config: tuple = (spec.to_json(), errors, jsonl_field, part_chars, skip, os.getpid())
         self.hold_bytes = merge_bytes // max(workers, 1)
         self.workers = workers
