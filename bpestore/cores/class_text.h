@@ -70,6 +70,13 @@ bits_at(const uint8_t *bits, ptrdiff_t pos)
     return s ? lo >> s | (uint64_t)bits[pos / 8 + 8] << (64 - s) : lo;
 }
 
+/* Whether any of the low `len` (1 to 64) of bits is set. */
+static inline int
+any_low_bits(uint64_t bits, ptrdiff_t len)
+{
+    return (bits & (~0ULL >> (64 - len))) != 0;
+}
+
 /* Whether any of bits i..end-1 is set (NULL: none is). */
 static inline int
 span_wide(const uint8_t *bits, ptrdiff_t i, ptrdiff_t end)
@@ -79,7 +86,7 @@ span_wide(const uint8_t *bits, ptrdiff_t i, ptrdiff_t end)
     for (; end - i > 64; i += 64)
         if (bits_at(bits, i))
             return 1;
-    return (bits_at(bits, i) & (~0ULL >> (64 - (end - i)))) != 0;
+    return any_low_bits(bits_at(bits, i), end - i);
 }
 
 /* The characters of text[0:n) as bytes into narrow (n + 16 bytes: 16 zero bytes after

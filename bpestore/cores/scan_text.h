@@ -406,7 +406,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
             for (; pending && k < BLOCK; k++) {
                 ptrdiff_t end = base + __builtin_ctzll(pending);
                 pending &= pending - 1;
-                if (base_wide && (base_wide >> (i - base)) & (~0ULL >> (64 - (end - i)))) {
+                if (base_wide && any_low_bits(base_wide >> (i - base), end - i)) {
                     ptrdiff_t len = utf8_of(w, at, data, kind, i, end);
                     if (len < 0)
                         return -1;
@@ -449,7 +449,7 @@ scan(const Tables *e, Work *w, const void *data, int kind, int ascii, ptrdiff_t 
                     end = base + __builtin_ctzll(pending);
                     pending &= pending - 1;
                     found = 1;
-                    here = !((base_wide >> (i - base)) & (~0ULL >> (64 - (end - i))));
+                    here = !any_low_bits(base_wide >> (i - base), end - i);
                 }
 #endif
                 if (stretches && !found && i < stop) {
